@@ -1,0 +1,90 @@
+/**
+ * The only engine surface handlers see. An Engine turns a prompt (token ids) into a stream of
+ * token events and ends with usage and a finish reason. Implementations: NativeEngine
+ * (native-engine.ts, the C library through ffi.ts) and FakeEngine (tests of handler logic only).
+ */
+
+export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
+
+export interface GenerateRequest {
+  /** Prompt token ids (already rendered through the chat template and tokenised). */
+  promptIds: number[];
+  /** Most tokens to generate. */
+  maxTokens: number;
+  /** 0 (or below) = greedy. */
+  temperature?: number;
+  /** (0, 1]; 1 = off. */
+  topP?: number;
+  seed?: number;
+  /** Token ids that end the turn (reported as a token event, then finish 'stop'). */
+  stopIds?: number[];
+  /** Keep each step's logits (debug CLI `--top-logits`, oracle tests). */
+  keepLogits?: boolean;
+}
+
+export type TokenEvent =
+  | { type: 'prefilled'; cachedTokens: number }
+  | { type: 'token'; id: number; logits?: Float32Array };
+
+export interface FinishInfo {
+  reason: FinishReason;
+  usage: { inputTokens: number; cachedTokens: number; outputTokens: number };
+  /** Detail when reason is 'error'. */
+  error?: string;
+}
+
+export interface EngineInfo {
+  arch: 'glm4' | 'llama' | 'qwen3';
+  backend: 'cpu' | 'cuda';
+  numVocab: number;
+  /** Context limit in tokens (prompt + output). */
+  contextLength: number;
+  numLayers: number;
+  hiddenSize: number;
+  numParams: number;
+  blockSize: number;
+  numBlocks: number;
+  simd: 'scalar' | 'avx2';
+}
+
+export interface EngineStats {
+  blocksTotal: number;
+  blocksFree: number;
+  blocksCached: number;
+  seqsWaiting: number;
+  seqsRunning: number;
+  steps: number;
+  prefillTokens: number;
+  cachedTokens: number;
+  decodeTokens: number;
+  preemptions: number;
+}
+
+export interface GenerateOptions {
+  /** Aborting cancels the sequence at the next step boundary. */
+  signal?: AbortSignal;
+}
+
+export interface Engine {
+  readonly info: EngineInfo;
+  /**
+   * Starts a generation. Throws EngineError synchronously-on-first-next for bad requests
+   * (e.g. code 'context_overflow') before any work is queued. Breaking out of the loop,
+   * calling return(), or aborting the signal cancels the sequence.
+   */
+  generate(request: GenerateRequest, options?: GenerateOptions): AsyncGenerator<TokenEvent, FinishInfo, void>;
+  stats(): Promise<EngineStats>;
+  close(): Promise<void>;
+}
+
+export type EngineErrorCode =
+  | 'invalid_arg' | 'io' | 'bad_checkpoint' | 'unsupported' | 'context_overflow'
+  | 'out_of_memory' | 'unknown_seq' | 'backend' | 'internal' | 'abi_mismatch' | 'closed';
+
+/** The one error type the engine boundary throws (made from C status codes in ffi.ts). */
+export class EngineError extends Error {
+  constructor(readonly code: EngineErrorCode, message: string) {
+    super(message);
+    this.name = 'EngineError';
+  }
+}

@@ -1,0 +1,130 @@
+/* engine.h: the entire C ABI of Maya's inference engine.
+ *
+ * One opaque context owns a loaded checkpoint, its backend (CPU today, CUDA later), a paged KV
+ * cache with prefix reuse, and a FIFO scheduler doing continuous batching. The host (ffi.ts)
+ * adds sequences, polls eng_step() for token events and cancels sequences; the library never
+ * calls back into the host, never exits and never prints.
+ *
+ * Rules: scalars, pointers and caller-owned buffers only (no structs by value, for bun:ffi and
+ * koffi alike). Every function returning int32_t returns a status: 0 = ok, > 0 = recoverable,
+ * < 0 = failure; eng_status_str() names it and eng_last_error() gives the detail of the most
+ * recent failure on the calling thread. A context is not thread-safe: one thread drives it.
+ *
+ * Shapes (used in comments across engine-cuda/src): B = sequences in a step, T = tokens,
+ * C = hidden size, H = query heads, Hkv = key/value heads, D = head size, V = vocabulary.
+ */
+#ifndef MAYA_ENGINE_H
+#define MAYA_ENGINE_H
+
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define ENG_API __declspec(dllexport)
+#else
+#define ENG_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ENG_ABI_VERSION 1
+
+typedef struct eng_ctx eng_ctx;
+
+/* Status codes. */
+enum {
+    ENG_STATUS_OK = 0,
+    ENG_STATUS_NO_KV_SPACE = 1,          /* recoverable: retry when blocks free up */
+    ENG_STATUS_INVALID_ARG = -1,
+    ENG_STATUS_IO = -2,                  /* a file could not be opened, read or mapped */
+    ENG_STATUS_BAD_CHECKPOINT = -3,      /* config/safetensors malformed, tensor missing, shape mismatch */
+    ENG_STATUS_UNSUPPORTED = -4,         /* architecture, dtype or backend not supported */
+    ENG_STATUS_CONTEXT_OVERFLOW = -5,    /* prompt + max_tokens exceeds the model's context */
+    ENG_STATUS_OUT_OF_MEMORY = -6,
+    ENG_STATUS_UNKNOWN_SEQ = -7,
+    ENG_STATUS_BACKEND = -8,             /* a backend (CUDA) call failed */
+    ENG_STATUS_INTERNAL = -9
+};
+
+/* Creation parameters: a flat int64 array indexed by ENG_PARAM_*. A value <= 0 (or an array
+ * shorter than the index) means "choose the default". */
+enum {
+    ENG_PARAM_BACKEND = 0,       /* 0 auto, 1 cpu, 2 cuda */
+    ENG_PARAM_N_THREADS = 1,     /* CPU worker threads; default: online cores */
+    ENG_PARAM_BLOCK_SIZE = 2,    /* tokens per KV block; default 16 */
+    ENG_PARAM_N_BLOCKS = 3,      /* KV blocks; default sized from ENG_PARAM_KV_BYTES */
+    ENG_PARAM_KV_BYTES = 4,      /* KV cache budget in bytes when N_BLOCKS is unset */
+    ENG_PARAM_MAX_BATCH = 5,     /* most sequences decoded in one step; default 16 */
+    ENG_PARAM_PREFILL_CHUNK = 6, /* most prompt tokens prefilled in one step; default 256 */
+    ENG_PARAM_N_CTX = 7,         /* context limit; default (and maximum) max_position_embeddings */
+    ENG_PARAM_COUNT = 8
+};
+
+/* Fields of eng_ctx_info() (fixed for the context's life). */
+enum {
+    ENG_INFO_N_VOCAB = 0, ENG_INFO_N_CTX = 1, ENG_INFO_N_LAYER = 2, ENG_INFO_N_EMBD = 3,
+    ENG_INFO_N_HEAD = 4, ENG_INFO_N_HEAD_KV = 5, ENG_INFO_HEAD_DIM = 6, ENG_INFO_BLOCK_SIZE = 7,
+    ENG_INFO_N_BLOCKS = 8, ENG_INFO_BACKEND = 9, ENG_INFO_ARCH = 10, /* 1 glm4, 2 llama, 3 qwen3 */
+    ENG_INFO_N_PARAMS = 11, ENG_INFO_WEIGHT_BYTES = 12, ENG_INFO_SIMD = 13, /* 0 scalar, 1 avx2 */
+    ENG_INFO_COUNT = 14
+};
+
+/* Fields of eng_ctx_stats() (a snapshot; counters are cumulative). */
+enum {
+    ENG_STAT_BLOCKS_TOTAL = 0, ENG_STAT_BLOCKS_FREE = 1, ENG_STAT_BLOCKS_CACHED = 2,
+    ENG_STAT_SEQS_WAITING = 3, ENG_STAT_SEQS_RUNNING = 4, ENG_STAT_STEPS = 5,
+    ENG_STAT_PREFILL_TOKENS = 6, ENG_STAT_CACHED_TOKENS = 7, ENG_STAT_DECODE_TOKENS = 8,
+    ENG_STAT_PREEMPTIONS = 9,
+    ENG_STAT_COUNT = 10
+};
+
+/* A step writes events of 4 int32 each: { seq_id, kind, token, value }. */
+enum {
+    ENG_EVENT_PREFILLED = 1, /* prompt fully prefilled; value = prompt tokens served from cache */
+    ENG_EVENT_TOKEN = 2,     /* token = sampled token id */
+    ENG_EVENT_FINISH = 3     /* value = ENG_FINISH_*; the sequence is gone after this event */
+};
+enum { ENG_FINISH_STOP = 1, ENG_FINISH_LENGTH = 2, ENG_FINISH_CANCELLED = 3, ENG_FINISH_ERROR = 4 };
+#define ENG_EVENT_INTS 4
+
+/* Sequence flags. */
+enum { ENG_SEQ_KEEP_LOGITS = 1 }; /* keep the logits of the latest sampled position (eng_seq_logits) */
+
+ENG_API int32_t eng_abi_version(void);
+ENG_API const char *eng_status_str(int32_t status);
+/* Detail of the latest failure on this thread. Returns its length; -needed if len is too small. */
+ENG_API int32_t eng_last_error(char *buf, int32_t len);
+
+/* Loads a Hugging Face model directory (config.json + safetensors). Writes the context to *out.
+ * Returns OK, INVALID_ARG, IO, BAD_CHECKPOINT, UNSUPPORTED, OUT_OF_MEMORY, BACKEND. */
+ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int32_t n_params, eng_ctx **out);
+ENG_API void eng_ctx_free(eng_ctx *ctx);
+/* Copy min(cap, ENG_INFO_COUNT) / ENG_STAT_COUNT fields into out. Return the count written. */
+ENG_API int32_t eng_ctx_info(const eng_ctx *ctx, int64_t *out, int32_t cap);
+ENG_API int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap);
+
+/* Queues a sequence (FIFO). tokens: the prompt (n_tokens >= 1), copied. stop_ids: token ids that
+ * end generation (the stop token is reported, then FINISH stop). temperature <= 0: greedy.
+ * top_p in (0, 1]. seed: the sampler's seed. Writes its id to *out_seq_id.
+ * Returns OK, INVALID_ARG, CONTEXT_OVERFLOW (n_tokens + max_tokens > n_ctx). */
+ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens,
+                            const int32_t *stop_ids, int32_t n_stop, int32_t max_tokens,
+                            float temperature, float top_p, uint64_t seed, uint32_t flags,
+                            int32_t *out_seq_id);
+/* Marks a sequence cancelled; the next eng_step frees its blocks and reports FINISH cancelled.
+ * Returns OK or UNKNOWN_SEQ. */
+ENG_API int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id);
+/* Copies the logits (V floats) of the latest sampled position of a KEEP_LOGITS sequence.
+ * Valid after the TOKEN event, until the next eng_step. Returns V, or a negative status. */
+ENG_API int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int32_t cap);
+
+/* One bounded unit of work: schedule (admit, chunk prefill, batch decode) -> run -> sample.
+ * Writes at most cap / ENG_EVENT_INTS events into out and returns how many, or a negative status.
+ * cap must hold at least 2 events per live sequence + 1. Returns 0 when idle. */
+ENG_API int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MAYA_ENGINE_H */
