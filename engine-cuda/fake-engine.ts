@@ -1,0 +1,163 @@
+/**
+ * FakeEngine: a deterministic Engine for handler unit tests only (never a default path; `npm start`
+ * and end-to-end tests run NativeEngine on a real tiny model). It replays scripted token
+ * sequences, applies the same request rules as the native engine (context check before any work,
+ * stop ids, max tokens, cancellation by break / return() / abort) and records every queued
+ * request so a test can assert that no engine work was queued.
+ */
+import {
+  EngineError,
+  type Engine,
+  type EngineInfo,
+  type EngineStats,
+  type FinishInfo,
+  type FinishReason,
+  type GenerateOptions,
+  type GenerateRequest,
+  type TokenEvent,
+} from './engine.ts';
+
+/** What one generation replays. */
+export interface FakeScript {
+  /** Token ids produced in order (cut by stopIds and maxTokens like the real engine). */
+  tokens: number[];
+  /** Finish reason when the script runs out before maxTokens or a stop id; default 'stop'. */
+  finishReason?: FinishReason;
+  /** Reported in the 'prefilled' event and in usage; default 0. */
+  cachedTokens?: number;
+  /** Detail reported with finishReason 'error'. */
+  error?: string;
+  /** Logits attached to each token event when the request keeps logits (index = step). */
+  logits?: Float32Array[];
+}
+
+export type FakeScriptSource = FakeScript | FakeScript[] | ((request: GenerateRequest, index: number) => FakeScript);
+
+export interface FakeEngineOptions {
+  script?: FakeScriptSource;
+  info?: Partial<EngineInfo>;
+  /** Delay before each token event in ms (0: only a microtask/macrotask hop). */
+  tokenDelayMs?: number;
+}
+
+export const FAKE_ENGINE_INFO: EngineInfo = {
+  arch: 'glm4',
+  backend: 'cpu',
+  numVocab: 1000,
+  contextLength: 4096,
+  numLayers: 2,
+  hiddenSize: 64,
+  numParams: 100_000,
+  blockSize: 16,
+  numBlocks: 256,
+  simd: 'scalar',
+};
+
+export class FakeEngine implements Engine {
+  readonly info: EngineInfo;
+  /** Every request that passed validation and was queued, in order. */
+  readonly calls: GenerateRequest[] = [];
+  /** How many generations ended cancelled (break, return(), abort). */
+  cancelledCount = 0;
+  /** Generations started and not yet finished. */
+  activeCount = 0;
+  private readonly script: FakeScriptSource;
+  private readonly tokenDelayMs: number;
+  private closed = false;
+  private readonly counters = { steps: 0, prefillTokens: 0, cachedTokens: 0, decodeTokens: 0 };
+
+  constructor(options: FakeEngineOptions = {}) {
+    this.info = { ...FAKE_ENGINE_INFO, ...options.info };
+    this.script = options.script ?? { tokens: [] };
+    this.tokenDelayMs = options.tokenDelayMs ?? 0;
+  }
+
+  generate(request: GenerateRequest, options: GenerateOptions = {}): AsyncGenerator<TokenEvent, FinishInfo, void> {
+    return this.run(request, options);
+  }
+
+  private pickScript(request: GenerateRequest, index: number): FakeScript {
+    const source = this.script;
+    if (typeof source === 'function') return source(request, index);
+    if (Array.isArray(source)) {
+      const script = source[index % Math.max(source.length, 1)];
+      return script ?? { tokens: [] };
+    }
+    return source;
+  }
+
+  private validate(request: GenerateRequest): void {
+    if (this.closed) throw new EngineError('closed', 'engine is closed');
+    if (request.promptIds.length < 1) throw new EngineError('invalid_arg', 'promptIds must not be empty');
+    if (!Number.isInteger(request.maxTokens) || request.maxTokens < 1) {
+      throw new EngineError('invalid_arg', 'maxTokens must be a positive integer');
+    }
+    if (request.promptIds.length + request.maxTokens > this.info.contextLength) {
+      throw new EngineError(
+        'context_overflow',
+        `prompt (${request.promptIds.length}) + max tokens (${request.maxTokens}) exceeds the context (${this.info.contextLength})`,
+      );
+    }
+  }
+
+  private async *run(request: GenerateRequest, options: GenerateOptions): AsyncGenerator<TokenEvent, FinishInfo, void> {
+    this.validate(request);
+    const index = this.calls.length;
+    this.calls.push({ ...request, promptIds: [...request.promptIds] });
+    const script = this.pickScript(request, index);
+    const cachedTokens = Math.min(script.cachedTokens ?? 0, request.promptIds.length - 1);
+    const stopIds = new Set(request.stopIds ?? []);
+    let outputTokens = 0;
+    let finishedAs: FinishReason | undefined;
+    const finish = (reason: FinishReason, error?: string): FinishInfo => {
+      finishedAs = reason;
+      const usage = { inputTokens: request.promptIds.length, cachedTokens, outputTokens };
+      return error === undefined ? { reason, usage } : { reason, usage, error };
+    };
+    this.activeCount++;
+    this.counters.prefillTokens += request.promptIds.length - cachedTokens;
+    this.counters.cachedTokens += cachedTokens;
+    try {
+      await this.pause(0);
+      if (options.signal?.aborted) return finish('cancelled');
+      yield { type: 'prefilled', cachedTokens };
+      for (const id of script.tokens) {
+        if (outputTokens >= request.maxTokens) return finish('length');
+        await this.pause(this.tokenDelayMs);
+        if (options.signal?.aborted) return finish('cancelled');
+        outputTokens++;
+        this.counters.steps++;
+        this.counters.decodeTokens++;
+        const logits = request.keepLogits ? script.logits?.[outputTokens - 1] : undefined;
+        yield logits ? { type: 'token', id, logits } : { type: 'token', id };
+        if (stopIds.has(id)) return finish('stop');
+      }
+      if (outputTokens >= request.maxTokens) return finish('length');
+      const reason = script.finishReason ?? 'stop';
+      return finish(reason, reason === 'error' ? (script.error ?? 'scripted error') : undefined);
+    } finally {
+      this.activeCount--;
+      if (finishedAs === undefined || finishedAs === 'cancelled') this.cancelledCount++;
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve)));
+  }
+
+  async stats(): Promise<EngineStats> {
+    return {
+      blocksTotal: this.info.numBlocks,
+      blocksFree: this.info.numBlocks,
+      blocksCached: 0,
+      seqsWaiting: 0,
+      seqsRunning: this.activeCount,
+      ...this.counters,
+      preemptions: 0,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}
