@@ -1,0 +1,157 @@
+/**
+ * The Dialect contract: how one model family turns a conversation into prompt text and how its
+ * generated text turns back into reasoning, message text and function calls.
+ *
+ * Pipeline use (handlers/create-response.ts):
+ *
+ *   const dialect = selectDialect({ chatTemplate, architectures, modelType, override }); // select.ts
+ *   const turns: ChatTurn[] = ...;            // Responses input items → model-neutral turns
+ *   const { thinking, effort } = dialect.thinkingControl(request.reasoning?.effort);
+ *   const rendered = dialect.renderPrompt(turns, { tools, thinking, effort, forcedTool });
+ *   // tokenise rendered.text WITHOUT adding special tokens (the text already has BOS/[gMASK])
+ *   const stopIds = dialect.stopTokens.map((s) => tokenizer.tokenToId(s));
+ *   const parser = dialect.createParser(rendered.parser);
+ *   for await (const ev of engine.generate(...)) events.push(...parser.push(detokenisedDelta));
+ *   events.push(...parser.end(finish.reason));
+ *
+ * Rules the pipeline relies on:
+ * - Detokenise with special tokens KEPT (`<tool_call>`, `<｜tool▁sep｜>` and `<think>` are special
+ *   tokens in these vocabularies; skipping them loses the markup). Do not push the stop token's
+ *   text; if it is pushed anyway the parser treats it as the end of the turn.
+ * - `push()` accepts chunks of any size (one token, many tokens, or half a code point is NOT
+ *   allowed: chunks are JS strings, so split surrogate pairs are the caller's bug).
+ * - No text/reasoning delta ever contains a prefix of a marker that may still complete: partial
+ *   markers are held back until the next chunk or `end()` disambiguates them.
+ * - `tool_call_start` is emitted only when the name is complete and declared in `tools`; an
+ *   undeclared name yields `{type:'error', code:'undeclared_tool'}` and the parser then ignores
+ *   all further input (the response fails).
+ * - For each call: `tool_call_start`, then zero or more `tool_args_delta`, then exactly one of
+ *   `tool_call_done` (complete) or `tool_call_incomplete` (at `end('length'|'cancelled'|'error')`).
+ *   The concatenation of a call's deltas equals its `arguments` string (compact JSON object).
+ * - `end('stop')` inside an unfinished call yields `{type:'error', code:'unfinished_tool_call'}`.
+ *   A call whose name never completed is dropped at `end('length')` (nothing was published).
+ * - `reasoning_done` follows the last `reasoning_delta` (also when the turn ends inside
+ *   reasoning). Reasoning always precedes text and calls in the event order of one turn.
+ *
+ * Forced calls (`tool_choice` required or named): `renderPrompt` opens the call in the prompt
+ * (thinking is turned off for that turn, since the call must start the answer) and returns
+ * `parser.startInToolCall`, so the parser starts inside the call. The pipeline still checks that
+ * a complete call arrived.
+ */
+import type { FinishReason } from '../engine-cuda/engine.ts';
+
+export type TurnRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+
+/** A function call the assistant made earlier in the conversation. */
+export interface ToolCallRecord {
+  /** The Responses `call_id`. */
+  id: string;
+  name: string;
+  /** The arguments as a JSON text (as the Responses API carries them). */
+  arguments: string;
+}
+
+/**
+ * One turn of a model-neutral conversation. Responses items map onto it: messages by role;
+ * `reasoning` items become `reasoning` of the following assistant turn; `function_call` items
+ * become `toolCalls` of an assistant turn; each `function_call_output` is one `tool` turn
+ * (consecutive tool turns form one group of results).
+ */
+export interface ChatTurn {
+  role: TurnRole;
+  /** Plain text (input_text/output_text parts joined). Images are out of scope here. */
+  content: string;
+  /** Assistant only: the model's reasoning for this turn. */
+  reasoning?: string;
+  /** Assistant only. */
+  toolCalls?: ToolCallRecord[];
+  /** Tool only: the call this result answers. */
+  toolCallId?: string;
+}
+
+/** A function tool, in the flat Responses shape. */
+export interface ToolSpec {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+  strict?: boolean;
+}
+
+/** Responses `reasoning.effort`. */
+export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+
+export interface ThinkingSetting {
+  /** Render the prompt in thinking mode. */
+  thinking: boolean;
+  /** Dialect-specific effort level passed back through RenderOptions (DeepSeek V4/V4.1). */
+  effort?: 'max' | number;
+}
+
+/** `tool_choice` forms that require a call: any declared function, or the named one. */
+export type ForcedTool = 'required' | { name: string };
+
+export interface RenderOptions {
+  /** Declared tools ([] or undefined when tool_choice is none or no tools were sent). */
+  tools?: ToolSpec[];
+  thinking: boolean;
+  effort?: ThinkingSetting['effort'];
+  forcedTool?: ForcedTool;
+}
+
+export interface ParserOptions {
+  tools: ToolSpec[];
+  /** The prompt ends inside an open reasoning block: the output starts as reasoning. */
+  startInReasoning: boolean;
+  /**
+   * The prompt ends inside an opened call. With `name` the name is already in the prompt (named
+   * tool_choice); without it the output starts with the name.
+   */
+  startInToolCall?: { name?: string };
+}
+
+export interface RenderedPrompt {
+  /** The text to tokenise (no special tokens added by the tokeniser). */
+  text: string;
+  /** Options for createParser matching how this prompt ends. */
+  parser: ParserOptions;
+}
+
+export type ParserEvent =
+  | { type: 'reasoning_delta'; text: string }
+  | { type: 'reasoning_done' }
+  | { type: 'text_delta'; text: string }
+  | { type: 'tool_call_start'; index: number; name: string }
+  | { type: 'tool_args_delta'; index: number; delta: string }
+  | { type: 'tool_call_done'; index: number; arguments: string }
+  | { type: 'tool_call_incomplete'; index: number }
+  | { type: 'error'; code: ParserErrorCode; message: string; name?: string };
+
+export type ParserErrorCode = 'undeclared_tool' | 'unfinished_tool_call' | 'malformed_tool_call';
+
+export interface OutputParser {
+  /** Feeds the next detokenised text; returns the events it completes. */
+  push(chunk: string): ParserEvent[];
+  /** Ends the turn with the engine's finish reason; flushes held-back text. Call once. */
+  end(reason: FinishReason): ParserEvent[];
+}
+
+export interface Dialect {
+  /** e.g. 'glm45', 'glm47', 'deepseek-v31', 'deepseek-v32', 'deepseek-v4', 'deepseek-v41'. */
+  readonly name: string;
+  /** Special-token strings that end the assistant turn; the pipeline maps them to ids. */
+  readonly stopTokens: readonly string[];
+  /** Maps Responses `reasoning.effort` (undefined = not sent) to the dialect's control. */
+  thinkingControl(effort: ReasoningEffort | null | undefined): ThinkingSetting;
+  /** Renders the conversation plus an open assistant turn (the generation prompt). */
+  renderPrompt(turns: ChatTurn[], options: RenderOptions): RenderedPrompt;
+  createParser(options: ParserOptions): OutputParser;
+}
+
+/** Thrown by renderPrompt for a conversation the dialect cannot express. */
+export class DialectError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DialectError';
+  }
+}
