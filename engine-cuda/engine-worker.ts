@@ -1,0 +1,152 @@
+/**
+ * engine-worker.ts: the worker thread that owns one NativeContext and runs the pump loop. It
+ * receives add / cancel / stats / close messages from NativeEngine (main thread), calls eng_step
+ * while any sequence is live, and posts each step's events as one batch (with the kept logits of
+ * KEEP_LOGITS sequences). Between steps it yields to its event loop so messages are handled at
+ * step boundaries; when nothing is live it sleeps until the next add.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { EngineError } from './engine.ts';
+import { ENG, NativeLib, type ContextParams, type NativeContext, type SeqAddArgs } from './ffi.ts';
+
+export interface WorkerInit {
+  libPath: string;
+  modelDir: string;
+  params: ContextParams;
+}
+
+export type ToWorker =
+  | { op: 'add'; reqId: number; args: SeqAddArgs }
+  | { op: 'cancel'; seqId: number }
+  | { op: 'stats'; reqId: number }
+  | { op: 'close'; reqId: number };
+
+export interface WireError {
+  code: EngineError['code'];
+  message: string;
+}
+
+export type FromWorker =
+  | { op: 'ready'; info: number[] }
+  | { op: 'init_failed'; error: WireError }
+  | { op: 'added'; reqId: number; seqId: number }
+  | { op: 'add_failed'; reqId: number; error: WireError }
+  | { op: 'stats'; reqId: number; stats: number[] }
+  /** events: ENG.EVENT_INTS ints per event; logits[i] belongs to event i (TOKEN of a KEEP_LOGITS seq). */
+  | { op: 'events'; events: Int32Array; logits: [number, Float32Array][] }
+  /** eng_step failed: the listed live sequences are abandoned. */
+  | { op: 'step_failed'; seqIds: number[]; error: WireError }
+  | { op: 'closed'; reqId: number };
+
+function wireError(err: unknown): WireError {
+  if (err instanceof EngineError) return { code: err.code, message: err.message };
+  return { code: 'internal', message: err instanceof Error ? err.message : String(err) };
+}
+
+class Pump {
+  /** Live sequence id -> keeps logits. */
+  private readonly live = new Map<number, boolean>();
+  private events = new Int32Array(64 * ENG.EVENT_INTS);
+  private scheduled = false;
+  private closed = false;
+
+  constructor(
+    private readonly ctx: NativeContext,
+    private readonly numVocab: number,
+    private readonly post: (msg: FromWorker, transfer?: ArrayBuffer[]) => void,
+  ) {}
+
+  handle(msg: ToWorker): void {
+    if (this.closed) return;
+    switch (msg.op) {
+      case 'add':
+        try {
+          const seqId = this.ctx.seqAdd(msg.args);
+          this.live.set(seqId, ((msg.args.flags ?? 0) & ENG.SEQ_KEEP_LOGITS) !== 0);
+          this.post({ op: 'added', reqId: msg.reqId, seqId });
+          this.schedule();
+        } catch (err) {
+          this.post({ op: 'add_failed', reqId: msg.reqId, error: wireError(err) });
+        }
+        return;
+      case 'cancel':
+        // A sequence that already finished is unknown to the library; nothing to do then.
+        if (!this.live.has(msg.seqId)) return;
+        try {
+          this.ctx.seqCancel(msg.seqId);
+        } catch (err) {
+          if (!(err instanceof EngineError && err.code === 'unknown_seq')) throw err;
+        }
+        return;
+      case 'stats':
+        this.post({ op: 'stats', reqId: msg.reqId, stats: this.ctx.stats() });
+        return;
+      case 'close':
+        this.closed = true;
+        this.ctx.free();
+        this.post({ op: 'closed', reqId: msg.reqId });
+        return;
+    }
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.closed || this.live.size === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.stepOnce();
+      this.schedule();
+    });
+  }
+
+  private stepOnce(): void {
+    if (this.closed) return;
+    const needed = (2 * this.live.size + 1) * ENG.EVENT_INTS;
+    if (this.events.length < needed) this.events = new Int32Array(needed * 2);
+    let n: number;
+    try {
+      n = this.ctx.step(this.events);
+    } catch (err) {
+      const seqIds = [...this.live.keys()];
+      this.live.clear();
+      this.post({ op: 'step_failed', seqIds, error: wireError(err) });
+      return;
+    }
+    if (n === 0) return;
+    const events = this.events.slice(0, n * ENG.EVENT_INTS);
+    const logits: [number, Float32Array][] = [];
+    for (let i = 0; i < n; i++) {
+      const seqId = events[i * ENG.EVENT_INTS] ?? -1;
+      const kind = events[i * ENG.EVENT_INTS + 1];
+      if (kind === ENG.EVENT_TOKEN && this.live.get(seqId)) {
+        const out = new Float32Array(this.numVocab);
+        this.ctx.seqLogits(seqId, out);
+        logits.push([i, out]);
+      } else if (kind === ENG.EVENT_FINISH) {
+        this.live.delete(seqId);
+      }
+    }
+    this.post({ op: 'events', events, logits }, [events.buffer, ...logits.map(([, l]) => l.buffer as ArrayBuffer)]);
+  }
+}
+
+async function main(): Promise<void> {
+  const port = parentPort;
+  if (!port) throw new Error('engine-worker.ts must run in a worker thread');
+  const init = workerData as WorkerInit;
+  const post = (msg: FromWorker, transfer?: ArrayBuffer[]) => port.postMessage(msg, transfer);
+  let ctx: NativeContext;
+  try {
+    const lib = await NativeLib.open(init.libPath);
+    ctx = lib.createContext(init.modelDir, init.params);
+  } catch (err) {
+    post({ op: 'init_failed', error: wireError(err) });
+    return;
+  }
+  const info = ctx.info();
+  const pump = new Pump(ctx, info[ENG.INFO_N_VOCAB] ?? 0, post);
+  port.on('message', (msg: ToWorker) => pump.handle(msg));
+  post({ op: 'ready', info });
+}
+
+void main();

@@ -1,0 +1,306 @@
+/**
+ * ffi.ts: the only file that imports bun:ffi or koffi. It binds the C ABI of
+ * engine-cuda/include/engine.h (the symbol table below mirrors it 1:1), checks the ABI version,
+ * and turns status codes into EngineError exactly once, with eng_last_error's detail.
+ *
+ * NativeLib / NativeContext are synchronous: every call blocks the calling thread for as long as
+ * the C function runs. NativeEngine therefore drives them from a worker thread
+ * (engine-worker.ts). A NativeContext is not thread-safe: one thread owns it.
+ *
+ * Library path: $MAYA_ENGINE_LIB, else engine-cuda/build/libmaya_engine.so beside this file.
+ */
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { EngineError, type EngineErrorCode } from './engine.ts';
+
+/** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
+export const ENG = {
+  ABI_VERSION: 1,
+  STATUS_OK: 0, STATUS_NO_KV_SPACE: 1, STATUS_INVALID_ARG: -1, STATUS_IO: -2, STATUS_BAD_CHECKPOINT: -3,
+  STATUS_UNSUPPORTED: -4, STATUS_CONTEXT_OVERFLOW: -5, STATUS_OUT_OF_MEMORY: -6, STATUS_UNKNOWN_SEQ: -7,
+  STATUS_BACKEND: -8, STATUS_INTERNAL: -9,
+  PARAM_BACKEND: 0, PARAM_N_THREADS: 1, PARAM_BLOCK_SIZE: 2, PARAM_N_BLOCKS: 3, PARAM_KV_BYTES: 4,
+  PARAM_MAX_BATCH: 5, PARAM_PREFILL_CHUNK: 6, PARAM_N_CTX: 7, PARAM_COUNT: 8,
+  INFO_N_VOCAB: 0, INFO_N_CTX: 1, INFO_N_LAYER: 2, INFO_N_EMBD: 3, INFO_N_HEAD: 4, INFO_N_HEAD_KV: 5,
+  INFO_HEAD_DIM: 6, INFO_BLOCK_SIZE: 7, INFO_N_BLOCKS: 8, INFO_BACKEND: 9, INFO_ARCH: 10, INFO_N_PARAMS: 11,
+  INFO_WEIGHT_BYTES: 12, INFO_SIMD: 13, INFO_COUNT: 14,
+  STAT_BLOCKS_TOTAL: 0, STAT_BLOCKS_FREE: 1, STAT_BLOCKS_CACHED: 2, STAT_SEQS_WAITING: 3, STAT_SEQS_RUNNING: 4,
+  STAT_STEPS: 5, STAT_PREFILL_TOKENS: 6, STAT_CACHED_TOKENS: 7, STAT_DECODE_TOKENS: 8, STAT_PREEMPTIONS: 9,
+  STAT_COUNT: 10,
+  EVENT_PREFILLED: 1, EVENT_TOKEN: 2, EVENT_FINISH: 3,
+  FINISH_STOP: 1, FINISH_LENGTH: 2, FINISH_CANCELLED: 3, FINISH_ERROR: 4,
+  EVENT_INTS: 4,
+  SEQ_KEEP_LOGITS: 1,
+} as const;
+
+const STATUS_CODES: Record<number, EngineErrorCode> = {
+  [ENG.STATUS_INVALID_ARG]: 'invalid_arg',
+  [ENG.STATUS_IO]: 'io',
+  [ENG.STATUS_BAD_CHECKPOINT]: 'bad_checkpoint',
+  [ENG.STATUS_UNSUPPORTED]: 'unsupported',
+  [ENG.STATUS_CONTEXT_OVERFLOW]: 'context_overflow',
+  [ENG.STATUS_OUT_OF_MEMORY]: 'out_of_memory',
+  [ENG.STATUS_UNKNOWN_SEQ]: 'unknown_seq',
+  [ENG.STATUS_BACKEND]: 'backend',
+  [ENG.STATUS_INTERNAL]: 'internal',
+};
+
+/** Creation parameters (ENG_PARAM_*); unset or <= 0 means the library's default. */
+export interface ContextParams {
+  backend?: 'auto' | 'cpu' | 'cuda';
+  numThreads?: number;
+  blockSize?: number;
+  numBlocks?: number;
+  kvBytes?: number;
+  maxBatch?: number;
+  prefillChunk?: number;
+  contextLength?: number;
+}
+
+export interface SeqAddArgs {
+  tokens: ArrayLike<number>;
+  stopIds?: ArrayLike<number>;
+  maxTokens: number;
+  temperature?: number;
+  topP?: number;
+  seed?: number | bigint;
+  flags?: number;
+}
+
+/** The raw C functions, with pointers as bigint (koffi) or number (bun). */
+interface Symbols {
+  eng_abi_version(): number;
+  eng_status_str(status: number): string;
+  eng_last_error(buf: Uint8Array, len: number): number;
+  eng_ctx_create(modelDir: string, params: BigInt64Array, nParams: number, out: BigUint64Array): number;
+  eng_ctx_free(ctx: CtxHandle): void;
+  eng_ctx_info(ctx: CtxHandle, out: BigInt64Array, cap: number): number;
+  eng_ctx_stats(ctx: CtxHandle, out: BigInt64Array, cap: number): number;
+  eng_seq_add(
+    ctx: CtxHandle, tokens: Int32Array, nTokens: number, stopIds: Int32Array, nStop: number, maxTokens: number,
+    temperature: number, topP: number, seed: bigint, flags: number, outSeqId: Int32Array,
+  ): number;
+  eng_seq_cancel(ctx: CtxHandle, seqId: number): number;
+  eng_seq_logits(ctx: CtxHandle, seqId: number, out: Float32Array, cap: number): number;
+  eng_step(ctx: CtxHandle, out: Int32Array, cap: number): number;
+}
+type CtxHandle = bigint | number;
+
+/** Default library path, resolved relative to this module. */
+export function defaultLibraryPath(): string {
+  const fromEnv = process.env.MAYA_ENGINE_LIB;
+  if (fromEnv) return fromEnv;
+  return fileURLToPath(new URL('./build/libmaya_engine.so', import.meta.url));
+}
+
+export const isBun = typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined';
+
+async function bindBun(path: string): Promise<Symbols> {
+  const ffi = await import('bun:ffi');
+  const { FFIType: T } = ffi;
+  const lib = ffi.dlopen(path, {
+    eng_abi_version: { args: [], returns: T.i32 },
+    eng_status_str: { args: [T.i32], returns: T.cstring },
+    eng_last_error: { args: [T.ptr, T.i32], returns: T.i32 },
+    eng_ctx_create: { args: [T.ptr, T.ptr, T.i32, T.ptr], returns: T.i32 },
+    eng_ctx_free: { args: [T.ptr], returns: T.void },
+    eng_ctx_info: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
+    eng_ctx_stats: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
+    eng_seq_add: {
+      args: [T.ptr, T.ptr, T.i32, T.ptr, T.i32, T.i32, T.f32, T.f32, T.u64, T.u32, T.ptr],
+      returns: T.i32,
+    },
+    eng_seq_cancel: { args: [T.ptr, T.i32], returns: T.i32 },
+    eng_seq_logits: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
+    eng_step: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
+  });
+  const s = lib.symbols;
+  return {
+    ...(s as unknown as Symbols),
+    eng_status_str: (status) => String(s.eng_status_str(status)),
+    eng_ctx_create: (dir, params, n, out) => s.eng_ctx_create(cString(dir), params, n, out),
+  };
+}
+
+let koffiTypesDeclared = false;
+
+async function bindKoffi(path: string): Promise<Symbols> {
+  const require = createRequire(import.meta.url);
+  const koffi = require('koffi') as typeof import('koffi');
+  const lib = koffi.load(path);
+  if (!koffiTypesDeclared) {
+    koffi.opaque('eng_ctx');
+    koffiTypesDeclared = true;
+  }
+  const f = (proto: string) => lib.func(proto) as (...args: unknown[]) => unknown;
+  return {
+    eng_abi_version: f('int32_t eng_abi_version(void)') as Symbols['eng_abi_version'],
+    eng_status_str: f('const char *eng_status_str(int32_t status)') as Symbols['eng_status_str'],
+    eng_last_error: f('int32_t eng_last_error(char *buf, int32_t len)') as Symbols['eng_last_error'],
+    // The out pointer is passed as a BigUint64Array cell, read back after the call.
+    eng_ctx_create: f(
+      'int32_t eng_ctx_create(const char *dir, const int64_t *params, int32_t n, void *out)',
+    ) as Symbols['eng_ctx_create'],
+    eng_ctx_free: f('void eng_ctx_free(eng_ctx *ctx)') as Symbols['eng_ctx_free'],
+    eng_ctx_info: f('int32_t eng_ctx_info(const eng_ctx *ctx, int64_t *out, int32_t cap)') as Symbols['eng_ctx_info'],
+    eng_ctx_stats: f('int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap)') as Symbols['eng_ctx_stats'],
+    eng_seq_add: f(
+      'int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids, ' +
+        'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags, ' +
+        'int32_t *out_seq_id)',
+    ) as Symbols['eng_seq_add'],
+    eng_seq_cancel: f('int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id)') as Symbols['eng_seq_cancel'],
+    eng_seq_logits: f(
+      'int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int32_t cap)',
+    ) as Symbols['eng_seq_logits'],
+    eng_step: f('int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap)') as Symbols['eng_step'],
+  };
+}
+
+function cString(text: string): Uint8Array {
+  return new TextEncoder().encode(`${text}\0`);
+}
+
+export class NativeLib {
+  private constructor(
+    readonly path: string,
+    private readonly sym: Symbols,
+  ) {}
+
+  /** Loads and binds the library and checks its ABI version. Throws EngineError('io' | 'abi_mismatch'). */
+  static async open(path: string = defaultLibraryPath()): Promise<NativeLib> {
+    if (!existsSync(path)) {
+      throw new EngineError('io', `engine library not found at ${path} (run npm run engine:build or set MAYA_ENGINE_LIB)`);
+    }
+    let sym: Symbols;
+    try {
+      sym = isBun ? await bindBun(path) : await bindKoffi(path);
+    } catch (err) {
+      throw new EngineError('io', `cannot load engine library ${path}: ${(err as Error).message}`);
+    }
+    const version = sym.eng_abi_version();
+    if (version !== ENG.ABI_VERSION) {
+      throw new EngineError('abi_mismatch', `engine library ${path} has ABI ${version}, expected ${ENG.ABI_VERSION}`);
+    }
+    return new NativeLib(path, sym);
+  }
+
+  abiVersion(): number {
+    return this.sym.eng_abi_version();
+  }
+
+  statusStr(status: number): string {
+    return this.sym.eng_status_str(status);
+  }
+
+  /** Detail of the latest failure on this thread ('' when none). */
+  lastError(): string {
+    let buf = new Uint8Array(256);
+    let n = this.sym.eng_last_error(buf, buf.length);
+    if (n < 0) {
+      buf = new Uint8Array(-n + 1);
+      n = this.sym.eng_last_error(buf, buf.length);
+    }
+    return new TextDecoder().decode(buf.subarray(0, Math.max(0, Math.min(n, buf.length))));
+  }
+
+  /** Throws the EngineError for a negative status (the one place codes become errors). */
+  check(status: number, what: string): number {
+    if (status >= 0) return status;
+    const code = STATUS_CODES[status] ?? 'internal';
+    const detail = this.lastError();
+    throw new EngineError(code, `${what}: ${this.statusStr(status)}${detail ? ` (${detail})` : ''}`);
+  }
+
+  createContext(modelDir: string, params: ContextParams = {}): NativeContext {
+    const p = encodeParams(params);
+    const out = new BigUint64Array(1);
+    this.check(this.sym.eng_ctx_create(modelDir, p, p.length, out), `loading ${modelDir}`);
+    const raw = out[0] ?? 0n;
+    if (raw === 0n) throw new EngineError('internal', 'eng_ctx_create returned OK without a context');
+    return new NativeContext(this, this.sym, isBun ? Number(raw) : raw);
+  }
+}
+
+export function encodeParams(params: ContextParams): BigInt64Array {
+  const p = new BigInt64Array(ENG.PARAM_COUNT);
+  const set = (index: number, value: number | undefined) => {
+    if (value !== undefined && value > 0) p[index] = BigInt(Math.floor(value));
+  };
+  set(ENG.PARAM_BACKEND, { auto: 0, cpu: 1, cuda: 2 }[params.backend ?? 'auto']);
+  set(ENG.PARAM_N_THREADS, params.numThreads);
+  set(ENG.PARAM_BLOCK_SIZE, params.blockSize);
+  set(ENG.PARAM_N_BLOCKS, params.numBlocks);
+  set(ENG.PARAM_KV_BYTES, params.kvBytes);
+  set(ENG.PARAM_MAX_BATCH, params.maxBatch);
+  set(ENG.PARAM_PREFILL_CHUNK, params.prefillChunk);
+  set(ENG.PARAM_N_CTX, params.contextLength);
+  return p;
+}
+
+export class NativeContext {
+  private handle: CtxHandle | null;
+  private readonly seqIdOut = new Int32Array(1);
+
+  constructor(
+    readonly lib: NativeLib,
+    private readonly sym: Symbols,
+    handle: CtxHandle,
+  ) {
+    this.handle = handle;
+  }
+
+  private get ctx(): CtxHandle {
+    if (this.handle === null) throw new EngineError('closed', 'engine context is freed');
+    return this.handle;
+  }
+
+  /** ENG_INFO_* fields, indexed by ENG.INFO_*. */
+  info(): number[] {
+    const out = new BigInt64Array(ENG.INFO_COUNT);
+    const n = this.lib.check(this.sym.eng_ctx_info(this.ctx, out, out.length), 'eng_ctx_info');
+    return Array.from(out.subarray(0, n), Number);
+  }
+
+  /** ENG_STAT_* fields, indexed by ENG.STAT_*. */
+  stats(): number[] {
+    const out = new BigInt64Array(ENG.STAT_COUNT);
+    const n = this.lib.check(this.sym.eng_ctx_stats(this.ctx, out, out.length), 'eng_ctx_stats');
+    return Array.from(out.subarray(0, n), Number);
+  }
+
+  /** Queues a sequence; returns its id. Throws EngineError (e.g. 'context_overflow'). */
+  seqAdd(args: SeqAddArgs): number {
+    const tokens = Int32Array.from(args.tokens);
+    const stop = Int32Array.from(args.stopIds ?? []);
+    const seed = BigInt.asUintN(64, BigInt(args.seed ?? 0));
+    const status = this.sym.eng_seq_add(
+      this.ctx, tokens, tokens.length, stop.length > 0 ? stop : new Int32Array(1), stop.length, args.maxTokens,
+      args.temperature ?? 0, args.topP ?? 1, seed, args.flags ?? 0, this.seqIdOut,
+    );
+    this.lib.check(status, 'eng_seq_add');
+    return this.seqIdOut[0] ?? -1;
+  }
+
+  /** Marks a sequence cancelled (FINISH cancelled at the next step). Throws 'unknown_seq'. */
+  seqCancel(seqId: number): void {
+    this.lib.check(this.sym.eng_seq_cancel(this.ctx, seqId), 'eng_seq_cancel');
+  }
+
+  /** Copies the latest logits of a KEEP_LOGITS sequence into out; returns the vocabulary size. */
+  seqLogits(seqId: number, out: Float32Array): number {
+    return this.lib.check(this.sym.eng_seq_logits(this.ctx, seqId, out, out.length), 'eng_seq_logits');
+  }
+
+  /** One step; writes events (ENG.EVENT_INTS ints each) into buf and returns how many. */
+  step(buf: Int32Array): number {
+    return this.lib.check(this.sym.eng_step(this.ctx, buf, buf.length), 'eng_step');
+  }
+
+  free(): void {
+    if (this.handle === null) return;
+    this.sym.eng_ctx_free(this.handle);
+    this.handle = null;
+  }
+}

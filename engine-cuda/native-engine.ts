@@ -1,0 +1,323 @@
+/**
+ * NativeEngine: the Engine over the C library. A worker thread (engine-worker.ts) owns the FFI
+ * context and runs the one pump loop; this side keeps a queue per sequence (mini-sglang's
+ * event_map) and each generate() drains its own. The main thread only routes messages, so a long
+ * engine step never blocks the event loop.
+ *
+ * Cancellation: break / return() / an aborted signal all reach the generator's finally, which
+ * sends a cancel unless FINISH already arrived. After an abort the generator keeps draining
+ * until FINISH (tokens are no longer yielded) and returns reason 'cancelled'.
+ */
+import { Worker } from 'node:worker_threads';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import {
+  EngineError,
+  type Engine,
+  type EngineInfo,
+  type EngineStats,
+  type FinishInfo,
+  type FinishReason,
+  type GenerateOptions,
+  type GenerateRequest,
+  type TokenEvent,
+} from './engine.ts';
+import { ENG, defaultLibraryPath, isBun, type ContextParams } from './ffi.ts';
+import type { FromWorker, ToWorker, WireError, WorkerInit } from './engine-worker.ts';
+
+export interface NativeEngineOptions extends ContextParams {
+  /** Library path; default $MAYA_ENGINE_LIB or engine-cuda/build/libmaya_engine.so. */
+  libPath?: string;
+}
+
+/** Per-sequence state: the queue generate() drains. */
+interface SeqState {
+  queue: TokenEvent[];
+  cachedTokens: number;
+  outputTokens: number;
+  finish?: { reason: FinishReason; error?: string };
+  wake: (() => void) | null;
+}
+
+const FINISH_REASONS: Record<number, FinishReason> = {
+  [ENG.FINISH_STOP]: 'stop',
+  [ENG.FINISH_LENGTH]: 'length',
+  [ENG.FINISH_CANCELLED]: 'cancelled',
+  [ENG.FINISH_ERROR]: 'error',
+};
+
+const ARCHS: Record<number, EngineInfo['arch']> = { 1: 'glm4', 2: 'llama', 3: 'qwen3' };
+
+/** Maps eng_ctx_info() fields to EngineInfo. */
+export function engineInfoFromFields(f: number[]): EngineInfo {
+  const at = (i: number) => f[i] ?? 0;
+  return {
+    arch: ARCHS[at(ENG.INFO_ARCH)] ?? 'llama',
+    backend: at(ENG.INFO_BACKEND) === 2 ? 'cuda' : 'cpu',
+    numVocab: at(ENG.INFO_N_VOCAB),
+    contextLength: at(ENG.INFO_N_CTX),
+    numLayers: at(ENG.INFO_N_LAYER),
+    hiddenSize: at(ENG.INFO_N_EMBD),
+    numParams: at(ENG.INFO_N_PARAMS),
+    blockSize: at(ENG.INFO_BLOCK_SIZE),
+    numBlocks: at(ENG.INFO_N_BLOCKS),
+    simd: at(ENG.INFO_SIMD) === 1 ? 'avx2' : 'scalar',
+  };
+}
+
+export function engineStatsFromFields(f: number[]): EngineStats {
+  const at = (i: number) => f[i] ?? 0;
+  return {
+    blocksTotal: at(ENG.STAT_BLOCKS_TOTAL),
+    blocksFree: at(ENG.STAT_BLOCKS_FREE),
+    blocksCached: at(ENG.STAT_BLOCKS_CACHED),
+    seqsWaiting: at(ENG.STAT_SEQS_WAITING),
+    seqsRunning: at(ENG.STAT_SEQS_RUNNING),
+    steps: at(ENG.STAT_STEPS),
+    prefillTokens: at(ENG.STAT_PREFILL_TOKENS),
+    cachedTokens: at(ENG.STAT_CACHED_TOKENS),
+    decodeTokens: at(ENG.STAT_DECODE_TOKENS),
+    preemptions: at(ENG.STAT_PREEMPTIONS),
+  };
+}
+
+function toError(e: WireError): EngineError {
+  return new EngineError(e.code, e.message);
+}
+
+/** Starts engine-worker.ts: directly under Bun or from built JS, through tsx's loader from TS sources under Node. */
+function startWorker(init: WorkerInit): Worker {
+  const url = new URL('./engine-worker.ts', import.meta.url);
+  if (isBun || !url.pathname.endsWith('.ts')) return new Worker(url, { workerData: init });
+  const tsxApi = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href;
+  const code =
+    `import(${JSON.stringify(tsxApi)}).then(({ tsImport }) => ` +
+    `tsImport(${JSON.stringify(url.href)}, ${JSON.stringify(import.meta.url)}))`;
+  return new Worker(code, { eval: true, workerData: init });
+}
+
+export class NativeEngine implements Engine {
+  private readonly seqs = new Map<number, SeqState>();
+  private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (e: Error) => void; state?: SeqState }>();
+  private nextReqId = 1;
+  private closed = false;
+  private closing: Promise<void> | null = null;
+
+  private constructor(
+    private readonly worker: Worker,
+    readonly info: EngineInfo,
+  ) {
+    worker.on('message', (msg: FromWorker) => this.onMessage(msg));
+    worker.on('error', (err) => this.failAll(new EngineError('internal', `engine worker failed: ${err.message}`)));
+    worker.unref();
+  }
+
+  /** Loads a model directory in a new worker thread. Throws EngineError (io, bad_checkpoint, abi_mismatch, ...). */
+  static async load(modelDir: string, options: NativeEngineOptions = {}): Promise<NativeEngine> {
+    const { libPath, ...params } = options;
+    const worker = startWorker({ libPath: libPath ?? defaultLibraryPath(), modelDir, params });
+    const first = await new Promise<FromWorker>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+      worker.once('exit', (code) => reject(new EngineError('internal', `engine worker exited (${code}) while loading`)));
+    }).catch((err: unknown) => {
+      void worker.terminate();
+      throw err instanceof EngineError ? err : new EngineError('internal', String((err as Error)?.message ?? err));
+    });
+    worker.removeAllListeners();
+    if (first.op !== 'ready') {
+      await worker.terminate();
+      throw first.op === 'init_failed' ? toError(first.error) : new EngineError('internal', `unexpected ${first.op}`);
+    }
+    return new NativeEngine(worker, engineInfoFromFields(first.info));
+  }
+
+  generate(request: GenerateRequest, options: GenerateOptions = {}): AsyncGenerator<TokenEvent, FinishInfo, void> {
+    return this.run(request, options);
+  }
+
+  private validate(request: GenerateRequest): void {
+    if (this.closed) throw new EngineError('closed', 'engine is closed');
+    if (request.promptIds.length < 1) throw new EngineError('invalid_arg', 'promptIds must not be empty');
+    if (!Number.isInteger(request.maxTokens) || request.maxTokens < 1) {
+      throw new EngineError('invalid_arg', 'maxTokens must be a positive integer');
+    }
+    if (request.promptIds.length + request.maxTokens > this.info.contextLength) {
+      throw new EngineError(
+        'context_overflow',
+        `prompt (${request.promptIds.length} tokens) + max tokens (${request.maxTokens}) exceeds the context (${this.info.contextLength})`,
+      );
+    }
+  }
+
+  private async *run(request: GenerateRequest, options: GenerateOptions): AsyncGenerator<TokenEvent, FinishInfo, void> {
+    this.validate(request);
+    const signal = options.signal;
+    if (signal?.aborted) {
+      return { reason: 'cancelled', usage: { inputTokens: request.promptIds.length, cachedTokens: 0, outputTokens: 0 } };
+    }
+    const state: SeqState = { queue: [], cachedTokens: 0, outputTokens: 0, wake: null };
+    const seqId = (await this.request({
+      op: 'add',
+      reqId: 0,
+      args: {
+        tokens: request.promptIds,
+        stopIds: request.stopIds,
+        maxTokens: request.maxTokens,
+        temperature: request.temperature ?? 0,
+        topP: request.topP ?? 1,
+        seed: request.seed ?? 0,
+        flags: request.keepLogits ? ENG.SEQ_KEEP_LOGITS : 0,
+      },
+    }, state)) as number;
+    let aborted = false;
+    const onAbort = () => {
+      aborted = true;
+      this.cancel(seqId, state);
+      state.wake?.();
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        const event = state.queue.shift();
+        if (event) {
+          if (!aborted) yield event;
+          continue;
+        }
+        if (state.finish) {
+          const reason = aborted && state.finish.reason !== 'error' ? 'cancelled' : state.finish.reason;
+          const usage = { inputTokens: request.promptIds.length, cachedTokens: state.cachedTokens, outputTokens: state.outputTokens };
+          return state.finish.error !== undefined ? { reason, usage, error: state.finish.error } : { reason, usage };
+        }
+        await new Promise<void>((resolve) => (state.wake = resolve));
+        state.wake = null;
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.cancel(seqId, state);
+    }
+  }
+
+  /** Asks the worker to cancel a live sequence (no-op once FINISH arrived or after close). */
+  private cancel(seqId: number, state: SeqState): void {
+    if (state.finish || this.closed) return;
+    this.post({ op: 'cancel', seqId });
+  }
+
+  private post(msg: ToWorker): void {
+    this.worker.postMessage(msg);
+  }
+
+  /** Sends a request that the worker answers by reqId. */
+  private request(msg: Extract<ToWorker, { reqId: number }>, state?: SeqState): Promise<unknown> {
+    if (this.closed && msg.op !== 'close') return Promise.reject(new EngineError('closed', 'engine is closed'));
+    const reqId = this.nextReqId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(reqId, { resolve, reject, state });
+      this.refresh();
+      this.post({ ...msg, reqId } as ToWorker);
+    });
+  }
+
+  /** Keeps the process alive only while something waits on the worker. */
+  private refresh(): void {
+    if (this.pending.size > 0 || this.seqs.size > 0) this.worker.ref();
+    else this.worker.unref();
+  }
+
+  private onMessage(msg: FromWorker): void {
+    switch (msg.op) {
+      case 'added': {
+        const p = this.settle(msg.reqId);
+        if (p?.state) this.seqs.set(msg.seqId, p.state);
+        p?.resolve(msg.seqId);
+        break;
+      }
+      case 'add_failed':
+        this.settle(msg.reqId)?.reject(toError(msg.error));
+        break;
+      case 'stats':
+        this.settle(msg.reqId)?.resolve(engineStatsFromFields(msg.stats));
+        break;
+      case 'closed':
+        this.settle(msg.reqId)?.resolve(undefined);
+        break;
+      case 'events':
+        this.route(msg.events, new Map(msg.logits));
+        break;
+      case 'step_failed':
+        for (const seqId of msg.seqIds) this.finishSeq(seqId, 'error', msg.error.message);
+        break;
+      default:
+        break;
+    }
+    this.refresh();
+  }
+
+  private settle(reqId: number) {
+    const p = this.pending.get(reqId);
+    this.pending.delete(reqId);
+    return p;
+  }
+
+  /** Hands one step's events to their sequences' queues. */
+  private route(events: Int32Array, logits: Map<number, Float32Array>): void {
+    for (let i = 0; i * ENG.EVENT_INTS < events.length; i++) {
+      const o = i * ENG.EVENT_INTS;
+      const seqId = events[o] ?? -1;
+      const kind = events[o + 1];
+      const state = this.seqs.get(seqId);
+      if (!state) continue;
+      if (kind === ENG.EVENT_PREFILLED) {
+        state.cachedTokens = events[o + 3] ?? 0;
+        state.queue.push({ type: 'prefilled', cachedTokens: state.cachedTokens });
+      } else if (kind === ENG.EVENT_TOKEN) {
+        state.outputTokens++;
+        const l = logits.get(i);
+        const id = events[o + 2] ?? -1;
+        state.queue.push(l ? { type: 'token', id, logits: l } : { type: 'token', id });
+      } else if (kind === ENG.EVENT_FINISH) {
+        const reason = FINISH_REASONS[events[o + 3] ?? 0] ?? 'error';
+        this.finishSeq(seqId, reason, reason === 'error' ? 'the engine reported an error for this sequence' : undefined);
+        continue;
+      }
+      state.wake?.();
+    }
+  }
+
+  private finishSeq(seqId: number, reason: FinishReason, error?: string): void {
+    const state = this.seqs.get(seqId);
+    if (!state) return;
+    this.seqs.delete(seqId);
+    state.finish = error !== undefined ? { reason, error } : { reason };
+    state.wake?.();
+  }
+
+  private failAll(err: EngineError): void {
+    for (const [reqId, p] of this.pending) {
+      this.pending.delete(reqId);
+      p.reject(err);
+    }
+    for (const seqId of [...this.seqs.keys()]) this.finishSeq(seqId, 'error', err.message);
+    this.closed = true;
+    this.refresh();
+  }
+
+  async stats(): Promise<EngineStats> {
+    return (await this.request({ op: 'stats', reqId: 0 })) as EngineStats;
+  }
+
+  /** Frees the context and ends the worker; live generations finish as 'cancelled'. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (!this.closed) {
+        const done = this.request({ op: 'close', reqId: 0 });
+        this.closed = true;
+        await done.catch(() => undefined);
+      }
+      for (const seqId of [...this.seqs.keys()]) this.finishSeq(seqId, 'cancelled');
+      await this.worker.terminate();
+    })();
+    return this.closing;
+  }
+}
