@@ -1,0 +1,84 @@
+/**
+ * AppDeps: everything a handler may use, built once by the CLI (or a test helper) and passed to
+ * every handler as its second argument. Handlers depend on interfaces only; app.ts never imports
+ * an engine or store implementation.
+ */
+import type Koa from 'koa';
+import type { Registry } from 'prom-client';
+import type { ResponsesSettings, ServerSettings } from '../config/settings.ts';
+import type { ModelRuntime } from '../runtime/model-runtime.ts';
+import type { StoredHistory, ResponseStore } from '../store/response-store.ts';
+
+/** Structured log lines. Never pass API keys, scopes or request content as fields. */
+export interface Logger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * The background job manager as handlers and /v1/status see it. The jobs work implements it
+ * (and may widen it here); until then AppDeps.jobs is undefined.
+ */
+export interface ResponseJobs {
+  /** A job's snapshot usable as previous_response_id history during its retention. */
+  continuationHistory(scope: string, id: string): Promise<StoredHistory | undefined>;
+  /** The `responses_jobs` section of /v1/status. */
+  stats(): Record<string, unknown> | Promise<Record<string, unknown>>;
+  /** Stops admission, cancels queued and running jobs, joins the workers. */
+  close(): Promise<void>;
+}
+
+/** One section of /v1/status, e.g. `responses_cache` from the store, `responses_jobs` from jobs. */
+export type StatusProvider = () => Record<string, unknown> | Promise<Record<string, unknown>>;
+
+export interface AppDeps {
+  /** The spec's MAYA_GLM_RESPONSES_* values, read once at service creation. */
+  readonly settings: ResponsesSettings;
+  /** Host, port, API keys, CORS origins, body limit. */
+  readonly server: ServerSettings;
+  /** Per-app Prometheus registry; the store and job manager register maya:responses_* here. */
+  readonly registry: Registry;
+  /** The loaded model, or undefined while it is still loading (/health then answers 503). */
+  readonly getRuntime: () => ModelRuntime | undefined;
+  /** Stored responses (store:true, previous_response_id, retrieve/delete/input_items). */
+  readonly store: ResponseStore;
+  /** Background jobs; undefined until the job manager exists. */
+  readonly jobs?: ResponseJobs;
+  /** Extra /v1/status sections by name, merged over the built-in ones (model, engine, cache, jobs). */
+  readonly statusProviders: Record<string, StatusProvider>;
+  readonly logger: Logger;
+  /** Called once by the CLI on SIGINT/SIGTERM after the server stopped accepting. */
+  shutdown?: () => Promise<void>;
+}
+
+/**
+ * What the app puts on ctx.state before a handler runs: the caller's credential scope (a keyed
+ * hash, never the key), the operationId, the validated JSON body (cast it with the alias from
+ * handlers/types.ts) and the validated, coerced query and path parameters.
+ */
+export interface RequestState {
+  scope: string;
+  operationId: string;
+  body: unknown;
+  query: Record<string, unknown>;
+  params: Record<string, string>;
+}
+
+export type MayaContext = Koa.ParameterizedContext<RequestState>;
+
+/** Every handler: read ctx.state, set ctx.body (or stream), throw ApiError for errors. */
+export type Handler = (ctx: MayaContext, deps: AppDeps) => Promise<void>;
+
+/** JSON lines on stderr. */
+export const stderrLogger: Logger = {
+  info: (message, fields) => writeLog('info', message, fields),
+  warn: (message, fields) => writeLog('warn', message, fields),
+  error: (message, fields) => writeLog('error', message, fields),
+};
+
+function writeLog(level: string, message: string, fields?: Record<string, unknown>): void {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`);
+}
+
+export const silentLogger: Logger = { info: () => {}, warn: () => {}, error: () => {} };

@@ -1,0 +1,114 @@
+/**
+ * createApp(deps): the Koa application. Order: error + metrics middleware (first, so every error
+ * anywhere becomes the one error shape), CORS (answers preflights), then the routes bound from
+ * generated/operations.ts. Each route runs auth → query/path validation → body read (size limit,
+ * JSON) → the rejection table → body schema validation → the handler, so a handler only sees an
+ * authenticated, valid, supported request on ctx.state. Unknown paths → 404, known paths with
+ * another method → 405, both in the error shape.
+ */
+import { randomBytes } from 'node:crypto';
+import Koa from 'koa';
+import { Router } from '@koa/router';
+import type { AppDeps, Handler, MayaContext, RequestState } from './app-deps.ts';
+import { createAuthenticator, ANONYMOUS_SCOPE } from './auth.ts';
+import { readJsonBody } from './body.ts';
+import { corsMiddleware } from './cors.ts';
+import { ApiError, badRequest, methodNotAllowed, toApiError, unknownRoute } from './errors.ts';
+import { handlers as defaultHandlers } from './index.ts';
+import { findRejection, REJECTIONS } from './rejections.ts';
+import { compileValidators, defaultDocument, type OpenApiDocument, type OperationValidator } from './validation.ts';
+import { createHttpMetrics, type HttpMetrics } from '../metrics/http-metrics.ts';
+import { operations, type OperationId } from '../generated/operations.ts';
+
+export interface AppOptions {
+  /** Replace handlers (tests: spies; owners: before index.ts binds theirs). */
+  handlers?: Partial<Record<OperationId, Handler>>;
+  /** The contract; default openapi/openapi.yaml. */
+  document?: OpenApiDocument;
+}
+
+export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestState> {
+  const app = new Koa<RequestState>();
+  const metrics = createHttpMetrics(deps.registry);
+  const ids = Object.keys(operations) as OperationId[];
+  const validators = compileValidators(options.document ?? defaultDocument, ids);
+  const authenticator = createAuthenticator(deps.server.apiKeys);
+  const router = new Router<RequestState>();
+  for (const id of ids) {
+    const { method, koaPath } = operations[id];
+    const handler = options.handlers?.[id] ?? defaultHandlers[id];
+    router.register(koaPath, [method.toUpperCase()], operationMiddleware(id, validators.get(id)!, handler, deps, authenticator), { name: id });
+  }
+  app.use(errorMiddleware(deps, metrics));
+  app.use(corsMiddleware(deps.server.corsOrigins));
+  app.use(router.routes());
+  app.use(async (ctx) => {
+    const match = router.match(ctx.path, ctx.method);
+    if (match.path.length > 0 && !match.route) {
+      const allowed = [...new Set(match.path.flatMap((layer) => layer.methods))].filter((m) => m !== 'HEAD');
+      ctx.set('Allow', allowed.join(', '));
+      throw methodNotAllowed(ctx.method, ctx.path);
+    }
+    throw unknownRoute(ctx.method, ctx.path);
+  });
+  return app;
+}
+
+function errorMiddleware(deps: AppDeps, metrics: HttpMetrics): Koa.Middleware<RequestState> {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    let isObserved = false;
+    const observe = () => {
+      if (isObserved) return;
+      isObserved = true;
+      metrics.observe(ctx.state.operationId ?? 'unmatched', ctx.res.statusCode, Number(process.hrtime.bigint() - started) / 1e9);
+    };
+    ctx.res.once('finish', observe);
+    ctx.res.once('close', observe);
+    ctx.set('x-request-id', `req_${randomBytes(12).toString('hex')}`);
+    try {
+      await next();
+    } catch (err) {
+      const api = toApiError(err);
+      if (!(err instanceof ApiError)) {
+        // Name, message and frames only: never the request body, headers or credentials.
+        deps.logger.error('unhandled error', { operation: ctx.state.operationId, error: errorSummary(err) });
+      }
+      if (ctx.headerSent || !ctx.writable) return;
+      ctx.status = api.status;
+      for (const [name, value] of Object.entries(api.headers)) ctx.set(name, value);
+      ctx.body = api.toJSON();
+    }
+  };
+}
+
+function errorSummary(err: unknown): string {
+  if (!(err instanceof Error)) return typeof err;
+  return `${err.name}: ${err.message.slice(0, 200)}\n${(err.stack ?? '').split('\n').slice(1, 8).join('\n')}`;
+}
+
+function operationMiddleware(
+  id: OperationId,
+  validator: OperationValidator,
+  handler: Handler,
+  deps: AppDeps,
+  authenticator: ReturnType<typeof createAuthenticator>,
+): Koa.Middleware<RequestState> {
+  const rejections = REJECTIONS[id] ?? [];
+  return async (ctx) => {
+    ctx.state.operationId = id;
+    ctx.state.scope = validator.isOpen ? ANONYMOUS_SCOPE : authenticator.scopeFor(ctx.headers);
+    ctx.state.query = validator.query(ctx.query);
+    ctx.state.params = validator.params((ctx as unknown as { params: Record<string, string> }).params ?? {});
+    if (validator.hasBody) {
+      const body = await readJsonBody(ctx as unknown as Koa.Context, deps.server.maxBodyBytes);
+      if (body === undefined && validator.isBodyRequired) throw badRequest(null, 'The request body must be a JSON object.', 'invalid_type');
+      const value = body ?? {};
+      const rejection = findRejection(rejections, value);
+      if (rejection !== undefined) throw rejection;
+      validator.body(value);
+      ctx.state.body = value;
+    }
+    await handler(ctx as MayaContext, deps);
+  };
+}

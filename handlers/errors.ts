@@ -1,0 +1,109 @@
+/**
+ * ApiError and its constructors: the only place that builds error bodies. Every non-2xx body is
+ * exactly `{"error":{"message","type","param","code"}}` (the spec's ErrorResponse), which the
+ * openai SDK turns into the APIError subclass for the status (BadRequestError, NotFoundError, ...).
+ *
+ * Types follow what OpenAI's API returns: `invalid_request_error` for every 4xx caused by the
+ * request (400, 401, 404, 405, 409, 410, 413), `requests` with code `rate_limit_exceeded` for 429,
+ * and `server_error` for 5xx. `param` names the offending field as a JSON path (`input[0].content`,
+ * `tools[1].type`) or the query parameter's name; null when no single field is at fault.
+ */
+
+export type ErrorType = 'invalid_request_error' | 'requests' | 'server_error';
+
+export interface ErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: ErrorType,
+    readonly code: string | null = null,
+    readonly param: string | null = null,
+    /** Extra response headers, e.g. Retry-After on 429 and 503. */
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  toJSON(): ErrorBody {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+export function badRequest(param: string | null, message: string, code = 'invalid_value'): ApiError {
+  return new ApiError(400, message, 'invalid_request_error', code, param);
+}
+
+export function unauthorized(message = 'Missing or incorrect API key.', code = 'invalid_api_key'): ApiError {
+  return new ApiError(401, message, 'invalid_request_error', code, null);
+}
+
+/** `notFound('response', id)` → "No response found with id 'resp_…'." */
+export function notFound(kind: string, id: string, param: string | null = null): ApiError {
+  return new ApiError(404, `No ${kind} found with id '${id}'.`, 'invalid_request_error', 'not_found', param);
+}
+
+export function unknownRoute(method: string, path: string): ApiError {
+  return new ApiError(404, `Invalid URL (${method} ${path}).`, 'invalid_request_error', 'unknown_url', null);
+}
+
+export function methodNotAllowed(method: string, path: string): ApiError {
+  return new ApiError(405, `Method ${method} is not allowed for ${path}.`, 'invalid_request_error', 'method_not_allowed', null);
+}
+
+export function conflict(message: string, code = 'conflict', param: string | null = null): ApiError {
+  return new ApiError(409, message, 'invalid_request_error', code, param);
+}
+
+export function gone(message: string, code = 'gone', param: string | null = null): ApiError {
+  return new ApiError(410, message, 'invalid_request_error', code, param);
+}
+
+export function tooLarge(message: string, code = 'request_too_large', param: string | null = null): ApiError {
+  return new ApiError(413, message, 'invalid_request_error', code, param);
+}
+
+export function tooManyRequests(message: string, code = 'rate_limit_exceeded', retryAfterS?: number): ApiError {
+  const headers: Record<string, string> = retryAfterS === undefined ? {} : { 'retry-after': String(retryAfterS) };
+  return new ApiError(429, message, 'requests', code, null, headers);
+}
+
+export function notImplementedError(operation: string): ApiError {
+  return new ApiError(501, `${operation} is not implemented yet.`, 'server_error', 'not_implemented', null);
+}
+
+export function unavailable(message: string, code = 'service_unavailable', retryAfterS?: number): ApiError {
+  const headers: Record<string, string> = retryAfterS === undefined ? {} : { 'retry-after': String(retryAfterS) };
+  return new ApiError(503, message, 'server_error', code, null, headers);
+}
+
+export function internalError(): ApiError {
+  return new ApiError(500, 'The server had an error while processing your request.', 'server_error', 'server_error', null);
+}
+
+/** Any thrown value as an ApiError; unknown errors become the generic 500 (message not exposed). */
+export function toApiError(err: unknown): ApiError {
+  return err instanceof ApiError ? err : internalError();
+}
+
+/**
+ * The data of an SSE `error` event for an error raised after the stream's headers were sent.
+ * Flat `code/message/param` (OpenAI's ResponseErrorEvent) plus the nested `error` object (Open
+ * Responses), so both openai SDK lines throw a proper APIError. The caller (sse.ts) owns framing.
+ */
+export function sseErrorEvent(err: unknown, sequenceNumber: number): {
+  type: 'error';
+  sequence_number: number;
+  code: string | null;
+  message: string;
+  param: string | null;
+  error: ErrorBody['error'];
+} {
+  const api = toApiError(err);
+  const error = api.toJSON().error;
+  return { type: 'error', sequence_number: sequenceNumber, code: error.code, message: error.message, param: error.param, error };
+}

@@ -1,0 +1,44 @@
+/**
+ * getStatus (GET /v1/status): the model, its context limit, the API dialects Maya serves with
+ * their endpoints, the engine's counters, and the `responses_cache` / `responses_jobs` sections
+ * from the store and the job manager (zeros while no job manager is attached). Named
+ * AppDeps.statusProviders sections are merged last. Aggregates only: no credential identifiers.
+ */
+import type { Handler } from './app-deps.ts';
+import { requireRuntime } from './runtime-gate.ts';
+import { operations } from '../generated/operations.ts';
+
+const IDLE_JOBS = {
+  queued: 0, running: 0, records: 0, event_bytes: 0, readers: 0, admissions: 0, rejections: 0, cancellations: 0, deadline_failures: 0,
+};
+
+export const getStatus: Handler = async (ctx, deps) => {
+  const runtime = requireRuntime(deps);
+  const stats = await runtime.engine.stats();
+  const extra = await Promise.all(Object.entries(deps.statusProviders).map(async ([name, provide]) => [name, await provide()] as const));
+  ctx.body = {
+    model: runtime.id,
+    context_length: runtime.contextLength,
+    model_dialect: runtime.dialectName,
+    dialects: [
+      { name: 'responses', endpoint: operations.createResponse.path },
+      { name: 'chat.completions', endpoint: operations.createChatCompletion.path },
+    ],
+    engine: {
+      backend: runtime.engine.info.backend,
+      blocks_total: stats.blocksTotal,
+      blocks_free: stats.blocksFree,
+      blocks_cached: stats.blocksCached,
+      seqs_waiting: stats.seqsWaiting,
+      seqs_running: stats.seqsRunning,
+      steps: stats.steps,
+      prefill_tokens: stats.prefillTokens,
+      cached_tokens: stats.cachedTokens,
+      decode_tokens: stats.decodeTokens,
+      preemptions: stats.preemptions,
+    },
+    responses_cache: await deps.store.stats(),
+    responses_jobs: deps.jobs === undefined ? IDLE_JOBS : await deps.jobs.stats(),
+    ...Object.fromEntries(extra),
+  };
+};

@@ -1,0 +1,33 @@
+/**
+ * The handler map: one Handler per operationId of the contract (`satisfies` makes a missing one
+ * a compile error). Operations whose owner has not landed yet answer 501 `not_implemented`
+ * (openapi-backend's convention); each such binding is on its own line for its owner to swap.
+ */
+import type { Handler } from './app-deps.ts';
+import { notImplementedError } from './errors.ts';
+import { getHealth } from './get-health.ts';
+import { getMetrics } from './get-metrics.ts';
+import { getOpenApi } from './get-open-api.ts';
+import { getStatus } from './get-status.ts';
+import { listModels } from './list-models.ts';
+import type { OperationId } from '../generated/operations.ts';
+
+export function notImplemented(operationId: string): Handler {
+  return async () => {
+    throw notImplementedError(operationId);
+  };
+}
+
+export const handlers = {
+  createResponse: notImplemented('createResponse'), // lead: import { createResponse } from './create-response.ts'
+  createChatCompletion: notImplemented('createChatCompletion'), // lead: './create-chat-completion.ts'
+  getResponse: notImplemented('getResponse'), // store: './get-response.ts'
+  deleteResponse: notImplemented('deleteResponse'), // store: './delete-response.ts'
+  listInputItems: notImplemented('listInputItems'), // store: './list-input-items.ts'
+  cancelResponse: notImplemented('cancelResponse'), // jobs: './cancel-response.ts'
+  listModels,
+  getStatus,
+  getMetrics,
+  getHealth,
+  getOpenApi,
+} satisfies Record<OperationId, Handler>;

@@ -1,0 +1,219 @@
+/**
+ * The rejection table: every request that is well-formed but asks for something Maya does not
+ * support (the spec's Limits section) answers 400 with the row's code, message and the offending
+ * field as `param`, before any generation. It runs on the parsed JSON before schema validation,
+ * so each row reads the body defensively (any field may have any JSON type) and an unsupported
+ * feature is named as such even where the contract's schema would also refuse it (files, audio,
+ * hosted tools). A test per row lives in test/handlers/rejections.test.ts.
+ */
+import { badRequest, type ApiError } from './errors.ts';
+
+type Json = Record<string, unknown>;
+
+export interface Rejection {
+  /** Stable row name (tests and docs). */
+  readonly id: string;
+  /** OpenAI-style error code. */
+  readonly code: 'unsupported_parameter' | 'unsupported_value' | 'string_above_max_length' | 'invalid_type';
+  readonly message: string;
+  /** The offending field's path when the row applies to `body`, else undefined. */
+  find(body: Json): string | undefined;
+}
+
+const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isSet = (value: unknown): boolean => value !== undefined && value !== null;
+
+/** [path, item] for each object in an array-valued `input`. */
+function inputItems(body: Json): [string, Json][] {
+  return Array.isArray(body.input)
+    ? body.input.flatMap((item, i): [string, Json][] => (isObject(item) ? [[`input[${i}]`, item]] : []))
+    : [];
+}
+
+/** [path, part] for each content part of each input item (message content, function output). */
+function contentParts(body: Json): [string, Json][] {
+  const parts: [string, Json][] = [];
+  for (const [path, item] of inputItems(body)) {
+    for (const field of ['content', 'output'] as const) {
+      const list = item[field];
+      if (Array.isArray(list)) list.forEach((part, j) => isObject(part) && parts.push([`${path}.${field}[${j}]`, part]));
+    }
+  }
+  return parts;
+}
+
+function firstPart(body: Json, types: readonly string[]): string | undefined {
+  const hit = contentParts(body).find(([, part]) => typeof part.type === 'string' && types.includes(part.type));
+  return hit === undefined ? undefined : `${hit[0]}.type`;
+}
+
+const reasoningOf = (body: Json): Json => (isObject(body.reasoning) ? body.reasoning : {});
+
+export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
+  {
+    id: 'conversation',
+    code: 'unsupported_parameter',
+    message: 'The Conversations API is not supported. Send the history in `input`, or use `store:true` with `previous_response_id`.',
+    find: (body) => (isSet(body.conversation) ? 'conversation' : undefined),
+  },
+  {
+    id: 'item_reference',
+    code: 'unsupported_value',
+    message: 'Item references are not supported. Send the item itself in `input`, or use `previous_response_id`.',
+    find: (body) => {
+      const hit = inputItems(body).find(([, item]) => item.type === 'item_reference' || (!isSet(item.type) && typeof item.id === 'string' && Object.keys(item).every((k) => k === 'id' || k === 'type')));
+      return hit === undefined ? undefined : hit[1].type === 'item_reference' ? `${hit[0]}.type` : hit[0];
+      // (an item with only `id` is OpenAI's short form of an item reference)
+    },
+  },
+  {
+    id: 'hosted_tool',
+    code: 'unsupported_value',
+    message: "Only tools of type 'function' are supported; hosted, custom and namespace tools are not.",
+    find: (body) => {
+      if (!Array.isArray(body.tools)) return undefined;
+      const i = body.tools.findIndex((tool) => isObject(tool) && tool.type !== 'function');
+      return i === -1 ? undefined : `tools[${i}].type`;
+    },
+  },
+  {
+    id: 'hosted_tool_choice',
+    code: 'unsupported_value',
+    message: "tool_choice must be 'auto', 'none', 'required' or {\"type\":\"function\",\"name\":...}; other tool choices are not supported.",
+    find: (body) => (isObject(body.tool_choice) && body.tool_choice.type !== 'function' ? 'tool_choice.type' : undefined),
+  },
+  {
+    id: 'encrypted_reasoning',
+    code: 'unsupported_parameter',
+    message: 'Encrypted reasoning input is not supported; replay reasoning items with their `content` instead.',
+    find: (body) => {
+      const hit = inputItems(body).find(([, item]) => item.type === 'reasoning' && isSet(item.encrypted_content));
+      return hit === undefined ? undefined : `${hit[0]}.encrypted_content`;
+    },
+  },
+  {
+    id: 'reasoning_summary_input',
+    code: 'unsupported_value',
+    message: 'Reasoning summaries are not supported; replay reasoning items with an empty `summary` and their `content`.',
+    find: (body) => {
+      const hit = inputItems(body).find(([, item]) => item.type === 'reasoning' && Array.isArray(item.summary) && item.summary.length > 0);
+      return hit === undefined ? undefined : `${hit[0]}.summary`;
+    },
+  },
+  {
+    id: 'reasoning_summary',
+    code: 'unsupported_parameter',
+    message: 'Reasoning summaries are not supported; Maya returns the model reasoning itself as `reasoning_text`.',
+    find: (body) => (isSet(reasoningOf(body).summary) ? 'reasoning.summary' : undefined),
+  },
+  {
+    id: 'reasoning_generate_summary',
+    code: 'unsupported_parameter',
+    message: 'Reasoning summaries (`generate_summary`) are not supported; Maya returns the model reasoning itself as `reasoning_text`.',
+    find: (body) => (isSet(reasoningOf(body).generate_summary) ? 'reasoning.generate_summary' : undefined),
+  },
+  {
+    id: 'input_file',
+    code: 'unsupported_value',
+    message: 'File inputs are not supported; send text or images (`input_image` with an `image_url`).',
+    find: (body) => firstPart(body, ['input_file']),
+  },
+  {
+    id: 'image_file_id',
+    code: 'unsupported_parameter',
+    message: 'Images by file ID are not supported; send an `image_url` (data: URLs work).',
+    find: (body) => {
+      const hit = contentParts(body).find(([, part]) => part.type === 'input_image' && isSet(part.file_id));
+      return hit === undefined ? undefined : `${hit[0]}.file_id`;
+    },
+  },
+  {
+    id: 'audio',
+    code: 'unsupported_value',
+    message: 'Audio input is not supported.',
+    find: (body) => firstPart(body, ['input_audio', 'audio']),
+  },
+  {
+    id: 'image_detail',
+    code: 'unsupported_value',
+    message: "Only image detail 'auto' is supported.",
+    find: (body) => {
+      const hit = contentParts(body).find(([, part]) => part.type === 'input_image' && isSet(part.detail) && part.detail !== 'auto');
+      return hit === undefined ? undefined : `${hit[0]}.detail`;
+    },
+  },
+  {
+    id: 'truncation',
+    code: 'unsupported_value',
+    message: "Only truncation 'disabled' is supported: Maya never drops input to fit the context.",
+    find: (body) => (isSet(body.truncation) && body.truncation !== 'disabled' ? 'truncation' : undefined),
+  },
+  {
+    id: 'service_tier',
+    code: 'unsupported_value',
+    message: "Only service_tier 'auto' or 'default' is supported.",
+    find: (body) => (isSet(body.service_tier) && body.service_tier !== 'auto' && body.service_tier !== 'default' ? 'service_tier' : undefined),
+  },
+  {
+    id: 'include',
+    code: 'unsupported_value',
+    message: "Only include 'reasoning.encrypted_content' is supported.",
+    find: (body) => {
+      if (!Array.isArray(body.include)) return undefined;
+      const i = body.include.findIndex((value) => value !== 'reasoning.encrypted_content');
+      return i === -1 ? undefined : `include[${i}]`;
+    },
+  },
+  {
+    id: 'include_encrypted_reasoning',
+    code: 'unsupported_value',
+    message: "include 'reasoning.encrypted_content' needs explicit reasoning.effort 'none': reasoning encryption is not supported.",
+    find: (body) => {
+      if (!Array.isArray(body.include) || reasoningOf(body).effort === 'none') return undefined;
+      const i = body.include.indexOf('reasoning.encrypted_content');
+      return i === -1 ? undefined : `include[${i}]`;
+    },
+  },
+  {
+    id: 'background_without_store',
+    code: 'unsupported_value',
+    message: 'background:true requires explicit store:true.',
+    find: (body) => (body.background === true && body.store !== true ? 'background' : undefined),
+  },
+  {
+    id: 'prompt_cache_key_length',
+    code: 'string_above_max_length',
+    message: 'prompt_cache_key is longer than 256 characters.',
+    find: (body) => (typeof body.prompt_cache_key === 'string' && [...body.prompt_cache_key].length > 256 ? 'prompt_cache_key' : undefined),
+  },
+  {
+    id: 'client_metadata_values',
+    code: 'invalid_type',
+    message: 'client_metadata values must be strings.',
+    find: (body) => {
+      if (!isObject(body.client_metadata)) return undefined;
+      const key = Object.keys(body.client_metadata).find((k) => typeof (body.client_metadata as Json)[k] !== 'string');
+      return key === undefined ? undefined : `client_metadata.${key}`;
+    },
+  },
+  {
+    id: 'prompt_template',
+    code: 'unsupported_parameter',
+    message: 'Reusable prompts (`prompt`) are not supported; send `instructions` and `input` instead.',
+    find: (body) => (isSet(body.prompt) ? 'prompt' : undefined),
+  },
+];
+
+/** Rejection rows by operationId; operations without rows have nothing schema-valid to refuse. */
+export const REJECTIONS: Readonly<Record<string, readonly Rejection[]>> = {
+  createResponse: CREATE_RESPONSE_REJECTIONS,
+};
+
+/** The 400 for the first row that applies to `body`, or undefined. */
+export function findRejection(rows: readonly Rejection[], body: Json): ApiError | undefined {
+  for (const row of rows) {
+    const param = row.find(body);
+    if (param !== undefined) return badRequest(param, row.message, row.code);
+  }
+  return undefined;
+}
