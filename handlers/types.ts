@@ -1,0 +1,127 @@
+/**
+ * Short names for the generated contract types. Hand-written code reaches generated/ only
+ * through this file, so a schema rename breaks the build here, in one place. Wire objects keep
+ * their snake_case fields (STYLE §2).
+ */
+import type { components, operations as operationTypes } from '../generated/openapi.d.ts';
+
+type Schemas = components['schemas'];
+
+export type { OperationId, Operation } from '../generated/operations.ts';
+
+// ---- errors
+export type ErrorObject = Schemas['Error'];
+export type ErrorResponse = Schemas['ErrorResponse'];
+
+// ---- Responses: request
+export type CreateResponseBody = Schemas['CreateResponse'];
+export type InputParam = Schemas['InputParam'];
+export type InputItem = Schemas['InputItem'];
+export type EasyInputMessage = Schemas['EasyInputMessage'];
+export type InputMessage = Schemas['InputMessage'];
+export type FunctionCallOutputItemParam = Schemas['FunctionCallOutputItemParam'];
+export type ItemReferenceParam = Schemas['ItemReferenceParam'];
+export type InputContent = Schemas['InputContent'];
+export type InputTextContent = Schemas['InputTextContent'];
+export type InputImageContent = Schemas['InputImageContent'];
+export type OutputTextContentParam = Schemas['OutputTextContentParam'];
+export type FunctionCallOutputContent = Schemas['FunctionCallOutputContent'];
+export type ImageDetail = Schemas['ImageDetail'];
+export type FunctionTool = Schemas['FunctionTool'];
+export type ToolChoiceParam = Schemas['ToolChoiceParam'];
+export type ToolChoiceOptions = Schemas['ToolChoiceOptions'];
+export type ToolChoiceFunction = Schemas['ToolChoiceFunction'];
+export type ResponseTextParam = Schemas['ResponseTextParam'];
+export type TextResponseFormatConfiguration = Schemas['TextResponseFormatConfiguration'];
+export type TextResponseFormatJsonSchema = Schemas['TextResponseFormatJsonSchema'];
+export type ResponseFormatText = Schemas['ResponseFormatText'];
+export type ResponseFormatJsonObject = Schemas['ResponseFormatJsonObject'];
+export type Reasoning = Schemas['Reasoning'];
+export type ReasoningEffort = Schemas['ReasoningEffort'];
+export type Metadata = Schemas['Metadata'];
+export type ClientMetadata = Schemas['ClientMetadata'];
+export type IncludeEnum = Schemas['IncludeEnum'];
+
+// ---- Responses: response object and items
+export type Response = Schemas['Response'];
+export type ResponseStatus = Schemas['ResponseStatus'];
+export type ResponseUsage = Schemas['ResponseUsage'];
+export type ResponseError = Schemas['ResponseError'];
+export type ResponseErrorCode = Schemas['ResponseErrorCode'];
+export type ResponseTextConfig = Schemas['ResponseTextConfig'];
+export type OutputItem = Schemas['OutputItem'];
+export type OutputMessage = Schemas['OutputMessage'];
+export type OutputMessageContent = Schemas['OutputMessageContent'];
+export type OutputContent = Schemas['OutputContent'];
+export type OutputTextContent = Schemas['OutputTextContent'];
+export type RefusalContent = Schemas['RefusalContent'];
+export type FunctionToolCall = Schemas['FunctionToolCall'];
+export type ReasoningItem = Schemas['ReasoningItem'];
+export type ReasoningTextContent = Schemas['ReasoningTextContent'];
+export type ItemStatus = Schemas['ItemStatus'];
+export type LogProb = Schemas['LogProb'];
+export type ResponseLogProb = Schemas['ResponseLogProb'];
+export type ItemResource = Schemas['ItemResource'];
+export type InputMessageResource = Schemas['InputMessageResource'];
+export type FunctionToolCallResource = Schemas['FunctionToolCallResource'];
+export type FunctionToolCallOutputResource = Schemas['FunctionToolCallOutputResource'];
+export type ResponseItemList = Schemas['ResponseItemList'];
+export type DeleteResponseResult = Schemas['DeleteResponseResult'];
+
+// ---- Responses: stream events
+export type ResponseStreamEvent = Schemas['ResponseStreamEvent'];
+export type ResponseStreamEventType = ResponseStreamEvent['type'];
+/** The event schema for one `type`, e.g. StreamEventOf<'response.output_text.delta'>. */
+export type StreamEventOf<T extends ResponseStreamEventType> = Extract<ResponseStreamEvent, { type: T }>;
+export type ResponseCreatedEvent = Schemas['ResponseCreatedEvent'];
+export type ResponseQueuedEvent = Schemas['ResponseQueuedEvent'];
+export type ResponseInProgressEvent = Schemas['ResponseInProgressEvent'];
+export type ResponseCompletedEvent = Schemas['ResponseCompletedEvent'];
+export type ResponseIncompleteEvent = Schemas['ResponseIncompleteEvent'];
+export type ResponseFailedEvent = Schemas['ResponseFailedEvent'];
+export type ResponseOutputItemAddedEvent = Schemas['ResponseOutputItemAddedEvent'];
+export type ResponseOutputItemDoneEvent = Schemas['ResponseOutputItemDoneEvent'];
+export type ResponseContentPartAddedEvent = Schemas['ResponseContentPartAddedEvent'];
+export type ResponseContentPartDoneEvent = Schemas['ResponseContentPartDoneEvent'];
+export type ResponseTextDeltaEvent = Schemas['ResponseTextDeltaEvent'];
+export type ResponseTextDoneEvent = Schemas['ResponseTextDoneEvent'];
+export type ResponseReasoningTextDeltaEvent = Schemas['ResponseReasoningTextDeltaEvent'];
+export type ResponseReasoningTextDoneEvent = Schemas['ResponseReasoningTextDoneEvent'];
+export type ResponseFunctionCallArgumentsDeltaEvent = Schemas['ResponseFunctionCallArgumentsDeltaEvent'];
+export type ResponseFunctionCallArgumentsDoneEvent = Schemas['ResponseFunctionCallArgumentsDoneEvent'];
+export type ResponseErrorEvent = Schemas['ResponseErrorEvent'];
+
+// ---- Responses: query parameters
+export type GetResponseQuery = NonNullable<operationTypes['getResponse']['parameters']['query']>;
+export type ListInputItemsQuery = NonNullable<operationTypes['listInputItems']['parameters']['query']>;
+
+// ---- Chat Completions
+export type CreateChatCompletionBody = Schemas['CreateChatCompletionRequest'];
+export type ChatCompletionRequestMessage = Schemas['ChatCompletionRequestMessage'];
+export type ChatCompletionRequestSystemMessage = Schemas['ChatCompletionRequestSystemMessage'];
+export type ChatCompletionRequestDeveloperMessage = Schemas['ChatCompletionRequestDeveloperMessage'];
+export type ChatCompletionRequestUserMessage = Schemas['ChatCompletionRequestUserMessage'];
+export type ChatCompletionRequestAssistantMessage = Schemas['ChatCompletionRequestAssistantMessage'];
+export type ChatCompletionRequestToolMessage = Schemas['ChatCompletionRequestToolMessage'];
+export type ChatCompletionRequestUserMessageContentPart = Schemas['ChatCompletionRequestUserMessageContentPart'];
+export type ChatCompletionTool = Schemas['ChatCompletionTool'];
+export type ChatCompletionToolChoiceOption = Schemas['ChatCompletionToolChoiceOption'];
+export type ChatCompletionMessageToolCall = Schemas['ChatCompletionMessageToolCall'];
+export type ChatCompletionResponseFormat = Schemas['ChatCompletionResponseFormat'];
+export type ChatCompletionResponseMessage = Schemas['ChatCompletionResponseMessage'];
+export type ChatCompletionFinishReason = Schemas['ChatCompletionFinishReason'];
+export type ChatCompletion = Schemas['CreateChatCompletionResponse'];
+export type ChatCompletionChunk = Schemas['CreateChatCompletionStreamResponse'];
+export type ChatCompletionStreamResponseDelta = Schemas['ChatCompletionStreamResponseDelta'];
+export type ChatCompletionMessageToolCallChunk = Schemas['ChatCompletionMessageToolCallChunk'];
+export type CompletionUsage = Schemas['CompletionUsage'];
+
+// ---- models and service
+export type Model = Schemas['Model'];
+export type ListModelsResponse = Schemas['ListModelsResponse'];
+export type MayaStatus = Schemas['MayaStatus'];
+export type EngineStatus = Schemas['EngineStatus'];
+export type ResponsesCacheStatus = Schemas['ResponsesCacheStatus'];
+export type ResponsesJobsStatus = Schemas['ResponsesJobsStatus'];
+export type StatusDialect = Schemas['StatusDialect'];
+export type HealthStatus = Schemas['HealthStatus'];
