@@ -1,0 +1,16 @@
+/**
+ * deleteResponse: DELETE /v1/responses/{response_id}. Removes the caller's stored response and
+ * answers `{id, object:"response", deleted:true}`; responses that continue it keep their whole
+ * history (shared blocks). Unknown, expired, evicted, already deleted and other-key ids are 404.
+ * The contract declares no query options, so validation answers any with 400 before this runs.
+ */
+import type { Handler } from './app-deps.ts';
+import { notFound } from './errors.ts';
+import type { DeleteResponseResult } from './types.ts';
+
+export const deleteResponse: Handler = async (ctx, deps) => {
+  const id = ctx.state.params.response_id as string;
+  if (!(await deps.store.delete(ctx.state.scope, id))) throw notFound('response', id);
+  const body: DeleteResponseResult = { id, object: 'response', deleted: true };
+  ctx.body = body;
+};
