@@ -1,0 +1,65 @@
+/* backend.h: the interface between the scheduler and a compute device (nano-vllm's ModelRunner).
+ *
+ * A Backend owns the paged KV cache and runs one forward pass over a Batch: the new tokens of
+ * every scheduled sequence (prefill chunks and single decode tokens together), each with its
+ * block table. It writes those tokens' K/V into their slots and the logits of the requested rows.
+ * The CPU backend is the one implementation today; a CUDA backend joins behind the same interface.
+ */
+#ifndef MAYA_BACKEND_H
+#define MAYA_BACKEND_H
+
+#include <stdint.h>
+#include <memory>
+#include <vector>
+
+#include "model.h" // defines: Model
+
+namespace maya {
+
+struct BatchSeq {
+    int32_t tok0 = 0;        // first row of this sequence's tokens in Batch::tokens
+    int32_t n_tokens = 0;    // tokens computed this step
+    int32_t pos0 = 0;        // position of the first one (= tokens already in the KV cache)
+    const int32_t *block_table = nullptr; // (n_blocks) block ids covering positions [0, pos0 + n_tokens)
+    int32_t n_blocks = 0;
+    int32_t logits_row = -1; // row of the logits output for its last token, or -1 (mid-prefill chunk)
+};
+
+struct Batch {
+    std::vector<int32_t> tokens; // (T) token ids, grouped per sequence
+    std::vector<BatchSeq> seqs;  // (B)
+    int32_t n_logits = 0;        // rows of logits requested
+
+    void clear() {
+        tokens.clear();
+        seqs.clear();
+        n_logits = 0;
+    }
+};
+
+struct BackendConfig {
+    int32_t n_threads = 1;
+    int32_t block_size = 16;
+    int32_t n_blocks = 0;
+    int32_t max_tokens = 0; // most tokens in one Batch
+    int32_t max_logits = 0; // most logits rows in one Batch
+    int32_t n_ctx = 0;      // longest sequence
+};
+
+class Backend {
+  public:
+    virtual ~Backend() = default;
+    /* Runs the model. logits: (n_logits, V) written at each BatchSeq::logits_row.
+     * Returns OK, INVALID_ARG (batch exceeds the configured limits) or BACKEND. */
+    virtual int32_t forward(const Batch &batch, float *logits) = 0;
+    virtual int32_t kind() const = 0; // ENG_INFO_BACKEND: 1 cpu, 2 cuda
+    virtual int32_t simd() const = 0; // ENG_INFO_SIMD
+};
+
+/* Creates the CPU backend over a loaded model (which must outlive it).
+ * Returns OK, OUT_OF_MEMORY or INVALID_ARG. */
+int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, std::unique_ptr<Backend> *out);
+
+} // namespace maya
+
+#endif

@@ -1,0 +1,208 @@
+/* checkpoint.cpp: config.json / safetensors parsing and read-only mmap of weight files.
+ *
+ * safetensors layout (https://github.com/huggingface/safetensors, format section): an 8-byte
+ * little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets:[begin,end]},
+ * "__metadata__": {...}}, then the data; offsets are relative to the byte after the header.
+ */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "common.h" // defines: fail, ENG_STATUS_*
+
+namespace maya {
+
+size_t dtype_size(DType dt) {
+    switch (dt) {
+    case DT_F32: return 4;
+    case DT_F16: return 2;
+    case DT_BF16: return 2;
+    default: return 0;
+    }
+}
+
+const char *dtype_name(DType dt) {
+    switch (dt) {
+    case DT_F32: return "F32";
+    case DT_F16: return "F16";
+    case DT_BF16: return "BF16";
+    default: return "other";
+    }
+}
+
+static size_t header_dtype_size(const std::string &s) {
+    if (s == "F64" || s == "I64" || s == "U64") return 8;
+    if (s == "F32" || s == "I32" || s == "U32") return 4;
+    if (s == "F16" || s == "BF16" || s == "I16" || s == "U16") return 2;
+    if (s == "I8" || s == "U8" || s == "BOOL" || s == "F8_E4M3" || s == "F8_E5M2") return 1;
+    return 0;
+}
+
+int32_t safetensors_parse(const uint8_t *base, size_t len, const std::string &file,
+                          std::unordered_map<std::string, Tensor> *out) {
+    if (len < 8) return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: too short for a safetensors header", file.c_str());
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | base[i];
+    if (n > len - 8) return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: header length %llu exceeds the file",
+                                 file.c_str(), (unsigned long long)n);
+    JsonValue header;
+    std::string err;
+    if (!json_parse((const char *)base + 8, (size_t)n, &header, &err))
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: header JSON: %s", file.c_str(), err.c_str());
+    if (header.kind != JsonValue::OBJECT)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: header is not a JSON object", file.c_str());
+    const uint8_t *data = base + 8 + n;
+    uint64_t data_len = len - 8 - n;
+    for (const auto &m : header.members) {
+        if (m.first == "__metadata__") continue;
+        const char *name = m.first.c_str();
+        const JsonValue &v = m.second;
+        const JsonValue *dt = v.get("dtype"), *shape = v.get("shape"), *offs = v.get("data_offsets");
+        if (!dt || dt->kind != JsonValue::STRING || !shape || shape->kind != JsonValue::ARRAY || !offs ||
+            offs->kind != JsonValue::ARRAY || offs->items.size() != 2)
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: malformed header entry", file.c_str(), name);
+        Tensor t;
+        t.dtype_str = dt->string;
+        t.dtype = dt->string == "F32" ? DT_F32 : dt->string == "F16" ? DT_F16 : dt->string == "BF16" ? DT_BF16 : DT_OTHER;
+        size_t esize = header_dtype_size(dt->string);
+        if (esize == 0)
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: unknown dtype %s", file.c_str(), name, dt->string.c_str());
+        for (const auto &d : shape->items) {
+            if (!d.is_integer || d.integer < 0 || d.integer > ((int64_t)1 << 40))
+                return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: bad shape", file.c_str(), name);
+            t.shape.push_back(d.integer);
+            t.numel *= d.integer;
+            if (t.numel > ((int64_t)1 << 40))
+                return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: too many elements", file.c_str(), name);
+        }
+        const JsonValue &b = offs->items[0], &e = offs->items[1];
+        if (!b.is_integer || !e.is_integer || b.integer < 0 || e.integer < b.integer || (uint64_t)e.integer > data_len)
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: data_offsets out of range", file.c_str(), name);
+        t.nbytes = (size_t)(e.integer - b.integer);
+        if ((uint64_t)t.numel * esize != t.nbytes)
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: %zu bytes for %lld elements of %s", file.c_str(),
+                        name, t.nbytes, (long long)t.numel, dt->string.c_str());
+        t.data = data + b.integer;
+        if (out->count(m.first))
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s appears twice", file.c_str(), name);
+        (*out)[m.first] = std::move(t);
+    }
+    return ENG_STATUS_OK;
+}
+
+int32_t read_text_file(const std::string &path, std::string *out) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(ENG_STATUS_IO, "cannot open %s: %s", path.c_str(), strerror(errno));
+    out->clear();
+    char buf[65536];
+    while (true) {
+        ssize_t r = ::read(fd, buf, sizeof buf);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            ::close(fd);
+            return fail(ENG_STATUS_IO, "cannot read %s: %s", path.c_str(), strerror(e));
+        }
+        if (r == 0) break;
+        out->append(buf, (size_t)r);
+    }
+    ::close(fd);
+    return ENG_STATUS_OK;
+}
+
+Checkpoint::~Checkpoint() {
+    for (auto &m : maps_) munmap(m.addr, m.len);
+}
+
+int32_t Checkpoint::map_file(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(ENG_STATUS_IO, "cannot open %s: %s", path.c_str(), strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        ::close(fd);
+        return fail(ENG_STATUS_IO, "cannot stat %s: %s", path.c_str(), strerror(e));
+    }
+    size_t len = (size_t)st.st_size;
+    if (len == 0) {
+        ::close(fd);
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s is empty", path.c_str());
+    }
+    void *addr = mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    ::close(fd);
+    if (addr == MAP_FAILED) return fail(ENG_STATUS_IO, "cannot map %s: %s", path.c_str(), strerror(e));
+    maps_.push_back({addr, len});
+    return safetensors_parse((const uint8_t *)addr, len, path, &tensors_);
+}
+
+int32_t Checkpoint::open(const std::string &dir) {
+    std::string text, err;
+    ENG_TRY(read_text_file(dir + "/config.json", &text));
+    if (!json_parse(text.data(), text.size(), &config_, &err))
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s/config.json: %s", dir.c_str(), err.c_str());
+    if (config_.kind != JsonValue::OBJECT)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s/config.json is not a JSON object", dir.c_str());
+
+    std::string single = dir + "/model.safetensors";
+    if (access(single.c_str(), F_OK) == 0) return map_file(single);
+
+    std::string index_path = dir + "/model.safetensors.index.json";
+    if (access(index_path.c_str(), F_OK) != 0)
+        return fail(ENG_STATUS_IO, "%s has neither model.safetensors nor model.safetensors.index.json", dir.c_str());
+    ENG_TRY(read_text_file(index_path, &text));
+    JsonValue index;
+    if (!json_parse(text.data(), text.size(), &index, &err))
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: %s", index_path.c_str(), err.c_str());
+    const JsonValue *wm = index.get("weight_map");
+    if (!wm || wm->kind != JsonValue::OBJECT)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: no weight_map object", index_path.c_str());
+    std::set<std::string> shards;
+    for (const auto &m : wm->members) {
+        if (m.second.kind != JsonValue::STRING || m.second.string.empty() ||
+            m.second.string.find('/') != std::string::npos)
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: bad shard name for %s", index_path.c_str(), m.first.c_str());
+        shards.insert(m.second.string);
+    }
+    for (const auto &s : shards) ENG_TRY(map_file(dir + "/" + s));
+    for (const auto &m : wm->members)
+        if (!tensors_.count(m.first))
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "tensor %s listed in the index is missing from %s", m.first.c_str(),
+                        m.second.string.c_str());
+    return ENG_STATUS_OK;
+}
+
+const Tensor *Checkpoint::find(const std::string &name) const {
+    auto it = tensors_.find(name);
+    return it == tensors_.end() ? nullptr : &it->second;
+}
+
+static std::string shape_str(const std::vector<int64_t> &s) {
+    std::string r = "[";
+    for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
+    return r + "]";
+}
+
+int32_t Checkpoint::require(const std::string &name, std::initializer_list<int64_t> shape,
+                            const Tensor **out) const {
+    const Tensor *t = find(name);
+    if (!t) return fail(ENG_STATUS_BAD_CHECKPOINT, "missing tensor %s", name.c_str());
+    std::vector<int64_t> want(shape);
+    if (t->shape != want)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "tensor %s has shape %s, expected %s", name.c_str(),
+                    shape_str(t->shape).c_str(), shape_str(want).c_str());
+    if (t->dtype == DT_OTHER)
+        return fail(ENG_STATUS_UNSUPPORTED, "tensor %s has unsupported dtype %s (BF16, F16, F32 are supported)",
+                    name.c_str(), t->dtype_str.c_str());
+    *out = t;
+    return ENG_STATUS_OK;
+}
+
+} // namespace maya

@@ -1,0 +1,74 @@
+/* checkpoint.h: a Hugging Face model directory on disk: config.json plus safetensors weights.
+ *
+ * Weights stay memory-mapped read-only in their stored dtype (BF16, F16, F32); nothing is copied
+ * or converted here. Shards are found through model.safetensors.index.json ("weight_map").
+ * Every failure names the file or tensor involved (via fail()).
+ */
+#ifndef MAYA_CHECKPOINT_H
+#define MAYA_CHECKPOINT_H
+
+#include <stdint.h>
+#include <initializer_list>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "json.h" // defines: JsonValue, json_parse
+
+namespace maya {
+
+enum DType : int32_t { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2, DT_OTHER = 3 };
+
+size_t dtype_size(DType dt);
+const char *dtype_name(DType dt);
+
+struct Tensor {
+    DType dtype = DT_OTHER;
+    std::string dtype_str;      // as written in the header ("BF16", "I8", ...)
+    std::vector<int64_t> shape; // row-major, outermost first
+    const void *data = nullptr; // inside a read-only mapping owned by the Checkpoint
+    size_t nbytes = 0;
+    int64_t numel = 1;
+};
+
+/* Parses one safetensors image (header + data) already in memory. Adds its tensors to *out
+ * (data pointers into base). Returns OK or BAD_CHECKPOINT; file names the image in errors. */
+int32_t safetensors_parse(const uint8_t *base, size_t len, const std::string &file,
+                          std::unordered_map<std::string, Tensor> *out);
+
+/* Reads a whole small file (config, index). Returns OK or IO. */
+int32_t read_text_file(const std::string &path, std::string *out);
+
+class Checkpoint {
+  public:
+    Checkpoint() = default;
+    Checkpoint(const Checkpoint &) = delete;
+    Checkpoint &operator=(const Checkpoint &) = delete;
+    ~Checkpoint();
+
+    /* Loads dir/config.json and maps dir/model.safetensors or the shards named by
+     * dir/model.safetensors.index.json. Returns OK, IO or BAD_CHECKPOINT. */
+    int32_t open(const std::string &dir);
+
+    const JsonValue &config() const { return config_; }
+    const Tensor *find(const std::string &name) const;
+    /* The tensor `name` with exactly `shape` in a supported dtype; else BAD_CHECKPOINT (missing,
+     * shape mismatch) or UNSUPPORTED (dtype), naming it. */
+    int32_t require(const std::string &name, std::initializer_list<int64_t> shape,
+                    const Tensor **out) const;
+
+  private:
+    struct Mapping {
+        void *addr;
+        size_t len;
+    };
+    int32_t map_file(const std::string &path);
+
+    std::vector<Mapping> maps_;
+    std::unordered_map<std::string, Tensor> tensors_;
+    JsonValue config_;
+};
+
+} // namespace maya
+
+#endif

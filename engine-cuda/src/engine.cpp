@@ -1,0 +1,248 @@
+/* engine.cpp: the C ABI of engine.h over the internals (Model, Backend, BlockManager, Scheduler).
+ *
+ * Every entry point validates its arguments, converts C++ exceptions (allocation failure) into
+ * status codes, and leaves the detail in the thread-local last error. Nothing here prints or exits.
+ */
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "backend.h"       // defines: Backend, cpu_backend_create
+#include "block_manager.h" // defines: BlockManager
+#include "common.h"        // defines: fail, last_error, ENG_TRY
+#include "model.h"         // defines: Model, model_load
+#include "scheduler.h"     // defines: Scheduler
+
+using namespace maya;
+
+struct eng_ctx {
+    Model model;
+    std::unique_ptr<Backend> backend;
+    BlockManager bm;
+    Scheduler sched;
+    int64_t info[ENG_INFO_COUNT] = {};
+    std::vector<int32_t> pending; // events not yet handed out (ENG_EVENT_INTS each)
+    size_t pending_pos = 0;
+};
+
+#define ABI_GUARD(body)                                                              \
+    try {                                                                            \
+        body                                                                         \
+    } catch (const std::bad_alloc &) {                                               \
+        return fail(ENG_STATUS_OUT_OF_MEMORY, "out of memory");                      \
+    } catch (...) {                                                                  \
+        return fail(ENG_STATUS_INTERNAL, "internal error (unexpected exception)");   \
+    }
+
+static int64_t param(const int64_t *params, int32_t n, int idx, int64_t def) {
+    return (params && idx < n && params[idx] > 0) ? params[idx] : def;
+}
+
+static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
+    const ModelConfig &mc = c->model.cfg;
+    int64_t backend = param(params, n_params, ENG_PARAM_BACKEND, 0);
+    if (backend == 2) return fail(ENG_STATUS_UNSUPPORTED, "the CUDA backend is not built into this library");
+    if (backend > 2) return fail(ENG_STATUS_INVALID_ARG, "unknown backend %lld", (long long)backend);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t n_threads = param(params, n_params, ENG_PARAM_N_THREADS, online > 0 ? online : 1);
+    int64_t bs = param(params, n_params, ENG_PARAM_BLOCK_SIZE, 16);
+    int64_t max_batch = param(params, n_params, ENG_PARAM_MAX_BATCH, 16);
+    int64_t chunk = param(params, n_params, ENG_PARAM_PREFILL_CHUNK, 256);
+    int64_t n_ctx = param(params, n_params, ENG_PARAM_N_CTX, mc.max_pos);
+    if (n_threads > 256 || bs > 4096 || max_batch > 4096 || chunk > (1 << 20))
+        return fail(ENG_STATUS_INVALID_ARG, "a creation parameter is out of range");
+    if (n_ctx > mc.max_pos) n_ctx = mc.max_pos;
+    int64_t block_bytes = 2LL * mc.n_layer * mc.n_head_kv * mc.head_dim * bs * (int64_t)sizeof(float);
+    int64_t n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
+    if (n_blocks == 0) {
+        // Default: room for max_batch full contexts within 2 GiB (pages are touched lazily).
+        int64_t budget = param(params, n_params, ENG_PARAM_KV_BYTES, 2LL << 30);
+        int64_t want = (max_batch * n_ctx + bs - 1) / bs;
+        n_blocks = budget / block_bytes < want ? budget / block_bytes : want;
+        if (n_blocks < 1) return fail(ENG_STATUS_INVALID_ARG, "KV budget %lld bytes holds no block of %lld bytes",
+                                      (long long)budget, (long long)block_bytes);
+    }
+    if (n_blocks > INT32_MAX / 2) return fail(ENG_STATUS_INVALID_ARG, "too many KV blocks");
+    if (n_ctx > n_blocks * bs) n_ctx = n_blocks * bs; // one sequence must always fit
+    BackendConfig bc;
+    bc.n_threads = (int32_t)n_threads;
+    bc.block_size = (int32_t)bs;
+    bc.n_blocks = (int32_t)n_blocks;
+    bc.max_tokens = (int32_t)(chunk + max_batch);
+    bc.max_logits = (int32_t)max_batch;
+    bc.n_ctx = (int32_t)n_ctx;
+    ENG_TRY(cpu_backend_create(c->model, bc, &c->backend));
+    c->bm.init((int32_t)n_blocks, (int32_t)bs);
+    SchedulerConfig sc;
+    sc.max_batch = (int32_t)max_batch;
+    sc.prefill_chunk = (int32_t)chunk;
+    sc.n_ctx = (int32_t)n_ctx;
+    sc.n_vocab = mc.n_vocab;
+    ENG_TRY(c->sched.init(sc, &c->bm, c->backend.get()));
+    c->pending.reserve((size_t)(3 * max_batch + 1) * ENG_EVENT_INTS);
+    int64_t *in = c->info;
+    in[ENG_INFO_N_VOCAB] = mc.n_vocab;
+    in[ENG_INFO_N_CTX] = n_ctx;
+    in[ENG_INFO_N_LAYER] = mc.n_layer;
+    in[ENG_INFO_N_EMBD] = mc.n_embd;
+    in[ENG_INFO_N_HEAD] = mc.n_head;
+    in[ENG_INFO_N_HEAD_KV] = mc.n_head_kv;
+    in[ENG_INFO_HEAD_DIM] = mc.head_dim;
+    in[ENG_INFO_BLOCK_SIZE] = bs;
+    in[ENG_INFO_N_BLOCKS] = n_blocks;
+    in[ENG_INFO_BACKEND] = c->backend->kind();
+    in[ENG_INFO_ARCH] = mc.arch;
+    in[ENG_INFO_N_PARAMS] = c->model.n_params;
+    in[ENG_INFO_WEIGHT_BYTES] = c->model.weight_bytes;
+    in[ENG_INFO_SIMD] = c->backend->simd();
+    return ENG_STATUS_OK;
+}
+
+extern "C" {
+
+ENG_API int32_t eng_abi_version(void) { return ENG_ABI_VERSION; }
+
+ENG_API const char *eng_status_str(int32_t status) {
+    switch (status) {
+    case ENG_STATUS_OK: return "ok";
+    case ENG_STATUS_NO_KV_SPACE: return "no KV cache space";
+    case ENG_STATUS_INVALID_ARG: return "invalid argument";
+    case ENG_STATUS_IO: return "I/O error";
+    case ENG_STATUS_BAD_CHECKPOINT: return "bad checkpoint";
+    case ENG_STATUS_UNSUPPORTED: return "unsupported";
+    case ENG_STATUS_CONTEXT_OVERFLOW: return "context overflow";
+    case ENG_STATUS_OUT_OF_MEMORY: return "out of memory";
+    case ENG_STATUS_UNKNOWN_SEQ: return "unknown sequence";
+    case ENG_STATUS_BACKEND: return "backend failure";
+    case ENG_STATUS_INTERNAL: return "internal error";
+    default: return "unknown status";
+    }
+}
+
+ENG_API int32_t eng_last_error(char *buf, int32_t len) {
+    const char *msg = last_error();
+    int32_t n = (int32_t)strlen(msg);
+    if (!buf || len < n + 1) return -(n + 1);
+    memcpy(buf, msg, (size_t)n + 1);
+    return n;
+}
+
+ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int32_t n_params, eng_ctx **out) {
+    if (out) *out = nullptr;
+    if (!model_dir || !out || n_params < 0 || (n_params > 0 && !params))
+        return fail(ENG_STATUS_INVALID_ARG, "eng_ctx_create: model_dir and out are required");
+    eng_ctx *c = nullptr;
+    int32_t st;
+    try {
+        c = new eng_ctx();
+        st = model_load(model_dir, &c->model);
+        if (st >= 0) st = configure(c, params, n_params);
+    } catch (const std::bad_alloc &) {
+        st = fail(ENG_STATUS_OUT_OF_MEMORY, "out of memory while loading %s", model_dir);
+    } catch (...) {
+        st = fail(ENG_STATUS_INTERNAL, "internal error while loading %s", model_dir);
+    }
+    if (st < 0) {
+        delete c;
+        return st;
+    }
+    *out = c;
+    return ENG_STATUS_OK;
+}
+
+ENG_API void eng_ctx_free(eng_ctx *ctx) { delete ctx; }
+
+ENG_API int32_t eng_ctx_info(const eng_ctx *ctx, int64_t *out, int32_t cap) {
+    if (!ctx || !out || cap < 0) return fail(ENG_STATUS_INVALID_ARG, "eng_ctx_info: null argument");
+    int32_t n = cap < ENG_INFO_COUNT ? cap : ENG_INFO_COUNT;
+    memcpy(out, ctx->info, (size_t)n * sizeof(int64_t));
+    return n;
+}
+
+ENG_API int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap) {
+    if (!ctx || !out || cap < 0) return fail(ENG_STATUS_INVALID_ARG, "eng_ctx_stats: null argument");
+    const SchedulerStats &s = ctx->sched.stats();
+    int64_t v[ENG_STAT_COUNT];
+    v[ENG_STAT_BLOCKS_TOTAL] = ctx->bm.n_blocks();
+    v[ENG_STAT_BLOCKS_FREE] = ctx->bm.n_free();
+    v[ENG_STAT_BLOCKS_CACHED] = ctx->bm.n_cached_free();
+    v[ENG_STAT_SEQS_WAITING] = ctx->sched.n_waiting();
+    v[ENG_STAT_SEQS_RUNNING] = ctx->sched.n_running();
+    v[ENG_STAT_STEPS] = s.steps;
+    v[ENG_STAT_PREFILL_TOKENS] = s.prefill_tokens;
+    v[ENG_STAT_CACHED_TOKENS] = s.cached_tokens;
+    v[ENG_STAT_DECODE_TOKENS] = s.decode_tokens;
+    v[ENG_STAT_PREEMPTIONS] = s.preemptions;
+    int32_t n = cap < ENG_STAT_COUNT ? cap : ENG_STAT_COUNT;
+    memcpy(out, v, (size_t)n * sizeof(int64_t));
+    return n;
+}
+
+ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
+                            int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
+                            uint32_t flags, int32_t *out_seq_id) {
+    if (!ctx || !tokens || n_tokens < 1 || !out_seq_id || n_stop < 0 || (n_stop > 0 && !stop_ids))
+        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add: tokens (n >= 1), stop ids and out_seq_id are required");
+    if (max_tokens < 1) return fail(ENG_STATUS_INVALID_ARG, "max_tokens must be >= 1 (got %d)", max_tokens);
+    if (!(temperature == temperature) || isinf(temperature))
+        return fail(ENG_STATUS_INVALID_ARG, "temperature must be finite");
+    if (!(top_p > 0.0f && top_p <= 1.0f)) return fail(ENG_STATUS_INVALID_ARG, "top_p must be in (0, 1]");
+    if (flags & ~(uint32_t)ENG_SEQ_KEEP_LOGITS) return fail(ENG_STATUS_INVALID_ARG, "unknown flags 0x%x", flags);
+    int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
+    for (int32_t i = 0; i < n_tokens; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return fail(ENG_STATUS_INVALID_ARG, "prompt token %d at index %d is outside the vocabulary (%d)", tokens[i], i, V);
+    ABI_GUARD({
+        std::unique_ptr<Sequence> s(new Sequence());
+        s->tokens.assign(tokens, tokens + n_tokens);
+        if (n_stop > 0) s->stop_ids.assign(stop_ids, stop_ids + n_stop);
+        s->max_tokens = max_tokens;
+        s->sampling.temperature = temperature;
+        s->sampling.top_p = top_p;
+        s->rng.seed(seed);
+        s->flags = flags;
+        return ctx->sched.add(std::move(s), out_seq_id);
+    })
+}
+
+ENG_API int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id) {
+    if (!ctx) return fail(ENG_STATUS_INVALID_ARG, "eng_seq_cancel: null context");
+    return ctx->sched.cancel(seq_id);
+}
+
+ENG_API int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int32_t cap) {
+    if (!ctx || !out) return fail(ENG_STATUS_INVALID_ARG, "eng_seq_logits: null argument");
+    const Sequence *s = ctx->sched.find(seq_id);
+    if (!s) return fail(ENG_STATUS_UNKNOWN_SEQ, "no sequence %d", seq_id);
+    int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
+    if (!(s->flags & ENG_SEQ_KEEP_LOGITS) || s->logits.empty())
+        return fail(ENG_STATUS_INVALID_ARG, "sequence %d has no kept logits (flag ENG_SEQ_KEEP_LOGITS, after a TOKEN event)", seq_id);
+    if (cap < V) return fail(ENG_STATUS_INVALID_ARG, "logits buffer holds %d floats, needs %d", cap, V);
+    memcpy(out, s->logits.data(), (size_t)V * sizeof(float));
+    return V;
+}
+
+ENG_API int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap) {
+    if (!ctx || !out || cap < ENG_EVENT_INTS) return fail(ENG_STATUS_INVALID_ARG, "eng_step: buffer of at least one event required");
+    ABI_GUARD({
+        int32_t st = ENG_STATUS_OK;
+        if (ctx->pending_pos >= ctx->pending.size()) {
+            ctx->pending.clear();
+            ctx->pending_pos = 0;
+            st = ctx->sched.step(&ctx->pending);
+        }
+        size_t avail = (ctx->pending.size() - ctx->pending_pos) / ENG_EVENT_INTS;
+        size_t n = (size_t)(cap / ENG_EVENT_INTS);
+        if (n > avail) n = avail;
+        memcpy(out, ctx->pending.data() + ctx->pending_pos, n * ENG_EVENT_INTS * sizeof(int32_t));
+        ctx->pending_pos += n * ENG_EVENT_INTS;
+        if (n == 0 && st < 0) return st;
+        return (int32_t)n;
+    })
+}
+
+} // extern "C"

@@ -1,0 +1,44 @@
+/* kernels.h: the CPU hot loops behind one table of function pointers.
+ *
+ * kernels_impl.h is compiled twice: kernels_avx2.cpp (-mavx2 -mfma -mf16c) and kernels_scalar.cpp
+ * (baseline x86-64 / any target). kernels_select() picks one at context creation with
+ * __builtin_cpu_supports. Both produce the same results up to float summation order.
+ * Weights are read in their stored dtype (F32/F16/BF16) and widened to f32 in registers.
+ */
+#ifndef MAYA_KERNELS_H
+#define MAYA_KERNELS_H
+
+#include <stdint.h>
+
+namespace maya {
+
+/* Rows of W a matmul work unit covers (and the scratch a worker needs: kMatmulRows * K floats).
+ * 16 rows x K f32 stays in L2 (K = 4096: 256 KiB) while all tokens of a prefill chunk pass it. */
+const int kMatmulRows = 16;
+
+struct Kernels {
+    const char *name;
+    int32_t simd; // ENG_INFO_SIMD: 0 scalar, 1 avx2
+    /* y[t*ldy + r] = dot(x[t*ldx ..], W[r, 0..K)) (+ bias[r]) for t in [0, T), r in [r0, r1), with W
+     * a row-major (rows, K) matrix of `dtype` (DType). r1 - r0 <= kMatmulRows; scratch holds
+     * kMatmulRows * K floats. bias may be null. */
+    void (*matmul)(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y,
+                   int ldy, const float *bias, float *scratch);
+    float (*dot)(const float *a, const float *b, int n);
+    void (*axpy)(float *y, float a, const float *x, int n); // y += a * x
+    void (*scale)(float *y, float a, int n);                // y *= a
+    /* out = x / sqrt(mean(x^2) + eps) * w (out may alias x) */
+    void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
+    void (*silu_mul)(float *out, const float *gate, const float *up, int n); // out = silu(gate) * up
+    void (*row_to_f32)(float *out, const void *w, int dtype, int64_t row, int n); // out = W[row, 0..n)
+};
+
+extern const Kernels kernels_scalar;
+extern const Kernels kernels_avx2;
+
+/* The fastest table the running CPU supports. */
+const Kernels &kernels_select();
+
+} // namespace maya
+
+#endif

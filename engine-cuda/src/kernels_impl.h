@@ -1,0 +1,208 @@
+/* kernels_impl.h: kernel bodies, included once per instruction set (see kernels.h).
+ *
+ * The includer defines KERNELS_NS (namespace) and KERNELS_TABLE (table name). Only intrinsics and
+ * C headers are used here, so no inline function of a shared header is compiled with two
+ * different instruction sets (the one-definition-rule hazard of multi-ISA builds).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+#define KERNELS_VECTOR 1
+#endif
+
+namespace maya {
+namespace KERNELS_NS {
+
+enum { F32 = 0, F16 = 1, BF16 = 2 }; // = DType
+
+static inline float bf16_scalar(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline float f16_scalar(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF, bits;
+    if (exp == 0) {
+        if (mant == 0) bits = sign;
+        else {
+            exp = 127 - 15 + 1;
+            while (!(mant & 0x400)) { mant <<= 1; exp--; }
+            bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
+        }
+    } else if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);
+    else bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+template <int DT> static inline float load1(const void *w, int64_t i) {
+    if (DT == F32) return ((const float *)w)[i];
+    uint16_t h = ((const uint16_t *)w)[i];
+    return DT == BF16 ? bf16_scalar(h) : f16_scalar(h);
+}
+
+static void row_to_f32(float *out, const void *w, int dtype, int64_t row, int n) {
+    int64_t base = row * n;
+    if (dtype == F32) { memcpy(out, (const float *)w + base, (size_t)n * 4); return; }
+    for (int i = 0; i < n; i++) out[i] = dtype == BF16 ? load1<BF16>(w, base + i) : load1<F16>(w, base + i);
+}
+
+#ifdef KERNELS_VECTOR
+static inline __m256 load8(const void *w, int64_t i, int dt) {
+    if (dt == F32) return _mm256_loadu_ps((const float *)w + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    if (dt == F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+#endif
+
+/* NR rows of W x NT tokens: one pass over K. All (row, token) dot products accumulate in the same
+ * order whatever NR/NT, so a token's result does not depend on its batch neighbours. */
+template <int NR, int NT, int DT>
+static inline void tile(const float *x, int ldx, const void *w, int64_t row0, int K, float *y, int ldy,
+                        const float *bias) {
+    float out[NR][NT];
+    int k = 0;
+#ifdef KERNELS_VECTOR
+    __m256 acc[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
+    for (; k + 8 <= K; k += 8) {
+        __m256 xv[NT];
+        for (int t = 0; t < NT; t++) xv[t] = _mm256_loadu_ps(x + (int64_t)t * ldx + k);
+        for (int r = 0; r < NR; r++) {
+            __m256 wv = load8(w, (row0 + r) * (int64_t)K + k, DT);
+            for (int t = 0; t < NT; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) out[r][t] = hsum(acc[r][t]);
+#else
+    float acc[NR][NT][8];
+    memset(acc, 0, sizeof acc);
+    for (; k + 8 <= K; k += 8)
+        for (int r = 0; r < NR; r++)
+            for (int j = 0; j < 8; j++) {
+                float wv = load1<DT>(w, (row0 + r) * (int64_t)K + k + j);
+                for (int t = 0; t < NT; t++) acc[r][t][j] += wv * x[(int64_t)t * ldx + k + j];
+            }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) {
+            float s = 0;
+            for (int j = 0; j < 8; j++) s += acc[r][t][j];
+            out[r][t] = s;
+        }
+#endif
+    for (; k < K; k++)
+        for (int r = 0; r < NR; r++) {
+            float wv = load1<DT>(w, (row0 + r) * (int64_t)K + k);
+            for (int t = 0; t < NT; t++) out[r][t] += wv * x[(int64_t)t * ldx + k];
+        }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) y[(int64_t)t * ldy + r] = out[r][t] + (bias ? bias[r] : 0.0f);
+}
+
+template <int NT, int DT>
+static void rows_tile(const float *x, int ldx, const void *w, int K, int r0, int r1, float *y, int ldy,
+                      const float *bias, int64_t wrow0) {
+    // wrow0: W row index of r0 (differs from r0 when w is the converted scratch copy).
+    int r = r0;
+    for (; r + 4 <= r1; r += 4)
+        tile<4, NT, DT>(x, ldx, w, wrow0 + (r - r0), K, y + r, ldy, bias ? bias + r : nullptr);
+    for (; r < r1; r++) tile<1, NT, DT>(x, ldx, w, wrow0 + (r - r0), K, y + r, ldy, bias ? bias + r : nullptr);
+}
+
+template <int DT>
+static void rows_all_tokens(const float *x, int ldx, int T, const void *w, int K, int r0, int r1, float *y,
+                            int ldy, const float *bias, int64_t wrow0) {
+    int t = 0;
+    for (; t + 3 <= T; t += 3)
+        rows_tile<3, DT>(x + (int64_t)t * ldx, ldx, w, K, r0, r1, y + (int64_t)t * ldy, ldy, bias, wrow0);
+    if (T - t == 2) rows_tile<2, DT>(x + (int64_t)t * ldx, ldx, w, K, r0, r1, y + (int64_t)t * ldy, ldy, bias, wrow0);
+    if (T - t == 1) rows_tile<1, DT>(x + (int64_t)t * ldx, ldx, w, K, r0, r1, y + (int64_t)t * ldy, ldy, bias, wrow0);
+}
+
+/* Few tokens (decode): stream W once, widening in registers. Many tokens (prefill): widen the
+ * row block once into scratch and run the f32 tiles over every token from L2. */
+static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y,
+                   int ldy, const float *bias, float *scratch) {
+    if (T >= 6 && dtype != F32) {
+        for (int r = r0; r < r1; r++) row_to_f32(scratch + (int64_t)(r - r0) * K, w, dtype, r, K);
+        rows_all_tokens<F32>(x, ldx, T, scratch, K, r0, r1, y, ldy, bias, 0);
+        return;
+    }
+    if (dtype == F32) rows_all_tokens<F32>(x, ldx, T, w, K, r0, r1, y, ldy, bias, r0);
+    else if (dtype == BF16) rows_all_tokens<BF16>(x, ldx, T, w, K, r0, r1, y, ldy, bias, r0);
+    else rows_all_tokens<F16>(x, ldx, T, w, K, r0, r1, y, ldy, bias, r0);
+}
+
+static float dot(const float *a, const float *b, int n) {
+    int i = 0;
+    float s = 0;
+#ifdef KERNELS_VECTOR
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (; i + 16 <= n; i += 16) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    }
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    s = hsum(_mm256_add_ps(acc0, acc1));
+#endif
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void axpy(float *y, float a, const float *x, int n) {
+    int i = 0;
+#ifdef KERNELS_VECTOR
+    __m256 av = _mm256_set1_ps(a);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+#endif
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+static void scale(float *y, float a, int n) {
+    for (int i = 0; i < n; i++) y[i] *= a;
+}
+
+static void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    float ss = dot(x, x, n);
+    float inv = 1.0f / sqrtf(ss / (float)n + eps);
+    for (int i = 0; i < n; i++) out[i] = x[i] * inv * w[i];
+}
+
+static void silu_mul(float *out, const float *gate, const float *up, int n) {
+    for (int i = 0; i < n; i++) {
+        float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+} // namespace KERNELS_NS
+
+extern const Kernels KERNELS_TABLE;
+const Kernels KERNELS_TABLE = {
+#ifdef KERNELS_VECTOR
+    "avx2", 1,
+#else
+    "scalar", 0,
+#endif
+    KERNELS_NS::matmul, KERNELS_NS::dot, KERNELS_NS::axpy, KERNELS_NS::scale,
+    KERNELS_NS::rmsnorm, KERNELS_NS::silu_mul, KERNELS_NS::row_to_f32,
+};
+
+} // namespace maya

@@ -1,0 +1,44 @@
+/* sampler.h: turns one row of logits into a token: greedy, temperature, top-p; seeded per sequence.
+ *
+ * Same seed + same logits -> same token sequence. The RNG is xoshiro256** seeded through
+ * splitmix64 (Blackman & Vigna, https://prng.di.unimi.it/), reimplemented here.
+ */
+#ifndef MAYA_SAMPLER_H
+#define MAYA_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <vector>
+
+namespace maya {
+
+struct Rng {
+    uint64_t s[4];
+    void seed(uint64_t seed);
+    uint64_t next();
+    float uniform(); // [0, 1)
+};
+
+struct SamplerParams {
+    float temperature = 0; // <= 0: greedy (argmax, lowest id on ties)
+    float top_p = 1;       // (0, 1]
+};
+
+class Sampler {
+  public:
+    /* Reserves scratch for a vocabulary of n_vocab (so sample() does not allocate). */
+    void init(int32_t n_vocab);
+    /* Samples from logits (n_vocab floats, not modified). */
+    int32_t sample(const float *logits, const SamplerParams &p, Rng *rng);
+
+  private:
+    std::vector<float> probs_;
+    std::vector<int32_t> idx_;
+    int32_t n_vocab_ = 0;
+};
+
+int32_t argmax(const float *x, int32_t n);
+
+} // namespace maya
+
+#endif

@@ -1,0 +1,87 @@
+/* scheduler.h: FIFO admission, continuous batching with chunked prefill, preemption, cancellation.
+ *
+ * step() = schedule -> run (one Backend::forward) -> postprocess (sample, emit events, finish).
+ * Each step decodes every running sequence that is decoding (one token each) and spends at most
+ * prefill_chunk tokens on prompts (continuing a chunked prefill first, then admitting waiting
+ * sequences in FIFO order while max_batch and KV blocks allow). When a decoding sequence needs a
+ * block and none is free, the most recently admitted running sequence is preempted (its blocks
+ * freed, it goes back to the head of the queue and is recomputed later, mostly from the prefix
+ * cache). Cancellation takes effect at the start of the next step.
+ */
+#ifndef MAYA_SCHEDULER_H
+#define MAYA_SCHEDULER_H
+
+#include <stdint.h>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "backend.h"       // defines: Backend, Batch
+#include "block_manager.h" // defines: BlockManager
+#include "sampler.h"       // defines: Sampler
+#include "sequence.h"      // defines: Sequence
+
+namespace maya {
+
+struct SchedulerConfig {
+    int32_t max_batch = 16;      // most running sequences
+    int32_t prefill_chunk = 256; // most prompt tokens computed per step
+    int32_t n_ctx = 0;           // context limit (prompt + output)
+    int32_t n_vocab = 0;
+};
+
+struct SchedulerStats {
+    int64_t steps = 0, prefill_tokens = 0, cached_tokens = 0, decode_tokens = 0, preemptions = 0;
+};
+
+class Scheduler {
+  public:
+    /* bm and backend must outlive the scheduler. Returns OK or INVALID_ARG. */
+    int32_t init(const SchedulerConfig &cfg, BlockManager *bm, Backend *backend);
+    /* Queues seq (validated by the caller except for the context limit). Returns OK or
+     * CONTEXT_OVERFLOW; writes the new id. */
+    int32_t add(std::unique_ptr<Sequence> seq, int32_t *out_id);
+    /* Returns OK or UNKNOWN_SEQ. */
+    int32_t cancel(int32_t id);
+    /* One step; appends events ({seq, kind, token, value} ints) to *events. Returns OK or a
+     * backend failure (the affected sequences are finished with ENG_FINISH_ERROR). */
+    int32_t step(std::vector<int32_t> *events);
+    /* A live sequence or one finished during the latest step; nullptr otherwise. */
+    const Sequence *find(int32_t id) const;
+
+    int32_t n_waiting() const { return (int32_t)waiting_.size(); }
+    int32_t n_running() const { return (int32_t)running_.size(); }
+    const SchedulerStats &stats() const { return stats_; }
+
+  private:
+    struct Entry {
+        Sequence *seq;
+        int32_t n_tokens;
+        bool is_prefill;
+    };
+    void schedule();
+    void schedule_one(Sequence *s, int32_t n, bool is_prefill);
+    void preempt(Sequence *s);
+    void finish(Sequence *s, int32_t reason, std::vector<int32_t> *events);
+    void postprocess(std::vector<int32_t> *events);
+    void reap_cancelled(std::vector<int32_t> *events);
+
+    SchedulerConfig cfg_;
+    BlockManager *bm_ = nullptr;
+    Backend *backend_ = nullptr;
+    Sampler sampler_;
+    Batch batch_;
+    std::vector<Entry> entries_;
+    std::vector<float> logits_; // (max_batch, V)
+    std::deque<Sequence *> waiting_;
+    std::vector<Sequence *> running_; // admission order
+    std::unordered_map<int32_t, std::unique_ptr<Sequence>> live_;
+    std::vector<std::unique_ptr<Sequence>> retired_; // finished in the latest step
+    int32_t next_id_ = 1;
+    SchedulerStats stats_;
+};
+
+} // namespace maya
+
+#endif

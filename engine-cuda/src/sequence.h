@@ -1,0 +1,40 @@
+/* sequence.h: one generation request as the scheduler and block manager see it (nano-vllm's Sequence).
+ *
+ * tokens holds prompt + generated ids; n_computed of them have K/V in the cache. A sequence with
+ * tokens.size() - n_computed > 1 is prefilling, == 1 is decoding. Preemption resets n_computed to
+ * 0 and drops the block table; re-admission recomputes (mostly from the prefix cache).
+ */
+#ifndef MAYA_SEQUENCE_H
+#define MAYA_SEQUENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <vector>
+
+#include "sampler.h" // defines: Rng, SamplerParams
+
+namespace maya {
+
+struct Sequence {
+    int32_t id = 0;
+    std::vector<int32_t> tokens;       // prompt + generated
+    int32_t n_prompt = 0;
+    int32_t n_computed = 0;            // tokens whose K/V are in the cache
+    int32_t n_cached = -1;             // prompt tokens served by the prefix cache at first admission (-1: not yet)
+    std::vector<int32_t> block_table;  // block ids covering tokens
+    std::vector<uint64_t> block_hashes; // chained hashes of the leading full, computed blocks
+    std::vector<int32_t> stop_ids;
+    int32_t max_tokens = 0;
+    SamplerParams sampling;
+    Rng rng;
+    uint32_t flags = 0;
+    bool is_cancelled = false;
+    bool is_prefill_reported = false;
+    std::vector<float> logits;         // (V) latest sampled position, when ENG_SEQ_KEEP_LOGITS
+
+    int32_t n_generated() const { return (int32_t)tokens.size() - n_prompt; }
+};
+
+} // namespace maya
+
+#endif

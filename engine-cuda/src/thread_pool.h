@@ -1,0 +1,54 @@
+/* thread_pool.h: a persistent pool that runs one parallel loop at a time.
+ *
+ * run(n_tasks, fn, arg) calls fn(arg, task, worker) for every task in [0, n_tasks) across the
+ * calling thread (worker 0) and n_threads - 1 workers, and returns when all are done. Tasks are
+ * claimed dynamically (an atomic counter), which tolerates cores stolen by other processes.
+ * Idle workers spin briefly, then sleep on a condition variable, so a quiet engine costs no CPU.
+ * Not reentrant; one thread drives it.
+ */
+#ifndef MAYA_THREAD_POOL_H
+#define MAYA_THREAD_POOL_H
+
+#include <stdint.h>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace maya {
+
+typedef void (*TaskFn)(void *arg, int task, int worker);
+
+class ThreadPool {
+  public:
+    ThreadPool() = default;
+    ThreadPool(const ThreadPool &) = delete;
+    ThreadPool &operator=(const ThreadPool &) = delete;
+    ~ThreadPool();
+
+    /* Starts n_threads - 1 workers. Returns OK or OUT_OF_MEMORY (thread creation failed). */
+    int32_t start(int n_threads);
+    int n_threads() const { return n_threads_; }
+    void run(int n_tasks, TaskFn fn, void *arg);
+
+  private:
+    void worker_main(int worker);
+    void drain(int worker);
+
+    int n_threads_ = 1;
+    std::vector<std::thread> workers_;
+    std::mutex mu_;
+    std::condition_variable cv_start_, cv_done_;
+    std::atomic<uint64_t> generation_{0};
+    std::atomic<int> next_task_{0};
+    std::atomic<int> n_busy_{0};
+    std::atomic<bool> is_stopping_{false};
+    int n_tasks_ = 0;
+    TaskFn fn_ = nullptr;
+    void *arg_ = nullptr;
+};
+
+} // namespace maya
+
+#endif
