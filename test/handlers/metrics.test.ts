@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { createTestApp } from '../helpers/test-app.ts';
+
+describe('GET /metrics/prometheus', () => {
+  it('counts requests by operationId and status, with latency, and never shows keys or prompt text', async () => {
+    const { request } = createTestApp({ server: { apiKeys: ['sk-very-secret-key'] } });
+    const auth = { authorization: 'Bearer sk-very-secret-key' };
+    await request.get('/v1/models').set(auth);
+    await request.get('/v1/models').set(auth);
+    await request.get('/v1/models').set('authorization', 'Bearer sk-wrong-key-text');
+    await request.post('/v1/responses').set(auth).send({ input: 'PROMPT-CANARY-42', truncation: 'auto' });
+    await request.get('/v1/nowhere');
+    await new Promise((resolve) => setImmediate(resolve));
+    const res = await request.get('/metrics/prometheus');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    const text = res.text;
+    expect(text).toContain('maya:http_requests_total{operation="listModels",status="200"} 2');
+    expect(text).toContain('maya:http_requests_total{operation="listModels",status="401"} 1');
+    expect(text).toContain('maya:http_requests_total{operation="createResponse",status="400"} 1');
+    expect(text).toContain('maya:http_requests_total{operation="unmatched",status="404"} 1');
+    expect(text).toMatch(/maya:http_request_duration_seconds_count\{operation="listModels"\} 3/);
+    expect(text).toContain('process_cpu_user_seconds_total');
+    expect(text).toContain('maya:responses_cache_');
+    for (const secret of ['sk-very-secret-key', 'sk-wrong-key-text', 'PROMPT-CANARY-42', 'key_']) expect(text).not.toContain(secret);
+  });
+});

@@ -1,0 +1,90 @@
+import { describe, expect, it, vi } from 'vitest';
+import { createTestApp } from '../helpers/test-app.ts';
+import type { Handler } from '../../handlers/app-deps.ts';
+import { CREATE_RESPONSE_REJECTIONS } from '../../handlers/rejections.ts';
+
+const user = (content: unknown) => ({ role: 'user', content });
+const image = (extra: Record<string, unknown>) => ({ type: 'input_image', image_url: 'data:image/png;base64,AAAA', ...extra });
+
+/** One case per row: a body that only that row refuses, and the exact param it must name. */
+const CASES: { id: string; body: Record<string, unknown>; param: string }[] = [
+  { id: 'conversation', body: { input: 'hi', conversation: 'conv_1' }, param: 'conversation' },
+  { id: 'item_reference', body: { input: [user('hi'), { type: 'item_reference', id: 'msg_1' }] }, param: 'input[1].type' },
+  { id: 'hosted_tool', body: { input: 'hi', tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }] }, param: 'tools[1].type' },
+  { id: 'hosted_tool_choice', body: { input: 'hi', tool_choice: { type: 'file_search' } }, param: 'tool_choice.type' },
+  {
+    id: 'encrypted_reasoning',
+    body: { input: [user('hi'), { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'gAAA' }] },
+    param: 'input[1].encrypted_content',
+  },
+  {
+    id: 'reasoning_summary_input',
+    body: { input: [user('hi'), { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'x' }] }] },
+    param: 'input[1].summary',
+  },
+  { id: 'reasoning_summary', body: { input: 'hi', reasoning: { effort: 'low', summary: 'auto' } }, param: 'reasoning.summary' },
+  { id: 'reasoning_generate_summary', body: { input: 'hi', reasoning: { generate_summary: 'concise' } }, param: 'reasoning.generate_summary' },
+  { id: 'input_file', body: { input: [user([{ type: 'input_text', text: 'read' }, { type: 'input_file', file_id: 'file_1' }])] }, param: 'input[0].content[1].type' },
+  { id: 'image_file_id', body: { input: [user([{ type: 'input_image', file_id: 'file_1' }])] }, param: 'input[0].content[0].file_id' },
+  { id: 'audio', body: { input: [user([{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }])] }, param: 'input[0].content[0].type' },
+  { id: 'image_detail', body: { input: [user([image({ detail: 'high' })])] }, param: 'input[0].content[0].detail' },
+  { id: 'truncation', body: { input: 'hi', truncation: 'auto' }, param: 'truncation' },
+  { id: 'service_tier', body: { input: 'hi', service_tier: 'flex' }, param: 'service_tier' },
+  { id: 'include', body: { input: 'hi', include: ['reasoning.encrypted_content', 'message.output_text.logprobs'] }, param: 'include[1]' },
+  { id: 'include_encrypted_reasoning', body: { input: 'hi', include: ['reasoning.encrypted_content'] }, param: 'include[0]' },
+  { id: 'background_without_store', body: { input: 'hi', background: true }, param: 'background' },
+  { id: 'prompt_cache_key_length', body: { input: 'hi', prompt_cache_key: 'k'.repeat(257) }, param: 'prompt_cache_key' },
+  { id: 'client_metadata_values', body: { input: 'hi', client_metadata: { app: 'x', build: 7 } }, param: 'client_metadata.build' },
+  { id: 'prompt_template', body: { input: 'hi', prompt: { id: 'pmpt_1' } }, param: 'prompt' },
+];
+
+function setup() {
+  const handler = vi.fn<Handler>(async (ctx) => {
+    ctx.body = { ok: true };
+  });
+  return { handler, ...createTestApp({ handlers: { createResponse: handler } }) };
+}
+
+describe('rejection table', () => {
+  it('has a case here for every row', () => {
+    expect(CASES.map((c) => c.id).sort()).toEqual(CREATE_RESPONSE_REJECTIONS.map((r) => r.id).sort());
+  });
+
+  for (const { id, body, param } of CASES) {
+    it(`${id} → 400 naming ${param}, handler never reached`, async () => {
+      const row = CREATE_RESPONSE_REJECTIONS.find((r) => r.id === id)!;
+      const { handler, request } = setup();
+      const res = await request.post('/v1/responses').send(body);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: { message: row.message, type: 'invalid_request_error', param, code: row.code } });
+      expect(handler).not.toHaveBeenCalled();
+    });
+  }
+});
+
+describe('supported neighbours of each rejection pass', () => {
+  const ACCEPTED: [string, Record<string, unknown>][] = [
+    ['include with explicit effort none', { input: 'hi', include: ['reasoning.encrypted_content'], reasoning: { effort: 'none' } }],
+    ['background with store:true', { input: 'hi', background: true, store: true }],
+    ['background:false without store', { input: 'hi', background: false }],
+    ['service_tier auto', { input: 'hi', service_tier: 'auto' }],
+    ['service_tier default', { input: 'hi', service_tier: 'default' }],
+    ['truncation disabled', { input: 'hi', truncation: 'disabled' }],
+    ['image detail auto', { input: [user([image({ detail: 'auto' })])] }],
+    ['image without detail', { input: [user([image({})])] }],
+    ['prompt_cache_key of 256 characters', { input: 'hi', prompt_cache_key: 'k'.repeat(256) }],
+    ['string client_metadata', { input: 'hi', client_metadata: { app: 'x' } }],
+    ['reasoning item replayed without summary or encryption', { input: [user('hi'), { type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text: 't' }] }, user('next')] }],
+    ['reasoning with null summary', { input: 'hi', reasoning: { effort: 'high', summary: null } }],
+    ['function tools and a function tool_choice', { input: 'hi', tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', name: 'f' } }],
+    ['conversation null', { input: 'hi', conversation: null }],
+  ];
+  for (const [name, body] of ACCEPTED) {
+    it(name, async () => {
+      const { handler, request } = setup();
+      const res = await request.post('/v1/responses').send(body);
+      expect(res.body).toEqual({ ok: true });
+      expect(handler).toHaveBeenCalledTimes(1);
+    });
+  }
+});

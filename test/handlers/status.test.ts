@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { createTestApp, stubRuntime } from '../helpers/test-app.ts';
+import { FakeEngine } from '../../engine-cuda/fake-engine.ts';
+import { defaultDocument, DOCUMENT_ID } from '../../handlers/validation.ts';
+import type { ResponseJobs } from '../../handlers/app-deps.ts';
+
+function statusValidator() {
+  const ajv = new Ajv2020({ strict: false });
+  ajv.addSchema(defaultDocument, DOCUMENT_ID);
+  return ajv.compile({ $ref: `${DOCUMENT_ID}#/components/schemas/MayaStatus` });
+}
+
+describe('GET /v1/status', () => {
+  it('model, context limit, both dialects with their endpoints, engine counters, cache and job sections', async () => {
+    const engine = new FakeEngine({ info: { contextLength: 2048, backend: 'cpu' } });
+    const { request } = createTestApp({ runtime: stubRuntime({ id: 'maya-demo', contextLength: 2048, engine }) });
+    const res = await request.get('/v1/status');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      model: 'maya-demo',
+      context_length: 2048,
+      dialects: [
+        { name: 'responses', endpoint: '/v1/responses' },
+        { name: 'chat.completions', endpoint: '/v1/chat/completions' },
+      ],
+      engine: { backend: 'cpu', blocks_total: expect.any(Number), steps: 0 },
+      responses_cache: { entries: 0, bytes: 0, hits: 0 },
+      responses_jobs: { queued: 0, running: 0, records: 0 },
+    });
+    const validate = statusValidator();
+    expect(validate(res.body), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it('the job manager and named providers fill their sections', async () => {
+    const jobs: ResponseJobs = {
+      continuationHistory: async () => undefined,
+      stats: () => ({ queued: 2, running: 1, records: 3, event_bytes: 10, readers: 0, admissions: 3, rejections: 0, cancellations: 0, deadline_failures: 0 }),
+      close: async () => {},
+    };
+    const { request } = createTestApp({ deps: { jobs, statusProviders: { vision: () => ({ encoder: 'none' }) } } });
+    const res = await request.get('/v1/status');
+    expect(res.body.responses_jobs).toMatchObject({ queued: 2, running: 1, records: 3 });
+    expect(res.body.vision).toEqual({ encoder: 'none' });
+  });
+});
