@@ -5,10 +5,13 @@
  */
 import type { Handler } from './app-deps.ts';
 import { notImplementedError } from './errors.ts';
+import { deleteResponse } from './delete-response.ts';
 import { getHealth } from './get-health.ts';
 import { getMetrics } from './get-metrics.ts';
 import { getOpenApi } from './get-open-api.ts';
+import { getResponse } from './get-response.ts';
 import { getStatus } from './get-status.ts';
+import { listInputItems } from './list-input-items.ts';
 import { listModels } from './list-models.ts';
 import type { OperationId } from '../generated/operations.ts';
 
@@ -21,9 +24,9 @@ export function notImplemented(operationId: string): Handler {
 export const handlers = {
   createResponse: notImplemented('createResponse'), // lead: import { createResponse } from './create-response.ts'
   createChatCompletion: notImplemented('createChatCompletion'), // lead: './create-chat-completion.ts'
-  getResponse: notImplemented('getResponse'), // store: './get-response.ts'
-  deleteResponse: notImplemented('deleteResponse'), // store: './delete-response.ts'
-  listInputItems: notImplemented('listInputItems'), // store: './list-input-items.ts'
+  getResponse,
+  deleteResponse,
+  listInputItems,
   cancelResponse: notImplemented('cancelResponse'), // jobs: './cancel-response.ts'
   listModels,
   getStatus,
