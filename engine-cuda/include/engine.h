@@ -121,7 +121,8 @@ ENG_API int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, i
 
 /* One bounded unit of work: schedule (admit, chunk prefill, batch decode) -> run -> sample.
  * Writes at most cap / ENG_EVENT_INTS events into out and returns how many, or a negative status.
- * cap must hold at least 2 events per live sequence + 1. Returns 0 when idle. */
+ * A sequence yields at most 3 events a step (PREFILLED, TOKEN, FINISH); events that do not fit
+ * are kept and returned by the next call before any new work. Returns 0 when idle. */
 ENG_API int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap);
 
 #ifdef __cplusplus

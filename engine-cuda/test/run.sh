@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds and runs the engine's C-level tests: engine-cuda/test/*.cpp linked with the library's
+# sources compiled with -DTESTING (objects cached in engine-cuda/build/test-obj).
+# Usage: engine-cuda/test/run.sh [name-filter]. Exit status 0 = all checks passed.
+# MAYA_ENGINE_CXXFLAGS adds flags (e.g. "-g -fsanitize=address,undefined").
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+src="$root/engine-cuda/src"
+tst="$root/engine-cuda/test"
+obj="$root/engine-cuda/build/test-obj"
+bin="$root/engine-cuda/build/engine-tests"
+cxx="${CXX:-g++}"
+command -v "$cxx" >/dev/null 2>&1 || { echo "engine tests: C++ compiler '$cxx' not found" >&2; exit 1; }
+mkdir -p "$obj"
+# shellcheck disable=SC2206
+extra=(${MAYA_ENGINE_CXXFLAGS:-})
+flags=(-std=c++17 -O2 -DTESTING -pthread -Wall -Wextra -I"$root/engine-cuda/include" "${extra[@]}")
+avx2=()
+case "$(uname -m)" in x86_64|amd64) avx2=(-mavx2 -mfma -mf16c) ;; esac
+newest_header=$(stat -c %Y "$root"/engine-cuda/include/engine.h "$src"/*.h "$tst"/*.h "$0" | sort -n | tail -n 1)
+objs=()
+relink=0
+for f in "$src"/*.cpp "$tst"/*.cpp; do
+  name="$(basename "$(dirname "$f")")_$(basename "$f" .cpp)"
+  o="$obj/$name.o"
+  objs+=("$o")
+  if [[ -f "$o" ]] && (( $(stat -c %Y "$o") >= $(stat -c %Y "$f") && $(stat -c %Y "$o") >= newest_header )); then
+    continue
+  fi
+  isa=()
+  [[ "$(basename "$f")" == kernels_avx2.cpp ]] && isa=("${avx2[@]}")
+  nice -n 10 "$cxx" "${flags[@]}" "${isa[@]}" -c "$f" -o "$o"
+  relink=1
+done
+if (( relink )) || [[ ! -f "$bin" ]]; then
+  "$cxx" "${flags[@]}" -o "$bin" "${objs[@]}"
+fi
+MAYA_REPO_ROOT="$root" "$bin" "$@"

@@ -1,0 +1,60 @@
+/* test.h: a minimal test runner for the engine's C-level tests (llm.c style checks).
+ *
+ * TEST(name) registers a function; CHECK(cond) and CHECK_NEAR(a, b, tol) record failures and
+ * keep going; main (test_main.cpp) runs every test, or those whose name contains argv[1].
+ * Tests link the library's objects compiled with -DTESTING and include internal headers.
+ */
+#ifndef MAYA_TEST_H
+#define MAYA_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <string>
+
+struct TestCase {
+    const char *name;
+    void (*fn)();
+};
+void test_register(const char *name, void (*fn)());
+extern int g_test_failures;
+/* A fresh empty directory under $TMPDIR for the current test. */
+std::string test_tmpdir(const char *tag);
+/* Repository root (for test/fixtures). */
+std::string test_repo_root();
+
+#define TEST(name)                                                   \
+    static void test_##name();                                       \
+    static struct Register_##name {                                  \
+        Register_##name() { test_register(#name, test_##name); }     \
+    } register_##name;                                               \
+    static void test_##name()
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            g_test_failures++;                                                        \
+            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);          \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                          \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            g_test_failures++;                                                        \
+            fprintf(stderr, "  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
+            fprintf(stderr, __VA_ARGS__);                                             \
+            fprintf(stderr, "\n");                                                    \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_NEAR(a, b, tol)                                                         \
+    do {                                                                              \
+        double a_ = (a), b_ = (b);                                                    \
+        if (!(fabs(a_ - b_) <= (tol))) {                                              \
+            g_test_failures++;                                                        \
+            fprintf(stderr, "  FAIL %s:%d: %s = %.9g vs %s = %.9g (tol %g)\n", __FILE__, __LINE__, #a, a_, #b, b_, \
+                    (double)(tol));                                                   \
+        }                                                                             \
+    } while (0)
+
+#endif
