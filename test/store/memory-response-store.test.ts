@@ -1,5 +1,5 @@
 import { Registry } from 'prom-client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
 import { REF_BYTES } from '../../store/item-blocks.ts';
 import { MemoryResponseStore, SNAPSHOT_REF_BYTES } from '../../store/memory-response-store.ts';
@@ -48,6 +48,25 @@ describe('MemoryResponseStore byte accounting', () => {
     const { bytes, entries } = await store.stats();
     expect(entries).toBe(200);
     expect(bytes / unique).toBeLessThanOrEqual(1.2);
+  });
+});
+
+describe('MemoryResponseStore page cost', () => {
+  it('decodes only the page, however long the history (O(page), not O(history))', async () => {
+    const store = new MemoryResponseStore({ settings: { ...DEFAULT_RESPONSES_SETTINGS, CACHE_ENTRIES: 1000 } });
+    const turns = await storeChain(store, 'a', 'p', 200);
+    const last = turns[199]!.id;
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      const page = await store.listInputItems('a', last, { order: 'asc', after: 'msg_p_in_100', limit: 10 });
+      expect(page?.data).toHaveLength(10);
+      expect(parse).toHaveBeenCalledTimes(10);
+      parse.mockClear();
+      await store.get('a', last);
+      expect(parse).toHaveBeenCalledTimes(2);
+    } finally {
+      parse.mockRestore();
+    }
   });
 });
 
