@@ -17,7 +17,7 @@ describe('CORS', () => {
     expect(res.status).toBe(204);
     expect(res.headers['access-control-allow-origin']).toBe('http://localhost:5173');
     expect(res.headers['access-control-allow-methods']).toContain('POST');
-    const allowed = res.headers['access-control-allow-headers'].split(', ');
+    const allowed = String(res.headers['access-control-allow-headers']).split(', ');
     for (const name of ['authorization', 'content-type', 'x-api-key', 'x-stainless-os', 'x-stainless-foo', 'openai-beta']) expect(allowed).toContain(name);
   });
 
