@@ -19,6 +19,7 @@ import {
   type RenderOptions, type RenderedPrompt, type ThinkingSetting, type ToolSpec,
 } from './dialect.ts';
 import { JsonArgsWriter, StreamParser, TrimmedChannel } from './stream-parser.ts';
+import { orderToolResults } from './tool-results.ts';
 
 export type GlmVariant = 'glm45' | 'glm47';
 
@@ -49,7 +50,7 @@ function renderGlm(variant: GlmVariant, template: ChatTemplate, turns: ChatTurn[
   }
   // A forced call must open the answer, so that turn is rendered with thinking off.
   const thinking = options.thinking && !forced;
-  let text = template.render(turns.map(templateMessage), {
+  let text = template.render(orderToolResults(turns).map(templateMessage), {
     tools: tools.map(templateTool),
     addGenerationPrompt: true,
     kwargs: thinking ? {} : { enable_thinking: false },

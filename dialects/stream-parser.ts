@@ -227,10 +227,15 @@ export abstract class StreamParser implements OutputParser {
     if (text !== '') this.out.push({ type: 'text_delta', text });
   }
 
-  /** Enters a call whose name is not complete yet (nothing is published). */
-  protected beginCall(): void {
+  /** Ends the current reasoning and text segments (trailing whitespace is dropped). */
+  protected closeSegments(): void {
     this.closeReasoning();
     this.textChannel.close();
+  }
+
+  /** Enters a call whose name is not complete yet (nothing is published). */
+  protected beginCall(): void {
+    this.closeSegments();
     this.call = { index: null };
   }
 
