@@ -62,7 +62,7 @@ export function parameterValidator(doc: Document, operationId: string, name: str
   for (const item of Object.values(doc.paths)) {
     for (const op of Object.values(item)) {
       if (op?.operationId !== operationId) continue;
-      const params = [...((item.parameters as Json[]) ?? []), ...((op.parameters as Json[]) ?? [])].map((p) =>
+      const params = [...((item.parameters as unknown as Json[] | undefined) ?? []), ...((op.parameters as Json[] | undefined) ?? [])].map((p) =>
         typeof p.$ref === 'string' ? doc.components.parameters[p.$ref.split('/').pop()!]! : p,
       );
       const param = params.find((p) => p.name === name);
