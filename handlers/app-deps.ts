@@ -7,26 +7,14 @@ import type Koa from 'koa';
 import type { Registry } from 'prom-client';
 import type { ResponsesSettings, ServerSettings } from '../config/settings.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
-import type { StoredHistory, ResponseStore } from '../store/response-store.ts';
+import type { JobManager } from '../store/job-manager.ts';
+import type { ResponseStore } from '../store/response-store.ts';
 
 /** Structured log lines. Never pass API keys, scopes or request content as fields. */
 export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
-}
-
-/**
- * The background job manager as handlers and /v1/status see it. The jobs work implements it
- * (and may widen it here); until then AppDeps.jobs is undefined.
- */
-export interface ResponseJobs {
-  /** A job's snapshot usable as previous_response_id history during its retention. */
-  continuationHistory(scope: string, id: string): Promise<StoredHistory | undefined>;
-  /** The `responses_jobs` section of /v1/status. */
-  stats(): Record<string, unknown> | Promise<Record<string, unknown>>;
-  /** Stops admission, cancels queued and running jobs, joins the workers. */
-  close(): Promise<void>;
 }
 
 /** One section of /v1/status, e.g. `responses_cache` from the store, `responses_jobs` from jobs. */
@@ -43,8 +31,8 @@ export interface AppDeps {
   readonly getRuntime: () => ModelRuntime | undefined;
   /** Stored responses (store:true, previous_response_id, retrieve/delete/input_items). */
   readonly store: ResponseStore;
-  /** Background jobs; undefined until the job manager exists. */
-  readonly jobs?: ResponseJobs;
+  /** Background jobs (`background:true`); /v1/status shows zeros when absent. */
+  readonly jobs?: JobManager;
   /** Extra /v1/status sections by name, merged over the built-in ones (model, engine, cache, jobs). */
   readonly statusProviders: Record<string, StatusProvider>;
   readonly logger: Logger;

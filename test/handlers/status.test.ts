@@ -3,7 +3,9 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createTestApp, stubRuntime } from '../helpers/test-app.ts';
 import { FakeEngine } from '../../engine-cuda/fake-engine.ts';
 import { defaultDocument, DOCUMENT_ID } from '../../handlers/validation.ts';
-import type { ResponseJobs } from '../../handlers/app-deps.ts';
+import { JobManager } from '../../store/job-manager.ts';
+import { MemoryResponseStore } from '../../store/memory-response-store.ts';
+import { DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
 
 function statusValidator() {
   const ajv = new Ajv2020({ strict: false });
@@ -33,12 +35,10 @@ describe('GET /v1/status', () => {
   });
 
   it('the job manager and named providers fill their sections', async () => {
-    const jobs: ResponseJobs = {
-      continuationHistory: async () => undefined,
-      stats: () => ({ queued: 2, running: 1, records: 3, event_bytes: 10, readers: 0, admissions: 3, rejections: 0, cancellations: 0, deadline_failures: 0 }),
-      close: async () => {},
-    };
-    const { request } = createTestApp({ deps: { jobs, statusProviders: { vision: () => ({ encoder: 'none' }) } } });
+    const store = new MemoryResponseStore({ settings: DEFAULT_RESPONSES_SETTINGS });
+    const jobs = new JobManager({ settings: DEFAULT_RESPONSES_SETTINGS, store });
+    jobs.stats = () => ({ queued: 2, running: 1, records: 3, event_bytes: 10, readers: 0, admissions: 3, rejections: 0, cancellations: 0, deadline_failures: 0 });
+    const { request } = createTestApp({ deps: { store, jobs, statusProviders: { vision: () => ({ encoder: 'none' }) } } });
     const res = await request.get('/v1/status');
     expect(res.body.responses_jobs).toMatchObject({ queued: 2, running: 1, records: 3 });
     expect(res.body.vision).toEqual({ encoder: 'none' });
