@@ -38,20 +38,26 @@ function withoutMappings(value: unknown): unknown {
 
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => Ajv2020;
 
-export function createContractAjv(doc: Document = loadDocument()): Ajv2020 {
-  const ajv = new Ajv2020({ strict: true, discriminator: true, allErrors: true });
+/**
+ * Strict mode uses ajv's discriminator keyword; lenient mode (`strict:false`, discriminator
+ * ignored, as handlers/validation.ts configures ajv) must reach the same verdicts because every
+ * discriminated union's branches are exclusive by their tag enums.
+ */
+export function createContractAjv(doc: Document = loadDocument(), mode: 'strict' | 'lenient' = 'strict'): Ajv2020 {
+  const ajv = mode === 'strict' ? new Ajv2020({ strict: true, discriminator: true, allErrors: true }) : new Ajv2020({ strict: false, allErrors: true });
   addFormats(ajv);
-  ajv.addKeyword('components');
-  ajv.addSchema({ components: withoutMappings(doc.components) }, 'contract');
+  if (mode === 'strict') ajv.addKeyword('components');
+  ajv.addSchema({ components: mode === 'strict' ? withoutMappings(doc.components) : doc.components }, 'contract');
   return ajv;
 }
 
 let shared: Ajv2020 | undefined;
+let lenient: Ajv2020 | undefined;
 
 /** The validator of components.schemas[name]. */
-export function schemaValidator(name: string): ValidateFunction {
-  shared ??= createContractAjv();
-  const validate = shared.getSchema(`contract#/components/schemas/${name}`);
+export function schemaValidator(name: string, mode: 'strict' | 'lenient' = 'strict'): ValidateFunction {
+  const ajv = mode === 'strict' ? (shared ??= createContractAjv()) : (lenient ??= createContractAjv(loadDocument(), 'lenient'));
+  const validate = ajv.getSchema(`contract#/components/schemas/${name}`);
   if (!validate) throw new Error(`no schema ${name}`);
   return validate;
 }

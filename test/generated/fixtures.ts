@@ -145,6 +145,7 @@ export const itemList: ResponseItemList = {
 export const status: MayaStatus = {
   model: 'maya-demo',
   context_length: 4096,
+  model_dialect: 'glm45',
   dialects: [
     { name: 'responses', endpoint: '/v1/responses' },
     { name: 'chat.completions', endpoint: '/v1/chat/completions' },

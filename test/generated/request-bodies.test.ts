@@ -9,16 +9,20 @@ import { chatBody, chatChunk, chatCompletion, fullCreateBody, itemList, response
 
 const doc = loadDocument();
 
+/** Passes validation, also with ajv in lenient mode (discriminator ignored). */
 function accepts(schema: string, value: unknown): void {
   const validate = schemaValidator(schema);
   expect(validate(value), errorsOf(validate)).toBe(true);
+  const lenient = schemaValidator(schema, 'lenient');
+  expect(lenient(value), errorsOf(lenient)).toBe(true);
 }
 
-/** Fails validation, with an error at `path` (a JSON pointer into the value). */
+/** Fails validation, with an error at `path` (a JSON pointer into the value); lenient mode agrees. */
 function rejects(schema: string, value: unknown, path: string): void {
   const validate = schemaValidator(schema);
   expect(validate(value)).toBe(false);
   expect(validate.errors?.map((e) => e.instancePath), errorsOf(validate)).toContain(path);
+  expect(schemaValidator(schema, 'lenient')(value)).toBe(false);
 }
 
 const create = (extra: Record<string, unknown>) => ({ input: 'Hello', ...extra });
@@ -136,8 +140,12 @@ describe('response-side schemas', () => {
 
 describe('chat completions', () => {
   it('accept a request with every supported parameter and role', () => accepts('CreateChatCompletionRequest', chatBody));
+  it('accept n:1 and logprobs:false, which some clients always send', () =>
+    accepts('CreateChatCompletionRequest', { messages: [{ role: 'user', content: 'x' }], n: 1, logprobs: false, user: 'u' }));
   it('reject unknown parameters, unsupported roles and too many stop strings', () => {
-    rejects('CreateChatCompletionRequest', { ...chatBody, n: 2 }, '');
+    rejects('CreateChatCompletionRequest', { ...chatBody, presence_penalty: 0.5 }, '');
+    rejects('CreateChatCompletionRequest', { ...chatBody, n: 2 }, '/n');
+    rejects('CreateChatCompletionRequest', { ...chatBody, logprobs: true }, '/logprobs');
     rejects('CreateChatCompletionRequest', { messages: [{ role: 'function', name: 'f', content: 'x' }] }, '/messages/0');
     rejects('CreateChatCompletionRequest', { messages: [{ role: 'user', content: 'x' }], stop: ['a', 'b', 'c', 'd', 'e'] }, '/stop');
     rejects('CreateChatCompletionRequest', { messages: [] }, '/messages');
