@@ -48,15 +48,20 @@ function renderGlm(variant: GlmVariant, template: ChatTemplate, turns: ChatTurn[
   if (forcedName !== undefined && !tools.some((t) => t.name === forcedName)) {
     throw new DialectError(`tool_choice names "${forcedName}", which is not among the tools`);
   }
-  // A forced call must open the answer, so that turn is rendered with thinking off.
-  const thinking = options.thinking && !forced;
+  // A forced call must open the answer, so that turn gets an empty reasoning block. GLM-4.5
+  // writes it after `<|assistant|>` itself (the history form `\n<think></think>`, without the
+  // `/nothink` that enable_thinking=false adds to user turns); GLM-4.7 renders thinking off.
+  const thinking = variant === 'glm45' ? options.thinking : options.thinking && !forced;
   let text = template.render(orderToolResults(turns).map(templateMessage), {
     tools: tools.map(templateTool),
     addGenerationPrompt: true,
     kwargs: thinking ? {} : { enable_thinking: false },
   });
-  if (forced) {
-    text += variant === 'glm45' ? `\n<tool_call>${forcedName !== undefined ? `${forcedName}\n` : ''}` : `<tool_call>${forcedName ?? ''}`;
+  if (forced && variant === 'glm45') {
+    if (!text.endsWith('<think></think>')) text += '\n<think></think>';
+    text += `\n<tool_call>${forcedName !== undefined ? `${forcedName}\n` : ''}`;
+  } else if (forced) {
+    text += `<tool_call>${forcedName ?? ''}`;
   }
   const parser: ParserOptions = { tools, startInReasoning: !forced && text.endsWith('<think>') };
   if (forced) parser.startInToolCall = forcedName !== undefined ? { name: forcedName } : {};

@@ -75,6 +75,9 @@ describe('GLM prompt rendering (history, reasoning replay, tool result groups)',
     const req = d45.renderPrompt(history, { tools: TOOLS, thinking: true, forcedTool: 'required' });
     expect(req.text.endsWith('<|assistant|>\n<think></think>\n<tool_call>')).toBe(true);
     expect(req.parser).toMatchObject({ startInReasoning: false, startInToolCall: {} });
+    expect(req.text).not.toContain('/nothink');
+    const off = d45.renderPrompt(history, { tools: TOOLS, thinking: false, forcedTool: 'required' }).text;
+    expect(off.endsWith('2+2?/nothink<|assistant|>\n<think></think>\n<tool_call>')).toBe(true);
     const named = d45.renderPrompt(history, { tools: TOOLS, thinking: true, forcedTool: { name: 'get_time' } });
     expect(named.text.endsWith('<|assistant|>\n<think></think>\n<tool_call>get_time\n')).toBe(true);
     expect(named.parser.startInToolCall).toEqual({ name: 'get_time' });

@@ -1,0 +1,96 @@
+/**
+ * Chooses a checkpoint's dialect: an explicit override name wins; otherwise DeepSeek V3.2/V4/V4.1
+ * are recognised by `model_type` / `architectures` (they ship no usable Jinja template), and GLM
+ * and DeepSeek-V3.1 by markers in their chat template text (research/dialects.md §0, §2).
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ChatTemplate, readCheckpointTemplate, type SpecialTokens } from '../model/chat-template.ts';
+import { createDeepseekV31Dialect } from './deepseek.ts';
+import { DialectError, type Dialect } from './dialect.ts';
+import { createDsmlDialect } from './dsml.ts';
+import { createGlmDialect } from './glm.ts';
+
+export const DIALECT_NAMES = ['glm45', 'glm47', 'deepseek-v31', 'deepseek-v32', 'deepseek-v4', 'deepseek-v41'] as const;
+export type DialectName = (typeof DIALECT_NAMES)[number];
+
+export interface CheckpointInfo {
+  /** The chat template text (readCheckpointTemplate), or null. */
+  chatTemplate: string | null;
+  specialTokens?: SpecialTokens;
+  /** config.json `architectures`. */
+  architectures?: readonly string[];
+  /** config.json `model_type`. */
+  modelType?: string;
+}
+
+const BY_MODEL_TYPE: Record<string, DialectName> = {
+  deepseek_v32: 'deepseek-v32',
+  deepseek_v4: 'deepseek-v4',
+  deepseek_v41: 'deepseek-v41',
+};
+const BY_ARCHITECTURE: Record<string, DialectName> = {
+  DeepseekV32ForCausalLM: 'deepseek-v32',
+  DeepseekV4ForCausalLM: 'deepseek-v4',
+  DeepseekV41ForCausalLM: 'deepseek-v41',
+};
+
+/** The dialect a checkpoint speaks, or null when nothing identifies one. */
+export function detectDialect(info: CheckpointInfo): DialectName | null {
+  const byType = info.modelType ? BY_MODEL_TYPE[info.modelType] : undefined;
+  if (byType) return byType;
+  for (const arch of info.architectures ?? []) {
+    const byArch = BY_ARCHITECTURE[arch];
+    if (byArch) return byArch;
+  }
+  const t = info.chatTemplate;
+  if (!t) return null;
+  if (t.includes('｜DSML｜')) return 'deepseek-v32';
+  if (t.includes('<｜tool▁sep｜>') || (t.includes('<｜Assistant｜>') && t.includes('</think>'))) return 'deepseek-v31';
+  if (t.includes('<arg_key>') && t.includes('<tool_call>')) {
+    // GLM-4.7 writes calls without newlines and prefills `<think>` in the generation prompt.
+    return t.includes('{function-name}<arg_key>') || t.includes("else '<think>'") ? 'glm47' : 'glm45';
+  }
+  return null;
+}
+
+export function isDialectName(name: string): name is DialectName {
+  return (DIALECT_NAMES as readonly string[]).includes(name);
+}
+
+/** Builds the dialect; throws DialectError for an unknown override or a checkpoint it cannot serve. */
+export function selectDialect(info: CheckpointInfo, override?: string): Dialect {
+  if (override !== undefined && !isDialectName(override)) {
+    throw new DialectError(`unknown dialect "${override}" (known: ${DIALECT_NAMES.join(', ')})`);
+  }
+  const name = override ?? detectDialect(info);
+  if (name === null) {
+    throw new DialectError(`no dialect recognised for this checkpoint (set one of: ${DIALECT_NAMES.join(', ')})`);
+  }
+  switch (name) {
+    case 'deepseek-v32': return createDsmlDialect('v32');
+    case 'deepseek-v4': return createDsmlDialect('v4');
+    case 'deepseek-v41': return createDsmlDialect('v41');
+    default: {
+      if (!info.chatTemplate) throw new DialectError(`dialect ${name} renders through the checkpoint's chat template, and it has none`);
+      const template = new ChatTemplate(info.chatTemplate, info.specialTokens);
+      return name === 'deepseek-v31' ? createDeepseekV31Dialect(template) : createGlmDialect(name, template);
+    }
+  }
+}
+
+/** Reads config.json and the chat template of a Hugging Face model directory, then selects. */
+export async function loadDialect(dir: string, override?: string): Promise<Dialect> {
+  const template = await readCheckpointTemplate(dir);
+  const configText = await readFile(join(dir, 'config.json'), 'utf8').catch(() => '{}');
+  let config: { architectures?: unknown; model_type?: unknown };
+  try {
+    config = JSON.parse(configText) as typeof config;
+  } catch (err) {
+    throw new DialectError(`${join(dir, 'config.json')} is not valid JSON: ${(err as Error).message}`);
+  }
+  const info: CheckpointInfo = { chatTemplate: template.source, specialTokens: template.specialTokens };
+  if (Array.isArray(config.architectures)) info.architectures = config.architectures.filter((a): a is string => typeof a === 'string');
+  if (typeof config.model_type === 'string') info.modelType = config.model_type;
+  return selectDialect(info, override);
+}
