@@ -4,8 +4,9 @@
  * engine, tokenizer and dialect modules; this file states the contract.
  */
 import type { Engine } from '../engine-cuda/engine.ts';
+import type { GenerationRuntime } from '../responses/generation-runtime.ts';
 
-export interface ModelRuntime {
+export interface ModelRuntime extends GenerationRuntime {
   /** The model id clients send and /v1/models lists (the model directory's name). */
   readonly id: string;
   /** Absolute path of the Hugging Face model directory. */

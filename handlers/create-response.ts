@@ -1,0 +1,93 @@
+/**
+ * createResponse (POST /v1/responses): a validated, supported request → the Response object as
+ * JSON, or its event stream as SSE. `background:true` requests are prepared the same way and
+ * handed to the job manager (handlers/background-response.ts). The request has already passed
+ * schema validation and the rejection table; everything else that can be a 400 is found by
+ * planResponse before any engine work is queued.
+ */
+import type { AppDeps, Handler, MayaContext } from './app-deps.ts';
+import { ApiError, notFound, unavailable } from './errors.ts';
+import { streamSse } from './sse.ts';
+import type { CreateResponseBody } from './types.ts';
+import { startBackgroundResponse } from './background-response.ts';
+import type { ModelRuntime } from '../runtime/model-runtime.ts';
+import { newId } from '../responses/ids.ts';
+import { normaliseInput, type HistoryItem } from '../responses/input-history.ts';
+import { newResponseObject, type ResponseObject } from '../responses/response-object.ts';
+import { planResponse, type PlanRequest, type ResponsePlan } from '../responses/response-plan.ts';
+import { runResponse } from '../responses/run-response.ts';
+import { StoreError, type StoredHistory } from '../store/response-store.ts';
+
+export type CreateRequest = PlanRequest & { input?: string | Record<string, unknown>[]; stream?: boolean; background?: boolean; store?: boolean };
+
+/** A request ready to run: everything a foreground run or a background job needs. */
+export interface PreparedResponse {
+  scope: string;
+  request: CreateRequest;
+  runtime: ModelRuntime;
+  plan: ResponsePlan;
+  /** The Response object the run fills in (status queued or in_progress). */
+  response: ResponseObject;
+  /** This turn's input items with their ids. */
+  newItems: HistoryItem[];
+  /** The continued response's history (its bytes are reserved until release). */
+  previous?: StoredHistory;
+  /** Saves the final response (store:true); undefined when nothing is stored. */
+  save?: (final: ResponseObject) => Promise<void>;
+}
+
+export function storeErrorToApi(error: unknown): unknown {
+  if (!(error instanceof StoreError)) return error;
+  const type = error.status >= 500 ? 'server_error' : 'invalid_request_error';
+  return new ApiError(error.status, error.message, type, error.code, error.param);
+}
+
+/** The continued response's history (404 for unknown, expired, deleted or other-key ids). */
+async function previousHistory(ctx: MayaContext, deps: AppDeps, id: string | null | undefined): Promise<StoredHistory | undefined> {
+  if (!id) return undefined;
+  const fromJobs = await deps.jobs?.continuationHistory(ctx.state.scope, id);
+  if (fromJobs) return fromJobs;
+  const history = await deps.store.history(ctx.state.scope, id).catch((error: unknown) => { throw storeErrorToApi(error); });
+  if (!history) throw notFound('response', id, 'previous_response_id');
+  return history;
+}
+
+async function prepare(ctx: MayaContext, deps: AppDeps, runtime: ModelRuntime): Promise<PreparedResponse> {
+  const request = ctx.state.body as CreateResponseBody as unknown as CreateRequest;
+  const scope = ctx.state.scope;
+  const previous = await previousHistory(ctx, deps, request.previous_response_id);
+  try {
+    const newItems = normaliseInput(request.input ?? []);
+    const history: HistoryItem[] = [...((previous?.items ?? []) as HistoryItem[]), ...newItems];
+    const plan = planResponse(runtime, request, history, -(previous?.items.length ?? 0));
+    const response = newResponseObject(request, newId('resp'), runtime.id, request.background ? 'queued' : 'in_progress');
+    const save = request.store === true
+      ? (final: ResponseObject) => deps.store.put(scope, { response: final as never, inputItems: newItems as never, previous }).catch((error: unknown) => { throw storeErrorToApi(error); })
+      : undefined;
+    return { scope, request, runtime, plan, response, newItems, previous, save };
+  } catch (error) {
+    previous?.release();
+    throw error;
+  }
+}
+
+export const createResponse: Handler = async (ctx, deps) => {
+  const runtime = deps.getRuntime();
+  if (!runtime) throw unavailable('The model is still loading.', 'model_loading', 5);
+  const prepared = await prepare(ctx, deps, runtime);
+  if (prepared.request.background) return startBackgroundResponse(ctx, deps, prepared);
+  try {
+    const disconnect = new AbortController();
+    const events = runResponse(runtime, prepared.plan, prepared.response, { signal: disconnect.signal, beforeTerminal: prepared.save, seed: prepared.request.seed });
+    if (prepared.request.stream) {
+      await streamSse(ctx, events, { onDisconnect: disconnect });
+      return;
+    }
+    ctx.res.once('close', () => { if (!ctx.res.writableFinished) disconnect.abort(); });
+    let step = await events.next();
+    while (!step.done) step = await events.next();
+    ctx.body = step.value;
+  } finally {
+    prepared.previous?.release();
+  }
+};

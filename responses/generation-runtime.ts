@@ -1,0 +1,28 @@
+/**
+ * What the Responses and Chat Completions pipelines need from a loaded model: the engine, a
+ * tokenizer with a streaming detokeniser, and the model family's dialect.
+ */
+import type { Dialect } from '../dialects/dialect.ts';
+import type { Engine } from '../engine-cuda/engine.ts';
+
+export interface StreamingDecoder {
+  /** Text completed by this token (never a broken UTF-8 sequence). */
+  push(id: number): string;
+  /** Whatever is still held back at the end. */
+  flush(): string;
+}
+
+export interface PipelineTokenizer {
+  /** Encodes text whose special tokens are already written out (no BOS added). */
+  encode(text: string): number[];
+  tokenToId(token: string): number | undefined;
+  createDecoder(): StreamingDecoder;
+}
+
+export interface GenerationRuntime {
+  readonly id: string;
+  readonly contextLength: number;
+  readonly engine: Engine;
+  readonly tokenizer: PipelineTokenizer;
+  readonly dialect: Dialect;
+}

@@ -1,0 +1,159 @@
+/**
+ * Runs a planned response on the engine and yields the numbered stream events of its lifecycle;
+ * returns the final Response object. Foreground JSON, foreground SSE and background jobs all
+ * drive this one generator.
+ *
+ * Order: response.created → response.in_progress → item events… → one terminal event
+ * (response.completed | response.incomplete | response.failed). With a buffered plan
+ * (json_schema, json_object, strict tools) item events are held until the whole output is valid;
+ * invalid output fails the response without publishing any of it.
+ */
+import type { FinishInfo } from '../engine-cuda/engine.ts';
+import { EngineError } from '../engine-cuda/engine.ts';
+import type { ParserEvent } from '../dialects/dialect.ts';
+import { EventSequencer, type StreamEvent } from './event-sequencer.ts';
+import type { GenerationRuntime } from './generation-runtime.ts';
+import { OutputAssembler, type UnnumberedEvent } from './output-assembler.ts';
+import type { ResponsePlan } from './response-plan.ts';
+import { makeUsage, type ResponseObject } from './response-object.ts';
+
+/** Events buffered for validation may not exceed this many bytes (the spec's 4 MiB budget). */
+export const PUBLISH_BUFFER_BYTES = 4 * 1024 * 1024;
+
+export interface RunHooks {
+  signal?: AbortSignal;
+  /** Called with the final response before its terminal event is published (the store's put). */
+  beforeTerminal?: (response: ResponseObject) => Promise<void>;
+  seed?: number;
+}
+
+interface Failure { code: string; message: string }
+
+class RunState {
+  reasoningTokens = 0;
+  outputTokens = 0;
+  cachedTokens = 0;
+  failure: Failure | undefined;
+  stoppedAtCall = false;
+  bufferBytes = 0;
+}
+
+export async function* runResponse(
+  runtime: GenerationRuntime, plan: ResponsePlan, response: ResponseObject, hooks: RunHooks = {},
+  sequencer = new EventSequencer(),
+): AsyncGenerator<StreamEvent, ResponseObject, void> {
+  const lifecycle = (type: string): StreamEvent => sequencer.number({ type, response: structuredClone(response) });
+  response.status = 'in_progress';
+  yield lifecycle('response.created');
+  yield lifecycle('response.in_progress');
+
+  const state = new RunState();
+  const buffered: UnnumberedEvent[] = [];
+  const ready: StreamEvent[] = [];
+  const assembler = new OutputAssembler((event) => {
+    if (!plan.isBuffered) return void ready.push(sequencer.number(event));
+    state.bufferBytes += JSON.stringify(event).length;
+    if (state.bufferBytes > PUBLISH_BUFFER_BYTES) state.failure ??= { code: 'output_buffer_exceeded', message: 'The output exceeded the 4 MiB validation buffer.' };
+    else buffered.push(event);
+  });
+  const parser = runtime.dialect.createParser(plan.parser);
+  const decoder = runtime.tokenizer.createDecoder();
+  const control = new AbortController();
+  const onAbort = () => control.abort();
+  hooks.signal?.addEventListener('abort', onAbort, { once: true });
+
+  let finish: FinishInfo | undefined;
+  let inReasoning = plan.parser.startInReasoning;
+  const consume = (events: ParserEvent[]) => {
+    for (const event of events) {
+      if (event.type === 'reasoning_done') inReasoning = false;
+      else if (event.type === 'reasoning_delta') inReasoning = true;
+      else if (event.type === 'error') state.failure ??= { code: event.code, message: event.message };
+      else {
+        if (event.type === 'tool_call_done') checkStrictArguments(plan, assembler, event, state);
+        assembler.push(event);
+        if (event.type === 'tool_call_done' && !plan.parallelToolCalls) state.stoppedAtCall = true;
+      }
+    }
+  };
+
+  const generation = runtime.engine.generate({
+    promptIds: plan.promptIds, maxTokens: plan.maxTokens, temperature: plan.temperature, topP: plan.topP,
+    stopIds: plan.stopIds, seed: hooks.seed,
+  }, { signal: control.signal });
+  try {
+    while (true) {
+      const step = await generation.next();
+      if (step.done) { finish = step.value; break; }
+      const event = step.value;
+      if (event.type === 'prefilled') { state.cachedTokens = event.cachedTokens; continue; }
+      state.outputTokens++;
+      if (plan.stopIds.includes(event.id)) continue;
+      if (inReasoning) state.reasoningTokens++;
+      consume(parser.push(decoder.push(event.id)));
+      yield* ready.splice(0);
+      if (state.failure || state.stoppedAtCall) break;
+    }
+  } catch (error) {
+    state.failure ??= { code: 'server_error', message: error instanceof EngineError ? `The engine failed: ${error.message}` : 'The engine failed.' };
+  } finally {
+    hooks.signal?.removeEventListener('abort', onAbort);
+    if (!finish) await generation.return(undefined as never).catch(() => undefined);
+  }
+  if (hooks.signal?.aborted) {
+    response.status = 'cancelled';
+    return response;
+  }
+
+  const reason = state.stoppedAtCall ? 'stop' : finish?.reason ?? 'error';
+  if (!state.failure) consume([...parser.push(decoder.flush()), ...parser.end(reason)]);
+  if (reason === 'error' && !state.failure) state.failure = { code: 'server_error', message: finish?.error ?? 'The engine failed.' };
+  const isIncomplete = reason === 'length' && !state.failure;
+  assembler.finish(isIncomplete ? 'incomplete' : 'completed');
+  if (!state.failure) state.failure = checkCompleteness(plan, assembler, isIncomplete);
+
+  if (plan.isBuffered && !state.failure && !isIncomplete) state.failure = validateText(plan, assembler);
+  if (!plan.isBuffered || (!state.failure && !isIncomplete)) for (const event of buffered) ready.push(sequencer.number(event));
+  yield* ready.splice(0);
+
+  response.output = plan.isBuffered && (state.failure || isIncomplete) ? [] : assembler.output;
+  response.usage = makeUsage(plan.promptIds.length, finish?.usage.cachedTokens ?? state.cachedTokens, state.outputTokens, state.reasoningTokens);
+  response.completed_at = Math.floor(Date.now() / 1000);
+  if (state.failure) {
+    response.status = 'failed';
+    response.error = state.failure;
+  } else if (isIncomplete) {
+    response.status = 'incomplete';
+    response.incomplete_details = { reason: 'max_output_tokens' };
+  } else {
+    response.status = 'completed';
+  }
+  if (response.status !== 'failed') await hooks.beforeTerminal?.(response);
+  yield lifecycle(`response.${response.status}`);
+  return response;
+}
+
+/** strict:true tools: arguments must match the schema before the call is published. */
+function checkStrictArguments(plan: ResponsePlan, assembler: OutputAssembler, event: { index: number; arguments: string }, state: RunState): void {
+  const call = assembler.functionCalls.at(-1);
+  const validator = call && plan.strictTools.get(call.name);
+  if (!validator) return;
+  const result = validator(event.arguments);
+  if (!result.ok) state.failure ??= { code: 'invalid_tool_arguments', message: `Arguments of '${call.name}' do not match its schema: ${result.message}` };
+}
+
+/** required / named tool_choice needs a complete call; an end of turn without one fails. */
+function checkCompleteness(plan: ResponsePlan, assembler: OutputAssembler, isIncomplete: boolean): Failure | undefined {
+  if (!plan.forced || isIncomplete) return undefined;
+  const complete = assembler.functionCalls.filter((call) => call.status === 'completed');
+  if (complete.length === 0) return { code: 'missing_tool_call', message: 'tool_choice requires a function call, and the model produced no complete call.' };
+  return undefined;
+}
+
+function validateText(plan: ResponsePlan, assembler: OutputAssembler): Failure | undefined {
+  if (!plan.textValidator) return undefined;
+  const text = assembler.output.flatMap((item) => (item.type === 'message' ? item.content.map((part) => part.text) : [])).join('');
+  if (assembler.functionCalls.length > 0 && text === '') return undefined;
+  const result = plan.textValidator(text);
+  return result.ok ? undefined : { code: result.code, message: result.message };
+}
