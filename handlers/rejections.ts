@@ -204,9 +204,51 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   },
 ];
 
+/** [path, part] for each content part of each chat message. */
+function chatParts(body: Json): [string, Json][] {
+  const parts: [string, Json][] = [];
+  if (!Array.isArray(body.messages)) return parts;
+  body.messages.forEach((message, i) => {
+    const content = isObject(message) ? message.content : undefined;
+    if (Array.isArray(content)) content.forEach((part, j) => isObject(part) && parts.push([`messages[${i}].content[${j}]`, part]));
+  });
+  return parts;
+}
+
+export const CREATE_CHAT_COMPLETION_REJECTIONS: readonly Rejection[] = [
+  {
+    id: 'chat_image_detail',
+    code: 'unsupported_value',
+    message: "Only image detail 'auto' is supported.",
+    find: (body) => {
+      const hit = chatParts(body).find(([, part]) => part.type === 'image_url' && isObject(part.image_url) && isSet(part.image_url.detail) && part.image_url.detail !== 'auto');
+      return hit === undefined ? undefined : `${hit[0]}.image_url.detail`;
+    },
+  },
+  {
+    id: 'chat_file',
+    code: 'unsupported_value',
+    message: 'File inputs are not supported; send text or images (`image_url`).',
+    find: (body) => {
+      const hit = chatParts(body).find(([, part]) => part.type === 'file');
+      return hit === undefined ? undefined : `${hit[0]}.type`;
+    },
+  },
+  {
+    id: 'chat_audio',
+    code: 'unsupported_value',
+    message: 'Audio input is not supported.',
+    find: (body) => {
+      const hit = chatParts(body).find(([, part]) => part.type === 'input_audio');
+      return hit === undefined ? undefined : `${hit[0]}.type`;
+    },
+  },
+];
+
 /** Rejection rows by operationId; operations without rows have nothing schema-valid to refuse. */
 export const REJECTIONS: Readonly<Record<string, readonly Rejection[]>> = {
   createResponse: CREATE_RESPONSE_REJECTIONS,
+  createChatCompletion: CREATE_CHAT_COMPLETION_REJECTIONS,
 };
 
 /** The 400 for the first row that applies to `body`, or undefined. */

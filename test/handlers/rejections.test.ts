@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { createTestApp } from '../helpers/test-app.ts';
 import type { Handler } from '../../handlers/app-deps.ts';
-import { CREATE_RESPONSE_REJECTIONS } from '../../handlers/rejections.ts';
+import { CREATE_CHAT_COMPLETION_REJECTIONS, CREATE_RESPONSE_REJECTIONS } from '../../handlers/rejections.ts';
 
 const user = (content: unknown) => ({ role: 'user', content });
 const image = (extra: Record<string, unknown>) => ({ type: 'input_image', image_url: 'data:image/png;base64,AAAA', ...extra });
@@ -87,4 +87,40 @@ describe('supported neighbours of each rejection pass', () => {
       expect(handler).toHaveBeenCalledTimes(1);
     });
   }
+});
+
+describe('chat completions rejection table', () => {
+  const chatUser = (content: unknown) => ({ messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content }] });
+  const CHAT_CASES: { id: string; body: Record<string, unknown>; param: string }[] = [
+    { id: 'chat_image_detail', body: chatUser([{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA', detail: 'low' } }]), param: 'messages[1].content[0].image_url.detail' },
+    { id: 'chat_file', body: chatUser([{ type: 'text', text: 'read' }, { type: 'file', file: { file_id: 'f' } }]), param: 'messages[1].content[1].type' },
+    { id: 'chat_audio', body: chatUser([{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }]), param: 'messages[1].content[0].type' },
+  ];
+
+  it('has a case here for every row', () => {
+    expect(CHAT_CASES.map((c) => c.id).sort()).toEqual(CREATE_CHAT_COMPLETION_REJECTIONS.map((r) => r.id).sort());
+  });
+
+  for (const { id, body, param } of CHAT_CASES) {
+    it(`${id} → 400 naming ${param}, handler never reached`, async () => {
+      const row = CREATE_CHAT_COMPLETION_REJECTIONS.find((r) => r.id === id)!;
+      const handler = vi.fn<Handler>(async (ctx) => {
+        ctx.body = { ok: true };
+      });
+      const { request } = createTestApp({ handlers: { createChatCompletion: handler } });
+      const res = await request.post('/v1/chat/completions').send(body);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: { message: row.message, type: 'invalid_request_error', param, code: row.code } });
+      expect(handler).not.toHaveBeenCalled();
+    });
+  }
+
+  it('an image with detail auto passes', async () => {
+    const handler = vi.fn<Handler>(async (ctx) => {
+      ctx.body = { ok: true };
+    });
+    const { request } = createTestApp({ handlers: { createChatCompletion: handler } });
+    const res = await request.post('/v1/chat/completions').send(chatUser([{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA', detail: 'auto' } }]));
+    expect(res.body).toEqual({ ok: true });
+  });
 });
