@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
+import { OpenAPIBackend } from 'openapi-backend';
 import { SPEC_PATH, createContractAjv, loadDocument } from './contract-schemas.ts';
 
 const doc = loadDocument();
@@ -57,6 +58,19 @@ describe('openapi/openapi.yaml', () => {
     // The only accepted warning: public endpoints (health, metrics, the document) have no 4xx.
     const public4xx = problems.filter((p) => p.ruleId === 'operation-4xx-response').map((p) => p.location[0]?.pointer);
     expect(public4xx.sort()).toEqual(['#/paths/~1health/get/responses', '#/paths/~1metrics~1prometheus/get/responses', '#/paths/~1openapi.json/get/responses']);
+  });
+
+  it("loads in openapi-backend (quick mode) and routes each operation's path to it", async () => {
+    const api = new OpenAPIBackend({ definition: structuredClone(doc) as never, quick: true, validate: false });
+    await api.init();
+    const route = (method: string, path: string) => api.matchOperation({ method, path, headers: {} })?.operationId;
+    expect(route('get', '/v1/responses/resp_1')).toBe('getResponse');
+    expect(route('delete', '/v1/responses/resp_1')).toBe('deleteResponse');
+    expect(route('get', '/v1/responses/resp_1/input_items')).toBe('listInputItems');
+    expect(route('post', '/v1/responses/resp_1/cancel')).toBe('cancelResponse');
+    expect(route('post', '/v1/chat/completions')).toBe('createChatCompletion');
+    expect(route('get', '/metrics/prometheus')).toBe('getMetrics');
+    expect(route('put', '/v1/responses')).toBeUndefined();
   });
 
   it('compiles every schema under ajv 2020 in strict mode with discriminators', () => {
