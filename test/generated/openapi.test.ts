@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
-import { OpenAPIBackend } from 'openapi-backend';
+import { OpenAPIBackend, type Document as BackendDocument } from 'openapi-backend';
 import { SPEC_PATH, createContractAjv, loadDocument } from './contract-schemas.ts';
 
 const doc = loadDocument();
@@ -61,7 +61,7 @@ describe('openapi/openapi.yaml', () => {
   });
 
   it("loads in openapi-backend (quick mode) and routes each operation's path to it", async () => {
-    const api = new OpenAPIBackend({ definition: structuredClone(doc) as never, quick: true, validate: false });
+    const api = new OpenAPIBackend({ definition: structuredClone(doc) as unknown as BackendDocument, quick: true, validate: false });
     await api.init();
     const route = (method: string, path: string) => api.matchOperation({ method, path, headers: {} })?.operationId;
     expect(route('get', '/v1/responses/resp_1')).toBe('getResponse');
