@@ -18,8 +18,12 @@
  * - Detokenise with special tokens KEPT (`<tool_call>`, `<｜tool▁sep｜>` and `<think>` are special
  *   tokens in these vocabularies; skipping them loses the markup). Do not push the stop token's
  *   text; if it is pushed anyway the parser treats it as the end of the turn.
- * - `push()` accepts chunks of any size (one token, many tokens, or half a code point is NOT
- *   allowed: chunks are JS strings, so split surrogate pairs are the caller's bug).
+ * - `push()` accepts chunks of any size (part of a token's text, one token, many tokens); the
+ *   events depend only on the concatenated text, never on the chunking. Chunks are JS strings:
+ *   the detokeniser must not split a UTF-8 sequence (a lone surrogate half is the caller's bug).
+ * - Text and reasoning are published trimmed, as the templates trim history: leading whitespace
+ *   of a segment is dropped and trailing whitespace is held until more text follows (so the
+ *   `\n\n` before a DSML block or the `\n` before `<tool_call>` never reaches a delta).
  * - No text/reasoning delta ever contains a prefix of a marker that may still complete: partial
  *   markers are held back until the next chunk or `end()` disambiguates them.
  * - `tool_call_start` is emitted only when the name is complete and declared in `tools`; an
@@ -30,13 +34,26 @@
  *   The concatenation of a call's deltas equals its `arguments` string (compact JSON object).
  * - `end('stop')` inside an unfinished call yields `{type:'error', code:'unfinished_tool_call'}`.
  *   A call whose name never completed is dropped at `end('length')` (nothing was published).
+ *   Ending between complete calls of a call block (e.g. parallel_tool_calls:false stopping after
+ *   the first call) is not an error. A marker that never completed is flushed as plain text.
+ * - Arguments: GLM and DSML arguments are rebuilt as compact JSON (`{"city":"Paris","days":2}`),
+ *   values typed through the tool schema (GLM) or the `string="…"` attribute (DSML); DeepSeek
+ *   V3.1 arguments are the model's JSON text as written (trimmed), not validated here.
  * - `reasoning_done` follows the last `reasoning_delta` (also when the turn ends inside
  *   reasoning). Reasoning always precedes text and calls in the event order of one turn.
  *
  * Forced calls (`tool_choice` required or named): `renderPrompt` opens the call in the prompt
- * (thinking is turned off for that turn, since the call must start the answer) and returns
+ * (that turn gets no reasoning, since the call must start the answer) and returns
  * `parser.startInToolCall`, so the parser starts inside the call. The pipeline still checks that
- * a complete call arrived.
+ * a complete call arrived (a DSML block that ends before any invoke is not reported as an error).
+ *
+ * History: `developer` turns render as system turns in every dialect (none of the supported
+ * formats has a developer role that means "instructions"). Each run of `tool` turns is rendered
+ * in the order of the preceding assistant turn's calls (tool-results.ts). Reasoning is replayed
+ * as each format does: GLM keeps it only for assistant turns after the last user turn (template),
+ * DeepSeek V3.1 never, V3.2 after the last user turn, V4/V4.1 always when tools are declared.
+ * Implementations: glm.ts (glm45, glm47), deepseek.ts (deepseek-v31), dsml.ts (deepseek-v32,
+ * deepseek-v4, deepseek-v41); select.ts picks one for a checkpoint.
  */
 import type { FinishReason } from '../engine-cuda/engine.ts';
 

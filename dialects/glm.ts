@@ -273,18 +273,20 @@ class GlmParser extends StreamParser {
   }
 
   private stepValue(final: boolean): boolean {
-    const r = this.scanner.take([VALUE_END, ...STOPS], final);
+    // A call closed without `</arg_value>` still ends the value (lenient, like the tag-less spelling).
+    const r = this.scanner.take([VALUE_END, CALL_END, ...STOPS], final);
     if (!r) return false;
     if (this.valueStreams) this.argsWriter?.stringChunk(this.valueChannel.write(r.text));
     else this.valueRaw += r.text;
-    if (r.marker === VALUE_END) {
+    if (r.marker === VALUE_END || r.marker === CALL_END) {
       if (this.valueStreams) {
         this.argsWriter?.endString();
       } else {
         this.argsWriter?.key(this.key, false);
         this.argsWriter?.value(typeArgValue(this.valueRaw.trim(), parameterTypes(this.toolSpec(this.name), this.key)));
       }
-      this.state = 'args';
+      if (r.marker === CALL_END) this.closeCall();
+      else this.state = 'args';
     } else if (r.marker !== null) {
       this.endTurn();
     }

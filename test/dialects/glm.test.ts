@@ -225,6 +225,11 @@ describe('GLM tool-call failures and ends', () => {
       .toEqual([{ type: 'reasoning_delta', text: 'Thinking hard' }, { type: 'reasoning_done' }]);
   });
 
+  it('a call closed without </arg_value> still completes', () => {
+    const events = merge(feed(parserFor('glm47')(), ['<tool_call>get_weather<arg_key>days</arg_key><arg_value>4</tool_call>']));
+    expect(events.at(-1)).toEqual({ type: 'tool_call_done', index: 0, arguments: '{"days":4}' });
+  });
+
   it('an incomplete marker at the end is plain text', () => {
     expect(merge(feed(parserFor('glm45')(), ['a <tool', '_c'], 'stop'))).toEqual([{ type: 'text_delta', text: 'a <tool_c' }]);
   });
