@@ -3,14 +3,17 @@
  * the store; unknown, expired, evicted, deleted and other-key ids are 404. `stream=true` replays a
  * background task's retained events, which only the job manager holds: a stored response
  * without a retained event record is 409 (retrieve it without `stream`), never an empty stream.
+ * A background task's record (queued, running or retained) is answered by the job manager first.
  */
 import type { Handler } from './app-deps.ts';
+import { getBackgroundResponse } from './background-response.ts';
 import { conflict, notFound } from './errors.ts';
 import type { GetResponseQuery, Response } from './types.ts';
 
 export const getResponse: Handler = async (ctx, deps) => {
   const id = ctx.state.params.response_id as string;
   const query = ctx.state.query as GetResponseQuery;
+  if (await getBackgroundResponse(ctx, deps)) return;
   const response = await deps.store.get(ctx.state.scope, id);
   if (!response) throw notFound('response', id);
   if (query.stream === true) {
