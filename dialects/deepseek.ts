@@ -28,6 +28,9 @@ const CALL_BEGIN = '<｜tool▁call▁begin｜>';
 const CALL_END = '<｜tool▁call▁end｜>';
 const SEP = '<｜tool▁sep｜>';
 const THINK_END = '</think>';
+/** Misspellings of the calls-begin token that the model is known to produce (llama.cpp
+ * `common_chat_params_init_deepseek_v3_1` accepts the same set). */
+const CALLS_BEGIN_VARIANTS = ['<｜tool_calls_begin｜>', '<｜tool calls begin｜>', '<｜tool▁calls｜>'];
 
 export function createDeepseekV31Dialect(template: ChatTemplate): Dialect {
   return {
@@ -117,8 +120,8 @@ class V31Parser extends StreamParser {
 
   protected step(final: boolean): boolean {
     switch (this.state) {
-      case 'reasoning': return this.stepOutside(final, [THINK_END, CALLS_BEGIN, CALL_BEGIN, DEEPSEEK_EOS], true);
-      case 'text': return this.stepOutside(final, [CALLS_BEGIN, CALL_BEGIN, DEEPSEEK_EOS], false);
+      case 'reasoning': return this.stepOutside(final, [THINK_END, CALLS_BEGIN, ...CALLS_BEGIN_VARIANTS, CALL_BEGIN, DEEPSEEK_EOS], true);
+      case 'text': return this.stepOutside(final, [CALLS_BEGIN, ...CALLS_BEGIN_VARIANTS, CALL_BEGIN, DEEPSEEK_EOS], false);
       case 'calls': return this.stepCalls(final);
       case 'name': return this.stepName(final);
       case 'args': return this.stepArgs(final);
@@ -136,7 +139,7 @@ class V31Parser extends StreamParser {
       this.state = 'text';
     } else if (r.marker === DEEPSEEK_EOS) {
       this.endTurn();
-    } else if (r.marker === CALLS_BEGIN) {
+    } else if (r.marker === CALLS_BEGIN || CALLS_BEGIN_VARIANTS.includes(r.marker)) {
       this.closeSegments();
       this.state = 'calls';
     } else {

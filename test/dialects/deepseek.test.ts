@@ -134,6 +134,18 @@ describe('DeepSeek-V3.1 parser, streamed at every byte boundary', () => {
     expect(undeclared).toEqual([{ type: 'error', code: 'undeclared_tool', name: 'shell', message: expect.any(String) }]);
   });
 
+  it('accepts the misspelled calls-begin tokens the model produces', () => {
+    for (const begin of ['<｜tool_calls_begin｜>', '<｜tool calls begin｜>', '<｜tool▁calls｜>']) {
+      const events = merge(feed(parser()(), [`Ok${begin}<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>`]));
+      expect(events).toEqual([
+        { type: 'text_delta', text: 'Ok' },
+        { type: 'tool_call_start', index: 0, name: 'get_time' },
+        { type: 'tool_args_delta', index: 0, delta: '{}' },
+        { type: 'tool_call_done', index: 0, arguments: '{}' },
+      ]);
+    }
+  });
+
   it('forced calls start inside the block', () => {
     const named = merge(feed(parser({ startInToolCall: { name: 'get_weather' } })(), ['{"city":', ' "Rome"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>']));
     expect(named.at(-1)).toEqual({ type: 'tool_call_done', index: 0, arguments: '{"city": "Rome"}' });
