@@ -67,9 +67,9 @@ export async function* runResponse(
   const consume = (events: ParserEvent[]) => {
     for (const event of events) {
       if (event.type === 'reasoning_done') inReasoning = false;
-      else if (event.type === 'reasoning_delta') inReasoning = true;
       else if (event.type === 'error') state.failure ??= { code: event.code, message: event.message };
       else {
+        if (event.type === 'reasoning_delta') inReasoning = true;
         if (event.type === 'tool_call_done') checkStrictArguments(plan, assembler, event, state);
         assembler.push(event);
         if (event.type === 'tool_call_done' && !plan.parallelToolCalls) state.stoppedAtCall = true;
@@ -89,8 +89,9 @@ export async function* runResponse(
       if (event.type === 'prefilled') { state.cachedTokens = event.cachedTokens; continue; }
       state.outputTokens++;
       if (plan.stopIds.includes(event.id)) continue;
-      if (inReasoning) state.reasoningTokens++;
+      const wasReasoning = inReasoning;
       consume(parser.push(decoder.push(event.id)));
+      if (wasReasoning || inReasoning) state.reasoningTokens++;
       yield* ready.splice(0);
       if (state.failure || state.stoppedAtCall) break;
     }
