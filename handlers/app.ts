@@ -39,6 +39,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestS
     const handler = options.handlers?.[id] ?? defaultHandlers[id];
     router.register(koaPath, [method.toUpperCase()], operationMiddleware(id, validators.get(id)!, handler, deps, authenticator), { name: id });
   }
+  // Errors Koa sees after the middleware returned (a streamed body failing, a client reset).
+  app.on('error', (err: unknown) => deps.logger.warn('response stream error', { error: errorSummary(err) }));
   app.use(errorMiddleware(deps, metrics));
   app.use(corsMiddleware(deps.server.corsOrigins));
   app.use(router.routes());
