@@ -38,7 +38,7 @@ describe('text and reasoning', () => {
     expect(types(events).slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
     expect(response.status).toBe('completed');
     expect(response.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
-    const [reasoning, message] = response.output as [{ content: Array<{ type: string; text: string }> }, { content: Array<{ type: string; text: string; annotations: unknown[]; logprobs: unknown[] }> }];
+    const [reasoning, message] = response.output as unknown as [{ content: Array<{ type: string; text: string }> }, { content: Array<{ type: string; text: string; annotations: unknown[]; logprobs: unknown[] }> }];
     expect(reasoning.content[0]).toEqual({ type: 'reasoning_text', text: 'The user greets.' });
     expect(message.content[0]).toEqual({ type: 'output_text', text: 'Hello there!', annotations: [], logprobs: [] });
     expect(response.usage).toMatchObject({ output_tokens: 8, input_tokens_details: { cached_tokens: 4 }, output_tokens_details: { reasoning_tokens: 3 } });
