@@ -150,9 +150,13 @@ class GlmParser extends StreamParser {
     const markers = this.sawContent ? [CALL, ...STOPS] : [THINK, THINK_END, CALL, ...STOPS];
     const r = this.scanner.take(markers, final);
     if (!r) return false;
+    const isLateThink = (r.marker === THINK || r.marker === THINK_END) && r.text.trim() !== '';
     if (r.text.trim() !== '') this.sawContent = true;
-    this.emitText(r.text);
-    if (r.marker === THINK) {
+    // After content, think tags are literal text (whatever the chunking, see sawContent).
+    this.emitText(isLateThink ? r.text + r.marker! : r.text);
+    if (isLateThink) {
+      return true;
+    } else if (r.marker === THINK) {
       this.sawContent = true;
       this.state = 'reasoning';
     } else if (r.marker === THINK_END) {

@@ -75,7 +75,7 @@ export function checkStreaming(check: StreamCheck): ParserEvent[] {
   return expected;
 }
 
-function assertInvariants(events: readonly ParserEvent[], forbidden: readonly string[]): void {
+export function assertInvariants(events: readonly ParserEvent[], forbidden: readonly string[]): void {
   const args = new Map<number, string>();
   for (const e of events) {
     if (e.type === 'text_delta' || e.type === 'reasoning_delta') {
