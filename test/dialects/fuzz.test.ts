@@ -28,11 +28,15 @@ const PIECES: Record<string, string[]> = {
   v31: [...COMMON, '<｜tool▁calls▁begin｜>', '<｜tool▁call▁begin｜>', '<｜tool▁sep｜>', '<｜tool▁call▁end｜>', '<｜tool▁calls▁end｜>', '<｜tool', '<｜end▁of▁sentence｜>'],
   dsml: [...COMMON, '<｜DSML｜function_calls>', '</｜DSML｜function_calls>', '<｜DSML｜invoke', ' name="get_time">', ' name="get_weather">', '</｜DSML｜invoke>',
     '<｜DSML｜parameter', ' name="city" string="true">', ' name="days" string="false">', '</｜DSML｜parameter>', '<｜DSML', '<｜end▁of▁sentence｜>'],
+  dsml41: [...COMMON, '<｜DSML｜ calls>', '</｜DSML｜ calls>', '<｜DSML｜ invoke', ' name="get_time">', '</｜DSML｜ invoke>',
+    '<｜DSML｜ parameter', ' name="city" string="true">', ' name="days" string="false">', '</｜DSML｜ parameter>', '<｜DSML｜', '<｜end▁of▁sentence｜>'],
 };
 const DIALECTS: [string, Dialect, string][] = [
   ['glm45', createGlmDialect('glm45', glmTemplate), 'glm'],
   ['deepseek-v31', createDeepseekV31Dialect(v31Template), 'v31'],
   ['deepseek-v32', createDsmlDialect('v32'), 'dsml'],
+  ['deepseek-v41', createDsmlDialect('v41'), 'dsml41'],
+  ['glm47', createGlmDialect('glm47', glmTemplate), 'glm'],
 ];
 
 function prng(seed: number): () => number {
