@@ -1,4 +1,4 @@
-/* thread_pool.cpp: spin-then-sleep workers over a generation counter (see thread_pool.h). */
+/* thread_pool.cpp: join-if-open parallel loops over one atomic state word (see thread_pool.h). */
 #include "thread_pool.h"
 
 #include "common.h" // defines: fail
@@ -12,17 +12,19 @@
 
 namespace maya {
 
-// Spin iterations before sleeping: ~tens of microseconds, longer than the gap between two
-// matmuls of one step, much shorter than the gap between steps.
+static const uint64_t kCountMask = 0xFFFF, kOpen = 1ull << 16;
+static const int kGenShift = 17;
+// Spin iterations before sleeping (~50-100 us): longer than the gap between two parallel loops
+// of one step, much shorter than an idle engine's gap between steps.
 static const int kSpinIters = 20000;
 
 ThreadPool::~ThreadPool() {
+    is_stopping_.store(true, std::memory_order_release);
     {
         std::lock_guard<std::mutex> lock(mu_);
-        is_stopping_.store(true, std::memory_order_release);
-        generation_.fetch_add(1, std::memory_order_release);
+        state_.fetch_add(1ull << kGenShift, std::memory_order_acq_rel);
     }
-    cv_start_.notify_all();
+    cv_.notify_all();
     for (auto &t : workers_) t.join();
 }
 
@@ -46,24 +48,33 @@ void ThreadPool::drain(int worker) {
 }
 
 void ThreadPool::worker_main(int worker) {
-    uint64_t seen = 0;
+    uint64_t seen_gen = 0;
     while (true) {
-        int spins = 0;
-        while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIters) {
+        uint64_t s = state_.load(std::memory_order_acquire);
+        for (int spins = 0; (s >> kGenShift) == seen_gen && spins < kSpinIters; spins++) {
             CPU_RELAX();
-            spins++;
+            s = state_.load(std::memory_order_acquire);
         }
-        if (generation_.load(std::memory_order_acquire) == seen) {
+        if ((s >> kGenShift) == seen_gen) {
             std::unique_lock<std::mutex> lock(mu_);
-            cv_start_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+            n_sleeping_.fetch_add(1, std::memory_order_seq_cst); // pairs with run()'s store + load
+            cv_.wait(lock, [&] { return (state_.load(std::memory_order_seq_cst) >> kGenShift) != seen_gen; });
+            n_sleeping_.fetch_sub(1, std::memory_order_acq_rel);
+            s = state_.load(std::memory_order_acquire);
         }
-        seen = generation_.load(std::memory_order_acquire);
         if (is_stopping_.load(std::memory_order_acquire)) return;
-        drain(worker);
-        if (n_busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            std::lock_guard<std::mutex> lock(mu_);
-            cv_done_.notify_one();
+        seen_gen = s >> kGenShift;
+        // Join only the loop of this generation, and only while it is open.
+        bool joined = false;
+        while ((s >> kGenShift) == seen_gen && (s & kOpen)) {
+            if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+                joined = true;
+                break;
+            }
         }
+        if (!joined) continue;
+        drain(worker);
+        state_.fetch_sub(1, std::memory_order_acq_rel);
     }
 }
 
@@ -73,25 +84,22 @@ void ThreadPool::run(int n_tasks, TaskFn fn, void *arg) {
         for (int i = 0; i < n_tasks; i++) fn(arg, i, 0);
         return;
     }
-    {
+    fn_ = fn;
+    arg_ = arg;
+    n_tasks_ = n_tasks;
+    next_task_.store(0, std::memory_order_relaxed);
+    uint64_t gen = (state_.load(std::memory_order_relaxed) >> kGenShift) + 1;
+    state_.store((gen << kGenShift) | kOpen, std::memory_order_seq_cst); // no worker is inside: count 0
+    if (n_sleeping_.load(std::memory_order_seq_cst) > 0) {
         std::lock_guard<std::mutex> lock(mu_);
-        fn_ = fn;
-        arg_ = arg;
-        n_tasks_ = n_tasks;
-        next_task_.store(0, std::memory_order_relaxed);
-        n_busy_.store(n_threads_ - 1, std::memory_order_relaxed);
-        generation_.fetch_add(1, std::memory_order_release);
+        cv_.notify_all();
     }
-    cv_start_.notify_all();
     drain(0);
-    int spins = 0;
-    while (n_busy_.load(std::memory_order_acquire) != 0 && spins < kSpinIters) {
-        CPU_RELAX();
-        spins++;
-    }
-    if (n_busy_.load(std::memory_order_acquire) != 0) {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_done_.wait(lock, [&] { return n_busy_.load(std::memory_order_acquire) == 0; });
+    state_.fetch_and(~kOpen, std::memory_order_acq_rel);
+    // Joined workers finish their last task; yield so a descheduled one can get the core back.
+    for (int spins = 0; state_.load(std::memory_order_acquire) & kCountMask; spins++) {
+        if (spins < kSpinIters) CPU_RELAX();
+        else std::this_thread::yield();
     }
 }
 

@@ -1,10 +1,11 @@
 /* thread_pool.h: a persistent pool that runs one parallel loop at a time.
  *
  * run(n_tasks, fn, arg) calls fn(arg, task, worker) for every task in [0, n_tasks) across the
- * calling thread (worker 0) and n_threads - 1 workers, and returns when all are done. Tasks are
- * claimed dynamically (an atomic counter), which tolerates cores stolen by other processes.
- * Idle workers spin briefly, then sleep on a condition variable, so a quiet engine costs no CPU.
- * Not reentrant; one thread drives it.
+ * calling thread (worker 0) and up to n_threads - 1 workers, and returns when all are done.
+ * Tasks are claimed dynamically. A worker that wakes after the caller has claimed every task
+ * does not join the loop, so the caller never waits for a thread the OS has not scheduled (on a
+ * loaded 2-core machine that wait would cost a whole scheduler tick per matmul). Idle workers
+ * spin briefly, then sleep on a condition variable. Not reentrant; one thread drives it.
  */
 #ifndef MAYA_THREAD_POOL_H
 #define MAYA_THREAD_POOL_H
@@ -39,10 +40,11 @@ class ThreadPool {
     int n_threads_ = 1;
     std::vector<std::thread> workers_;
     std::mutex mu_;
-    std::condition_variable cv_start_, cv_done_;
-    std::atomic<uint64_t> generation_{0};
+    std::condition_variable cv_;
+    // state_: bits 0..15 workers inside the current loop, bit 16 "open", bits 17.. generation.
+    std::atomic<uint64_t> state_{0};
     std::atomic<int> next_task_{0};
-    std::atomic<int> n_busy_{0};
+    std::atomic<int> n_sleeping_{0};
     std::atomic<bool> is_stopping_{false};
     int n_tasks_ = 0;
     TaskFn fn_ = nullptr;

@@ -1,0 +1,31 @@
+/* model_writer.h: writes small random Hugging Face model directories (config.json +
+ * model.safetensors) for the C tests and the engine micro-benchmark. */
+#ifndef MAYA_MODEL_WRITER_H
+#define MAYA_MODEL_WRITER_H
+
+#include <stdint.h>
+#include <string>
+#include <vector>
+
+struct RandomModelSpec {
+    std::string arch = "LlamaForCausalLM";
+    int vocab = 64, hidden = 32, layers = 2, heads = 4, kv_heads = 2, head_dim = 8, ffn = 48, max_pos = 256;
+    std::string dtype = "BF16"; // F32, F16, BF16
+    bool tied = false;
+    uint64_t seed = 1;
+};
+
+struct RawTensor {
+    std::string name;
+    std::string dtype;
+    std::vector<int64_t> shape;
+    std::vector<uint8_t> bytes;
+};
+
+/* Writes tensors as one safetensors file. Returns false on an I/O error. */
+bool write_safetensors(const std::string &path, const std::vector<RawTensor> &tensors);
+/* Writes dir/config.json and dir/model.safetensors for spec (directory must exist). */
+bool write_random_model(const std::string &dir, const RandomModelSpec &spec);
+bool write_text(const std::string &path, const std::string &text);
+
+#endif
