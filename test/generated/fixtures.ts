@@ -197,6 +197,7 @@ export const chatCompletion: ChatCompletion = {
 export const chatChunk: ChatCompletionChunk = {
   id: 'chatcmpl-1',
   object: 'chat.completion.chunk',
+  system_fingerprint: null,
   created: 1764460800,
   model: 'maya-demo',
   choices: [{ index: 0, finish_reason: null, delta: { role: 'assistant', reasoning_content: 'Need', content: null } }],
