@@ -74,9 +74,9 @@ function describeLeaf(error: ErrorObject, pointer: string): ApiError {
     case 'type':
       return badRequest(param, `Invalid type for '${shown}': expected ${String(params.type).replace(/,/g, ' or ')}, but got ${jsonType(error.data)} instead.`, 'invalid_type');
     case 'enum':
-      return badRequest(param, `Invalid value: ${quote(error.data)}. Supported values are: ${(params.allowedValues as unknown[]).map(quote).join(', ')}.`, 'invalid_value');
+      return badRequest(param, `Invalid value for '${shown}': ${quote(error.data)}. Supported values are: ${(params.allowedValues as unknown[]).map(quote).join(', ')}.`, 'invalid_value');
     case 'const':
-      return badRequest(param, `Invalid value: ${quote(error.data)}. Supported value is: ${quote(params.allowedValue)}.`, 'invalid_value');
+      return badRequest(param, `Invalid value for '${shown}': ${quote(error.data)}. Supported value is: ${quote(params.allowedValue)}.`, 'invalid_value');
     default: {
       const limitCode = LIMIT_CODES[error.keyword];
       const code = limitCode === undefined ? 'invalid_value' : limitCode.includes('value') ? `${Number.isInteger(error.data) ? 'integer' : 'decimal'}_${limitCode}` : limitCode;
@@ -129,7 +129,7 @@ function explainUnion(error: ErrorObject, pointer: string, resolver: SchemaResol
     else {
       const allowed = [...new Set(tagged.flatMap((t) => t.tags ?? []))];
       const param = childParam(pointer, 'type');
-      return badRequest(param, `Invalid value: ${quote(tag)}. Supported values are: ${allowed.map(quote).join(', ')}.`, 'invalid_value');
+      return badRequest(param, `Invalid value for '${param}': ${quote(tag)}. Supported values are: ${allowed.map(quote).join(', ')}.`, 'invalid_value');
     }
   }
   const results = candidates.map((branch) => {
