@@ -174,6 +174,20 @@ describe('rules', () => {
   });
 });
 
+describe('deadline', () => {
+  it('fails a task still running JOB_TIMEOUT_S after admission, once its engine sequence is freed', async () => {
+    const { request, engine, jobs } = createJobsApp({ engine: { script: { tokens: says('x'.repeat(4000)) }, tokenDelayMs: 5 }, jobSettings: { JOB_TIMEOUT_S: 1 } });
+    const res = await request.post('/v1/responses').send(body({ stream: true, max_output_tokens: 3000 }));
+    const events = sseEvents(res.text);
+    const terminal = events.at(-1)!;
+    expect(terminal).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'job_timeout' } } });
+    expect(engine.activeCount).toBe(0);
+    expect(engine.cancelledCount).toBe(1);
+    expect((await request.get(`/v1/responses/${(terminal.response as { id: string }).id}`)).body.status).toBe('failed');
+    expect(jobs.stats()).toMatchObject({ deadline_failures: 1 });
+  });
+});
+
 describe('/v1/status responses_jobs', () => {
   it('reports admissions, rejections and cancellations without credential identifiers', async () => {
     const { request } = createJobsApp({ server: { apiKeys: KEYS }, engine: slowEngine, jobSettings: { JOB_OWNER_ENTRIES: 1 } });

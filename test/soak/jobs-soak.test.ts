@@ -176,7 +176,7 @@ describe('background jobs soak', () => {
       expect(stats).toMatchObject({ running: 0, queued: 0, readers: 0, admissions: 200 });
       expect(app.engine.activeCount).toBe(0);
       expect(stats.records).toBeLessThanOrEqual(SETTINGS.JOB_ENTRIES);
-      expect(stats.event_bytes).toBeLessThanOrEqual(stats.records * SETTINGS.EVENT_BYTES);
+      expect(stats.event_bytes).toBeLessThanOrEqual(stats.records! * SETTINGS.EVENT_BYTES);
 
       let verified = 0;
       for (const log of logs) {

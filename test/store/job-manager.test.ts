@@ -42,7 +42,7 @@ describe('creation and states', () => {
       'response.output_text.delta', 'response.output_text.delta', 'response.completed',
     ]);
     expect(events.map((event) => event.sequence_number)).toEqual([0, 1, 2, 3, 4, 5]);
-    expect((events[0] as { response: { status: string } }).response.status).toBe('queued');
+    expect(events[0]).toMatchObject({ response: { status: 'queued' } });
     expect(jobs.snapshot(A, task.response.id)!.status).toBe('completed');
     expect(task.saved).toHaveLength(1);
     expect(task.saved[0]!.status).toBe('completed');
