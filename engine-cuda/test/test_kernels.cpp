@@ -1,0 +1,164 @@
+/* test_kernels.cpp: every kernel table against naive double-precision references, with explicit
+ * tolerances (llm.c validate_result style), plus the batch-invariance property the scheduler
+ * relies on (a token's matmul result does not depend on the other tokens in the batch). */
+#include <string.h>
+
+#include <vector>
+
+#include "../src/kernels.h"
+#include "test.h"
+
+using namespace maya;
+
+namespace {
+
+struct Rand {
+    uint64_t s = 88172645463325252ull;
+    float next() {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        return (float)((s >> 40) * (1.0 / 8388608.0)) - 1.0f;
+    }
+};
+
+float bf16_to_f32(uint16_t h) {
+    uint32_t b = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+// Random weights of `dtype` plus their exact f32 values.
+void make_weights(int dtype, int n, Rand &r, std::vector<uint8_t> *raw, std::vector<float> *vals) {
+    raw->assign((size_t)n * (dtype == 0 ? 4 : 2), 0);
+    vals->resize((size_t)n);
+    for (int i = 0; i < n; i++) {
+        float v = r.next();
+        if (dtype == 0) {
+            memcpy(&(*raw)[(size_t)i * 4], &v, 4);
+            (*vals)[(size_t)i] = v;
+        } else if (dtype == 2) {
+            uint32_t b;
+            memcpy(&b, &v, 4);
+            uint16_t h = (uint16_t)(b >> 16);
+            memcpy(&(*raw)[(size_t)i * 2], &h, 2);
+            (*vals)[(size_t)i] = bf16_to_f32(h);
+        } else { // f16: a random sign, exponent 10..15 (|v| in [2^-5, 2)) and mantissa
+            uint32_t bits = (uint32_t)((v + 1.0f) * 8388608.0f);
+            uint16_t sign = (bits & 1) ? 0x8000 : 0, ex = (uint16_t)(10 + (bits >> 1) % 6), m = (uint16_t)((bits >> 4) & 0x3FF);
+            uint16_t h = (uint16_t)(sign | (ex << 10) | m);
+            memcpy(&(*raw)[(size_t)i * 2], &h, 2);
+            (*vals)[(size_t)i] = (sign ? -1.0f : 1.0f) * ldexpf(1.0f + (float)m / 1024.0f, (int)ex - 15);
+        }
+    }
+}
+
+std::vector<const Kernels *> tables() {
+    std::vector<const Kernels *> t = {&kernels_scalar};
+    if (&kernels_select() != &kernels_scalar) t.push_back(&kernels_select());
+    return t;
+}
+
+} // namespace
+
+TEST(matmul_matches_reference_all_dtypes_and_shapes) {
+    Rand r;
+    for (const Kernels *k : tables()) {
+        for (int dtype : {0, 1, 2}) {
+            for (int K : {8, 13, 64, 100}) {
+                const int N = 21; // not a multiple of 4 rows
+                std::vector<uint8_t> raw;
+                std::vector<float> w;
+                make_weights(dtype, N * K, r, &raw, &w);
+                std::vector<float> bias(N);
+                for (float &b : bias) b = r.next();
+                for (int T : {1, 2, 3, 4, 5, 7, 8, 16, 17, 33}) {
+                    int ldx = K + 3, ldy = N + 5;
+                    std::vector<float> x((size_t)T * ldx), y((size_t)T * ldy, -7.0f), scratch((size_t)kMatmulRows * K);
+                    for (float &v : x) v = r.next();
+                    // Row blocks as the backend issues them, starting at r0 > 0 for the second.
+                    for (int r0 = 0; r0 < N; r0 += kMatmulRows) {
+                        int r1 = r0 + kMatmulRows < N ? r0 + kMatmulRows : N;
+                        k->matmul(x.data(), ldx, T, raw.data(), dtype, K, r0, r1, y.data(), ldy, bias.data(), scratch.data());
+                    }
+                    double worst = 0;
+                    for (int t = 0; t < T; t++)
+                        for (int n = 0; n < N; n++) {
+                            double ref = bias[(size_t)n], mag = fabs(ref);
+                            for (int i = 0; i < K; i++) {
+                                ref += (double)w[(size_t)n * K + i] * x[(size_t)t * ldx + i];
+                                mag += fabs((double)w[(size_t)n * K + i] * x[(size_t)t * ldx + i]);
+                            }
+                            double err = fabs(y[(size_t)t * ldy + n] - ref) / (mag * 1e-6 + 1e-7);
+                            if (err > worst) worst = err;
+                        }
+                    CHECK_MSG(worst <= 1.0, "%s dtype %d K %d T %d: error %.3g x tolerance", k->name, dtype, K, T, worst);
+                    for (int t = 0; t < T; t++) // padding columns untouched
+                        for (int n = N; n < ldy; n++) CHECK(y[(size_t)t * ldy + n] == -7.0f);
+                }
+            }
+        }
+    }
+}
+
+TEST(matmul_is_batch_invariant) {
+    // The same token row gives bit-identical outputs alone (T = 1, decode path) and inside
+    // batches of every size (3/2-token tiles, and the widened-copy path from 16 tokens up).
+    Rand r;
+    const int K = 72, N = 16;
+    for (const Kernels *k : tables()) {
+        for (int dtype : {0, 1, 2}) {
+            std::vector<uint8_t> raw;
+            std::vector<float> w;
+            make_weights(dtype, N * K, r, &raw, &w);
+            std::vector<float> x((size_t)40 * K), scratch((size_t)kMatmulRows * K);
+            for (float &v : x) v = r.next();
+            std::vector<float> alone((size_t)40 * N), batched((size_t)40 * N);
+            for (int t = 0; t < 40; t++)
+                k->matmul(&x[(size_t)t * K], K, 1, raw.data(), dtype, K, 0, N, &alone[(size_t)t * N], N, nullptr, scratch.data());
+            for (int T : {2, 4, 5, 9, 16, 40}) {
+                k->matmul(x.data(), K, T, raw.data(), dtype, K, 0, N, batched.data(), N, nullptr, scratch.data());
+                CHECK_MSG(memcmp(alone.data(), batched.data(), (size_t)T * N * sizeof(float)) == 0, "%s dtype %d T %d",
+                          k->name, dtype, T);
+            }
+        }
+    }
+}
+
+TEST(vector_kernels_match_reference) {
+    Rand r;
+    for (const Kernels *k : tables()) {
+        for (int n : {1, 7, 8, 16, 33, 100}) {
+            std::vector<float> a((size_t)n), b((size_t)n), w((size_t)n), out((size_t)n), y((size_t)n);
+            for (int i = 0; i < n; i++) { a[(size_t)i] = r.next(); b[(size_t)i] = r.next(); w[(size_t)i] = 1 + r.next() * 0.1f; }
+            double d = 0, ss = 0;
+            for (int i = 0; i < n; i++) { d += (double)a[(size_t)i] * b[(size_t)i]; ss += (double)a[(size_t)i] * a[(size_t)i]; }
+            CHECK_NEAR(k->dot(a.data(), b.data(), n), d, 1e-5);
+            k->rmsnorm(out.data(), a.data(), w.data(), n, 1e-5f);
+            double inv = 1.0 / sqrt(ss / n + 1e-5);
+            for (int i = 0; i < n; i++) CHECK_NEAR(out[(size_t)i], a[(size_t)i] * inv * w[(size_t)i], 1e-5);
+            k->silu_mul(out.data(), a.data(), b.data(), n);
+            for (int i = 0; i < n; i++) {
+                double g = a[(size_t)i];
+                CHECK_NEAR(out[(size_t)i], g / (1 + exp(-g)) * b[(size_t)i], 1e-6);
+            }
+            y = b;
+            k->axpy(y.data(), 0.5f, a.data(), n);
+            for (int i = 0; i < n; i++) CHECK_NEAR(y[(size_t)i], b[(size_t)i] + 0.5 * a[(size_t)i], 1e-6);
+        }
+        // Row widening: bf16 exact, f16 including a subnormal and negative zero.
+        uint16_t bf[9] = {0x3F80, 0xBF80, 0x4000, 0x0000, 0x8000, 0x3E80, 0x7F80, 0x0001, 0x4049};
+        float out9[9];
+        k->row_to_f32(out9, bf, 2, 0, 9);
+        for (int i = 0; i < 9; i++) {
+            float want = bf16_to_f32(bf[i]);
+            CHECK(memcmp(&out9[i], &want, 4) == 0);
+        }
+        uint16_t h[9] = {0x3C00, 0xBC00, 0x0001, 0x8000, 0x7BFF, 0x3555, 0x0400, 0x03FF, 0x4248};
+        double hw[9] = {1, -1, ldexp(1, -24), -0.0, 65504, 0.333251953125, ldexp(1, -14), ldexp(1023, -24), 3.140625};
+        k->row_to_f32(out9, h, 1, 0, 9);
+        for (int i = 0; i < 9; i++) CHECK_MSG(out9[i] == (float)hw[i], "%s f16 %04x -> %g", k->name, h[i], out9[i]);
+        CHECK(signbit(out9[3]));
+    }
+}

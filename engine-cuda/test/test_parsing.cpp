@@ -1,0 +1,176 @@
+/* test_parsing.cpp: JSON reader, safetensors header validation, checkpoint and config errors. */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../include/engine.h"
+#include "../src/checkpoint.h"
+#include "../src/common.h"
+#include "../src/json.h"
+#include "../src/model.h"
+#include "model_writer.h"
+#include "test.h"
+
+using namespace maya;
+
+static bool parse(const char *s, JsonValue *v, std::string *err = nullptr) {
+    std::string e;
+    return json_parse(s, strlen(s), v, err ? err : &e);
+}
+
+TEST(json_values_and_escapes) {
+    JsonValue v;
+    CHECK(parse(" {\"a\": [1, -2.5e2, true, false, null], \"s\": \"x\\u00e9\\ud83d\\ude00\\n\\\"\", \"o\": {}} ", &v));
+    CHECK(v.kind == JsonValue::OBJECT && v.members.size() == 3);
+    const JsonValue *a = v.get("a");
+    CHECK(a && a->items.size() == 5);
+    CHECK(a->items[0].is_integer && a->items[0].integer == 1);
+    CHECK(a->items[1].number == -250.0 && a->items[1].integer == -250); // integral, written as a float
+    CHECK(a->items[2].boolean && !a->items[3].boolean && a->items[4].is_null());
+    CHECK(v.get("s")->string == "x\xc3\xa9\xf0\x9f\x98\x80\n\"");
+    CHECK(v.get("o")->kind == JsonValue::OBJECT && v.get("missing") == nullptr);
+    CHECK(parse("9007199254740993", &v) && v.is_integer && v.integer == 9007199254740993LL); // > 2^53: exact
+    CHECK(parse("1.0", &v) && v.is_integer && v.integer == 1);
+    CHECK(parse("1e-5", &v) && !v.is_integer && fabs(v.number - 1e-5) < 1e-20);
+}
+
+TEST(json_rejects_malformed) {
+    const char *bad[] = {"", "{", "[1,]", "{\"a\":1,}", "\"abc", "\"a\x01\"", "tru", "01", "1.", "-", "{} x",
+                         "\"\\ud800\"", "\"\\udc00x\"", "\"\\q\"", "NaN", "{\"a\" 1}", "[1 2]"};
+    for (const char *s : bad) {
+        JsonValue v;
+        std::string err;
+        CHECK_MSG(!parse(s, &v, &err), "accepted %s", s);
+        CHECK(!err.empty());
+    }
+    std::string deep(300, '['), close(300, ']');
+    JsonValue v;
+    CHECK(!parse((deep + close).c_str(), &v));
+    std::string ok(200, '['), okc(200, ']');
+    CHECK(parse((ok + okc).c_str(), &v));
+}
+
+static std::vector<uint8_t> image(const std::string &header, size_t data_bytes) {
+    std::vector<uint8_t> b(8 + header.size() + data_bytes, 0);
+    for (int i = 0; i < 8; i++) b[(size_t)i] = (uint8_t)((uint64_t)header.size() >> (8 * i));
+    memcpy(&b[8], header.data(), header.size());
+    return b;
+}
+
+static int32_t parse_image(const std::vector<uint8_t> &img, std::unordered_map<std::string, Tensor> *out) {
+    return safetensors_parse(img.data(), img.size(), "t.safetensors", out);
+}
+
+TEST(safetensors_header_validation) {
+    std::unordered_map<std::string, Tensor> t;
+    auto ok = image("{\"__metadata__\":{\"format\":\"pt\"},\"w\":{\"dtype\":\"BF16\",\"shape\":[2,3],\"data_offsets\":[0,12]},"
+                    "\"q\":{\"dtype\":\"I8\",\"shape\":[4],\"data_offsets\":[12,16]}}", 16);
+    CHECK(parse_image(ok, &t) == ENG_STATUS_OK);
+    CHECK(t.size() == 2 && t["w"].dtype == DT_BF16 && t["w"].numel == 6 && t["w"].nbytes == 12);
+    CHECK(t["q"].dtype == DT_OTHER && t["q"].dtype_str == "I8"); // parsed; refused only when used
+    CHECK((const uint8_t *)t["w"].data == ok.data() + ok.size() - 16);
+
+    struct Case { const char *header; size_t data; const char *expect; } cases[] = {
+        {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,12]}}", 8, "out of range"},
+        {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 8, "bytes for 2 elements"},
+        {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8, "out of range"},
+        {"{\"w\":{\"dtype\":\"F7\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "unknown dtype F7"},
+        {"{\"w\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8, "bad shape"},
+        {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8, "malformed"},
+        {"[1]", 0, "not a JSON object"},
+        {"{\"w\":", 0, "header JSON"},
+    };
+    for (const Case &c : cases) {
+        t.clear();
+        CHECK(parse_image(image(c.header, c.data), &t) == ENG_STATUS_BAD_CHECKPOINT);
+        CHECK_MSG(strstr(last_error(), c.expect) != nullptr, "'%s' lacks '%s'", last_error(), c.expect);
+    }
+    std::vector<uint8_t> lie = image("{}", 0);
+    lie[0] = 0xFF; // header length beyond the file
+    CHECK(parse_image(lie, &t) == ENG_STATUS_BAD_CHECKPOINT && strstr(last_error(), "exceeds the file"));
+    std::vector<uint8_t> tiny(5, 0);
+    CHECK(parse_image(tiny, &t) == ENG_STATUS_BAD_CHECKPOINT);
+}
+
+TEST(checkpoint_errors_name_the_problem) {
+    std::string dir = test_tmpdir("ckpt");
+    Checkpoint missing;
+    CHECK(missing.open(dir + "/nope") == ENG_STATUS_IO && strstr(last_error(), "config.json"));
+    CHECK(write_text(dir + "/config.json", "{\"architectures\":[\"LlamaForCausalLM\"]}"));
+    Checkpoint none;
+    CHECK(none.open(dir) == ENG_STATUS_IO && strstr(last_error(), "model.safetensors"));
+    // A sharded index naming a tensor that the shard lacks.
+    RawTensor a{"a", "F32", {2}, std::vector<uint8_t>(8, 0)};
+    CHECK(write_safetensors(dir + "/s1.safetensors", {a}));
+    CHECK(write_text(dir + "/model.safetensors.index.json", "{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s1.safetensors\"}}"));
+    Checkpoint sharded;
+    CHECK(sharded.open(dir) == ENG_STATUS_BAD_CHECKPOINT && strstr(last_error(), "tensor b"));
+    CHECK(write_text(dir + "/model.safetensors.index.json", "{\"weight_map\":{\"a\":\"../s1.safetensors\"}}"));
+    Checkpoint escape;
+    CHECK(escape.open(dir) == ENG_STATUS_BAD_CHECKPOINT);
+    CHECK(write_text(dir + "/model.safetensors.index.json", "{\"weight_map\":{\"a\":\"s1.safetensors\"}}"));
+    Checkpoint good;
+    CHECK(good.open(dir) == ENG_STATUS_OK);
+    const Tensor *t = nullptr;
+    CHECK(good.require("a", {2}, &t) == ENG_STATUS_OK && t && t->numel == 2);
+    CHECK(good.require("a", {3}, &t) == ENG_STATUS_BAD_CHECKPOINT && strstr(last_error(), "tensor a has shape [2], expected [3]"));
+    CHECK(good.require("zz", {2}, &t) == ENG_STATUS_BAD_CHECKPOINT && strstr(last_error(), "missing tensor zz"));
+}
+
+TEST(config_parsing) {
+    JsonValue c;
+    ModelConfig m;
+    CHECK(parse("{\"architectures\":[\"MistralForCausalLM\"]}", &c));
+    CHECK(model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "MistralForCausalLM"));
+    CHECK(parse("{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":10,\"hidden_size\":8}", &c));
+    CHECK(model_config_parse(c, &m) == ENG_STATUS_BAD_CHECKPOINT && strstr(last_error(), "num_hidden_layers"));
+    CHECK(parse("{\"architectures\":[\"Glm4ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8}", &c));
+    CHECK(model_config_parse(c, &m) == ENG_STATUS_OK);
+    // Glm4Config defaults: head_dim 128, partial_rotary_factor 0.5, interleaved, q/k/v bias, o without.
+    CHECK(m.arch == ARCH_GLM4 && m.head_dim == 128 && m.rotary_dim == 64 && m.is_rope_interleaved);
+    CHECK(m.has_qkv_bias && !m.has_o_bias && m.has_sandwich_norms && m.max_pos == 2048);
+    CHECK(parse("{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                "\"num_attention_heads\":4,\"intermediate_size\":8,\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":32.0,"
+                "\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,\"original_max_position_embeddings\":8192},\"rope_theta\":500000.0}", &c));
+    CHECK(model_config_parse(c, &m) == ENG_STATUS_OK);
+    CHECK(m.head_dim == 16 && m.n_head_kv == 4 && m.rope_factor == 32.0f && m.rope_theta == 500000.0f && !m.is_rope_interleaved);
+    CHECK(parse("{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                "\"num_attention_heads\":4,\"intermediate_size\":8,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":4.0}}", &c));
+    CHECK(model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "yarn"));
+    CHECK(parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                "\"num_attention_heads\":3,\"num_key_value_heads\":2,\"intermediate_size\":8}", &c));
+    CHECK(model_config_parse(c, &m) == ENG_STATUS_BAD_CHECKPOINT); // 3 heads over 2 kv heads
+}
+
+TEST(abi_create_errors_and_last_error) {
+    std::string dir = test_tmpdir("abi");
+    RandomModelSpec s;
+    CHECK(write_random_model(dir, s));
+    // Remove one layer tensor by writing a checkpoint without it.
+    std::string broken = test_tmpdir("abi-broken");
+    CHECK(write_text(broken + "/config.json", "{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":64,\"hidden_size\":32,"
+                                              "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"intermediate_size\":48}"));
+    RawTensor e{"model.embed_tokens.weight", "F32", {64, 32}, std::vector<uint8_t>(64 * 32 * 4, 0)};
+    RawTensor n{"model.norm.weight", "F32", {32}, std::vector<uint8_t>(32 * 4, 0)};
+    RawTensor h{"lm_head.weight", "F32", {64, 16}, std::vector<uint8_t>(64 * 16 * 4, 0)};
+    CHECK(write_safetensors(broken + "/model.safetensors", {e, n, h}));
+    eng_ctx *ctx = (eng_ctx *)1;
+    CHECK(eng_ctx_create(broken.c_str(), nullptr, 0, &ctx) == ENG_STATUS_BAD_CHECKPOINT && ctx == nullptr);
+    char buf[256];
+    int32_t len = eng_last_error(buf, sizeof buf);
+    CHECK(len > 0 && strstr(buf, "lm_head.weight has shape [64, 16], expected [64, 32]"));
+    CHECK(eng_last_error(buf, 4) == -(len + 1)); // size query
+    CHECK(eng_last_error(nullptr, 0) == -(len + 1));
+    CHECK(eng_ctx_create(nullptr, nullptr, 0, &ctx) == ENG_STATUS_INVALID_ARG);
+    int64_t cuda[1] = {2};
+    CHECK(eng_ctx_create(dir.c_str(), cuda, 1, &ctx) == ENG_STATUS_UNSUPPORTED);
+    CHECK(eng_ctx_create(dir.c_str(), nullptr, 0, &ctx) == ENG_STATUS_OK && ctx);
+    int64_t info[ENG_INFO_COUNT + 4];
+    CHECK(eng_ctx_info(ctx, info, ENG_INFO_COUNT + 4) == ENG_INFO_COUNT);
+    CHECK(info[ENG_INFO_N_VOCAB] == 64 && info[ENG_INFO_ARCH] == 2 && info[ENG_INFO_N_CTX] == 256);
+    CHECK(info[ENG_INFO_BLOCK_SIZE] == 16 && info[ENG_INFO_BACKEND] == 1);
+    CHECK(eng_ctx_info(ctx, info, 3) == 3);
+    CHECK(eng_abi_version() == ENG_ABI_VERSION && strcmp(eng_status_str(ENG_STATUS_CONTEXT_OVERFLOW), "context overflow") == 0);
+    eng_ctx_free(ctx);
+    eng_ctx_free(nullptr);
+}
