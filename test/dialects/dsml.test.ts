@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createDsmlDialect, type DsmlVersion } from '../../dialects/dsml.ts';
 import type { ChatTurn, ParserOptions, ToolSpec } from '../../dialects/dialect.ts';
@@ -190,5 +192,38 @@ describe('DSML parsers, streamed at every byte boundary', () => {
     expect(named.at(-1)).toEqual({ type: 'tool_call_done', index: 0, arguments: '{"days":[1,2]}' });
     const required = merge(feed(parser('v4', { startInToolCall: {} })(), ['<｜DSML｜invoke name="get_time">\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>']));
     expect(required[0]).toEqual({ type: 'tool_call_start', index: 0, name: 'get_time' });
+  });
+});
+
+describe('DSML encoders match the Python reference encoders', () => {
+  interface EncoderCase {
+    version: DsmlVersion;
+    messages: { role: string; content: string; reasoning?: string; tool_call_id?: string; tool_calls?: { id: string; function: { name: string; arguments: string } }[] }[];
+    tools: { function: { name: string; description: string; parameters: Record<string, unknown> } }[];
+    thinking: boolean;
+    effort: 'max' | number | null;
+    prompt: string;
+  }
+  const { cases } = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures/dsml-encoder-cases.json'), 'utf8')) as { cases: EncoderCase[] };
+
+  it('covers all three versions, with and without tools and thinking', () => {
+    for (const v of ['v32', 'v4', 'v41']) expect(cases.filter((c) => c.version === v).length).toBeGreaterThan(10);
+    expect(cases.some((c) => c.tools.length > 0 && c.thinking)).toBe(true);
+    expect(cases.some((c) => c.tools.length === 0 && !c.thinking)).toBe(true);
+  });
+
+  cases.forEach((c, i) => {
+    it(`case ${i} (${c.version}, thinking ${c.thinking}, ${c.tools.length} tools, ${c.messages.length} messages)`, () => {
+      const turns: ChatTurn[] = c.messages.map((m) => {
+        if (m.role === 'tool') return { role: 'tool', content: m.content, toolCallId: m.tool_call_id };
+        const turn: ChatTurn = { role: m.role as ChatTurn['role'], content: m.content };
+        if (m.reasoning !== undefined) turn.reasoning = m.reasoning;
+        if (m.tool_calls) turn.toolCalls = m.tool_calls.map((x) => ({ id: x.id, name: x.function.name, arguments: x.function.arguments }));
+        return turn;
+      });
+      const tools: ToolSpec[] = c.tools.map((t) => ({ name: t.function.name, description: t.function.description, parameters: t.function.parameters }));
+      const text = createDsmlDialect(c.version).renderPrompt(turns, { tools, thinking: c.thinking, effort: c.effort ?? undefined }).text;
+      expect(text).toBe(c.prompt);
+    });
   });
 });
