@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { request as httpRequest } from 'node:http';
 import { createTestApp, listenTestApp } from '../helpers/test-app.ts';
 import type { Handler } from '../../handlers/app-deps.ts';
+import { notImplemented } from '../../handlers/index.ts';
 
 const ERROR_KEYS = ['code', 'message', 'param', 'type'];
 
@@ -28,8 +29,8 @@ describe('routing', () => {
     expect(res.body.error.code).toBe('method_not_allowed');
   });
 
-  it('an operation without its handler yet → 501 not_implemented', async () => {
-    const { request } = createTestApp();
+  it('an operation bound to notImplemented → 501 not_implemented', async () => {
+    const { request } = createTestApp({ handlers: { cancelResponse: notImplemented('cancelResponse') } });
     const res = await request.post('/v1/responses/resp_1/cancel');
     expect(res.status).toBe(501);
     expect(res.body.error).toEqual({ message: expect.any(String), type: 'server_error', param: null, code: 'not_implemented' });
