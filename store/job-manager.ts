@@ -18,40 +18,20 @@
 import type { Registry } from 'prom-client';
 import type { ResponsesSettings } from '../config/settings.ts';
 import { ApiError, badRequest, conflict, gone, sseErrorEvent, tooLarge, tooManyRequests, unavailable } from '../handlers/errors.ts';
-import { EventSequencer, type StreamEvent } from '../responses/event-sequencer.ts';
+import type { StreamEvent } from '../responses/event-sequencer.ts';
 import type { UnnumberedEvent } from '../responses/output-assembler.ts';
 import type { ResponseError, ResponseObject, ResponseStatus } from '../responses/response-object.ts';
 import { JobEventBuffer, eventBytes, type JobEvent } from './job-event-buffer.ts';
 import { JobMetrics, type JobRejection } from './job-metrics.ts';
 import { JobReaders, type ReaderLease } from './job-readers.ts';
+import { JobRecord, type JobSpec, type StopReason } from './job-record.ts';
 import { StoreError, type ResponseStore, type StoredHistory, type StoredItem } from './response-store.ts';
+
+export type { JobRunHooks, JobSpec } from './job-record.ts';
 
 export type JobSettings = Pick<ResponsesSettings,
   'JOB_WORKERS' | 'JOB_ENTRIES' | 'JOB_OWNER_ENTRIES' | 'JOB_TIMEOUT_S' | 'JOB_TTL_S' | 'JOB_INPUT_BYTES' |
   'EVENT_BYTES' | 'EVENT_COUNT' | 'STREAM_READERS' | 'STREAM_OWNER_READERS'>;
-
-/** What the worker hands to a task's run. */
-export interface JobRunHooks {
-  /** Aborted by cancel, the deadline, shutdown or an oversized event. */
-  signal: AbortSignal;
-  /** Numbers the run's events after the admission events (pass it to runResponse). */
-  sequencer: EventSequencer;
-  /** Saves the final response before its terminal event (pass it as runResponse's beforeTerminal). */
-  beforeTerminal(final: ResponseObject): Promise<void>;
-}
-
-export interface JobSpec {
-  /** The Response the run fills in; status 'queued' at admission. */
-  response: ResponseObject;
-  /** The history the response continues (previous items, then this turn's input items). */
-  historyItems: readonly StoredItem[];
-  /** The generation: runResponse(runtime, plan, response, {signal, beforeTerminal}, sequencer). */
-  run(hooks: JobRunHooks): AsyncGenerator<StreamEvent, ResponseObject, void>;
-  /** Stores the final response (completed or incomplete). */
-  save?(final: ResponseObject): Promise<void>;
-  /** Frees request-owned resources (the continued history's assembly bytes); called once. */
-  release?(): void;
-}
 
 export interface JobManagerOptions {
   settings: JobSettings;
@@ -86,50 +66,6 @@ export class JobCleanupError extends Error {
 export const SHUTDOWN_WAIT_MS = 10_000;
 /** How long POST …/cancel waits for a running task's cleanup (the spec's five seconds). */
 export const CANCEL_WAIT_MS = 5_000;
-
-type StopReason = 'cancel' | 'deadline' | 'shutdown';
-
-/**
- * Numbers one task's events. Admission publishes `response.created` itself (status queued), so
- * the run's own `response.created` is marked already published (sequence_number -1) and the
- * worker drops it: a reader sees exactly one created event, and no number is skipped.
- */
-class JobSequencer extends EventSequencer {
-  private nextNumber = 0;
-
-  override number(event: UnnumberedEvent): StreamEvent {
-    if (event.type === 'response.created' && this.nextNumber > 0) return { ...event, sequence_number: -1 };
-    return { ...event, sequence_number: this.nextNumber++ };
-  }
-
-  override get count(): number {
-    return this.nextNumber;
-  }
-}
-
-class JobRecord {
-  state: 'queued' | 'running' | 'done' = 'queued';
-  status: ResponseStatus = 'queued';
-  readonly controller = new AbortController();
-  readonly sequencer = new JobSequencer();
-  stopReason: StopReason | undefined;
-  failure: ResponseError | undefined;
-  startedAt = 0;
-  finishedAt = 0;
-  cancelDeadline: () => void = () => {};
-  readonly settled: Promise<void>;
-  settle: () => void = () => {};
-
-  constructor(
-    readonly id: string,
-    readonly scope: string,
-    readonly spec: JobSpec,
-    readonly events: JobEventBuffer,
-    readonly admittedAt: number,
-  ) {
-    this.settled = new Promise((resolve) => (this.settle = resolve));
-  }
-}
 
 function defaultSchedule(fn: () => void, ms: number): () => void {
   const timer = setTimeout(fn, ms);
@@ -177,7 +113,7 @@ export class JobManager {
     if (inputBytes > this.settings.JOB_INPUT_BYTES) {
       throw this.reject('input_too_large', tooLarge(`The background task's input snapshot is ${inputBytes} bytes; the limit is ${this.settings.JOB_INPUT_BYTES} (JOB_INPUT_BYTES).`, 'input_too_large', 'input'));
     }
-    const record = new JobRecord(spec.response.id, scope, spec, new JobEventBuffer(this.settings.EVENT_COUNT, this.settings.EVENT_BYTES), this.now());
+    const record = new JobRecord(scope, spec, new JobEventBuffer(this.settings.EVENT_COUNT, this.settings.EVENT_BYTES), this.now());
     for (const type of ['response.created', 'response.queued']) {
       if (!record.events.append(record.sequencer.number({ type, response: structuredClone(spec.response) }))) {
         throw this.reject('input_too_large', tooLarge(`The background task's first event exceeds the event buffer of ${this.settings.EVENT_BYTES} bytes (EVENT_BYTES).`, 'input_too_large', 'input'));
@@ -195,7 +131,7 @@ export class JobManager {
     this.queue.push(record);
     this.metrics.admit();
     record.cancelDeadline = this.schedule(() => this.stop(record, 'deadline'), this.settings.JOB_TIMEOUT_S * 1000);
-    const snapshot = this.snapshotOf(record);
+    const snapshot = record.snapshot();
     this.pump();
     return snapshot;
   }
@@ -203,7 +139,7 @@ export class JobManager {
   /** The current snapshot (queued, in_progress or terminal), or undefined when not a job record. */
   snapshot(scope: string, id: string): ResponseObject | undefined {
     const record = this.find(scope, id);
-    return record && this.snapshotOf(record);
+    return record?.snapshot();
   }
 
   /** Whether `id` is a job record of `scope` (active or retained). */
@@ -221,7 +157,7 @@ export class JobManager {
     if (!record) return undefined;
     this.stop(record, 'cancel');
     if (record.state !== 'done') await settledWithin([record], waitMs);
-    return this.snapshotOf(record);
+    return record.snapshot();
   }
 
   /** DELETE: drops a finished record (true), 409 for an active one, false when unknown. */
@@ -249,7 +185,7 @@ export class JobManager {
     if (record.status === 'cancelled' || record.status === 'failed') {
       throw badRequest('previous_response_id', `Response '${id}' ${record.status === 'failed' ? 'failed' : 'was cancelled'} and cannot be continued.`, 'invalid_previous_response');
     }
-    const items = [...record.spec.historyItems, ...(record.spec.response.output as unknown as StoredItem[])];
+    const items = [...record.historyItems, ...(record.response.output as unknown as StoredItem[])];
     const bytes = eventBytes(items);
     let reservation;
     try {
@@ -326,10 +262,6 @@ export class JobManager {
     return record?.scope === scope ? record : undefined;
   }
 
-  private snapshotOf(record: JobRecord): ResponseObject {
-    return { ...structuredClone(record.spec.response), status: record.status };
-  }
-
   private reject(reason: JobRejection, error: ApiError): ApiError {
     this.metrics.reject(reason);
     return error;
@@ -383,7 +315,7 @@ export class JobManager {
     this.metrics.started((record.startedAt - record.admittedAt) / 1000);
     let final: ResponseObject | undefined;
     try {
-      const run = record.spec.run({
+      const run = record.spec!.run({
         signal: record.controller.signal,
         sequencer: record.sequencer,
         beforeTerminal: (response) => this.beforeTerminal(record, response),
@@ -417,7 +349,7 @@ export class JobManager {
       record.failure = this.oversized(type);
       return;
     }
-    await record.spec.save?.(final);
+    await record.spec?.save?.(final);
   }
 
   private oversized(type: string): ResponseError {
@@ -430,8 +362,8 @@ export class JobManager {
    * cancelled; then this adds `response.failed` or the `response_cancelled` error event.
    */
   private conclude(record: JobRecord, final: ResponseObject | undefined): void {
-    record.spec.release?.();
-    const response = record.spec.response;
+    record.releaseSpec();
+    const response = record.response;
     const isStopped = final === undefined || final.status === 'cancelled';
     const isDeadline = !record.failure && isStopped && record.stopReason === 'deadline';
     if (isDeadline) {
