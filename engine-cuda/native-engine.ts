@@ -89,7 +89,8 @@ function toError(e: WireError): EngineError {
 function startWorker(init: WorkerInit): Worker {
   const url = new URL('./engine-worker.ts', import.meta.url);
   if (isBun || !url.pathname.endsWith('.ts')) return new Worker(url, { workerData: init });
-  const tsxApi = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href;
+  // tsx's ESM API entry sits beside the CommonJS one that require.resolve finds.
+  const tsxApi = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
   const code =
     `import(${JSON.stringify(tsxApi)}).then(({ tsImport }) => ` +
     `tsImport(${JSON.stringify(url.href)}, ${JSON.stringify(import.meta.url)}))`;
@@ -116,15 +117,20 @@ export class NativeEngine implements Engine {
   static async load(modelDir: string, options: NativeEngineOptions = {}): Promise<NativeEngine> {
     const { libPath, ...params } = options;
     const worker = startWorker({ libPath: libPath ?? defaultLibraryPath(), modelDir, params });
+    // Only our own listeners may be removed: Node's Worker keeps internal ones on itself.
+    let onMessage: (msg: FromWorker) => void = () => {};
+    let onError: (err: Error) => void = () => {};
+    let onExit: (code: number) => void = () => {};
     const first = await new Promise<FromWorker>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-      worker.once('exit', (code) => reject(new EngineError('internal', `engine worker exited (${code}) while loading`)));
+      onMessage = resolve;
+      onError = reject;
+      onExit = (code) => reject(new EngineError('internal', `engine worker exited (${code}) while loading`));
+      worker.once('message', onMessage).once('error', onError).once('exit', onExit);
     }).catch((err: unknown) => {
       void worker.terminate();
       throw err instanceof EngineError ? err : new EngineError('internal', String((err as Error)?.message ?? err));
     });
-    worker.removeAllListeners();
+    worker.off('message', onMessage).off('error', onError).off('exit', onExit);
     if (first.op !== 'ready') {
       await worker.terminate();
       throw first.op === 'init_failed' ? toError(first.error) : new EngineError('internal', `unexpected ${first.op}`);
