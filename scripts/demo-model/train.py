@@ -1,0 +1,177 @@
+"""Trains the demo model on data.py's conversations (loss on assistant tokens only) and saves checkpoints.
+
+Rows of --seq tokens are packed with whole conversations (attention stays inside each one; the
+rest of a row is padding without loss). AdamW, linear warm-up then cosine decay to 10%. With
+--steps the run is seeded and reproducible; with --minutes the schedule follows wall-clock progress
+instead (the run ends when the time is up), which fits a shared machine but is not bit-reproducible.
+A checkpoint (model + config + step) is written to --out/ckpt.pt every --save-every steps and at the end.
+
+Usage: nice -n 5 python3 train.py --tokenizer models/maya-demo/tokenizer.json --out /tmp/run --minutes 55
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+
+# OpenMP's default spin-waiting wastes most of the time on a shared, oversubscribed machine.
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+
+import torch  # noqa: E402
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import data  # noqa: E402
+from bpe import Tokenizer  # noqa: E402
+from model import Config, Glm4  # noqa: E402
+
+
+def encode_sample(tok: Tokenizer, tpl, s: data.Sample) -> tuple[list[int], list[bool]]:
+    ids: list[int] = []
+    mask: list[bool] = []
+    for text, trained in data.segments(tpl, s):
+        piece = tok.encode(text)
+        ids += piece
+        mask += [trained] * len(piece)
+    return ids, mask
+
+
+class Packer:
+    """Endless stream of packed (ids, targets, doc) rows from seeded samples."""
+
+    def __init__(self, tok: Tokenizer, seed: int, seq: int):
+        self.tok, self.seq = tok, seq
+        self.rng = random.Random(seed)
+        self.tpl = data.make_template()
+        self.pending: tuple[list[int], list[bool]] | None = None
+        self.pad = tok.special['<|endoftext|>']
+        self.samples = 0
+
+    def _next(self) -> tuple[list[int], list[bool]]:
+        while True:
+            ids, mask = encode_sample(self.tok, self.tpl, data.gen_sample(self.rng))
+            self.samples += 1
+            if len(ids) <= self.seq + 1:
+                return ids, mask
+
+    def row(self) -> tuple[list[int], list[int], list[int]]:
+        ids: list[int] = []
+        tgt: list[int] = []
+        doc: list[int] = []
+        d = 0
+        while True:
+            s = self.pending or self._next()
+            self.pending = None
+            if len(s[0]) - 1 > self.seq - len(ids):
+                if ids:
+                    self.pending = s
+                    break
+                s = (s[0][:self.seq + 1], s[1][:self.seq + 1])
+            x, m = s
+            ids += x[:-1]
+            tgt += [y if mm else -100 for y, mm in zip(x[1:], m[1:])]
+            doc += [d] * (len(x) - 1)
+            d += 1
+        n = self.seq - len(ids)
+        return ids + [self.pad] * n, tgt + [-100] * n, doc + [-1 - i for i in range(n)]
+
+    def batch(self, b: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        rows = [self.row() for _ in range(b)]
+        return tuple(torch.tensor([r[i] for r in rows]) for i in range(3))  # type: ignore[return-value]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--tokenizer', required=True)
+    ap.add_argument('--out', required=True)
+    ap.add_argument('--seed', type=int, default=1234)
+    ap.add_argument('--steps', type=int, default=1000)
+    ap.add_argument('--minutes', type=float, default=0.0, help='wall-clock schedule (overrides --steps)')
+    ap.add_argument('--batch', type=int, default=6)
+    ap.add_argument('--seq', type=int, default=512)
+    ap.add_argument('--lr', type=float, default=2e-3)
+    ap.add_argument('--warmup', type=int, default=20)
+    ap.add_argument('--hidden', type=int, default=256)
+    ap.add_argument('--layers', type=int, default=4)
+    ap.add_argument('--intermediate', type=int, default=512)
+    ap.add_argument('--heads', type=int, default=4)
+    ap.add_argument('--kv-heads', type=int, default=2)
+    ap.add_argument('--head-dim', type=int, default=64)
+    ap.add_argument('--threads', type=int, default=2)
+    ap.add_argument('--save-every', type=int, default=25)
+    ap.add_argument('--resume', action='store_true')
+    args = ap.parse_args()
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    tok = Tokenizer.load(args.tokenizer)
+    cfg = Config(vocab_size=tok.size, hidden_size=args.hidden, intermediate_size=args.intermediate,
+                 num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                 num_key_value_heads=args.kv_heads, head_dim=args.head_dim)
+    model = Glm4(cfg)
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{'params': decay, 'weight_decay': 0.05}, {'params': no_decay, 'weight_decay': 0.0}],
+                            lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+    packer = Packer(tok, args.seed, args.seq)
+    os.makedirs(args.out, exist_ok=True)
+    ckpt_path = os.path.join(args.out, 'ckpt.pt')
+    step, elapsed0 = 0, 0.0
+    if args.resume and os.path.exists(ckpt_path):
+        ck = torch.load(ckpt_path)
+        model.load_state_dict(ck['model'])
+        opt.load_state_dict(ck['opt'])
+        step, elapsed0 = ck['step'], ck.get('elapsed', 0.0)
+        packer.rng.setstate(ck['rng'])
+    print(json.dumps({'params': model.n_params(), 'config': cfg.to_dict(), 'args': vars(args)}), flush=True)
+
+    def save(final: bool) -> None:
+        torch.save({'model': model.state_dict(), 'opt': opt.state_dict(), 'config': cfg.to_dict(), 'step': step,
+                    'elapsed': elapsed0 + time.time() - t0, 'rng': packer.rng.getstate(), 'final': final,
+                    'args': vars(args)}, ckpt_path + '.tmp')
+        os.replace(ckpt_path + '.tmp', ckpt_path)
+
+    t0 = time.time()
+    step0 = step
+    ema = None
+    tokens = 0
+    while True:
+        elapsed = elapsed0 + time.time() - t0
+        if args.minutes > 0:
+            progress = elapsed / (args.minutes * 60)
+        else:
+            progress = step / args.steps
+        if progress >= 1.0:
+            break
+        lr = args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+        for g in opt.param_groups:
+            g['lr'] = lr
+        ids, tgt, doc = packer.batch(args.batch)
+        model.train()
+        sel = tgt.view(-1) != -100  # logits only where there is loss (saves most of the lm_head)
+        hid = model.hidden(ids, doc).view(-1, cfg.hidden_size)[sel]
+        loss = F.cross_entropy(model.logits(hid), tgt.view(-1)[sel])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        tokens += int((tgt != -100).sum())
+        ema = float(loss) if ema is None else 0.95 * ema + 0.05 * float(loss)
+        if step % 10 == 0 or step == 1:
+            dt = time.time() - t0
+            print(f'step {step} loss {float(loss):.4f} ema {ema:.4f} lr {lr:.2e} samples {packer.samples} '
+                  f'trained_tokens {tokens} elapsed {elapsed0 + dt:.0f}s rows/s {(step - step0) * args.batch / max(dt, 1e-9):.2f}',
+                  flush=True)
+        if step % args.save_every == 0:
+            save(False)
+    save(True)
+    print(f'done step {step} elapsed {elapsed0 + time.time() - t0:.0f}s samples {packer.samples}', flush=True)
+
+
+if __name__ == '__main__':
+    main()
