@@ -286,3 +286,18 @@ describe('GLM argument values are typed through the tool schema', () => {
     expect(events.at(-1)).toEqual({ type: 'tool_call_done', index: 0, arguments: '{"tz":"UTC"}' });
   });
 });
+
+describe('GLM rendering matches Python jinja2 on random conversations', () => {
+  interface RenderCase { template: string; turns: ChatTurn[]; tools: ToolSpec[]; thinking: boolean; prompt: string }
+  const { cases } = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures/glm-render-cases.json'), 'utf8')) as { cases: RenderCase[] };
+  it('has cases for each GLM template, with calls and result groups', () => {
+    for (const f of ['glm-4.5.jinja', 'glm-4.6.jinja', 'glm-4.7.jinja']) expect(cases.some((c) => c.template === f)).toBe(true);
+    expect(cases.some((c) => c.turns.filter((t) => t.role === 'tool').length > 1)).toBe(true);
+  });
+  cases.forEach((c, i) => {
+    it(`case ${i} (${c.template}, thinking ${c.thinking}, ${c.tools.length} tools, ${c.turns.length} turns)`, () => {
+      const d = dialectFor(c.template === 'glm-4.7.jinja' ? 'glm47' : 'glm45', c.template);
+      expect(d.renderPrompt(c.turns, { tools: c.tools, thinking: c.thinking }).text).toBe(c.prompt);
+    });
+  });
+});
