@@ -133,4 +133,38 @@ describe('stream readers', () => {
       await app.close();
     }
   });
+
+  it('drops a reader whose socket writes stall past STREAM_TIMEOUT_S, freeing its slot; the task completes', async () => {
+    const app = await listenJobsApp({
+      engine: { script: { tokens: says('x'.repeat(100)) }, tokenDelayMs: 5, info: { contextLength: 4_000_000 } },
+      jobSettings: { STREAM_TIMEOUT_S: 1, JOB_INPUT_BYTES: 8 << 20, EVENT_BYTES: 32 << 20 },
+    });
+    try {
+      // Each lifecycle event echoes 1.5 MB of instructions: more than the socket buffers hold.
+      const queued = await sdk(app.origin).responses.create({ model: 'maya-test', input: 'Hi', instructions: 'i'.repeat(1_500_000), background: true, store: true });
+      let response: IncomingMessage | undefined;
+      const req = httpRequest(`${app.origin}/v1/responses/${queued.id}?stream=true`, (res) => {
+        response = res;
+        res.pause();
+      });
+      req.on('error', () => {});
+      req.end();
+      await until(() => app.jobs.stats().readers === 1);
+      await until(() => app.jobs.stats().readers === 0);
+      expect(response?.statusCode).toBe(200);
+      const received = await new Promise<string>((resolve) => {
+        let text = '';
+        response!.setEncoding('utf8');
+        response!.on('data', (chunk: string) => void (text += chunk));
+        response!.once('close', () => resolve(text));
+        response!.resume();
+      });
+      expect(received).not.toContain('data: [DONE]');
+      await until(() => app.jobs.snapshot('anonymous', queued.id)!.status === 'completed');
+      expect(app.engine.cancelledCount).toBe(0);
+      req.destroy();
+    } finally {
+      await app.close();
+    }
+  });
 });
