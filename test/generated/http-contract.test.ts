@@ -10,6 +10,7 @@ import { createChatCompletion } from '../../handlers/create-chat-completion.ts';
 import { createResponse } from '../../handlers/create-response.ts';
 import { createTestApp, stubRuntime } from '../helpers/test-app.ts';
 import { scriptedRuntime } from '../responses/scripted-runtime.ts';
+import { createJobsApp, says } from '../handlers/background-fixtures.ts';
 import { createContractAjv, errorsOf, loadDocument } from './contract-schemas.ts';
 
 const doc = loadDocument();
@@ -59,6 +60,22 @@ function conforms(operationId: OperationId, res: Answer): unknown {
   return body;
 }
 
+/** The raw text of a streamed body (supertest would otherwise try to parse it). */
+function rawText(res: unknown, done: (error: Error | null, body: string) => void): void {
+  const stream = res as NodeJS.ReadableStream;
+  let text = '';
+  stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  stream.on('end', () => done(null, text));
+}
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error('condition not reached');
+}
+
 function appWithModel(pieces = ['<think>', 'Greeting', '</think>', '\n', 'Hello', ' there!', '<|user|>']) {
   const scripted = scriptedRuntime([{ pieces }]);
   const runtime = stubRuntime({ engine: scripted.engine, tokenizer: scripted.tokenizer, dialect: scripted.dialect, contextLength: scripted.contextLength });
@@ -103,11 +120,7 @@ describe('Responses endpoints conform', () => {
 
   it('create (SSE): every frame is a contract event named by its type', async () => {
     const { request } = appWithModel();
-    const res = await request.post('/v1/responses').send({ input: 'Hello', stream: true }).buffer(true).parse((r, done) => {
-      let text = '';
-      r.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      r.on('end', () => done(null, text));
-    });
+    const res = await request.post('/v1/responses').send({ input: 'Hello', stream: true }).buffer(true).parse(rawText);
     const events = conforms('createResponse', { ...res, text: res.body as string }) as Json[];
     expect(events[0]!.type).toBe('response.created');
     expect(events.at(-1)!.type).toBe('response.completed');
@@ -121,17 +134,49 @@ describe('Responses endpoints conform', () => {
   });
 });
 
+describe('background responses conform', () => {
+  it('queued create, stream replay (full and after a cursor), future cursor 400, cancel, delete', async () => {
+    const { request } = createJobsApp({ engine: { script: { tokens: says('hello') } } });
+    const queued = conforms('createResponse', await request.post('/v1/responses').send({ input: 'Hi', background: true, store: true })) as Json;
+    expect(queued.status).toBe('queued');
+    const id = String(queued.id);
+    await until(async () => (await request.get(`/v1/responses/${id}`)).body.status === 'completed');
+    const replay = async (query: string) => {
+      const res = await request.get(`/v1/responses/${id}?stream=true${query}`).buffer(true).parse(rawText);
+      return conforms('getResponse', { ...res, text: res.body as string }) as Json[];
+    };
+    const events = await replay('');
+    expect(events[0]!.type).toBe('response.created');
+    expect(events.at(-1)!.type).toBe('response.completed');
+    expect((await replay('&starting_after=2')).map((e) => e.sequence_number)).toEqual(events.slice(3).map((e) => e.sequence_number));
+    const future = await request.get(`/v1/responses/${id}?stream=true&starting_after=100000`);
+    expect(future.status).toBe(400);
+    conforms('getResponse', future);
+    conforms('cancelResponse', await request.post(`/v1/responses/${id}/cancel`));
+    conforms('deleteResponse', await request.delete(`/v1/responses/${id}`));
+  });
+
+  it('a cancelled running task: its live stream ends with the standard error event', async () => {
+    const { request } = createJobsApp({ engine: { script: { tokens: says('x'.repeat(400)) }, tokenDelayMs: 5 } });
+    const queued = conforms('createResponse', await request.post('/v1/responses').send({ input: 'Hi', background: true, store: true })) as Json;
+    const id = String(queued.id);
+    await until(async () => (await request.get(`/v1/responses/${id}`)).body.status === 'in_progress');
+    const cancelled = conforms('cancelResponse', await request.post(`/v1/responses/${id}/cancel`)) as Json;
+    expect(['cancelled', 'in_progress']).toContain(cancelled.status);
+    await until(async () => (await request.get(`/v1/responses/${id}`)).body.status === 'cancelled');
+    const res = await request.get(`/v1/responses/${id}?stream=true`).buffer(true).parse(rawText);
+    const events = conforms('getResponse', { ...res, text: res.body as string }) as Json[];
+    expect(events.at(-1)).toMatchObject({ type: 'error', code: 'response_cancelled' });
+  });
+});
+
 describe('chat completions conform', () => {
   it('JSON and SSE chunks (with a usage chunk)', async () => {
     const { request } = appWithModel();
     const body = { messages: [{ role: 'user', content: 'Hello' }] };
     const completion = conforms('createChatCompletion', await request.post('/v1/chat/completions').send(body)) as Json;
     expect(completion.object).toBe('chat.completion');
-    const res = await request.post('/v1/chat/completions').send({ ...body, stream: true, stream_options: { include_usage: true } }).buffer(true).parse((r, done) => {
-      let text = '';
-      r.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      r.on('end', () => done(null, text));
-    });
+    const res = await request.post('/v1/chat/completions').send({ ...body, stream: true, stream_options: { include_usage: true } }).buffer(true).parse(rawText);
     const chunks = conforms('createChatCompletion', { ...res, text: res.body as string }) as Json[];
     expect(chunks.at(-1)!.usage).toBeDefined();
   });
