@@ -1,0 +1,144 @@
+/**
+ * Tokenizer: a Hugging Face `tokenizer.json` (+ `tokenizer_config.json`) through
+ * @huggingface/tokenizers. encode() recognises added/special tokens in the text and never splits
+ * them (`<|user|>`, `<think>`); decode() turns ids back into text; createDecoder() streams text
+ * token by token without ever emitting half of a multi-byte UTF-8 character.
+ *
+ * Streaming follows the incremental detokenisation of vLLM / text-generation-inference: decode a
+ * short window of ids twice (without and with the new ones) and emit the difference, holding it
+ * back while the window's text ends in U+FFFD (an incomplete byte sequence).
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
+
+export class TokenizerError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TokenizerError';
+  }
+}
+
+export interface EncodeOptions {
+  /** Add the tokenizer's post-processor tokens (e.g. BOS). Default false: chat templates carry their own. */
+  addSpecialTokens?: boolean;
+}
+
+export interface DecodeOptions {
+  /** Drop special tokens from the text. Default false. */
+  skipSpecialTokens?: boolean;
+}
+
+/** Streams text for token ids as they are generated. */
+export interface StreamDecoder {
+  /** Adds one id; returns the text that is now complete ('' while a character is incomplete). */
+  push(id: number): string;
+  /** Returns whatever is still held back (an incomplete trailing sequence decodes to U+FFFD). */
+  flush(): string;
+}
+
+interface AddedTokenJson {
+  id: number;
+  content: string;
+  special?: boolean;
+}
+
+const REPLACEMENT = '\uFFFD';
+
+export class Tokenizer {
+  private readonly hf: HfTokenizer;
+  private readonly added = new Map<string, { id: number; special: boolean }>();
+
+  constructor(tokenizerJson: object, tokenizerConfig: object = {}) {
+    try {
+      this.hf = new HfTokenizer(tokenizerJson, tokenizerConfig);
+    } catch (err) {
+      throw new TokenizerError(`invalid tokenizer.json: ${(err as Error).message}`);
+    }
+    const addedTokens = (tokenizerJson as { added_tokens?: AddedTokenJson[] }).added_tokens ?? [];
+    for (const t of addedTokens) this.added.set(t.content, { id: t.id, special: t.special ?? false });
+  }
+
+  /** Loads `tokenizer.json` and, when present, `tokenizer_config.json` from a model directory. */
+  static async fromDir(dir: string): Promise<Tokenizer> {
+    const json = await readJson(join(dir, 'tokenizer.json'));
+    if (json === undefined) throw new TokenizerError(`${dir} has no tokenizer.json`);
+    const config = (await readJson(join(dir, 'tokenizer_config.json'))) ?? {};
+    return new Tokenizer(json, config);
+  }
+
+  encode(text: string, options: EncodeOptions = {}): number[] {
+    if (text === '') return [];
+    return this.hf.encode(text, { add_special_tokens: options.addSpecialTokens ?? false }).ids;
+  }
+
+  decode(ids: readonly number[], options: DecodeOptions = {}): string {
+    if (ids.length === 0) return '';
+    return this.hf.decode([...ids], {
+      skip_special_tokens: options.skipSpecialTokens ?? false,
+      clean_up_tokenization_spaces: false,
+    });
+  }
+
+  /** The id of a token string (special/added tokens included), or undefined. */
+  tokenId(token: string): number | undefined {
+    return this.added.get(token)?.id ?? this.hf.token_to_id(token);
+  }
+
+  /** The vocabulary string of an id (e.g. 'Ġhello', '<|user|>'), or undefined. */
+  idToToken(id: number): string | undefined {
+    return this.hf.id_to_token(id);
+  }
+
+  /** True for ids of added tokens marked special. */
+  isSpecial(id: number): boolean {
+    const token = this.hf.id_to_token(id);
+    return token !== undefined && (this.added.get(token)?.special ?? false);
+  }
+
+  /** Ids of all added tokens marked special, by content. */
+  specialTokens(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [content, t] of this.added) if (t.special) out.set(content, t.id);
+    return out;
+  }
+
+  createDecoder(options: DecodeOptions = {}): StreamDecoder {
+    const ids: number[] = [];
+    let prefixOffset = 0;
+    let readOffset = 0;
+    const text = (from: number, to: number) => this.decode(ids.slice(from, to), options);
+    return {
+      push: (id: number) => {
+        ids.push(id);
+        const prefix = text(prefixOffset, readOffset);
+        const full = text(prefixOffset, ids.length);
+        if (full.length <= prefix.length || full.endsWith(REPLACEMENT)) return '';
+        prefixOffset = readOffset;
+        readOffset = ids.length;
+        return full.slice(prefix.length);
+      },
+      flush: () => {
+        if (readOffset === ids.length) return '';
+        const prefix = text(prefixOffset, readOffset);
+        const full = text(prefixOffset, ids.length);
+        prefixOffset = readOffset = ids.length;
+        return full.slice(prefix.length);
+      },
+    };
+  }
+}
+
+async function readJson(path: string): Promise<object | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    return JSON.parse(text) as object;
+  } catch (err) {
+    throw new TokenizerError(`${path} is not valid JSON: ${(err as Error).message}`);
+  }
+}
