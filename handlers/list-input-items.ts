@@ -6,6 +6,7 @@
  * strictly after it in the requested order, so the SDK's auto-pagination (`after` = last id,
  * while `has_more`) visits every item once. An `after` id that is not in the listing is 400
  * (param `after`) rather than an empty page, so a wrong cursor is never mistaken for the end.
+ * A background task's record answers first: its inputs are listable while it is still running.
  */
 import type { Handler } from './app-deps.ts';
 import { ApiError, notFound } from './errors.ts';
@@ -15,7 +16,7 @@ import { StoreError } from '../store/response-store.ts';
 export const listInputItems: Handler = async (ctx, deps) => {
   const id = ctx.state.params.response_id as string;
   const { order, limit, after } = ctx.state.query as ListInputItemsQuery;
-  const page = await deps.store.listInputItems(ctx.state.scope, id, { order, limit, after }).catch((error: unknown) => {
+  const page = deps.jobs?.listInputItems(ctx.state.scope, id, { order, limit, after }) ?? await deps.store.listInputItems(ctx.state.scope, id, { order, limit, after }).catch((error: unknown) => {
     if (error instanceof StoreError) throw new ApiError(error.status, error.message, 'invalid_request_error', error.code, error.param);
     throw error;
   });

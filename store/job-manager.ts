@@ -25,7 +25,7 @@ import { JobEventBuffer, eventBytes, type JobEvent } from './job-event-buffer.ts
 import { JobMetrics, type JobRejection } from './job-metrics.ts';
 import { JobReaders, type ReaderLease } from './job-readers.ts';
 import { JobRecord, type JobSpec, type StopReason } from './job-record.ts';
-import { StoreError, type ResponseStore, type StoredHistory, type StoredItem } from './response-store.ts';
+import { StoreError, type InputItemPage, type ListInputItemsOptions, type ResponseStore, type StoredHistory, type StoredItem } from './response-store.ts';
 
 export type { JobRunHooks, JobSpec } from './job-record.ts';
 
@@ -195,6 +195,25 @@ export class JobManager {
       throw new ApiError(error.status, error.message, error.status >= 500 ? 'server_error' : 'invalid_request_error', error.code, error.param, { 'retry-after': '1' });
     }
     return { responseId: id, items, bytes, release: () => reservation.release() };
+  }
+
+  /**
+   * input_items of a job record (its input history, not its output), paged like the store's
+   * listing; available while the task is still active and during its retention. 400 for an
+   * `after` id that is not in the listing; undefined when `id` is not a job record of `scope`.
+   */
+  listInputItems(scope: string, id: string, options: ListInputItemsOptions = {}): InputItemPage | undefined {
+    const record = this.find(scope, id);
+    if (!record) return undefined;
+    const ordered = options.order === 'asc' ? [...record.historyItems] : [...record.historyItems].reverse();
+    let start = 0;
+    if (options.after !== undefined) {
+      start = ordered.findIndex((item) => item.id === options.after) + 1;
+      if (start === 0) throw badRequest('after', `No input item with id '${options.after}' in the input items of response '${id}'.`, 'unknown_cursor');
+    }
+    const end = start + (options.limit ?? 20);
+    const data = ordered.slice(start, end);
+    return { object: 'list', data, has_more: end < ordered.length, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
   }
 
   /**

@@ -139,6 +139,30 @@ describe('GET /v1/responses/{id} for a background task', () => {
   });
 });
 
+describe('GET /v1/responses/{id}/input_items for a background task', () => {
+  it('lists the inputs of a running task page by page; unknown cursors are 400, other keys 404', async () => {
+    const { request, jobs } = createJobsApp({ server: { apiKeys: KEYS }, engine: slowEngine });
+    const input = Array.from({ length: 45 }, (_, index) => ({ type: 'message', role: 'user', content: `m${index}` }));
+    const id = (await request.post('/v1/responses').set(auth('key-a')).send(body({ input }))).body.id as string;
+    const texts: string[] = [];
+    let after: string | undefined;
+    for (let page = 0; page < 5; page++) {
+      const res = await request.get(`/v1/responses/${id}/input_items?order=asc&limit=20${after ? `&after=${after}` : ''}`).set(auth('key-a'));
+      expect(res.status).toBe(200);
+      texts.push(...res.body.data.map((item: { content: Array<{ text: string }> }) => item.content[0]!.text));
+      after = res.body.last_id;
+      if (!res.body.has_more) break;
+    }
+    expect(texts).toEqual(input.map((item) => item.content));
+    expect((await request.get(`/v1/responses/${id}`).set(auth('key-a'))).body.status).not.toBe('completed');
+    const bad = await request.get(`/v1/responses/${id}/input_items?after=msg_nope`).set(auth('key-a'));
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ param: 'after', code: 'unknown_cursor' });
+    expect((await request.get(`/v1/responses/${id}/input_items`).set(auth('key-b'))).status).toBe(404);
+    await jobs.shutdown(10_000);
+  });
+});
+
 describe('rules', () => {
   it('DELETE of an active task is 409; after it finished, DELETE removes it', async () => {
     const { request, jobs } = createJobsApp({ engine: slowEngine });
