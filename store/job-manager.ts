@@ -67,8 +67,11 @@ export const SHUTDOWN_WAIT_MS = 10_000;
 /** How long POST …/cancel waits for a running task's cleanup (the spec's five seconds). */
 export const CANCEL_WAIT_MS = 5_000;
 
+/** setTimeout's largest delay; longer ones would fire at once (Node clamps them to 1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 function defaultSchedule(fn: () => void, ms: number): () => void {
-  const timer = setTimeout(fn, ms);
+  const timer = setTimeout(fn, Math.min(ms, MAX_TIMER_MS));
   timer.unref();
   return () => clearTimeout(timer);
 }
@@ -96,9 +99,10 @@ export class JobManager {
     this.store = options.store;
     this.now = options.now ?? Date.now;
     this.schedule = options.schedule ?? defaultSchedule;
-    this.metrics = new JobMetrics(options.registry, () => ({
-      queued: this.queue.length, running: this.running.size, records: this.records.size, eventBytes: this.eventBytes(), readers: this.readers.count,
-    }));
+    this.metrics = new JobMetrics(options.registry, () => {
+      this.expire();
+      return { queued: this.queue.length, running: this.running.size, records: this.records.size, eventBytes: this.eventBytes(), readers: this.readers.count };
+    });
     this.readers = new JobReaders(options.settings.STREAM_READERS, options.settings.STREAM_OWNER_READERS, (reason) => this.metrics.reject(reason));
   }
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../handlers/errors.ts';
-import { JobCleanupError } from '../../store/job-manager.ts';
+import { DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
+import { JobCleanupError, JobManager } from '../../store/job-manager.ts';
+import { MemoryResponseStore } from '../../store/memory-response-store.ts';
 import type { JobEvent } from '../../store/job-event-buffer.ts';
 import { collect, createManager, flush, Gate, scriptedTask } from './job-fixtures.ts';
 
@@ -188,6 +190,21 @@ describe('deadline (JOB_TIMEOUT_S from admission)', () => {
     const events = await collect(jobs.openStream(A, task.response.id, undefined)!);
     expect(events.at(-1)).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'job_timeout' } } });
     expect(task.saved).toHaveLength(0);
+  });
+});
+
+describe('deadline timer', () => {
+  it('never fires early for a deadline beyond setTimeout\'s range', async () => {
+    const store = new MemoryResponseStore({ settings: DEFAULT_RESPONSES_SETTINGS });
+    const jobs = new JobManager({ settings: { ...DEFAULT_RESPONSES_SETTINGS, JOB_TIMEOUT_S: 10_000_000 }, store });
+    const gate = new Gate();
+    const task = scriptedTask({ gate });
+    jobs.submit(A, task.spec);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(jobs.snapshot(A, task.response.id)!.status).toBe('in_progress');
+    gate.open();
+    await flush(20);
+    expect(jobs.snapshot(A, task.response.id)!.status).toBe('completed');
   });
 });
 
@@ -446,7 +463,7 @@ describe('shutdown', () => {
 
 describe('metrics', () => {
   it('exports maya:responses_jobs_* without credential scopes or content', async () => {
-    const { jobs, registry } = createManager({ JOB_OWNER_ENTRIES: 1 });
+    const { jobs, registry, clock } = createManager({ JOB_OWNER_ENTRIES: 1 });
     const gate = new Gate();
     const task = scriptedTask({ gate });
     jobs.submit('secret-scope-value', task.spec);
@@ -464,6 +481,10 @@ describe('metrics', () => {
     expect(after).toContain('maya:responses_jobs_finished_total{status="completed"} 1');
     expect(after).toContain('maya:responses_jobs_run_seconds_count 1');
     expect(after).not.toContain('secret-scope-value');
+    clock.now += DEFAULT_RESPONSES_SETTINGS.JOB_TTL_S * 1000;
+    const expired = await registry.metrics();
+    expect(expired).toContain('maya:responses_jobs_records 0');
+    expect(expired).toContain('maya:responses_jobs_event_bytes 0');
     expect(after).not.toContain('hello');
   });
 });
