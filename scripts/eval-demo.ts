@@ -1,0 +1,321 @@
+/**
+ * `npm run eval:demo`: scores the embedded demo model (models/maya-demo) through Maya itself: the
+ * service is started in-process on a loopback port (cli/serve.ts startService, the native engine,
+ * the GLM dialect) and every held-out case (scripts/demo-model/eval-cases.json, made by
+ * make_eval_cases.py with a seed training never used) goes through POST /v1/responses with the
+ * official openai SDK, greedy (temperature 0). Prints a markdown table of rates and writes the
+ * per-case results as JSON.
+ *
+ * The model loader is runtime/load-model-runtime.ts when it exists; until then the runtime is
+ * assembled here from its parts (NativeEngine, @huggingface/tokenizers, loadDialect), and the
+ * report says which one ran.
+ *
+ * Usage: npm run eval:demo -- [--model DIR] [--limit N] [--kinds tool,json] [--out FILE]
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import OpenAI from 'openai';
+import { startService, type LoadModelRuntime } from '../cli/serve.ts';
+import { loadResponsesSettings, loadServerSettings } from '../config/settings.ts';
+import { silentLogger } from '../handlers/app-deps.ts';
+import { loadDialect } from '../dialects/select.ts';
+import { NativeEngine } from '../engine-cuda/native-engine.ts';
+import type { GenerationRuntime, PipelineTokenizer, StreamingDecoder } from '../responses/generation-runtime.ts';
+import { newId } from '../responses/ids.ts';
+import { normaliseInput } from '../responses/input-history.ts';
+import { newResponseObject } from '../responses/response-object.ts';
+import { planResponse, type PlanRequest } from '../responses/response-plan.ts';
+import { runResponse } from '../responses/run-response.ts';
+import type { ModelRuntime } from '../runtime/model-runtime.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const LOADER_MODULE = '../runtime/load-model-runtime.ts';
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+interface EvalCase {
+  id: string;
+  kind: 'tool' | 'json' | 'memory' | 'reasoning';
+  thinking: boolean;
+  request: Record<string, unknown>;
+  turns?: string[];
+  expect: { calls?: { name: string; arguments: Record<string, Json> }[]; value?: Json; answer?: string };
+}
+
+interface CaseResult {
+  id: string;
+  kind: EvalCase['kind'];
+  thinking: boolean;
+  /** The behaviour's target metric passed. */
+  pass: boolean;
+  /** Output well-formed (parseable call / JSON, completed response). */
+  wellFormed: boolean;
+  /** Thinking on: a reasoning item with text came first and no think markup leaked. */
+  reasoningOk?: boolean;
+  /** json: every value equals the one the prompt gave. */
+  exact?: boolean;
+  status: string;
+  output: unknown;
+  error?: string;
+}
+
+type ResponseOutput = OpenAI.Responses.Response['output'];
+
+function deepEqual(a: unknown, b: unknown): boolean {
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+}
+
+function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canonical);
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]));
+  }
+  return v;
+}
+
+function outputText(output: ResponseOutput): string {
+  return output.flatMap((item) => (item.type === 'message' ? item.content : []))
+    .map((part) => (part.type === 'output_text' ? part.text : '')).join('');
+}
+
+/** Thinking on: reasoning text first, then an answer; no `<think>` markup in any text. */
+function reasoningWellFormed(output: ResponseOutput): boolean {
+  const first = output[0];
+  if (!first || first.type !== 'reasoning') return false;
+  const text = (first.content ?? []).map((c) => c.text).join('');
+  if (text.trim() === '' || /<\/?think>/.test(text)) return false;
+  const rest = output.slice(1);
+  if (rest.length === 0) return false;
+  return !/<\/?think>/.test(outputText(rest)) && rest.every((item) => item.type === 'message' || item.type === 'function_call');
+}
+
+function assembledRuntime(): LoadModelRuntime {
+  return async (dir) => {
+    const engine = await NativeEngine.load(dir);
+    const tok = new Tokenizer(JSON.parse(readFileSync(`${dir}/tokenizer.json`, 'utf8')) as object,
+      JSON.parse(readFileSync(`${dir}/tokenizer_config.json`, 'utf8')) as object);
+    const tokenizer: PipelineTokenizer = {
+      encode: (text) => tok.encode(text, { add_special_tokens: false }).ids,
+      tokenToId: (token) => tok.token_to_id(token),
+      createDecoder: (): StreamingDecoder => {
+        let pending: number[] = [];
+        const flush = () => {
+          const text = pending.length ? tok.decode(pending, { skip_special_tokens: false }) : '';
+          pending = [];
+          return text;
+        };
+        return {
+          // Byte-level tokens can split a UTF-8 sequence: hold them until the text is whole.
+          push: (id) => {
+            pending.push(id);
+            const text = tok.decode(pending, { skip_special_tokens: false });
+            if (text.endsWith('\uFFFD') && pending.length < 4) return '';
+            pending = [];
+            return text;
+          },
+          flush,
+        };
+      },
+    };
+    const dialect = await loadDialect(dir);
+    const runtime = {
+      id: 'maya-demo',
+      dir,
+      contextLength: engine.info.contextLength,
+      dialectName: dialect.name,
+      createdAt: Math.floor(Date.now() / 1000),
+      engine,
+      tokenizer,
+      dialect,
+      close: () => engine.close(),
+    };
+    return runtime as ModelRuntime;
+  };
+}
+
+async function pickLoader(): Promise<{ load: LoadModelRuntime; name: string }> {
+  try {
+    const mod = (await import(LOADER_MODULE)) as { loadModelRuntime: LoadModelRuntime };
+    return { load: mod.loadModelRuntime, name: 'runtime/load-model-runtime.ts' };
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== 'ERR_MODULE_NOT_FOUND' && !/Cannot find module/.test((err as Error).message)) throw err;
+    return { load: assembledRuntime(), name: 'assembled in scripts/eval-demo.ts (NativeEngine + tokenizers + loadDialect)' };
+  }
+}
+
+type CreateParams = OpenAI.Responses.ResponseCreateParamsNonStreaming;
+type Create = (params: CreateParams) => Promise<OpenAI.Responses.Response>;
+
+/**
+ * POST /v1/responses through the SDK; while the route still answers 501 (not wired yet), the same
+ * request runs through the Responses pipeline in-process (planResponse + runResponse), and
+ * `via.mode` says so.
+ */
+function creator(client: OpenAI, runtime: ModelRuntime, via: { mode: string }): Create {
+  const direct: Create = async (params) => {
+    const request = params as unknown as PlanRequest & { input: string | Record<string, unknown>[] };
+    const gen = runtime as unknown as GenerationRuntime;
+    const plan = planResponse(gen, request, normaliseInput(request.input), 0);
+    const events = runResponse(gen, plan, newResponseObject(request, newId('resp'), runtime.id, 'in_progress'), { seed: 0 });
+    let step = await events.next();
+    while (!step.done) step = await events.next();
+    return step.value as unknown as OpenAI.Responses.Response;
+  };
+  return async (params) => {
+    if (via.mode === 'pipeline') return direct(params);
+    try {
+      return await client.responses.create(params);
+    } catch (err) {
+      if (!(err instanceof OpenAI.APIError) || err.status !== 501) throw err;
+      via.mode = 'pipeline';
+      return direct(params);
+    }
+  };
+}
+
+async function runCase(create: Create, model: string, c: EvalCase, ajv: Ajv2020): Promise<CaseResult> {
+  const base = { model, temperature: 0, max_output_tokens: 300, store: false } as const;
+  const result: CaseResult = { id: c.id, kind: c.kind, thinking: c.thinking, pass: false, wellFormed: false, status: '', output: null };
+  try {
+    let response: OpenAI.Responses.Response;
+    if (c.kind === 'memory') {
+      const history: OpenAI.Responses.ResponseInputItem[] = [];
+      let last: OpenAI.Responses.Response | undefined;
+      for (const turn of c.turns ?? []) {
+        history.push({ role: 'user', content: turn });
+        last = await create({ ...base, ...c.request, input: history } as CreateParams);
+        history.push(...(last.output as OpenAI.Responses.ResponseInputItem[]));
+      }
+      response = last!;
+    } else {
+      response = await create({ ...base, ...c.request } as CreateParams);
+    }
+    result.status = response.status ?? '';
+    result.output = response.output;
+    const completed = response.status === 'completed';
+    if (c.thinking) result.reasoningOk = completed && reasoningWellFormed(response.output);
+    const text = outputText(response.output);
+    if (c.kind === 'tool') {
+      const calls = response.output.filter((item) => item.type === 'function_call');
+      const parsed = calls.map((call) => ({ name: call.name, arguments: JSON.parse(call.arguments) as unknown }));
+      result.wellFormed = completed && calls.length > 0 && parsed.every((p) => p.arguments !== null && typeof p.arguments === 'object');
+      const want = [...(c.expect.calls ?? [])];
+      result.pass = result.wellFormed && parsed.length === want.length
+        && parsed.every((p) => {
+          const i = want.findIndex((w) => w.name === p.name && deepEqual(w.arguments, p.arguments));
+          return i >= 0 && want.splice(i, 1).length === 1;
+        });
+    } else if (c.kind === 'json') {
+      const format = (c.request.text as { format: { schema: object } }).format;
+      let value: unknown;
+      try { value = JSON.parse(text); } catch { value = undefined; }
+      result.wellFormed = completed && value !== undefined;
+      result.pass = result.wellFormed && ajv.validate(format.schema, value) === true;
+      result.exact = result.pass && deepEqual(value, c.expect.value);
+    } else if (c.kind === 'memory') {
+      const want = String(c.expect.value);
+      result.wellFormed = completed;
+      result.pass = completed && new RegExp(`(^|[^\\w])${want.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\w])`).test(text);
+    } else {
+      result.wellFormed = completed && text.trim() !== '';
+      result.pass = result.reasoningOk === true;
+    }
+  } catch (err) {
+    result.error = (err as Error).message;
+  }
+  return result;
+}
+
+function rate(rows: CaseResult[], pick: (r: CaseResult) => boolean | undefined): string {
+  const considered = rows.filter((r) => pick(r) !== undefined);
+  if (considered.length === 0) return 'n/a';
+  const ok = considered.filter((r) => pick(r) === true).length;
+  return `${(100 * ok / considered.length).toFixed(1)}% (${ok}/${considered.length})`;
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      model: { type: 'string', default: `${ROOT}models/maya-demo` },
+      cases: { type: 'string', default: `${ROOT}scripts/demo-model/eval-cases.json` },
+      limit: { type: 'string' },
+      kinds: { type: 'string' },
+      out: { type: 'string', default: `${ROOT}scripts/demo-model/eval-results.json` },
+    },
+  });
+  const all = (JSON.parse(readFileSync(values.cases, 'utf8')) as { cases: EvalCase[] }).cases;
+  const kinds = values.kinds?.split(',');
+  const limit = values.limit ? Number(values.limit) : Infinity;
+  const counts = new Map<string, number>();
+  const cases = all.filter((c) => {
+    if (kinds && !kinds.includes(c.kind)) return false;
+    const n = counts.get(c.kind) ?? 0;
+    counts.set(c.kind, n + 1);
+    return n < limit;
+  });
+
+  const loader = await pickLoader();
+  const settings = loadResponsesSettings({});
+  const server = loadServerSettings({ MAYA_HOST: '127.0.0.1', MAYA_PORT: '0' });
+  const service = await startService({ settings, server, modelDir: values.model, loadRuntime: loader.load, logger: silentLogger });
+  const started = Date.now();
+  let runtime: ModelRuntime;
+  try {
+    runtime = await service.loaded;
+  } catch (err) {
+    process.stderr.write(`eval:demo: cannot load ${values.model}: ${(err as Error).message}\n`);
+    await service.stop();
+    return 1;
+  }
+  const client = new OpenAI({ baseURL: `${service.origin}/v1`, apiKey: 'eval-demo', maxRetries: 0, timeout: 600_000 });
+  const ajv = new Ajv2020({ strict: false, allErrors: false });
+  const via = { mode: 'http' };
+  const create = creator(client, runtime, via);
+  const results: CaseResult[] = [];
+  const t0 = Date.now();
+  try {
+    for (const c of cases) {
+      const r = await runCase(create, runtime.id, c, ajv);
+      results.push(r);
+      process.stderr.write(`${r.pass ? '.' : 'x'}`);
+    }
+  } finally {
+    await service.stop();
+  }
+  process.stderr.write('\n');
+
+  const of = (kind: string) => results.filter((r) => r.kind === kind);
+  const thinkingRows = results.filter((r) => r.thinking);
+  const table = [
+    '| behaviour (held-out, greedy) | metric | rate | target |',
+    '| --- | --- | --- | --- |',
+    `| tool calls (tool_choice auto) | right tool and arguments | ${rate(of('tool'), (r) => r.pass)} | ≥ 95% |`,
+    `| tool calls | well-formed call | ${rate(of('tool'), (r) => r.wellFormed)} | |`,
+    `| JSON (json_schema, strict) | valid against the schema | ${rate(of('json'), (r) => r.pass)} | ≥ 95% |`,
+    `| JSON | values equal to the prompt's | ${rate(of('json'), (r) => r.exact)} | |`,
+    `| memory (2-4 turns, full history) | answer contains the value | ${rate(of('memory'), (r) => r.pass)} | ≥ 90% |`,
+    `| reasoning (thinking on, plain prompts) | reasoning item, then answer | ${rate(of('reasoning'), (r) => r.pass)} | ≥ 95% |`,
+    `| reasoning (every thinking-on case) | reasoning item, then answer | ${rate(thinkingRows, (r) => r.reasoningOk)} | ≥ 95% |`,
+  ].join('\n');
+  const path = via.mode === 'http'
+    ? 'POST /v1/responses over loopback (openai SDK)'
+    : 'the Responses pipeline in-process (planResponse + runResponse; POST /v1/responses answered 501)';
+  const summary = `model ${values.model}\nrequests: ${path}\nloader ${loader.name}; loaded in ${((t0 - started) / 1000).toFixed(1)} s; `
+    + `${results.length} cases in ${((Date.now() - t0) / 1000).toFixed(0)} s\n\n${table}\n`;
+  process.stdout.write(summary);
+  const failures = results.filter((r) => !r.pass).slice(0, 12);
+  for (const f of failures) process.stdout.write(`\nFAIL ${f.id} (${f.status}${f.error ? `: ${f.error}` : ''}): ${JSON.stringify(f.output).slice(0, 400)}`);
+  process.stdout.write('\n');
+  writeFileSync(values.out, `${JSON.stringify({ summary: table, loader: loader.name, requests: path, results }, null, 1)}\n`);
+  return 0;
+}
+
+main().then((code) => process.exit(code), (err: unknown) => {
+  process.stderr.write(`eval:demo: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
