@@ -7,6 +7,7 @@
  * exits 1; SIGINT/SIGTERM shut down cleanly and exit 0.
  */
 import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mergeEnv, readConfigFile } from '../config/config-file.ts';
 import { loadResponsesSettings, loadServerSettings, SettingsError } from '../config/settings.ts';
@@ -92,7 +93,7 @@ async function serve(argv: string[]): Promise<number> {
     process.stderr.write(`maya: ${err.message}\n`);
     return 2;
   }
-  const modelDir = server.model ?? DEFAULT_MODEL_DIR;
+  const modelDir = resolve(server.model ?? DEFAULT_MODEL_DIR);
   let loadModelRuntime: LoadModelRuntime;
   try {
     ({ loadModelRuntime } = (await import(LOADER_MODULE)) as { loadModelRuntime: LoadModelRuntime });
@@ -109,24 +110,27 @@ async function serve(argv: string[]): Promise<number> {
     return 1;
   }
   process.stderr.write(`maya: listening on ${service.origin} (auth ${server.apiKeys.length > 0 ? 'on' : 'off'}); loading ${modelDir}\n`);
-  const stopped = new Promise<number>((resolve) => {
-    let signals = 0;
+  let signals = 0;
+  const stopped = new Promise<number>((done) => {
     const onSignal = (signal: NodeJS.Signals) => {
       if (++signals > 1) process.exit(1);
       process.stderr.write(`\nmaya: ${signal}, shutting down\n`);
-      service.stop().then(() => resolve(0), (err: unknown) => {
+      service.stop().then(() => done(0), (err: unknown) => {
         process.stderr.write(`maya: shutdown: ${(err as Error).message}\n`);
-        resolve(1);
+        done(1);
       });
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   });
   try {
-    const runtime = await service.loaded;
+    // A signal during loading ends the wait: the process exits without finishing the load.
+    const runtime = await Promise.race([service.loaded, stopped.then(() => undefined)]);
+    if (runtime === undefined) return stopped;
     if (process.stderr.isTTY) process.stderr.write('\n');
     process.stderr.write(`maya: model ${runtime.id} ready in ${((Date.now() - started) / 1000).toFixed(1)} s (context ${runtime.contextLength})\n`);
   } catch (err) {
+    if (signals > 0) return stopped;
     process.stderr.write(`\nmaya: cannot load the model from ${modelDir}: ${(err as Error).message}\n`);
     await service.stop();
     return 1;
