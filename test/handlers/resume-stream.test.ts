@@ -167,4 +167,42 @@ describe('stream readers', () => {
       await app.close();
     }
   });
+
+  it('ends a connected reader the event window slid past with a terminal error event (410 events_expired)', async () => {
+    const app = await listenJobsApp({
+      engine: { script: { tokens: says('x'.repeat(60)) }, tokenDelayMs: 1, info: { contextLength: 4_000_000 } },
+      jobSettings: { STREAM_TIMEOUT_S: 120, JOB_INPUT_BYTES: 8 << 20, EVENT_BYTES: 32 << 20, EVENT_COUNT: 8 },
+    });
+    try {
+      // The creating request is the reader: its first write (1.5 MB) blocks while it is paused.
+      const payload = JSON.stringify({ model: 'maya-test', input: 'Hi', instructions: 'i'.repeat(1_500_000), background: true, store: true, stream: true });
+      let response: IncomingMessage | undefined;
+      const req = httpRequest(`${app.origin}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' } }, (res) => {
+        response = res;
+        res.pause();
+      });
+      req.on('error', () => {});
+      req.end(payload);
+      await until(() => response !== undefined && app.jobs.stats().readers === 1);
+      await until(() => app.jobs.stats().admissions === 1 && app.jobs.stats().running === 0);
+      const received = await new Promise<string>((resolve) => {
+        let text = '';
+        response!.setEncoding('utf8');
+        response!.on('data', (chunk: string) => void (text += chunk));
+        response!.once('end', () => resolve(text));
+        response!.resume();
+      });
+      const frames = received.split('\n\n').filter((frame) => frame.startsWith('event: '));
+      const last = JSON.parse(frames.at(-1)!.split('\n')[1]!.slice(6)) as { type: string; code: string; param: string };
+      expect(last).toMatchObject({ type: 'error', code: 'events_expired', param: 'starting_after' });
+      expect(frames.some((frame) => frame.startsWith('event: response.completed'))).toBe(false);
+      const first = JSON.parse(frames[0]!.split('\n')[1]!.slice(6)) as { type: string; response: { id: string } };
+      expect(first.type).toBe('response.created');
+      expect(app.jobs.snapshot('anonymous', first.response.id)!.status).toBe('completed');
+      expect(received.trimEnd().endsWith('data: [DONE]')).toBe(true);
+      expect(app.jobs.stats()).toMatchObject({ readers: 0 });
+    } finally {
+      await app.close();
+    }
+  });
 });
