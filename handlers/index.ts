@@ -5,6 +5,9 @@
  */
 import type { Handler } from './app-deps.ts';
 import { notImplementedError } from './errors.ts';
+import { cancelResponse } from './cancel-response.ts';
+import { createChatCompletion } from './create-chat-completion.ts';
+import { createResponse } from './create-response.ts';
 import { deleteResponse } from './delete-response.ts';
 import { getHealth } from './get-health.ts';
 import { getMetrics } from './get-metrics.ts';
@@ -13,7 +16,7 @@ import { getResponse } from './get-response.ts';
 import { getStatus } from './get-status.ts';
 import { listInputItems } from './list-input-items.ts';
 import { listModels } from './list-models.ts';
-import type { OperationId } from '../generated/operations.ts';
+import type { OperationId } from './types.ts';
 
 export function notImplemented(operationId: string): Handler {
   return async () => {
@@ -22,12 +25,12 @@ export function notImplemented(operationId: string): Handler {
 }
 
 export const handlers = {
-  createResponse: notImplemented('createResponse'), // lead: import { createResponse } from './create-response.ts'
-  createChatCompletion: notImplemented('createChatCompletion'), // lead: './create-chat-completion.ts'
+  createResponse,
+  createChatCompletion,
   getResponse,
   deleteResponse,
   listInputItems,
-  cancelResponse: notImplemented('cancelResponse'), // jobs: './cancel-response.ts'
+  cancelResponse,
   listModels,
   getStatus,
   getMetrics,

@@ -1,0 +1,49 @@
+/**
+ * Loads a Hugging Face model directory into a ModelRuntime: the checkpoint into the native engine
+ * (its own worker thread), the tokenizer, and the model family's dialect. Progress is reported
+ * per stage; any failure closes what was already loaded and rethrows with the stage named.
+ */
+import { loadDialect } from '../dialects/select.ts';
+import { NativeEngine } from '../engine-cuda/native-engine.ts';
+import { readModelDir } from '../model/model-dir.ts';
+import { Tokenizer } from '../model/tokenizer.ts';
+import type { PipelineTokenizer } from '../responses/generation-runtime.ts';
+import type { LoadProgress, ModelRuntime } from './model-runtime.ts';
+
+export interface LoadOptions {
+  onProgress?: (progress: LoadProgress) => void;
+  /** Dialect override (MAYA_DIALECT / config), e.g. 'glm47'. */
+  dialect?: string;
+}
+
+function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
+  return {
+    encode: (text) => tokenizer.encode(text),
+    tokenToId: (token) => tokenizer.tokenId(token),
+    createDecoder: () => tokenizer.createDecoder(),
+  };
+}
+
+export async function loadModelRuntime(dir: string, options: LoadOptions = {}): Promise<ModelRuntime> {
+  const progress = options.onProgress ?? (() => {});
+  progress({ stage: 'config', fraction: 0 });
+  const modelDir = await readModelDir(dir);
+  progress({ stage: 'tokenizer', fraction: 0.1 });
+  const tokenizer = await Tokenizer.fromDir(modelDir.dir);
+  progress({ stage: 'template', fraction: 0.2 });
+  const dialect = await loadDialect(modelDir.dir, options.dialect ?? process.env.MAYA_DIALECT);
+  progress({ stage: 'weights', fraction: 0.3 });
+  const engine = await NativeEngine.load(modelDir.dir);
+  progress({ stage: 'ready', fraction: 1 });
+  return {
+    id: modelDir.id,
+    dir: modelDir.dir,
+    contextLength: engine.info.contextLength,
+    dialectName: dialect.name,
+    createdAt: Math.floor(Date.now() / 1000),
+    engine,
+    tokenizer: pipelineTokenizer(tokenizer),
+    dialect,
+    close: () => engine.close(),
+  };
+}
