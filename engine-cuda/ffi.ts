@@ -34,6 +34,12 @@ export const ENG = {
   SEQ_KEEP_LOGITS: 1,
 } as const;
 
+/** The exported functions of engine.h, in header order. */
+export const ENG_FUNCTIONS = [
+  'eng_abi_version', 'eng_status_str', 'eng_last_error', 'eng_ctx_create', 'eng_ctx_free', 'eng_ctx_info',
+  'eng_ctx_stats', 'eng_seq_add', 'eng_seq_cancel', 'eng_seq_logits', 'eng_step',
+] as const;
+
 const STATUS_CODES: Record<number, EngineErrorCode> = {
   [ENG.STATUS_INVALID_ARG]: 'invalid_arg',
   [ENG.STATUS_IO]: 'io',
@@ -95,6 +101,26 @@ export function defaultLibraryPath(): string {
 }
 
 export const isBun = typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined';
+
+/** Reads eng_abi_version() alone, so a library of another ABI is refused before its symbols are bound. */
+async function probeAbiVersion(path: string): Promise<number> {
+  if (isBun) {
+    const ffi = await import('bun:ffi');
+    const lib = ffi.dlopen(path, { eng_abi_version: { args: [], returns: ffi.FFIType.i32 } });
+    try {
+      return lib.symbols.eng_abi_version();
+    } finally {
+      lib.close();
+    }
+  }
+  const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
+  const lib = koffi.load(path);
+  try {
+    return (lib.func('int32_t eng_abi_version(void)') as () => number)();
+  } finally {
+    lib.unload();
+  }
+}
 
 async function bindBun(path: string): Promise<Symbols> {
   const ffi = await import('bun:ffi');
@@ -173,17 +199,27 @@ export class NativeLib {
     if (!existsSync(path)) {
       throw new EngineError('io', `engine library not found at ${path} (run npm run engine:build or set MAYA_ENGINE_LIB)`);
     }
+    let version: number;
     let sym: Symbols;
     try {
-      sym = isBun ? await bindBun(path) : await bindKoffi(path);
+      version = await probeAbiVersion(path);
     } catch (err) {
       throw new EngineError('io', `cannot load engine library ${path}: ${(err as Error).message}`);
     }
-    const version = sym.eng_abi_version();
     if (version !== ENG.ABI_VERSION) {
       throw new EngineError('abi_mismatch', `engine library ${path} has ABI ${version}, expected ${ENG.ABI_VERSION}`);
     }
+    try {
+      sym = isBun ? await bindBun(path) : await bindKoffi(path);
+    } catch (err) {
+      throw new EngineError('io', `cannot bind engine library ${path}: ${(err as Error).message}`);
+    }
     return new NativeLib(path, sym);
+  }
+
+  /** Names of the bound C functions (the contract test compares them with engine.h). */
+  get functions(): string[] {
+    return Object.keys(this.sym).filter((name) => typeof (this.sym as unknown as Record<string, unknown>)[name] === 'function');
   }
 
   abiVersion(): number {
