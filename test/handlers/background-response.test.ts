@@ -212,6 +212,24 @@ describe('deadline', () => {
   });
 });
 
+describe('shutdown', () => {
+  it('cancels running and queued tasks (their readers get response_cancelled) and refuses new ones with 503', async () => {
+    const { request, engine, jobs } = createJobsApp({ engine: slowEngine, jobSettings: { JOB_WORKERS: 1 } });
+    const live = request.post('/v1/responses').send(body({ stream: true })).then((res) => res);
+    await until(() => engine.activeCount === 1);
+    const queued = (await request.post('/v1/responses').send(body())).body.id as string;
+    await jobs.shutdown(10_000);
+    expect(engine.activeCount).toBe(0);
+    const events = sseEvents((await live).text);
+    expect(events.at(-1)).toMatchObject({ type: 'error', code: 'response_cancelled' });
+    expect((await request.get(`/v1/responses/${queued}`)).body.status).toBe('cancelled');
+    expect(engine.calls).toHaveLength(1);
+    const refused = await request.post('/v1/responses').send(body());
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe('shutting_down');
+  });
+});
+
 describe('/v1/status responses_jobs', () => {
   it('reports admissions, rejections and cancellations without credential identifiers', async () => {
     const { request } = createJobsApp({ server: { apiKeys: KEYS }, engine: slowEngine, jobSettings: { JOB_OWNER_ENTRIES: 1 } });
