@@ -9,7 +9,7 @@ import { newId } from '../responses/ids.ts';
 import { chatHistory, chatPlanRequest, type ChatRequest } from '../responses/chat-request.ts';
 import type { FunctionCallItem } from '../responses/output-assembler.ts';
 import { newResponseObject, type ResponseObject } from '../responses/response-object.ts';
-import { planResponse } from '../responses/response-plan.ts';
+import { planResponse, withSamplingDefaults } from '../responses/response-plan.ts';
 import { runResponse } from '../responses/run-response.ts';
 import type { StreamEvent } from '../responses/event-sequencer.ts';
 
@@ -102,7 +102,7 @@ export const createChatCompletion: Handler = async (ctx, deps) => {
   const runtime = deps.getRuntime();
   if (!runtime) throw unavailable('The model is still loading.', 'model_loading', 5);
   const chat = ctx.state.body as ChatRequest;
-  const request = chatPlanRequest(chat);
+  const request = withSamplingDefaults(runtime, chatPlanRequest(chat));
   const plan = planResponse(runtime, request, chatHistory(chat.messages), 0);
   const response = newResponseObject(request, newId('resp'), runtime.id, 'in_progress');
   const disconnect = new AbortController();

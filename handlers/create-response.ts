@@ -14,7 +14,7 @@ import type { ModelRuntime } from '../runtime/model-runtime.ts';
 import { newId } from '../responses/ids.ts';
 import { normaliseInput, type HistoryItem } from '../responses/input-history.ts';
 import { newResponseObject, type ResponseObject } from '../responses/response-object.ts';
-import { planResponse, type PlanRequest, type ResponsePlan } from '../responses/response-plan.ts';
+import { planResponse, withSamplingDefaults, type PlanRequest, type ResponsePlan } from '../responses/response-plan.ts';
 import { runResponse } from '../responses/run-response.ts';
 import { StoreError, type StoredHistory } from '../store/response-store.ts';
 
@@ -53,7 +53,7 @@ async function previousHistory(ctx: MayaContext, deps: AppDeps, id: string | nul
 }
 
 async function prepare(ctx: MayaContext, deps: AppDeps, runtime: ModelRuntime): Promise<PreparedResponse> {
-  const request = ctx.state.body as CreateResponseBody as unknown as CreateRequest;
+  const request = withSamplingDefaults(runtime, ctx.state.body as CreateResponseBody as unknown as CreateRequest);
   const scope = ctx.state.scope;
   const previous = await previousHistory(ctx, deps, request.previous_response_id);
   try {

@@ -25,4 +25,6 @@ export interface GenerationRuntime {
   readonly engine: Engine;
   readonly tokenizer: PipelineTokenizer;
   readonly dialect: Dialect;
+  /** The checkpoint's generation_config.json sampling defaults, used when a request omits them. */
+  readonly samplingDefaults?: { temperature?: number; topP?: number };
 }

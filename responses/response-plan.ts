@@ -73,6 +73,16 @@ function withJsonInstruction(turns: ReturnType<typeof toTurns>, instruction: str
   return [{ role: 'system' as const, content: instruction }, ...turns];
 }
 
+/** Fills omitted temperature / top_p from the checkpoint's generation_config.json (as vLLM does). */
+export function withSamplingDefaults<T extends PlanRequest>(runtime: GenerationRuntime, request: T): T {
+  const defaults = runtime.samplingDefaults ?? {};
+  return {
+    ...request,
+    temperature: request.temperature ?? defaults.temperature ?? 1,
+    top_p: request.top_p ?? defaults.topP ?? 1,
+  };
+}
+
 export function planResponse(runtime: GenerationRuntime, request: PlanRequest, history: HistoryItem[], offset: number): ResponsePlan {
   const declared = toolSpecs(request);
   const forced = forcedTool(request, declared);

@@ -24,6 +24,14 @@ function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
   };
 }
 
+function samplingDefaults(config: Record<string, unknown> | null): { temperature?: number; topP?: number } {
+  const number = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
+  if (!config) return {};
+  // do_sample:false means greedy in transformers' generation_config.
+  const temperature = config.do_sample === false ? 0 : number(config.temperature);
+  return { ...(temperature !== undefined ? { temperature } : {}), ...(number(config.top_p) !== undefined ? { topP: number(config.top_p) } : {}) };
+}
+
 export async function loadModelRuntime(dir: string, options: LoadOptions = {}): Promise<ModelRuntime> {
   const progress = options.onProgress ?? (() => {});
   progress({ stage: 'config', fraction: 0 });
@@ -44,6 +52,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
     engine,
     tokenizer: pipelineTokenizer(tokenizer),
     dialect,
+    samplingDefaults: samplingDefaults(modelDir.generationConfig),
     close: () => engine.close(),
   };
 }
