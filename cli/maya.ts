@@ -104,12 +104,18 @@ async function serve(argv: string[]): Promise<number> {
   const started = Date.now();
   let service;
   try {
-    service = await startService({ settings, server, modelDir, loadRuntime: loadModelRuntime, onProgress: progressPrinter() });
+    service = await startService({
+      settings,
+      server,
+      modelDir,
+      loadRuntime: loadModelRuntime,
+      onProgress: progressPrinter(),
+      onListening: (origin) => process.stderr.write(`maya: listening on ${origin} (auth ${server.apiKeys.length > 0 ? 'on' : 'off'}); loading ${modelDir}\n`),
+    });
   } catch (err) {
     process.stderr.write(`maya: cannot listen on ${server.host}:${server.port}: ${(err as Error).message}\n`);
     return 1;
   }
-  process.stderr.write(`maya: listening on ${service.origin} (auth ${server.apiKeys.length > 0 ? 'on' : 'off'}); loading ${modelDir}\n`);
   let signals = 0;
   const stopped = new Promise<number>((done) => {
     const onSignal = (signal: NodeJS.Signals) => {

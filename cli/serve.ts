@@ -22,6 +22,8 @@ export interface ServeOptions {
   modelDir: string;
   loadRuntime: LoadModelRuntime;
   onProgress?: (p: LoadProgress) => void;
+  /** Called once the socket listens, before loading starts. */
+  onListening?: (origin: string) => void;
   logger?: Logger;
 }
 
@@ -69,6 +71,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const origin = `http://${host}:${address.port}`;
+  options.onListening?.(origin);
   let isStopping = false;
   const loaded = options.loadRuntime(options.modelDir, { onProgress: options.onProgress }).then(async (loadedRuntime) => {
     if (isStopping) {
@@ -92,5 +96,5 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     })();
     return stopping;
   };
-  return { deps, server, origin: `http://${host}:${address.port}`, loaded, stop };
+  return { deps, server, origin, loaded, stop };
 }

@@ -25,8 +25,9 @@ function deferredLoader() {
   return { load, resolve, reject, progress, dirs };
 }
 
-async function start(load: ReturnType<typeof deferredLoader>['load'], onProgress?: (p: LoadProgress) => void) {
+async function start(load: ReturnType<typeof deferredLoader>['load'], onProgress?: (p: LoadProgress) => void, onListening?: (origin: string) => void) {
   service = await startService({
+    onListening,
     settings: DEFAULT_RESPONSES_SETTINGS,
     server: loadServerSettings({ MAYA_PORT: '0' }),
     modelDir: '/models/x',
@@ -40,11 +41,11 @@ async function start(load: ReturnType<typeof deferredLoader>['load'], onProgress
 describe('startService', () => {
   it('listens at once: /health 503 while loading, 200 after; progress reported', async () => {
     const loader = deferredLoader();
-    const seen: LoadProgress[] = [];
-    const running = await start(loader.load, (p) => seen.push(p));
+    const seen: (LoadProgress | string)[] = [];
+    const running = await start(loader.load, (p) => seen.push(p), (origin) => seen.push(origin));
     expect(running.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(loader.dirs).toEqual(['/models/x']);
-    expect(seen).toEqual([{ stage: 'weights', fraction: 0.5 }]);
+    expect(seen).toEqual([running.origin, { stage: 'weights', fraction: 0.5 }]);
     const before = await fetch(`${running.origin}/health`);
     expect(before.status).toBe(503);
     expect(await before.json()).toEqual({ status: 'loading' });
