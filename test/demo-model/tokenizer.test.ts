@@ -52,7 +52,7 @@ describe('demo tokenizer', () => {
       + 'It is 21 degrees in Paris.<|user|>';
     const { ids } = tokenizer.encode(text, { add_special_tokens: false });
     expect(tokenizer.decode(ids, { skip_special_tokens: false })).toBe(text);
-    expect(ids.filter((id) => id === fixtures.special['<arg_value>'])).toHaveLength(1);
+    expect(ids.filter((id: number) => id === fixtures.special['<arg_value>'])).toHaveLength(1);
     // Without the markers, only the plain text is left.
     expect(tokenizer.decode(ids, { skip_special_tokens: true })).not.toContain('<tool_call>');
   });
