@@ -136,8 +136,8 @@ export function normaliseQuery(raw: Record<string, string | string[] | undefined
 class Compiled {
   readonly bodyAjv = createAjv(false);
   readonly paramAjv = createAjv(true);
+  /** By $ref, or by JSON text for inline branches: bounded by the document's own schemas. */
   private readonly branches = new Map<string, ValidateFunction>();
-  private readonly inline = new WeakMap<object, ValidateFunction>();
 
   constructor(readonly doc: OpenApiDocument) {
     this.bodyAjv.addSchema(doc, DOCUMENT_ID);
@@ -149,14 +149,10 @@ class Compiled {
     deref: (node) => deref(this.doc, node),
     compile: (node) => {
       const ref = node !== null && typeof node === 'object' ? (node as Json).$ref : undefined;
-      if (typeof ref === 'string' && Object.keys(node as Json).length === 1) {
-        const key = ref.startsWith('#') ? DOCUMENT_ID + ref : ref;
-        let fn = this.branches.get(key);
-        if (fn === undefined) this.branches.set(key, (fn = this.bodyAjv.compile({ $ref: key })));
-        return fn;
-      }
-      let fn = this.inline.get(node as object);
-      if (fn === undefined) this.inline.set(node as object, (fn = this.bodyAjv.compile(rebaseRefs(node) as Json)));
+      const isRef = typeof ref === 'string' && Object.keys(node as Json).length === 1;
+      const key = isRef ? (ref.startsWith('#') ? DOCUMENT_ID + ref : ref) : JSON.stringify(node);
+      let fn = this.branches.get(key);
+      if (fn === undefined) this.branches.set(key, (fn = this.bodyAjv.compile(isRef ? { $ref: key } : (rebaseRefs(node) as Json))));
       return fn;
     },
   };
