@@ -6,7 +6,8 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 export type CacheOperation = 'put' | 'get' | 'delete' | 'list_input_items' | 'history';
-export type RejectionReason = 'snapshot_too_large' | 'assembly_busy' | 'duplicate_item' | 'invalid_item';
+const REJECTION_REASONS = ['snapshot_too_large', 'assembly_busy', 'duplicate_item', 'invalid_item'] as const;
+export type RejectionReason = (typeof REJECTION_REASONS)[number];
 
 export class ResponseCacheMetrics {
   hits = 0;
@@ -51,6 +52,8 @@ export class ResponseCacheMetrics {
         registers,
       }),
     };
+    // Every reason is exported from the start (at 0), so rate() and alerts see the series.
+    for (const reason of REJECTION_REASONS) this.series.rejections.inc({ reason }, 0);
   }
 
   lookup(found: boolean): void {

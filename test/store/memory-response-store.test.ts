@@ -97,6 +97,7 @@ describe('MemoryResponseStore metrics', () => {
     expect(value('maya:responses_cache_bytes')).toBe(0);
     expect(value('maya:responses_cache_assembly_bytes')).toBe(0);
     expect(value('maya:responses_cache_rejections_total{reason="snapshot_too_large"}')).toBe(1);
+    expect(value('maya:responses_cache_rejections_total{reason="assembly_busy"}')).toBe(0);
     expect(text).toContain('maya:responses_cache_operation_duration_seconds_count{op="put"} 4');
     expect(text).not.toMatch(/secret|resp_|msg_/);
   });
