@@ -1,7 +1,8 @@
 /**
  * Chooses a checkpoint's dialect: an explicit override name wins; otherwise DeepSeek V3.2/V4/V4.1
- * are recognised by `model_type` / `architectures` (they ship no usable Jinja template), and GLM
- * and DeepSeek-V3.1 by markers in their chat template text (research/dialects.md §0, §2).
+ * are recognised by `model_type` / `architectures` (they ship no usable Jinja template), and GLM,
+ * DeepSeek-V3.1 and Qwen by markers in their chat template text (research/dialects.md §0, §2).
+ * Any other template gets `plain` (chat and `<think>` reasoning, no function tools).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,8 +11,9 @@ import { createDeepseekV31Dialect } from './deepseek.ts';
 import { DialectError, type Dialect } from './dialect.ts';
 import { createDsmlDialect } from './dsml.ts';
 import { createGlmDialect } from './glm.ts';
+import { createPlainDialect, createQwenDialect } from './hermes.ts';
 
-export const DIALECT_NAMES = ['glm45', 'glm47', 'deepseek-v31', 'deepseek-v32', 'deepseek-v4', 'deepseek-v41'] as const;
+export const DIALECT_NAMES = ['glm45', 'glm47', 'deepseek-v31', 'deepseek-v32', 'deepseek-v4', 'deepseek-v41', 'qwen3', 'plain'] as const;
 export type DialectName = (typeof DIALECT_NAMES)[number];
 
 export interface CheckpointInfo {
@@ -35,7 +37,7 @@ const BY_ARCHITECTURE: Record<string, DialectName> = {
   DeepseekV41ForCausalLM: 'deepseek-v41',
 };
 
-/** The dialect a checkpoint speaks, or null when nothing identifies one. */
+/** The dialect a checkpoint speaks (`plain` for an unrecognised template), or null without a template. */
 export function detectDialect(info: CheckpointInfo): DialectName | null {
   const byType = info.modelType ? BY_MODEL_TYPE[info.modelType] : undefined;
   if (byType) return byType;
@@ -51,7 +53,9 @@ export function detectDialect(info: CheckpointInfo): DialectName | null {
     // GLM-4.7 writes calls without newlines and prefills `<think>` in the generation prompt.
     return t.includes('{function-name}<arg_key>') || t.includes("else '<think>'") ? 'glm47' : 'glm45';
   }
-  return null;
+  if (t.includes('<tool_call>') && t.includes('<|im_start|>')) return 'qwen3';
+  // Any other template still serves plain chat (no tool-call syntax).
+  return 'plain';
 }
 
 export function isDialectName(name: string): name is DialectName {
@@ -74,7 +78,10 @@ export function selectDialect(info: CheckpointInfo, override?: string): Dialect 
     default: {
       if (!info.chatTemplate) throw new DialectError(`dialect ${name} renders through the checkpoint's chat template, and it has none`);
       const template = new ChatTemplate(info.chatTemplate, info.specialTokens);
-      return name === 'deepseek-v31' ? createDeepseekV31Dialect(template) : createGlmDialect(name, template);
+      if (name === 'deepseek-v31') return createDeepseekV31Dialect(template);
+      if (name === 'qwen3') return createQwenDialect(template);
+      if (name === 'plain') return createPlainDialect(template);
+      return createGlmDialect(name, template);
     }
   }
 }

@@ -241,6 +241,7 @@ export abstract class StreamParser implements OutputParser {
 
   /** Publishes the call's name; on an undeclared name reports an error and stops parsing. */
   protected nameCall(name: string): boolean {
+    if (this.stopped) return false;
     if (!this.call) this.beginCall();
     if (!this.tools.has(name)) {
       this.fail('undeclared_tool', `the model called an undeclared tool "${name}"`, name);
@@ -267,7 +268,9 @@ export abstract class StreamParser implements OutputParser {
     return this.tools.get(name);
   }
 
+  /** Reports the first error only; parsing stops there. */
   protected fail(code: ParserErrorCode, message: string, name?: string): void {
+    if (this.stopped) return;
     this.out.push(name === undefined ? { type: 'error', code, message } : { type: 'error', code, message, name });
     this.stopped = true;
   }

@@ -11,6 +11,9 @@
  * - `raise_exception(msg)` throws (surfaced here as ChatTemplateError), `strftime_now(fmt)`;
  * - string methods (`split`, `strip`, `rstrip('\n')`, `endswith`, ...), `dict.items()`,
  *   `dict.get()`, `namespace`, `loop.index0`, `is mapping`, negative indexing.
+ * @huggingface/jinja 0.5.11 ignores the argument of `strip`/`lstrip`/`rstrip` (it always strips
+ * whitespace); Qwen3's `reasoning_content.strip('\n')` needs Python's character-set form, so
+ * installPythonStrip() below redefines those three string methods once, at load.
  * Known gaps of the JS engine: printing a boolean or None renders `true`/`` instead of Python's
  * `True`/`None`, and containers print as JSON rather than Python repr. None of the supported
  * templates print those directly.
@@ -19,7 +22,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Template } from '@huggingface/jinja';
+import { Environment, Template } from '@huggingface/jinja';
 
 /** A content part of a chat-completions message (only text reaches text-only templates). */
 export type TemplateContentPart = { type: 'text'; text: string } | { type: string; [key: string]: unknown };
@@ -72,6 +75,55 @@ export class ChatTemplateError extends Error {
     this.name = 'ChatTemplateError';
   }
 }
+
+type Side = 'both' | 'start' | 'end';
+
+/** Python `str.strip([chars])`: whitespace without an argument, else any of `chars`. */
+export function pythonStrip(s: string, chars: unknown, side: Side): string {
+  if (typeof chars !== 'string') return side === 'both' ? s.trim() : side === 'start' ? s.trimStart() : s.trimEnd();
+  let from = 0;
+  let to = s.length;
+  if (side !== 'end') while (from < to && chars.includes(s[from]!)) from++;
+  if (side !== 'start') while (to > from && chars.includes(s[to - 1]!)) to--;
+  return s.slice(from, to);
+}
+
+const PATCHED = Symbol.for('maya.chat-template.python-strip');
+
+/**
+ * Redefines the string values' `strip`, `lstrip` and `rstrip` with Python semantics. The value
+ * classes are not exported, so they are reached through values the public Environment creates.
+ * Returns false when the library's shape changed (the chat-template tests then fail).
+ */
+function installPythonStrip(): boolean {
+  const env = new Environment();
+  const sample = env.set('s', '') as object;
+  const proto = Object.getPrototypeOf(sample) as Record<symbol, unknown>;
+  if (proto[PATCHED]) return true;
+  const getter = Object.getOwnPropertyDescriptor(proto, 'builtins')?.get;
+  if (!getter) return false;
+  const StringValue = sample.constructor as new (value: string) => unknown;
+  const FunctionValue = (env.set('f', () => null) as object).constructor as new (fn: (args: { value?: unknown }[]) => unknown) => unknown;
+  Object.defineProperty(proto, 'builtins', {
+    configurable: true,
+    get(this: { value: string }) {
+      const map = getter.call(this) as Map<string, unknown> & { [PATCHED]?: true };
+      if (!map[PATCHED]) {
+        const value = this.value;
+        const method = (side: Side) => new FunctionValue((args) => new StringValue(pythonStrip(value, args[0]?.value, side)));
+        map.set('strip', method('both'));
+        map.set('lstrip', method('start'));
+        map.set('rstrip', method('end'));
+        map[PATCHED] = true;
+      }
+      return map;
+    },
+  });
+  proto[PATCHED] = true;
+  return true;
+}
+
+installPythonStrip();
 
 export class ChatTemplate {
   private readonly template: Template;

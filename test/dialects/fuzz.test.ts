@@ -10,6 +10,7 @@ import { ChatTemplate } from '../../model/chat-template.ts';
 import { createGlmDialect } from '../../dialects/glm.ts';
 import { createDeepseekV31Dialect } from '../../dialects/deepseek.ts';
 import { createDsmlDialect } from '../../dialects/dsml.ts';
+import { createPlainDialect, createQwenDialect } from '../../dialects/hermes.ts';
 import type { Dialect, ParserOptions, ToolSpec } from '../../dialects/dialect.ts';
 import type { FinishReason } from '../../engine-cuda/engine.ts';
 import { assertInvariants, feed, merge } from './harness.ts';
@@ -17,6 +18,7 @@ import { assertInvariants, feed, merge } from './harness.ts';
 const FIXTURES = join(import.meta.dirname, 'fixtures/templates');
 const glmTemplate = new ChatTemplate(readFileSync(join(FIXTURES, 'glm-4.5.jinja'), 'utf8'));
 const v31Template = new ChatTemplate(readFileSync(join(FIXTURES, 'deepseek-v3.1.jinja'), 'utf8'));
+const qwenTemplate = new ChatTemplate(readFileSync(join(FIXTURES, 'qwen3-0.6b.jinja'), 'utf8'));
 
 const TOOLS: ToolSpec[] = [
   { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } } } },
@@ -30,6 +32,8 @@ const PIECES: Record<string, string[]> = {
     '<｜DSML｜parameter', ' name="city" string="true">', ' name="days" string="false">', '</｜DSML｜parameter>', '<｜DSML', '<｜end▁of▁sentence｜>'],
   dsml41: [...COMMON, '<｜DSML｜ calls>', '</｜DSML｜ calls>', '<｜DSML｜ invoke', ' name="get_time">', '</｜DSML｜ invoke>',
     '<｜DSML｜ parameter', ' name="city" string="true">', ' name="days" string="false">', '</｜DSML｜ parameter>', '<｜DSML｜', '<｜end▁of▁sentence｜>'],
+  qwen: [...COMMON, '<tool_call>', '</tool_call>', '{"name": "get_time", "arguments": ', '{"name": "get_weather", "arguments": ', '{', '}', '[', ']',
+    '"city": "x"', ', ', '\\', '"{\\"a\\": 1}"', '<|im_end|>', '<tool'],
 };
 const DIALECTS: [string, Dialect, string][] = [
   ['glm45', createGlmDialect('glm45', glmTemplate), 'glm'],
@@ -37,6 +41,8 @@ const DIALECTS: [string, Dialect, string][] = [
   ['deepseek-v32', createDsmlDialect('v32'), 'dsml'],
   ['deepseek-v41', createDsmlDialect('v41'), 'dsml41'],
   ['glm47', createGlmDialect('glm47', glmTemplate), 'glm'],
+  ['qwen3', createQwenDialect(qwenTemplate), 'qwen'],
+  ['plain', createPlainDialect(new ChatTemplate('{{ messages }}', { eos_token: '<|im_end|>' })), 'qwen'],
 ];
 
 function prng(seed: number): () => number {

@@ -24,9 +24,10 @@ describe('detectDialect', () => {
     expect(detectDialect({ chatTemplate: null, architectures: ['DeepseekV32ForCausalLM'] })).toBe('deepseek-v32');
   });
 
-  it('returns null for templates of other families', () => {
-    expect(detectDialect({ chatTemplate: template('glm-z1-rumination-32b-0414.jinja') })).toBeNull();
-    expect(detectDialect({ chatTemplate: '{% for m in messages %}{{ m.content }}{% endfor %}' })).toBeNull();
+  it('recognises Qwen templates; any other template is plain; no template is null', () => {
+    expect(detectDialect({ chatTemplate: template('qwen3-0.6b.jinja') })).toBe('qwen3');
+    expect(detectDialect({ chatTemplate: template('glm-z1-rumination-32b-0414.jinja') })).toBe('plain');
+    expect(detectDialect({ chatTemplate: '{% for m in messages %}{{ m.content }}{% endfor %}' })).toBe('plain');
     expect(detectDialect({ chatTemplate: null })).toBeNull();
   });
 });
@@ -40,7 +41,7 @@ describe('selectDialect', () => {
 
   it('fails clearly for an unknown name, an unrecognised checkpoint, or a missing template', () => {
     expect(() => selectDialect({ chatTemplate: null }, 'llama3')).toThrow(DialectError);
-    expect(() => selectDialect({ chatTemplate: '{{ messages }}' })).toThrow(/no dialect recognised/);
+    expect(() => selectDialect({ chatTemplate: null })).toThrow(/no dialect recognised/);
     expect(() => selectDialect({ chatTemplate: null }, 'glm45')).toThrow(/has none/);
   });
 });

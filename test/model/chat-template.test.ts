@@ -49,6 +49,12 @@ describe('Python semantics', () => {
     expect(render(src, { d: { a: 1, b: 2 } })).toBe('ab|3|none|b|x|true');
   });
 
+  it('strip/lstrip/rstrip take Python\'s optional character set', () => {
+    // Python: ' \nA b\n '.strip('\n') == ' \nA b\n ', 'xxaxx'.lstrip('x') == 'axx'
+    expect(render("[{{ s.strip('\\n') }}]", { s: '\n A b \n\n' })).toBe('[ A b ]');
+    expect(render("[{{ s.lstrip('x') }}|{{ s.rstrip('xa') }}|{{ s.strip() }}|{{ t.strip() }}]", { s: 'xxaxx', t: ' \t q \n' })).toBe('[axx||xxaxx|q]');
+  });
+
   it('raise_exception surfaces as ChatTemplateError', () => {
     expect(() => render("{{ raise_exception('roles must alternate') }}")).toThrow(ChatTemplateError);
     expect(() => render("{{ raise_exception('roles must alternate') }}")).toThrow(/roles must alternate/);
