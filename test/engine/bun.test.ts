@@ -1,0 +1,19 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { fixtureDir } from './engine-helpers.ts';
+import { greedyIds } from './greedy-script.ts';
+
+const run = promisify(execFile);
+
+describe('the same generation under Bun (bun:ffi) and Node (koffi)', () => {
+  it.each(['glm4-bf16', 'qwen3-f16'])('%s: identical greedy ids', async (name) => {
+    const prompt = [5, 17, 99, 3, 42, 8];
+    const fromNode = await greedyIds(fixtureDir(name), prompt, 12);
+    const { stdout } = await run('./node_modules/.bin/bun', ['test/engine/greedy-script.ts', fixtureDir(name), prompt.join(','), '12']);
+    const fromBun = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { runtime: string; ids: number[] };
+    expect(fromBun.runtime).toBe('bun');
+    expect(fromNode).toHaveLength(12);
+    expect(fromBun.ids).toEqual(fromNode);
+  });
+});
