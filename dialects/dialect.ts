@@ -4,7 +4,7 @@
  *
  * Pipeline use (handlers/create-response.ts):
  *
- *   const dialect = selectDialect({ chatTemplate, architectures, modelType, override }); // select.ts
+ *   const dialect = await loadDialect(modelDir, override);   // select.ts (or selectDialect(info))
  *   const turns: ChatTurn[] = ...;            // Responses input items → model-neutral turns
  *   const { thinking, effort } = dialect.thinkingControl(request.reasoning?.effort);
  *   const rendered = dialect.renderPrompt(turns, { tools, thinking, effort, forcedTool });
@@ -53,7 +53,8 @@
  * as each format does: GLM keeps it only for assistant turns after the last user turn (template),
  * DeepSeek V3.1 never, V3.2 after the last user turn, V4/V4.1 always when tools are declared.
  * Implementations: glm.ts (glm45, glm47), deepseek.ts (deepseek-v31), dsml.ts (deepseek-v32,
- * deepseek-v4, deepseek-v41); select.ts picks one for a checkpoint.
+ * deepseek-v4, deepseek-v41), hermes.ts (qwen3, and `plain` for any other template: chat and
+ * `<think>` reasoning, no function tools); select.ts picks one for a checkpoint.
  */
 import type { FinishReason } from '../engine-cuda/engine.ts';
 
@@ -154,7 +155,8 @@ export interface OutputParser {
 }
 
 export interface Dialect {
-  /** e.g. 'glm45', 'glm47', 'deepseek-v31', 'deepseek-v32', 'deepseek-v4', 'deepseek-v41'. */
+  /** One of select.ts DIALECT_NAMES: 'glm45', 'glm47', 'deepseek-v31', 'deepseek-v32', 'deepseek-v4',
+   * 'deepseek-v41', 'qwen3', 'plain'. */
   readonly name: string;
   /** Special-token strings that end the assistant turn; the pipeline maps them to ids. */
   readonly stopTokens: readonly string[];
