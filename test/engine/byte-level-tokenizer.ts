@@ -25,13 +25,16 @@ export const ADDED_TOKENS = [
   { content: '<|endoftext|>', special: true },
 ];
 
-export function makeByteLevelTokenizer(): { tokenizerJson: object; tokenizerConfig: object } {
+/** padTo: fill the vocabulary with `<extra_N>` tokens up to that many ids (to match a model's vocab). */
+export function makeByteLevelTokenizer(padTo = 0): { tokenizerJson: object; tokenizerConfig: object } {
   const bytes = byteToUnicode();
   const vocab: Record<string, number> = {};
   bytes.forEach((ch, i) => (vocab[ch] = i));
   const merges = ['h e', 'l l', 'he ll', 'hell o', `${bytes[0x20]} w`, `${bytes[0xe4]} ${bytes[0xb8]}`];
   for (const m of merges) vocab[m.replace(' ', '')] = Object.keys(vocab).length;
   const base = Object.keys(vocab).length;
+  const extra = Math.max(0, padTo - base - ADDED_TOKENS.length);
+  for (let i = 0; i < extra; i++) vocab[`<extra_${i}>`] = base + ADDED_TOKENS.length + i;
   const added_tokens = ADDED_TOKENS.map((t, i) => ({
     id: base + i, content: t.content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: t.special,
   }));

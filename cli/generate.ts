@@ -1,0 +1,180 @@
+/**
+ * `maya generate`: the engine's debug CLI. Runs one generation on a model directory with raw
+ * text (tokenised with the model's tokenizer, no chat template) or raw token ids, and prints the
+ * generated ids and text; `--top-logits K` adds each step's K largest logits; `--json` prints one
+ * JSON object instead. Exit codes: 0 ok, 1 the model or the engine failed, 2 bad usage.
+ */
+import { parseArgs } from 'node:util';
+import { EngineError, type FinishInfo } from '../engine-cuda/engine.ts';
+import { NativeEngine } from '../engine-cuda/native-engine.ts';
+import { readModelDir } from '../model/model-dir.ts';
+import { Tokenizer } from '../model/tokenizer.ts';
+
+const USAGE = `Usage: maya generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [options]
+  --max-tokens N     tokens to generate (default 32)
+  --temperature T    0 = greedy (default 0)
+  --top-p P          nucleus sampling, (0, 1] (default 1)
+  --seed S           sampler seed (default 0)
+  --stop-ids 1,2     stop token ids (default: the model's eos ids; --stop-ids none for none)
+  --top-logits K     print each step's K largest logits (id, logit, piece)
+  --threads N        CPU threads of the engine (default: all cores)
+  --json             print one JSON object
+`;
+
+export interface GenerateIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+const defaultIo: GenerateIo = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+};
+
+class UsageError extends Error {}
+
+interface Options {
+  model: string;
+  prompt?: string;
+  promptIds?: number[];
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  seed: number;
+  stopIds?: number[];
+  topLogits: number;
+  threads?: number;
+  json: boolean;
+}
+
+function idList(text: string, flag: string): number[] {
+  const ids = text.split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number);
+  if (ids.length === 0 || ids.some((id) => !Number.isInteger(id) || id < 0)) {
+    throw new UsageError(`${flag} must be comma-separated token ids, got '${text}'`);
+  }
+  return ids;
+}
+
+function number(text: string | undefined, flag: string, fallback: number, check: (n: number) => boolean): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n) || !check(n)) throw new UsageError(`bad value for ${flag}: '${text}'`);
+  return n;
+}
+
+function parseOptions(argv: string[]): Options | 'help' {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      model: { type: 'string' }, prompt: { type: 'string' }, 'prompt-ids': { type: 'string' },
+      'max-tokens': { type: 'string' }, temperature: { type: 'string' }, 'top-p': { type: 'string' },
+      seed: { type: 'string' }, 'stop-ids': { type: 'string' }, 'top-logits': { type: 'string' },
+      threads: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) return 'help';
+  if (!values.model) throw new UsageError('--model DIR is required');
+  if ((values.prompt === undefined) === (values['prompt-ids'] === undefined)) {
+    throw new UsageError('give exactly one of --prompt TEXT and --prompt-ids 1,2,3');
+  }
+  const isInt = (min: number) => (n: number) => Number.isInteger(n) && n >= min;
+  const stop = values['stop-ids'];
+  return {
+    model: values.model,
+    prompt: values.prompt,
+    promptIds: values['prompt-ids'] === undefined ? undefined : idList(values['prompt-ids'], '--prompt-ids'),
+    maxTokens: number(values['max-tokens'], '--max-tokens', 32, isInt(1)),
+    temperature: number(values.temperature, '--temperature', 0, (n) => n >= 0),
+    topP: number(values['top-p'], '--top-p', 1, (n) => n > 0 && n <= 1),
+    seed: number(values.seed, '--seed', 0, isInt(0)),
+    stopIds: stop === undefined ? undefined : stop === 'none' ? [] : idList(stop, '--stop-ids'),
+    topLogits: number(values['top-logits'], '--top-logits', 0, isInt(0)),
+    threads: values.threads === undefined ? undefined : number(values.threads, '--threads', 0, isInt(1)),
+    json: values.json ?? false,
+  };
+}
+
+/** The k largest logits, largest first (ties to the lower id). */
+export function topK(logits: Float32Array, k: number): { id: number; logit: number }[] {
+  const top: { id: number; logit: number }[] = [];
+  for (let id = 0; id < logits.length; id++) {
+    const logit = logits[id] ?? -Infinity;
+    if (top.length === k && logit <= (top[k - 1]?.logit ?? -Infinity)) continue;
+    let at = top.length;
+    while (at > 0 && (top[at - 1]?.logit ?? Infinity) < logit) at--;
+    top.splice(at, 0, { id, logit });
+    if (top.length > k) top.pop();
+  }
+  return top;
+}
+
+interface Result {
+  promptIds: number[];
+  ids: number[];
+  text: string | null;
+  finish: FinishInfo;
+  steps?: { id: number; top: { id: number; logit: number; piece: string | null }[] }[];
+}
+
+async function generate(o: Options): Promise<Result> {
+  const model = await readModelDir(o.model);
+  const tokenizer = model.hasTokenizer ? await Tokenizer.fromDir(model.dir) : null;
+  if (o.prompt !== undefined && !tokenizer) throw new UsageError(`${model.dir} has no tokenizer.json: use --prompt-ids`);
+  const promptIds = o.promptIds ?? tokenizer?.encode(o.prompt ?? '') ?? [];
+  if (promptIds.length === 0) throw new UsageError('the prompt encodes to no tokens');
+  const engine = await NativeEngine.load(model.dir, { numThreads: o.threads });
+  const piece = (id: number) => (tokenizer ? tokenizer.decode([id]) : null);
+  const ids: number[] = [];
+  const steps: NonNullable<Result['steps']> = [];
+  try {
+    const gen = engine.generate({
+      promptIds, maxTokens: o.maxTokens, temperature: o.temperature, topP: o.topP, seed: o.seed,
+      stopIds: o.stopIds ?? model.eosIds, keepLogits: o.topLogits > 0,
+    });
+    for (;;) {
+      const r = await gen.next();
+      if (r.done) {
+        const text = tokenizer ? tokenizer.decode(ids) : null;
+        return { promptIds, ids, text, finish: r.value, ...(o.topLogits > 0 ? { steps } : {}) };
+      }
+      if (r.value.type !== 'token') continue;
+      ids.push(r.value.id);
+      if (r.value.logits) steps.push({ id: r.value.id, top: topK(r.value.logits, o.topLogits).map((t) => ({ ...t, piece: piece(t.id) })) });
+    }
+  } finally {
+    await engine.close();
+  }
+}
+
+function printText(r: Result, io: GenerateIo): void {
+  r.steps?.forEach((s, i) => {
+    const tops = s.top.map((t) => `${t.id}:${t.logit.toFixed(4)}${t.piece === null ? '' : ` ${JSON.stringify(t.piece)}`}`);
+    io.out(`step ${i}: ${s.id}  [${tops.join(', ')}]\n`);
+  });
+  io.out(`prompt ids (${r.promptIds.length}): ${r.promptIds.join(',')}\n`);
+  io.out(`ids (${r.ids.length}): ${r.ids.join(',')}\n`);
+  if (r.text !== null) io.out(`text: ${JSON.stringify(r.text)}\n`);
+  const u = r.finish.usage;
+  io.out(`finish: ${r.finish.reason} (input ${u.inputTokens}, cached ${u.cachedTokens}, output ${u.outputTokens})\n`);
+}
+
+export async function runGenerate(argv: string[], io: GenerateIo = defaultIo): Promise<number> {
+  try {
+    const options = parseOptions(argv);
+    if (options === 'help') {
+      io.out(USAGE);
+      return 0;
+    }
+    const result = await generate(options);
+    if (options.json) io.out(`${JSON.stringify(result)}\n`);
+    else printText(result, io);
+    return result.finish.reason === 'error' ? 1 : 0;
+  } catch (err) {
+    const isUsage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    io.err(`maya generate: ${(err as Error).message}\n${isUsage ? USAGE : ''}`);
+    if (isUsage) return 2;
+    return err instanceof EngineError && err.code === 'context_overflow' ? 2 : 1;
+  }
+}
