@@ -26,12 +26,14 @@
  *   history (excluding its own output) in `order`; `after` is an item id of that listing and
  *   the page starts strictly after it in the requested order. An id not in the listing →
  *   StoreError `unknown_cursor` (400, param `after`): a client's cursor is never silently
- *   reinterpreted. Cost is O(limit), independent of history length.
+ *   reinterpreted; `limit` outside 1..100 → `invalid_page` (400, param `limit`). Cost is
+ *   O(limit), independent of history length.
  * - `history(scope, id)` → the items to continue from (input items then output items, in
  *   order) as a StoredHistory whose `bytes` are reserved from the ASSEMBLY_BYTES budget until
  *   `release()`; pressure → StoreError `assembly_busy` (503). undefined when not found.
  * - `reserveAssembly(bytes)` → the same budget for other request-owned histories (job records,
  *   store:false continuations); throws `assembly_busy`.
+ * - `stats()` → the `responses_cache` section of /v1/status (expired entries discarded first).
  *
  * Bounds: ENTRY_BYTES caps one expanded snapshot (every history item + output item + response
  * metadata, serialised), as do CACHE_BYTES and OWNER_BYTES (a snapshot that could not fit even
