@@ -76,7 +76,7 @@ describe('parsers are chunking-independent on random outputs', () => {
     it(name, () => {
       const rand = prng(name.length * 7919 + 17);
       const pieces = PIECES[kind]!;
-      for (let n = 0; n < 300; n++) {
+      for (let n = 0; n < 150; n++) {
         const length = 1 + Math.floor(rand() * 24);
         const output = Array.from({ length }, () => pieces[Math.floor(rand() * pieces.length)]).join('');
         const options: ParserOptions = { tools: TOOLS, startInReasoning: rand() < 0.3 };
