@@ -8,8 +8,10 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 src="$root/engine-cuda/src"
 tst="$root/engine-cuda/test"
-obj="$root/engine-cuda/build/test-obj"
-bin="$root/engine-cuda/build/engine-tests"
+# Extra flags get their own object directory and binary, so sanitizer builds never mix with plain ones.
+tag="${MAYA_ENGINE_CXXFLAGS:+-$(printf %s "$MAYA_ENGINE_CXXFLAGS" | md5sum | cut -c1-8)}"
+obj="$root/engine-cuda/build/test-obj$tag"
+bin="$root/engine-cuda/build/engine-tests$tag"
 cxx="${CXX:-g++}"
 command -v "$cxx" >/dev/null 2>&1 || { echo "engine tests: C++ compiler '$cxx' not found" >&2; exit 1; }
 mkdir -p "$obj"
