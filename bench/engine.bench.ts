@@ -1,0 +1,219 @@
+/**
+ * npm run bench:engine: prefill and decode tokens/s of NativeEngine (the full TypeScript path:
+ * worker thread, FFI, event routing) at batch 1 and batch 8, for a small random Llama (~5M
+ * parameters) and a ~110M one shaped like llama2.c's stories110M, each beside its decode roofline:
+ * weight bytes streamed per step ÷ this machine's measured read bandwidth (one step reads every
+ * weight once for the whole batch, so the batch-8 roofline is 8× the batch-1 one).
+ *
+ * Bandwidth comes from a tiny C program compiled here (threads reading a 512 MiB array; best of 7).
+ * Models are generated deterministically into .bench/ (ignored) on first use. Every engine figure
+ * is the median of several runs (the machine is shared and noisy). Options: --runs N (default 3), --quick (small
+ * model only), --threads N (engine threads; default all cores).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NativeEngine } from '../engine-cuda/native-engine.ts';
+import { LLAMA_110M, makeRandomCheckpoint, parameterCount, type RandomCheckpointOptions } from '../scripts/make-random-checkpoint.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const WORK = join(ROOT, '.bench');
+
+const MEMBW_C = `
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static uint64_t *data; static size_t words; static int nthreads, passes;
+static volatile uint64_t sink;
+static void *reader(void *arg) {
+  size_t t = (size_t)arg, per = words / nthreads, lo = t * per, hi = lo + per;
+  const uint64_t *restrict p = data;
+  uint64_t s = 0;
+  for (int k = 0; k < passes; k++)
+    for (size_t i = lo; i < hi; i++) s += p[i]; /* a vectorised integer reduction at -O3 */
+  sink += s;
+  return 0;
+}
+static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec; }
+int main(int argc, char **argv) {
+  size_t mib = (size_t)atol(argv[1]); nthreads = atoi(argv[2]); int reps = atoi(argv[3]); passes = 4;
+  words = mib * 1024 * 1024 / 8;
+  data = aligned_alloc(64, words * 8);
+  if (!data) return 1;
+  for (size_t i = 0; i < words; i++) data[i] = i;
+  pthread_t th[256];
+  for (int r = 0; r < reps; r++) {
+    double t0 = now();
+    for (long t = 0; t < nthreads; t++) pthread_create(&th[t], 0, reader, (void *)t);
+    for (int t = 0; t < nthreads; t++) pthread_join(th[t], 0);
+    printf("%.3f\\n", (double)words * 8 * passes / (now() - t0) / 1e9);
+  }
+  return 0;
+}
+`;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
+}
+
+/** Read bandwidth in GB/s: the best of 7 runs over a 512 MiB array with one reader per thread
+ * (a roofline is the attainable peak, as STREAM reports its best run). */
+function measureBandwidth(threads: number): number {
+  const src = join(WORK, 'membw.c');
+  const bin = join(WORK, 'membw');
+  writeFileSync(src, MEMBW_C);
+  execFileSync('cc', ['-O3', '-march=native', '-pthread', '-o', bin, src]);
+  const out = execFileSync(bin, ['512', String(threads), '7'], { encoding: 'utf8' });
+  return Math.max(...out.trim().split('\n').map(Number));
+}
+
+interface BenchModel {
+  name: string;
+  options: RandomCheckpointOptions;
+}
+
+const SMALL: BenchModel = {
+  name: 'small-llama-5M-f32',
+  options: { dim: 256, layers: 4, heads: 4, kvHeads: 2, hidden: 768, vocab: 4096, ctx: 1024, dtype: 'f32', seed: 7 },
+};
+const LLAMA110: BenchModel = { name: 'llama-110M-f32', options: LLAMA_110M };
+
+/** Bytes one decode step streams: every weight except the embedding table (one row per token). */
+function bytesPerStep(o: RandomCheckpointOptions): number {
+  return (parameterCount(o) - o.vocab * o.dim) * (o.dtype === 'f32' ? 4 : 2);
+}
+
+async function ensureModel(m: BenchModel): Promise<string> {
+  const dir = join(WORK, m.name);
+  const stamp = join(dir, 'bench-options.json');
+  const wanted = JSON.stringify(m.options);
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === wanted) return dir;
+  process.stderr.write(`bench: writing ${dir} ...\n`);
+  await makeRandomCheckpoint(dir, m.options);
+  writeFileSync(stamp, wanted);
+  return dir;
+}
+
+function prompt(length: number, salt: number, vocab: number): number[] {
+  return Array.from({ length }, (_, i) => ((i * 31 + salt * 977 + 3) % (vocab - 3)) + 3);
+}
+
+/** Prefill tokens/s: `batch` prompts of `length` tokens queued together, until every one is prefilled. */
+async function prefillRate(engine: NativeEngine, batch: number, length: number, salt: number): Promise<number> {
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: batch }, async (_, b) => {
+    const gen = engine.generate({ promptIds: prompt(length, salt * 16 + b, engine.info.numVocab), maxTokens: 1 });
+    for await (const _event of gen) void _event;
+  }));
+  return (batch * length) / ((performance.now() - t0) / 1000);
+}
+
+/** Decode tokens/s: `batch` sequences generate `tokens` each; counted from when all have their first token. */
+async function decodeRate(engine: NativeEngine, batch: number, tokens: number, salt: number): Promise<number> {
+  const firsts: number[] = [];
+  let counted = 0;
+  let allStarted = Infinity;
+  const stamps: number[][] = Array.from({ length: batch }, () => []);
+  await Promise.all(stamps.map(async (times, b) => {
+    const gen = engine.generate({ promptIds: prompt(8, salt * 16 + b, engine.info.numVocab), maxTokens: tokens });
+    for await (const event of gen) {
+      if (event.type !== 'token') continue;
+      times.push(performance.now());
+      if (times.length === 1) firsts.push(times[0] ?? 0);
+      if (firsts.length === batch && allStarted === Infinity) allStarted = Math.max(...firsts);
+    }
+  }));
+  const end = Math.max(...stamps.map((t) => t[t.length - 1] ?? 0));
+  for (const times of stamps) counted += times.filter((t) => t > allStarted).length;
+  return counted / ((end - allStarted) / 1000);
+}
+
+interface Row {
+  model: string;
+  params: number;
+  weightMiB: number;
+  prefill1: number;
+  prefill8: number;
+  decode1: number;
+  decode8: number;
+  roof1: number;
+  roof8: number;
+}
+
+async function benchModel(m: BenchModel, gbps: number, runs: number, threads: number | undefined): Promise<Row> {
+  const dir = await ensureModel(m);
+  const engine = await NativeEngine.load(dir, { numThreads: threads });
+  try {
+    await decodeRate(engine, 1, 8, 999); // warm-up: page in the weights
+    const samples: Record<'prefill1' | 'prefill8' | 'decode1' | 'decode8', number[]> = { prefill1: [], prefill8: [], decode1: [], decode8: [] };
+    for (let r = 0; r < runs; r++) {
+      // Fresh salts each run: prompts never hit the prefix cache.
+      samples.prefill1.push(await prefillRate(engine, 1, 128, 100 + r));
+      samples.prefill8.push(await prefillRate(engine, 8, 128, 200 + r));
+      samples.decode1.push(await decodeRate(engine, 1, 64, 300 + r));
+      samples.decode8.push(await decodeRate(engine, 8, 64, 400 + r));
+    }
+    const roof1 = (gbps * 1e9) / bytesPerStep(m.options);
+    return {
+      model: m.name,
+      params: parameterCount(m.options),
+      weightMiB: (parameterCount(m.options) * (m.options.dtype === 'f32' ? 4 : 2)) / 2 ** 20,
+      prefill1: median(samples.prefill1),
+      prefill8: median(samples.prefill8),
+      decode1: median(samples.decode1),
+      decode8: median(samples.decode8),
+      roof1,
+      roof8: 8 * roof1,
+    };
+  } finally {
+    await engine.close();
+  }
+}
+
+function table(rows: Row[]): string {
+  const head = ['model', 'params', 'weights MiB', 'prefill b1 tok/s', 'prefill b8 tok/s', 'decode b1 tok/s', 'roofline b1', 'b1 / roof', 'decode b8 tok/s', 'roofline b8', 'b8 / roof'];
+  const lines = rows.map((r) => [
+    r.model, `${(r.params / 1e6).toFixed(1)}M`, r.weightMiB.toFixed(0), r.prefill1.toFixed(0), r.prefill8.toFixed(0),
+    r.decode1.toFixed(1), r.roof1.toFixed(1), `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
+    r.decode8.toFixed(1), r.roof8.toFixed(1), `${((100 * r.decode8) / r.roof8).toFixed(0)}%`,
+  ]);
+  const all = [head, ...lines];
+  const widths = head.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
+  const fmt = (row: string[]) => `| ${row.map((c, i) => c.padStart(widths[i] ?? 0)).join(' | ')} |`;
+  return [fmt(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.map(fmt)].join('\n');
+}
+
+async function main(argv: string[]): Promise<void> {
+  const flag = (name: string) => {
+    const i = argv.indexOf(name);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const runs = Number(flag('--runs') ?? 3);
+  const threads = flag('--threads') === undefined ? undefined : Number(flag('--threads'));
+  mkdirSync(WORK, { recursive: true });
+  const cores = threads ?? availableParallelism();
+  const gbps = measureBandwidth(cores);
+  process.stderr.write(`bench: read bandwidth ${gbps.toFixed(1)} GB/s (${cores} threads, best of 7)\n`);
+  const models = argv.includes('--quick') ? [SMALL] : [SMALL, LLAMA110];
+  const rows: Row[] = [];
+  for (const m of models) {
+    rows.push(await benchModel(m, gbps, runs, threads));
+    process.stderr.write(`bench: ${m.name} done\n`);
+  }
+  console.log(`Memory read bandwidth: ${gbps.toFixed(1)} GB/s; engine threads: ${cores}; medians of ${runs} runs.`);
+  console.log('Roofline = bandwidth / weight bytes streamed per decode step (embedding rows excluded), x batch.');
+  console.log(table(rows));
+  writeFileSync(join(WORK, 'engine-bench.json'), `${JSON.stringify({ gbps, threads: cores, runs, rows }, null, 2)}\n`);
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  console.error(`bench:engine: ${(err as Error).stack ?? String(err)}`);
+  process.exitCode = 1;
+});
