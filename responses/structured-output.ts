@@ -128,7 +128,9 @@ export function compileTextFormat(format: Record<string, unknown> | undefined, p
   const rootTypes = Array.isArray(schema?.type) ? schema.type : [schema?.type];
   if (!rootTypes.includes('object') || rootTypes.length !== 1) throw badRequest(`${param}.type`, "The root of a JSON schema must be of type 'object'.", 'invalid_schema');
   checkNode(schema, param, 1, format!.strict === true, { nodes: 0 });
-  const validate = loadAjv().compile(schema);
+  // `$schema` is an annotation here (zodTextFormat sends draft-07's URI); ajv 2020 would try to resolve it.
+  const { $schema: _dialect, ...compilable } = schema;
+  const validate = loadAjv().compile(compilable);
   return {
     instruction: JSON_SCHEMA_INSTRUCTION + JSON.stringify(schema),
     validator: (text, signal) => {
