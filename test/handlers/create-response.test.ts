@@ -150,6 +150,14 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
     expect(terminal(bad)).toMatchObject({ status: 'failed', error: { code: 'schema_violation' }, output: [], usage: { output_tokens: 4 } });
   });
 
+  it('a schema carrying $schema (draft-07, as openai/helpers/zod zodTextFormat sends) is accepted and enforced', async () => {
+    const format = { ...COUNT_FORMAT, schema: { $schema: 'http://json-schema.org/draft-07/schema#', ...COUNT_FORMAT.schema } };
+    const ok = await stream(appWith([{ pieces: ['\n', '{"count"', ': 3}', '<|user|>'] }]), { input: 'Count', text: { format }, ...NO_THINKING });
+    expect(terminal(ok)).toMatchObject({ status: 'completed' });
+    const bad = await stream(appWith([{ pieces: ['\n', '{"count"', ': 3.5}', '<|user|>'] }]), { input: 'Count', text: { format }, ...NO_THINKING });
+    expect(terminal(bad)).toMatchObject({ status: 'failed', error: { code: 'schema_violation' } });
+  });
+
   it('the spec example body (no model, store:false, max_output_tokens:256) streams a valid sequence', async () => {
     const events = await stream(appWith([THINK_TEXT]), { model: undefined, input: 'Hello', store: false, max_output_tokens: 256 });
     expect(events.at(-1)!.type).toBe('response.completed');
