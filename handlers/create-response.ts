@@ -6,7 +6,7 @@
  * planResponse before any engine work is queued.
  */
 import type { AppDeps, Handler, MayaContext } from './app-deps.ts';
-import { ApiError, notFound, unavailable } from './errors.ts';
+import { badRequest, fromStoreError, notFound, tooLarge, unavailable } from './errors.ts';
 import { streamSse } from './sse.ts';
 import type { CreateResponseBody } from './types.ts';
 import { startBackgroundResponse } from './background-response.ts';
@@ -16,7 +16,7 @@ import { normaliseInput, type HistoryItem } from '../responses/input-history.ts'
 import { newResponseObject, type ResponseObject } from '../responses/response-object.ts';
 import { planResponse, withSamplingDefaults, type PlanRequest, type ResponsePlan } from '../responses/response-plan.ts';
 import { runResponse } from '../responses/run-response.ts';
-import { StoreError, type StoredHistory } from '../store/response-store.ts';
+import type { StoredHistory } from '../store/response-store.ts';
 
 export type CreateRequest = PlanRequest & { input?: string | Record<string, unknown>[]; stream?: boolean; background?: boolean; store?: boolean };
 
@@ -36,20 +36,28 @@ export interface PreparedResponse {
   save?: (final: ResponseObject) => Promise<void>;
 }
 
-export function storeErrorToApi(error: unknown): unknown {
-  if (!(error instanceof StoreError)) return error;
-  const type = error.status >= 500 ? 'server_error' : 'invalid_request_error';
-  return new ApiError(error.status, error.message, type, error.code, error.param);
-}
-
 /** The continued response's history (404 for unknown, expired, deleted or other-key ids). */
 async function previousHistory(ctx: MayaContext, deps: AppDeps, id: string | null | undefined): Promise<StoredHistory | undefined> {
   if (!id) return undefined;
   const fromJobs = await deps.jobs?.continuationHistory(ctx.state.scope, id);
   if (fromJobs) return fromJobs;
-  const history = await deps.store.history(ctx.state.scope, id).catch((error: unknown) => { throw storeErrorToApi(error); });
+  const history = await deps.store.history(ctx.state.scope, id).catch((error: unknown) => { throw fromStoreError(error); });
   if (!history) throw notFound('response', id, 'previous_response_id');
   return history;
+}
+
+/**
+ * A response that will be stored must be storable: unique item ids, and an expanded snapshot
+ * within ENTRY_BYTES. Checked before generation so the model never runs for a refused save.
+ */
+function checkStorable(history: HistoryItem[], newItems: HistoryItem[], previous: StoredHistory | undefined, entryBytes: number): void {
+  const seen = new Set<string>();
+  history.forEach((item, index) => {
+    if (seen.has(item.id)) throw badRequest(`input[${Math.max(0, index - (previous?.items.length ?? 0))}].id`, `Item id '${item.id}' appears twice in the conversation history.`, 'duplicate_item');
+    seen.add(item.id);
+  });
+  const bytes = (previous?.bytes ?? 0) + Buffer.byteLength(JSON.stringify(newItems));
+  if (bytes > entryBytes) throw tooLarge(`The conversation history (${bytes} bytes) exceeds the stored-response limit of ${entryBytes} bytes.`, 'snapshot_too_large', 'input');
 }
 
 async function prepare(ctx: MayaContext, deps: AppDeps, runtime: ModelRuntime): Promise<PreparedResponse> {
@@ -59,10 +67,11 @@ async function prepare(ctx: MayaContext, deps: AppDeps, runtime: ModelRuntime): 
   try {
     const newItems = normaliseInput(request.input ?? []);
     const history: HistoryItem[] = [...((previous?.items ?? []) as HistoryItem[]), ...newItems];
+    if (request.store) checkStorable(history, newItems, previous, deps.settings.ENTRY_BYTES);
     const plan = planResponse(runtime, request, history, -(previous?.items.length ?? 0));
     const response = newResponseObject(request, newId('resp'), runtime.id, request.background ? 'queued' : 'in_progress');
     const save = request.store === true
-      ? (final: ResponseObject) => deps.store.put(scope, { response: final as never, inputItems: newItems as never, previous }).catch((error: unknown) => { throw storeErrorToApi(error); })
+      ? (final: ResponseObject) => deps.store.put(scope, { response: final as never, inputItems: newItems as never, previous }).catch((error: unknown) => { throw fromStoreError(error); })
       : undefined;
     return { scope, request, runtime, plan, response, newItems, previous, save };
   } catch (error) {

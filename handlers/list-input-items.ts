@@ -9,17 +9,13 @@
  * A background task's record answers first: its inputs are listable while it is still running.
  */
 import type { Handler } from './app-deps.ts';
-import { ApiError, notFound } from './errors.ts';
+import { fromStoreError, notFound } from './errors.ts';
 import type { ListInputItemsQuery, ResponseItemList } from './types.ts';
-import { StoreError } from '../store/response-store.ts';
 
 export const listInputItems: Handler = async (ctx, deps) => {
   const id = ctx.state.params.response_id as string;
   const { order, limit, after } = ctx.state.query as ListInputItemsQuery;
-  const page = deps.jobs?.listInputItems(ctx.state.scope, id, { order, limit, after }) ?? await deps.store.listInputItems(ctx.state.scope, id, { order, limit, after }).catch((error: unknown) => {
-    if (error instanceof StoreError) throw new ApiError(error.status, error.message, 'invalid_request_error', error.code, error.param);
-    throw error;
-  });
+  const page = deps.jobs?.listInputItems(ctx.state.scope, id, { order, limit, after }) ?? await deps.store.listInputItems(ctx.state.scope, id, { order, limit, after }).catch((error: unknown) => { throw fromStoreError(error); });
   if (!page) throw notFound('response', id);
   ctx.body = page as unknown as ResponseItemList;
 };
