@@ -27,6 +27,8 @@ export interface FakeScript {
   cachedTokens?: number;
   /** Detail reported with finishReason 'error'. */
   error?: string;
+  /** Overrides of the reported usage (default: prompt length, cachedTokens, tokens produced). */
+  usage?: Partial<FinishInfo['usage']>;
   /** Logits attached to each token event when the request keeps logits (index = step). */
   logits?: Float32Array[];
 }
@@ -111,7 +113,7 @@ export class FakeEngine implements Engine {
     let finishedAs: FinishReason | undefined;
     const finish = (reason: FinishReason, error?: string): FinishInfo => {
       finishedAs = reason;
-      const usage = { inputTokens: request.promptIds.length, cachedTokens, outputTokens };
+      const usage = { inputTokens: request.promptIds.length, cachedTokens, outputTokens, ...script.usage };
       return error === undefined ? { reason, usage } : { reason, usage, error };
     };
     this.activeCount++;

@@ -22,6 +22,8 @@ describe('FakeEngine', () => {
     expect(b.finish.reason).toBe('length');
     expect(b.finish.usage.cachedTokens).toBe(0);
     expect(engine.calls.map((c) => c.promptIds)).toEqual([[1, 2, 3], [1]]);
+    const c = await drain(new FakeEngine({ script: { tokens: [4], usage: { inputTokens: 99 } } }).generate({ promptIds: [1], maxTokens: 3 }));
+    expect(c.finish.usage).toEqual({ inputTokens: 99, cachedTokens: 0, outputTokens: 1 });
   });
 
   it('throws context_overflow from the first next() with no work queued', async () => {
