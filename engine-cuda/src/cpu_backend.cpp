@@ -61,31 +61,31 @@ struct AttnTask {
     float *const *scores; // per worker: (H/Hkv, n_ctx)
 };
 
-/* One (token, kv head) pair: the query heads of its group attend positions [0, pos]. */
+/* One (token, kv head) pair: the query heads of its group attend positions [0, pos], one KV
+ * block (bs consecutive positions, contiguous per kv head) at a time. */
 static void attn_task(void *arg, int task, int worker) {
     const AttnTask &a = *(const AttnTask *)arg;
-    int t = task / a.Hkv, g = task % a.Hkv, group = a.H / a.Hkv, D = a.D;
+    int t = task / a.Hkv, g = task % a.Hkv, group = a.H / a.Hkv, D = a.D, bs = a.bs;
     const BatchSeq &s = a.batch->seqs[(size_t)a.tok_seq[t]];
-    int pos = s.pos0 + (t - s.tok0);
-    int n = pos + 1;
+    int n = s.pos0 + (t - s.tok0) + 1; // positions attended
     float *sc = a.scores[worker];
     const float *q = a.q + (int64_t)t * a.H * D + (int64_t)g * group * D;
-    for (int j = 0; j < n; j++) {
-        const float *kr = a.kcache + (((int64_t)s.block_table[j / a.bs] * a.Hkv + g) * a.bs + j % a.bs) * D;
-        for (int h = 0; h < group; h++) sc[(int64_t)h * n + j] = a.k->dot(q + (int64_t)h * D, kr, D) * a.scale;
+    int64_t head_stride = (int64_t)bs * D, block_stride = (int64_t)a.Hkv * bs * D;
+    for (int j0 = 0; j0 < n; j0 += bs) {
+        const float *kr = a.kcache + s.block_table[j0 / bs] * block_stride + g * head_stride;
+        a.k->attn_scores(sc, n, j0, q, group, kr, n - j0 < bs ? n - j0 : bs, D, a.scale);
     }
     float *o = a.out + (int64_t)t * a.H * D + (int64_t)g * group * D;
     for (int h = 0; h < group; h++) {
         float *row = sc + (int64_t)h * n, mx = row[0], sum = 0;
         for (int j = 1; j < n; j++) mx = row[j] > mx ? row[j] : mx;
         for (int j = 0; j < n; j++) { row[j] = expf(row[j] - mx); sum += row[j]; }
-        float inv = 1.0f / sum;
-        for (int j = 0; j < n; j++) row[j] *= inv;
+        a.k->scale(row, 1.0f / sum, n);
         memset(o + (int64_t)h * D, 0, (size_t)D * sizeof(float));
     }
-    for (int j = 0; j < n; j++) {
-        const float *vr = a.vcache + (((int64_t)s.block_table[j / a.bs] * a.Hkv + g) * a.bs + j % a.bs) * D;
-        for (int h = 0; h < group; h++) a.k->axpy(o + (int64_t)h * D, sc[(int64_t)h * n + j], vr, D);
+    for (int j0 = 0; j0 < n; j0 += bs) {
+        const float *vr = a.vcache + s.block_table[j0 / bs] * block_stride + g * head_stride;
+        a.k->attn_accum(o, sc, n, j0, group, vr, n - j0 < bs ? n - j0 : bs, D);
     }
 }
 

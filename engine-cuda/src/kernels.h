@@ -31,6 +31,11 @@ struct Kernels {
     void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
     void (*silu_mul)(float *out, const float *gate, const float *up, int n); // out = silu(gate) * up
     void (*row_to_f32)(float *out, const void *w, int dtype, int64_t row, int n); // out = W[row, 0..n)
+    /* Attention over n consecutive cached positions of one kv head (k, v: (n, D)) for the `group`
+     * query heads sharing it (q, out: (group, D)); scores/probs: (group, ld), columns j0..j0+n. */
+    void (*attn_scores)(float *scores, int ld, int j0, const float *q, int group, const float *k, int n, int D,
+                        float scale);
+    void (*attn_accum)(float *out, const float *probs, int ld, int j0, int group, const float *v, int n, int D);
 };
 
 extern const Kernels kernels_scalar;

@@ -202,6 +202,60 @@ static void silu_mul(float *out, const float *gate, const float *up, int n) {
     }
 }
 
+static void attn_scores(float *scores, int ld, int j0, const float *q, int group, const float *k, int n, int D,
+                        float scale) {
+#ifdef KERNELS_VECTOR
+    if (D % 8 == 0) { // q held in registers 64 dims at a time, one k row per iteration
+        for (int h = 0; h < group; h++) {
+            float *row = scores + (int64_t)h * ld + j0;
+            const float *qh = q + (int64_t)h * D;
+            for (int j = 0; j < n; j++) row[j] = 0;
+            for (int d0 = 0; d0 < D; d0 += 64) {
+                int nv = (D - d0) / 8 < 8 ? (D - d0) / 8 : 8;
+                __m256 qv[8];
+                for (int i = 0; i < nv; i++) qv[i] = _mm256_loadu_ps(qh + d0 + 8 * i);
+                for (int j = 0; j < n; j++) {
+                    const float *kr = k + (int64_t)j * D + d0;
+                    __m256 acc = _mm256_mul_ps(qv[0], _mm256_loadu_ps(kr));
+                    for (int i = 1; i < nv; i++) acc = _mm256_fmadd_ps(qv[i], _mm256_loadu_ps(kr + 8 * i), acc);
+                    row[j] += hsum(acc);
+                }
+            }
+            for (int j = 0; j < n; j++) row[j] *= scale;
+        }
+        return;
+    }
+#endif
+    for (int j = 0; j < n; j++)
+        for (int h = 0; h < group; h++)
+            scores[(int64_t)h * ld + j0 + j] = dot(q + (int64_t)h * D, k + (int64_t)j * D, D) * scale;
+}
+
+static void attn_accum(float *out, const float *probs, int ld, int j0, int group, const float *v, int n, int D) {
+#ifdef KERNELS_VECTOR
+    if (D % 8 == 0) { // out accumulated in registers 64 dims at a time
+        for (int h = 0; h < group; h++) {
+            const float *p = probs + (int64_t)h * ld + j0;
+            float *oh = out + (int64_t)h * D;
+            for (int d0 = 0; d0 < D; d0 += 64) {
+                int nv = (D - d0) / 8 < 8 ? (D - d0) / 8 : 8;
+                __m256 acc[8];
+                for (int i = 0; i < nv; i++) acc[i] = _mm256_loadu_ps(oh + d0 + 8 * i);
+                for (int j = 0; j < n; j++) {
+                    __m256 pj = _mm256_set1_ps(p[j]);
+                    const float *vr = v + (int64_t)j * D + d0;
+                    for (int i = 0; i < nv; i++) acc[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vr + 8 * i), acc[i]);
+                }
+                for (int i = 0; i < nv; i++) _mm256_storeu_ps(oh + d0 + 8 * i, acc[i]);
+            }
+        }
+        return;
+    }
+#endif
+    for (int j = 0; j < n; j++)
+        for (int h = 0; h < group; h++) axpy(out + (int64_t)h * D, probs[(int64_t)h * ld + j0 + j], v + (int64_t)j * D, D);
+}
+
 } // namespace KERNELS_NS
 
 extern const Kernels KERNELS_TABLE;
@@ -213,6 +267,7 @@ const Kernels KERNELS_TABLE = {
 #endif
     KERNELS_NS::matmul, KERNELS_NS::dot, KERNELS_NS::axpy, KERNELS_NS::scale,
     KERNELS_NS::rmsnorm, KERNELS_NS::silu_mul, KERNELS_NS::row_to_f32,
+    KERNELS_NS::attn_scores, KERNELS_NS::attn_accum,
 };
 
 } // namespace maya

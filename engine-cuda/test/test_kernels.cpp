@@ -162,3 +162,38 @@ TEST(vector_kernels_match_reference) {
         CHECK(signbit(out9[3]));
     }
 }
+
+TEST(attention_kernels_match_reference) {
+    // Scores and the probability-weighted sum over a block of positions, for head sizes that are
+    // a multiple of 8 (vector path, incl. a 64 + 8 split) and that are not (generic path).
+    Rand r;
+    for (const Kernels *k : tables()) {
+        for (int D : {12, 16, 64, 72, 128}) {
+            const int group = 3, n = 11, ld = 20, j0 = 5;
+            std::vector<float> q((size_t)group * D), kk((size_t)n * D), v((size_t)n * D);
+            for (float &x : q) x = r.next();
+            for (float &x : kk) x = r.next();
+            for (float &x : v) x = r.next();
+            std::vector<float> sc((size_t)group * ld, -9.0f);
+            k->attn_scores(sc.data(), ld, j0, q.data(), group, kk.data(), n, D, 0.25f);
+            for (int h = 0; h < group; h++) {
+                for (int j = 0; j < ld; j++) {
+                    if (j < j0 || j >= j0 + n) { CHECK(sc[(size_t)h * ld + j] == -9.0f); continue; }
+                    double ref = 0;
+                    for (int d = 0; d < D; d++) ref += (double)q[(size_t)h * D + d] * kk[(size_t)(j - j0) * D + d];
+                    CHECK_NEAR(sc[(size_t)h * ld + j], ref * 0.25, 1e-5);
+                }
+            }
+            std::vector<float> out((size_t)group * D), base((size_t)group * D);
+            for (float &x : base) x = r.next();
+            out = base;
+            k->attn_accum(out.data(), sc.data(), ld, j0, group, v.data(), n, D);
+            for (int h = 0; h < group; h++)
+                for (int d = 0; d < D; d++) {
+                    double ref = base[(size_t)h * D + d];
+                    for (int j = 0; j < n; j++) ref += (double)sc[(size_t)h * ld + j0 + j] * v[(size_t)j * D + d];
+                    CHECK_NEAR(out[(size_t)h * D + d], ref, 1e-5);
+                }
+        }
+    }
+}
