@@ -1,7 +1,7 @@
 /**
  * npm run bench:engine: prefill and decode tokens/s of NativeEngine (the full TypeScript path:
  * worker thread, FFI, event routing) at batch 1 and batch 8, for a small random Llama (~5M
- * parameters) and a ~110M one shaped like llama2.c's stories110M, each beside its decode roofline:
+ * parameters) and a 110M one shaped like llama2.c's stories110M (tied classifier), each beside its decode roofline:
  * weight bytes streamed per step ÷ this machine's measured read bandwidth (one step reads every
  * weight once for the whole batch, so the batch-8 roofline is 8× the batch-1 one).
  *
@@ -85,9 +85,9 @@ const SMALL: BenchModel = {
 };
 const LLAMA110: BenchModel = { name: 'llama-110M-f32', options: LLAMA_110M };
 
-/** Bytes one decode step streams: every weight except the embedding table (one row per token). */
+/** Bytes one decode step streams: every weight, except an untied embedding table (one row per token). */
 function bytesPerStep(o: RandomCheckpointOptions): number {
-  return (parameterCount(o) - o.vocab * o.dim) * (o.dtype === 'f32' ? 4 : 2);
+  return (parameterCount(o) - (o.tied ? 0 : o.vocab * o.dim)) * (o.dtype === 'f32' ? 4 : 2);
 }
 
 async function ensureModel(m: BenchModel): Promise<string> {
@@ -208,7 +208,7 @@ async function main(argv: string[]): Promise<void> {
     process.stderr.write(`bench: ${m.name} done\n`);
   }
   console.log(`Memory read bandwidth: ${gbps.toFixed(1)} GB/s; engine threads: ${cores}; medians of ${runs} runs.`);
-  console.log('Roofline = bandwidth / weight bytes streamed per decode step (embedding rows excluded), x batch.');
+  console.log('Roofline = bandwidth / weight bytes streamed per decode step (an untied embedding table excluded), x batch.');
   console.log(table(rows));
   writeFileSync(join(WORK, 'engine-bench.json'), `${JSON.stringify({ gbps, threads: cores, runs, rows }, null, 2)}\n`);
 }

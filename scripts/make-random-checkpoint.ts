@@ -6,6 +6,7 @@
  *
  *   tsx scripts/make-random-checkpoint.ts --out DIR [--dim 768] [--layers 12] [--heads 12]
  *       [--kv-heads 12] [--hidden 2048] [--vocab 32000] [--ctx 1024] [--dtype f32|bf16] [--seed 1]
+ *       [--tied true|false]   (defaults: llama2.c's stories110M shape, tied classifier)
  *
  * safetensors layout (huggingface/safetensors docs): 8-byte little-endian header length, a JSON
  * header {name: {dtype, shape, data_offsets: [begin, end]}} with offsets relative to the data
@@ -25,10 +26,13 @@ export interface RandomCheckpointOptions {
   ctx: number;
   dtype: 'f32' | 'bf16';
   seed: number;
+  /** tie_word_embeddings: no lm_head.weight, the embedding is the classifier (llama2.c's shared_classifier). */
+  tied?: boolean;
 }
 
+/** llama2.c's stories110M shape (dim 768, 12 layers, 12 heads, hidden 2048, vocab 32000, shared classifier). */
 export const LLAMA_110M: RandomCheckpointOptions = {
-  dim: 768, layers: 12, heads: 12, kvHeads: 12, hidden: 2048, vocab: 32000, ctx: 1024, dtype: 'f32', seed: 1,
+  dim: 768, layers: 12, heads: 12, kvHeads: 12, hidden: 2048, vocab: 32000, ctx: 1024, dtype: 'f32', seed: 1, tied: true,
 };
 
 interface TensorSpec {
@@ -55,10 +59,8 @@ function tensorSpecs(o: RandomCheckpointOptions): TensorSpec[] {
       { name: `${p}.mlp.down_proj.weight`, shape: [o.dim, o.hidden], kind: 'matrix' },
     );
   }
-  specs.push(
-    { name: 'model.norm.weight', shape: [o.dim], kind: 'norm' },
-    { name: 'lm_head.weight', shape: [o.vocab, o.dim], kind: 'matrix' },
-  );
+  specs.push({ name: 'model.norm.weight', shape: [o.dim], kind: 'norm' });
+  if (!o.tied) specs.push({ name: 'lm_head.weight', shape: [o.vocab, o.dim], kind: 'matrix' });
   return specs;
 }
 
@@ -125,7 +127,7 @@ export async function makeRandomCheckpoint(dir: string, o: RandomCheckpointOptio
     architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: o.dim, intermediate_size: o.hidden,
     num_attention_heads: o.heads, num_key_value_heads: o.kvHeads, num_hidden_layers: o.layers, vocab_size: o.vocab,
     max_position_embeddings: o.ctx, head_dim: o.dim / o.heads, hidden_act: 'silu', rms_norm_eps: 1e-5,
-    rope_theta: 10000.0, tie_word_embeddings: false, bos_token_id: 1, eos_token_id: 2,
+    rope_theta: 10000.0, tie_word_embeddings: o.tied ?? false, bos_token_id: 1, eos_token_id: 2,
     torch_dtype: o.dtype === 'f32' ? 'float32' : 'bfloat16',
   };
   await writeFile(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
@@ -146,6 +148,7 @@ function parseArgs(argv: string[]): { out: string; options: RandomCheckpointOpti
     if (value === undefined) throw new Error(`${flag} needs a value`);
     if (flag === '--out') out = value;
     else if (flag === '--dtype' && (value === 'f32' || value === 'bf16')) o.dtype = value;
+    else if (flag === '--tied' && (value === 'true' || value === 'false')) o.tied = value === 'true';
     else if (numeric[flag] && Number.isInteger(Number(value)) && Number(value) > 0) (o as Record<string, unknown>)[numeric[flag]] = Number(value);
     else throw new Error(`bad option ${flag} ${value}`);
   }
