@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { checkResponseStream } from './stream-contract.ts';
+import { checkResponseStream, type WireEvent } from './stream-contract.ts';
 import { freePort, ROOT, waitForReady } from './start-demo-service.ts';
 
 interface Spawned { name: string; child: ChildProcess; exited: Promise<number | null>; client: OpenAI; origin: string }
@@ -66,7 +66,7 @@ describe('bun and node serve the same API', () => {
     }));
     expect(bun!.problems).toEqual([]);
     expect(node!.problems).toEqual([]);
-    const summary = (events: typeof node.events) => events.map((e) => `${e.type}:${typeof e.delta === 'string' ? e.delta : ''}`);
+    const summary = (events: WireEvent[]) => events.map((e) => `${e.type}:${typeof e.delta === 'string' ? e.delta : ''}`);
     expect(summary(bun!.events)).toEqual(summary(node!.events));
   });
 

@@ -64,12 +64,13 @@ export function checkResponseStream(text: string): CheckedStream {
       return void problems.push(`frame ${index} data is not JSON`);
     }
     if (event.type !== block.event) problems.push(`frame ${index}: event ${block.event} != data.type ${event.type}`);
-    if (!union(event)) problems.push(`frame ${index} (${event.type}) fails ResponseStreamEvent: ${errorsOf(union)}`);
+    const data: unknown = event;
+    if (!union(data)) problems.push(`frame ${index} (${event.type}) fails ResponseStreamEvent: ${errorsOf(union)}`);
     const name = eventSchemaName(event.type);
     if (!name) problems.push(`frame ${index}: ${event.type} is not a contract event type`);
     else {
       const own = schemaValidator(name);
-      if (!own(event)) problems.push(`frame ${index} (${event.type}) fails ${name}: ${errorsOf(own)}`);
+      if (!own(data)) problems.push(`frame ${index} (${event.type}) fails ${name}: ${errorsOf(own)}`);
     }
     events.push(event);
   });

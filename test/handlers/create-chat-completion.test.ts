@@ -100,7 +100,7 @@ describe('createChatCompletion streaming', () => {
     expect(deltas(chunks, 'reasoning_content')).toBe('The user greets.');
     expect(deltas(chunks, 'content')).toBe('Hello there!');
     const firstContent = chunks.findIndex((c) => typeof c.choices[0]?.delta.content === 'string' && c.choices[0]!.delta.content !== '');
-    const lastReasoning = chunks.findLastIndex((c) => typeof c.choices[0]?.delta.reasoning_content === 'string');
+    const lastReasoning = chunks.reduce((last, c, index) => (typeof c.choices[0]?.delta.reasoning_content === 'string' ? index : last), -1);
     expect(lastReasoning).toBeLessThan(firstContent);
     const finals = chunks.filter((c) => c.choices[0]?.finish_reason);
     expect(finals).toHaveLength(1);
