@@ -16,4 +16,15 @@ describe('the same generation under Bun (bun:ffi) and Node (koffi)', () => {
     expect(fromNode).toHaveLength(12);
     expect(fromBun.ids).toEqual(fromNode);
   });
+
+  it('identical sampled ids for the same temperature and 64-bit seed', async () => {
+    const dir = fixtureDir('llama-f32');
+    const prompt = [9, 8, 7, 6];
+    const seed = 2 ** 40 + 12345; // above 32 bits: checks the uint64 argument in both bindings
+    const fromNode = await greedyIds(dir, prompt, 16, 1.5, seed);
+    const otherSeed = await greedyIds(dir, prompt, 16, 1.5, seed - 2 ** 32); // same low 32 bits
+    expect(otherSeed).not.toEqual(fromNode);
+    const { stdout } = await run('./node_modules/.bin/bun', ['test/engine/greedy-script.ts', dir, prompt.join(','), '16', '1.5', String(seed)]);
+    expect((JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { ids: number[] }).ids).toEqual(fromNode);
+  });
 });
