@@ -6,19 +6,23 @@
  * stream_options.include_usage, `data: [DONE]`); and the same context limit and auth as
  * POST /v1/responses.
  */
-import { describe, expect, it } from 'vitest';
-import type { FakeScript } from '../../engine-cuda/fake-engine.ts';
-import { createTestApp, stubRuntime } from '../helpers/test-app.ts';
+import { request as httpRequest } from 'node:http';
+import { describe, expect, it, vi } from 'vitest';
+import { FakeEngine, type FakeScript } from '../../engine-cuda/fake-engine.ts';
+import { createTestApp, listenTestApp, stubRuntime } from '../helpers/test-app.ts';
 import { rawText } from '../helpers/sse.ts';
 import { scriptedRuntime } from '../responses/scripted-runtime.ts';
 import { checkChatStream, schemaProblems } from '../e2e/stream-contract.ts';
 
 type Script = { pieces: string[]; finishReason?: FakeScript['finishReason']; cachedTokens?: number };
 
-function appWith(scripts: Script[], options: { contextLength?: number; apiKeys?: string[] } = {}) {
+function appWith(scripts: Script[], options: { contextLength?: number; apiKeys?: string[]; tokenDelayMs?: number } = {}) {
   const base = scriptedRuntime(scripts, options.contextLength);
-  const runtime = stubRuntime({ ...base, id: 'maya-test' });
-  return { ...createTestApp({ runtime, server: { apiKeys: options.apiKeys ?? [] } }), engine: base.engine };
+  const engine = options.tokenDelayMs === undefined
+    ? base.engine
+    : new FakeEngine({ script: scripts.map((s) => ({ tokens: base.ids(s.pieces) })), tokenDelayMs: options.tokenDelayMs, info: { contextLength: base.contextLength } });
+  const runtime = stubRuntime({ ...base, engine, id: 'maya-test' });
+  return { ...createTestApp({ runtime, server: { apiKeys: options.apiKeys ?? [] } }), engine, runtime };
 }
 
 const THINK_TEXT: Script = { pieces: ['<think>', 'The user', ' greets.', '</think>', '\n', 'Hello', ' there!', '<|user|>'], cachedTokens: 2 };
@@ -172,5 +176,61 @@ describe('the same context limit and auth as /v1/responses', () => {
     expect((await app.request.post('/v1/chat/completions').set('Authorization', 'Bearer sk-one').send(chatBody)).status).toBe(200);
     expect((await app.request.post('/v1/responses').set('x-api-key', 'sk-one').send(respBody)).status).toBe(200);
     expect(app.engine.calls).toHaveLength(2);
+  });
+
+  it('CORS: an allowed origin gets the same headers on both endpoints, JSON and streamed', async () => {
+    const app = appWith(Array.from({ length: 4 }, () => THINK_TEXT));
+    const origin = 'http://localhost:5173';
+    const calls = [
+      app.request.post('/v1/chat/completions').set('Origin', origin).send({ model: 'maya-test', messages: USER }),
+      app.request.post('/v1/responses').set('Origin', origin).send({ model: 'maya-test', input: 'Hello' }),
+      app.request.post('/v1/chat/completions').set('Origin', origin).send({ model: 'maya-test', messages: USER, stream: true }).buffer(true).parse(rawText),
+      app.request.post('/v1/responses').set('Origin', origin).send({ model: 'maya-test', input: 'Hello', stream: true }).buffer(true).parse(rawText),
+    ];
+    for (const res of await Promise.all(calls)) {
+      expect(res.status).toBe(200);
+      expect(res.headers['access-control-allow-origin']).toBe(origin);
+      expect(res.headers['access-control-expose-headers']).toContain('x-request-id');
+    }
+    for (const path of ['/v1/chat/completions', '/v1/responses']) {
+      const preflight = await app.request.options(path).set('Origin', origin).set('Access-Control-Request-Method', 'POST').set('Access-Control-Request-Headers', 'authorization, content-type');
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers['access-control-allow-methods']).toContain('POST');
+    }
+    const foreign = await app.request.post('/v1/chat/completions').set('Origin', 'https://evil.example').send({ model: 'maya-test', messages: USER });
+    expect(foreign.headers['access-control-allow-origin']).toBeUndefined();
+  });
+});
+
+describe('createChatCompletion: a client that disconnects mid-stream stops generation', () => {
+  it('the sequence is cancelled after the socket closes', async () => {
+    const long: Script = { pieces: ['\n', ...Array.from({ length: 200 }, (_, i) => ` w${i}`), '<|user|>'] };
+    const base = appWith([long], { tokenDelayMs: 5 });
+    const served = await listenTestApp({ runtime: base.runtime });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const req = httpRequest(`${served.origin}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            text += chunk;
+            if (text.includes(' w1')) {
+              req.destroy();
+              resolve();
+            }
+          });
+          res.on('error', () => {});
+        });
+        req.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
+        req.end(JSON.stringify({ model: 'maya-test', messages: USER, stream: true, reasoning_effort: 'none' }));
+      });
+      await vi.waitFor(() => {
+        expect(base.engine.cancelledCount).toBe(1);
+        expect(base.engine.activeCount).toBe(0);
+      }, { timeout: 10_000, interval: 20 });
+      expect((await base.engine.stats()).decodeTokens).toBeLessThan(long.pieces.length);
+    } finally {
+      await served.close();
+    }
   });
 });

@@ -54,6 +54,31 @@ describe('streamSse', () => {
     );
   });
 
+  it('writes each frame whole in one write (and nothing else in that write)', async () => {
+    const writes: string[] = [];
+    const source: Source = async function* () {
+      yield { type: 'response.created', sequence_number: 0 };
+      for (let i = 1; i < 50; i++) yield { type: 'response.output_text.delta', sequence_number: i, delta: `piece ${i} `.repeat(i) };
+      yield { type: 'response.completed', sequence_number: 50 };
+    };
+    const handlers = {
+      createResponse: async (ctx: Parameters<typeof streamSse>[0]) => {
+        const original = ctx.res.write.bind(ctx.res) as (chunk: string) => boolean;
+        ctx.res.write = ((chunk: string) => {
+          writes.push(String(chunk));
+          return original(chunk);
+        }) as typeof ctx.res.write;
+        await streamSse(ctx, source(new AbortController().signal));
+      },
+    };
+    const res = await post(createTestApp({ handlers }).request);
+    const frames = writes.filter((w) => w.startsWith('event: '));
+    expect(frames).toHaveLength(51);
+    for (const frame of frames) expect(frame).toMatch(/^event: [a-z_.]+\ndata: \{[^\n]*\}\n\n$/);
+    expect(writes.join('')).toBe(res.body);
+    expect(frames.map((frame) => JSON.parse(frame.split('\ndata: ')[1]!).sequence_number)).toEqual(Array.from({ length: 51 }, (_, i) => i));
+  });
+
   it('writes `: keep-alive` comments during a silence longer than keepAliveMs, between whole frames', async () => {
     const { handlers } = appStreaming(async function* () {
       yield { type: 'response.created', sequence_number: 0 };
