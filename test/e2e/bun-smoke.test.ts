@@ -70,6 +70,17 @@ describe('bun and node serve the same API', () => {
     expect(summary(bun!.events)).toEqual(summary(node!.events));
   });
 
+  it("the spec's curl example body streams a valid event sequence from both (as `npm start` / `npm run start:bun` serve it)", async () => {
+    const body = '{"input":"Hello","store":false,"stream":true,"max_output_tokens":256}';
+    for (const server of servers) {
+      const res = await fetch(`${server.origin}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+      expect(res.status).toBe(200);
+      const { events, problems } = checkResponseStream(await res.text());
+      expect(problems, server.name).toEqual([]);
+      expect(['response.completed', 'response.incomplete']).toContain(events.at(-1)!.type);
+    }
+  });
+
   it('chat.completions.create gives the same message', async () => {
     const params = { model: 'maya-demo', messages: [{ role: 'user' as const, content: 'What is 7 plus 5?' }], temperature: 0, max_tokens: 32 };
     const [node, bun] = await Promise.all(servers.map((s) => s.client.chat.completions.create(params)));

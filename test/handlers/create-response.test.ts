@@ -267,3 +267,34 @@ describe('createResponse: store:true and previous_response_id', () => {
     expect(texts).toEqual(['user:Remember 73', 'assistant:Hello there!', 'user:What value?']);
   });
 });
+
+describe('createResponse: request fields', () => {
+  it('prompt_cache_key: up to 256 characters echoed, longer is a 400 before engine work', async () => {
+    const app = appWith([TEXT]);
+    const ok = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'x', prompt_cache_key: 'k'.repeat(256), ...NO_THINKING });
+    expect(ok.body.prompt_cache_key).toBe('k'.repeat(256));
+    const long = appWith([TEXT]);
+    const res = await long.request.post('/v1/responses').send({ model: 'maya-test', input: 'x', prompt_cache_key: 'k'.repeat(257) });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param: 'prompt_cache_key' });
+    expect(long.engine.calls).toEqual([]);
+  });
+
+  it('instructions apply to this request only; history (with reasoning) is replayed into the next prompt', async () => {
+    const base = scriptedRuntime([THINK_TEXT, TEXT]);
+    const prompts: string[] = [];
+    const tokenizer = { ...base.tokenizer, encode: (text: string) => (prompts.push(text), base.tokenizer.encode(text)) };
+    const { request } = createTestApp({ runtime: stubRuntime({ ...base, tokenizer, id: 'maya-test' }) });
+    const first = await request.post('/v1/responses').send({ model: 'maya-test', instructions: 'INSTRUCTION-ONE', input: 'Remember 73', store: true });
+    expect(first.body.status).toBe('completed');
+    const second = await request.post('/v1/responses').send({ model: 'maya-test', instructions: 'INSTRUCTION-TWO', input: 'What value?', previous_response_id: first.body.id, ...NO_THINKING });
+    expect(second.body.status).toBe('completed');
+    expect(prompts[0]).toContain('INSTRUCTION-ONE');
+    expect(prompts[1]).not.toContain('INSTRUCTION-ONE');
+    expect(prompts[1]).toContain('INSTRUCTION-TWO');
+    for (const text of ['Remember 73', 'Hello there!', 'What value?']) expect(prompts[1]).toContain(text);
+    expect(prompts[1]!.indexOf('Remember 73')).toBeLessThan(prompts[1]!.indexOf('What value?'));
+    // store:false continuation: the new result is not saved.
+    expect((await request.get(`/v1/responses/${second.body.id}`)).status).toBe(404);
+  });
+});
