@@ -110,6 +110,9 @@ export class NativeEngine implements Engine {
   ) {
     worker.on('message', (msg: FromWorker) => this.onMessage(msg));
     worker.on('error', (err) => this.failAll(new EngineError('internal', `engine worker failed: ${err.message}`)));
+    worker.on('exit', (code) => {
+      if (this.closing === null) this.failAll(new EngineError('internal', `engine worker exited (${code})`));
+    });
     worker.unref();
   }
 

@@ -141,4 +141,17 @@ describe('request errors before any work', () => {
     await expect(other.generate({ promptIds: [1], maxTokens: 1 }).next()).rejects.toMatchObject({ code: 'closed' });
     await expect(NativeEngine.load('/nonexistent/model')).rejects.toMatchObject({ code: 'io' });
   });
+
+  it('a worker that dies finishes live generations with error and refuses new ones', async () => {
+    const tiny = { dim: 64, layers: 1, heads: 2, kvHeads: 2, hidden: 64, vocab: 64, ctx: 1024, dtype: 'f32', seed: 3 } as const;
+    const other = await NativeEngine.load(await makeSmallModel(tiny));
+    const gen = other.generate({ promptIds: [1, 2, 3], maxTokens: 1000 });
+    await gen.next();
+    await (other as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    const rest = await drain(gen);
+    expect(rest.finish.reason).toBe('error');
+    expect(rest.finish.error).toMatch(/worker exited/);
+    await expect(other.generate({ promptIds: [1], maxTokens: 1 }).next()).rejects.toMatchObject({ code: 'closed' });
+    await other.close();
+  });
 });
