@@ -8,7 +8,9 @@
  *  (b) a streamed response of ~1000 tokens: total time ÷ SSE events; the bare app writes the same
  *      number of frames of the same size, one per setImmediate hop.
  * Medians of RUNS runs; the overhead is Maya minus bare Koa. Exits 1 when a target is missed
- * (≤ 1 ms p50 per request, ≤ 20 µs per event of overhead).
+ * (≤ 1 ms p50 per request, ≤ 20 µs per event of overhead, both wall-clock). The CPU rows (this
+ * process's user + system time, client included on both sides) are the figures that a shared,
+ * oversubscribed machine disturbs least: wall-clock p90 there is mostly time spent descheduled.
  */
 import { createServer, request as httpRequest, Agent, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,7 +27,7 @@ import { Tokenizer } from '../model/tokenizer.ts';
 import { MemoryResponseStore } from '../store/memory-response-store.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 
-const RUNS = 5;
+const RUNS = 7;
 const REQUESTS_PER_RUN = 300;
 const STREAMS_PER_RUN = 8;
 const STREAM_TOKENS = 1000;
@@ -113,21 +115,32 @@ function post(port: number, path: string, body: string): Promise<string> {
   });
 }
 
-async function timeRequests(port: number, path: string, body: string, count: number): Promise<number[]> {
-  const times: number[] = [];
+/** CPU milliseconds (user + system) of this process since `since`. */
+const cpuMs = (since: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) / 1000;
+};
+
+/** Wall and CPU milliseconds of each request (client and server share this process). */
+async function timeRequests(port: number, path: string, body: string, count: number): Promise<{ wall: number[]; cpu: number[] }> {
+  const wall: number[] = [];
+  const cpu: number[] = [];
   for (let i = 0; i < count; i++) {
     const started = performance.now();
+    const cpuStarted = process.cpuUsage();
     await post(port, path, body);
-    times.push(performance.now() - started);
+    cpu.push(cpuMs(cpuStarted));
+    wall.push(performance.now() - started);
   }
-  return times;
+  return { wall, cpu };
 }
 
-/** Mean milliseconds per whole stream over `count` streams. */
-async function timeStreams(port: number, path: string, body: string, count: number): Promise<number> {
+/** Mean wall and CPU milliseconds per whole stream over `count` streams. */
+async function timeStreams(port: number, path: string, body: string, count: number): Promise<{ wall: number; cpu: number }> {
   const started = performance.now();
+  const cpuStarted = process.cpuUsage();
   for (let i = 0; i < count; i++) await post(port, path, body);
-  return (performance.now() - started) / count;
+  return { wall: (performance.now() - started) / count, cpu: cpuMs(cpuStarted) / count };
 }
 
 interface Row { name: string; maya: number; bare: number; unit: string; target: number }
@@ -161,15 +174,17 @@ async function main(): Promise<void> {
 
   await timeRequests(maya.port, '/v1/responses', shortBody, WARMUP_REQUESTS);
   await timeRequests(bare.port, '/json', shortBody, WARMUP_REQUESTS);
-  const runs: Array<{ mayaP50: number; mayaP90: number; bareP50: number; bareP90: number; mayaEventUs: number; bareEventUs: number }> = [];
+  const runs: Array<Record<'mayaP50' | 'mayaP90' | 'bareP50' | 'bareP90' | 'mayaCpuP50' | 'bareCpuP50' | 'mayaEventUs' | 'bareEventUs' | 'mayaEventCpuUs' | 'bareEventCpuUs', number>> = [];
   for (let run = 0; run < RUNS; run++) {
     const mayaTimes = await timeRequests(maya.port, '/v1/responses', shortBody, REQUESTS_PER_RUN);
     const bareTimes = await timeRequests(bare.port, '/json', shortBody, REQUESTS_PER_RUN);
     const mayaStream = await timeStreams(maya.port, '/v1/responses', streamBody, STREAMS_PER_RUN);
     const bareStream = await timeStreams(bare.port, '/sse', streamBody, STREAMS_PER_RUN);
     runs.push({
-      mayaP50: median(mayaTimes), mayaP90: percentile(mayaTimes, 0.9), bareP50: median(bareTimes), bareP90: percentile(bareTimes, 0.9),
-      mayaEventUs: (mayaStream * 1000) / events, bareEventUs: (bareStream * 1000) / events,
+      mayaP50: median(mayaTimes.wall), mayaP90: percentile(mayaTimes.wall, 0.9), bareP50: median(bareTimes.wall), bareP90: percentile(bareTimes.wall, 0.9),
+      mayaCpuP50: median(mayaTimes.cpu), bareCpuP50: median(bareTimes.cpu),
+      mayaEventUs: (mayaStream.wall * 1000) / events, bareEventUs: (bareStream.wall * 1000) / events,
+      mayaEventCpuUs: (mayaStream.cpu * 1000) / events, bareEventCpuUs: (bareStream.cpu * 1000) / events,
     });
     process.stderr.write(`run ${run + 1}/${RUNS}: request p50 ${runs.at(-1)!.mayaP50.toFixed(3)} ms (bare ${runs.at(-1)!.bareP50.toFixed(3)}), event ${runs.at(-1)!.mayaEventUs.toFixed(2)} µs (bare ${runs.at(-1)!.bareEventUs.toFixed(2)})\n`);
   }
@@ -178,7 +193,9 @@ async function main(): Promise<void> {
   const ok = printTable([
     { name: 'non-streaming request, p50', maya: med('mayaP50'), bare: med('bareP50'), unit: 'ms', target: TARGET_REQUEST_MS },
     { name: 'non-streaming request, p90', maya: med('mayaP90'), bare: med('bareP90'), unit: 'ms', target: -1 },
+    { name: 'non-streaming request, CPU p50', maya: med('mayaCpuP50'), bare: med('bareCpuP50'), unit: 'ms', target: -1 },
     { name: 'per SSE event', maya: med('mayaEventUs'), bare: med('bareEventUs'), unit: 'µs', target: TARGET_EVENT_US },
+    { name: 'per SSE event, CPU', maya: med('mayaEventCpuUs'), bare: med('bareEventCpuUs'), unit: 'µs', target: -1 },
   ]);
   agent.destroy();
   maya.server.close();
