@@ -174,3 +174,50 @@ TEST(abi_create_errors_and_last_error) {
     eng_ctx_free(ctx);
     eng_ctx_free(nullptr);
 }
+
+TEST(parsers_survive_mutated_input) {
+    // Random byte mutations of a valid safetensors image and of a config: every outcome is a
+    // status (run under -fsanitize=address,undefined to check memory safety too).
+    std::string header = "{\"a\":{\"dtype\":\"BF16\",\"shape\":[2,3],\"data_offsets\":[0,12]},"
+                         "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[12,16]},\"__metadata__\":{\"k\":\"v\\u00e9\"}}";
+    std::vector<uint8_t> base = image(header, 16);
+    uint64_t s = 12345;
+    auto rnd = [&]() { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return s; };
+    int ok = 0, bad = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        std::vector<uint8_t> img = base;
+        int muts = 1 + (int)(rnd() % 4);
+        for (int m = 0; m < muts; m++) {
+            size_t pos = rnd() % img.size();
+            switch (rnd() % 3) {
+            case 0: img[pos] = (uint8_t)rnd(); break;
+            case 1: img[pos] = "{}[]\",:0-9e.\\u"[rnd() % 15]; break;
+            default: img.resize(pos > 8 ? pos : 8); break; // truncate
+            }
+        }
+        std::unordered_map<std::string, Tensor> t;
+        int32_t st = parse_image(img, &t);
+        CHECK(st == ENG_STATUS_OK || st == ENG_STATUS_BAD_CHECKPOINT);
+        if (st == ENG_STATUS_OK) {
+            ok++;
+            for (auto &kv : t) CHECK((const uint8_t *)kv.second.data + kv.second.nbytes <= img.data() + img.size());
+        } else bad++;
+    }
+    CHECK(ok > 0 && bad > 0);
+    const char *cfg = "{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                      "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8,\"head_dim\":16}";
+    for (int iter = 0; iter < 3000; iter++) {
+        std::string c = cfg;
+        size_t pos = rnd() % c.size();
+        c[pos] = "{}[]\",:0123456789-e.\\ntf"[rnd() % 24];
+        JsonValue v;
+        std::string err;
+        if (json_parse(c.data(), c.size(), &v, &err)) {
+            ModelConfig m;
+            int32_t st = model_config_parse(v, &m);
+            CHECK(st == ENG_STATUS_OK || st == ENG_STATUS_BAD_CHECKPOINT || st == ENG_STATUS_UNSUPPORTED);
+        } else {
+            CHECK(!err.empty());
+        }
+    }
+}
