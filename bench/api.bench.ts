@@ -174,7 +174,7 @@ async function main(): Promise<void> {
 
   await timeRequests(maya.port, '/v1/responses', shortBody, WARMUP_REQUESTS);
   await timeRequests(bare.port, '/json', shortBody, WARMUP_REQUESTS);
-  const runs: Array<Record<'mayaP50' | 'mayaP90' | 'bareP50' | 'bareP90' | 'mayaCpuP50' | 'bareCpuP50' | 'mayaEventUs' | 'bareEventUs' | 'mayaEventCpuUs' | 'bareEventCpuUs', number>> = [];
+  const runs: Array<Record<'mayaP50' | 'mayaP90' | 'bareP50' | 'bareP90' | 'mayaCpuP50' | 'bareCpuP50' | 'mayaCpuP90' | 'bareCpuP90' | 'mayaEventUs' | 'bareEventUs' | 'mayaEventCpuUs' | 'bareEventCpuUs', number>> = [];
   for (let run = 0; run < RUNS; run++) {
     const mayaTimes = await timeRequests(maya.port, '/v1/responses', shortBody, REQUESTS_PER_RUN);
     const bareTimes = await timeRequests(bare.port, '/json', shortBody, REQUESTS_PER_RUN);
@@ -182,7 +182,7 @@ async function main(): Promise<void> {
     const bareStream = await timeStreams(bare.port, '/sse', streamBody, STREAMS_PER_RUN);
     runs.push({
       mayaP50: median(mayaTimes.wall), mayaP90: percentile(mayaTimes.wall, 0.9), bareP50: median(bareTimes.wall), bareP90: percentile(bareTimes.wall, 0.9),
-      mayaCpuP50: median(mayaTimes.cpu), bareCpuP50: median(bareTimes.cpu),
+      mayaCpuP50: median(mayaTimes.cpu), bareCpuP50: median(bareTimes.cpu), mayaCpuP90: percentile(mayaTimes.cpu, 0.9), bareCpuP90: percentile(bareTimes.cpu, 0.9),
       mayaEventUs: (mayaStream.wall * 1000) / events, bareEventUs: (bareStream.wall * 1000) / events,
       mayaEventCpuUs: (mayaStream.cpu * 1000) / events, bareEventCpuUs: (bareStream.cpu * 1000) / events,
     });
@@ -194,6 +194,7 @@ async function main(): Promise<void> {
     { name: 'non-streaming request, p50', maya: med('mayaP50'), bare: med('bareP50'), unit: 'ms', target: TARGET_REQUEST_MS },
     { name: 'non-streaming request, p90', maya: med('mayaP90'), bare: med('bareP90'), unit: 'ms', target: -1 },
     { name: 'non-streaming request, CPU p50', maya: med('mayaCpuP50'), bare: med('bareCpuP50'), unit: 'ms', target: -1 },
+    { name: 'non-streaming request, CPU p90', maya: med('mayaCpuP90'), bare: med('bareCpuP90'), unit: 'ms', target: -1 },
     { name: 'per SSE event', maya: med('mayaEventUs'), bare: med('bareEventUs'), unit: 'µs', target: TARGET_EVENT_US },
     { name: 'per SSE event, CPU', maya: med('mayaEventCpuUs'), bare: med('bareEventCpuUs'), unit: 'µs', target: -1 },
   ]);
