@@ -298,3 +298,44 @@ describe('createResponse: request fields', () => {
     expect((await request.get(`/v1/responses/${second.body.id}`)).status).toBe(404);
   });
 });
+
+describe('createResponse: what store:true keeps', () => {
+  it('a failed foreground response is not stored; a completed and an output-limited one are', async () => {
+    const app = appWith([{ pieces: ['\n', 'Hi'], finishReason: 'error' }, TEXT, LONG_WORDS]);
+    const failed = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'x', store: true, ...NO_THINKING });
+    expect(failed.body.status).toBe('failed');
+    expect((await app.request.get(`/v1/responses/${failed.body.id}`)).status).toBe(404);
+    const completed = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'x', store: true, ...NO_THINKING });
+    const cut = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'x', store: true, max_output_tokens: 16, ...NO_THINKING });
+    expect([completed.body.status, cut.body.status]).toEqual(['completed', 'incomplete']);
+    for (const stored of [completed, cut]) {
+      const got = await app.request.get(`/v1/responses/${stored.body.id}`);
+      expect(got.status).toBe(200);
+      expect(got.body.output).toEqual(stored.body.output);
+    }
+    expect((await app.deps.store.stats()).entries).toBe(2);
+  });
+
+  it('a streamed store:true response that the client abandons is not stored', async () => {
+    const base = appWith([{ pieces: ['\n', ...Array.from({ length: 200 }, (_, i) => ` w${i}`), '<|user|>'] }], { tokenDelayMs: 5 });
+    const served = await listenTestApp({ runtime: base.runtime, deps: { store: base.deps.store } });
+    try {
+      const abort = new AbortController();
+      const res = await fetch(`${served.origin}/v1/responses`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, signal: abort.signal,
+        body: JSON.stringify({ model: 'maya-test', input: 'Talk', stream: true, store: true, ...NO_THINKING }),
+      });
+      const reader = res.body!.getReader();
+      let text = '';
+      while (!text.includes('output_text.delta')) text += new TextDecoder().decode((await reader.read()).value);
+      const id = /"id":"(resp_[0-9a-f]+)"/.exec(text)![1]!;
+      abort.abort();
+      await vi.waitFor(() => expect(base.engine.activeCount).toBe(0), { timeout: 10_000, interval: 20 });
+      expect(base.engine.cancelledCount).toBe(1);
+      expect((await base.request.get(`/v1/responses/${id}`)).status).toBe(404);
+      expect((await base.deps.store.stats()).entries).toBe(0);
+    } finally {
+      await served.close();
+    }
+  });
+});
