@@ -11,9 +11,12 @@ import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { Tokenizer } from '../../model/tokenizer.ts';
+import { normaliseInput } from '../../responses/input-history.ts';
+import { planResponse } from '../../responses/response-plan.ts';
 import { streamViolations } from '../responses/stream-rules.ts';
 import { checkChatStream, checkResponseStream, schemaProblems, type WireEvent } from './stream-contract.ts';
-import { startDemoService, type DemoService } from './start-demo-service.ts';
+import { DEMO_MODEL_DIR, startDemoService, type DemoService } from './start-demo-service.ts';
 
 let demo: DemoService;
 let client: OpenAI;
@@ -201,6 +204,27 @@ describe('forced tool calls (strict) and the function-calling loop', () => {
     expectForcedOutcome(response);
   });
 
+  it('the forced call is opened in the real prompt: named → `<tool_call>NAME\\n`, required → `<tool_call>`', async () => {
+    const tokenizer = await Tokenizer.fromDir(DEMO_MODEL_DIR);
+    const history = normaliseInput('Weather in Oslo for 3 days?');
+    const named = planResponse(demo.runtime, { model, tools: [WEATHER], tool_choice: { type: 'function', name: 'get_weather' } }, history, 0);
+    expect(tokenizer.decode(named.promptIds)).toMatch(/<\|assistant\|>\n<think><\/think>\n<tool_call>get_weather\n$/);
+    expect(named.forced).toEqual({ name: 'get_weather' });
+    const required = planResponse(demo.runtime, { model, tools: [WEATHER], tool_choice: 'required' }, history, 0);
+    expect(tokenizer.decode(required.promptIds)).toMatch(/<\|assistant\|>\n<think><\/think>\n<tool_call>$/);
+  });
+
+  it('named tool_choice, not strict: any call published is to the named function; a completed one has JSON arguments', async () => {
+    const response = await client.responses.create({ model, input: 'Weather in Oslo for 3 days?', tools: [{ ...WEATHER, strict: false }], tool_choice: { type: 'function', name: 'get_weather' }, temperature: 0, max_output_tokens: 64 });
+    const calls = response.output.filter((item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === 'function_call');
+    for (const call of calls) {
+      expect(call.name).toBe('get_weather');
+      if (call.status === 'completed') expect(() => JSON.parse(call.arguments)).not.toThrow();
+      else expect(response.status).not.toBe('completed');
+    }
+    if (response.status === 'completed') expect(calls.some((call) => call.status === 'completed')).toBe(true);
+  });
+
   it('store:false loop: call → execute locally → function_call_output → second request completes', async () => {
     const tools = [WEATHER];
     const history: OpenAI.Responses.ResponseInput = [{ role: 'user', content: 'What will the weather be in Oslo for the next 3 days?' }];
@@ -225,6 +249,23 @@ describe('forced tool calls (strict) and the function-calling loop', () => {
   it('a function_call without its output in store:false history is a 400 (BadRequestError)', async () => {
     const input: OpenAI.Responses.ResponseInput = [{ role: 'user', content: 'Weather?' }, { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' }];
     await expect(client.responses.create({ model, input, tools: [WEATHER] })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+  });
+});
+
+describe('the context limit of the real model', () => {
+  it('a prompt over the context is a 400 context_length_exceeded on both endpoints, before any engine work', async () => {
+    const engine = demo.runtime.engine;
+    const before = await engine.stats();
+    const long = 'Arden market street. '.repeat(3000);
+    const viaResponses = await client.responses.create({ model, input: long }).catch((error: unknown) => error);
+    const viaChat = await client.chat.completions.create({ model, messages: [{ role: 'user', content: long }] }).catch((error: unknown) => error);
+    const exact = await client.responses.create({ model, input: 'Hello', max_output_tokens: demo.runtime.contextLength }).catch((error: unknown) => error);
+    for (const error of [viaResponses, viaChat, exact]) {
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((error as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
+    }
+    const after = await engine.stats();
+    expect(after.prefillTokens + after.cachedTokens).toBe(before.prefillTokens + before.cachedTokens);
   });
 });
 
