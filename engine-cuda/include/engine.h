@@ -82,7 +82,7 @@ enum {
 /* A step writes events of 4 int32 each: { seq_id, kind, token, value }. */
 enum {
     ENG_EVENT_PREFILLED = 1, /* prompt fully prefilled; value = prompt tokens served from cache */
-    ENG_EVENT_TOKEN = 2,     /* token = sampled token id */
+    ENG_EVENT_TOKEN = 2,     /* token = sampled token id; value = tokens generated so far */
     ENG_EVENT_FINISH = 3     /* value = ENG_FINISH_*; the sequence is gone after this event */
 };
 enum { ENG_FINISH_STOP = 1, ENG_FINISH_LENGTH = 2, ENG_FINISH_CANCELLED = 3, ENG_FINISH_ERROR = 4 };

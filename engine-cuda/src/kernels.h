@@ -2,7 +2,9 @@
  *
  * kernels_impl.h is compiled twice: kernels_avx2.cpp (-mavx2 -mfma -mf16c) and kernels_scalar.cpp
  * (baseline x86-64 / any target). kernels_select() picks one at context creation with
- * __builtin_cpu_supports. Both produce the same results up to float summation order.
+ * __builtin_cpu_supports; MAYA_ENGINE_SIMD=scalar in the environment forces the portable table
+ * (comparisons, tests of the fallback). (A 16-lane AVX-512 build was measured: <= 10% faster
+ * prefill on this CPU, so it is not worth a third build.) Both produce the same results up to float summation order.
  * Weights are read in their stored dtype (F32/F16/BF16) and widened to f32 in registers.
  */
 #ifndef MAYA_KERNELS_H

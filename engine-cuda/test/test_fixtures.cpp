@@ -1,5 +1,6 @@
 /* test_fixtures.cpp: the engine against the PyTorch golden fixtures (test/fixtures/engine):
  * last-position logits within 1e-3 and identical greedy continuations, through the public ABI. */
+#include <stdlib.h>
 #include <string.h>
 
 #include <vector>
@@ -9,7 +10,7 @@
 #include "../src/json.h"
 #include "test.h"
 
-static void run_fixture(const char *name, int64_t n_threads, int64_t chunk) {
+static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int64_t want_simd = -1) {
     std::string dir = test_repo_root() + "/test/fixtures/engine/" + name;
     std::string text;
     CHECK(maya::read_text_file(dir + "/fixtures.json", &text) == 0);
@@ -28,6 +29,7 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk) {
     int64_t info[ENG_INFO_COUNT];
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
     int32_t V = (int32_t)info[ENG_INFO_N_VOCAB];
+    if (want_simd >= 0) CHECK(info[ENG_INFO_SIMD] == want_simd);
     int n_greedy = (int)fx.get("greedy_tokens")->integer;
     const maya::JsonValue *prompts = fx.get("prompts");
     // All prompts at once: exercises batching (mixed prefill chunks and decodes) at the same time.
@@ -93,4 +95,12 @@ TEST(fixture_llama_f32_sharded) {
 TEST(fixture_qwen3_f16_tied) {
     run_fixture("qwen3-f16", 2, 256);
     run_fixture("qwen3-f16", 1, 7);
+}
+
+TEST(fixture_portable_kernels) {
+    // The scalar fallback end to end (MAYA_ENGINE_SIMD=scalar forces it at context creation).
+    setenv("MAYA_ENGINE_SIMD", "scalar", 1);
+    run_fixture("glm4-bf16", 2, 32, 0);
+    run_fixture("qwen3-f16", 2, 32, 0);
+    unsetenv("MAYA_ENGINE_SIMD");
 }

@@ -56,7 +56,11 @@ void make_weights(int dtype, int n, Rand &r, std::vector<uint8_t> *raw, std::vec
 
 std::vector<const Kernels *> tables() {
     std::vector<const Kernels *> t = {&kernels_scalar};
-    if (&kernels_select() != &kernels_scalar) t.push_back(&kernels_select());
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    if (avx2) t.push_back(&kernels_avx2);
+#endif
     return t;
 }
 
