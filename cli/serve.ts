@@ -14,7 +14,7 @@ import { JobManager } from '../store/job-manager.ts';
 import { MemoryResponseStore } from '../store/memory-response-store.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 
-export type LoadModelRuntime = (dir: string, opts: { onProgress?: (p: LoadProgress) => void }) => Promise<ModelRuntime>;
+export type LoadModelRuntime = (dir: string, opts: { onProgress?: (p: LoadProgress) => void; dialect?: string }) => Promise<ModelRuntime>;
 
 export interface ServeOptions {
   settings: ResponsesSettings;
@@ -74,7 +74,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const origin = `http://${host}:${address.port}`;
   options.onListening?.(origin);
   let isStopping = false;
-  const loaded = options.loadRuntime(options.modelDir, { onProgress: options.onProgress }).then(async (loadedRuntime) => {
+  const loaded = options.loadRuntime(options.modelDir, { onProgress: options.onProgress, dialect: serverSettings.dialect }).then(async (loadedRuntime) => {
     if (isStopping) {
       await loadedRuntime.close();
       throw new Error('stopped while loading');

@@ -4,6 +4,8 @@
  * live beside the table in this file.
  */
 
+import { DIALECT_NAMES } from '../dialects/select.ts';
+
 export const RESPONSES_SETTINGS = {
   CACHE_ENTRIES: { default: 128 },
   CACHE_BYTES: { default: 67108864 },
@@ -105,6 +107,8 @@ export interface ServerSettings {
   readonly corsOrigins: readonly string[] | undefined;
   /** MAYA_MAX_BODY_BYTES, default 16 MiB: larger request bodies get 413. */
   readonly maxBodyBytes: number;
+  /** MAYA_DIALECT: overrides the dialect detected from the checkpoint (e.g. glm47); undefined = detect. */
+  readonly dialect?: string;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -129,6 +133,10 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   }
   const origins = splitList(env.MAYA_CORS_ORIGINS);
   const model = env.MAYA_MODEL;
+  const dialect = env.MAYA_DIALECT !== undefined && env.MAYA_DIALECT !== '' ? env.MAYA_DIALECT : undefined;
+  if (dialect !== undefined && !DIALECT_NAMES.includes(dialect as never)) {
+    throw new SettingsError('MAYA_DIALECT', `MAYA_DIALECT=${dialect}: must be one of ${DIALECT_NAMES.join(', ')}`);
+  }
   return {
     host: env.MAYA_HOST !== undefined && env.MAYA_HOST !== '' ? env.MAYA_HOST : '127.0.0.1',
     port,
@@ -136,5 +144,6 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     apiKeys: [...new Set([...splitList(env.MAYA_API_KEYS), ...extraApiKeys.filter((key) => key !== '')])],
     corsOrigins: origins.length > 0 ? origins : undefined,
     maxBodyBytes,
+    ...(dialect !== undefined ? { dialect } : {}),
   };
 }

@@ -12,7 +12,7 @@ import type { LoadProgress, ModelRuntime } from './model-runtime.ts';
 
 export interface LoadOptions {
   onProgress?: (progress: LoadProgress) => void;
-  /** Dialect override (MAYA_DIALECT / config), e.g. 'glm47'. */
+  /** Dialect override (MAYA_DIALECT, from the environment or the config file), e.g. 'glm47'. */
   dialect?: string;
 }
 
@@ -39,7 +39,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   progress({ stage: 'tokenizer', fraction: 0.1 });
   const tokenizer = await Tokenizer.fromDir(modelDir.dir);
   progress({ stage: 'template', fraction: 0.2 });
-  const dialect = await loadDialect(modelDir.dir, options.dialect ?? process.env.MAYA_DIALECT);
+  const dialect = await loadDialect(modelDir.dir, options.dialect);
   progress({ stage: 'weights', fraction: 0.3 });
   const engine = await NativeEngine.load(modelDir.dir);
   progress({ stage: 'ready', fraction: 1 });
