@@ -151,6 +151,14 @@ export class NativeEngine implements Engine {
     if (!Number.isInteger(request.maxTokens) || request.maxTokens < 1) {
       throw new EngineError('invalid_arg', 'maxTokens must be a positive integer');
     }
+    const isId = (id: number) => Number.isInteger(id) && id >= 0 && id < this.info.numVocab;
+    if (!request.promptIds.every(isId) || !(request.stopIds ?? []).every(isId)) {
+      throw new EngineError('invalid_arg', `token ids must be integers in [0, ${this.info.numVocab})`);
+    }
+    const { temperature = 0, topP = 1 } = request;
+    if (!Number.isFinite(temperature) || !(topP > 0 && topP <= 1)) {
+      throw new EngineError('invalid_arg', 'temperature must be finite and topP in (0, 1]');
+    }
     if (request.promptIds.length + request.maxTokens > this.info.contextLength) {
       throw new EngineError(
         'context_overflow',

@@ -128,9 +128,33 @@ describe('request errors before any work', () => {
     expect(after.steps).toBe(before.steps);
   });
 
-  it('reports the library refusing a sequence (token id out of the vocabulary) from the first next()', async () => {
-    const gen = engine.generate({ promptIds: [1, engine.info.numVocab + 5], maxTokens: 2 });
-    await expect(gen.next()).rejects.toMatchObject({ code: 'invalid_arg' });
+  it('refuses bad ids and sampling parameters from the first next()', async () => {
+    const bad = [
+      { promptIds: [1, engine.info.numVocab + 5], maxTokens: 2 },
+      { promptIds: [1, 2.5], maxTokens: 2 },
+      { promptIds: [1], maxTokens: 2, stopIds: [-1] },
+      { promptIds: [1], maxTokens: 0 },
+      { promptIds: [], maxTokens: 2 },
+      { promptIds: [1], maxTokens: 2, topP: 0 },
+      { promptIds: [1], maxTokens: 2, temperature: Number.NaN },
+    ];
+    for (const request of bad) await expect(engine.generate(request).next()).rejects.toMatchObject({ code: 'invalid_arg' });
+  });
+
+  it("passes the library's own refusal (through the worker) to the first next()", async () => {
+    // Without the TypeScript pre-checks the C library must refuse the same requests itself.
+    const unchecked = engine as unknown as { validate: (r: unknown) => void };
+    const validate = unchecked.validate;
+    unchecked.validate = () => {};
+    try {
+      const overflow = engine.generate({ promptIds: [1, 2], maxTokens: engine.info.contextLength });
+      await expect(overflow.next()).rejects.toMatchObject({ code: 'context_overflow', message: expect.stringContaining('eng_seq_add') });
+      const outOfVocab = engine.generate({ promptIds: [engine.info.numVocab], maxTokens: 2 });
+      await expect(outOfVocab.next()).rejects.toMatchObject({ code: 'invalid_arg' });
+    } finally {
+      unchecked.validate = validate;
+    }
+    expect((await idleStats()).seqsWaiting).toBe(0);
   });
 
   it('refuses work after close(), and loading a missing directory fails with io', async () => {
