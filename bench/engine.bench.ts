@@ -178,9 +178,10 @@ async function benchModel(m: BenchModel, gbps: number, runs: number, threads: nu
 }
 
 function table(rows: Row[]): string {
-  const head = ['model', 'params', 'weights MiB', 'prefill b1 tok/s', 'prefill b8 tok/s', 'decode b1 tok/s', 'roofline b1', 'b1 / roof', 'decode b8 tok/s', 'roofline b8', 'b8 / roof'];
+  const head = ['model', 'params', 'weights MiB', 'prefill b1 tok/s', 'prefill b8 tok/s', 'prefill GFLOP/s', 'decode b1 tok/s', 'roofline b1', 'b1 / roof', 'decode b8 tok/s', 'roofline b8', 'b8 / roof'];
   const lines = rows.map((r) => [
     r.model, `${(r.params / 1e6).toFixed(1)}M`, r.weightMiB.toFixed(0), r.prefill1.toFixed(0), r.prefill8.toFixed(0),
+    ((2 * r.params * Math.max(r.prefill1, r.prefill8)) / 1e9).toFixed(1),
     r.decode1.toFixed(1), r.roof1.toFixed(1), `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
     r.decode8.toFixed(1), r.roof8.toFixed(1), `${((100 * r.decode8) / r.roof8).toFixed(0)}%`,
   ]);
@@ -209,6 +210,7 @@ async function main(argv: string[]): Promise<void> {
   }
   console.log(`Memory read bandwidth: ${gbps.toFixed(1)} GB/s; engine threads: ${cores}; medians of ${runs} runs.`);
   console.log('Roofline = bandwidth / weight bytes streamed per decode step (an untied embedding table excluded), x batch.');
+  console.log('Prefill is compute-bound (weights are read once per chunk of up to 256 tokens): shown as 2 x params x tok/s.');
   console.log(table(rows));
   writeFileSync(join(WORK, 'engine-bench.json'), `${JSON.stringify({ gbps, threads: cores, runs, rows }, null, 2)}\n`);
 }
