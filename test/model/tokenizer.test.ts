@@ -67,6 +67,44 @@ describe('Tokenizer.createDecoder', () => {
   });
 });
 
+/** Llama-2 style: sentencepiece BPE with byte fallback (`<0xE4>` tokens), '▁' for spaces, Strip decoder. */
+function sentencePieceTokenizer(): Tokenizer {
+  const vocab: Record<string, number> = { '<unk>': 0, '<s>': 1, '</s>': 2 };
+  for (let b = 0; b < 256; b++) vocab[`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`] = 3 + b;
+  for (const t of ['▁', 'h', 'e', 'l', 'o', 'w', 'r', 'd', '▁h', 'he', 'll', 'hell', 'hello', '▁hello', '▁w']) {
+    vocab[t] = Object.keys(vocab).length;
+  }
+  const special = (id: number, content: string) => ({ id, content, special: true, normalized: false, lstrip: false, rstrip: false, single_word: false });
+  return new Tokenizer({
+    version: '1.0', added_tokens: [special(0, '<unk>'), special(1, '<s>'), special(2, '</s>')],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '▁' }, { type: 'Replace', pattern: { String: ' ' }, content: '▁' }] },
+    pre_tokenizer: null, post_processor: null,
+    decoder: {
+      type: 'Sequence',
+      decoders: [{ type: 'Replace', pattern: { String: '▁' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }],
+    },
+    model: {
+      type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true,
+      byte_fallback: true, vocab, merges: ['h e', 'l l', 'he ll', 'hell o', '▁ hello', '▁ w', '▁ h'],
+    },
+  }, { clean_up_tokenization_spaces: false });
+}
+
+describe('Tokenizer.createDecoder with a byte-fallback sentencepiece tokenizer', () => {
+  it('streams split characters and the stripped leading space like a full decode', () => {
+    const sp = sentencePieceTokenizer();
+    const text = 'hello 中文 😀 wörld';
+    const ids = sp.encode(text);
+    expect(ids).toContain(sp.tokenId('<0xF0>')); // the emoji arrives as four byte tokens
+    expect(sp.decode(ids)).toBe(text);
+    const d = sp.createDecoder();
+    const pieces = ids.map((id) => d.push(id));
+    expect(pieces[0]).toBe('hello');
+    expect(pieces.join('') + d.flush()).toBe(text);
+    for (const p of pieces) expect(p).not.toContain('\uFFFD');
+  });
+});
+
 describe('Tokenizer.fromDir', () => {
   it('loads tokenizer.json and tokenizer_config.json', async () => {
     writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tokenizerJson));
