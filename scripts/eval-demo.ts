@@ -196,6 +196,8 @@ async function runCase(create: Create, model: string, c: EvalCase, ajv: Ajv2020)
     }
     result.status = response.status ?? '';
     result.output = response.output;
+    if (response.error) result.error = `${response.error.code}: ${response.error.message}`;
+    else if (response.incomplete_details) result.error = `incomplete: ${response.incomplete_details.reason}`;
     const completed = response.status === 'completed';
     if (c.thinking) result.reasoningOk = completed && reasoningWellFormed(response.output);
     const text = outputText(response.output);
