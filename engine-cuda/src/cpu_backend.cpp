@@ -32,6 +32,7 @@ struct MatJob {
 struct MatmulTask {
     const Kernels *k;
     int T;
+    bool is_streaming;
     int n_jobs;
     MatJob jobs[3];
     int unit_end[3]; // cumulative work units per job
@@ -46,7 +47,7 @@ static void matmul_task(void *arg, int task, int worker) {
     int r0 = (task - first) * kMatmulRows;
     int r1 = r0 + kMatmulRows < job.w->rows ? r0 + kMatmulRows : job.w->rows;
     m.k->matmul(job.x, job.ldx, m.T, job.w->data, job.w->dtype, job.w->cols, r0, r1, job.y, job.ldy, job.bias,
-                m.scratch[worker]);
+                m.scratch[worker], m.is_streaming);
 }
 
 struct AttnTask {
@@ -110,6 +111,7 @@ class CpuBackend final : public Backend {
     const Kernels &k_;
     BackendConfig cfg_;
     ThreadPool pool_;
+    bool is_streaming_ = false; // weights larger than the last-level cache: read from DRAM every step
     float *kv_ = nullptr; // (L, 2, n_blocks, Hkv, bs, D)
     size_t kv_bytes_ = 0;
     std::vector<float> x_, h_, q_, kk_, vv_, att_, ff_, ff2_; // activations, T rows each
@@ -125,6 +127,8 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     if (cfg.max_tokens <= 0 || cfg.max_logits <= 0 || cfg.n_blocks <= 0 || cfg.block_size <= 0 || cfg.n_ctx <= 0)
         return fail(ENG_STATUS_INVALID_ARG, "cpu backend: bad limits");
     ENG_TRY(pool_.start(cfg.n_threads));
+    // 16 MiB: half the 32 MiB L3 of the CPU box; above it the matrices of a step cannot stay cached.
+    is_streaming_ = m_.weight_bytes > (16 << 20);
     int64_t per = (int64_t)cfg.n_blocks * c_.n_head_kv * cfg.block_size * c_.head_dim;
     kv_bytes_ = (size_t)(2 * (int64_t)c_.n_layer * per) * sizeof(float);
     void *p = mmap(nullptr, kv_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -183,6 +187,7 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
     MatmulTask m;
     m.k = &k_;
     m.T = T;
+    m.is_streaming = is_streaming_;
     m.n_jobs = n_jobs;
     m.scratch = scratch_ptr_.data();
     int total = 0;

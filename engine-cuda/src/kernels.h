@@ -23,9 +23,10 @@ struct Kernels {
     int32_t simd; // ENG_INFO_SIMD: 0 scalar, 1 avx2
     /* y[t*ldy + r] = dot(x[t*ldx ..], W[r, 0..K)) (+ bias[r]) for t in [0, T), r in [r0, r1), with W
      * a row-major (rows, K) matrix of `dtype` (DType). r1 - r0 <= kMatmulRows; scratch holds
-     * kMatmulRows * K floats. bias may be null. */
+     * kMatmulRows * K floats. bias may be null. is_streaming: W is read from DRAM (a model larger
+     * than the caches), which changes the loop order, never the result. */
     void (*matmul)(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y,
-                   int ldy, const float *bias, float *scratch);
+                   int ldy, const float *bias, float *scratch, bool is_streaming);
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float *y, float a, const float *x, int n); // y += a * x
     void (*scale)(float *y, float a, int n);                // y *= a

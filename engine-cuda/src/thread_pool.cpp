@@ -14,8 +14,8 @@ namespace maya {
 
 static const uint64_t kCountMask = 0xFFFF, kOpen = 1ull << 16;
 static const int kGenShift = 17;
-// Spin iterations before sleeping (~50-100 us): longer than the gap between two parallel loops
-// of one step, much shorter than an idle engine's gap between steps.
+// Spin iterations before sleeping (a few hundred us with the yields): longer than the gap between
+// two parallel loops of one step, much shorter than an idle engine's gap between steps.
 static const int kSpinIters = 20000;
 
 ThreadPool::~ThreadPool() {
@@ -52,7 +52,11 @@ void ThreadPool::worker_main(int worker) {
     while (true) {
         uint64_t s = state_.load(std::memory_order_acquire);
         for (int spins = 0; (s >> kGenShift) == seen_gen && spins < kSpinIters; spins++) {
-            CPU_RELAX();
+            // Yield now and then: when the OS gives this process fewer cores than threads (a busy
+            // machine), a spinning worker would otherwise take time slices from the thread doing
+            // the work. Yield costs a syscall but nothing when no other thread is runnable.
+            if ((spins & 63) == 63) std::this_thread::yield();
+            else CPU_RELAX();
             s = state_.load(std::memory_order_acquire);
         }
         if ((s >> kGenShift) == seen_gen) {
@@ -98,8 +102,8 @@ void ThreadPool::run(int n_tasks, TaskFn fn, void *arg) {
     state_.fetch_and(~kOpen, std::memory_order_acq_rel);
     // Joined workers finish their last task; yield so a descheduled one can get the core back.
     for (int spins = 0; state_.load(std::memory_order_acquire) & kCountMask; spins++) {
-        if (spins < kSpinIters) CPU_RELAX();
-        else std::this_thread::yield();
+        if ((spins & 63) == 63) std::this_thread::yield();
+        else CPU_RELAX();
     }
 }
 

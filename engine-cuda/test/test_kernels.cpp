@@ -84,7 +84,7 @@ TEST(matmul_matches_reference_all_dtypes_and_shapes) {
                     // Row blocks as the backend issues them, starting at r0 > 0 for the second.
                     for (int r0 = 0; r0 < N; r0 += kMatmulRows) {
                         int r1 = r0 + kMatmulRows < N ? r0 + kMatmulRows : N;
-                        k->matmul(x.data(), ldx, T, raw.data(), dtype, K, r0, r1, y.data(), ldy, bias.data(), scratch.data());
+                        k->matmul(x.data(), ldx, T, raw.data(), dtype, K, r0, r1, y.data(), ldy, bias.data(), scratch.data(), T % 2 == 0);
                     }
                     double worst = 0;
                     for (int t = 0; t < T; t++)
@@ -108,7 +108,8 @@ TEST(matmul_matches_reference_all_dtypes_and_shapes) {
 
 TEST(matmul_is_batch_invariant) {
     // The same token row gives bit-identical outputs alone (T = 1, decode path) and inside
-    // batches of every size (3/2-token tiles, and the widened-copy path from 16 tokens up).
+    // batches of every size (3/2-token tiles, the widened-copy path from 48 tokens up), with the
+    // one-row streaming order or the 4-row cached order.
     Rand r;
     const int K = 72, N = 16;
     for (const Kernels *k : tables()) {
@@ -118,14 +119,20 @@ TEST(matmul_is_batch_invariant) {
             make_weights(dtype, N * K, r, &raw, &w);
             std::vector<float> x((size_t)40 * K), scratch((size_t)kMatmulRows * K);
             for (float &v : x) v = r.next();
-            std::vector<float> alone((size_t)40 * N), batched((size_t)40 * N);
+            std::vector<float> alone((size_t)40 * N);
             for (int t = 0; t < 40; t++)
-                k->matmul(&x[(size_t)t * K], K, 1, raw.data(), dtype, K, 0, N, &alone[(size_t)t * N], N, nullptr, scratch.data());
-            for (int T : {2, 4, 5, 9, 16, 40}) {
-                k->matmul(x.data(), K, T, raw.data(), dtype, K, 0, N, batched.data(), N, nullptr, scratch.data());
-                CHECK_MSG(memcmp(alone.data(), batched.data(), (size_t)T * N * sizeof(float)) == 0, "%s dtype %d T %d",
-                          k->name, dtype, T);
-            }
+                k->matmul(&x[(size_t)t * K], K, 1, raw.data(), dtype, K, 0, N, &alone[(size_t)t * N], N, nullptr,
+                          scratch.data(), false);
+            for (bool is_streaming : {false, true})
+                for (int T : {1, 2, 4, 5, 9, 16, 40, 47, 48, 60}) {
+                    std::vector<float> xs((size_t)T * K), batched((size_t)T * N);
+                    for (int t = 0; t < T; t++) memcpy(&xs[(size_t)t * K], &x[(size_t)(t % 40) * K], K * sizeof(float));
+                    k->matmul(xs.data(), K, T, raw.data(), dtype, K, 0, N, batched.data(), N, nullptr, scratch.data(),
+                              is_streaming);
+                    for (int t = 0; t < T; t++)
+                        CHECK_MSG(memcmp(&alone[(size_t)(t % 40) * N], &batched[(size_t)t * N], N * sizeof(float)) == 0,
+                                  "%s dtype %d T %d streaming %d", k->name, dtype, T, (int)is_streaming);
+                }
         }
     }
 }
