@@ -70,7 +70,10 @@ if [[ ! -f "$lib" ]]; then relink=1; else
 fi
 if (( relink )); then
   echo "build-engine: linking $lib"
-  "$cxx" -shared -pthread -Wl,-z,defs "${extra[@]}" -o "$lib.tmp" "${objs[@]}" && mv "$lib.tmp" "$lib"
+  # -z nodelete: dlclose never unmaps the library. A host that drops a context without
+  # eng_ctx_free (a terminated Node worker) leaves its pool threads running library code;
+  # unmapping it under them would crash the process.
+  "$cxx" -shared -pthread -Wl,-z,defs -Wl,-z,nodelete "${extra[@]}" -o "$lib.tmp" "${objs[@]}" && mv "$lib.tmp" "$lib"
 else
   echo "build-engine: $lib is up to date"
 fi
