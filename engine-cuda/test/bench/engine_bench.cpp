@@ -1,6 +1,6 @@
 /* engine_bench.cpp: a quick native micro-benchmark of the engine through the public ABI.
  *
- * Usage: engine-bench MODEL_DIR [threads] [prompt_len] [gen_len]
+ * Usage (built and run by engine-cuda/test/bench/run.sh): engine-bench MODEL_DIR [threads] [prompt_len] [gen_len]
  *        engine-bench --random-llama DIR DTYPE   (writes a ~110M Llama-shaped model, then exits)
  * Prints prefill tok/s (batch 1) and decode tok/s at batch 1 and 8 with the weight-bytes roofline
  * inputs. The npm benchmark (bench/engine.bench.ts) is the reported one; this is for kernel work.
