@@ -104,7 +104,12 @@ class CpuBackend final : public Backend {
   private:
     void linear(int T, const MatJob *jobs, int n_jobs);
     void rope(float *v, int n_heads, int t);
-    void layer(int l, const Batch &b, int T);
+    void qkv(int l, const Batch &b, int T);
+    void attention_block(int l, const Batch &b, int T);
+    void mlp_block(int l, int T);
+    int64_t kv_layer_floats() const { return (int64_t)cfg_.n_blocks * c_.n_head_kv * cfg_.block_size * c_.head_dim; }
+    float *kcache(int l) { return kv_ + (int64_t)l * 2 * kv_layer_floats(); } // (n_blocks, Hkv, bs, D)
+    float *vcache(int l) { return kcache(l) + kv_layer_floats(); }
 
     const Model &m_;
     const ModelConfig &c_;
@@ -221,18 +226,18 @@ void CpuBackend::rope(float *v, int n_heads, int t) {
     }
 }
 
-void CpuBackend::layer(int l, const Batch &b, int T) {
+static const float *bias_of(const std::vector<float> &v) { return v.empty() ? nullptr : v.data(); }
+
+/* q, k, v of every token (+ Qwen3 per-head norms, RoPE), K/V written to their cache slots. */
+void CpuBackend::qkv(int l, const Batch &b, int T) {
     const LayerWeights &L = m_.layers[(size_t)l];
-    int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim, I = c_.n_ff, bs = cfg_.block_size;
+    int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim, bs = cfg_.block_size;
     int qd = H * D, kvd = Hkv * D;
-    for (int t = 0; t < T; t++) k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps);
-    auto bias = [](const std::vector<float> &v) { return v.empty() ? nullptr : v.data(); };
-    MatJob qkv[3] = {{&L.wq, h_.data(), C, q_.data(), qd, bias(L.bq)},
-                     {&L.wk, h_.data(), C, kk_.data(), kvd, bias(L.bk)},
-                     {&L.wv, h_.data(), C, vv_.data(), kvd, bias(L.bv)}};
-    linear(T, qkv, 3);
-    int64_t per = (int64_t)cfg_.n_blocks * Hkv * bs * D;
-    float *kc = kv_ + (int64_t)l * 2 * per, *vc = kc + per;
+    MatJob jobs[3] = {{&L.wq, h_.data(), C, q_.data(), qd, bias_of(L.bq)},
+                      {&L.wk, h_.data(), C, kk_.data(), kvd, bias_of(L.bk)},
+                      {&L.wv, h_.data(), C, vv_.data(), kvd, bias_of(L.bv)}};
+    linear(T, jobs, 3);
+    float *kc = kcache(l), *vc = vcache(l);
     for (int t = 0; t < T; t++) {
         float *q = &q_[(size_t)t * qd], *k = &kk_[(size_t)t * kvd], *v = &vv_[(size_t)t * kvd];
         if (c_.has_qk_norm) {
@@ -249,28 +254,42 @@ void CpuBackend::layer(int l, const Batch &b, int T) {
             memcpy(vc + ((blk * Hkv + g) * bs + off) * D, v + g * D, (size_t)D * sizeof(float));
         }
     }
-    AttnTask at{&k_, &b, tok_seq_.data(), q_.data(), att_.data(), kc, vc, H, Hkv, D, bs,
-                1.0f / sqrtf((float)D), scores_ptr_.data()};
+}
+
+/* x += [post_attn_norm](o_proj(attention(input_layernorm(x)))). */
+void CpuBackend::attention_block(int l, const Batch &b, int T) {
+    const LayerWeights &L = m_.layers[(size_t)l];
+    int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim;
+    for (int t = 0; t < T; t++) k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps);
+    qkv(l, b, T);
+    AttnTask at{&k_, &b, tok_seq_.data(), q_.data(), att_.data(), kcache(l), vcache(l), H, Hkv, D,
+                cfg_.block_size, 1.0f / sqrtf((float)D), scores_ptr_.data()};
     pool_.run(T * Hkv, attn_task, &at);
-    MatJob o = {&L.wo, att_.data(), qd, h_.data(), C, bias(L.bo)};
+    MatJob o = {&L.wo, att_.data(), H * D, h_.data(), C, bias_of(L.bo)};
     linear(T, &o, 1);
     for (int t = 0; t < T; t++) {
         float *hr = &h_[(size_t)t * C], *xr = &x_[(size_t)t * C];
         if (c_.has_sandwich_norms) k_.rmsnorm(hr, hr, L.post_attn_norm.data(), C, c_.rms_eps);
         for (int i = 0; i < C; i++) xr[i] += hr[i];
-        k_.rmsnorm(hr, xr, L.mlp_norm.data(), C, c_.rms_eps);
     }
-    if (L.w_gate_up.data) {
+}
+
+/* x += [post_mlp_norm](down(silu(gate(h)) * up(h))), h = post_attention_layernorm(x). */
+void CpuBackend::mlp_block(int l, int T) {
+    const LayerWeights &L = m_.layers[(size_t)l];
+    int C = c_.n_embd, I = c_.n_ff;
+    for (int t = 0; t < T; t++) k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.mlp_norm.data(), C, c_.rms_eps);
+    if (L.w_gate_up.data) { // GLM-4: one fused matrix, rows [gate; up]
         MatJob gu = {&L.w_gate_up, h_.data(), C, ff_.data(), 2 * I, nullptr};
         linear(T, &gu, 1);
     } else {
-        MatJob gu[2] = {{&L.w_gate, h_.data(), C, ff_.data(), 2 * I, bias(L.b_gate)},
-                        {&L.w_up, h_.data(), C, ff_.data() + I, 2 * I, bias(L.b_up)}};
+        MatJob gu[2] = {{&L.w_gate, h_.data(), C, ff_.data(), 2 * I, bias_of(L.b_gate)},
+                        {&L.w_up, h_.data(), C, ff_.data() + I, 2 * I, bias_of(L.b_up)}};
         linear(T, gu, 2);
     }
     for (int t = 0; t < T; t++)
         k_.silu_mul(&ff2_[(size_t)t * I], &ff_[(size_t)t * 2 * I], &ff_[(size_t)t * 2 * I + I], I);
-    MatJob down = {&L.w_down, ff2_.data(), I, h_.data(), C, bias(L.b_down)};
+    MatJob down = {&L.w_down, ff2_.data(), I, h_.data(), C, bias_of(L.b_down)};
     linear(T, &down, 1);
     for (int t = 0; t < T; t++) {
         float *hr = &h_[(size_t)t * C], *xr = &x_[(size_t)t * C];
@@ -301,7 +320,10 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
         }
     }
     for (int t = 0; t < T; t++) k_.row_to_f32(&x_[(size_t)t * C], m_.embed.data, m_.embed.dtype, b.tokens[(size_t)t], C);
-    for (int l = 0; l < c_.n_layer; l++) layer(l, b, T);
+    for (int l = 0; l < c_.n_layer; l++) {
+        attention_block(l, b, T);
+        mlp_block(l, T);
+    }
     if (b.n_logits == 0) return ENG_STATUS_OK;
     for (const BatchSeq &s : b.seqs) {
         if (s.logits_row < 0) continue;
