@@ -42,6 +42,27 @@ static int64_t param(const int64_t *params, int32_t n, int idx, int64_t def) {
     return (params && idx < n && params[idx] > 0) ? params[idx] : def;
 }
 
+static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks) {
+    const ModelConfig &mc = c->model.cfg;
+    int64_t *in = c->info;
+    in[ENG_INFO_N_VOCAB] = mc.n_vocab;
+    in[ENG_INFO_N_CTX] = n_ctx;
+    in[ENG_INFO_N_LAYER] = mc.n_layer;
+    in[ENG_INFO_N_EMBD] = mc.n_embd;
+    in[ENG_INFO_N_HEAD] = mc.n_head;
+    in[ENG_INFO_N_HEAD_KV] = mc.n_head_kv;
+    in[ENG_INFO_HEAD_DIM] = mc.head_dim;
+    in[ENG_INFO_BLOCK_SIZE] = bs;
+    in[ENG_INFO_N_BLOCKS] = n_blocks;
+    in[ENG_INFO_BACKEND] = c->backend->kind();
+    in[ENG_INFO_ARCH] = mc.arch;
+    in[ENG_INFO_N_PARAMS] = c->model.n_params;
+    in[ENG_INFO_WEIGHT_BYTES] = c->model.weight_bytes;
+    in[ENG_INFO_SIMD] = c->backend->simd();
+}
+
+/* Sizes the KV cache and context limit from the creation parameters and builds the backend,
+ * block manager and scheduler. */
 static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     const ModelConfig &mc = c->model.cfg;
     int64_t backend = param(params, n_params, ENG_PARAM_BACKEND, 0);
@@ -84,21 +105,7 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     sc.n_vocab = mc.n_vocab;
     ENG_TRY(c->sched.init(sc, &c->bm, c->backend.get()));
     c->pending.reserve((size_t)(3 * max_batch + 1) * ENG_EVENT_INTS);
-    int64_t *in = c->info;
-    in[ENG_INFO_N_VOCAB] = mc.n_vocab;
-    in[ENG_INFO_N_CTX] = n_ctx;
-    in[ENG_INFO_N_LAYER] = mc.n_layer;
-    in[ENG_INFO_N_EMBD] = mc.n_embd;
-    in[ENG_INFO_N_HEAD] = mc.n_head;
-    in[ENG_INFO_N_HEAD_KV] = mc.n_head_kv;
-    in[ENG_INFO_HEAD_DIM] = mc.head_dim;
-    in[ENG_INFO_BLOCK_SIZE] = bs;
-    in[ENG_INFO_N_BLOCKS] = n_blocks;
-    in[ENG_INFO_BACKEND] = c->backend->kind();
-    in[ENG_INFO_ARCH] = mc.arch;
-    in[ENG_INFO_N_PARAMS] = c->model.n_params;
-    in[ENG_INFO_WEIGHT_BYTES] = c->model.weight_bytes;
-    in[ENG_INFO_SIMD] = c->backend->simd();
+    fill_info(c, n_ctx, bs, n_blocks);
     return ENG_STATUS_OK;
 }
 
