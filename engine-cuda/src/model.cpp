@@ -120,6 +120,8 @@ int32_t model_config_parse(const JsonValue &c, ModelConfig *m) {
     m->has_qk_norm = m->arch == ARCH_QWEN3;
     m->has_sandwich_norms = m->arch == ARCH_GLM4;
     m->is_rope_interleaved = m->arch == ARCH_GLM4;
+    if (get_bool(c, "use_sliding_window", false)) // Qwen2/3 configs carry it, normally false
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: use_sliding_window is not supported");
     const JsonValue *act = field(c, "hidden_act");
     if (act && act->kind == JsonValue::STRING && act->string != "silu")
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: hidden_act %s is not supported (silu only)", act->string.c_str());

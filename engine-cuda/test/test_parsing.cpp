@@ -140,6 +140,13 @@ TEST(config_parsing) {
     CHECK(parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
                 "\"num_attention_heads\":3,\"num_key_value_heads\":2,\"intermediate_size\":8}", &c));
     CHECK(model_config_parse(c, &m) == ENG_STATUS_BAD_CHECKPOINT); // 3 heads over 2 kv heads
+    CHECK(parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8,\"use_sliding_window\":true}", &c));
+    CHECK(model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "use_sliding_window"));
+    CHECK(parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8,\"use_sliding_window\":false,"
+                "\"sliding_window\":null,\"hidden_act\":\"gelu\"}", &c));
+    CHECK(model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "gelu"));
 }
 
 TEST(abi_create_errors_and_last_error) {
