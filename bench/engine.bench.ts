@@ -5,7 +5,7 @@
  * weight bytes streamed per step ÷ this machine's measured read bandwidth (one step reads every
  * weight once for the whole batch, so the batch-8 roofline is 8× the batch-1 one).
  *
- * Bandwidth comes from a tiny C program compiled here (threads reading a 512 MiB array; best of 7).
+ * Bandwidth comes from a tiny C program compiled here (threads reading a 512 MiB array; best run).
  * Models are generated deterministically into .bench/ (ignored) on first use. Every engine figure
  * is the median of several runs (the machine is shared and noisy). Options: --runs N (default 3), --quick (small
  * model only), --threads N (engine threads; default all cores).
@@ -63,15 +63,16 @@ function median(xs: number[]): number {
   return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
 }
 
-/** Read bandwidth in GB/s: the best of 7 runs over a 512 MiB array with one reader per thread
- * (a roofline is the attainable peak, as STREAM reports its best run). */
+/** Read bandwidth in GB/s: the best of 9 runs each with 1 and with `threads` readers over a 512 MiB
+ * array (a roofline is the attainable peak, as STREAM reports its best run; on a shared machine
+ * one reader per core can lose to a busy neighbour). */
 function measureBandwidth(threads: number): number {
   const src = join(WORK, 'membw.c');
   const bin = join(WORK, 'membw');
   writeFileSync(src, MEMBW_C);
   execFileSync('cc', ['-O3', '-march=native', '-pthread', '-o', bin, src]);
-  const out = execFileSync(bin, ['512', String(threads), '7'], { encoding: 'utf8' });
-  return Math.max(...out.trim().split('\n').map(Number));
+  const runs = [...new Set([1, threads])].flatMap((t) => execFileSync(bin, ['512', String(t), '9'], { encoding: 'utf8' }).trim().split('\n'));
+  return Math.max(...runs.map(Number));
 }
 
 interface BenchModel {
@@ -201,7 +202,7 @@ async function main(argv: string[]): Promise<void> {
   mkdirSync(WORK, { recursive: true });
   const cores = threads ?? availableParallelism();
   const gbps = measureBandwidth(cores);
-  process.stderr.write(`bench: read bandwidth ${gbps.toFixed(1)} GB/s (${cores} threads, best of 7)\n`);
+  process.stderr.write(`bench: read bandwidth ${gbps.toFixed(1)} GB/s (best of 9 runs with 1 and ${cores} readers)\n`);
   const models = argv.includes('--quick') ? [SMALL] : [SMALL, LLAMA110];
   const rows: Row[] = [];
   for (const m of models) {
