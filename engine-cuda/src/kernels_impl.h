@@ -200,11 +200,14 @@ static const int kStreamConvertMinTokens = 6;
  * way, so results are bit-identical. */
 static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y,
                    int ldy, const float *bias, float *scratch, bool is_streaming) {
-    if (dtype != F32 && (T >= kConvertMinTokens || (is_streaming && T >= kStreamConvertMinTokens))) {
+    // Copy (f32 weights: one sequential stream) or widen the row block into scratch first?
+    bool is_copy = (dtype != F32 && T >= kConvertMinTokens) || (is_streaming && T >= kStreamConvertMinTokens);
+    if (is_copy) {
         for (int r = r0; r < r1; r++) row_to_f32(scratch + (int64_t)(r - r0) * K, w, dtype, r, K);
 #ifdef KERNELS_VECTOR
         if (is_streaming) { // fetch the next row block into L2 while this one computes (prefetches never fault)
-            const char *next = (const char *)w + (int64_t)r1 * K * 2, *end = next + (int64_t)(r1 - r0) * K * 2;
+            int64_t row_bytes = (int64_t)K * (dtype == F32 ? 4 : 2);
+            const char *next = (const char *)w + r1 * row_bytes, *end = next + (r1 - r0) * row_bytes;
             for (; next < end; next += 64) _mm_prefetch(next, _MM_HINT_T1);
         }
 #endif
