@@ -1,15 +1,16 @@
 /**
  * npm run bench:engine: prefill and decode tokens/s of NativeEngine (the full TypeScript path:
  * worker thread, FFI, event routing) at batch 1 and batch 8, for a small random Llama (~5M
- * parameters) and a 110M one shaped like llama2.c's stories110M (tied classifier), each beside its decode roofline:
- * weight bytes streamed per step ÷ this machine's measured read bandwidth (one step reads every
- * weight once for the whole batch, so the batch-8 roofline is 8× the batch-1 one).
+ * parameters) and a 110M one shaped like llama2.c's stories110M (tied classifier), each beside
+ * its decode roofline: weight bytes streamed per step ÷ this machine's measured read bandwidth
+ * (one step reads every weight once for the whole batch, so the batch-8 roofline is 8× batch 1).
  *
  * Bandwidth comes from a tiny C program compiled here (threads reading a 512 MiB array; best run).
  * Models are generated deterministically into .bench/ (ignored) on first use. Every engine figure
- * is the median of several runs (the machine is shared and noisy). Options: --runs N (default 3), --quick (small
- * model only), --threads N (engine threads; default all cores).
- */
+ * is the median of several runs (the machine is shared and noisy).
+ * Options: --runs N (default 3), --quick (small model only), --threads N (engine threads; default
+ * all cores), --llama2c PATH/run.c (also time llama2.c's fp32 run.c on the 110M shape, the
+ * issue's reference point; the source is not fetched here). */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -56,6 +57,53 @@ int main(int argc, char **argv) {
   return 0;
 }
 `;
+
+/** Drives llama2.c's unmodified run.c (path given with --llama2c, compiled with TESTING so its main
+ * is left out): writes a random stories110M-shaped fp32 checkpoint in run.c's format (7-int header,
+ * positive vocab = shared classifier; layout from run.c's memory_map_weights) and times forward(). */
+const LLAMA2C_DRIVER_C = `
+#define TESTING
+#include RUN_C
+static double now_s(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec; }
+int main(int argc, char **argv) {
+  const char *path = argv[1]; int steps = atoi(argv[2]);
+  Config c = { 768, 2048, 12, 12, 12, 32000, 1024 };
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    f = fopen(path, "wb");
+    fwrite(&c, sizeof c, 1, f);
+    long hs = c.dim / c.n_heads, L = c.n_layers, d = c.dim;
+    long n = c.vocab_size * d + L * d + L * d * d * 4 + L * d + L * 3 * d * c.hidden_dim + d + c.seq_len * hs;
+    unsigned s = 1; static float buf[4096];
+    for (long i = 0; i < n; i += 4096) {
+      long m = n - i < 4096 ? n - i : 4096;
+      for (long j = 0; j < m; j++) { s = s * 1664525u + 1013904223u; buf[j] = ((s >> 8) / 16777216.0f - 0.5f) * 0.05f; }
+      fwrite(buf, 4, m, f);
+    }
+  }
+  fclose(f);
+  Transformer t;
+  build_transformer(&t, (char *)path);
+  for (int i = 0; i < 8; i++) forward(&t, 1 + i, i);
+  double t0 = now_s();
+  for (int i = 0; i < steps; i++) forward(&t, (i * 7) % 32000, 8 + i);
+  printf("%.2f\\n", steps / (now_s() - t0));
+  free_transformer(&t);
+  return 0;
+}
+`;
+
+/** Decode tokens/s of llama2.c's run.c (fp32, OpenMP) on the 110M shape: median of `runs`. */
+function llama2cRate(runC: string, threads: number, runs: number): number {
+  const src = join(WORK, 'llama2c-driver.c');
+  const bin = join(WORK, 'llama2c-driver');
+  writeFileSync(src, LLAMA2C_DRIVER_C);
+  execFileSync('cc', ['-Ofast', '-march=native', '-fopenmp', `-DRUN_C="${runC}"`, '-o', bin, src, '-lm'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Passive waiting: spinning OpenMP barriers collapse when a core is shared with other work.
+  const env = { ...process.env, OMP_NUM_THREADS: String(threads), OMP_WAIT_POLICY: 'passive' };
+  const rates = Array.from({ length: runs }, () => Number(execFileSync(bin, [join(WORK, 'llama2c-110M.bin'), '128'], { env, encoding: 'utf8' })));
+  return median(rates);
+}
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -213,7 +261,15 @@ async function main(argv: string[]): Promise<void> {
   console.log('Roofline = bandwidth / weight bytes streamed per decode step (an untied embedding table excluded), x batch.');
   console.log('Prefill is compute-bound (weights are read once per chunk of up to 256 tokens): shown as 2 x params x tok/s.');
   console.log(table(rows));
-  writeFileSync(join(WORK, 'engine-bench.json'), `${JSON.stringify({ gbps, threads: cores, runs, rows }, null, 2)}\n`);
+  const runC = flag('--llama2c');
+  let llama2c: number | undefined;
+  if (runC) {
+    llama2c = llama2cRate(runC, cores, runs);
+    const maya = rows.find((r) => r.model === LLAMA110.name)?.decode1;
+    console.log(`llama2.c run.c (fp32, ${cores} OpenMP threads, same 110M shape): ${llama2c.toFixed(1)} tok/s decode at batch 1` +
+      (maya ? `; Maya ${maya.toFixed(1)} tok/s = ${(maya / llama2c).toFixed(2)}x` : ''));
+  }
+  writeFileSync(join(WORK, 'engine-bench.json'), `${JSON.stringify({ gbps, threads: cores, runs, rows, llama2c }, null, 2)}\n`);
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
