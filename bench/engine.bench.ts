@@ -259,6 +259,7 @@ async function main(argv: string[]): Promise<void> {
   }
   console.log(`Memory read bandwidth: ${gbps.toFixed(1)} GB/s; engine threads: ${cores}; medians of ${runs} runs.`);
   console.log('Roofline = bandwidth / weight bytes streamed per decode step (an untied embedding table excluded), x batch.');
+  console.log('A model that fits in the last-level cache is not bound by DRAM bandwidth: its ratio can pass 100%.');
   console.log('Prefill is compute-bound (weights are read once per chunk of up to 256 tokens): shown as 2 x params x tok/s.');
   console.log(table(rows));
   const runC = flag('--llama2c');
