@@ -36,7 +36,7 @@ case "$(uname -m)" in
 esac
 
 # Newest header mtime: every object depends on every header (few, small files).
-newest_header=$(stat -c %Y "$inc"/engine.h "$src"/*.h "$0" | sort -n | tail -n 1)
+newest_header=$(stat -c %Y "$inc"/engine.h "$src"/*.h "$src"/exports.map "$0" | sort -n | tail -n 1)
 
 pids=()
 objs=()
@@ -73,7 +73,9 @@ if (( relink )); then
   # -z nodelete: dlclose never unmaps the library. A host that drops a context without
   # eng_ctx_free (a terminated Node worker) leaves its pool threads running library code;
   # unmapping it under them would crash the process.
-  "$cxx" -shared -pthread -Wl,-z,defs -Wl,-z,nodelete "${extra[@]}" -o "$lib.tmp" "${objs[@]}" && mv "$lib.tmp" "$lib"
+  # exports.map: only eng_* is exported (std:: template instances would otherwise leak out).
+  "$cxx" -shared -pthread -Wl,-z,defs -Wl,-z,nodelete -Wl,--version-script="$src/exports.map" "${extra[@]}" \
+    -o "$lib.tmp" "${objs[@]}" && mv "$lib.tmp" "$lib"
 else
   echo "build-engine: $lib is up to date"
 fi

@@ -38,4 +38,10 @@ done
 if (( relink )) || [[ ! -f "$bin" ]]; then
   "$cxx" "${flags[@]}" -o "$bin" "${objs[@]}"
 fi
+# The shared library exports exactly the eng_* ABI (checked when no sanitizer flags are set).
+if [[ -z "${MAYA_ENGINE_CXXFLAGS:-}" ]] && command -v nm >/dev/null 2>&1; then
+  bash "$root/scripts/build-engine.sh" >/dev/null
+  leaked=$(nm -D --defined-only "$root/engine-cuda/build/libmaya_engine.so" | awk '{print $3}' | grep -v '^eng_' || true)
+  if [[ -n "$leaked" ]]; then echo "engine tests: libmaya_engine.so exports non-ABI symbols:" >&2; echo "$leaked" >&2; exit 1; fi
+fi
 MAYA_REPO_ROOT="$root" "$bin" "$@"
