@@ -45,9 +45,23 @@ interface AddedTokenJson {
 
 const REPLACEMENT = '\uFFFD';
 
+/**
+ * GPT-2's byte ↔ printable-character table used by ByteLevel BPE vocabularies: bytes that are
+ * printable Latin-1 map to themselves, the rest to U+0100 onwards in byte order.
+ */
+function byteLevelCharToByte(): Map<string, number> {
+  const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  const table = new Map<string, number>();
+  let next = 0;
+  for (let b = 0; b < 256; b++) table.set(String.fromCharCode(printable(b) ? b : 256 + next++), b);
+  return table;
+}
+
 export class Tokenizer {
   private readonly hf: HfTokenizer;
   private readonly added = new Map<string, { id: number; special: boolean }>();
+  /** id → UTF-8 bytes, for ByteLevel-decoded BPE vocabularies (the O(1) streaming path). */
+  private readonly idBytes: Array<Uint8Array | undefined> | undefined;
 
   constructor(tokenizerJson: object, tokenizerConfig: object = {}) {
     try {
@@ -57,6 +71,7 @@ export class Tokenizer {
     }
     const addedTokens = (tokenizerJson as { added_tokens?: AddedTokenJson[] }).added_tokens ?? [];
     for (const t of addedTokens) this.added.set(t.content, { id: t.id, special: t.special ?? false });
+    this.idBytes = byteLevelTable(tokenizerJson as TokenizerJsonShape, addedTokens);
   }
 
   /** Loads `tokenizer.json` and, when present, `tokenizer_config.json` from a model directory. */
@@ -104,6 +119,7 @@ export class Tokenizer {
   }
 
   createDecoder(options: DecodeOptions = {}): StreamDecoder {
+    if (this.idBytes) return byteLevelDecoder(this.idBytes, (id) => options.skipSpecialTokens === true && this.isSpecial(id));
     const ids: number[] = [];
     let prefixOffset = 0;
     let readOffset = 0;
@@ -127,6 +143,48 @@ export class Tokenizer {
       },
     };
   }
+}
+
+interface TokenizerJsonShape {
+  model?: { type?: string; vocab?: Record<string, number> };
+  decoder?: { type?: string } | null;
+  normalizer?: unknown;
+}
+
+/**
+ * For a BPE model whose only decoder is ByteLevel (GPT-2 style), every vocabulary entry maps to
+ * raw bytes through the byte-level table and every added token to its UTF-8 content, so streaming
+ * needs no re-decoding. Any other tokenizer returns undefined (the generic windowed path).
+ */
+function byteLevelTable(json: TokenizerJsonShape, addedTokens: AddedTokenJson[]): Array<Uint8Array | undefined> | undefined {
+  if (json.model?.type !== 'BPE' || json.decoder?.type !== 'ByteLevel' || !json.model.vocab) return undefined;
+  const charToByte = byteLevelCharToByte();
+  const table: Array<Uint8Array | undefined> = [];
+  for (const [piece, id] of Object.entries(json.model.vocab)) {
+    const bytes: number[] = [];
+    for (const ch of piece) {
+      const b = charToByte.get(ch);
+      if (b === undefined) return undefined;
+      bytes.push(b);
+    }
+    table[id] = Uint8Array.from(bytes);
+  }
+  const encoder = new TextEncoder();
+  for (const t of addedTokens) table[t.id] = encoder.encode(t.content);
+  return table;
+}
+
+/** O(1) per token: the id's bytes through a streaming UTF-8 decoder (holds incomplete sequences). */
+function byteLevelDecoder(table: Array<Uint8Array | undefined>, isSkipped: (id: number) => boolean): StreamDecoder {
+  const utf8 = new TextDecoder('utf-8');
+  return {
+    push: (id) => {
+      const bytes = table[id];
+      if (!bytes || isSkipped(id)) return '';
+      return utf8.decode(bytes, { stream: true });
+    },
+    flush: () => utf8.decode(),
+  };
 }
 
 async function readJson(path: string): Promise<object | undefined> {
