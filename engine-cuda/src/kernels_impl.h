@@ -135,21 +135,35 @@ static inline void tile(const float *x, int ldx, const void *w, int64_t row0, in
         for (int t = 0; t < NT; t++) y[(int64_t)t * ldy + r] = out[r][t] + (bias ? bias[r] : 0.0f);
 }
 
+/* Software prefetch spread over the tiles of a block: `per_tile` cache lines of [p, end) before
+ * each tile, so the next block arrives while this one computes instead of in one burst. */
+struct Prefetch {
+    const char *p = nullptr, *end = nullptr;
+    int per_tile = 0;
+    void step() {
+#ifdef KERNELS_VECTOR
+        for (int i = 0; i < per_tile && p < end; i++, p += 64) _mm_prefetch(p, _MM_HINT_T1);
+#endif
+    }
+};
+
 template <int NT, int DT>
 static void rows_tile(const float *x, int ldx, const void *w, int K, int r0, int r1, float *y, int ldy,
-                      const float *bias, int64_t wrow0) {
+                      const float *bias, int64_t wrow0, Prefetch *pf) {
     // wrow0: W row index of r0 (differs from r0 when w is the converted scratch copy).
     int r = r0;
-    for (; r + 4 <= r1; r += 4)
+    for (; r + 4 <= r1; r += 4) {
+        if (pf) pf->step();
         tile<4, NT, DT>(x, ldx, w, wrow0 + (r - r0), K, y + r, ldy, bias ? bias + r : nullptr);
+    }
     for (; r < r1; r++) tile<1, NT, DT>(x, ldx, w, wrow0 + (r - r0), K, y + r, ldy, bias ? bias + r : nullptr);
 }
 
 template <int DT>
 static void rows_all_tokens(const float *x, int ldx, int T, const void *w, int K, int r0, int r1, float *y,
-                            int ldy, const float *bias, int64_t wrow0) {
+                            int ldy, const float *bias, int64_t wrow0, Prefetch *pf = nullptr) {
 #define ROWS_TILE(NT)                                                                                          \
-    rows_tile<NT, DT>(x + (int64_t)t * ldx, ldx, w, K, r0, r1, y + (int64_t)t * ldy, ldy, bias, wrow0)
+    rows_tile<NT, DT>(x + (int64_t)t * ldx, ldx, w, K, r0, r1, y + (int64_t)t * ldy, ldy, bias, wrow0, pf)
     int t = 0;
     // 16 registers: 4 rows x 3 tokens; a remainder of 4 runs as 2 + 2, not 3 + 1.
     for (; T - t > 4 || T - t == 3; t += 3) ROWS_TILE(3);
@@ -204,14 +218,15 @@ static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int
     bool is_copy = (dtype != F32 && T >= kConvertMinTokens) || (is_streaming && T >= kStreamConvertMinTokens);
     if (is_copy) {
         for (int r = r0; r < r1; r++) row_to_f32(scratch + (int64_t)(r - r0) * K, w, dtype, r, K);
-#ifdef KERNELS_VECTOR
-        if (is_streaming) { // fetch the next row block into L2 while this one computes (prefetches never fault)
+        Prefetch pf; // streaming: the next row block comes into L2 while this one computes (never faults)
+        if (is_streaming) {
             int64_t row_bytes = (int64_t)K * (dtype == F32 ? 4 : 2);
-            const char *next = (const char *)w + r1 * row_bytes, *end = next + (r1 - r0) * row_bytes;
-            for (; next < end; next += 64) _mm_prefetch(next, _MM_HINT_T1);
+            int n_tiles = ((r1 - r0) / 4 > 0 ? (r1 - r0) / 4 : 1) * ((T + 2) / 3);
+            pf.p = (const char *)w + r1 * row_bytes;
+            pf.end = pf.p + (r1 - r0) * row_bytes;
+            pf.per_tile = (int)(((r1 - r0) * row_bytes / 64 + n_tiles - 1) / n_tiles);
         }
-#endif
-        rows_all_tokens<F32>(x, ldx, T, scratch, K, r0, r1, y, ldy, bias, 0);
+        rows_all_tokens<F32>(x, ldx, T, scratch, K, r0, r1, y, ldy, bias, 0, is_streaming ? &pf : nullptr);
         return;
     }
     if (is_streaming) {
