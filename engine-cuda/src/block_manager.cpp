@@ -24,7 +24,7 @@ void BlockManager::init(int32_t n_blocks, int32_t block_size) {
     cache_.clear();
     cache_.reserve((size_t)n_blocks);
     free_head_ = free_tail_ = -1;
-    n_free_ = 0;
+    n_free_ = n_cached_free_ = 0;
     for (int32_t b = 0; b < n_blocks; b++) free_push_back(b);
     scratch_ids_.reserve((size_t)n_blocks);
     scratch_hashes_.reserve((size_t)n_blocks);
@@ -38,6 +38,7 @@ void BlockManager::free_push_back(int32_t b) {
     else free_head_ = b;
     free_tail_ = b;
     n_free_++;
+    n_cached_free_ += k.has_hash;
 }
 
 void BlockManager::free_remove(int32_t b) {
@@ -48,6 +49,7 @@ void BlockManager::free_remove(int32_t b) {
     else free_tail_ = k.prev;
     k.prev = k.next = -1;
     n_free_--;
+    n_cached_free_ -= k.has_hash;
 }
 
 int32_t BlockManager::free_pop_front() {
@@ -154,12 +156,6 @@ void BlockManager::commit(Sequence &seq) {
         k.hash = h;
         k.tokens.assign(t, t + block_size_);
     }
-}
-
-int32_t BlockManager::n_cached_free() const {
-    int32_t n = 0;
-    for (int32_t b = free_head_; b >= 0; b = blocks_[(size_t)b].next) n += blocks_[(size_t)b].has_hash;
-    return n;
 }
 
 } // namespace maya

@@ -43,7 +43,7 @@ class BlockManager {
     int32_t n_blocks() const { return (int32_t)blocks_.size(); }
     int32_t n_free() const { return n_free_; }
     /* Free blocks that still hold a reusable cached prefix. */
-    int32_t n_cached_free() const;
+    int32_t n_cached_free() const { return n_cached_free_; }
     int32_t ref_count(int32_t block) const { return blocks_[(size_t)block].ref; }
 
     static uint64_t hash_block(uint64_t prev, const int32_t *tokens, int32_t n);
@@ -68,6 +68,7 @@ class BlockManager {
     std::unordered_map<uint64_t, int32_t> cache_; // hash -> block
     int32_t block_size_ = 16;
     int32_t free_head_ = -1, free_tail_ = -1, n_free_ = 0;
+    int32_t n_cached_free_ = 0; // free blocks with has_hash
     mutable std::vector<int32_t> scratch_ids_;
     mutable std::vector<uint64_t> scratch_hashes_;
 };

@@ -81,8 +81,10 @@ TEST(block_manager_exhaustion_and_eviction) {
     CHECK(bm.n_cached_free() == 2);
     // New, unrelated sequences take every block: the cached prefix is evicted.
     Sequence x = seq_of(64, 7);
-    CHECK(bm.allocate(x) == 0 && bm.n_free() == 0);
+    CHECK(bm.allocate(x) == 0 && bm.n_free() == 0 && bm.n_cached_free() == 0);
+    compute_all(bm, x);
     bm.deallocate(x);
+    CHECK(bm.n_cached_free() == 4); // x's four full blocks are now the cached ones
     Sequence again = seq_of(33);
     CHECK(bm.allocate(again) == 0);
     bm.deallocate(again);
@@ -108,6 +110,7 @@ TEST(block_manager_free_hits_count_against_free_blocks) {
     bm.deallocate(a); // 3 free, 2 of them caching a's prefix
     Sequence b = seq_of(48);
     CHECK(bm.can_allocate(b)); // 2 hits (free) + 1 miss = 3 blocks
-    CHECK(bm.allocate(b) == 32 && bm.n_free() == 0);
+    CHECK(bm.n_cached_free() == 2);
+    CHECK(bm.allocate(b) == 32 && bm.n_free() == 0 && bm.n_cached_free() == 0);
     for (int blk : b.block_table) CHECK(bm.ref_count(blk) == 1);
 }
