@@ -801,15 +801,48 @@ def gen_forced(rng: random.Random, thinking: bool) -> Sample:
     return Sample('forced', msgs, s.tools, thinking, forced=forced, meta={'calls': calls})
 
 
+# --- echo (copying practice) -------------------------------------------------------------------------
+
+def echo_value(rng: random.Random) -> str:
+    k = rng.randint(0, 6)
+    if k == 0:
+        return str(rng.randint(0, 99999))
+    if k == 1:
+        return rand_city(rng)
+    if k == 2:
+        return rand_person(rng)
+    if k == 3:
+        return ' '.join(rand_word(rng) for _ in range(rng.randint(1, 3)))
+    if k == 4:
+        return f'{rng.choice("ABCDEFGHKLMNPQRSTXZ")}{rng.randint(100, 99999)}'
+    if k == 5:
+        return f'{rand_person(rng).lower()}@example.com'
+    return rand_word(rng).capitalize()
+
+
+def gen_echo(rng: random.Random) -> tuple[str, str, str]:
+    v = echo_value(rng)
+    q = pick(rng, f'Repeat after me: {v}', f'Say {v}', f'Copy this: {v}', f'Please repeat {v}',
+             f'The code is {v}. Repeat the code.', f'Echo {v}', f'Write {v} back to me.',
+             f'Here is a word: {v}. What was it?', f'Say "{v}" back.')
+    a = pick(rng, v, v, f'{v}.', f'You said {v}.', f'The code is {v}.' if 'code' in q else v)
+    return maybe_punct(rng, q, '.') if not q.endswith(('?', '.')) else q, a, f'The user wants me to repeat {v}.'
+
+
 # --- the mixture ------------------------------------------------------------------------------------
 
 KINDS = [('greeting', 8), ('fact', 8), ('arith', 6), ('instruction', 8), ('memory', 14), ('json', 18),
          ('json_object', 3), ('tools', 24), ('tools_none', 4), ('forced', 5)]
+# Second phase of the shipped run (train.py --mix copy): more copying, the same formats.
+KINDS_COPY = [('greeting', 2), ('fact', 2), ('arith', 1), ('instruction', 2), ('memory', 18), ('json', 22),
+              ('json_object', 1), ('tools', 30), ('tools_none', 3), ('forced', 4), ('echo', 15)]
+MIXES = {'default': KINDS, 'copy': KINDS_COPY}
 
 
-def gen_sample(rng: random.Random, kind: str | None = None) -> Sample:
+def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default') -> Sample:
     if kind is None:
-        kind = rng.choices([k for k, _ in KINDS], [w for _, w in KINDS])[0]
+        kinds = MIXES[mix]
+        kind = rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
     thinking = rng.random() < 0.5
     if kind == 'tools':
         return gen_tools(rng, thinking)
@@ -822,8 +855,8 @@ def gen_sample(rng: random.Random, kind: str | None = None) -> Sample:
         msgs, a = gen_greeting(rng)
         msgs = maybe_system(rng) + msgs
         msgs.append(assistant(a, reason_greeting(rng) if thinking else None))
-    elif kind in ('fact', 'arith'):
-        q, a, r = gen_fact(rng) if kind == 'fact' else gen_arith(rng)
+    elif kind in ('fact', 'arith', 'echo'):
+        q, a, r = {'fact': gen_fact, 'arith': gen_arith, 'echo': gen_echo}[kind](rng)
         msgs = maybe_system(rng) + [user(vary_case(rng, q)), assistant(a, r if thinking else None)]
     elif kind == 'instruction':
         s, q, a, r = gen_instruction(rng)

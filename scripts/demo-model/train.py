@@ -43,8 +43,8 @@ def encode_sample(tok: Tokenizer, tpl, s: data.Sample) -> tuple[list[int], list[
 class Packer:
     """Endless stream of packed (ids, targets, doc) rows from seeded samples."""
 
-    def __init__(self, tok: Tokenizer, seed: int, seq: int):
-        self.tok, self.seq = tok, seq
+    def __init__(self, tok: Tokenizer, seed: int, seq: int, mix: str = 'default'):
+        self.tok, self.seq, self.mix = tok, seq, mix
         self.rng = random.Random(seed)
         self.tpl = data.make_template()
         self.pending: tuple[list[int], list[bool]] | None = None
@@ -53,7 +53,7 @@ class Packer:
 
     def _next(self) -> tuple[list[int], list[bool]]:
         while True:
-            ids, mask = encode_sample(self.tok, self.tpl, data.gen_sample(self.rng))
+            ids, mask = encode_sample(self.tok, self.tpl, data.gen_sample(self.rng, mix=self.mix))
             self.samples += 1
             if len(ids) <= self.seq + 1:
                 return ids, mask
@@ -104,6 +104,7 @@ def main() -> None:
     ap.add_argument('--threads', type=int, default=2)
     ap.add_argument('--save-every', type=int, default=25)
     ap.add_argument('--resume', action='store_true')
+    ap.add_argument('--mix', choices=list(data.MIXES), default='default', help='data mixture (data.py MIXES)')
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)
@@ -117,7 +118,7 @@ def main() -> None:
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{'params': decay, 'weight_decay': 0.05}, {'params': no_decay, 'weight_decay': 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
-    packer = Packer(tok, args.seed, args.seq)
+    packer = Packer(tok, args.seed, args.seq, args.mix)
     os.makedirs(args.out, exist_ok=True)
     ckpt_path = os.path.join(args.out, 'ckpt.pt')
     step, elapsed0 = 0, 0.0
