@@ -1,6 +1,7 @@
 /* test_scheduler.cpp: the scheduler through the public ABI on a small random model: chunked
  * prefill bound, FIFO admission, continuous batching, prefix reuse, preemption, cancellation,
  * stop ids, seeded sampling, argument checks and the event buffer protocol. */
+#include <stdio.h>
 #include <string.h>
 
 #include <map>
@@ -304,5 +305,70 @@ TEST(scheduler_small_event_buffer_and_kept_logits) {
     CHECK(eng_seq_logits(ctx, a, lg.data(), 10) == ENG_STATUS_INVALID_ARG); // too small
     CHECK(eng_step(ctx, ev.data(), (int32_t)ev.size()) == 0);
     CHECK(eng_seq_logits(ctx, a, lg.data(), 97) == ENG_STATUS_UNKNOWN_SEQ);
+    eng_ctx_free(ctx);
+}
+
+TEST(scheduler_random_workload_keeps_invariants) {
+    // Random adds, cancels and steps under KV pressure (8 blocks, 4 running, chunk 8): every
+    // sequence finishes exactly once, uncancelled ones with exactly max_tokens tokens equal to
+    // their solo greedy run, and every block comes back.
+    eng_ctx *ctx = make_ctx(8, 4, 8);
+    eng_ctx *solo = make_ctx();
+    int64_t info[ENG_INFO_COUNT];
+    eng_ctx_info(ctx, info, ENG_INFO_COUNT);
+    int32_t n_ctx = (int32_t)info[ENG_INFO_N_CTX];
+    CHECK(n_ctx == 128); // 8 blocks of 16
+    uint64_t s = 99;
+    auto rnd = [&](int n) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (int)(s % (uint64_t)n); };
+    struct Want { std::vector<int32_t> prompt; int max_tokens; bool is_cancelled; };
+    std::map<int32_t, Want> seqs;
+    std::map<int32_t, std::vector<int32_t>> got;
+    std::map<int32_t, int> finishes, reasons;
+    std::vector<int32_t> ev(64 * 4);
+    int added = 0;
+    for (int iter = 0; iter < 3000 && (added < 120 || finishes.size() < seqs.size()); iter++) {
+        int op = rnd(10);
+        if (op < 3 && added < 120) {
+            Want w{prompt(1 + rnd(60), rnd(1000)), 1 + rnd(30), false};
+            if ((int)w.prompt.size() + w.max_tokens > n_ctx) continue;
+            if (rnd(4) == 0) w.prompt = prompt(40, 7); // shared prefixes exercise the cache
+            int32_t id = add(ctx, w.prompt, w.max_tokens);
+            seqs[id] = w;
+            added++;
+        } else if (op == 3 && !seqs.empty()) {
+            auto it = seqs.begin();
+            std::advance(it, rnd((int)seqs.size()));
+            if (!finishes.count(it->first) && eng_seq_cancel(ctx, it->first) == 0) it->second.is_cancelled = true;
+        } else {
+            int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size());
+            CHECK(n >= 0);
+            for (int i = 0; i < n; i++) {
+                int32_t id = ev[(size_t)i * 4], kind = ev[(size_t)i * 4 + 1];
+                if (kind == ENG_EVENT_TOKEN) got[id].push_back(ev[(size_t)i * 4 + 2]);
+                if (kind == ENG_EVENT_FINISH) { finishes[id]++; reasons[id] = ev[(size_t)i * 4 + 3]; }
+            }
+        }
+    }
+    CHECK(finishes.size() == seqs.size());
+    CHECK(stat(ctx, ENG_STAT_PREEMPTIONS) > 0);
+    int checked = 0;
+    for (auto &kv : seqs) {
+        CHECK(finishes[kv.first] == 1);
+        const Want &w = kv.second;
+        if (reasons[kv.first] == ENG_FINISH_CANCELLED) { CHECK(w.is_cancelled); continue; }
+        CHECK(reasons[kv.first] == ENG_FINISH_LENGTH && (int)got[kv.first].size() == w.max_tokens);
+        if (checked++ < 25) { // a sample against solo runs (each is a full generation)
+            int32_t id = add(solo, w.prompt, w.max_tokens);
+            Trace one = drain(solo, 1);
+            CHECK(one.tokens[id] == got[kv.first]);
+        }
+    }
+    int n_cancelled = 0;
+    for (auto &kv : reasons) n_cancelled += kv.second == ENG_FINISH_CANCELLED;
+    fprintf(stderr, "  %zu sequences, %d cancelled, %lld preemptions, %lld cached tokens\n", seqs.size(), n_cancelled,
+            (long long)stat(ctx, ENG_STAT_PREEMPTIONS), (long long)stat(ctx, ENG_STAT_CACHED_TOKENS));
+    CHECK(n_cancelled > 0);
+    CHECK(stat(ctx, ENG_STAT_BLOCKS_FREE) == 8 && stat(ctx, ENG_STAT_SEQS_RUNNING) == 0 && stat(ctx, ENG_STAT_SEQS_WAITING) == 0);
+    eng_ctx_free(solo);
     eng_ctx_free(ctx);
 }
