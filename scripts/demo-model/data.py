@@ -836,7 +836,11 @@ KINDS = [('greeting', 8), ('fact', 8), ('arith', 6), ('instruction', 8), ('memor
 # Second phase of the shipped run (train.py --mix copy): more copying, the same formats.
 KINDS_COPY = [('greeting', 2), ('fact', 2), ('arith', 1), ('instruction', 2), ('memory', 18), ('json', 22),
               ('json_object', 1), ('tools', 30), ('tools_none', 3), ('forced', 4), ('echo', 15)]
-MIXES = {'default': KINDS, 'copy': KINDS_COPY}
+# Third phase (--mix copy2): copying emerged on echo-heavy data in a side experiment (echo-only
+# training learned to copy within ~300 steps), so the last part of the run leans on it.
+KINDS_COPY2 = [('greeting', 1), ('fact', 1), ('arith', 1), ('instruction', 1), ('memory', 20), ('json', 15),
+               ('json_object', 1), ('tools', 22), ('tools_none', 1), ('forced', 2), ('echo', 35)]
+MIXES = {'default': KINDS, 'copy': KINDS_COPY, 'copy2': KINDS_COPY2, 'echo': [('echo', 1)]}
 
 
 def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default') -> Sample:
