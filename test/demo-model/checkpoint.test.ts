@@ -24,7 +24,10 @@ function safetensorsHeader(path: string): { header: Record<string, TensorMeta>; 
 
 describe('models/maya-demo', () => {
   const config = readJson('config.json');
-  const c = config as Record<string, number>;
+  const c = config as unknown as {
+    hidden_size: number; head_dim: number; num_attention_heads: number; num_key_value_heads: number;
+    intermediate_size: number; vocab_size: number; num_hidden_layers: number; [field: string]: unknown;
+  };
 
   it('declares a GLM-4-0414 architecture with an 8192-token context', () => {
     expect(config.architectures).toEqual(['Glm4ForCausalLM']);
