@@ -73,7 +73,8 @@ export function templateTool(tool: ToolSpec): TemplateTool {
   return { type: 'function', function: description !== undefined ? { name, description, parameters } : { name, parameters } };
 }
 
-function templateMessage(turn: ChatTurn): TemplateMessage {
+/** A model-neutral turn as the message HF chat templates expect (shared by the Jinja-rendered dialects). */
+export function templateMessage(turn: ChatTurn): TemplateMessage {
   switch (turn.role) {
     case 'system':
     case 'developer':

@@ -10,14 +10,14 @@
  * end). A body in another key order is parsed whole at `</tool_call>`.
  * `plain` renders the template, parses `<think>` reasoning and has no tool-call syntax.
  */
-import type { ChatTemplate, TemplateMessage } from '../model/chat-template.ts';
+import type { ChatTemplate } from '../model/chat-template.ts';
 import { argumentsObject } from './arg-typing.ts';
 import {
   DialectError,
   type ChatTurn, type Dialect, type ParserOptions, type ReasoningEffort, type RenderOptions,
   type RenderedPrompt, type ThinkingSetting,
 } from './dialect.ts';
-import { templateTool } from './glm.ts';
+import { templateMessage, templateTool } from './glm.ts';
 import { StreamParser } from './stream-parser.ts';
 import { orderToolResults } from './tool-results.ts';
 
@@ -51,7 +51,7 @@ export function createPlainDialect(template: ChatTemplate): Dialect {
         throw new DialectError('this model has no known tool-call syntax; function tools are not available');
       }
       const kwargs = options.thinking ? {} : { enable_thinking: false };
-      const text = template.render(orderToolResults(turns).map(qwenMessage), { addGenerationPrompt: true, kwargs });
+      const text = template.render(orderToolResults(turns).map(templateMessage), { addGenerationPrompt: true, kwargs });
       return { text, parser: { tools: [], startInReasoning: text.trimEnd().endsWith(THINK) } };
     },
     createParser: (options) => new HermesParser(options, stops, false),
@@ -70,7 +70,7 @@ function renderQwen(template: ChatTemplate, turns: ChatTurn[], options: RenderOp
     throw new DialectError(`tool_choice names "${forcedName}", which is not among the tools`);
   }
   const thinking = options.thinking && !forced;
-  let text = template.render(orderToolResults(turns).map(qwenMessage), {
+  let text = template.render(orderToolResults(turns).map(templateMessage), {
     tools: tools.map(templateTool),
     addGenerationPrompt: true,
     kwargs: thinking ? {} : { enable_thinking: false },
@@ -79,26 +79,6 @@ function renderQwen(template: ChatTemplate, turns: ChatTurn[], options: RenderOp
   const parser: ParserOptions = { tools, startInReasoning: !forced && text.trimEnd().endsWith(THINK) };
   if (forced) parser.startInToolCall = forcedName !== undefined ? { name: forcedName } : {};
   return { text, parser };
-}
-
-function qwenMessage(turn: ChatTurn): TemplateMessage {
-  switch (turn.role) {
-    case 'system':
-    case 'developer':
-      return { role: 'system', content: turn.content };
-    case 'user':
-      return { role: 'user', content: turn.content };
-    case 'tool':
-      return { role: 'tool', content: turn.content, tool_call_id: turn.toolCallId };
-    case 'assistant': {
-      const m: TemplateMessage = { role: 'assistant', content: turn.content };
-      if (turn.reasoning !== undefined) m.reasoning_content = turn.reasoning;
-      if (turn.toolCalls?.length) {
-        m.tool_calls = turn.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: argumentsObject(c.arguments) } }));
-      }
-      return m;
-    }
-  }
 }
 
 /** `{"name": "…", "arguments": ` up to the first character of the arguments value. */
