@@ -3,9 +3,13 @@
 Layout of the vocabulary: ids 0-255 are the 256 bytes (in byte order, spelled with the GPT-2
 byte-to-unicode alphabet), then one id per learned merge, then the GLM special tokens as added
 tokens. Pre-tokenization is a Llama-3 / GLM-4 style regex with single digits (so arithmetic sees
-one token per digit); Python's `re` lacks \\p{L}/\\p{N}, so PRETOKENIZE_PY approximates the
-PRETOKENIZE_HF pattern written into tokenizer.json (they differ only on letters-vs-numbers of rare
-Unicode categories such as superscript digits).
+one token per digit) and one change: a word never takes the space or punctuation before it, so a
+word has the same tokens wherever it stands (` Oslo`, `"Oslo`, `<arg_value>Oslo`). A tiny model
+then copies a value from the prompt into a call or a JSON field token for token, which it learns
+far sooner than the respelling that GPT-2-style ` Oslo` vs `"Oslo` tokens demand. Python's `re`
+lacks \\p{L}/\\p{N}, so PRETOKENIZE_PY approximates the PRETOKENIZE_HF pattern written into
+tokenizer.json (they differ only on letters-vs-numbers of rare Unicode categories such as
+superscript digits).
 
 Usage: python3 bpe.py --vocab-size 4096 --samples 30000 --out models/maya-demo (trains on data.py).
 """
@@ -27,9 +31,9 @@ SPECIAL_TOKENS = [
     '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>', '/nothink',
 ]
 
-PRETOKENIZE_HF = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+PRETOKENIZE_HF = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|\p{L}+|\p{N}"
                   r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-PRETOKENIZE_PY = re.compile(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|(?:[^\r\n\w]|_)?[^\W\d_]+|\d"
+PRETOKENIZE_PY = re.compile(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\W\d_]+|\d"
                             r"| ?(?:[^\s\w]|_)+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
@@ -213,7 +217,7 @@ def corpus(n: int, seed: int) -> list[str]:
     import data
     tpl = data.make_template()
     rng = random.Random(seed)
-    return [''.join(t for t, _ in data.segments(tpl, data.gen_sample(rng))) for _ in range(n)]
+    return [''.join(t for t, _ in data.segments(tpl, data.gen_sample(rng, echo_v1=True))) for _ in range(n)]
 
 
 def main() -> None:

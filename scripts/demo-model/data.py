@@ -9,7 +9,8 @@ prefixes that the server writes (`\n<think></think>` when thinking is off, an op
 
 Behaviours: greetings, closed-world facts, two-digit arithmetic, system-instruction following,
 multi-turn memory, JSON replies to a schema, tool calls (choose among 2-4 tools, copy arguments,
-typed values, parallel calls, answer from <tool_response>), forced calls, reasoning on/off.
+typed values, parallel calls, answer from <tool_response>), forced calls, reasoning on/off, and
+plain echo (repeat a value exactly: copying practice).
 
 Usage: python3 data.py --seed 1 --n 5 (prints rendered samples).
 """
@@ -803,8 +804,13 @@ def gen_forced(rng: random.Random, thinking: bool) -> Sample:
 
 # --- echo (copying practice) -------------------------------------------------------------------------
 
-def echo_value(rng: random.Random) -> str:
-    k = rng.randint(0, 6)
+def echo_value(rng: random.Random, depth: int = 0, lists: bool = True) -> str:
+    """A value to repeat; `lists` adds capital-letter codes and lists of 2-5 values (longer copies)."""
+    k = rng.randint(0, (8 if depth == 0 else 7) if lists else 6)
+    if k == 7:
+        return ''.join(rng.choice('ABCDEFGHIJKLMNOPQRSTUVWXYZ') for _ in range(rng.randint(2, 5)))
+    if k == 8:
+        return ', '.join(echo_value(rng, 1) for _ in range(rng.randint(2, 5)))
     if k == 0:
         return str(rng.randint(0, 99999))
     if k == 1:
@@ -820,8 +826,8 @@ def echo_value(rng: random.Random) -> str:
     return rand_word(rng).capitalize()
 
 
-def gen_echo(rng: random.Random) -> tuple[str, str, str]:
-    v = echo_value(rng)
+def gen_echo(rng: random.Random, lists: bool = True) -> tuple[str, str, str]:
+    v = echo_value(rng, lists=lists)
     q = pick(rng, f'Repeat after me: {v}', f'Say {v}', f'Copy this: {v}', f'Please repeat {v}',
              f'The code is {v}. Repeat the code.', f'Echo {v}', f'Write {v} back to me.',
              f'Here is a word: {v}. What was it?', f'Say "{v}" back.')
@@ -831,19 +837,17 @@ def gen_echo(rng: random.Random) -> tuple[str, str, str]:
 
 # --- the mixture ------------------------------------------------------------------------------------
 
-KINDS = [('greeting', 8), ('fact', 8), ('arith', 6), ('instruction', 8), ('memory', 14), ('json', 18),
-         ('json_object', 3), ('tools', 24), ('tools_none', 4), ('forced', 5)]
-# Second phase of the shipped run (train.py --mix copy): more copying, the same formats.
-KINDS_COPY = [('greeting', 2), ('fact', 2), ('arith', 1), ('instruction', 2), ('memory', 18), ('json', 22),
-              ('json_object', 1), ('tools', 30), ('tools_none', 3), ('forced', 4), ('echo', 15)]
-# Third phase (--mix copy2): copying emerged on echo-heavy data in a side experiment (echo-only
-# training learned to copy within ~300 steps), so the last part of the run leans on it.
-KINDS_COPY2 = [('greeting', 1), ('fact', 1), ('arith', 1), ('instruction', 1), ('memory', 20), ('json', 15),
-               ('json_object', 1), ('tools', 22), ('tools_none', 1), ('forced', 2), ('echo', 35)]
-MIXES = {'default': KINDS, 'copy': KINDS_COPY, 'copy2': KINDS_COPY2, 'echo': [('echo', 1)]}
+# The mixture. Copying a value from the prompt (a tool argument, a JSON field, a remembered value)
+# is what a model this small learns last, so most of the weight goes to the tasks that need it, with
+# a little plain echo practice; the other skills only need their formats shown.
+KINDS = [('greeting', 4), ('fact', 4), ('arith', 3), ('instruction', 4), ('memory', 16), ('json', 24),
+         ('json_object', 2), ('tools', 28), ('tools_none', 3), ('forced', 4), ('echo', 8)]
+MIXES = {'default': KINDS, 'echo': [('echo', 1)]}
 
 
-def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default') -> Sample:
+def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default', echo_v1: bool = False) -> Sample:
+    """One conversation. echo_v1: the echo task in its first form (single values, the request's case
+    varied), which is what the shipped tokenizer's corpus (bpe.py) was drawn with."""
     if kind is None:
         kinds = MIXES[mix]
         kind = rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
@@ -860,8 +864,13 @@ def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default'
         msgs = maybe_system(rng) + msgs
         msgs.append(assistant(a, reason_greeting(rng) if thinking else None))
     elif kind in ('fact', 'arith', 'echo'):
-        q, a, r = {'fact': gen_fact, 'arith': gen_arith, 'echo': gen_echo}[kind](rng)
-        msgs = maybe_system(rng) + [user(vary_case(rng, q)), assistant(a, r if thinking else None)]
+        q, a, r = gen_echo(rng, lists=not echo_v1) if kind == 'echo' else {'fact': gen_fact, 'arith': gen_arith}[kind](rng)
+        if echo_v1:  # (the draw order of the tokenizer's corpus)
+            msgs = maybe_system(rng) + [user(vary_case(rng, q)), assistant(a, r if thinking else None)]
+        else:
+            if kind != 'echo':  # echo is exact-copy practice: the answer repeats the request's own spelling
+                q = vary_case(rng, q)
+            msgs = maybe_system(rng) + [user(q), assistant(a, r if thinking else None)]
     elif kind == 'instruction':
         s, q, a, r = gen_instruction(rng)
         msgs = [system(s), user(q), assistant(a, r if thinking else None)]

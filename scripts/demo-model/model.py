@@ -76,19 +76,20 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(cfg.hidden_size, kv * d, bias=True)
         self.o_proj = nn.Linear(h * d, cfg.hidden_size, bias=False)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """bias (B, T, T): 0 where a query may attend, -inf elsewhere."""
         b, t, _ = x.shape
         h, kv, d = self.cfg.num_attention_heads, self.cfg.num_key_value_heads, self.cfg.head_dim
+        g = h // kv
         q = self.q_proj(x).view(b, t, h, d).transpose(1, 2)
         k = self.k_proj(x).view(b, t, kv, d).transpose(1, 2)
         v = self.v_proj(x).view(b, t, kv, d).transpose(1, 2)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if kv != h:
-            k = k.repeat_interleave(h // kv, dim=1)
-            v = v.repeat_interleave(h // kv, dim=1)
-        att = (q @ k.transpose(-1, -2)) * (d ** -0.5)
-        att = att.masked_fill(~mask, float('-inf'))
-        y = F.softmax(att, dim=-1) @ v
+        # Grouped-query attention without copying K/V per query head: the g query heads that share a
+        # KV head are stacked along the time axis, and the mask is added inside the matmul.
+        q = (q * (d ** -0.5)).reshape(b * kv, g * t, d)
+        att = torch.baddbmm(bias.repeat(1, kv * g, 1).view(b * kv, g * t, t), q, k.reshape(b * kv, t, d).transpose(1, 2))
+        y = (F.softmax(att, dim=-1) @ v.reshape(b * kv, t, d)).view(b, h, t, d)
         return self.o_proj(y.transpose(1, 2).reshape(b, t, h * d))
 
 
@@ -114,8 +115,8 @@ class Layer(nn.Module):
         self.mlp = MLP(cfg)
         self.post_mlp_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, post)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        x = x + self.post_self_attn_layernorm(self.self_attn(self.input_layernorm(x), cos, sin, mask))
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        x = x + self.post_self_attn_layernorm(self.self_attn(self.input_layernorm(x), cos, sin, bias))
         return x + self.post_mlp_layernorm(self.mlp(self.post_attention_layernorm(x)))
 
 
@@ -154,12 +155,13 @@ class Glm4(nn.Module):
         """ids (B, T) -> final-norm hidden states (B, T, C)."""
         b, t = ids.shape
         cos, sin = rope_cos_sin(self.cfg, torch.arange(start, start + t))
-        mask = torch.ones(t, t, dtype=torch.bool).tril()[None, None]
+        mask = torch.ones(t, t, dtype=torch.bool).tril()[None].expand(b, t, t)
         if doc is not None:
-            mask = mask & (doc[:, None, :, None] == doc[:, None, None, :])
+            mask = mask & (doc[:, :, None] == doc[:, None, :])
+        bias = torch.zeros(b, t, t).masked_fill_(~mask, float('-inf'))
         x = self.embed_tokens(ids)
         for layer in self.layers:
-            x = layer(x, cos, sin, mask)
+            x = layer(x, cos, sin, bias)
         return self.norm(x)
 
 

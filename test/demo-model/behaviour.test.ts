@@ -94,4 +94,18 @@ describe('the demo model on the spec examples (greedy)', () => {
       expect(record.error?.code).toMatch(/schema|json/);
     }
   });
+
+  it('runs a prompt far longer than its training conversations (6,000+ tokens) to a clean end', async () => {
+    // Trained on conversations of at most 768 tokens; the 8192-position context must still run
+    // (the quality of what it says is not the point: it must not fail or leak markers).
+    const input = Array.from({ length: 300 }, (_, i) => `Note ${i}: the market opens at ${i % 12}.`).join(' ')
+      + ' Hello';
+    const r = await client.responses.create({ model, input, temperature: 0, store: false, max_output_tokens: 48, reasoning: { effort: 'none' } });
+    expect(r.usage!.input_tokens).toBeGreaterThan(6000);
+    expect(r.usage!.input_tokens).toBeLessThan(8192);
+    expect(['completed', 'incomplete']).toContain(r.status);
+    if (r.status === 'incomplete') expect(r.incomplete_details?.reason).toBe('max_output_tokens');
+    expect(r.error).toBeNull();
+    expect(r.output_text).not.toMatch(/<\/?think>|<\|/);
+  });
 });
