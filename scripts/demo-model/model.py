@@ -77,7 +77,7 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(h * d, cfg.hidden_size, bias=False)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        """bias (B, T, T): 0 where a query may attend, -inf elsewhere."""
+        """bias (B * KV, G * T, T): 0 where a query may attend, -inf elsewhere, for each KV head's G query heads."""
         b, t, _ = x.shape
         h, kv, d = self.cfg.num_attention_heads, self.cfg.num_key_value_heads, self.cfg.head_dim
         g = h // kv
@@ -88,7 +88,7 @@ class Attention(nn.Module):
         # Grouped-query attention without copying K/V per query head: the g query heads that share a
         # KV head are stacked along the time axis, and the mask is added inside the matmul.
         q = (q * (d ** -0.5)).reshape(b * kv, g * t, d)
-        att = torch.baddbmm(bias.repeat(1, kv * g, 1).view(b * kv, g * t, t), q, k.reshape(b * kv, t, d).transpose(1, 2))
+        att = torch.baddbmm(bias, q, k.reshape(b * kv, t, d).transpose(1, 2))
         y = (F.softmax(att, dim=-1) @ v.reshape(b * kv, t, d)).view(b, h, t, d)
         return self.o_proj(y.transpose(1, 2).reshape(b, t, h * d))
 
@@ -158,7 +158,9 @@ class Glm4(nn.Module):
         mask = torch.ones(t, t, dtype=torch.bool).tril()[None].expand(b, t, t)
         if doc is not None:
             mask = mask & (doc[:, :, None] == doc[:, None, :])
-        bias = torch.zeros(b, t, t).masked_fill_(~mask, float('-inf'))
+        # Built once for every layer, already laid out for Attention's grouped heads.
+        kv, h = self.cfg.num_key_value_heads, self.cfg.num_attention_heads
+        bias = torch.zeros(b, t, t).masked_fill_(~mask, float('-inf')).repeat(1, h, 1).view(b * kv, (h // kv) * t, t)
         x = self.embed_tokens(ids)
         for layer in self.layers:
             x = layer(x, cos, sin, bias)

@@ -168,15 +168,12 @@ def main() -> None:
         ids, tgt, doc, ptgt = packer.batch(args.batch)
         model.train()
         sel = tgt.view(-1) != -100  # logits only where there is loss (saves most of the lm_head)
-        if args.prompt_loss > 0:
+        hid = model.hidden(ids, doc).view(-1, cfg.hidden_size)
+        loss = F.cross_entropy(model.logits(hid[sel]), tgt.view(-1)[sel])
+        if args.prompt_loss > 0:  # summed over prompt tokens, scaled per generated token
             psel = ptgt.view(-1) != -100
-            hid_all = model.hidden(ids, doc).view(-1, cfg.hidden_size)
-            gen = F.cross_entropy(model.logits(hid_all[sel]), tgt.view(-1)[sel], reduction='sum')
-            prompt = F.cross_entropy(model.logits(hid_all[psel]), ptgt.view(-1)[psel], reduction='sum')
-            loss = (gen + args.prompt_loss * prompt) / sel.sum().clamp(min=1)
-        else:
-            hid = model.hidden(ids, doc).view(-1, cfg.hidden_size)[sel]
-            loss = F.cross_entropy(model.logits(hid), tgt.view(-1)[sel])
+            prompt = F.cross_entropy(model.logits(hid[psel]), ptgt.view(-1)[psel], reduction='sum')
+            loss = loss + args.prompt_loss * prompt / sel.sum().clamp(min=1)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
