@@ -1,4 +1,5 @@
-"""Trains the demo model on data.py's conversations (loss on assistant tokens only) and saves checkpoints.
+"""Trains the demo model on data.py's conversations and saves checkpoints. The loss is on what the
+model generates, plus --prompt-loss times a next-token loss on the prompt's tokens.
 
 Rows of --seq tokens are packed with whole conversations (attention stays inside each one; the
 rest of a row is padding without loss). AdamW, linear warm-up then cosine decay to 10%. With
@@ -6,11 +7,14 @@ rest of a row is padding without loss). AdamW, linear warm-up then cosine decay 
 instead (the run ends when the time is up), which fits a shared machine but is not bit-reproducible.
 The first --first-steps steps train on --first-mix (plain echo by default): a model this small
 learns to copy from its prompt within a few hundred steps of echo practice, but not in well over a
-thousand steps of the main mixture, where copying is a small part of the loss.
+thousand steps of the main mixture, where copying is a small part of the loss. The prompt loss
+(0.2 by default) speeds the same skill up, likely because it gives every token of a request (tool
+schemas, invented names, codes) a training signal, not only those the model later copies: with it,
+the shipped run called tools right 60% of the time at step 3400, a run without it 32.5%.
 A checkpoint (model + config + step) is written to --out/ckpt.pt every --save-every steps and at the end.
 
 Usage (the shipped run): nice -n 5 python3 train.py --tokenizer models/maya-demo/tokenizer.json \
-    --out /tmp/run --seq 768 --batch 4 --steps 4600
+    --out /tmp/run --seq 768 --batch 4 --steps 5150 --prompt-loss 0.2
 """
 from __future__ import annotations
 
@@ -115,9 +119,8 @@ def main() -> None:
     ap.add_argument('--first-mix', choices=list(data.MIXES), default='echo',
                     help='mixture of the first --first-steps steps (copying practice before the main mixture)')
     ap.add_argument('--first-steps', type=int, default=400)
-    ap.add_argument('--prompt-loss', type=float, default=0.0,
-                    help='weight of a next-token loss on prompt tokens too (0: only what the model generates; '
-                         'the shipped run used 0, a trial with 0.2 copied far sooner)')
+    ap.add_argument('--prompt-loss', type=float, default=0.2,
+                    help='weight of a next-token loss on prompt tokens too (0: only what the model generates)')
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)

@@ -75,7 +75,7 @@ describe('the demo model on the spec examples (greedy)', () => {
   });
 
   it('a richer schema: valid JSON with the schema keys, or a failed response that published no text', async () => {
-    // The model gets 82.5% of held-out schemas right (models/maya-demo/README.md); whatever it
+    // The model gets 85% of held-out schemas right (models/maya-demo/README.md); whatever it
     // writes, nothing invalid may reach the client.
     const schema = {
       type: 'object',
@@ -96,16 +96,21 @@ describe('the demo model on the spec examples (greedy)', () => {
   });
 
   it('runs a prompt far longer than its training conversations (6,000+ tokens) to a clean end', async () => {
-    // Trained on conversations of at most 768 tokens; the 8192-position context must still run
-    // (the quality of what it says is not the point: it must not fail or leak markers).
+    // Trained on conversations of at most 768 tokens; the 8192-position context must still run.
+    // What it says this far out of its training is noise (models/maya-demo/README.md, Limits): it
+    // may even write tool-call markup with no tools offered, which the spec answers with a failed
+    // response naming the model's error. The engine must run the whole prompt and end cleanly: no
+    // engine or server error, usage counted, and no role markers in the text.
     const input = Array.from({ length: 300 }, (_, i) => `Note ${i}: the market opens at ${i % 12}.`).join(' ')
       + ' Hello';
     const r = await client.responses.create({ model, input, temperature: 0, store: false, max_output_tokens: 48, reasoning: { effort: 'none' } });
     expect(r.usage!.input_tokens).toBeGreaterThan(6000);
     expect(r.usage!.input_tokens).toBeLessThan(8192);
-    expect(['completed', 'incomplete']).toContain(r.status);
+    expect(['completed', 'incomplete', 'failed']).toContain(r.status);
     if (r.status === 'incomplete') expect(r.incomplete_details?.reason).toBe('max_output_tokens');
-    expect(r.error).toBeNull();
+    if (r.status === 'failed') expect(['undeclared_tool', 'unfinished_tool_call', 'malformed_tool_call']).toContain(r.error?.code);
+    else expect(r.error).toBeNull();
+    expect(r.usage!.output_tokens).toBeGreaterThan(0);
     expect(r.output_text).not.toMatch(/<\/?think>|<\|/);
   });
 });
