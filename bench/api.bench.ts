@@ -54,7 +54,7 @@ async function fakeRuntime(): Promise<{ runtime: ModelRuntime; longTokens: numbe
   });
   const runtime: ModelRuntime = {
     id: 'maya-demo', dir: MODEL_DIR, contextLength: 8192, dialectName: dialect.name, createdAt: 0, engine, dialect,
-    tokenizer: { encode: (text) => tokenizer.encode(text), tokenToId: (token) => tokenizer.tokenId(token), createDecoder: () => tokenizer.createDecoder() },
+    tokenizer: { encode: (text) => tokenizer.encode(text), tokenToId: (token) => tokenizer.tokenId(token), createDecoder: (markers) => tokenizer.createDecoder({ skipSpecialTokens: true, keepTokens: markers }) },
     close: () => engine.close(),
   };
   return { runtime, longTokens: long.length };

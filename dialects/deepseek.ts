@@ -36,6 +36,7 @@ export function createDeepseekV31Dialect(template: ChatTemplate): Dialect {
   return {
     name: 'deepseek-v31',
     stopTokens: [DEEPSEEK_EOS],
+    markerTokens: ['<think>', THINK_END, CALLS_BEGIN, ...CALLS_BEGIN_VARIANTS, CALLS_END, CALL_BEGIN, CALL_END, SEP],
     thinkingControl: deepseekThinking(false),
     renderPrompt: (turns, options) => renderV31(template, turns, options),
     createParser: (options) => new V31Parser(options),

@@ -160,6 +160,13 @@ export interface Dialect {
   readonly name: string;
   /** Special-token strings that end the assistant turn; the pipeline maps them to ids. */
   readonly stopTokens: readonly string[];
+  /**
+   * The markup its parser reads in the output (reasoning and tool-call markers). A generated
+   * special token is text only where its content occurs in one of these strings; any other (a
+   * role or template token such as `<|assistant|>`) is dropped from the output, as
+   * `skip_special_tokens` does in Hugging Face servers.
+   */
+  readonly markerTokens: readonly string[];
   /** Maps Responses `reasoning.effort` (undefined = not sent) to the dialect's control. */
   thinkingControl(effort: ReasoningEffort | null | undefined): ThinkingSetting;
   /** Renders the conversation plus an open assistant turn (the generation prompt). */

@@ -40,6 +40,13 @@ const TAGS: Record<DsmlVersion, Tags> = {
   v41: { block: ' calls', invoke: ' invoke', param: ' parameter' },
 };
 
+/** The block, invoke and parameter tags, opening then closing (an opening invoke or parameter tag
+ * continues with its attributes). */
+function dsmlTags(tags: Tags): [string, string, string, string, string, string] {
+  return [`<${DSML}${tags.block}>`, `</${DSML}${tags.block}>`, `<${DSML}${tags.invoke}`, `</${DSML}${tags.invoke}>`,
+    `<${DSML}${tags.param}`, `</${DSML}${tags.param}>`];
+}
+
 /** V4 only changes the prompt for `max` (a fixed preamble); V4.1 takes 1–100 (default 50). */
 const V41_EFFORT: Record<Exclude<ReasoningEffort, 'none'>, number> = { minimal: 10, low: 25, medium: 37, high: 50, xhigh: 75 };
 const V41_DEFAULT_EFFORT = 50;
@@ -53,6 +60,7 @@ export function createDsmlDialect(version: DsmlVersion): Dialect {
   return {
     name: version === 'v32' ? 'deepseek-v32' : version === 'v4' ? 'deepseek-v4' : 'deepseek-v41',
     stopTokens: [DEEPSEEK_EOS],
+    markerTokens: [THINK, THINK_END, ...dsmlTags(TAGS[version])],
     thinkingControl: (effort): ThinkingSetting => {
       const base = thinking(effort);
       if (!base.thinking || !effort || effort === 'none') return base;
@@ -275,12 +283,7 @@ class DsmlParser extends StreamParser {
 
   constructor(tags: Tags, options: ParserOptions) {
     super(options.tools);
-    this.blockOpen = `<${DSML}${tags.block}>`;
-    this.blockClose = `</${DSML}${tags.block}>`;
-    this.invokeOpen = `<${DSML}${tags.invoke}`;
-    this.invokeClose = `</${DSML}${tags.invoke}>`;
-    this.paramOpen = `<${DSML}${tags.param}`;
-    this.paramClose = `</${DSML}${tags.param}>`;
+    [this.blockOpen, this.blockClose, this.invokeOpen, this.invokeClose, this.paramOpen, this.paramClose] = dsmlTags(tags);
     this.state = options.startInReasoning ? 'reasoning' : 'text';
     if (options.startInToolCall) {
       const name = options.startInToolCall.name;

@@ -30,6 +30,7 @@ export function createGlmDialect(variant: GlmVariant, template: ChatTemplate): D
   return {
     name: variant,
     stopTokens: GLM_STOP_TOKENS,
+    markerTokens: [THINK, THINK_END, CALL, CALL_END, KEY, KEY_END, VALUE, VALUE_END],
     thinkingControl: glmThinking,
     renderPrompt: (turns, options) => renderGlm(variant, template, turns, options),
     createParser: (options) => new GlmParser(options),

@@ -33,6 +33,7 @@ export function createQwenDialect(template: ChatTemplate): Dialect {
   return {
     name: 'qwen3',
     stopTokens: QWEN_STOP_TOKENS,
+    markerTokens: [THINK, THINK_END, CALL, CALL_END],
     thinkingControl: onUnlessNone,
     renderPrompt: (turns, options) => renderQwen(template, turns, options),
     createParser: (options) => new HermesParser(options, [...QWEN_STOP_TOKENS], true),
@@ -45,6 +46,7 @@ export function createPlainDialect(template: ChatTemplate): Dialect {
   return {
     name: 'plain',
     stopTokens: stops,
+    markerTokens: [THINK, THINK_END],
     thinkingControl: onUnlessNone,
     renderPrompt: (turns, options) => {
       if ((options.tools?.length ?? 0) > 0 || options.forcedTool) {

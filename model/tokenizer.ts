@@ -27,6 +27,9 @@ export interface EncodeOptions {
 export interface DecodeOptions {
   /** Drop special tokens from the text. Default false. */
   skipSpecialTokens?: boolean;
+  /** With skipSpecialTokens: keep a special token whose content occurs in one of these strings
+   * (a dialect's markers, see Dialect.markerTokens). */
+  keepTokens?: readonly string[];
 }
 
 /** Streams text for token ids as they are generated. */
@@ -88,11 +91,24 @@ export class Tokenizer {
   }
 
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
-    if (ids.length === 0) return '';
-    return this.hf.decode([...ids], {
-      skip_special_tokens: options.skipSpecialTokens ?? false,
+    const skipped = this.skipRule(options);
+    const kept = skipped ? ids.filter((id) => !skipped(id)) : [...ids];
+    if (kept.length === 0) return '';
+    return this.hf.decode(kept, {
+      skip_special_tokens: false,
       clean_up_tokenization_spaces: false,
     });
+  }
+
+  /** Which ids decoding drops, or undefined when none is. */
+  private skipRule(options: DecodeOptions): ((id: number) => boolean) | undefined {
+    if (options.skipSpecialTokens !== true) return undefined;
+    const keep = options.keepTokens ?? [];
+    return (id) => {
+      if (!this.isSpecial(id)) return false;
+      const content = this.hf.id_to_token(id)!;
+      return !keep.some((marker) => marker.includes(content));
+    };
   }
 
   /** The id of a token string (special/added tokens included), or undefined. */
@@ -119,7 +135,7 @@ export class Tokenizer {
   }
 
   createDecoder(options: DecodeOptions = {}): StreamDecoder {
-    if (this.idBytes) return byteLevelDecoder(this.idBytes, (id) => options.skipSpecialTokens === true && this.isSpecial(id));
+    if (this.idBytes) return byteLevelDecoder(this.idBytes, this.skipRule(options) ?? (() => false));
     const ids: number[] = [];
     let prefixOffset = 0;
     let readOffset = 0;

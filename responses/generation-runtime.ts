@@ -16,7 +16,9 @@ export interface PipelineTokenizer {
   /** Encodes text whose special tokens are already written out (no BOS added). */
   encode(text: string): number[];
   tokenToId(token: string): number | undefined;
-  createDecoder(): StreamingDecoder;
+  /** A streaming detokeniser for generated ids. Special tokens are dropped from the text, except
+   * those whose content occurs in one of `markers` (the dialect's: Dialect.markerTokens). */
+  createDecoder(markers: readonly string[]): StreamingDecoder;
 }
 
 export interface GenerationRuntime {

@@ -57,7 +57,7 @@ export async function* runResponse(
     else buffered.push(event);
   });
   const parser = runtime.dialect.createParser(plan.parser);
-  const decoder = runtime.tokenizer.createDecoder();
+  const decoder = runtime.tokenizer.createDecoder(runtime.dialect.markerTokens);
   const control = new AbortController();
   const onAbort = () => control.abort();
   hooks.signal?.addEventListener('abort', onAbort, { once: true });

@@ -16,11 +16,11 @@ export interface LoadOptions {
   dialect?: string;
 }
 
-function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
+export function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
   return {
     encode: (text) => tokenizer.encode(text),
     tokenToId: (token) => tokenizer.tokenId(token),
-    createDecoder: () => tokenizer.createDecoder(),
+    createDecoder: (markers) => tokenizer.createDecoder({ skipSpecialTokens: true, keepTokens: markers }),
   };
 }
 

@@ -6,33 +6,26 @@
  * official openai SDK, greedy (temperature 0). Prints a markdown table of rates and writes the
  * per-case results as JSON.
  *
- * The model loader is runtime/load-model-runtime.ts when it exists; until then the runtime is
- * assembled here from its parts (NativeEngine, @huggingface/tokenizers, loadDialect), and the
- * report says which one ran.
- *
  * Usage: npm run eval:demo -- [--model DIR] [--limit N] [--kinds tool,json] [--out FILE]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Tokenizer } from '@huggingface/tokenizers';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
-import { startService, type LoadModelRuntime } from '../cli/serve.ts';
+import { startService } from '../cli/serve.ts';
 import { loadResponsesSettings, loadServerSettings } from '../config/settings.ts';
 import { silentLogger } from '../handlers/app-deps.ts';
-import { loadDialect } from '../dialects/select.ts';
-import { NativeEngine } from '../engine-cuda/native-engine.ts';
-import type { GenerationRuntime, PipelineTokenizer, StreamingDecoder } from '../responses/generation-runtime.ts';
+import type { GenerationRuntime } from '../responses/generation-runtime.ts';
 import { newId } from '../responses/ids.ts';
 import { normaliseInput } from '../responses/input-history.ts';
 import { newResponseObject } from '../responses/response-object.ts';
 import { planResponse, type PlanRequest } from '../responses/response-plan.ts';
 import { runResponse } from '../responses/run-response.ts';
+import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const LOADER_MODULE = '../runtime/load-model-runtime.ts';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -90,61 +83,6 @@ function reasoningWellFormed(output: ResponseOutput): boolean {
   const rest = output.slice(1);
   if (rest.length === 0) return false;
   return !/<\/?think>/.test(outputText(rest)) && rest.every((item) => item.type === 'message' || item.type === 'function_call');
-}
-
-function assembledRuntime(): LoadModelRuntime {
-  return async (dir) => {
-    const engine = await NativeEngine.load(dir);
-    const tok = new Tokenizer(JSON.parse(readFileSync(`${dir}/tokenizer.json`, 'utf8')) as object,
-      JSON.parse(readFileSync(`${dir}/tokenizer_config.json`, 'utf8')) as object);
-    const tokenizer: PipelineTokenizer = {
-      encode: (text) => tok.encode(text, { add_special_tokens: false }).ids,
-      tokenToId: (token) => tok.token_to_id(token),
-      createDecoder: (): StreamingDecoder => {
-        let pending: number[] = [];
-        const flush = () => {
-          const text = pending.length ? tok.decode(pending, { skip_special_tokens: false }) : '';
-          pending = [];
-          return text;
-        };
-        return {
-          // Byte-level tokens can split a UTF-8 sequence: hold them until the text is whole.
-          push: (id) => {
-            pending.push(id);
-            const text = tok.decode(pending, { skip_special_tokens: false });
-            if (text.endsWith('\uFFFD') && pending.length < 4) return '';
-            pending = [];
-            return text;
-          },
-          flush,
-        };
-      },
-    };
-    const dialect = await loadDialect(dir);
-    const runtime = {
-      id: 'maya-demo',
-      dir,
-      contextLength: engine.info.contextLength,
-      dialectName: dialect.name,
-      createdAt: Math.floor(Date.now() / 1000),
-      engine,
-      tokenizer,
-      dialect,
-      close: () => engine.close(),
-    };
-    return runtime as ModelRuntime;
-  };
-}
-
-async function pickLoader(): Promise<{ load: LoadModelRuntime; name: string }> {
-  try {
-    const mod = (await import(LOADER_MODULE)) as { loadModelRuntime: LoadModelRuntime };
-    return { load: mod.loadModelRuntime, name: 'runtime/load-model-runtime.ts' };
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code !== 'ERR_MODULE_NOT_FOUND' && !/Cannot find module/.test((err as Error).message)) throw err;
-    return { load: assembledRuntime(), name: 'assembled in scripts/eval-demo.ts (NativeEngine + tokenizers + loadDialect)' };
-  }
 }
 
 type CreateParams = OpenAI.Responses.ResponseCreateParamsNonStreaming;
@@ -261,10 +199,9 @@ async function main(): Promise<number> {
     return n < limit;
   });
 
-  const loader = await pickLoader();
   const settings = loadResponsesSettings({});
   const server = loadServerSettings({ MAYA_HOST: '127.0.0.1', MAYA_PORT: '0' });
-  const service = await startService({ settings, server, modelDir: values.model, loadRuntime: loader.load, logger: silentLogger });
+  const service = await startService({ settings, server, modelDir: values.model, loadRuntime: loadModelRuntime, logger: silentLogger });
   const started = Date.now();
   let runtime: ModelRuntime;
   try {
@@ -307,13 +244,13 @@ async function main(): Promise<number> {
   const path = via.mode === 'http'
     ? 'POST /v1/responses over loopback (openai SDK)'
     : 'the Responses pipeline in-process (planResponse + runResponse; POST /v1/responses answered 501)';
-  const summary = `model ${values.model}\nrequests: ${path}\nloader ${loader.name}; loaded in ${((t0 - started) / 1000).toFixed(1)} s; `
+  const summary = `model ${values.model}\nrequests: ${path}\nloader runtime/load-model-runtime.ts; loaded in ${((t0 - started) / 1000).toFixed(1)} s; `
     + `${results.length} cases in ${((Date.now() - t0) / 1000).toFixed(0)} s\n\n${table}\n`;
   process.stdout.write(summary);
   const failures = results.filter((r) => !r.pass).slice(0, 12);
   for (const f of failures) process.stdout.write(`\nFAIL ${f.id} (${f.status}${f.error ? `: ${f.error}` : ''}): ${JSON.stringify(f.output).slice(0, 400)}`);
   process.stdout.write('\n');
-  writeFileSync(values.out, `${JSON.stringify({ summary: table, loader: loader.name, requests: path, results }, null, 1)}\n`);
+  writeFileSync(values.out, `${JSON.stringify({ summary: table, loader: 'runtime/load-model-runtime.ts', requests: path, results }, null, 1)}\n`);
   return 0;
 }
 

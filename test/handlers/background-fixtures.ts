@@ -26,6 +26,7 @@ const plainTokenizer: PipelineTokenizer = {
 const plainDialect: Dialect = {
   name: 'plain',
   stopTokens: ['<eos>'],
+  markerTokens: [],
   thinkingControl: () => ({ thinking: false }),
   renderPrompt: (turns: ChatTurn[]): RenderedPrompt => ({
     text: turns.map((turn) => `${turn.role}: ${turn.content}\n`).join('') + 'assistant: ',

@@ -105,6 +105,31 @@ describe('Tokenizer.createDecoder with a byte-fallback sentencepiece tokenizer',
   });
 });
 
+describe('skipSpecialTokens with keepTokens', () => {
+  it('drops special tokens except those within a kept string, in decode and in the stream decoder', () => {
+    const ids = tok.encode('hi<|user|>there<think>x</think><|endoftext|>');
+    for (const [keepTokens, text] of [
+      [[], 'hithere<think>x</think>'],
+      [['<|user|>'], 'hi<|user|>there<think>x</think>'],
+      [['a<|endoftext|>b'], 'hithere<think>x</think><|endoftext|>'],
+    ] as const) {
+      expect(tok.decode(ids, { skipSpecialTokens: true, keepTokens })).toBe(text);
+      const d = tok.createDecoder({ skipSpecialTokens: true, keepTokens });
+      expect(ids.map((id) => d.push(id)).join('') + d.flush()).toBe(text);
+    }
+    expect(tok.decode(ids, { keepTokens: [] })).toBe('hi<|user|>there<think>x</think><|endoftext|>');
+  });
+
+  it('applies the same rule on the windowed path (sentencepiece)', () => {
+    const sp = sentencePieceTokenizer();
+    const ids = [sp.tokenId('<s>')!, ...sp.encode('hello'), sp.tokenId('</s>')!];
+    expect(sp.decode(ids, { skipSpecialTokens: true })).toBe('hello');
+    expect(sp.decode(ids, { skipSpecialTokens: true, keepTokens: ['</s>'] })).toBe('hello</s>');
+    const d = sp.createDecoder({ skipSpecialTokens: true, keepTokens: ['</s>'] });
+    expect(ids.map((id) => d.push(id)).join('') + d.flush()).toBe('hello</s>');
+  });
+});
+
 describe('Tokenizer.fromDir', () => {
   it('loads tokenizer.json and tokenizer_config.json', async () => {
     writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tokenizerJson));
