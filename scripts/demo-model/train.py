@@ -121,6 +121,8 @@ def main() -> None:
     ap.add_argument('--first-steps', type=int, default=400)
     ap.add_argument('--prompt-loss', type=float, default=0.2,
                     help='weight of a next-token loss on prompt tokens too (0: only what the model generates)')
+    ap.add_argument('--prompt-loss-text-only', action='store_true',
+                    help='leave special tokens (role and template markup) out of the prompt loss')
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)
@@ -135,6 +137,7 @@ def main() -> None:
     opt = torch.optim.AdamW([{'params': decay, 'weight_decay': 0.05}, {'params': no_decay, 'weight_decay': 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     packer = Packer(tok, args.seed, args.seq, args.mix)
+    specials = torch.tensor(sorted(tok.special.values()))
     os.makedirs(args.out, exist_ok=True)
     ckpt_path = os.path.join(args.out, 'ckpt.pt')
     step, elapsed0 = 0, 0.0
@@ -175,6 +178,8 @@ def main() -> None:
         loss = F.cross_entropy(model.logits(hid[sel]), tgt.view(-1)[sel])
         if args.prompt_loss > 0:  # summed over prompt tokens, scaled per generated token
             psel = ptgt.view(-1) != -100
+            if args.prompt_loss_text_only:
+                psel &= ~torch.isin(ptgt.view(-1), specials)
             prompt = F.cross_entropy(model.logits(hid[psel]), ptgt.view(-1)[psel], reduction='sum')
             loss = loss + args.prompt_loss * prompt / sel.sum().clamp(min=1)
         opt.zero_grad(set_to_none=True)
