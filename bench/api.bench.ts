@@ -25,6 +25,7 @@ import { loadDialect } from '../dialects/select.ts';
 import { createRegistry } from '../metrics/http-metrics.ts';
 import { Tokenizer } from '../model/tokenizer.ts';
 import { MemoryResponseStore } from '../store/memory-response-store.ts';
+import { pipelineTokenizer } from '../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 
 const RUNS = 7;
@@ -54,7 +55,7 @@ async function fakeRuntime(): Promise<{ runtime: ModelRuntime; longTokens: numbe
   });
   const runtime: ModelRuntime = {
     id: 'maya-demo', dir: MODEL_DIR, contextLength: 8192, dialectName: dialect.name, createdAt: 0, engine, dialect,
-    tokenizer: { encode: (text) => tokenizer.encode(text), tokenToId: (token) => tokenizer.tokenId(token), createDecoder: (markers) => tokenizer.createDecoder({ skipSpecialTokens: true, keepTokens: markers }) },
+    tokenizer: pipelineTokenizer(tokenizer),
     close: () => engine.close(),
   };
   return { runtime, longTokens: long.length };

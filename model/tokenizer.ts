@@ -91,24 +91,24 @@ export class Tokenizer {
   }
 
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
-    const skipped = this.skipRule(options);
-    const kept = skipped ? ids.filter((id) => !skipped(id)) : [...ids];
-    if (kept.length === 0) return '';
-    return this.hf.decode(kept, {
-      skip_special_tokens: false,
-      clean_up_tokenization_spaces: false,
-    });
+    return this.decodeDropping(ids, this.droppedIds(options));
   }
 
-  /** Which ids decoding drops, or undefined when none is. */
-  private skipRule(options: DecodeOptions): ((id: number) => boolean) | undefined {
-    if (options.skipSpecialTokens !== true) return undefined;
+  private decodeDropping(ids: readonly number[], dropped: ReadonlySet<number>): string {
+    const kept = dropped.size > 0 ? ids.filter((id) => !dropped.has(id)) : [...ids];
+    if (kept.length === 0) return '';
+    return this.hf.decode(kept, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+  }
+
+  /** The ids decoding drops: with skipSpecialTokens, the special tokens not within a kept string. */
+  private droppedIds(options: DecodeOptions): ReadonlySet<number> {
+    const dropped = new Set<number>();
+    if (options.skipSpecialTokens !== true) return dropped;
     const keep = options.keepTokens ?? [];
-    return (id) => {
-      if (!this.isSpecial(id)) return false;
-      const content = this.hf.id_to_token(id)!;
-      return !keep.some((marker) => marker.includes(content));
-    };
+    for (const [content, t] of this.added) {
+      if (t.special && !keep.some((marker) => marker.includes(content))) dropped.add(t.id);
+    }
+    return dropped;
   }
 
   /** The id of a token string (special/added tokens included), or undefined. */
@@ -135,11 +135,12 @@ export class Tokenizer {
   }
 
   createDecoder(options: DecodeOptions = {}): StreamDecoder {
-    if (this.idBytes) return byteLevelDecoder(this.idBytes, this.skipRule(options) ?? (() => false));
+    const dropped = this.droppedIds(options);
+    if (this.idBytes) return byteLevelDecoder(this.idBytes, dropped);
     const ids: number[] = [];
     let prefixOffset = 0;
     let readOffset = 0;
-    const text = (from: number, to: number) => this.decode(ids.slice(from, to), options);
+    const text = (from: number, to: number) => this.decodeDropping(ids.slice(from, to), dropped);
     return {
       push: (id: number) => {
         ids.push(id);
@@ -191,12 +192,12 @@ function byteLevelTable(json: TokenizerJsonShape, addedTokens: AddedTokenJson[])
 }
 
 /** O(1) per token: the id's bytes through a streaming UTF-8 decoder (holds incomplete sequences). */
-function byteLevelDecoder(table: Array<Uint8Array | undefined>, isSkipped: (id: number) => boolean): StreamDecoder {
+function byteLevelDecoder(table: Array<Uint8Array | undefined>, dropped: ReadonlySet<number>): StreamDecoder {
   const utf8 = new TextDecoder('utf-8');
   return {
     push: (id) => {
       const bytes = table[id];
-      if (!bytes || isSkipped(id)) return '';
+      if (!bytes || dropped.has(id)) return '';
       return utf8.decode(bytes, { stream: true });
     },
     flush: () => utf8.decode(),

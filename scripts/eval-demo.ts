@@ -26,6 +26,7 @@ import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const LOADER = 'runtime/load-model-runtime.ts';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -244,13 +245,13 @@ async function main(): Promise<number> {
   const path = via.mode === 'http'
     ? 'POST /v1/responses over loopback (openai SDK)'
     : 'the Responses pipeline in-process (planResponse + runResponse; POST /v1/responses answered 501)';
-  const summary = `model ${values.model}\nrequests: ${path}\nloader runtime/load-model-runtime.ts; loaded in ${((t0 - started) / 1000).toFixed(1)} s; `
+  const summary = `model ${values.model}\nrequests: ${path}\nloader ${LOADER}; loaded in ${((t0 - started) / 1000).toFixed(1)} s; `
     + `${results.length} cases in ${((Date.now() - t0) / 1000).toFixed(0)} s\n\n${table}\n`;
   process.stdout.write(summary);
   const failures = results.filter((r) => !r.pass).slice(0, 12);
   for (const f of failures) process.stdout.write(`\nFAIL ${f.id} (${f.status}${f.error ? `: ${f.error}` : ''}): ${JSON.stringify(f.output).slice(0, 400)}`);
   process.stdout.write('\n');
-  writeFileSync(values.out, `${JSON.stringify({ summary: table, loader: 'runtime/load-model-runtime.ts', requests: path, results }, null, 1)}\n`);
+  writeFileSync(values.out, `${JSON.stringify({ summary: table, loader: LOADER, requests: path, results }, null, 1)}\n`);
   return 0;
 }
 
