@@ -142,25 +142,22 @@ class Glm4(nn.Module):
     def n_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, ids: torch.Tensor, doc: torch.Tensor | None = None, start: int = 0) -> torch.Tensor:
-        """ids (B, T) -> logits (B, T, V). doc (B, T): document index per position (attention stays
-        inside a document); start: position of ids[:, 0] (for generation without a KV cache)."""
-        return self.logits(self.hidden(ids, doc, start))
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (B, T), one conversation a row (padding after it) -> logits (B, T, V)."""
+        return self.logits(self.hidden(ids))
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         w = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
         return x @ w.t()
 
-    def hidden(self, ids: torch.Tensor, doc: torch.Tensor | None = None, start: int = 0) -> torch.Tensor:
+    def hidden(self, ids: torch.Tensor) -> torch.Tensor:
         """ids (B, T) -> final-norm hidden states (B, T, C)."""
         b, t = ids.shape
-        cos, sin = rope_cos_sin(self.cfg, torch.arange(start, start + t))
-        mask = torch.ones(t, t, dtype=torch.bool).tril()[None].expand(b, t, t)
-        if doc is not None:
-            mask = mask & (doc[:, :, None] == doc[:, None, :])
-        # Built once for every layer, already laid out for Attention's grouped heads.
+        cos, sin = rope_cos_sin(self.cfg, torch.arange(t))
+        # The causal mask, built once for every layer and row, laid out for Attention's grouped heads.
         kv, h = self.cfg.num_key_value_heads, self.cfg.num_attention_heads
-        bias = torch.zeros(b, t, t).masked_fill_(~mask, float('-inf')).repeat(1, h, 1).view(b * kv, (h // kv) * t, t)
+        causal = torch.full((t, t), float('-inf')).triu_(1)
+        bias = causal.repeat(h // kv, 1).expand(b * kv, (h // kv) * t, t)
         x = self.embed_tokens(ids)
         for layer in self.layers:
             x = layer(x, cos, sin, bias)

@@ -56,7 +56,7 @@ def encode_sample(tok: Tokenizer, tpl, s: data.Sample) -> tuple[list[int], list[
 
 
 class Packer:
-    """Endless stream of packed (ids, targets, doc) rows from seeded samples."""
+    """Endless stream of seeded conversations, taken a step (--batch packed rows) at a time."""
 
     def __init__(self, tok: Tokenizer, seed: int, seq: int, mix: str = 'default'):
         self.tok, self.seq, self.mix = tok, seq, mix
