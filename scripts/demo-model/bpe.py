@@ -11,7 +11,16 @@ lacks \\p{L}/\\p{N}, so PRETOKENIZE_PY approximates the PRETOKENIZE_HF pattern w
 tokenizer.json (they differ only on letters-vs-numbers of rare Unicode categories such as
 superscript digits).
 
-Usage: python3 bpe.py --vocab-size 4096 --samples 30000 --out models/maya-demo (trains on data.py).
+The vocabulary is small (1024: 744 merges) on purpose. BPE learns the frequent merges first, and on
+this synthetic corpus everything past the first ~750 merges is a piece of one random value (an
+invented name, a stock symbol): of a 4096-token vocabulary, 3,511 tokens occurred fewer than 20
+times in 2,000 training conversations, and every value the 4096-token model failed to copy in its
+evaluation was spelt with them (`BDK` = `B` + `DK`, `DK` seen 0 times). A token that rare barely
+gets trained, so the model writes a frequent one in its place. With 1024, `BDK` is `B` `D` `K`
+and the same conversations take only 4% more tokens. The merges are the first 744 of the 4096
+run's: BPE training is greedy, so a smaller vocabulary is a prefix of a larger one.
+
+Usage: python3 bpe.py --samples 30000 --out models/maya-demo (trains on data.py).
 """
 from __future__ import annotations
 
@@ -222,7 +231,7 @@ def corpus(n: int, seed: int) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument('--vocab-size', type=int, default=4096)
+    ap.add_argument('--vocab-size', type=int, default=1024)
     ap.add_argument('--samples', type=int, default=30000)
     ap.add_argument('--seed', type=int, default=7)
     ap.add_argument('--out', required=True)

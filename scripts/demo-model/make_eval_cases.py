@@ -5,7 +5,9 @@ tokenizer corpus: 7), rewritten as Responses requests: system turns become `inst
 JSON instruction is left to the server (text.format json_schema), tools are flat function tools,
 thinking off is `reasoning.effort: "none"`. Each case carries what a correct answer contains.
 
-Usage: python3 make_eval_cases.py [--seed 777] [--per-kind 40]
+Usage: python3 make_eval_cases.py [--seed 777] [--per-kind 40] [--out FILE]
+(a wider check: --seed 4242 --per-kind 250 --out /tmp/wide.json, then
+`npm run eval:demo -- --cases /tmp/wide.json`)
 """
 from __future__ import annotations
 
@@ -82,6 +84,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument('--seed', type=int, default=777)
     ap.add_argument('--per-kind', type=int, default=40)
+    ap.add_argument('--out', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), 'eval-cases.json'))
     args = ap.parse_args()
     rng = random.Random(args.seed)
     cases: list[dict[str, Any]] = []
@@ -90,7 +93,7 @@ def main() -> None:
             cases.append(make(rng))
     for i, c in enumerate(cases):
         c['id'] = f'{c["kind"]}-{i}'
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'eval-cases.json')
+    out = args.out
     with open(out, 'w', encoding='utf-8') as f:
         json.dump({'seed': args.seed, 'json_instruction': data.JSON_SCHEMA_INSTRUCTION, 'cases': cases}, f,
                   ensure_ascii=False, indent=1)
