@@ -93,12 +93,11 @@ def main() -> None:
             cases.append(make(rng))
     for i, c in enumerate(cases):
         c['id'] = f'{c["kind"]}-{i}'
-    out = args.out
-    with open(out, 'w', encoding='utf-8') as f:
+    with open(args.out, 'w', encoding='utf-8') as f:
         json.dump({'seed': args.seed, 'json_instruction': data.JSON_SCHEMA_INSTRUCTION, 'cases': cases}, f,
                   ensure_ascii=False, indent=1)
         f.write('\n')
-    print(f'wrote {len(cases)} cases to {out}')
+    print(f'wrote {len(cases)} cases to {args.out}')
 
 
 if __name__ == '__main__':

@@ -5,12 +5,13 @@ A step trains on the conversations that fill --batch rows of --seq tokens, packe
 every step mixes all kinds of conversation), but it computes them as micro-batches: each
 conversation in a row of its own, grouped with others of similar length. Attention then costs each
 conversation its own length squared instead of a whole row's; the loss and its gradient are the
-packed rows' (checked: relative gradient difference 2e-7) at 0.8 s a step instead of 1.0 (vocab 4096; 0.66 s with the shipped 1024). Sorting
-*all* conversations into batches by length trains on twice the tokens per second but learned no
-copying at all (a trial, commit 2321b00: at step 2450 tool calls 2.5%, memory 0%); there a batch
-holds mostly one kind of conversation, the likely cause (not isolated). AdamW, linear warm-up then cosine decay to 10%. With
---steps the run is seeded and reproducible; with --minutes the schedule follows wall-clock progress
-instead (the run ends when the time is up), which fits a shared machine but is not bit-reproducible.
+packed rows' (checked: relative gradient difference 2e-7) at 0.8 s a step instead of 1.0 (vocab
+4096; 0.66 s with the shipped 1024). Sorting *all* conversations into batches by length trains on
+twice the tokens per second but learned no copying at all (a trial, commit 2321b00: at step 2450
+tool calls 2.5%, memory 0%); there a batch holds mostly one kind of conversation, the likely cause
+(not isolated). AdamW, linear warm-up then cosine decay to 10%. With --steps the run is seeded and
+reproducible; with --minutes the schedule follows wall-clock progress instead (the run ends when
+the time is up), which fits a shared machine but is not bit-reproducible.
 The first --first-steps steps train on --first-mix (plain echo by default): a model this small
 learns to copy from its prompt within a few hundred steps of echo practice, but not in well over a
 thousand steps of the main mixture, where copying is a small part of the loss. The prompt loss
