@@ -5,7 +5,7 @@ tokenizer corpus: 7), rewritten as Responses requests: system turns become `inst
 JSON instruction is left to the server (text.format json_schema), tools are flat function tools,
 thinking off is `reasoning.effort: "none"`. Each case carries what a correct answer contains.
 
-Usage: python3 make_eval_cases.py [--seed 777] [--per-kind 40] [--out FILE]
+Usage: python3 make_eval_cases.py [--seed 777] [--per-kind 100] [--out FILE]
 (a wider check: --seed 4242 --per-kind 250 --out /tmp/wide.json, then
 `npm run eval:demo -- --cases /tmp/wide.json`)
 """
@@ -83,7 +83,7 @@ def reasoning_case(rng: random.Random) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument('--seed', type=int, default=777)
-    ap.add_argument('--per-kind', type=int, default=40)
+    ap.add_argument('--per-kind', type=int, default=100)
     ap.add_argument('--out', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), 'eval-cases.json'))
     args = ap.parse_args()
     rng = random.Random(args.seed)
