@@ -6,7 +6,7 @@ every step mixes all kinds of conversation), but it computes them as micro-batch
 conversation in a row of its own, grouped with others of similar length. Attention then costs each
 conversation its own length squared instead of a whole row's; the loss and its gradient are the
 packed rows' (checked: relative gradient difference 2e-7) at 0.8 s a step instead of 1.0 (vocab
-4096; 0.66 s with the shipped 1024). Sorting *all* conversations into batches by length trains on
+4096; 0.64-0.66 s with 1024). Sorting *all* conversations into batches by length trains on
 twice the tokens per second but learned no copying at all (a trial, commit 2321b00: at step 2450
 tool calls 2.5%, memory 0%); there a batch holds mostly one kind of conversation, the likely cause
 (not isolated). AdamW, linear warm-up then cosine decay to 10%. With --steps the run is seeded and
