@@ -20,11 +20,11 @@ import Koa from 'koa';
 import { createApp } from '../handlers/app.ts';
 import { silentLogger, type AppDeps } from '../handlers/app-deps.ts';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS } from '../config/settings.ts';
-import { FakeEngine } from '../engine-cuda/fake-engine.ts';
+import { FakeEngine } from '../test/helpers/fake-engine.ts';
 import { loadDialect } from '../dialects/select.ts';
 import { createRegistry } from '../metrics/http-metrics.ts';
-import { Tokenizer } from '../model/tokenizer.ts';
-import { MemoryResponseStore } from '../store/memory-response-store.ts';
+import { Tokenizer } from '../checkpoint/tokenizer.ts';
+import { MemoryResponseStore } from '../store/responses/memory-response-store.ts';
 import { pipelineTokenizer } from '../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 

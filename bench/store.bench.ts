@@ -8,9 +8,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_RESPONSES_SETTINGS } from '../config/settings.ts';
-import { MemoryResponseStore } from '../store/memory-response-store.ts';
-import type { StoredItem, StoredResponse } from '../store/response-store.ts';
-import { assistantMessage, responseObject, userMessage } from '../test/store/store-fixtures.ts';
+import { MemoryResponseStore } from '../store/responses/memory-response-store.ts';
+import type { StoredItem, StoredResponse } from '../store/responses/response-store.ts';
+import { assistantMessage, responseObject, userMessage } from '../test/store/responses/store-fixtures.ts';
 
 const RUNS = 5;
 const TURNS = 200;

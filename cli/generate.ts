@@ -7,8 +7,8 @@
 import { parseArgs } from 'node:util';
 import { EngineError, type FinishInfo } from '../engine-cuda/engine.ts';
 import { NativeEngine } from '../engine-cuda/native-engine.ts';
-import { readModelDir } from '../model/model-dir.ts';
-import { Tokenizer } from '../model/tokenizer.ts';
+import { readModelDir } from '../checkpoint/model-dir.ts';
+import { Tokenizer } from '../checkpoint/tokenizer.ts';
 
 const USAGE = `Usage: maya generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [options]
   --max-tokens N     tokens to generate (default 32)

@@ -10,8 +10,8 @@ import { createApp } from '../handlers/app.ts';
 import { stderrLogger, type AppDeps, type Logger } from '../handlers/app-deps.ts';
 import { createRegistry } from '../metrics/http-metrics.ts';
 import type { ResponsesSettings, ServerSettings } from '../config/settings.ts';
-import { JobManager } from '../store/job-manager.ts';
-import { MemoryResponseStore } from '../store/memory-response-store.ts';
+import { JobManager } from '../store/jobs/job-manager.ts';
+import { MemoryResponseStore } from '../store/responses/memory-response-store.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 
 export type LoadModelRuntime = (dir: string, opts: { onProgress?: (p: LoadProgress) => void; dialect?: string }) => Promise<ModelRuntime>;

@@ -11,7 +11,7 @@
  * (trimmed); validating them is the pipeline's job (strict tools).
  * DeepSeek V3.2 / V4 / V4.1 (DSML) live in dsml.ts.
  */
-import type { ChatTemplate, TemplateMessage } from '../model/chat-template.ts';
+import type { ChatTemplate, TemplateMessage } from '../checkpoint/chat-template.ts';
 import {
   DialectError,
   type ChatTurn, type Dialect, type ParserOptions, type ReasoningEffort, type RenderOptions,

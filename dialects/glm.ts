@@ -11,7 +11,7 @@
  * `</tool_call>`; whitespace between tags is ignored). Argument values are typed through the
  * tool's schema (arg-typing.ts); string-typed values stream as JSON string fragments.
  */
-import type { ChatTemplate, TemplateMessage, TemplateTool } from '../model/chat-template.ts';
+import type { ChatTemplate, TemplateMessage, TemplateTool } from '../checkpoint/chat-template.ts';
 import { argumentsObject, isStringOnly, parameterTypes, typeArgValue } from './arg-typing.ts';
 import {
   DialectError,

@@ -10,7 +10,7 @@
  * end). A body in another key order is parsed whole at `</tool_call>`.
  * `plain` renders the template, parses `<think>` reasoning and has no tool-call syntax.
  */
-import type { ChatTemplate } from '../model/chat-template.ts';
+import type { ChatTemplate } from '../checkpoint/chat-template.ts';
 import { argumentsObject } from './arg-typing.ts';
 import {
   DialectError,

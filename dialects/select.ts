@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ChatTemplate, readCheckpointTemplate, type SpecialTokens } from '../model/chat-template.ts';
+import { ChatTemplate, readCheckpointTemplate, type SpecialTokens } from '../checkpoint/chat-template.ts';
 import { createDeepseekV31Dialect } from './deepseek.ts';
 import { DialectError, type Dialect } from './dialect.ts';
 import { createDsmlDialect } from './dsml.ts';

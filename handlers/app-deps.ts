@@ -7,8 +7,8 @@ import type Koa from 'koa';
 import type { Registry } from 'prom-client';
 import type { ResponsesSettings, ServerSettings } from '../config/settings.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
-import type { JobManager } from '../store/job-manager.ts';
-import type { ResponseStore } from '../store/response-store.ts';
+import type { JobManager } from '../store/jobs/job-manager.ts';
+import type { ResponseStore } from '../store/responses/response-store.ts';
 
 /** Structured log lines. Never pass API keys, scopes or request content as fields. */
 export interface Logger {
@@ -43,7 +43,7 @@ export interface AppDeps {
 /**
  * What the app puts on ctx.state before a handler runs: the caller's credential scope (a keyed
  * hash, never the key), the operationId, the validated JSON body (cast it with the alias from
- * handlers/types.ts) and the validated, coerced query and path parameters.
+ * contract/types.ts) and the validated, coerced query and path parameters.
  */
 export interface RequestState {
   scope: string;

@@ -13,7 +13,7 @@ import type { AppDeps, Handler, MayaContext, RequestState } from './app-deps.ts'
 import { createAuthenticator, ANONYMOUS_SCOPE } from './auth.ts';
 import { readJsonBody } from './body.ts';
 import { corsMiddleware } from './cors.ts';
-import { ApiError, badRequest, methodNotAllowed, toApiError, unknownRoute } from './errors.ts';
+import { ApiError, badRequest, methodNotAllowed, toApiError, unknownRoute } from '../contract/errors.ts';
 import { handlers as defaultHandlers } from './index.ts';
 import { findRejection, REJECTIONS } from './rejections.ts';
 import { compileValidators, defaultDocument, type OpenApiDocument, type OperationValidator } from './validation.ts';

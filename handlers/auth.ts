@@ -12,7 +12,7 @@
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type Koa from 'koa';
-import { unauthorized } from './errors.ts';
+import { unauthorized } from '../contract/errors.ts';
 
 export const ANONYMOUS_SCOPE = 'anonymous';
 

@@ -2,19 +2,19 @@
  * Background responses (`background:true`, explicit `store:true`): hands a prepared request to
  * the job manager and answers with the queued Response, or attaches to its live event stream;
  * and the job paths of the resource endpoints: retrieval (snapshot or resumable event stream)
- * and deletion of a job record. The job manager (store/job-manager.ts) owns the rules; these
+ * and deletion of a job record. The job manager (store/jobs/job-manager.ts) owns the rules; these
  * functions only translate between HTTP and it.
  */
 import type { AppDeps, MayaContext } from './app-deps.ts';
-import { unavailable } from './errors.ts';
+import { unavailable } from '../contract/errors.ts';
 import { streamSse } from './sse.ts';
 import type { PreparedResponse } from './create-response.ts';
-import type { GetResponseQuery } from './types.ts';
+import type { GetResponseQuery } from '../contract/types.ts';
 import { runResponse } from '../responses/run-response.ts';
 import type { ResponseObject } from '../responses/response-object.ts';
-import type { JobManager, JobSpec } from '../store/job-manager.ts';
-import type { ReaderLease } from '../store/job-readers.ts';
-import type { StoredItem } from '../store/response-store.ts';
+import type { JobManager, JobSpec } from '../store/jobs/job-manager.ts';
+import type { ReaderLease } from '../store/jobs/job-readers.ts';
+import type { StoredItem } from '../store/responses/response-store.ts';
 
 function jobSpec(prepared: PreparedResponse): JobSpec {
   const { runtime, plan, response, request } = prepared;

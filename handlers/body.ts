@@ -5,7 +5,7 @@
  * x-www-form-urlencoded by default and every body Maya accepts is JSON.
  */
 import type Koa from 'koa';
-import { badRequest, tooLarge } from './errors.ts';
+import { badRequest, tooLarge } from '../contract/errors.ts';
 
 function limitError(limit: number): Error {
   return tooLarge(`Request body is larger than the server's limit of ${limit} bytes (MAYA_MAX_BODY_BYTES).`);

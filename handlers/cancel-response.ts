@@ -6,7 +6,7 @@
  * state. A response created without background → 400; unknown and other-key ids → 404.
  */
 import type { Handler } from './app-deps.ts';
-import { badRequest, notFound } from './errors.ts';
+import { badRequest, notFound } from '../contract/errors.ts';
 
 export const cancelResponse: Handler = async (ctx, deps) => {
   const scope = ctx.state.scope;

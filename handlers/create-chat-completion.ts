@@ -4,14 +4,14 @@
  * (`reasoning_content` for thinking models, `stream_options.include_usage` for a usage chunk).
  */
 import type { Handler } from './app-deps.ts';
-import { ApiError, unavailable } from './errors.ts';
+import { ApiError, unavailable } from '../contract/errors.ts';
 import { newId } from '../responses/ids.ts';
 import { chatHistory, chatPlanRequest, type ChatRequest } from '../responses/chat-request.ts';
 import type { FunctionCallItem } from '../responses/output-assembler.ts';
 import { newResponseObject, type ResponseObject } from '../responses/response-object.ts';
 import { planResponse, withSamplingDefaults } from '../responses/response-plan.ts';
 import { runResponse } from '../responses/run-response.ts';
-import type { StreamEvent } from '../responses/event-sequencer.ts';
+import type { StreamEvent } from '../contract/stream-events.ts';
 
 type Chunk = Record<string, unknown>;
 

@@ -6,9 +6,9 @@
  * planResponse before any engine work is queued.
  */
 import type { AppDeps, Handler, MayaContext } from './app-deps.ts';
-import { badRequest, fromStoreError, notFound, tooLarge, unavailable } from './errors.ts';
+import { badRequest, fromStoreError, notFound, tooLarge, unavailable } from '../contract/errors.ts';
 import { streamSse } from './sse.ts';
-import type { CreateResponseBody } from './types.ts';
+import type { CreateResponseBody } from '../contract/types.ts';
 import { startBackgroundResponse } from './background-response.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 import { newId } from '../responses/ids.ts';
@@ -16,7 +16,7 @@ import { normaliseInput, type HistoryItem } from '../responses/input-history.ts'
 import { newResponseObject, type ResponseObject } from '../responses/response-object.ts';
 import { planResponse, withSamplingDefaults, type PlanRequest, type ResponsePlan } from '../responses/response-plan.ts';
 import { runResponse } from '../responses/run-response.ts';
-import type { StoredHistory } from '../store/response-store.ts';
+import type { StoredHistory } from '../store/responses/response-store.ts';
 
 export type CreateRequest = PlanRequest & { input?: string | Record<string, unknown>[]; stream?: boolean; background?: boolean; store?: boolean };
 

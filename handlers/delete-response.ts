@@ -7,8 +7,8 @@
  */
 import type { Handler } from './app-deps.ts';
 import { deleteBackgroundRecord } from './background-response.ts';
-import { notFound } from './errors.ts';
-import type { DeleteResponseResult } from './types.ts';
+import { notFound } from '../contract/errors.ts';
+import type { DeleteResponseResult } from '../contract/types.ts';
 
 export const deleteResponse: Handler = async (ctx, deps) => {
   const id = ctx.state.params.response_id as string;

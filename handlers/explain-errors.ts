@@ -6,7 +6,7 @@
  * lies deepest, and that branch is re-validated and explained recursively.
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { badRequest, type ApiError } from './errors.ts';
+import { badRequest, type ApiError } from '../contract/errors.ts';
 
 export interface SchemaResolver {
   /** Follows $ref to the schema node. */

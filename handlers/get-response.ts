@@ -7,8 +7,8 @@
  */
 import type { Handler } from './app-deps.ts';
 import { getBackgroundResponse } from './background-response.ts';
-import { conflict, notFound } from './errors.ts';
-import type { GetResponseQuery, Response } from './types.ts';
+import { conflict, notFound } from '../contract/errors.ts';
+import type { GetResponseQuery, Response } from '../contract/types.ts';
 
 export const getResponse: Handler = async (ctx, deps) => {
   const id = ctx.state.params.response_id as string;

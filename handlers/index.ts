@@ -4,7 +4,7 @@
  * (openapi-backend's convention); each such binding is on its own line for its owner to swap.
  */
 import type { Handler } from './app-deps.ts';
-import { notImplementedError } from './errors.ts';
+import { notImplementedError } from '../contract/errors.ts';
 import { cancelResponse } from './cancel-response.ts';
 import { createChatCompletion } from './create-chat-completion.ts';
 import { createResponse } from './create-response.ts';
@@ -16,7 +16,7 @@ import { getResponse } from './get-response.ts';
 import { getStatus } from './get-status.ts';
 import { listInputItems } from './list-input-items.ts';
 import { listModels } from './list-models.ts';
-import type { OperationId } from './types.ts';
+import type { OperationId } from '../contract/types.ts';
 
 export function notImplemented(operationId: string): Handler {
   return async () => {

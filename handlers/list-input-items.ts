@@ -9,8 +9,8 @@
  * A background task's record answers first: its inputs are listable while it is still running.
  */
 import type { Handler } from './app-deps.ts';
-import { fromStoreError, notFound } from './errors.ts';
-import type { ListInputItemsQuery, ResponseItemList } from './types.ts';
+import { fromStoreError, notFound } from '../contract/errors.ts';
+import type { ListInputItemsQuery, ResponseItemList } from '../contract/types.ts';
 
 export const listInputItems: Handler = async (ctx, deps) => {
   const id = ctx.state.params.response_id as string;

@@ -6,7 +6,7 @@
  * feature is named as such even where the contract's schema would also refuse it (files, audio,
  * hosted tools). A test per row lives in test/handlers/rejections.test.ts.
  */
-import { badRequest, type ApiError } from './errors.ts';
+import { badRequest, type ApiError } from '../contract/errors.ts';
 
 type Json = Record<string, unknown>;
 

@@ -3,7 +3,7 @@
  * Retry-After) until the CLI has finished loading it.
  */
 import type { AppDeps } from './app-deps.ts';
-import { unavailable } from './errors.ts';
+import { unavailable } from '../contract/errors.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 
 export function requireRuntime(deps: AppDeps): ModelRuntime {

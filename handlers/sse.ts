@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { MayaContext } from './app-deps.ts';
-import { sseErrorEvent } from './errors.ts';
+import { sseErrorEvent } from '../contract/errors.ts';
 
 export interface SseEvent { type: string; sequence_number: number }
 

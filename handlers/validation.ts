@@ -9,7 +9,7 @@
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { badRequest, type ApiError } from './errors.ts';
+import { badRequest, type ApiError } from '../contract/errors.ts';
 import { explainErrors, type SchemaResolver } from './explain-errors.ts';
 import { openapiDocument } from '../generated/openapi-document.ts';
 

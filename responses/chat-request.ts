@@ -3,7 +3,7 @@
  * plan request (tools flattened, response_format → text.format, max_tokens → max_output_tokens,
  * reasoning_effort → reasoning.effort), so both endpoints share model, limits and engine.
  */
-import { badRequest } from '../handlers/errors.ts';
+import { badRequest } from '../contract/errors.ts';
 import type { HistoryItem } from './input-history.ts';
 import { newId } from './ids.ts';
 import type { PlanRequest } from './response-plan.ts';

@@ -6,7 +6,7 @@
  * Every rule that makes a history unusable is a 400 here, before any generation.
  */
 import type { ChatTurn } from '../dialects/dialect.ts';
-import { badRequest } from '../handlers/errors.ts';
+import { badRequest } from '../contract/errors.ts';
 import { newId } from './ids.ts';
 
 /** A stored/listed input item (ItemResource wire form). */

@@ -5,8 +5,8 @@
  */
 import type { ForcedTool, ParserOptions, ReasoningEffort, ToolSpec } from '../dialects/dialect.ts';
 import { DialectError } from '../dialects/dialect.ts';
-import { badRequest } from '../handlers/errors.ts';
-import type { GenerationRuntime } from './generation-runtime.ts';
+import { badRequest } from '../contract/errors.ts';
+import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
 import { toTurns, type HistoryItem } from './input-history.ts';
 import type { EchoedRequest } from './response-object.ts';
 import { compileTextFormat, type OutputValidator } from './structured-output.ts';

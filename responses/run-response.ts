@@ -11,8 +11,8 @@
 import type { FinishInfo } from '../engine-cuda/engine.ts';
 import { EngineError } from '../engine-cuda/engine.ts';
 import type { ParserEvent } from '../dialects/dialect.ts';
-import { EventSequencer, type StreamEvent } from './event-sequencer.ts';
-import type { GenerationRuntime } from './generation-runtime.ts';
+import { EventSequencer, type StreamEvent } from '../contract/stream-events.ts';
+import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
 import { OutputAssembler, type UnnumberedEvent } from './output-assembler.ts';
 import type { ResponsePlan } from './response-plan.ts';
 import { makeUsage, type ResponseObject } from './response-object.ts';

@@ -6,7 +6,7 @@
  * load the validator.
  */
 import { createRequire } from 'node:module';
-import { badRequest } from '../handlers/errors.ts';
+import { badRequest } from '../contract/errors.ts';
 
 /** The instruction joined to the prompt; the demo model is trained on exactly this wording. */
 export const JSON_SCHEMA_INSTRUCTION = 'Respond with a JSON object that matches this JSON schema: ';

@@ -5,9 +5,9 @@
  */
 import { loadDialect } from '../dialects/select.ts';
 import { NativeEngine } from '../engine-cuda/native-engine.ts';
-import { readModelDir } from '../model/model-dir.ts';
-import { Tokenizer } from '../model/tokenizer.ts';
-import type { PipelineTokenizer } from '../responses/generation-runtime.ts';
+import { readModelDir } from '../checkpoint/model-dir.ts';
+import { Tokenizer } from '../checkpoint/tokenizer.ts';
+import type { PipelineTokenizer } from './generation-runtime.ts';
 import type { LoadProgress, ModelRuntime } from './model-runtime.ts';
 
 export interface LoadOptions {

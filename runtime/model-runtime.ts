@@ -4,7 +4,7 @@
  * engine, tokenizer and dialect modules; this file states the contract.
  */
 import type { Engine } from '../engine-cuda/engine.ts';
-import type { GenerationRuntime } from '../responses/generation-runtime.ts';
+import type { GenerationRuntime } from './generation-runtime.ts';
 
 export interface ModelRuntime extends GenerationRuntime {
   /** The model id clients send and /v1/models lists (the model directory's name). */

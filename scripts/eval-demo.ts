@@ -16,7 +16,7 @@ import OpenAI from 'openai';
 import { startService } from '../cli/serve.ts';
 import { loadResponsesSettings, loadServerSettings } from '../config/settings.ts';
 import { silentLogger } from '../handlers/app-deps.ts';
-import type { GenerationRuntime } from '../responses/generation-runtime.ts';
+import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
 import { newId } from '../responses/ids.ts';
 import { normaliseInput } from '../responses/input-history.ts';
 import { newResponseObject } from '../responses/response-object.ts';

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ChatTemplate } from '../../model/chat-template.ts';
+import { ChatTemplate } from '../../checkpoint/chat-template.ts';
 import { createGlmDialect } from '../../dialects/glm.ts';
 import { createDeepseekV31Dialect } from '../../dialects/deepseek.ts';
 import { createDsmlDialect } from '../../dialects/dsml.ts';

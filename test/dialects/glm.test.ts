@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ChatTemplate } from '../../model/chat-template.ts';
+import { ChatTemplate } from '../../checkpoint/chat-template.ts';
 import { createGlmDialect, type GlmVariant } from '../../dialects/glm.ts';
 import type { ChatTurn, ParserOptions, ToolSpec } from '../../dialects/dialect.ts';
 import { checkStreaming, feed, merge } from './harness.ts';

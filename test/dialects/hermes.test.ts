@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ChatTemplate } from '../../model/chat-template.ts';
+import { ChatTemplate } from '../../checkpoint/chat-template.ts';
 import { createPlainDialect, createQwenDialect } from '../../dialects/hermes.ts';
 import { DialectError, type ChatTurn, type ParserOptions, type ToolSpec } from '../../dialects/dialect.ts';
 import { checkStreaming, feed, merge } from './harness.ts';

@@ -11,7 +11,7 @@ import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { Tokenizer } from '../../model/tokenizer.ts';
+import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 import { normaliseInput } from '../../responses/input-history.ts';
 import { planResponse } from '../../responses/response-plan.ts';
 import { streamViolations } from '../responses/stream-rules.ts';

@@ -1,4 +1,4 @@
-import { FakeEngine } from '../../engine-cuda/fake-engine.ts';
+import { FakeEngine } from '../helpers/fake-engine.ts';
 import { NativeEngine } from '../../engine-cuda/native-engine.ts';
 import { runEngineContract } from './engine.contract.ts';
 import { fixtureDir } from './engine-helpers.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FakeEngine } from '../../engine-cuda/fake-engine.ts';
+import { FakeEngine } from '../helpers/fake-engine.ts';
 import { EngineError, type FinishInfo, type TokenEvent } from '../../engine-cuda/engine.ts';
 
 async function drain(gen: AsyncGenerator<TokenEvent, FinishInfo, void>): Promise<{ ids: number[]; finish: FinishInfo }> {

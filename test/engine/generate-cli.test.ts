@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runGenerate, topK } from '../../cli/generate.ts';
-import { Tokenizer } from '../../model/tokenizer.ts';
+import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 import { makeByteLevelTokenizer } from './byte-level-tokenizer.ts';
 import { fixtureDir } from './engine-helpers.ts';
 

@@ -1,5 +1,5 @@
 /**
- * Wire samples typed with handlers/types.ts (so `npm run typecheck` checks that the generated
+ * Wire samples typed with contract/types.ts (so `npm run typecheck` checks that the generated
  * types accept them) and validated against the schemas in the tests.
  */
 import type {
@@ -13,7 +13,7 @@ import type {
   ReasoningItem,
   Response,
   ResponseItemList,
-} from '../../handlers/types.ts';
+} from '../../contract/types.ts';
 
 export const outputMessage: OutputMessage = {
   id: 'msg_1',

@@ -9,7 +9,7 @@ import { normaliseInput } from '../../responses/input-history.ts';
 import { newResponseObject, type ResponseObject } from '../../responses/response-object.ts';
 import { planResponse, type PlanRequest } from '../../responses/response-plan.ts';
 import { runResponse } from '../../responses/run-response.ts';
-import type { StreamEvent } from '../../responses/event-sequencer.ts';
+import type { StreamEvent } from '../../contract/stream-events.ts';
 import { scriptedRuntime } from '../responses/scripted-runtime.ts';
 import { errorsOf, schemaValidator } from './contract-schemas.ts';
 

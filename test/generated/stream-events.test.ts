@@ -4,7 +4,7 @@
  * events do not.
  */
 import { describe, expect, it } from 'vitest';
-import type { ResponseStreamEvent, StreamEventOf } from '../../handlers/types.ts';
+import type { ResponseStreamEvent, StreamEventOf } from '../../contract/types.ts';
 import { errorsOf, loadDocument, schemaValidator } from './contract-schemas.ts';
 import { functionCall, outputMessage, reasoningItem, response } from './fixtures.ts';
 

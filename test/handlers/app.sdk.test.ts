@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { listenTestApp, type ListeningApp } from '../helpers/test-app.ts';
-import { notFound, tooManyRequests } from '../../handlers/errors.ts';
+import { notFound, tooManyRequests } from '../../contract/errors.ts';
 
 let served: ListeningApp;
 let client: OpenAI;

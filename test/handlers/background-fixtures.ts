@@ -4,14 +4,14 @@
  * app with a JobManager wired into AppDeps, plus a small SSE reader for raw streams.
  */
 import type { ChatTurn, Dialect, OutputParser, RenderedPrompt } from '../../dialects/dialect.ts';
-import { FakeEngine, type FakeEngineOptions } from '../../engine-cuda/fake-engine.ts';
+import { FakeEngine, type FakeEngineOptions } from '../helpers/fake-engine.ts';
 import { createResponse } from '../../handlers/create-response.ts';
 import { cancelResponse } from '../../handlers/cancel-response.ts';
-import type { PipelineTokenizer } from '../../responses/generation-runtime.ts';
+import type { PipelineTokenizer } from '../../runtime/generation-runtime.ts';
 import type { ResponsesSettings } from '../../config/settings.ts';
 import { DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
-import { JobManager } from '../../store/job-manager.ts';
-import { MemoryResponseStore } from '../../store/memory-response-store.ts';
+import { JobManager } from '../../store/jobs/job-manager.ts';
+import { MemoryResponseStore } from '../../store/responses/memory-response-store.ts';
 import { createRegistry } from '../../metrics/http-metrics.ts';
 import { createTestApp, listenTestApp, stubRuntime, type TestAppOptions } from '../helpers/test-app.ts';
 

@@ -7,7 +7,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { describe, expect, it, vi } from 'vitest';
-import { FakeEngine, type FakeScript } from '../../engine-cuda/fake-engine.ts';
+import { FakeEngine, type FakeScript } from '../helpers/fake-engine.ts';
 import { createTestApp, listenTestApp, stubRuntime } from '../helpers/test-app.ts';
 import { rawText } from '../helpers/sse.ts';
 import { scriptedRuntime } from '../responses/scripted-runtime.ts';

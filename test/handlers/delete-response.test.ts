@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bearer, createStoreApp, KEY_A, KEY_B, SCOPE_A } from '../store/store-app.ts';
-import { storeChain } from '../store/store-fixtures.ts';
+import { storeChain } from '../store/responses/store-fixtures.ts';
 
 describe('DELETE /v1/responses/{id}', () => {
   it('deletes the snapshot and answers {id, object, deleted}; later calls are 404', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bearer, createStoreApp, KEY_A, KEY_B, SCOPE_A } from '../store/store-app.ts';
-import { makeTurn, storeTurn } from '../store/store-fixtures.ts';
+import { makeTurn, storeTurn } from '../store/responses/store-fixtures.ts';
 
 const notFound = (id: string) => ({
   error: { message: `No response found with id '${id}'.`, type: 'invalid_request_error', param: null, code: 'not_found' },

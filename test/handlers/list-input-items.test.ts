@@ -1,8 +1,8 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bearer, createStoreApp, KEY_A, KEY_B, listenStoreApp, SCOPE_A } from '../store/store-app.ts';
-import { assistantMessage, makeTurn, responseObject, storeChain, storeTurn, userMessage } from '../store/store-fixtures.ts';
-import type { ResponseStore, StoredItem } from '../../store/response-store.ts';
+import { assistantMessage, makeTurn, responseObject, storeChain, storeTurn, userMessage } from '../store/responses/store-fixtures.ts';
+import type { ResponseStore, StoredItem } from '../../store/responses/response-store.ts';
 
 /** A 250-item input history: 124 stored turns (input + output) and a last response with 2 new inputs. */
 async function seedLongHistory(store: ResponseStore): Promise<{ id: string; items: StoredItem[] }> {

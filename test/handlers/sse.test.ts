@@ -7,7 +7,7 @@
 import { request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
-import { badRequest } from '../../handlers/errors.ts';
+import { badRequest } from '../../contract/errors.ts';
 import { sseFrame, streamSse, type SseEvent, type SseOptions } from '../../handlers/sse.ts';
 import { createTestApp, listenTestApp } from '../helpers/test-app.ts';
 import { rawText } from '../helpers/sse.ts';

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createTestApp, stubRuntime } from '../helpers/test-app.ts';
-import { FakeEngine } from '../../engine-cuda/fake-engine.ts';
+import { FakeEngine } from '../helpers/fake-engine.ts';
 import { defaultDocument, DOCUMENT_ID } from '../../handlers/validation.ts';
-import { JobManager } from '../../store/job-manager.ts';
-import { MemoryResponseStore } from '../../store/memory-response-store.ts';
+import { JobManager } from '../../store/jobs/job-manager.ts';
+import { MemoryResponseStore } from '../../store/responses/memory-response-store.ts';
 import { DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
 
 function statusValidator() {

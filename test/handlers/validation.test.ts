@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { paramPath } from '../../handlers/explain-errors.ts';
 import { compileValidators, defaultDocument, normaliseQuery } from '../../handlers/validation.ts';
-import { ApiError } from '../../handlers/errors.ts';
+import { ApiError } from '../../contract/errors.ts';
 import { operationIds } from '../../generated/operations.ts';
 
 const validators = compileValidators(defaultDocument, operationIds);

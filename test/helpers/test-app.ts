@@ -11,8 +11,8 @@ import { createRegistry } from '../../metrics/http-metrics.ts';
 import { createApp, type AppOptions } from '../../handlers/app.ts';
 import { silentLogger, type AppDeps, type RequestState } from '../../handlers/app-deps.ts';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings, type ServerSettings } from '../../config/settings.ts';
-import { FakeEngine } from '../../engine-cuda/fake-engine.ts';
-import { MemoryResponseStore } from '../../store/memory-response-store.ts';
+import { FakeEngine } from './fake-engine.ts';
+import { MemoryResponseStore } from '../../store/responses/memory-response-store.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
 
 /** A loaded-model handle over FakeEngine; tokenizer and dialect only where a test passes them. */

@@ -4,12 +4,12 @@
  * validate-before-publish. The 400 cases must be thrown before any engine work is queued.
  */
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../handlers/errors.ts';
+import { ApiError } from '../../contract/errors.ts';
 import { normaliseInput } from '../../responses/input-history.ts';
 import { newResponseObject, type ResponseObject } from '../../responses/response-object.ts';
 import { planResponse, type PlanRequest } from '../../responses/response-plan.ts';
 import { runResponse } from '../../responses/run-response.ts';
-import type { StreamEvent } from '../../responses/event-sequencer.ts';
+import type { StreamEvent } from '../../contract/stream-events.ts';
 import { scriptedRuntime, type ScriptedRuntime } from './scripted-runtime.ts';
 import { streamViolations } from './stream-rules.ts';
 

@@ -5,9 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { createGlmDialect } from '../../dialects/glm.ts';
-import { FakeEngine, type FakeScript } from '../../engine-cuda/fake-engine.ts';
-import { ChatTemplate } from '../../model/chat-template.ts';
-import type { GenerationRuntime, PipelineTokenizer } from '../../responses/generation-runtime.ts';
+import { FakeEngine, type FakeScript } from '../helpers/fake-engine.ts';
+import { ChatTemplate } from '../../checkpoint/chat-template.ts';
+import type { GenerationRuntime, PipelineTokenizer } from '../../runtime/generation-runtime.ts';
 
 const TEMPLATE = readFileSync(new URL('../dialects/fixtures/templates/glm-4.5.jinja', import.meta.url), 'utf8');
 const SPECIALS = ['<|endoftext|>', '<|user|>', '<|observation|>'];

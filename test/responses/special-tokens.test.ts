@@ -7,10 +7,10 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createGlmDialect } from '../../dialects/glm.ts';
-import { FakeEngine } from '../../engine-cuda/fake-engine.ts';
-import { ChatTemplate } from '../../model/chat-template.ts';
-import { Tokenizer } from '../../model/tokenizer.ts';
-import type { GenerationRuntime } from '../../responses/generation-runtime.ts';
+import { FakeEngine } from '../helpers/fake-engine.ts';
+import { ChatTemplate } from '../../checkpoint/chat-template.ts';
+import { Tokenizer } from '../../checkpoint/tokenizer.ts';
+import type { GenerationRuntime } from '../../runtime/generation-runtime.ts';
 import { normaliseInput } from '../../responses/input-history.ts';
 import { newResponseObject, type ResponseObject } from '../../responses/response-object.ts';
 import { planResponse } from '../../responses/response-plan.ts';

@@ -7,7 +7,7 @@ import { deleteResponse } from '../../handlers/delete-response.ts';
 import { getResponse } from '../../handlers/get-response.ts';
 import { listInputItems } from '../../handlers/list-input-items.ts';
 import { DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings } from '../../config/settings.ts';
-import { MemoryResponseStore } from '../../store/memory-response-store.ts';
+import { MemoryResponseStore } from '../../store/responses/memory-response-store.ts';
 import { createTestApp, listenTestApp, type TestAppOptions } from '../helpers/test-app.ts';
 
 export const KEY_A = 'sk-test-key-a';

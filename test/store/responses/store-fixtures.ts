@@ -2,7 +2,7 @@
  * Wire-form items, responses and conversation chains for the store tests and the store
  * benchmark.
  */
-import type { ResponseStore, StoredItem, StoredResponse } from '../../store/response-store.ts';
+import type { ResponseStore, StoredItem, StoredResponse } from '../../../store/responses/response-store.ts';
 
 export function userMessage(id: string, text: string): StoredItem {
   return { id, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text }] };

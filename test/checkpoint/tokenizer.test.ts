@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Tokenizer, TokenizerError } from '../../model/tokenizer.ts';
+import { Tokenizer, TokenizerError } from '../../checkpoint/tokenizer.ts';
 import { makeByteLevelTokenizer } from '../engine/byte-level-tokenizer.ts';
 
 const { tokenizerJson, tokenizerConfig } = makeByteLevelTokenizer();

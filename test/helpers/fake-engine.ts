@@ -15,7 +15,7 @@ import {
   type GenerateOptions,
   type GenerateRequest,
   type TokenEvent,
-} from './engine.ts';
+} from '../../engine-cuda/engine.ts';
 
 /** What one generation replays. */
 export interface FakeScript {

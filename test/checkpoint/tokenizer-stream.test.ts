@@ -4,7 +4,7 @@
  * tokens included), and never emits a broken character.
  */
 import { describe, expect, it } from 'vitest';
-import { Tokenizer } from '../../model/tokenizer.ts';
+import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 
 describe('byte-level streaming decoder', () => {
   it('concatenated pushes equal decode(ids) and contain no U+FFFD for valid text', async () => {

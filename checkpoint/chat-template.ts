@@ -7,7 +7,7 @@
  * Python semantics the GLM/DeepSeek templates rely on, and where they come from:
  * - `tojson` = Python `json.dumps(x, ensure_ascii=False)` with `", "` / `": "` separators
  *   (transformers' `tojson` filter; @huggingface/jinja implements it that way, checked by
- *   test/model/chat-template.test.ts against the Python-rendered golden prompts);
+ *   test/checkpoint/chat-template.test.ts against the Python-rendered golden prompts);
  * - `raise_exception(msg)` throws (surfaced here as ChatTemplateError), `strftime_now(fmt)`;
  * - string methods (`split`, `strip`, `rstrip('\n')`, `endswith`, ...), `dict.items()`,
  *   `dict.get()`, `namespace`, `loop.index0`, `is mapping`, negative indexing.

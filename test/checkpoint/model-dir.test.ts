@@ -2,7 +2,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ModelDirError, readModelDir } from '../../model/model-dir.ts';
+import { ModelDirError, readModelDir } from '../../checkpoint/model-dir.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'maya-modeldir-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -11,7 +11,7 @@
  * Lookups counted as hits/misses: get, listInputItems, history.
  */
 import type { Registry } from 'prom-client';
-import type { ResponsesSettings } from '../config/settings.ts';
+import type { ResponsesSettings } from '../../config/settings.ts';
 import { BlockTable, REF_BYTES, type SerialisedItem, Spine, serialiseItem } from './item-blocks.ts';
 import { type CacheOperation, ResponseCacheMetrics } from './response-cache-metrics.ts';
 import {

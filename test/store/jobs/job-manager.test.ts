@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../handlers/errors.ts';
-import { DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
-import { JobCleanupError, JobManager } from '../../store/job-manager.ts';
-import { MemoryResponseStore } from '../../store/memory-response-store.ts';
-import type { JobEvent } from '../../store/job-event-buffer.ts';
+import { ApiError } from '../../../contract/errors.ts';
+import { DEFAULT_RESPONSES_SETTINGS } from '../../../config/settings.ts';
+import { JobCleanupError, JobManager } from '../../../store/jobs/job-manager.ts';
+import { MemoryResponseStore } from '../../../store/responses/memory-response-store.ts';
+import type { JobEvent } from '../../../store/jobs/job-event-buffer.ts';
 import { collect, createManager, flush, Gate, scriptedTask } from './job-fixtures.ts';
 
 const A = 'scope-a';

@@ -16,16 +16,16 @@
  * Errors for callers are ApiErrors (the handlers' one error shape).
  */
 import type { Registry } from 'prom-client';
-import type { ResponsesSettings } from '../config/settings.ts';
-import { ApiError, badRequest, conflict, gone, sseErrorEvent, tooLarge, tooManyRequests, unavailable } from '../handlers/errors.ts';
-import type { StreamEvent } from '../responses/event-sequencer.ts';
-import type { UnnumberedEvent } from '../responses/output-assembler.ts';
-import type { ResponseError, ResponseObject, ResponseStatus } from '../responses/response-object.ts';
+import type { ResponsesSettings } from '../../config/settings.ts';
+import { ApiError, badRequest, conflict, gone, sseErrorEvent, tooLarge, tooManyRequests, unavailable } from '../../contract/errors.ts';
+import type { StreamEvent } from '../../contract/stream-events.ts';
+import type { UnnumberedEvent } from '../../responses/output-assembler.ts';
+import type { ResponseError, ResponseObject, ResponseStatus } from '../../responses/response-object.ts';
 import { JobEventBuffer, eventBytes, type JobEvent } from './job-event-buffer.ts';
 import { JobMetrics, type JobRejection } from './job-metrics.ts';
 import { JobReaders, type ReaderLease } from './job-readers.ts';
 import { JobRecord, type JobSpec, type StopReason } from './job-record.ts';
-import { StoreError, type InputItemPage, type ListInputItemsOptions, type ResponseStore, type StoredHistory, type StoredItem } from './response-store.ts';
+import { StoreError, type InputItemPage, type ListInputItemsOptions, type ResponseStore, type StoredHistory, type StoredItem } from '../responses/response-store.ts';
 
 export type { JobRunHooks, JobSpec } from './job-record.ts';
 

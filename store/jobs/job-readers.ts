@@ -4,7 +4,7 @@
  * released exactly once when it ends (finished, failed or disconnected); releasing never touches
  * the task being read.
  */
-import { tooManyRequests } from '../handlers/errors.ts';
+import { tooManyRequests } from '../../contract/errors.ts';
 
 export interface ReaderLease {
   /** Frees the slot; idempotent. */

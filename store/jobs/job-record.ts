@@ -4,11 +4,11 @@
  * drives. The run closure (which pins the plan and the runtime) is dropped once the task ends,
  * so a retained record holds only what retrieval, replay and continuation need.
  */
-import { EventSequencer, type StreamEvent } from '../responses/event-sequencer.ts';
-import type { UnnumberedEvent } from '../responses/output-assembler.ts';
-import type { ResponseError, ResponseObject, ResponseStatus } from '../responses/response-object.ts';
+import { EventSequencer, type StreamEvent } from '../../contract/stream-events.ts';
+import type { UnnumberedEvent } from '../../responses/output-assembler.ts';
+import type { ResponseError, ResponseObject, ResponseStatus } from '../../responses/response-object.ts';
 import { JobEventBuffer } from './job-event-buffer.ts';
-import type { StoredItem } from './response-store.ts';
+import type { StoredItem } from '../responses/response-store.ts';
 
 /** What the worker hands to a task's run. */
 export interface JobRunHooks {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JobEventBuffer, eventBytes, type JobEvent } from '../../store/job-event-buffer.ts';
+import { JobEventBuffer, eventBytes, type JobEvent } from '../../../store/jobs/job-event-buffer.ts';
 
 const event = (n: number, text = ''): JobEvent => ({ type: 'response.output_text.delta', sequence_number: n, delta: text });
 const gone = () => new Error('gone');

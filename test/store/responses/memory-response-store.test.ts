@@ -1,8 +1,8 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it, vi } from 'vitest';
-import { DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
-import { REF_BYTES } from '../../store/item-blocks.ts';
-import { MemoryResponseStore, SNAPSHOT_REF_BYTES } from '../../store/memory-response-store.ts';
+import { DEFAULT_RESPONSES_SETTINGS } from '../../../config/settings.ts';
+import { REF_BYTES } from '../../../store/responses/item-blocks.ts';
+import { MemoryResponseStore, SNAPSHOT_REF_BYTES } from '../../../store/responses/memory-response-store.ts';
 import { jsonBytes, makeTurn, storeChain, storeTurn } from './store-fixtures.ts';
 import { runStoreContract } from './store.contract.ts';
 

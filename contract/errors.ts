@@ -9,7 +9,7 @@
  * `tools[1].type`) or the query parameter's name; null when no single field is at fault.
  */
 
-import { StoreError } from '../store/response-store.ts';
+import { StoreError } from '../store/responses/response-store.ts';
 
 export type ErrorType = 'invalid_request_error' | 'requests' | 'server_error';
 

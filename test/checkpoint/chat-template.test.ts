@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ChatTemplate, ChatTemplateError, readCheckpointTemplate, type TemplateMessage } from '../../model/chat-template.ts';
+import { ChatTemplate, ChatTemplateError, readCheckpointTemplate, type TemplateMessage } from '../../checkpoint/chat-template.ts';
 
 const FIXTURES = join(import.meta.dirname, '../dialects/fixtures/templates');
 

@@ -4,12 +4,12 @@
  * gates that hold a run at a chosen point, and a manual deadline scheduler.
  */
 import { Registry } from 'prom-client';
-import { DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings } from '../../config/settings.ts';
-import { newId } from '../../responses/ids.ts';
-import { newResponseObject, type ResponseObject } from '../../responses/response-object.ts';
-import { JobManager, type JobRunHooks, type JobSpec } from '../../store/job-manager.ts';
-import { MemoryResponseStore } from '../../store/memory-response-store.ts';
-import type { StreamEvent } from '../../responses/event-sequencer.ts';
+import { DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings } from '../../../config/settings.ts';
+import { newId } from '../../../responses/ids.ts';
+import { newResponseObject, type ResponseObject } from '../../../responses/response-object.ts';
+import { JobManager, type JobRunHooks, type JobSpec } from '../../../store/jobs/job-manager.ts';
+import { MemoryResponseStore } from '../../../store/responses/memory-response-store.ts';
+import type { StreamEvent } from '../../../contract/stream-events.ts';
 
 /** A latch: wait() resolves once open() was called (or the signal aborted). */
 export class Gate {

@@ -4,9 +4,9 @@
  * replays exactly.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings } from '../../config/settings.ts';
-import { MemoryResponseStore } from '../../store/memory-response-store.ts';
-import { StoreError, type StoredItem } from '../../store/response-store.ts';
+import { DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings } from '../../../config/settings.ts';
+import { MemoryResponseStore } from '../../../store/responses/memory-response-store.ts';
+import { StoreError, type StoredItem } from '../../../store/responses/response-store.ts';
 import { assistantMessage, jsonBytes, responseObject, userMessage } from './store-fixtures.ts';
 
 interface Expected {

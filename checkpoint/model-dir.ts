@@ -3,7 +3,7 @@
  * engine loads the weights: the architecture and context length (config.json), the end-of-turn
  * token ids (generation_config.json `eos_token_id`, else config.json's; a number or a list), the
  * tokenizer files' presence, and the chat template source (chat_template.jinja, else
- * tokenizer_config.json `chat_template`, read by model/chat-template.ts).
+ * tokenizer_config.json `chat_template`, read by checkpoint/chat-template.ts).
  */
 import { readFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';

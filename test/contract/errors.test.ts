@@ -1,8 +1,8 @@
 import { describe, expect, it, expectTypeOf } from 'vitest';
 import {
   ApiError, badRequest, conflict, gone, internalError, notFound, sseErrorEvent, toApiError, tooLarge, tooManyRequests, unauthorized, unavailable,
-} from '../../handlers/errors.ts';
-import type { ErrorResponse } from '../../handlers/types.ts';
+} from '../../contract/errors.ts';
+import type { ErrorResponse } from '../../contract/types.ts';
 
 describe('ApiError', () => {
   it('toJSON is exactly {error:{message,type,param,code}}', () => {

@@ -3,7 +3,7 @@
  * The only place sequence numbers are assigned, so buffered (validate-before-publish) events are
  * numbered when they are released, never when they are produced.
  */
-import type { UnnumberedEvent } from './output-assembler.ts';
+import type { UnnumberedEvent } from '../responses/output-assembler.ts';
 
 export type StreamEvent = UnnumberedEvent & { sequence_number: number };
 

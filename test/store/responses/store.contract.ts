@@ -3,8 +3,8 @@
  * factory that honours the given settings and millisecond clock.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings } from '../../config/settings.ts';
-import { type ResponseStore, StoreError, type StoredItem } from '../../store/response-store.ts';
+import { DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings } from '../../../config/settings.ts';
+import { type ResponseStore, StoreError, type StoredItem } from '../../../store/responses/response-store.ts';
 import {
   assistantMessage,
   jsonBytes,
