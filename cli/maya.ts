@@ -12,12 +12,11 @@ import { fileURLToPath } from 'node:url';
 import { mergeEnv, readConfigFile } from '../config/config-file.ts';
 import { loadResponsesSettings, loadServerSettings, SettingsError } from '../config/settings.ts';
 import type { LoadProgress } from '../runtime/model-runtime.ts';
-import { startService, type LoadModelRuntime } from './serve.ts';
+import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
+import { runGenerate } from './generate.ts';
+import { startService } from './serve.ts';
 
 export const DEFAULT_MODEL_DIR = fileURLToPath(new URL('../models/maya-demo', import.meta.url));
-// Resolved at run time so the CLI type-checks before these modules land (their owners: lead, engine).
-const LOADER_MODULE = '../runtime/load-model-runtime.ts';
-const GENERATE_MODULE = './generate.ts';
 
 const USAGE = `Usage:
   maya serve [--model DIR] [--host H] [--port P] [--config FILE] [--api-key K]...
@@ -35,8 +34,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === 'serve') return serve(rest);
   if (command === 'generate') {
-    const { runGenerate } = (await import(GENERATE_MODULE)) as { runGenerate: (argv: string[]) => Promise<number | void> };
-    return (await runGenerate(rest)) ?? 0;
+    return runGenerate(rest);
   }
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     process.stdout.write(USAGE);
@@ -94,13 +92,6 @@ async function serve(argv: string[]): Promise<number> {
     return 2;
   }
   const modelDir = resolve(server.model ?? DEFAULT_MODEL_DIR);
-  let loadModelRuntime: LoadModelRuntime;
-  try {
-    ({ loadModelRuntime } = (await import(LOADER_MODULE)) as { loadModelRuntime: LoadModelRuntime });
-  } catch (err) {
-    process.stderr.write(`maya: the model loader (runtime/load-model-runtime.ts) is not available: ${(err as Error).message}\n`);
-    return 1;
-  }
   const started = Date.now();
   let service;
   try {

@@ -9,8 +9,6 @@
  * `tools[1].type`) or the query parameter's name; null when no single field is at fault.
  */
 
-import { StoreError } from '../store/responses/response-store.ts';
-
 export type ErrorType = 'invalid_request_error' | 'requests' | 'server_error';
 
 export interface ErrorBody {
@@ -85,16 +83,6 @@ export function unavailable(message: string, code = 'service_unavailable', retry
 
 export function internalError(): ApiError {
   return new ApiError(500, 'The server had an error while processing your request.', 'server_error', 'server_error', null);
-}
-
-/**
- * A store refusal (StoreError: status, code, param) as an ApiError; other values pass through.
- * 503s (assembly pressure) carry Retry-After: 1.
- */
-export function fromStoreError(err: unknown): unknown {
-  if (!(err instanceof StoreError)) return err;
-  if (err.status >= 500) return unavailable(err.message, err.code, 1);
-  return new ApiError(err.status, err.message, 'invalid_request_error', err.code, err.param);
 }
 
 /** Any thrown value as an ApiError; unknown errors become the generic 500 (message not exposed). */

@@ -56,6 +56,7 @@
  * deepseek-v4, deepseek-v41), hermes.ts (qwen3, and `plain` for any other template: chat and
  * `<think>` reasoning, no function tools); select.ts picks one for a checkpoint.
  */
+import type { ReasoningEffort as ContractReasoningEffort } from '../contract/types.ts';
 import type { FinishReason } from '../engine-cuda/engine.ts';
 
 export type TurnRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
@@ -96,8 +97,8 @@ export interface ToolSpec {
   strict?: boolean;
 }
 
-/** Responses `reasoning.effort`. */
-export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+/** Responses `reasoning.effort` when sent (the contract's enum without null). */
+export type ReasoningEffort = NonNullable<ContractReasoningEffort>;
 
 export interface ThinkingSetting {
   /** Render the prompt in thinking mode. */

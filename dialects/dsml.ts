@@ -48,7 +48,7 @@ function dsmlTags(tags: Tags): [string, string, string, string, string, string] 
 }
 
 /** V4 only changes the prompt for `max` (a fixed preamble); V4.1 takes 1–100 (default 50). */
-const V41_EFFORT: Record<Exclude<ReasoningEffort, 'none'>, number> = { minimal: 10, low: 25, medium: 37, high: 50, xhigh: 75 };
+const V41_EFFORT: Record<Exclude<ReasoningEffort, 'none'>, number> = { minimal: 10, low: 25, medium: 37, high: 50, xhigh: 75, max: 100 };
 const V41_DEFAULT_EFFORT = 50;
 const V4_EFFORT_MAX = 'Reasoning Effort: Absolute maximum with no shortcuts permitted.\n'
   + 'You MUST be very thorough in your thinking and comprehensively decompose the problem to resolve the root cause, rigorously stress-testing your logic against all potential paths, edge cases, and adversarial scenarios.\n'
@@ -64,7 +64,7 @@ export function createDsmlDialect(version: DsmlVersion): Dialect {
     thinkingControl: (effort): ThinkingSetting => {
       const base = thinking(effort);
       if (!base.thinking || !effort || effort === 'none') return base;
-      if (version === 'v4' && effort === 'xhigh') return { ...base, effort: 'max' };
+      if (version === 'v4' && (effort === 'xhigh' || effort === 'max')) return { ...base, effort: 'max' };
       if (version === 'v41') return { ...base, effort: V41_EFFORT[effort] };
       return base;
     },

@@ -6,21 +6,8 @@
  * state. A response created without background → 400; unknown and other-key ids → 404.
  */
 import type { Handler } from './app-deps.ts';
-import { badRequest, notFound } from '../contract/errors.ts';
+import { cancelResponse as cancel } from '../responses/service.ts';
 
 export const cancelResponse: Handler = async (ctx, deps) => {
-  const scope = ctx.state.scope;
-  const id = ctx.state.params.response_id as string;
-  const snapshot = await deps.jobs?.cancel(scope, id);
-  if (snapshot) {
-    ctx.body = snapshot;
-    return;
-  }
-  const stored = await deps.store.get(scope, id);
-  if (!stored) throw notFound('response', id);
-  if (stored.background !== true) {
-    throw badRequest(null, `Response '${id}' was not created with background=true; only background responses can be cancelled.`, 'not_background');
-  }
-  // A finished background response whose job record has expired: its final state.
-  ctx.body = stored;
+  ctx.body = await cancel(deps, ctx.state.scope, ctx.state.params.response_id as string);
 };

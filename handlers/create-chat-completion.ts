@@ -1,17 +1,17 @@
 /**
- * createChatCompletion (POST /v1/chat/completions) on the Responses pipeline: the same plan,
+ * createChatCompletion (POST /v1/chat/completions) on the Responses service: the same plan,
  * engine run and parser, reported as a chat.completion object or chat.completion.chunk frames
- * (`reasoning_content` for thinking models, `stream_options.include_usage` for a usage chunk).
+ * through the one SSE writer (`reasoning_content` for thinking models,
+ * `stream_options.include_usage` for a usage chunk). This file only formats.
  */
 import type { Handler } from './app-deps.ts';
-import { ApiError, unavailable } from '../contract/errors.ts';
-import { newId } from '../responses/ids.ts';
-import { chatHistory, chatPlanRequest, type ChatRequest } from '../responses/chat-request.ts';
-import type { FunctionCallItem } from '../responses/output-assembler.ts';
-import { newResponseObject, type ResponseObject } from '../responses/response-object.ts';
-import { planResponse, withSamplingDefaults } from '../responses/response-plan.ts';
-import { runResponse } from '../responses/run-response.ts';
+import { abortOnDisconnect, chatFormat, streamSse } from './sse.ts';
+import { ApiError } from '../contract/errors.ts';
 import type { StreamEvent } from '../contract/stream-events.ts';
+import type { FunctionCallItem, ResponseObject } from '../contract/types.ts';
+import type { ChatRequest } from '../responses/chat-request.ts';
+import { newId } from '../responses/ids.ts';
+import { createChatCompletion as run, runToEnd } from '../responses/service.ts';
 
 type Chunk = Record<string, unknown>;
 
@@ -81,41 +81,18 @@ async function* chunks(events: AsyncGenerator<StreamEvent, ResponseObject>, base
   if (includeUsage) yield { ...base, choices: [], usage: usage(response) };
 }
 
-async function writeChunks(ctx: Parameters<Handler>[0], source: AsyncGenerator<Chunk>, disconnect: AbortController): Promise<void> {
-  const res = ctx.res;
-  ctx.respond = false;
-  res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
-  res.once('close', () => { if (!res.writableFinished) disconnect.abort(); });
-  try {
-    for await (const chunk of source) {
-      if (res.destroyed) return;
-      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
-    }
-  } catch (error) {
-    const api = error instanceof ApiError ? error : new ApiError(500, 'Generation failed.', 'server_error', 'server_error');
-    if (!res.destroyed) res.write(`data: ${JSON.stringify(api.toJSON())}\n\n`);
-  }
-  if (!res.destroyed) res.end('data: [DONE]\n\n');
-}
-
 export const createChatCompletion: Handler = async (ctx, deps) => {
-  const runtime = deps.getRuntime();
-  if (!runtime) throw unavailable('The model is still loading.', 'model_loading', 5);
   const chat = ctx.state.body as ChatRequest;
-  const request = withSamplingDefaults(runtime, chatPlanRequest(chat));
-  const plan = planResponse(runtime, request, chatHistory(chat.messages), 0);
-  const response = newResponseObject(request, newId('resp'), runtime.id, 'in_progress');
   const disconnect = new AbortController();
-  const events = runResponse(runtime, plan, response, { signal: disconnect.signal, seed: request.seed });
+  const { runtime, response, events } = run(deps, chat, disconnect.signal);
   const base = { id: newId('chatcmpl'), object: 'chat.completion.chunk', created: response.created_at, model: runtime.id, system_fingerprint: null };
   if (chat.stream) {
-    await writeChunks(ctx, chunks(events, base, chat.stream_options?.include_usage === true), disconnect);
+    const frames = chunks(events, base, chat.stream_options?.include_usage === true);
+    await streamSse(ctx, frames, { format: chatFormat, onDisconnect: disconnect });
     return;
   }
-  ctx.res.once('close', () => { if (!ctx.res.writableFinished) disconnect.abort(); });
-  let step = await events.next();
-  while (!step.done) step = await events.next();
-  const final = step.value;
+  abortOnDisconnect(ctx.res, disconnect);
+  const final = await runToEnd(events);
   if (final.status === 'failed') throw failure(final);
   ctx.body = {
     id: base.id, object: 'chat.completion', created: final.created_at, model: runtime.id, system_fingerprint: null,

@@ -5,7 +5,7 @@
  * AppDeps.statusProviders sections are merged last. Aggregates only: no credential identifiers.
  */
 import type { Handler } from './app-deps.ts';
-import { requireRuntime } from './runtime-gate.ts';
+import { requireRuntime } from '../responses/service.ts';
 import { operations } from '../generated/operations.ts';
 
 const IDLE_JOBS = {

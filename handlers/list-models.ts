@@ -1,6 +1,6 @@
 /** listModels (GET /v1/models): the one loaded model, OpenAI's list shape. */
 import type { Handler } from './app-deps.ts';
-import { requireRuntime } from './runtime-gate.ts';
+import { requireRuntime } from '../responses/service.ts';
 
 export const listModels: Handler = async (ctx, deps) => {
   const runtime = requireRuntime(deps);

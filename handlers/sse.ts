@@ -1,17 +1,40 @@
 /**
- * The one SSE writer: an async iterable of numbered stream events → `event:`/`data:` frames, each
- * written whole in one write, `: keep-alive` comments during silences, `data: [DONE]` at the end.
- * An error raised after the headers went out becomes a standard `error` event (its status can no
+ * The one SSE writer, for both endpoints: an async iterable → frames, each written whole in one
+ * write, with backpressure (a write that cannot drain within `writeTimeoutMs` ends the stream),
+ * `: keep-alive` comments during silences and `data: [DONE]` at the end. The format decides the
+ * frames: Responses events as `event:`/`data:` (the default), Chat Completions chunks as `data:`.
+ * An error raised after the headers went out becomes the format's error frame (the status can no
  * longer change). A closed connection aborts `onDisconnect` so the producer stops.
  */
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { MayaContext } from './app-deps.ts';
-import { sseErrorEvent } from '../contract/errors.ts';
+import { sseErrorEvent, toApiError } from '../contract/errors.ts';
 
 export interface SseEvent { type: string; sequence_number: number }
 
-export interface SseOptions {
+/** How items become frames. */
+export interface SseFormat<T> {
+  frame(item: T): string;
+  /** The frame for an error raised after `items` frames were written (the last one `last`). */
+  error(error: unknown, last: T | undefined): string;
+}
+
+/** Responses: `event: <type>` frames; an error is the standard `error` event, numbered next. */
+export const responsesFormat: SseFormat<SseEvent> = {
+  frame: (event) => sseFrame(event),
+  error: (error, last) => sseFrame(sseErrorEvent(error, last === undefined ? 0 : last.sequence_number + 1)),
+};
+
+/** Chat Completions: `data:` chunks; an error is the error body as a data frame. */
+export const chatFormat: SseFormat<object> = {
+  frame: (chunk) => `data: ${JSON.stringify(chunk)}\n\n`,
+  error: (error) => `data: ${JSON.stringify(toApiError(error).toJSON())}\n\n`,
+};
+
+export interface SseOptions<T = SseEvent> {
+  /** Frames; default responsesFormat. */
+  format?: SseFormat<T>;
   /** Aborted when the client goes away before the stream ended. */
   onDisconnect?: AbortController;
   /** Silence after which a `: keep-alive` comment is written. */
@@ -36,7 +59,23 @@ async function write(res: ServerResponse, chunk: string, timeoutMs: number | und
   return ok;
 }
 
-export async function streamSse(ctx: MayaContext, events: AsyncIterable<SseEvent>, options: SseOptions = {}): Promise<void> {
+/**
+ * An AbortController aborted when the client goes away before the response finished (the JSON
+ * answers' disconnect rule; streamSse applies the same rule to `onDisconnect`).
+ */
+export function abortOnDisconnect(res: ServerResponse, controller = new AbortController()): AbortController {
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller;
+}
+
+export async function streamSse<T = SseEvent>(
+  ctx: MayaContext,
+  events: AsyncIterable<T>,
+  options: SseOptions<T> = {},
+): Promise<void> {
+  const format = (options.format ?? responsesFormat) as SseFormat<T>;
   const res = ctx.res;
   ctx.respond = false;
   res.statusCode = 200;
@@ -46,8 +85,7 @@ export async function streamSse(ctx: MayaContext, events: AsyncIterable<SseEvent
   res.setHeader('X-Accel-Buffering', 'no');
   res.flushHeaders();
 
-  const onClose = () => { if (!res.writableFinished) options.onDisconnect?.abort(); };
-  res.once('close', onClose);
+  if (options.onDisconnect) abortOnDisconnect(res, options.onDisconnect);
   let lastWrite = Date.now();
   const keepAliveMs = options.keepAliveMs ?? 15_000;
   const keepAlive = setInterval(() => {
@@ -58,18 +96,18 @@ export async function streamSse(ctx: MayaContext, events: AsyncIterable<SseEvent
   }, Math.max(10, Math.floor(keepAliveMs / 2)));
   keepAlive.unref();
 
-  let nextSequence = 0;
+  let last: T | undefined;
   try {
     for await (const event of events) {
-      nextSequence = event.sequence_number + 1;
-      if (!(await write(res, sseFrame(event), options.writeTimeoutMs))) {
+      last = event;
+      if (!(await write(res, format.frame(event), options.writeTimeoutMs))) {
         options.onDisconnect?.abort();
         return;
       }
       lastWrite = Date.now();
     }
   } catch (error) {
-    await write(res, sseFrame(sseErrorEvent(error, nextSequence)), options.writeTimeoutMs);
+    await write(res, format.error(error, last), options.writeTimeoutMs);
   } finally {
     clearInterval(keepAlive);
   }
@@ -77,5 +115,4 @@ export async function streamSse(ctx: MayaContext, events: AsyncIterable<SseEvent
     await write(res, 'data: [DONE]\n\n', options.writeTimeoutMs);
     res.end();
   }
-  res.off('close', onClose);
 }

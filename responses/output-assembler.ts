@@ -7,34 +7,20 @@
  * for `function_call` items. Items are append-only; at most one is open at a time. Events leave
  * without `sequence_number`: the EventSequencer numbers whatever is finally published.
  */
+import type { UnnumberedEvent } from '../contract/stream-events.ts';
+import type {
+  FunctionCallItem, MessageItem, OutputTextPart, ReasoningOutputItem, ReasoningTextPart,
+  ServerOutputItem as OutputItem,
+} from '../contract/types.ts';
+import type { ParserEvent } from '../dialects/dialect.ts';
 import { newId } from './ids.ts';
 
-/** What the dialect parser reports, in model order. */
-export type ContentEvent =
-  | { type: 'reasoning_delta'; text: string }
-  | { type: 'text_delta'; text: string }
-  | { type: 'tool_call_start'; index: number; name: string }
-  | { type: 'tool_args_delta'; index: number; delta: string }
-  | { type: 'tool_call_done'; index: number; arguments: string }
-  | { type: 'tool_call_incomplete'; index: number };
+/** The parser's content events (everything but the reasoning end marker and errors), in model order. */
+export type ContentEvent = Exclude<ParserEvent, { type: 'reasoning_done' } | { type: 'error' }>;
 
-export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
+export type { FunctionCallItem, MessageItem, ReasoningOutputItem, ServerOutputItem as OutputItem } from '../contract/types.ts';
 
-export interface OutputTextPart { type: 'output_text'; text: string; annotations: never[]; logprobs: never[] }
-export interface ReasoningTextPart { type: 'reasoning_text'; text: string }
-export interface MessageItem {
-  type: 'message'; id: string; status: ItemStatus; role: 'assistant'; content: OutputTextPart[];
-}
-export interface ReasoningOutputItem {
-  type: 'reasoning'; id: string; status: ItemStatus; summary: never[]; content: ReasoningTextPart[];
-}
-export interface FunctionCallItem {
-  type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: ItemStatus;
-}
-export type OutputItem = MessageItem | ReasoningOutputItem | FunctionCallItem;
 
-/** A stream event before numbering: `type` plus its fields. */
-export type UnnumberedEvent = { type: string } & Record<string, unknown>;
 
 const clone = <T>(value: T): T => structuredClone(value);
 

@@ -3,26 +3,31 @@
  * Open Responses schema requires present (nullable ones as null), echoing the request's settings.
  * Snake_case wire form from here to the store and back out.
  */
-import type { OutputItem } from './output-assembler.ts';
+import type { Response, ResponseFailure, ResponseObject, ResponseUsage } from '../contract/types.ts';
 
-export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
+export type { ResponseObject } from '../contract/types.ts';
 
-/** The request fields a Response echoes (a validated CreateResponse body). */
+export type ResponseStatus = Response['status'];
+
+/**
+ * The request fields a Response echoes. Looser than the contract's CreateResponse (tests and the
+ * Chat Completions path build it by hand); the validated body is assignable to it (pinned below).
+ */
 export interface EchoedRequest {
   model?: string;
   instructions?: string | null;
   previous_response_id?: string | null;
-  store?: boolean;
-  background?: boolean;
+  store?: boolean | null;
+  background?: boolean | null;
   temperature?: number | null;
   top_p?: number | null;
   max_output_tokens?: number | null;
   max_tool_calls?: number | null;
   metadata?: Record<string, string> | null;
-  tools?: Array<Record<string, unknown>>;
+  tools?: Array<{ type: string; name: string; description?: string | null; parameters?: Record<string, unknown> | null; strict?: boolean | null }>;
   tool_choice?: unknown;
-  parallel_tool_calls?: boolean;
-  text?: { format?: Record<string, unknown>; verbosity?: string } | null;
+  parallel_tool_calls?: boolean | null;
+  text?: { format?: Record<string, unknown>; verbosity?: string | null } | null;
   reasoning?: { effort?: string | null } | null;
   prompt_cache_key?: string | null;
   safety_identifier?: string | null;
@@ -31,53 +36,12 @@ export interface EchoedRequest {
   top_logprobs?: number | null;
 }
 
-export interface Usage {
-  input_tokens: number;
-  input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
-  output_tokens: number;
-  output_tokens_details: { reasoning_tokens: number };
-  total_tokens: number;
-}
+export type Usage = ResponseUsage;
 
-export interface ResponseError { code: string; message: string }
-
-export interface ResponseObject {
-  id: string;
-  object: 'response';
-  created_at: number;
-  completed_at: number | null;
-  status: ResponseStatus;
-  background: boolean;
-  error: ResponseError | null;
-  incomplete_details: { reason: 'max_output_tokens' | 'content_filter' } | null;
-  instructions: string | null;
-  max_output_tokens: number | null;
-  max_tool_calls: number | null;
-  model: string;
-  output: OutputItem[];
-  parallel_tool_calls: boolean;
-  previous_response_id: string | null;
-  prompt_cache_key: string | null;
-  reasoning: { effort: string | null; summary: null };
-  safety_identifier: string | null;
-  service_tier: string;
-  store: boolean;
-  temperature: number;
-  text: { format: Record<string, unknown>; verbosity: string };
-  tool_choice: unknown;
-  tools: Array<Record<string, unknown>>;
-  top_logprobs: number;
-  top_p: number;
-  truncation: 'disabled';
-  usage: Usage | null;
-  user: string | null;
-  metadata: Record<string, string>;
-  presence_penalty: number;
-  frequency_penalty: number;
-}
+export type ResponseError = ResponseFailure;
 
 /** Function tools echoed with description/parameters/strict keys always present. */
-function echoTools(tools: EchoedRequest['tools']): Array<Record<string, unknown>> {
+function echoTools(tools: EchoedRequest['tools']): Response['tools'] {
   return (tools ?? []).map((tool) => ({
     type: 'function',
     name: tool.name,
@@ -87,6 +51,12 @@ function echoTools(tools: EchoedRequest['tools']): Array<Record<string, unknown>
   }));
 }
 
+// The request's values passed the contract's schema before the pipeline ran; these name their wire types.
+type ReasoningEffort = NonNullable<Response['reasoning']>['effort'];
+type TextFormat = Response['text']['format'];
+type Verbosity = Response['text']['verbosity'];
+
+/** A new Response for `request`; every field the contract requires is present. */
 export function newResponseObject(request: EchoedRequest, id: string, model: string, status: ResponseStatus): ResponseObject {
   return {
     id,
@@ -105,13 +75,16 @@ export function newResponseObject(request: EchoedRequest, id: string, model: str
     parallel_tool_calls: request.parallel_tool_calls ?? true,
     previous_response_id: request.previous_response_id ?? null,
     prompt_cache_key: request.prompt_cache_key ?? null,
-    reasoning: { effort: request.reasoning?.effort ?? null, summary: null },
+    reasoning: { effort: (request.reasoning?.effort ?? null) as ReasoningEffort, summary: null },
     safety_identifier: request.safety_identifier ?? null,
     service_tier: 'default',
     store: request.store ?? false,
     temperature: request.temperature ?? 1,
-    text: { format: request.text?.format ?? { type: 'text' }, verbosity: request.text?.verbosity ?? 'medium' },
-    tool_choice: request.tool_choice ?? 'auto',
+    text: {
+      format: (request.text?.format ?? { type: 'text' }) as TextFormat,
+      verbosity: (request.text?.verbosity ?? 'medium') as Verbosity,
+    },
+    tool_choice: (request.tool_choice ?? 'auto') as Response['tool_choice'],
     tools: echoTools(request.tools),
     top_logprobs: request.top_logprobs ?? 0,
     top_p: request.top_p ?? 1,

@@ -15,7 +15,7 @@ import { compileTextFormat, type OutputValidator } from './structured-output.ts'
 export interface PlanRequest extends EchoedRequest {
   tools?: Array<{ type: string; name: string; description?: string | null; parameters?: Record<string, unknown> | null; strict?: boolean | null }>;
   tool_choice?: 'auto' | 'none' | 'required' | { type: 'function'; name: string };
-  text?: { format?: Record<string, unknown>; verbosity?: string } | null;
+  text?: { format?: Record<string, unknown>; verbosity?: string | null } | null;
   reasoning?: { effort?: ReasoningEffort | null } | null;
   seed?: number;
 }

@@ -11,11 +11,11 @@
 import type { FinishInfo } from '../engine-cuda/engine.ts';
 import { EngineError } from '../engine-cuda/engine.ts';
 import type { ParserEvent } from '../dialects/dialect.ts';
-import { EventSequencer, type StreamEvent } from '../contract/stream-events.ts';
+import { EventSequencer, type StreamEvent, type UnnumberedEvent } from '../contract/stream-events.ts';
 import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
-import { OutputAssembler, type UnnumberedEvent } from './output-assembler.ts';
+import { OutputAssembler } from './output-assembler.ts';
 import type { ResponsePlan } from './response-plan.ts';
-import { makeUsage, type ResponseObject } from './response-object.ts';
+import { makeUsage, type ResponseError, type ResponseObject } from './response-object.ts';
 
 /** Events buffered for validation may not exceed this many bytes (the spec's 4 MiB budget). */
 export const PUBLISH_BUFFER_BYTES = 4 * 1024 * 1024;
@@ -27,7 +27,7 @@ export interface RunHooks {
   seed?: number;
 }
 
-interface Failure { code: string; message: string }
+type Failure = ResponseError;
 
 class RunState {
   reasoningTokens = 0;

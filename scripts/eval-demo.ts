@@ -16,12 +16,6 @@ import OpenAI from 'openai';
 import { startService } from '../cli/serve.ts';
 import { loadResponsesSettings, loadServerSettings } from '../config/settings.ts';
 import { silentLogger } from '../handlers/app-deps.ts';
-import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
-import { newId } from '../responses/ids.ts';
-import { normaliseInput } from '../responses/input-history.ts';
-import { newResponseObject } from '../responses/response-object.ts';
-import { planResponse, type PlanRequest } from '../responses/response-plan.ts';
-import { runResponse } from '../responses/run-response.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 
@@ -88,33 +82,6 @@ function reasoningWellFormed(output: ResponseOutput): boolean {
 
 type CreateParams = OpenAI.Responses.ResponseCreateParamsNonStreaming;
 type Create = (params: CreateParams) => Promise<OpenAI.Responses.Response>;
-
-/**
- * POST /v1/responses through the SDK; while the route still answers 501 (not wired yet), the same
- * request runs through the Responses pipeline in-process (planResponse + runResponse), and
- * `via.mode` says so.
- */
-function creator(client: OpenAI, runtime: ModelRuntime, via: { mode: string }): Create {
-  const direct: Create = async (params) => {
-    const request = params as unknown as PlanRequest & { input: string | Record<string, unknown>[] };
-    const gen = runtime as unknown as GenerationRuntime;
-    const plan = planResponse(gen, request, normaliseInput(request.input), 0);
-    const events = runResponse(gen, plan, newResponseObject(request, newId('resp'), runtime.id, 'in_progress'), { seed: 0 });
-    let step = await events.next();
-    while (!step.done) step = await events.next();
-    return step.value as unknown as OpenAI.Responses.Response;
-  };
-  return async (params) => {
-    if (via.mode === 'pipeline') return direct(params);
-    try {
-      return await client.responses.create(params);
-    } catch (err) {
-      if (!(err instanceof OpenAI.APIError) || err.status !== 501) throw err;
-      via.mode = 'pipeline';
-      return direct(params);
-    }
-  };
-}
 
 async function runCase(create: Create, model: string, c: EvalCase, ajv: Ajv2020): Promise<CaseResult> {
   const base = { model, temperature: 0, max_output_tokens: 300, store: false } as const;
@@ -214,8 +181,7 @@ async function main(): Promise<number> {
   }
   const client = new OpenAI({ baseURL: `${service.origin}/v1`, apiKey: 'eval-demo', maxRetries: 0, timeout: 600_000 });
   const ajv = new Ajv2020({ strict: false, allErrors: false });
-  const via = { mode: 'http' };
-  const create = creator(client, runtime, via);
+  const create: Create = (params) => client.responses.create(params);
   const results: CaseResult[] = [];
   const t0 = Date.now();
   try {
@@ -242,9 +208,7 @@ async function main(): Promise<number> {
     `| reasoning (thinking on, plain prompts) | reasoning item, then answer | ${rate(of('reasoning'), (r) => r.pass)} | ≥ 95% |`,
     `| reasoning (every thinking-on case) | reasoning item, then answer | ${rate(thinkingRows, (r) => r.reasoningOk)} | ≥ 95% |`,
   ].join('\n');
-  const path = via.mode === 'http'
-    ? 'POST /v1/responses over loopback (openai SDK)'
-    : 'the Responses pipeline in-process (planResponse + runResponse; POST /v1/responses answered 501)';
+  const path = 'POST /v1/responses over loopback (openai SDK)';
   const summary = `model ${values.model}\nrequests: ${path}\nloader ${LOADER}; loaded in ${((t0 - started) / 1000).toFixed(1)} s; `
     + `${results.length} cases in ${((Date.now() - t0) / 1000).toFixed(0)} s\n\n${table}\n`;
   process.stdout.write(summary);

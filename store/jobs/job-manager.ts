@@ -18,14 +18,13 @@
 import type { Registry } from 'prom-client';
 import type { ResponsesSettings } from '../../config/settings.ts';
 import { ApiError, badRequest, conflict, gone, sseErrorEvent, tooLarge, tooManyRequests, unavailable } from '../../contract/errors.ts';
-import type { StreamEvent } from '../../contract/stream-events.ts';
-import type { UnnumberedEvent } from '../../responses/output-assembler.ts';
-import type { ResponseError, ResponseObject, ResponseStatus } from '../../responses/response-object.ts';
+import { drainEvents, type StreamEvent, type UnnumberedEvent } from '../../contract/stream-events.ts';
+import type { ResponseFailure as ResponseError, ResponseObject, ResponseStatus } from '../../contract/types.ts';
 import { JobEventBuffer, eventBytes, type JobEvent } from './job-event-buffer.ts';
 import { JobMetrics, type JobRejection } from './job-metrics.ts';
 import { JobReaders, type ReaderLease } from './job-readers.ts';
 import { JobRecord, type JobSpec, type StopReason } from './job-record.ts';
-import { StoreError, type InputItemPage, type ListInputItemsOptions, type ResponseStore, type StoredHistory, type StoredItem } from '../responses/response-store.ts';
+import { pageItems, StoreError, type InputItemPage, type ItemListing, type ListInputItemsOptions, type ResponseStore, type StoredHistory, type StoredItem } from '../responses/response-store.ts';
 
 export type { JobRunHooks, JobSpec } from './job-record.ts';
 
@@ -191,13 +190,7 @@ export class JobManager {
     }
     const items = [...record.historyItems, ...(record.response.output as unknown as StoredItem[])];
     const bytes = eventBytes(items);
-    let reservation;
-    try {
-      reservation = this.store.reserveAssembly(bytes);
-    } catch (error) {
-      if (!(error instanceof StoreError)) throw error;
-      throw new ApiError(error.status, error.message, error.status >= 500 ? 'server_error' : 'invalid_request_error', error.code, error.param, { 'retry-after': '1' });
-    }
+    const reservation = this.store.reserveAssembly(bytes);
     return { responseId: id, items, bytes, release: () => reservation.release() };
   }
 
@@ -209,15 +202,16 @@ export class JobManager {
   listInputItems(scope: string, id: string, options: ListInputItemsOptions = {}): InputItemPage | undefined {
     const record = this.find(scope, id);
     if (!record) return undefined;
-    const ordered = options.order === 'asc' ? [...record.historyItems] : [...record.historyItems].reverse();
-    let start = 0;
-    if (options.after !== undefined) {
-      start = ordered.findIndex((item) => item.id === options.after) + 1;
-      if (start === 0) throw badRequest('after', `No input item with id '${options.after}' in the input items of response '${id}'.`, 'unknown_cursor');
-    }
-    const end = start + (options.limit ?? 20);
-    const data = ordered.slice(start, end);
-    return { object: 'list', data, has_more: end < ordered.length, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
+    const items = record.historyItems;
+    const listing: ItemListing = {
+      count: items.length,
+      indexOf: (itemId) => {
+        const index = items.findIndex((item) => item.id === itemId);
+        return index < 0 ? undefined : index;
+      },
+      at: (index) => items[index]!,
+    };
+    return pageItems(listing, options);
   }
 
   /**
@@ -343,16 +337,9 @@ export class JobManager {
         sequencer: record.sequencer,
         beforeTerminal: (response) => this.beforeTerminal(record, response),
       });
-      let step = await run.next();
-      while (!step.done) {
-        this.publishRunEvent(record, step.value);
-        step = await run.next();
-      }
-      final = step.value;
+      final = await drainEvents(run, (event) => this.publishRunEvent(record, event));
     } catch (error) {
-      record.failure ??= error instanceof StoreError
-        ? { code: error.code, message: error.message }
-        : { code: 'server_error', message: 'The background task failed.' };
+      record.failure ??= saveFailure(error);
     }
     this.conclude(record, final);
   }
@@ -425,6 +412,14 @@ export class JobManager {
     const { sequence_number: _unused, ...error } = sseErrorEvent(new ApiError(500, record.failure?.message ?? 'The background task failed.', 'server_error', record.failure?.code ?? 'server_error'), 0);
     record.events.append(record.sequencer.number(error));
   }
+}
+
+/** A failure of the run as the task's error: the store's refusal of its save, or a generic one. */
+function saveFailure(error: unknown): ResponseError {
+  if (error instanceof StoreError && error.code !== 'unknown_cursor' && error.code !== 'invalid_page') {
+    return { code: error.code, message: error.message };
+  }
+  return { code: 'server_error', message: 'The background task failed.' };
 }
 
 async function* follow(events: AsyncGenerator<JobEvent, void, void>, lease: ReaderLease): AsyncGenerator<JobEvent, void, void> {

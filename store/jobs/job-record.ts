@@ -4,9 +4,8 @@
  * drives. The run closure (which pins the plan and the runtime) is dropped once the task ends,
  * so a retained record holds only what retrieval, replay and continuation need.
  */
-import { EventSequencer, type StreamEvent } from '../../contract/stream-events.ts';
-import type { UnnumberedEvent } from '../../responses/output-assembler.ts';
-import type { ResponseError, ResponseObject, ResponseStatus } from '../../responses/response-object.ts';
+import { EventSequencer, type StreamEvent, type UnnumberedEvent } from '../../contract/stream-events.ts';
+import type { ResponseFailure as ResponseError, ResponseObject, ResponseStatus } from '../../contract/types.ts';
 import { JobEventBuffer } from './job-event-buffer.ts';
 import type { StoredItem } from '../responses/response-store.ts';
 

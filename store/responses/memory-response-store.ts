@@ -21,6 +21,8 @@ import {
   type ResponseCacheStats,
   type ResponseStore,
   StoreError,
+  type ItemListing,
+  pageItems,
   type StoredHistory,
   type StoredItem,
   type StoredResponse,
@@ -353,25 +355,11 @@ function responseOf(snapshot: Snapshot): StoredResponse {
 }
 
 function pageOf(snapshot: Snapshot, options: ListInputItemsOptions): InputItemPage {
-  const { order = 'desc', limit = 20, after } = options;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-    throw new StoreError('invalid_page', `limit must be an integer from 1 to 100; got ${limit}.`, 'limit');
-  }
   const count = snapshot.inputEnd;
-  const step = order === 'asc' ? 1 : -1;
-  let slot = order === 'asc' ? 0 : count - 1;
-  if (after !== undefined) {
-    const cursor = snapshot.spine.slotOf(after, count);
-    if (cursor === undefined) throw new StoreError('unknown_cursor', `No input item with id '${after}' in this response.`, 'after');
-    slot = cursor + step;
-  }
-  const data: StoredItem[] = [];
-  for (; slot >= 0 && slot < count && data.length < limit; slot += step) data.push(JSON.parse(snapshot.spine.at(slot).json));
-  return {
-    object: 'list',
-    data,
-    has_more: slot >= 0 && slot < count,
-    first_id: data[0]?.id ?? null,
-    last_id: data[data.length - 1]?.id ?? null,
+  const listing: ItemListing = {
+    count,
+    indexOf: (id) => snapshot.spine.slotOf(id, count),
+    at: (slot) => JSON.parse(snapshot.spine.at(slot).json) as StoredItem,
   };
+  return pageItems(listing, options);
 }

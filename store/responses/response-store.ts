@@ -44,6 +44,8 @@
  * memory-response-store.ts for the exact accounting).
  */
 
+import { ApiError } from '../../contract/errors.ts';
+
 /** A wire-form item (ItemResource / OutputItem): snake_case JSON with a stable id. */
 export interface StoredItem {
   readonly id: string;
@@ -101,6 +103,46 @@ export interface InputItemPage {
   readonly last_id: string | null;
 }
 
+/** A listing to page through: `count` items, found by position or by id. */
+export interface ItemListing {
+  readonly count: number;
+  /** Position of the item with this id, or undefined when it is not in the listing. */
+  indexOf(id: string): number | undefined;
+  at(index: number): StoredItem;
+}
+
+/**
+ * One page of input items: `order` asc|desc (default desc), `limit` 1..100 (default 20), `after`
+ * an item id of the listing (the page starts strictly after it in `order`). Cost O(limit) plus
+ * one `indexOf`. StoreError `invalid_page` (param `limit`) or `unknown_cursor` (param `after`):
+ * a client's cursor is never silently reinterpreted. The store and the job manager both page here.
+ */
+export function pageItems(listing: ItemListing, options: ListInputItemsOptions): InputItemPage {
+  const { order = 'desc', limit = 20, after } = options;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+    throw new StoreError('invalid_page', `limit must be an integer from 1 to 100; got ${limit}.`, 'limit');
+  }
+  const count = listing.count;
+  const step = order === 'asc' ? 1 : -1;
+  let index = order === 'asc' ? 0 : count - 1;
+  if (after !== undefined) {
+    const cursor = listing.indexOf(after);
+    if (cursor === undefined) {
+      throw new StoreError('unknown_cursor', `No input item with id '${after}' in this response.`, 'after');
+    }
+    index = cursor + step;
+  }
+  const data: StoredItem[] = [];
+  for (; index >= 0 && index < count && data.length < limit; index += step) data.push(listing.at(index));
+  return {
+    object: 'list',
+    data,
+    has_more: index >= 0 && index < count,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+  };
+}
+
 /** The `responses_cache` section of /v1/status. Counters are totals since start-up. */
 export interface ResponseCacheStats {
   entries: number;
@@ -146,19 +188,17 @@ const STORE_ERROR_STATUS: Record<StoreErrorCode, number> = {
 };
 
 /**
- * A store refusal. `status` is the HTTP status the handlers answer with and `param` the request
- * field to blame (null when none); the handlers turn it into an ApiError.
+ * A store refusal, raised as the ground-floor ApiError: `status` is the HTTP status (400, 413,
+ * or 503 with Retry-After: 1 for assembly pressure) and `param` the request field to blame (null
+ * when none, and for 5xx). Handlers and the job manager let it through as it is.
  */
-export class StoreError extends Error {
-  readonly status: number;
+export class StoreError extends ApiError {
+  declare readonly code: StoreErrorCode;
 
-  constructor(
-    readonly code: StoreErrorCode,
-    message: string,
-    readonly param: string | null = null,
-  ) {
-    super(message);
+  constructor(code: StoreErrorCode, message: string, param: string | null = null) {
+    const status = STORE_ERROR_STATUS[code];
+    const isServer = status >= 500;
+    super(status, message, isServer ? 'server_error' : 'invalid_request_error', code, isServer ? null : param, isServer ? { 'retry-after': '1' } : {});
     this.name = 'StoreError';
-    this.status = STORE_ERROR_STATUS[code];
   }
 }

@@ -1,0 +1,292 @@
+/**
+ * The Responses service: everything between a validated request and its result, with plain inputs
+ * (the caller's scope, the request body, an abort signal) and no HTTP. Handlers translate HTTP to
+ * these functions and back; the CLI builds the dependencies once.
+ *
+ * - createResponse: the loaded model or 503 → continued history → storage limits → plan → the
+ *   Response object → a foreground run (events to drain or stream) or a queued background task.
+ * - createChatCompletion: the same plan and run for a Chat Completions request.
+ * - The resource operations (retrieve, stream, delete, cancel, input items, continuation) find a
+ *   response id in one place, `locate`: a background task's record first (it is the newer and
+ *   fuller copy while it is retained), then the store.
+ */
+import { conflict, badRequest, notFound, tooLarge, unavailable } from '../contract/errors.ts';
+import { drainEvents, type StreamEvent } from '../contract/stream-events.ts';
+import type { ResponseObject } from '../contract/types.ts';
+import type { ResponsesSettings } from '../config/settings.ts';
+import type { ModelRuntime } from '../runtime/model-runtime.ts';
+import type { JobManager, JobSpec } from '../store/jobs/job-manager.ts';
+import type { JobEvent } from '../store/jobs/job-event-buffer.ts';
+import type { ReaderLease } from '../store/jobs/job-readers.ts';
+import type {
+  InputItemPage,
+  ListInputItemsOptions,
+  ResponseStore,
+  StoredHistory,
+  StoredResponse,
+} from '../store/responses/response-store.ts';
+import { chatHistory, chatPlanRequest, type ChatRequest } from './chat-request.ts';
+import { newId } from './ids.ts';
+import { normaliseInput, type HistoryItem } from './input-history.ts';
+import { newResponseObject } from './response-object.ts';
+import { planResponse, withSamplingDefaults, type PlanRequest, type ResponsePlan } from './response-plan.ts';
+import { runResponse } from './run-response.ts';
+
+export interface ServiceDeps {
+  readonly store: ResponseStore;
+  /** Background tasks; absent where the server runs none. */
+  readonly jobs?: JobManager;
+  readonly settings: Pick<ResponsesSettings, 'ENTRY_BYTES'>;
+  /** The loaded model, or undefined while it is still loading. */
+  readonly getRuntime: () => ModelRuntime | undefined;
+}
+
+/** The validated CreateResponse fields the service reads. */
+export type CreateRequest = PlanRequest & {
+  input?: string | Record<string, unknown>[];
+  stream?: boolean | null;
+  background?: boolean | null;
+  store?: boolean | null;
+};
+
+/** A created response: a foreground run to drain or stream, or a queued background task. */
+export type Created =
+  | { kind: 'foreground'; stream: boolean; events: AsyncGenerator<StreamEvent, ResponseObject, void> }
+  | { kind: 'queued'; response: ResponseObject }
+  | { kind: 'attached'; events: AsyncIterable<JobEvent> };
+
+/** The loaded model, or 503 `model_loading` (Retry-After: 5) while it is still loading. */
+export function requireRuntime(deps: Pick<ServiceDeps, 'getRuntime'>): ModelRuntime {
+  const runtime = deps.getRuntime();
+  if (runtime === undefined) throw unavailable('The model is still loading; retry shortly.', 'model_loading', 5);
+  return runtime;
+}
+
+/** Drains a run to its final Response (the JSON answers of both creation endpoints). */
+export function runToEnd(events: AsyncGenerator<StreamEvent, ResponseObject, void>): Promise<ResponseObject> {
+  return drainEvents(events);
+}
+
+/**
+ * The one lookup of a response id: 'jobs' when it is a background task record of `scope`, else
+ * 'store' (which answers undefined for unknown, expired, deleted and other-scope ids).
+ */
+function locate(deps: ServiceDeps, scope: string, id: string): 'jobs' | 'store' {
+  return deps.jobs?.has(scope, id) === true ? 'jobs' : 'store';
+}
+
+/** A request ready to run: everything a foreground run or a background task needs. */
+interface PreparedResponse {
+  scope: string;
+  request: CreateRequest;
+  runtime: ModelRuntime;
+  plan: ResponsePlan;
+  /** The Response object the run fills in (status queued or in_progress). */
+  response: ResponseObject;
+  /** This turn's input items with their ids. */
+  newItems: HistoryItem[];
+  /** The continued response's history (its bytes are reserved until released). */
+  previous?: StoredHistory;
+  /** Saves the final response (store:true); undefined when nothing is stored. */
+  save?: (final: ResponseObject) => Promise<void>;
+}
+
+/**
+ * createResponse. `signal` stops a foreground run (the client went away) or ends an attached
+ * background stream without touching the task. A foreground run's events must be iterated
+ * (drained or streamed): the continued history's reservation is released when they end.
+ */
+export async function createResponse(
+  deps: ServiceDeps,
+  scope: string,
+  body: CreateRequest,
+  signal: AbortSignal,
+): Promise<Created> {
+  const prepared = await prepare(deps, scope, body, requireRuntime(deps));
+  if (prepared.request.background) return startBackground(deps, prepared, signal);
+  return { kind: 'foreground', stream: prepared.request.stream === true, events: runForeground(prepared, signal) };
+}
+
+async function* runForeground(
+  prepared: PreparedResponse,
+  signal: AbortSignal,
+): AsyncGenerator<StreamEvent, ResponseObject, void> {
+  const { runtime, plan, response, request, save } = prepared;
+  try {
+    return yield* runResponse(runtime, plan, response, { signal, beforeTerminal: save, seed: request.seed });
+  } finally {
+    prepared.previous?.release();
+  }
+}
+
+async function prepare(deps: ServiceDeps, scope: string, body: CreateRequest, runtime: ModelRuntime): Promise<PreparedResponse> {
+  const request = withSamplingDefaults(runtime, body);
+  const previous = request.previous_response_id ? await continuation(deps, scope, request.previous_response_id) : undefined;
+  try {
+    const newItems = normaliseInput(request.input ?? []);
+    const history: HistoryItem[] = [...((previous?.items ?? []) as HistoryItem[]), ...newItems];
+    if (request.store) checkStorable(history, newItems, previous, deps.settings.ENTRY_BYTES);
+    const plan = planResponse(runtime, request, history, -(previous?.items.length ?? 0));
+    const response = newResponseObject(request, newId('resp'), runtime.id, request.background ? 'queued' : 'in_progress');
+    const save =
+      request.store === true
+        ? (final: ResponseObject) => deps.store.put(scope, { response: final, inputItems: newItems, previous })
+        : undefined;
+    return { scope, request, runtime, plan, response, newItems, previous, save };
+  } catch (error) {
+    previous?.release();
+    throw error;
+  }
+}
+
+/** The continued response's history (404 for unknown, expired, deleted or other-key ids). */
+async function continuation(deps: ServiceDeps, scope: string, id: string): Promise<StoredHistory> {
+  const fromJobs = locate(deps, scope, id) === 'jobs' ? await deps.jobs!.continuationHistory(scope, id) : undefined;
+  const history = fromJobs ?? (await deps.store.history(scope, id));
+  if (!history) throw notFound('response', id, 'previous_response_id');
+  return history;
+}
+
+/**
+ * A response that will be stored must be storable: unique item ids, and an expanded snapshot
+ * within ENTRY_BYTES. Checked before generation so the model never runs for a refused save.
+ */
+function checkStorable(history: HistoryItem[], newItems: HistoryItem[], previous: StoredHistory | undefined, entryBytes: number): void {
+  const seen = new Set<string>();
+  const previousCount = previous?.items.length ?? 0;
+  history.forEach((item, index) => {
+    if (seen.has(item.id)) {
+      const param = `input[${Math.max(0, index - previousCount)}].id`;
+      throw badRequest(param, `Item id '${item.id}' appears twice in the conversation history.`, 'duplicate_item');
+    }
+    seen.add(item.id);
+  });
+  const bytes = (previous?.bytes ?? 0) + Buffer.byteLength(JSON.stringify(newItems));
+  if (bytes > entryBytes) {
+    throw tooLarge(
+      `The conversation history (${bytes} bytes) exceeds the stored-response limit of ${entryBytes} bytes.`,
+      'snapshot_too_large',
+      'input',
+    );
+  }
+}
+
+/**
+ * `background:true`: hands the prepared request to the job manager. With stream:true a reader slot
+ * is taken first (429 before anything is queued) and the task's events are returned from
+ * `response.created` on; the task runs on whatever happens to that reader.
+ */
+function startBackground(deps: ServiceDeps, prepared: PreparedResponse, signal: AbortSignal): Created {
+  const jobs = deps.jobs;
+  let lease: ReaderLease | undefined;
+  let queued: ResponseObject;
+  try {
+    if (!jobs) throw unavailable('Background responses are not available on this server.', 'background_unavailable');
+    if (prepared.request.stream) lease = jobs.readers.acquire(prepared.scope);
+    queued = jobs.submit(prepared.scope, jobSpec(prepared));
+  } catch (error) {
+    lease?.release();
+    prepared.previous?.release();
+    throw error;
+  }
+  if (!lease) return { kind: 'queued', response: queued };
+  return { kind: 'attached', events: jobs.openStream(prepared.scope, queued.id, undefined, { signal, lease })! };
+}
+
+function jobSpec(prepared: PreparedResponse): JobSpec {
+  const { runtime, plan, response, request } = prepared;
+  return {
+    response,
+    historyItems: [...(prepared.previous?.items ?? []), ...prepared.newItems],
+    run: ({ signal, sequencer, beforeTerminal }) =>
+      runResponse(runtime, plan, response, { signal, beforeTerminal, seed: request.seed }, sequencer),
+    save: prepared.save,
+    release: () => prepared.previous?.release(),
+  };
+}
+
+/** getResponse: the caller's task snapshot (queued, running or retained) or stored response; 404 otherwise. */
+export async function retrieveResponse(deps: ServiceDeps, scope: string, id: string): Promise<ResponseObject | StoredResponse> {
+  const snapshot = locate(deps, scope, id) === 'jobs' ? deps.jobs!.snapshot(scope, id) : undefined;
+  const found = snapshot ?? (await deps.store.get(scope, id));
+  if (!found) throw notFound('response', id);
+  return found;
+}
+
+/**
+ * getResponse with stream=true: a background task's retained events strictly after
+ * `startingAfter`. A stored response without a retained event record is 409 (retrieve it
+ * without stream), never an empty stream; unknown ids are 404.
+ */
+export async function streamResponse(
+  deps: ServiceDeps,
+  scope: string,
+  id: string,
+  startingAfter: number | undefined,
+  signal: AbortSignal,
+): Promise<AsyncIterable<JobEvent>> {
+  if (locate(deps, scope, id) === 'jobs') {
+    const events = deps.jobs!.openStream(scope, id, startingAfter, { signal });
+    if (events) return events;
+  }
+  if (!(await deps.store.get(scope, id))) throw notFound('response', id);
+  throw conflict(`Response '${id}' has no retained event stream; retrieve it without stream=true.`, 'stream_not_available', 'stream');
+}
+
+/**
+ * deleteResponse: removes the caller's finished task record (409 while it is active) and its
+ * stored copy; 404 when neither existed.
+ */
+export async function deleteResponse(deps: ServiceDeps, scope: string, id: string): Promise<void> {
+  const isRecordDeleted = locate(deps, scope, id) === 'jobs' && deps.jobs!.remove(scope, id);
+  if (!(await deps.store.delete(scope, id)) && !isRecordDeleted) throw notFound('response', id);
+}
+
+/**
+ * cancelResponse: cancels the caller's background task (queued: removed at once; running:
+ * signalled, waiting up to five seconds for its cleanup) and answers its snapshot. A stored
+ * response created without background → 400; a finished one whose record expired answers its
+ * final state; unknown ids → 404.
+ */
+export async function cancelResponse(deps: ServiceDeps, scope: string, id: string): Promise<ResponseObject | StoredResponse> {
+  if (locate(deps, scope, id) === 'jobs') {
+    const snapshot = await deps.jobs!.cancel(scope, id);
+    if (snapshot) return snapshot;
+  }
+  const stored = await deps.store.get(scope, id);
+  if (!stored) throw notFound('response', id);
+  if (stored.background !== true) {
+    throw badRequest(
+      null,
+      `Response '${id}' was not created with background=true; only background responses can be cancelled.`,
+      'not_background',
+    );
+  }
+  return stored;
+}
+
+/** listInputItems: one page of the response's input history (a running task's too). */
+export async function listInputItems(
+  deps: ServiceDeps,
+  scope: string,
+  id: string,
+  options: ListInputItemsOptions,
+): Promise<InputItemPage> {
+  const fromJobs = locate(deps, scope, id) === 'jobs' ? deps.jobs!.listInputItems(scope, id, options) : undefined;
+  const page = fromJobs ?? (await deps.store.listInputItems(scope, id, options));
+  if (!page) throw notFound('response', id);
+  return page;
+}
+
+/** createChatCompletion: the Responses plan and run for a Chat Completions request. */
+export function createChatCompletion(
+  deps: Pick<ServiceDeps, 'getRuntime'>,
+  chat: ChatRequest,
+  signal: AbortSignal,
+): { runtime: ModelRuntime; response: ResponseObject; events: AsyncGenerator<StreamEvent, ResponseObject, void> } {
+  const runtime = requireRuntime(deps);
+  const request = withSamplingDefaults(runtime, chatPlanRequest(chat));
+  const plan = planResponse(runtime, request, chatHistory(chat.messages), 0);
+  const response = newResponseObject(request, newId('resp'), runtime.id, 'in_progress');
+  return { runtime, response, events: runResponse(runtime, plan, response, { signal, seed: request.seed }) };
+}
