@@ -1,0 +1,67 @@
+/**
+ * The layer rule of STYLE.md §11, checked with dependency-cruiser and .dependency-cruiser.cjs:
+ * the production tree has no import cycle and no import from a lower layer to a higher one, and
+ * the same rules do catch an upward import and a cycle in a scratch tree.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const ROOT = join(import.meta.dirname, '../..');
+const BIN = join(ROOT, 'node_modules/.bin/depcruise');
+const FOLDERS = ['cli', 'handlers', 'responses', 'store', 'runtime', 'config', 'dialects', 'engine-cuda', 'checkpoint', 'contract', 'metrics'];
+
+async function cruise(cwd: string, folders: string[]): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout } = await run(BIN, [...folders, '--config', join(ROOT, '.dependency-cruiser.cjs')], { cwd });
+    return { code: 0, output: stdout };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string };
+    return { code: failed.code, output: failed.stdout };
+  }
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'maya-layers-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+function tree(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(scratch, 'tree-'));
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { allowImportingTsExtensions: true, noEmit: true }, include: ['**/*.ts'] }));
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(join(dir, path, '..'), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return dir;
+}
+
+describe('layers', () => {
+  it('the production tree has no cycle and no upward import', async () => {
+    const result = await cruise(ROOT, FOLDERS);
+    expect(result.output).toContain('no dependency violations found');
+    expect(result.code).toBe(0);
+  }, 60_000);
+
+  it('an import from store/ up to handlers/ is refused', async () => {
+    const dir = tree({
+      'handlers/errors.ts': 'export const x = 1;\n',
+      'store/store.ts': "import { x } from '../handlers/errors.ts';\nexport const y = x;\n",
+    });
+    const result = await cruise(dir, ['handlers', 'store']);
+    expect(result.code).not.toBe(0);
+    expect(result.output).toContain('layer-store');
+  }, 60_000);
+
+  it('a cycle inside one folder is refused', async () => {
+    const dir = tree({
+      'responses/a.ts': "import { b } from './b.ts';\nexport const a = () => b;\n",
+      'responses/b.ts': "import { a } from './a.ts';\nexport const b = () => a;\n",
+    });
+    const result = await cruise(dir, ['responses']);
+    expect(result.code).not.toBe(0);
+    expect(result.output).toContain('no-circular');
+  }, 60_000);
+});
