@@ -1,7 +1,7 @@
 /**
  * The handler map: one Handler per operationId of the contract (`satisfies` makes a missing one
- * a compile error). Operations whose owner has not landed yet answer 501 `not_implemented`
- * (openapi-backend's convention); each such binding is on its own line for its owner to swap.
+ * a compile error). `notImplemented(id)` is a handler that answers 501 `not_implemented`
+ * (openapi-backend's convention), for a route whose operation has no implementation.
  */
 import type { Handler } from './app-deps.ts';
 import { notImplementedError } from '../contract/errors.ts';

@@ -2,7 +2,7 @@
  * The response store contract: stored responses with their expanded input history, per
  * credential scope, bounded by the MAYA_GLM_RESPONSES_CACHE_* settings. The handlers, the
  * generation pipeline and the job manager depend on this interface only; the in-memory
- * implementation is memory-response-store.ts, and test/store/store.contract.ts is the suite any
+ * implementation is memory-response-store.ts, and test/store/responses/store.contract.ts is the suite any
  * other backend must pass.
  *
  * Contract (every method takes the caller's credential `scope` first; a record is visible only
