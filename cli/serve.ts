@@ -1,15 +1,18 @@
 /**
  * `maya serve`: builds the service (settings, registry, store, job manager, app), listens at
  * once with /health answering 503 `loading`, loads the model with progress, then answers 200.
- * stop() (the CLI calls it on SIGINT/SIGTERM) stops accepting, shuts the job manager and the
- * model down, and closes the server. The model loader is injected so tests run without a model.
+ * The socket limits come from ServerSettings.limits (connections, header/request/keep-alive
+ * timeouts). stop() (the CLI calls it on SIGINT/SIGTERM) stops accepting, cancels background
+ * tasks (the spec's shutdown rule), lets foreground requests run on for SHUTDOWN_GRACE_S, then
+ * closes the model: a generation still running then ends `failed` with `server_shutdown`, never
+ * as a silent success. The model loader is injected so tests run without a model.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../handlers/app.ts';
 import { stderrLogger, type AppDeps, type Logger } from '../handlers/app-deps.ts';
 import { createRegistry } from '../metrics/http-metrics.ts';
-import type { ResponsesSettings, ServerSettings } from '../config/settings.ts';
+import { DEFAULT_SERVER_LIMITS, type ResponsesSettings, type ServerSettings } from '../config/settings.ts';
 import { JobManager } from '../store/jobs/job-manager.ts';
 import { MemoryResponseStore } from '../store/responses/memory-response-store.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
@@ -55,13 +58,23 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     jobs,
     statusProviders: {},
     logger: options.logger ?? stderrLogger,
-    shutdown: async () => {
-      await jobs.close();
-      await runtime?.close();
-    },
   };
+  const limits = serverSettings.limits ?? DEFAULT_SERVER_LIMITS;
   const app = createApp(deps);
-  const server = createServer(app.callback());
+  const server = createServer(
+    {
+      headersTimeout: limits.HEADERS_TIMEOUT_S * 1000,
+      requestTimeout: limits.REQUEST_TIMEOUT_S * 1000,
+      keepAliveTimeout: limits.KEEPALIVE_TIMEOUT_S * 1000,
+    },
+    app.callback(),
+  );
+  server.maxConnections = limits.MAX_CONNECTIONS;
+  const inflight = trackRequests(server);
+  deps.shutdown = async () => {
+    await Promise.all([jobs.close(), inflight.settled(limits.SHUTDOWN_GRACE_S * 1000)]);
+    await runtime?.close();
+  };
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(serverSettings.port, serverSettings.host, () => {
@@ -97,4 +110,28 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     return stopping;
   };
   return { deps, server, origin, loaded, stop };
+}
+
+/** Counts requests whose response has not closed; settled(ms) waits until none is left, or ms. */
+function trackRequests(server: Server): { settled(ms: number): Promise<void> } {
+  let open = 0;
+  let idle: (() => void) | undefined;
+  server.on('request', (_req, res) => {
+    open++;
+    res.once('close', () => {
+      open--;
+      if (open === 0) idle?.();
+    });
+  });
+  return {
+    settled: (ms) =>
+      new Promise<void>((resolve) => {
+        if (open === 0) return resolve();
+        const timer = setTimeout(resolve, ms);
+        idle = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      }),
+  };
 }

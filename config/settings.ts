@@ -109,6 +109,53 @@ export interface ServerSettings {
   readonly maxBodyBytes: number;
   /** MAYA_DIALECT: overrides the dialect detected from the checkpoint (e.g. glm47); undefined = detect. */
   readonly dialect?: string;
+  /** Connection and shutdown limits (SERVER_LIMITS); absent = DEFAULT_SERVER_LIMITS. */
+  readonly limits?: ServerLimits;
+}
+
+/**
+ * Integer server limits: name → default and rule. Times are seconds. The defaults bound what one
+ * client can hold: a slow header or body is cut after HEADERS/REQUEST_TIMEOUT_S, an idle
+ * keep-alive socket after KEEPALIVE_TIMEOUT_S, and sockets beyond MAX_CONNECTIONS are refused.
+ */
+export const SERVER_LIMITS = {
+  /** MAYA_MAX_CONNECTIONS: open sockets at once; more are closed on arrival. */
+  MAX_CONNECTIONS: { default: 1024 },
+  /** MAYA_HEADERS_TIMEOUT_S: time to receive a request's headers. */
+  HEADERS_TIMEOUT_S: { default: 10 },
+  /** MAYA_REQUEST_TIMEOUT_S: time to receive a whole request (headers and body). */
+  REQUEST_TIMEOUT_S: { default: 30 },
+  /** MAYA_KEEPALIVE_TIMEOUT_S: idle time before a keep-alive socket is closed. */
+  KEEPALIVE_TIMEOUT_S: { default: 5 },
+  /**
+   * MAYA_SHUTDOWN_GRACE_S: on SIGTERM/SIGINT, how long foreground generations may run on to a
+   * natural end; after it the model closes and unfinished ones end `failed` (`server_shutdown`).
+   */
+  SHUTDOWN_GRACE_S: { default: 10, allowZero: true },
+} as const satisfies Record<string, { default: number; allowZero?: boolean }>;
+
+export type ServerLimits = { readonly [K in keyof typeof SERVER_LIMITS]: number };
+
+export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.fromEntries(
+  Object.entries(SERVER_LIMITS).map(([name, rule]) => [name, rule.default]),
+) as ServerLimits;
+
+function loadServerLimits(env: Env): ServerLimits {
+  const out: Record<string, number> = {};
+  for (const [name, spec] of Object.entries(SERVER_LIMITS)) {
+    const rule = spec as { default: number; allowZero?: boolean };
+    const variable = `MAYA_${name}`;
+    const raw = env[variable];
+    if (raw === undefined || raw === '') {
+      out[name] = rule.default;
+      continue;
+    }
+    const text = ruleText(rule);
+    const value = parseInteger(variable, raw, text);
+    if (value === 0 && !rule.allowZero) throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
+    out[name] = value;
+  }
+  return out as ServerLimits;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -145,5 +192,6 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     corsOrigins: origins.length > 0 ? origins : undefined,
     maxBodyBytes,
     ...(dialect !== undefined ? { dialect } : {}),
+    limits: loadServerLimits(env),
   };
 }

@@ -29,8 +29,10 @@ function usage(response: ResponseObject) {
   };
 }
 
+/** A failed run as an error: 503 when the server was shutting down (retry elsewhere), else 500. */
 function failure(response: ResponseObject): ApiError {
-  return new ApiError(500, response.error?.message ?? 'Generation failed.', 'server_error', response.error?.code ?? 'server_error', null);
+  const code = response.error?.code ?? 'server_error';
+  return new ApiError(code === 'server_shutdown' ? 503 : 500, response.error?.message ?? 'Generation failed.', 'server_error', code, null);
 }
 
 function message(response: ResponseObject) {

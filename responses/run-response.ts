@@ -29,6 +29,11 @@ export interface RunHooks {
 
 type Failure = ResponseError;
 
+const SHUTDOWN_FAILURE: Failure = {
+  code: 'server_shutdown',
+  message: 'The server stopped before the response finished; the output was cut short and is not returned.',
+};
+
 class RunState {
   reasoningTokens = 0;
   outputTokens = 0;
@@ -107,6 +112,9 @@ export async function* runResponse(
   }
 
   const reason = state.stoppedAtCall ? 'stop' : finish?.reason ?? 'error';
+  // The engine ended the sequence without the client asking (the server is shutting down): the
+  // output is cut short, so the response fails rather than passing as complete.
+  if (reason === 'cancelled') state.failure ??= SHUTDOWN_FAILURE;
   if (!state.failure) consume([...parser.push(decoder.flush()), ...parser.end(reason)]);
   if (reason === 'error' && !state.failure) state.failure = { code: 'server_error', message: finish?.error ?? 'The engine failed.' };
   const isIncomplete = reason === 'length' && !state.failure;

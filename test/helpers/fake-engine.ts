@@ -126,7 +126,8 @@ export class FakeEngine implements Engine {
       for (const id of script.tokens) {
         if (outputTokens >= request.maxTokens) return finish('length');
         await this.pause(this.tokenDelayMs);
-        if (options.signal?.aborted) return finish('cancelled');
+        // Like NativeEngine: a client abort, or close() ending live generations, is 'cancelled'.
+        if (options.signal?.aborted || this.closed) return finish('cancelled');
         outputTokens++;
         this.counters.steps++;
         this.counters.decodeTokens++;
