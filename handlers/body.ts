@@ -1,8 +1,10 @@
 /**
  * Request body reading: at most `limit` bytes (413 beyond, checked against Content-Length first
- * and again while reading), then JSON. Malformed JSON → 400 `invalid_json`; a JSON value that is
- * not an object → 400 `invalid_type`. The Content-Type is not checked: `curl -d` sends
- * x-www-form-urlencoded by default and every body Maya accepts is JSON.
+ * and again while reading), then JSON (a leading UTF-8 byte-order mark is allowed). Malformed
+ * JSON → 400 `invalid_json`; a JSON value that is not an object → 400 `invalid_type`; nesting
+ * deeper than MAX_BODY_DEPTH → 400 `nested_too_deep`, checked iteratively before anything else
+ * walks the body (schemas, templates and validators recurse). The Content-Type is not checked:
+ * `curl -d` sends x-www-form-urlencoded by default and every body Maya accepts is JSON.
  */
 import type Koa from 'koa';
 import { badRequest, tooLarge } from '../contract/errors.ts';
@@ -33,7 +35,7 @@ export async function readRawBody(ctx: Koa.Context, limit: number): Promise<Buff
 /** The parsed JSON object, or undefined for an empty body. */
 export async function readJsonBody(ctx: Koa.Context, limit: number): Promise<Record<string, unknown> | undefined> {
   const raw = await readRawBody(ctx, limit);
-  const text = raw.toString('utf8');
+  const text = raw.toString('utf8').replace(/^\uFEFF/, '');
   if (text.trim() === '') return undefined;
   let value: unknown;
   try {
@@ -45,5 +47,27 @@ export async function readJsonBody(ctx: Koa.Context, limit: number): Promise<Rec
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw badRequest(null, 'The request body must be a JSON object.', 'invalid_type');
   }
+  checkDepth(value);
   return value as Record<string, unknown>;
+}
+
+/**
+ * Deepest nesting of objects/arrays a body may have. The deepest legitimate bodies are schemas
+ * (the spec allows 24 schema levels, each a `properties.<name>` pair) inside `text.format` or
+ * `tools[i].parameters`: well under 64.
+ */
+export const MAX_BODY_DEPTH = 64;
+
+/** Throws 400 `nested_too_deep` naming the path where the body passes MAX_BODY_DEPTH. */
+function checkDepth(body: object): void {
+  const stack: Array<[unknown, number, string]> = [[body, 0, '']];
+  while (stack.length > 0) {
+    const [node, depth, path] = stack.pop()!;
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth >= MAX_BODY_DEPTH) {
+      throw badRequest(path || null, `The request body nests deeper than ${MAX_BODY_DEPTH} levels.`, 'nested_too_deep');
+    }
+    if (Array.isArray(node)) node.forEach((child, i) => stack.push([child, depth + 1, `${path}[${i}]`]));
+    else for (const [key, child] of Object.entries(node)) stack.push([child, depth + 1, path ? `${path}.${key}` : key]);
+  }
 }

@@ -9,7 +9,7 @@ import { badRequest } from '../contract/errors.ts';
 import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
 import { toTurns, type HistoryItem } from './input-history.ts';
 import type { EchoedRequest } from './response-object.ts';
-import { compileTextFormat, type OutputValidator } from './structured-output.ts';
+import { checkToolParameters, compileTextFormat, type OutputValidator } from './structured-output.ts';
 
 /** The validated CreateResponse fields the pipeline reads. */
 export interface PlanRequest extends EchoedRequest {
@@ -90,6 +90,7 @@ export function planResponse(runtime: GenerationRuntime, request: PlanRequest, h
   const format = compileTextFormat(request.text?.format);
   const strictTools = new Map<string, OutputValidator>();
   declared.forEach((tool, index) => {
+    if (request.tools?.[index]?.parameters != null) checkToolParameters(tool.parameters, `tools[${index}].parameters`);
     if (tool.strict) strictTools.set(tool.name, compileTextFormat({ type: 'json_schema', name: tool.name, schema: tool.parameters, strict: true }, `tools[${index}].parameters`).validator!);
   });
 
@@ -118,8 +119,9 @@ export function planResponse(runtime: GenerationRuntime, request: PlanRequest, h
     promptIds,
     maxTokens,
     stopIds,
-    temperature: request.temperature ?? 1,
-    topP: request.top_p ?? 1,
+    // top_p 0 keeps only the most likely token: greedy, as OpenAI treats it.
+    temperature: request.top_p === 0 ? 0 : request.temperature ?? 1,
+    topP: request.top_p === 0 ? 1 : request.top_p ?? 1,
     parser: { ...rendered.parser, tools: allowedTools },
     allowedTools,
     forced,

@@ -26,12 +26,16 @@ const KEYWORDS = new Set([
   'minLength', 'maxLength', 'minItems', 'maxItems',
 ]);
 const TYPES = new Set(['object', 'array', 'string', 'number', 'integer', 'boolean', 'null']);
-/** Keywords named in the spec's rejection list get their own message. */
-const REJECTED: Record<string, string> = {
+/** Keywords named in the spec's rejection list get their own message (a Map: no prototype keys). */
+const REJECTED = new Map(Object.entries({
   $ref: 'references', $defs: 'definitions', definitions: 'definitions', pattern: 'patterns',
   patternProperties: 'patterns', format: 'formats', if: 'conditionals', then: 'conditionals',
   else: 'conditionals', dependentSchemas: 'conditionals', dependentRequired: 'conditionals',
-};
+}));
+/** Keywords whose value is a non-negative integer. */
+const COUNTS = new Set(['minLength', 'maxLength', 'minItems', 'maxItems']);
+/** Keywords whose value is a finite number. */
+const BOUNDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf']);
 
 export type ValidationResult = { ok: true; value: unknown } | { ok: false; code: 'invalid_json' | 'schema_violation' | 'validation_budget'; message: string };
 export type OutputValidator = (text: string, signal?: AbortSignal) => ValidationResult;
@@ -50,8 +54,10 @@ function checkNode(node: unknown, path: string, depth: number, strict: boolean, 
   if (depth > SCHEMA_MAX_DEPTH) throw badRequest(path, `The schema nests deeper than ${SCHEMA_MAX_DEPTH} levels.`, 'schema_too_deep');
   const schema = node as Schema;
   for (const key of Object.keys(schema)) {
-    if (REJECTED[key]) throw badRequest(`${path}.${key}`, `JSON schema ${REJECTED[key]} ('${key}') are not supported.`, 'unsupported_schema_keyword');
+    const rejected = REJECTED.get(key);
+    if (rejected) throw badRequest(`${path}.${key}`, `JSON schema ${rejected} ('${key}') are not supported.`, 'unsupported_schema_keyword');
     if (!KEYWORDS.has(key) && !ANNOTATIONS.has(key)) throw badRequest(`${path}.${key}`, `JSON schema keyword '${key}' is not supported.`, 'unsupported_schema_keyword');
+    checkKeywordValue(schema, key, path);
   }
   const types = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type];
   for (const type of types) if (!TYPES.has(type as string)) throw badRequest(`${path}.type`, `Unknown JSON schema type '${String(type)}'.`, 'invalid_schema');
@@ -66,6 +72,22 @@ function checkNode(node: unknown, path: string, depth: number, strict: boolean, 
     schema.anyOf.forEach((child, i) => checkNode(child, `${path}.anyOf[${i}]`, depth + 1, strict, counter));
   }
   if (strict && (types.includes('object') || schema.properties !== undefined)) checkStrictObject(schema, path);
+}
+
+/** The shape JSON Schema requires of each supported keyword's value (400 `invalid_schema`). */
+function checkKeywordValue(schema: Schema, key: string, path: string): void {
+  const value = schema[key];
+  const fail = (rule: string) => badRequest(`${path}.${key}`, `JSON schema keyword '${key}' must be ${rule}.`, 'invalid_schema');
+  const isObject = typeof value === 'object' && value !== null && !Array.isArray(value);
+  if (COUNTS.has(key) && !(Number.isInteger(value) && (value as number) >= 0)) throw fail('a non-negative integer');
+  if (BOUNDS.has(key) && !(typeof value === 'number' && Number.isFinite(value))) throw fail('a number');
+  if (key === 'multipleOf' && (value as number) <= 0) throw fail('a number greater than 0');
+  if (key === 'properties' && !isObject) throw fail('an object');
+  if (key === 'additionalProperties' && typeof value !== 'boolean' && !isObject) throw fail('a boolean or a schema object');
+  if (key === 'items' && !isObject && typeof value !== 'boolean') throw fail('a schema');
+  if (key === 'required' && !(Array.isArray(value) && value.every((name) => typeof name === 'string'))) throw fail('an array of strings');
+  if (key === 'enum' && !Array.isArray(value)) throw fail('an array');
+  if (key === 'type' && !(typeof value === 'string' || (Array.isArray(value) && value.length > 0))) throw fail('a type name or a non-empty array of them');
 }
 
 function checkStrictObject(schema: Schema, path: string): void {
@@ -104,15 +126,51 @@ function parseObject(text: string): ValidationResult {
   return { ok: true, value };
 }
 
-type AjvValidate = ((data: unknown) => boolean) & { errors?: Array<{ instancePath: string; message?: string }> | null };
-let ajv: { compile(schema: Schema): AjvValidate } | undefined;
-function loadAjv() {
+type AjvErrors = Array<{ instancePath: string; message?: string }> | null | undefined;
+type AjvValidate = ((data: unknown) => boolean) & { errors?: AjvErrors };
+interface AjvInstance {
+  compile(schema: Schema): AjvValidate;
+  validateSchema(schema: Schema): boolean;
+  errors?: AjvErrors;
+}
+let ajv: AjvInstance | undefined;
+function loadAjv(): AjvInstance {
   if (!ajv) {
     const require = createRequire(import.meta.url);
-    const Ajv2020 = require('ajv/dist/2020').default as new (options: object) => { compile(schema: Schema): AjvValidate };
+    const Ajv2020 = require('ajv/dist/2020').default as new (options: object) => AjvInstance;
     ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: false });
   }
   return ajv;
+}
+
+/**
+ * A non-strict tool's `parameters`: any JSON Schema object within 64 KiB (the subset and strict
+ * rules apply only to strict tools), whose keywords that Maya reads or renders have the shapes
+ * JSON Schema gives them. Checked before the schema reaches the chat template, without loading
+ * the validator; 400 `invalid_schema` names the field.
+ */
+export function checkToolParameters(schema: unknown, param: string): void {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+    throw badRequest(param, 'Tool parameters must be a JSON schema object.', 'invalid_schema');
+  }
+  if (Buffer.byteLength(JSON.stringify(schema)) > SCHEMA_MAX_BYTES) throw badRequest(param, 'The JSON schema is larger than 64 KiB.', 'schema_too_large');
+  const stack: Array<[unknown, string]> = [[schema, param]];
+  while (stack.length > 0) {
+    const [node, path] = stack.pop()!;
+    if (typeof node === 'boolean') continue;
+    if (typeof node !== 'object' || node === null || Array.isArray(node)) throw badRequest(path, 'A JSON schema node must be an object.', 'invalid_schema');
+    const schemaNode = node as Schema;
+    for (const key of Object.keys(schemaNode)) if (KEYWORDS.has(key)) checkKeywordValue(schemaNode, key, path);
+    for (const [name, child] of Object.entries((schemaNode.properties as Schema | undefined) ?? {})) stack.push([child, `${path}.properties.${name}`]);
+    if (typeof schemaNode.additionalProperties === 'object') stack.push([schemaNode.additionalProperties, `${path}.additionalProperties`]);
+    if (schemaNode.items !== undefined) stack.push([schemaNode.items, `${path}.items`]);
+    for (const key of ['anyOf', 'oneOf', 'allOf']) {
+      const list = schemaNode[key];
+      if (list === undefined) continue;
+      if (!Array.isArray(list) || list.length === 0) throw badRequest(`${path}.${key}`, `'${key}' must be a non-empty array.`, 'invalid_schema');
+      list.forEach((child, index) => stack.push([child, `${path}.${key}[${index}]`]));
+    }
+  }
 }
 
 export function isValidatorLoaded(): boolean {
@@ -124,13 +182,18 @@ export function compileTextFormat(format: Record<string, unknown> | undefined, p
   if (type === 'text') return {};
   if (type === 'json_object') return { instruction: JSON_OBJECT_INSTRUCTION, validator: (text, signal) => { const r = parseObject(text); return r.ok ? checkInstance(r.value, signal) ?? r : r; } };
   const schema = format!.schema as Schema;
-  if (JSON.stringify(schema).length > SCHEMA_MAX_BYTES) throw badRequest(param, 'The JSON schema is larger than 64 KiB.', 'schema_too_large');
+  if (Buffer.byteLength(JSON.stringify(schema)) > SCHEMA_MAX_BYTES) throw badRequest(param, 'The JSON schema is larger than 64 KiB.', 'schema_too_large');
   const rootTypes = Array.isArray(schema?.type) ? schema.type : [schema?.type];
   if (!rootTypes.includes('object') || rootTypes.length !== 1) throw badRequest(`${param}.type`, "The root of a JSON schema must be of type 'object'.", 'invalid_schema');
   checkNode(schema, param, 1, format!.strict === true, { nodes: 0 });
   // `$schema` is an annotation here (zodTextFormat sends draft-07's URI); ajv 2020 would try to resolve it.
   const { $schema: _dialect, ...compilable } = schema;
-  const validate = loadAjv().compile(compilable);
+  let validate: AjvValidate;
+  try {
+    validate = loadAjv().compile(compilable);
+  } catch (error) {
+    throw badRequest(param, `The JSON schema is not valid: ${(error as Error).message.slice(0, 200)}`, 'invalid_schema');
+  }
   return {
     instruction: JSON_SCHEMA_INSTRUCTION + JSON.stringify(schema),
     validator: (text, signal) => {
