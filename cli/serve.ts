@@ -66,6 +66,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       headersTimeout: limits.HEADERS_TIMEOUT_S * 1000,
       requestTimeout: limits.REQUEST_TIMEOUT_S * 1000,
       keepAliveTimeout: limits.KEEPALIVE_TIMEOUT_S * 1000,
+      // How often the header/request timeouts are checked (Node's default is 30 s).
+      connectionsCheckingInterval: 1000,
     },
     app.callback(),
   );

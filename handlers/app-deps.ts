@@ -12,6 +12,8 @@ import type { ResponseStore } from '../store/responses/response-store.ts';
 
 /** Structured log lines. Never pass API keys, scopes or request content as fields. */
 export interface Logger {
+  /** Routine events an operator does not need by default (a client that went away mid-stream). */
+  debug?(message: string, fields?: Record<string, unknown>): void;
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
@@ -60,6 +62,9 @@ export type Handler = (ctx: MayaContext, deps: AppDeps) => Promise<void>;
 
 /** JSON lines on stderr. */
 export const stderrLogger: Logger = {
+  debug: (message, fields) => {
+    if (process.env.MAYA_LOG_LEVEL === 'debug') writeLog('debug', message, fields);
+  },
   info: (message, fields) => writeLog('info', message, fields),
   warn: (message, fields) => writeLog('warn', message, fields),
   error: (message, fields) => writeLog('error', message, fields),
@@ -69,4 +74,4 @@ function writeLog(level: string, message: string, fields?: Record<string, unknow
   process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`);
 }
 
-export const silentLogger: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+export const silentLogger: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };

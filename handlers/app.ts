@@ -40,7 +40,10 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestS
     router.register(koaPath, [method.toUpperCase()], operationMiddleware(id, validators.get(id)!, handler, deps, authenticator), { name: id });
   }
   // Errors Koa sees after the middleware returned (a streamed body failing, a client reset).
-  app.on('error', (err: unknown) => deps.logger.warn('response stream error', { error: errorSummary(err) }));
+  app.on('error', (err: unknown) => {
+    if (isClientGone(err)) deps.logger.debug?.('client went away', { code: (err as { code: string }).code });
+    else deps.logger.warn('response stream error', { error: errorSummary(err) });
+  });
   app.use(errorMiddleware(deps, metrics));
   app.use(corsMiddleware(deps.server.corsOrigins));
   app.use(router.routes());
@@ -77,11 +80,20 @@ function errorMiddleware(deps: AppDeps, metrics: HttpMetrics): Koa.Middleware<Re
         deps.logger.error('unhandled error', { operation: ctx.state.operationId, error: errorSummary(err) });
       }
       if (ctx.headerSent || !ctx.writable) return;
+      // A request refused before its body was read (401, 413, ...) closes its socket, so a slow
+      // or unwanted body cannot hold it open.
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
       ctx.status = api.status;
       for (const [name, value] of Object.entries(api.headers)) ctx.set(name, value);
       ctx.body = api.toJSON();
     }
   };
+}
+
+/** A write to a client that has already gone (routine for streams): no stack, no warning. */
+function isClientGone(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'EPIPE' || code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ERR_STREAM_DESTROYED';
 }
 
 function errorSummary(err: unknown): string {
