@@ -62,11 +62,17 @@ function byteLevelCharToByte(): Map<string, number> {
 
 export class Tokenizer {
   private readonly hf: HfTokenizer;
+  /** The same tokenizer without added tokens: their strings are encoded as ordinary text. */
+  private plainHf: HfTokenizer | undefined;
+  private readonly json: object;
+  private readonly config: object;
   private readonly added = new Map<string, { id: number; special: boolean }>();
   /** id → UTF-8 bytes, for ByteLevel-decoded BPE vocabularies (the O(1) streaming path). */
   private readonly idBytes: Array<Uint8Array | undefined> | undefined;
 
   constructor(tokenizerJson: object, tokenizerConfig: object = {}) {
+    this.json = tokenizerJson;
+    this.config = tokenizerConfig;
     try {
       this.hf = new HfTokenizer(tokenizerJson, tokenizerConfig);
     } catch (err) {
@@ -88,6 +94,46 @@ export class Tokenizer {
   encode(text: string, options: EncodeOptions = {}): number[] {
     if (text === '') return [];
     return this.hf.encode(text, { add_special_tokens: options.addSpecialTokens ?? false }).ids;
+  }
+
+  /**
+   * Encodes a rendered prompt in which the strings of `plain` (message contents, reasoning, tool
+   * arguments and results: text that came from users, tools or history) are ordinary text: an
+   * added-token string inside them (`<|user|>`, `<tool_call>`) is encoded as its characters, so
+   * only the template's own markup produces role and tool tokens. Prompts whose plain strings hold
+   * no added-token string encode exactly as encode() does. Each plain string is found in order
+   * after the previous one (then anywhere); one the template rewrote beyond recognition is not.
+   */
+  encodePrompt(text: string, plain: readonly string[]): number[] {
+    const markers = [...this.added.keys()];
+    const risky = plain.filter((part) => part !== '' && markers.some((marker) => part.includes(marker)));
+    if (risky.length === 0) return this.encode(text);
+    const spans: Array<[number, number]> = [];
+    let cursor = 0;
+    for (const part of risky) {
+      let at = text.indexOf(part, cursor);
+      if (at < 0) at = text.indexOf(part);
+      if (at < 0) continue;
+      spans.push([at, at + part.length]);
+      cursor = at + part.length;
+    }
+    spans.sort((a, b) => a[0] - b[0]);
+    const ids: number[] = [];
+    let position = 0;
+    for (const [start, end] of spans) {
+      if (end <= position) continue;
+      ids.push(...this.encode(text.slice(position, Math.max(position, start))), ...this.encodePlain(text.slice(Math.max(position, start), end)));
+      position = end;
+    }
+    ids.push(...this.encode(text.slice(position)));
+    return ids;
+  }
+
+  /** `text` with added-token strings encoded as ordinary characters. */
+  encodePlain(text: string): number[] {
+    if (text === '') return [];
+    this.plainHf ??= new HfTokenizer({ ...this.json, added_tokens: [] }, this.config);
+    return this.plainHf.encode(text, { add_special_tokens: false }).ids;
   }
 
   decode(ids: readonly number[], options: DecodeOptions = {}): string {

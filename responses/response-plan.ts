@@ -73,6 +73,34 @@ function withJsonInstruction(turns: ReturnType<typeof toTurns>, instruction: str
   return [{ role: 'system' as const, content: instruction }, ...turns];
 }
 
+/** The text of a conversation that came from users, tools and history (never template markup). */
+function plainStrings(turns: ReturnType<typeof toTurns>): string[] {
+  return turns.flatMap((turn) => [
+    turn.content,
+    turn.reasoning ?? '',
+    // Templates render arguments whole (JSON) or value by value (GLM's arg_key/arg_value).
+    ...(turn.toolCalls ?? []).flatMap((call) => [call.arguments, ...argumentStrings(call.arguments)]),
+  ]);
+}
+
+/** The string values inside a tool call's JSON arguments (none when they are not JSON). */
+function argumentStrings(json: string): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  const stack = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node === 'string') out.push(node);
+    else if (typeof node === 'object' && node !== null) stack.push(...Object.values(node));
+  }
+  return out;
+}
+
 /** Fills omitted temperature / top_p from the checkpoint's generation_config.json (as vLLM does). */
 export function withSamplingDefaults<T extends PlanRequest>(runtime: GenerationRuntime, request: T): T {
   const defaults = runtime.samplingDefaults ?? {};
@@ -106,7 +134,7 @@ export function planResponse(runtime: GenerationRuntime, request: PlanRequest, h
     if (error instanceof DialectError) throw badRequest('input', error.message, 'unsupported_history');
     throw error;
   }
-  const promptIds = runtime.tokenizer.encode(rendered.text);
+  const promptIds = runtime.tokenizer.encode(rendered.text, plainStrings(turns));
   const room = runtime.contextLength - promptIds.length;
   const maxTokens = request.max_output_tokens ?? room;
   if (maxTokens > room || room <= 0) {

@@ -13,8 +13,11 @@ export interface StreamingDecoder {
 }
 
 export interface PipelineTokenizer {
-  /** Encodes text whose special tokens are already written out (no BOS added). */
-  encode(text: string): number[];
+  /**
+   * Encodes text whose special tokens are already written out (no BOS added). Added-token strings
+   * inside the `plain` strings (contents from users, tools and history) stay ordinary text.
+   */
+  encode(text: string, plain?: readonly string[]): number[];
   tokenToId(token: string): number | undefined;
   /** A streaming detokeniser for generated ids. Special tokens are dropped from the text, except
    * those whose content occurs in one of `markers` (the dialect's: Dialect.markerTokens). */

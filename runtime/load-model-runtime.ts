@@ -18,7 +18,7 @@ export interface LoadOptions {
 
 export function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
   return {
-    encode: (text) => tokenizer.encode(text),
+    encode: (text, plain) => (plain ? tokenizer.encodePrompt(text, plain) : tokenizer.encode(text)),
     tokenToId: (token) => tokenizer.tokenId(token),
     createDecoder: (markers) => tokenizer.createDecoder({ skipSpecialTokens: true, keepTokens: markers }),
   };
