@@ -81,7 +81,16 @@ export class Tokenizer {
     const addedTokens = (tokenizerJson as { added_tokens?: AddedTokenJson[] }).added_tokens ?? [];
     for (const t of addedTokens) this.added.set(t.content, { id: t.id, special: t.special ?? false });
     this.idBytes = byteLevelTable(tokenizerJson as TokenizerJsonShape, addedTokens);
+    if (this.idBytes && (tokenizerJson as { normalizer?: unknown }).normalizer == null) {
+      this.maxTokenBytes = this.idBytes.reduce((max, bytes) => Math.max(max, bytes?.length ?? 0), 1);
+    }
   }
+
+  /**
+   * UTF-8 bytes of the longest token, for byte-level BPE vocabularies without a normalizer (where
+   * every token spells exactly its bytes); undefined for other tokenizers.
+   */
+  readonly maxTokenBytes: number | undefined;
 
   /** Loads `tokenizer.json` and, when present, `tokenizer_config.json` from a model directory. */
   static async fromDir(dir: string): Promise<Tokenizer> {

@@ -8,9 +8,7 @@
  * sends a cancel unless FINISH already arrived. After an abort the generator keeps draining
  * until FINISH (tokens are no longer yielded) and returns reason 'cancelled'.
  */
-import { Worker } from 'node:worker_threads';
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
+import type { Worker } from 'node:worker_threads';
 import {
   EngineError,
   type Engine,
@@ -22,7 +20,8 @@ import {
   type GenerateRequest,
   type TokenEvent,
 } from './engine.ts';
-import { ENG, defaultLibraryPath, isBun, type ContextParams } from './ffi.ts';
+import { ENG, defaultLibraryPath, type ContextParams } from './ffi.ts';
+import { startModuleWorker } from './module-worker.ts';
 import type { FromWorker, ToWorker, WireError, WorkerInit } from './engine-worker.ts';
 
 export interface NativeEngineOptions extends ContextParams {
@@ -85,16 +84,9 @@ function toError(e: WireError): EngineError {
   return new EngineError(e.code, e.message);
 }
 
-/** Starts engine-worker.ts: directly under Bun or from built JS, through tsx's loader from TS sources under Node. */
+/** Starts engine-worker.ts in its own thread. */
 function startWorker(init: WorkerInit): Worker {
-  const url = new URL('./engine-worker.ts', import.meta.url);
-  if (isBun || !url.pathname.endsWith('.ts')) return new Worker(url, { workerData: init });
-  // tsx's ESM API entry sits beside the CommonJS one that require.resolve finds.
-  const tsxApi = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
-  const code =
-    `import(${JSON.stringify(tsxApi)}).then(({ tsImport }) => ` +
-    `tsImport(${JSON.stringify(url.href)}, ${JSON.stringify(import.meta.url)}))`;
-  return new Worker(code, { eval: true, workerData: init });
+  return startModuleWorker(new URL('./engine-worker.ts', import.meta.url), init);
 }
 
 export class NativeEngine implements Engine {

@@ -86,7 +86,7 @@ async function* chunks(events: AsyncGenerator<StreamEvent, ResponseObject>, base
 export const createChatCompletion: Handler = async (ctx, deps) => {
   const chat = ctx.state.body as ChatRequest;
   const disconnect = new AbortController();
-  const { runtime, response, events } = run(deps, chat, disconnect.signal);
+  const { runtime, response, events } = await run(deps, chat, disconnect.signal);
   const base = { id: newId('chatcmpl'), object: 'chat.completion.chunk', created: response.created_at, model: runtime.id, system_fingerprint: null };
   if (chat.stream) {
     const frames = chunks(events, base, chat.stream_options?.include_usage === true);

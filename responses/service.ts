@@ -29,7 +29,7 @@ import { chatHistory, chatPlanRequest, type ChatRequest } from './chat-request.t
 import { newId } from './ids.ts';
 import { normaliseInput, type HistoryItem } from './input-history.ts';
 import { newResponseObject } from './response-object.ts';
-import { planResponse, withSamplingDefaults, type PlanRequest, type ResponsePlan } from './response-plan.ts';
+import { planResponseAsync, withSamplingDefaults, type PlanRequest, type ResponsePlan } from './response-plan.ts';
 import { runResponse } from './run-response.ts';
 
 export interface ServiceDeps {
@@ -126,7 +126,7 @@ async function prepare(deps: ServiceDeps, scope: string, body: CreateRequest, ru
     const newItems = normaliseInput(request.input ?? []);
     const history: HistoryItem[] = [...((previous?.items ?? []) as HistoryItem[]), ...newItems];
     if (request.store) checkStorable(history, newItems, previous, deps.settings.ENTRY_BYTES);
-    const plan = planResponse(runtime, request, history, -(previous?.items.length ?? 0));
+    const plan = await planResponseAsync(runtime, request, history, -(previous?.items.length ?? 0));
     const response = newResponseObject(request, newId('resp'), runtime.id, request.background ? 'queued' : 'in_progress');
     const save =
       request.store === true
@@ -279,14 +279,14 @@ export async function listInputItems(
 }
 
 /** createChatCompletion: the Responses plan and run for a Chat Completions request. */
-export function createChatCompletion(
+export async function createChatCompletion(
   deps: Pick<ServiceDeps, 'getRuntime'>,
   chat: ChatRequest,
   signal: AbortSignal,
-): { runtime: ModelRuntime; response: ResponseObject; events: AsyncGenerator<StreamEvent, ResponseObject, void> } {
+): Promise<{ runtime: ModelRuntime; response: ResponseObject; events: AsyncGenerator<StreamEvent, ResponseObject, void> }> {
   const runtime = requireRuntime(deps);
   const request = withSamplingDefaults(runtime, chatPlanRequest(chat));
-  const plan = planResponse(runtime, request, chatHistory(chat.messages), 0);
+  const plan = await planResponseAsync(runtime, request, chatHistory(chat.messages), 0);
   const response = newResponseObject(request, newId('resp'), runtime.id, 'in_progress');
   return { runtime, response, events: runResponse(runtime, plan, response, { signal, seed: request.seed }) };
 }

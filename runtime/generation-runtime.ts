@@ -2,7 +2,7 @@
  * What the Responses and Chat Completions pipelines need from a loaded model: the engine, a
  * tokenizer with a streaming detokeniser, and the model family's dialect.
  */
-import type { Dialect } from '../dialects/dialect.ts';
+import type { ChatTurn, Dialect, ParserOptions, RenderOptions } from '../dialects/dialect.ts';
 import type { Engine } from '../engine-cuda/engine.ts';
 
 export interface StreamingDecoder {
@@ -19,9 +19,16 @@ export interface PipelineTokenizer {
    */
   encode(text: string, plain?: readonly string[]): number[];
   tokenToId(token: string): number | undefined;
+  /** UTF-8 bytes of the vocabulary's longest token (bounds how few tokens a text can take). */
+  readonly maxTokenBytes?: number;
   /** A streaming detokeniser for generated ids. Special tokens are dropped from the text, except
    * those whose content occurs in one of `markers` (the dialect's: Dialect.markerTokens). */
   createDecoder(markers: readonly string[]): StreamingDecoder;
+}
+
+/** Renders and tokenises conversations on other threads (runtime/prompt-pool.ts). */
+export interface PromptRenderer {
+  render(turns: ChatTurn[], options: RenderOptions, plain: string[]): Promise<{ promptIds: number[]; parser: ParserOptions }>;
 }
 
 export interface GenerationRuntime {
@@ -32,4 +39,6 @@ export interface GenerationRuntime {
   readonly dialect: Dialect;
   /** The checkpoint's generation_config.json sampling defaults, used when a request omits them. */
   readonly samplingDefaults?: { temperature?: number; topP?: number };
+  /** Renders large inputs off the main thread; absent = always on the calling thread. */
+  readonly promptWorkers?: PromptRenderer;
 }

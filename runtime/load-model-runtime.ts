@@ -9,6 +9,10 @@ import { readModelDir } from '../checkpoint/model-dir.ts';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
 import type { PipelineTokenizer } from './generation-runtime.ts';
 import type { LoadProgress, ModelRuntime } from './model-runtime.ts';
+import { PromptPool } from './prompt-pool.ts';
+
+/** Threads that render and tokenise large inputs (each loads its own tokenizer, started on first use). */
+const PROMPT_WORKERS = 2;
 
 export interface LoadOptions {
   onProgress?: (progress: LoadProgress) => void;
@@ -20,6 +24,7 @@ export function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
   return {
     encode: (text, plain) => (plain ? tokenizer.encodePrompt(text, plain) : tokenizer.encode(text)),
     tokenToId: (token) => tokenizer.tokenId(token),
+    ...(tokenizer.maxTokenBytes ? { maxTokenBytes: tokenizer.maxTokenBytes } : {}),
     createDecoder: (markers) => tokenizer.createDecoder({ skipSpecialTokens: true, keepTokens: markers }),
   };
 }
@@ -42,6 +47,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   const dialect = await loadDialect(modelDir.dir, options.dialect);
   progress({ stage: 'weights', fraction: 0.3 });
   const engine = await NativeEngine.load(modelDir.dir);
+  const promptWorkers = new PromptPool({ dir: modelDir.dir, ...(options.dialect ? { dialect: options.dialect } : {}) }, PROMPT_WORKERS);
   progress({ stage: 'ready', fraction: 1 });
   return {
     id: modelDir.id,
@@ -53,6 +59,10 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
     tokenizer: pipelineTokenizer(tokenizer),
     dialect,
     samplingDefaults: samplingDefaults(modelDir.generationConfig),
-    close: () => engine.close(),
+    promptWorkers,
+    close: async () => {
+      await promptWorkers.close();
+      await engine.close();
+    },
   };
 }

@@ -1,0 +1,42 @@
+/**
+ * A prompt worker thread: loads the model directory's tokenizer and dialect once, then renders
+ * and tokenises conversations off the main thread (large inputs would otherwise block every other
+ * request while the template and the tokenizer run). Messages: PromptJob in, PromptResult out.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { Tokenizer } from '../checkpoint/tokenizer.ts';
+import { DialectError, type ChatTurn, type ParserOptions, type RenderOptions } from '../dialects/dialect.ts';
+import { loadDialect } from '../dialects/select.ts';
+
+export interface PromptWorkerInit {
+  dir: string;
+  dialect?: string;
+}
+
+export interface PromptJob {
+  id: number;
+  turns: ChatTurn[];
+  options: RenderOptions;
+  plain: string[];
+}
+
+export type PromptResult =
+  | { id: number; promptIds: number[]; parser: ParserOptions }
+  | { id: number; error: { dialect: boolean; message: string } };
+
+const init = workerData as PromptWorkerInit;
+const port = parentPort!;
+const ready = Promise.all([Tokenizer.fromDir(init.dir), loadDialect(init.dir, init.dialect)]);
+
+port.on('message', (job: PromptJob) => {
+  void ready.then(([tokenizer, dialect]) => {
+    let result: PromptResult;
+    try {
+      const rendered = dialect.renderPrompt(job.turns, job.options);
+      result = { id: job.id, promptIds: tokenizer.encodePrompt(rendered.text, job.plain), parser: rendered.parser };
+    } catch (error) {
+      result = { id: job.id, error: { dialect: error instanceof DialectError, message: (error as Error).message } };
+    }
+    port.postMessage(result);
+  }, (error: unknown) => port.postMessage({ id: job.id, error: { dialect: false, message: `prompt worker failed to load: ${(error as Error).message}` } }));
+});
