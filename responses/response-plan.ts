@@ -7,7 +7,7 @@ import type { ForcedTool, ParserOptions, ReasoningEffort, ToolSpec } from '../di
 import { DialectError } from '../dialects/dialect.ts';
 import { badRequest } from '../handlers/errors.ts';
 import type { GenerationRuntime } from './generation-runtime.ts';
-import { toTurns, type HistoryItem } from './input-history.ts';
+import { toTurns, type HistoryItem, type ItemParam } from './input-history.ts';
 import type { EchoedRequest } from './response-object.ts';
 import { compileTextFormat, type OutputValidator } from './structured-output.ts';
 
@@ -18,7 +18,19 @@ export interface PlanRequest extends EchoedRequest {
   text?: { format?: Record<string, unknown>; verbosity?: string } | null;
   reasoning?: { effort?: ReasoningEffort | null } | null;
   seed?: number;
+  /** How the client's request names what errors point at; default the Responses names. */
+  wire?: WireNames;
 }
+
+/** Field names for `param` and messages: Chat Completions says `messages` and `max_tokens`. */
+export interface WireNames {
+  input: string;
+  maxOutputTokens: string;
+  /** `param` of field `field` (a Responses item field) of history item `index`. */
+  itemParam?: ItemParam;
+}
+
+export const RESPONSES_WIRE: WireNames = { input: 'input', maxOutputTokens: 'max_output_tokens' };
 
 export interface ResponsePlan {
   promptIds: number[];
@@ -73,6 +85,15 @@ function withJsonInstruction(turns: ReturnType<typeof toTurns>, instruction: str
   return [{ role: 'system' as const, content: instruction }, ...turns];
 }
 
+/** 400 context_length_exceeded, naming the output limit only when the client set one. */
+function contextExceeded(wire: WireNames, promptTokens: number, maxOutputTokens: number | undefined, contextLength: number) {
+  const prompt = `The prompt (${promptTokens} tokens)`;
+  const context = `the model's context of ${contextLength} tokens`;
+  return maxOutputTokens === undefined
+    ? badRequest(wire.input, `${prompt} leaves no room for output in ${context}; shorten '${wire.input}'.`, 'context_length_exceeded')
+    : badRequest(wire.maxOutputTokens, `${prompt} plus ${wire.maxOutputTokens} (${maxOutputTokens}) exceeds ${context}.`, 'context_length_exceeded');
+}
+
 /** Fills omitted temperature / top_p from the checkpoint's generation_config.json (as vLLM does). */
 export function withSamplingDefaults<T extends PlanRequest>(runtime: GenerationRuntime, request: T): T {
   const defaults = runtime.samplingDefaults ?? {};
@@ -84,6 +105,7 @@ export function withSamplingDefaults<T extends PlanRequest>(runtime: GenerationR
 }
 
 export function planResponse(runtime: GenerationRuntime, request: PlanRequest, history: HistoryItem[], offset: number): ResponsePlan {
+  const wire = request.wire ?? RESPONSES_WIRE;
   const declared = toolSpecs(request);
   const forced = forcedTool(request, declared);
   const allowedTools = request.tool_choice === 'none' ? [] : forced && forced !== 'required' ? declared.filter((t) => t.name === forced.name) : declared;
@@ -93,7 +115,7 @@ export function planResponse(runtime: GenerationRuntime, request: PlanRequest, h
     if (tool.strict) strictTools.set(tool.name, compileTextFormat({ type: 'json_schema', name: tool.name, schema: tool.parameters, strict: true }, `tools[${index}].parameters`).validator!);
   });
 
-  let turns = toTurns(history, offset);
+  let turns = toTurns(history, offset, wire.itemParam);
   if (request.instructions) turns = [{ role: 'system', content: request.instructions }, ...turns];
   turns = withJsonInstruction(turns, format.instruction);
 
@@ -102,17 +124,13 @@ export function planResponse(runtime: GenerationRuntime, request: PlanRequest, h
   try {
     rendered = runtime.dialect.renderPrompt(turns, { tools: request.tool_choice === 'none' ? [] : declared, thinking: thinking.thinking, effort: thinking.effort, forcedTool: forced });
   } catch (error) {
-    if (error instanceof DialectError) throw badRequest('input', error.message, 'unsupported_history');
+    if (error instanceof DialectError) throw badRequest(wire.input, error.message, 'unsupported_history');
     throw error;
   }
   const promptIds = runtime.tokenizer.encode(rendered.text);
   const room = runtime.contextLength - promptIds.length;
   const maxTokens = request.max_output_tokens ?? room;
-  if (maxTokens > room || room <= 0) {
-    throw badRequest(request.max_output_tokens ? 'max_output_tokens' : 'input',
-      `The prompt (${promptIds.length} tokens) plus max_output_tokens (${maxTokens}) exceeds the model's context of ${runtime.contextLength} tokens.`,
-      'context_length_exceeded');
-  }
+  if (maxTokens > room || room <= 0) throw contextExceeded(wire, promptIds.length, request.max_output_tokens ?? undefined, runtime.contextLength);
   const stopIds = runtime.dialect.stopTokens.map((token) => runtime.tokenizer.tokenToId(token)).filter((id): id is number => id !== undefined);
   return {
     promptIds,
