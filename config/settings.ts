@@ -109,7 +109,13 @@ export interface ServerSettings {
   readonly maxBodyBytes: number;
   /** MAYA_DIALECT: overrides the dialect detected from the checkpoint (e.g. glm47); undefined = detect. */
   readonly dialect?: string;
+  /** MAYA_LOG_LEVEL, default `info` (`silent` = none): the access log's level; undefined = no access log. */
+  readonly logLevel?: LogLevel;
 }
+
+/** pino's levels, lowest first, plus `silent`. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
@@ -137,6 +143,10 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   if (dialect !== undefined && !DIALECT_NAMES.includes(dialect as never)) {
     throw new SettingsError('MAYA_DIALECT', `MAYA_DIALECT=${dialect}: must be one of ${DIALECT_NAMES.join(', ')}`);
   }
+  const logLevel = env.MAYA_LOG_LEVEL !== undefined && env.MAYA_LOG_LEVEL !== '' ? env.MAYA_LOG_LEVEL : 'info';
+  if (!LOG_LEVELS.includes(logLevel as LogLevel)) {
+    throw new SettingsError('MAYA_LOG_LEVEL', `MAYA_LOG_LEVEL=${logLevel}: must be one of ${LOG_LEVELS.join(', ')}`);
+  }
   return {
     host: env.MAYA_HOST !== undefined && env.MAYA_HOST !== '' ? env.MAYA_HOST : '127.0.0.1',
     port,
@@ -145,5 +155,6 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     corsOrigins: origins.length > 0 ? origins : undefined,
     maxBodyBytes,
     ...(dialect !== undefined ? { dialect } : {}),
+    logLevel: logLevel as LogLevel,
   };
 }
