@@ -79,7 +79,7 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'item_reference',
     code: 'unsupported_value',
-    message: 'Item references are not supported. Send the item itself in `input`, or use `previous_response_id`.',
+    message: 'Item references are not supported. Send the item itself in `input` (clients that replay by reference, such as the Vercel AI SDK, send items in full with `store: false`), or use `previous_response_id`.',
     find: (body) => {
       const hit = inputItems(body).find(([, item]) => item.type === 'item_reference' || (!isSet(item.type) && typeof item.id === 'string' && Object.keys(item).every((k) => k === 'id' || k === 'type')));
       return hit === undefined ? undefined : hit[1].type === 'item_reference' ? `${hit[0]}.type` : hit[0];
