@@ -111,6 +111,8 @@ export interface ServerSettings {
   readonly dialect?: string;
   /** Connection and shutdown limits (SERVER_LIMITS); absent = DEFAULT_SERVER_LIMITS. */
   readonly limits?: ServerLimits;
+  /** MAYA_LOG_LEVEL, default `info` (`silent` = none): the access log's level; undefined = no access log. */
+  readonly logLevel?: LogLevel;
 }
 
 /**
@@ -158,6 +160,10 @@ function loadServerLimits(env: Env): ServerLimits {
   return out as ServerLimits;
 }
 
+/** pino's levels, lowest first, plus `silent`. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 function splitList(raw: string | undefined): string[] {
@@ -184,6 +190,10 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   if (dialect !== undefined && !DIALECT_NAMES.includes(dialect as never)) {
     throw new SettingsError('MAYA_DIALECT', `MAYA_DIALECT=${dialect}: must be one of ${DIALECT_NAMES.join(', ')}`);
   }
+  const logLevel = env.MAYA_LOG_LEVEL !== undefined && env.MAYA_LOG_LEVEL !== '' ? env.MAYA_LOG_LEVEL : 'info';
+  if (!LOG_LEVELS.includes(logLevel as LogLevel)) {
+    throw new SettingsError('MAYA_LOG_LEVEL', `MAYA_LOG_LEVEL=${logLevel}: must be one of ${LOG_LEVELS.join(', ')}`);
+  }
   return {
     host: env.MAYA_HOST !== undefined && env.MAYA_HOST !== '' ? env.MAYA_HOST : '127.0.0.1',
     port,
@@ -193,5 +203,6 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     maxBodyBytes,
     ...(dialect !== undefined ? { dialect } : {}),
     limits: loadServerLimits(env),
+    logLevel: logLevel as LogLevel,
   };
 }

@@ -18,7 +18,6 @@ export type CreateResponseBody = Schemas['CreateResponse'];
 export type InputParam = Schemas['InputParam'];
 export type InputItem = Schemas['InputItem'];
 export type EasyInputMessage = Schemas['EasyInputMessage'];
-export type InputMessage = Schemas['InputMessage'];
 export type FunctionCallOutputItemParam = Schemas['FunctionCallOutputItemParam'];
 export type ItemReferenceParam = Schemas['ItemReferenceParam'];
 export type InputContent = Schemas['InputContent'];

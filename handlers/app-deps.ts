@@ -38,6 +38,8 @@ export interface AppDeps {
   /** Extra /v1/status sections by name, merged over the built-in ones (model, engine, cache, jobs). */
   readonly statusProviders: Record<string, StatusProvider>;
   readonly logger: Logger;
+  /** Where the access log (handlers/access-log.ts) writes; default stderr. Tests pass a buffer. */
+  readonly accessLogDestination?: { write(line: string): void };
   /** Called once by the CLI on SIGINT/SIGTERM after the server stopped accepting. */
   shutdown?: () => Promise<void>;
 }

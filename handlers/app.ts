@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
 import { Router } from '@koa/router';
 import type { AppDeps, Handler, MayaContext, RequestState } from './app-deps.ts';
+import { accessLog } from './access-log.ts';
 import { createAuthenticator, ANONYMOUS_SCOPE } from './auth.ts';
 import { readJsonBody } from './body.ts';
 import { corsMiddleware } from './cors.ts';
@@ -44,6 +45,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestS
     if (isClientGone(err)) deps.logger.debug?.('client went away', { code: (err as { code: string }).code });
     else deps.logger.warn('response stream error', { error: errorSummary(err) });
   });
+  app.use(accessLog(deps));
   app.use(errorMiddleware(deps, metrics));
   app.use(corsMiddleware(deps.server.corsOrigins));
   app.use(router.routes());

@@ -85,8 +85,8 @@ function describeLeaf(error: ErrorObject, pointer: string): ApiError {
   }
 }
 
-/** The `key` tags (`type`, or `role` for messages) a (possibly nested) union branch accepts; null when it has none. */
-function tagsOf(node: unknown, resolver: SchemaResolver, depth = 0, key = 'type'): string[] | null {
+/** The tags (values of `key`, e.g. `type`) a (possibly nested) union branch accepts; null when it has no tag. */
+function tagsOf(node: unknown, resolver: SchemaResolver, key: string, depth = 0): string[] | null {
   const schema = resolver.deref(node) as Json | undefined;
   if (schema === undefined || schema === null || typeof schema !== 'object' || depth > MAX_UNION_DEPTH) return null;
   const typeSchema = resolver.deref((schema.properties as Json | undefined)?.[key]) as Json | undefined;
@@ -98,14 +98,14 @@ function tagsOf(node: unknown, resolver: SchemaResolver, depth = 0, key = 'type'
   if (Array.isArray(union)) {
     const tags: string[] = [];
     for (const branch of union) {
-      const inner = tagsOf(branch, resolver, depth + 1, key);
+      const inner = tagsOf(branch, resolver, key, depth + 1);
       if (inner === null) return null;
       tags.push(...inner);
     }
     return tags;
   }
   for (const part of (schema.allOf as unknown[] | undefined) ?? []) {
-    const inner = tagsOf(part, resolver, depth + 1, key);
+    const inner = tagsOf(part, resolver, key, depth + 1);
     if (inner !== null) return inner;
   }
   return null;
@@ -115,20 +115,30 @@ function maxDepth(errors: readonly ErrorObject[]): number {
   return Math.max(-1, ...errors.map((e) => (e.instancePath === '' ? 0 : e.instancePath.split('/').length - 1)));
 }
 
+/**
+ * The union's tag: its discriminator's property (`role` for chat messages), else `type`. An
+ * input item without `type` but with a `role` is OpenAI's easy message form, tag `message`.
+ */
+function unionTag(error: ErrorObject, data: unknown): { key: string; tag: unknown } {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return { key: 'type', tag: undefined };
+  const discriminator = (error.parentSchema as Json | undefined)?.discriminator as { propertyName?: unknown } | undefined;
+  const key = typeof discriminator?.propertyName === 'string' ? discriminator.propertyName : 'type';
+  const value = data as Json;
+  if (key === 'type' && value.type === undefined && typeof value.role === 'string') return { key, tag: 'message' };
+  return { key, tag: value[key] };
+}
+
 function explainUnion(error: ErrorObject, pointer: string, resolver: SchemaResolver, depth: number): ApiError {
   const branches = Array.isArray(error.schema) ? (error.schema as unknown[]) : [];
   const data: unknown = error.data;
   let candidates = branches;
-  const object = data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as Json) : undefined;
-  // Items are tagged by `type`; Chat messages (and typeless input messages) by `role`.
-  const key = typeof object?.type === 'string' || typeof object?.role !== 'string' ? 'type' : 'role';
-  const tag = object?.[key];
+  const { key, tag } = unionTag(error, data);
   if (typeof tag === 'string') {
-    const tagged = branches.map((b) => ({ b, tags: tagsOf(b, resolver, 0, key) }));
+    const tagged = branches.map((b) => ({ b, tags: tagsOf(b, resolver, key) }));
     const matching = tagged.filter((t) => t.tags?.includes(tag)).map((t) => t.b);
     const untagged = tagged.filter((t) => t.tags === null).map((t) => t.b);
     if (matching.length > 0) candidates = matching;
-    else if (untagged.length > 0 && key === 'type') candidates = untagged;
+    else if (untagged.length > 0) candidates = untagged;
     else {
       const allowed = [...new Set(tagged.flatMap((t) => t.tags ?? []))];
       const param = childParam(pointer, key);

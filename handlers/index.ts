@@ -16,6 +16,7 @@ import { getResponse } from './get-response.ts';
 import { getStatus } from './get-status.ts';
 import { listInputItems } from './list-input-items.ts';
 import { listModels } from './list-models.ts';
+import { retrieveModel } from './retrieve-model.ts';
 import type { OperationId } from '../contract/types.ts';
 
 export function notImplemented(operationId: string): Handler {
@@ -32,6 +33,7 @@ export const handlers = {
   listInputItems,
   cancelResponse,
   listModels,
+  retrieveModel,
   getStatus,
   getMetrics,
   getHealth,

@@ -1,8 +1,8 @@
 /** listModels (GET /v1/models): the one loaded model, OpenAI's list shape. */
 import type { Handler } from './app-deps.ts';
+import { modelObject } from './retrieve-model.ts';
 import { requireRuntime } from '../responses/service.ts';
 
 export const listModels: Handler = async (ctx, deps) => {
-  const runtime = requireRuntime(deps);
-  ctx.body = { object: 'list', data: [{ id: runtime.id, object: 'model', created: runtime.createdAt, owned_by: 'maya' }] };
+  ctx.body = { object: 'list', data: [modelObject(requireRuntime(deps))] };
 };

@@ -14,7 +14,7 @@ export interface Rejection {
   /** Stable row name (tests and docs). */
   readonly id: string;
   /** OpenAI-style error code. */
-  readonly code: 'unsupported_parameter' | 'unsupported_value' | 'string_above_max_length' | 'invalid_type';
+  readonly code: 'unsupported_parameter' | 'unsupported_value' | 'string_above_max_length' | 'object_above_max_size' | 'invalid_type';
   readonly message: string;
   /** The offending field's path when the row applies to `body`, else undefined. */
   find(body: Json): string | undefined;
@@ -49,6 +49,26 @@ function firstPart(body: Json, types: readonly string[]): string | undefined {
 
 const reasoningOf = (body: Json): Json => (isObject(body.reasoning) ? body.reasoning : {});
 
+/**
+ * client_metadata is diagnostic and never stored, so it is bounded by its total size only: real
+ * clients send single values far over OpenAI's 512-character metadata cap (Codex CLI's
+ * `x-codex-turn-metadata` is ~800 characters on every request).
+ */
+export const CLIENT_METADATA_MAX_BYTES = 16384;
+
+function clientMetadataBytes(value: Json): number {
+  let bytes = 0;
+  for (const [key, inner] of Object.entries(value)) bytes += Buffer.byteLength(key) + (typeof inner === 'string' ? Buffer.byteLength(inner) : 0);
+  return bytes;
+}
+
+const SERVICE_TIER_REJECTION: Rejection = {
+  id: 'service_tier',
+  code: 'unsupported_value',
+  message: "Only service_tier 'auto' or 'default' is supported.",
+  find: (body) => (isSet(body.service_tier) && body.service_tier !== 'auto' && body.service_tier !== 'default' ? 'service_tier' : undefined),
+};
+
 export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'conversation',
@@ -59,7 +79,7 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'item_reference',
     code: 'unsupported_value',
-    message: 'Item references are not supported. Send the item itself in `input`, or use `previous_response_id`.',
+    message: 'Item references are not supported. Send the item itself in `input` (clients that replay by reference, such as the Vercel AI SDK, send items in full with `store: false`), or use `previous_response_id`.',
     find: (body) => {
       const hit = inputItems(body).find(([, item]) => item.type === 'item_reference' || (!isSet(item.type) && typeof item.id === 'string' && Object.keys(item).every((k) => k === 'id' || k === 'type')));
       return hit === undefined ? undefined : hit[1].type === 'item_reference' ? `${hit[0]}.type` : hit[0];
@@ -148,12 +168,7 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     message: "Only truncation 'disabled' is supported: Maya never drops input to fit the context.",
     find: (body) => (isSet(body.truncation) && body.truncation !== 'disabled' ? 'truncation' : undefined),
   },
-  {
-    id: 'service_tier',
-    code: 'unsupported_value',
-    message: "Only service_tier 'auto' or 'default' is supported.",
-    find: (body) => (isSet(body.service_tier) && body.service_tier !== 'auto' && body.service_tier !== 'default' ? 'service_tier' : undefined),
-  },
+  SERVICE_TIER_REJECTION,
   {
     id: 'include',
     code: 'unsupported_value',
@@ -197,6 +212,12 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     },
   },
   {
+    id: 'client_metadata_size',
+    code: 'object_above_max_size',
+    message: `client_metadata is larger than ${CLIENT_METADATA_MAX_BYTES} bytes (UTF-8 keys and values together).`,
+    find: (body) => (isObject(body.client_metadata) && clientMetadataBytes(body.client_metadata) > CLIENT_METADATA_MAX_BYTES ? 'client_metadata' : undefined),
+  },
+  {
     id: 'prompt_template',
     code: 'unsupported_parameter',
     message: 'Reusable prompts (`prompt`) are not supported; send `instructions` and `input` instead.',
@@ -215,7 +236,20 @@ function chatParts(body: Json): [string, Json][] {
   return parts;
 }
 
+/** A sampling penalty Maya's sampler cannot apply: refused rather than silently ignored. */
+function penaltyRejection(field: 'presence_penalty' | 'frequency_penalty'): Rejection {
+  return {
+    id: `chat_${field}`,
+    code: 'unsupported_value',
+    message: `${field} is not supported: Maya's sampler applies no penalties, so only 0 (or null) is accepted.`,
+    find: (body) => (typeof body[field] === 'number' && body[field] !== 0 ? field : undefined),
+  };
+}
+
 export const CREATE_CHAT_COMPLETION_REJECTIONS: readonly Rejection[] = [
+  penaltyRejection('presence_penalty'),
+  penaltyRejection('frequency_penalty'),
+  { ...SERVICE_TIER_REJECTION, id: 'chat_service_tier' },
   {
     id: 'chat_image_detail',
     code: 'unsupported_value',

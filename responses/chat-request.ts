@@ -6,7 +6,7 @@
 import { badRequest } from '../contract/errors.ts';
 import type { HistoryItem } from './input-history.ts';
 import { newId } from './ids.ts';
-import type { PlanRequest } from './response-plan.ts';
+import type { PlanRequest, WireNames } from './response-plan.ts';
 
 type ChatContent = string | Array<{ type: string; text?: string }> | null | undefined;
 export interface ChatMessage {
@@ -42,25 +42,43 @@ function contentText(content: ChatContent, param: string): string {
   }).join('');
 }
 
-/** Chat messages → the Responses history items the pipeline folds into turns. */
-export function chatHistory(messages: ChatMessage[]): HistoryItem[] {
-  const items: HistoryItem[] = [];
+/** Each history item of `messages` with the index of the message it came from. */
+function chatItems(messages: ChatMessage[]): Array<{ item: HistoryItem; message: number }> {
+  const out: Array<{ item: HistoryItem; message: number }> = [];
   messages.forEach((message, index) => {
-    const param = `messages[${index}].content`;
-    const text = contentText(message.content, param);
+    const push = (item: HistoryItem) => out.push({ item, message: index });
+    const text = contentText(message.content, `messages[${index}].content`);
     if (message.role === 'tool') {
-      items.push({ type: 'function_call_output', id: newId('fco'), call_id: message.tool_call_id ?? '', output: text });
+      push({ type: 'function_call_output', id: newId('fco'), call_id: message.tool_call_id ?? '', output: text });
       return;
     }
     if (message.role === 'assistant') {
-      if (message.reasoning_content) items.push({ type: 'reasoning', id: newId('rs'), summary: [], content: [{ type: 'reasoning_text', text: message.reasoning_content }] });
-      if (text !== '') items.push({ type: 'message', id: newId('msg'), role: 'assistant', content: [{ type: 'output_text', text }] });
-      for (const call of message.tool_calls ?? []) items.push({ type: 'function_call', id: newId('fc'), call_id: call.id, name: call.function.name, arguments: call.function.arguments });
+      if (message.reasoning_content) push({ type: 'reasoning', id: newId('rs'), summary: [], content: [{ type: 'reasoning_text', text: message.reasoning_content }] });
+      if (text !== '') push({ type: 'message', id: newId('msg'), role: 'assistant', content: [{ type: 'output_text', text }] });
+      for (const call of message.tool_calls ?? []) push({ type: 'function_call', id: newId('fc'), call_id: call.id, name: call.function.name, arguments: call.function.arguments });
       return;
     }
-    items.push({ type: 'message', id: newId('msg'), role: message.role, content: [{ type: 'input_text', text }] });
+    push({ type: 'message', id: newId('msg'), role: message.role, content: [{ type: 'input_text', text }] });
   });
-  return items;
+  return out;
+}
+
+/** Chat messages → the Responses history items the pipeline folds into turns. */
+export function chatHistory(messages: ChatMessage[]): HistoryItem[] {
+  return chatItems(messages).map((entry) => entry.item);
+}
+
+/** Responses item fields → the chat message fields they came from. */
+const CHAT_FIELDS: Record<string, string> = { call_id: 'tool_call_id', output: 'content', content: 'content' };
+
+/** Errors name the chat request's own fields: `messages[i].tool_call_id`, `max_tokens`. */
+function chatWire(chat: ChatRequest): WireNames {
+  const sources = chatItems(chat.messages).map((entry) => entry.message);
+  return {
+    input: 'messages',
+    maxOutputTokens: chat.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens',
+    itemParam: (index, field) => `messages[${sources[index] ?? 0}]${field === undefined ? '' : `.${CHAT_FIELDS[field] ?? field}`}`,
+  };
 }
 
 export function chatPlanRequest(chat: ChatRequest): PlanRequest {
@@ -79,5 +97,6 @@ export function chatPlanRequest(chat: ChatRequest): PlanRequest {
       ? { format: { type: 'json_schema', name: format.json_schema.name, schema: format.json_schema.schema ?? { type: 'object' }, strict: format.json_schema.strict ?? false } }
       : format ? { format: { type: format.type } } : undefined,
     seed: chat.seed ?? undefined,
+    wire: chatWire(chat),
   };
 }

@@ -9,6 +9,14 @@ import type { ChatTurn } from '../dialects/dialect.ts';
 import { badRequest } from '../contract/errors.ts';
 import { newId } from './ids.ts';
 
+/** `param` of `field` (a Responses item field, or none for the item) of history item `index`. */
+export type ItemParam = (index: number, field?: string) => string;
+
+/** Responses naming: `input[i]`; items before `input` (from previous_response_id) are `input[0]`. */
+function inputParam(offset: number): ItemParam {
+  return (index, field) => `input[${Math.max(0, index + offset)}]${field === undefined ? '' : `.${field}`}`;
+}
+
 /** A stored/listed input item (ItemResource wire form). */
 export type HistoryItem = { type: string; id: string } & Record<string, unknown>;
 
@@ -47,6 +55,7 @@ function partsText(parts: unknown, param: string): string {
   if (typeof parts === 'string') return parts;
   return (parts as Part[]).map((part, index) => {
     if (part.type === 'input_text' || part.type === 'output_text' || part.type === 'reasoning_text') return part.text ?? '';
+    if (part.type === 'refusal') return typeof part.refusal === 'string' ? part.refusal : '';
     throw badRequest(`${param}[${index}]`, `Content of type '${part.type}' needs a vision encoder, and this model has none.`, 'unsupported_content');
   }).join('');
 }
@@ -55,8 +64,8 @@ function partsText(parts: unknown, param: string): string {
  * Folds history items into chat turns. `offset` is the index of items[0] within the request's
  * `input` (negative for items that came from previous_response_id), used for `param` paths.
  */
-export function toTurns(items: HistoryItem[], offset = 0): ChatTurnInput[] {
-  checkCallPairs(items, offset);
+export function toTurns(items: HistoryItem[], offset = 0, itemParam: ItemParam = inputParam(offset)): ChatTurnInput[] {
+  checkCallPairs(items, itemParam);
   const turns: ChatTurnInput[] = [];
   let assistant: ChatTurnInput | undefined;
   const openAssistant = (): ChatTurnInput => {
@@ -67,10 +76,9 @@ export function toTurns(items: HistoryItem[], offset = 0): ChatTurnInput[] {
     return assistant;
   };
   items.forEach((item, index) => {
-    const param = `input[${Math.max(0, index + offset)}]`;
     if (item.type === 'message') {
       const role = item.role as ChatTurnInput['role'];
-      const content = partsText(item.content, `${param}.content`);
+      const content = partsText(item.content, itemParam(index, 'content'));
       if (role === 'assistant') {
         const turn = openAssistant();
         turn.content += content;
@@ -79,7 +87,7 @@ export function toTurns(items: HistoryItem[], offset = 0): ChatTurnInput[] {
         turns.push({ role, content });
       }
     } else if (item.type === 'reasoning') {
-      const text = partsText(item.content ?? [], `${param}.content`);
+      const text = partsText(item.content ?? [], itemParam(index, 'content'));
       if (assistant && (assistant.content !== '' || assistant.toolCalls)) assistant = undefined;
       const turn = openAssistant();
       turn.reasoning = (turn.reasoning ?? '') + text;
@@ -88,35 +96,34 @@ export function toTurns(items: HistoryItem[], offset = 0): ChatTurnInput[] {
       (turn.toolCalls ??= []).push({ id: String(item.call_id), name: String(item.name), arguments: String(item.arguments ?? '') });
     } else if (item.type === 'function_call_output') {
       assistant = undefined;
-      turns.push({ role: 'tool', content: partsText(item.output, `${param}.output`), toolCallId: String(item.call_id) });
+      turns.push({ role: 'tool', content: partsText(item.output, itemParam(index, 'output')), toolCallId: String(item.call_id) });
     }
   });
   return orderToolResults(turns);
 }
 
 /** Every call needs a result after it; every result needs an earlier call with its call_id. */
-function checkCallPairs(items: HistoryItem[], offset: number): void {
+function checkCallPairs(items: HistoryItem[], itemParam: ItemParam): void {
   const pending = new Map<string, number>();
   const seen = new Set<string>();
   items.forEach((item, index) => {
-    const param = `input[${Math.max(0, index + offset)}]`;
     if (item.type === 'function_call') {
       pending.set(String(item.call_id), index);
       seen.add(String(item.call_id));
     } else if (item.type === 'function_call_output') {
       const callId = String(item.call_id);
-      if (!seen.has(callId)) throw badRequest(`${param}.call_id`, `No function_call with call_id '${callId}' precedes this function_call_output.`, 'unknown_call_id');
+      if (!seen.has(callId)) throw badRequest(itemParam(index, 'call_id'), `No function_call with call_id '${callId}' precedes this function_call_output.`, 'unknown_call_id');
       pending.delete(callId);
     } else if (item.type === 'message' && pending.size > 0 && item.role !== 'assistant') {
-      throw missingOutput(pending, offset);
+      throw missingOutput(pending, itemParam);
     }
   });
-  if (pending.size > 0) throw missingOutput(pending, offset);
+  if (pending.size > 0) throw missingOutput(pending, itemParam);
 }
 
-function missingOutput(pending: Map<string, number>, offset: number) {
+function missingOutput(pending: Map<string, number>, itemParam: ItemParam) {
   const [callId, index] = pending.entries().next().value as [string, number];
-  return badRequest(`input[${Math.max(0, index + offset)}]`, `function_call '${callId}' has no function_call_output in the input; every call needs its result before generation can continue.`, 'missing_function_call_output');
+  return badRequest(itemParam(index), `function_call '${callId}' has no function_call_output in the input; every call needs its result before generation can continue.`, 'missing_function_call_output');
 }
 
 /** A group of tool results may arrive in any order: render them in their calls' order. */

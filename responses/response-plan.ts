@@ -7,7 +7,7 @@ import type { ForcedTool, ParserOptions, ReasoningEffort, RenderOptions, ToolSpe
 import { DialectError } from '../dialects/dialect.ts';
 import { badRequest } from '../contract/errors.ts';
 import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
-import { toTurns, type HistoryItem } from './input-history.ts';
+import { toTurns, type HistoryItem, type ItemParam } from './input-history.ts';
 import type { EchoedRequest } from './response-object.ts';
 import { checkToolParameters, compileTextFormat, type OutputValidator } from './structured-output.ts';
 
@@ -18,7 +18,19 @@ export interface PlanRequest extends EchoedRequest {
   text?: { format?: Record<string, unknown>; verbosity?: string | null } | null;
   reasoning?: { effort?: ReasoningEffort | null } | null;
   seed?: number;
+  /** How the client's request names what errors point at; default the Responses names. */
+  wire?: WireNames;
 }
+
+/** Field names for `param` and messages: Chat Completions says `messages` and `max_tokens`. */
+export interface WireNames {
+  input: string;
+  maxOutputTokens: string;
+  /** `param` of field `field` (a Responses item field) of history item `index`. */
+  itemParam?: ItemParam;
+}
+
+export const RESPONSES_WIRE: WireNames = { input: 'input', maxOutputTokens: 'max_output_tokens' };
 
 export interface ResponsePlan {
   promptIds: number[];
@@ -101,6 +113,15 @@ function argumentStrings(json: string): string[] {
   return out;
 }
 
+/** 400 context_length_exceeded, naming the output limit only when the client set one. */
+function contextExceeded(wire: WireNames, promptTokens: number, maxOutputTokens: number | undefined, contextLength: number) {
+  const prompt = `The prompt (${promptTokens} tokens)`;
+  const context = `the model's context of ${contextLength} tokens`;
+  return maxOutputTokens === undefined
+    ? badRequest(wire.input, `${prompt} leaves no room for output in ${context}; shorten '${wire.input}'.`, 'context_length_exceeded')
+    : badRequest(wire.maxOutputTokens, `${prompt} plus ${wire.maxOutputTokens} (${maxOutputTokens}) exceeds ${context}.`, 'context_length_exceeded');
+}
+
 /** Fills omitted temperature / top_p from the checkpoint's generation_config.json (as vLLM does). */
 export function withSamplingDefaults<T extends PlanRequest>(runtime: GenerationRuntime, request: T): T {
   const defaults = runtime.samplingDefaults ?? {};
@@ -119,6 +140,7 @@ export const OFF_THREAD_INPUT_BYTES = 8 * 1024;
 
 /** Everything decided before the prompt is rendered. */
 interface Draft {
+  wire: WireNames;
   declared: ToolSpec[];
   forced: ForcedTool | undefined;
   allowedTools: ToolSpec[];
@@ -133,6 +155,7 @@ interface Draft {
 }
 
 function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: HistoryItem[], offset: number): Draft {
+  const wire = request.wire ?? RESPONSES_WIRE;
   const declared = toolSpecs(request);
   const forced = forcedTool(request, declared);
   const allowedTools = request.tool_choice === 'none' ? [] : forced && forced !== 'required' ? declared.filter((t) => t.name === forced.name) : declared;
@@ -143,15 +166,15 @@ function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: Hi
     if (tool.strict) strictTools.set(tool.name, compileTextFormat({ type: 'json_schema', name: tool.name, schema: tool.parameters, strict: true }, `tools[${index}].parameters`).validator!);
   });
 
-  let turns = toTurns(history, offset);
+  let turns = toTurns(history, offset, wire.itemParam);
   if (request.instructions) turns = [{ role: 'system', content: request.instructions }, ...turns];
   turns = withJsonInstruction(turns, format.instruction);
   const inputBytes = turns.reduce((sum, turn) => sum + Buffer.byteLength(turn.content), 0);
-  checkCanFit(runtime, inputBytes);
+  checkCanFit(runtime, inputBytes, wire);
 
   const thinking = runtime.dialect.thinkingControl(request.reasoning?.effort);
   const renderOptions: RenderOptions = { tools: request.tool_choice === 'none' ? [] : declared, thinking: thinking.thinking, effort: thinking.effort, forcedTool: forced };
-  return { declared, forced, allowedTools, format, strictTools, turns, renderOptions, plain: plainStrings(turns), inputBytes };
+  return { wire, declared, forced, allowedTools, format, strictTools, turns, renderOptions, plain: plainStrings(turns), inputBytes };
 }
 
 /**
@@ -159,12 +182,12 @@ function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: Hi
  * longest token, so the message text alone needs at least bytes / maxTokenBytes tokens. An input
  * that cannot fit the context is a 400 at once, whatever its size.
  */
-function checkCanFit(runtime: GenerationRuntime, inputBytes: number): void {
+function checkCanFit(runtime: GenerationRuntime, inputBytes: number, wire: WireNames): void {
   const perToken = runtime.tokenizer.maxTokenBytes;
   if (!perToken) return;
   const atLeast = Math.ceil(inputBytes / perToken);
   if (atLeast >= runtime.contextLength) {
-    throw badRequest('input', `The input (${inputBytes} bytes, at least ${atLeast} tokens) does not fit the model's context of ${runtime.contextLength} tokens.`, 'context_length_exceeded');
+    throw badRequest(wire.input, `The ${wire.input} (${inputBytes} bytes, at least ${atLeast} tokens) does not fit the model's context of ${runtime.contextLength} tokens.`, 'context_length_exceeded');
   }
 }
 
@@ -173,24 +196,20 @@ function renderHere(runtime: GenerationRuntime, draft: Draft): { promptIds: numb
   try {
     rendered = runtime.dialect.renderPrompt(draft.turns, draft.renderOptions);
   } catch (error) {
-    throw asRequestError(error);
+    throw asRequestError(error, draft.wire);
   }
   return { promptIds: runtime.tokenizer.encode(rendered.text, draft.plain), parser: rendered.parser };
 }
 
-function asRequestError(error: unknown): unknown {
-  return error instanceof DialectError ? badRequest('input', error.message, 'unsupported_history') : error;
+function asRequestError(error: unknown, wire: WireNames): unknown {
+  return error instanceof DialectError ? badRequest(wire.input, error.message, 'unsupported_history') : error;
 }
 
 function finishPlan(runtime: GenerationRuntime, request: PlanRequest, draft: Draft, rendered: { promptIds: number[]; parser: ParserOptions }): ResponsePlan {
   const { promptIds } = rendered;
   const room = runtime.contextLength - promptIds.length;
   const maxTokens = request.max_output_tokens ?? room;
-  if (maxTokens > room || room <= 0) {
-    throw badRequest(request.max_output_tokens ? 'max_output_tokens' : 'input',
-      `The prompt (${promptIds.length} tokens) plus max_output_tokens (${maxTokens}) exceeds the model's context of ${runtime.contextLength} tokens.`,
-      'context_length_exceeded');
-  }
+  if (maxTokens > room || room <= 0) throw contextExceeded(draft.wire, promptIds.length, request.max_output_tokens ?? undefined, runtime.contextLength);
   const stopIds = runtime.dialect.stopTokens.map((token) => runtime.tokenizer.tokenToId(token)).filter((id): id is number => id !== undefined);
   return {
     promptIds,
@@ -220,7 +239,7 @@ export async function planResponseAsync(runtime: GenerationRuntime, request: Pla
   const draft = draftPlan(runtime, request, history, offset);
   const workers = runtime.promptWorkers;
   const rendered = workers && draft.inputBytes >= OFF_THREAD_INPUT_BYTES
-    ? await workers.render(draft.turns, draft.renderOptions, draft.plain).catch((error: unknown) => { throw asRequestError(error); })
+    ? await workers.render(draft.turns, draft.renderOptions, draft.plain).catch((error: unknown) => { throw asRequestError(error, draft.wire); })
     : renderHere(runtime, draft);
   return finishPlan(runtime, request, draft, rendered);
 }

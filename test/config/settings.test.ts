@@ -86,23 +86,23 @@ describe('loadResponsesSettings', () => {
 });
 
 describe('loadServerSettings', () => {
-  it('defaults: 127.0.0.1:8080, no keys, loopback CORS, 16 MiB bodies', () => {
+  it('defaults: 127.0.0.1:8080, no keys, loopback CORS, 16 MiB bodies, access log at info', () => {
     expect(loadServerSettings({})).toEqual({
-      host: '127.0.0.1', port: 8080, model: undefined, apiKeys: [], corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+      host: '127.0.0.1', port: 8080, model: undefined, apiKeys: [], corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES, logLevel: 'info',
     });
     expect(DEFAULT_MAX_BODY_BYTES).toBe(16 * 1024 * 1024);
   });
 
-  it('reads MAYA_HOST, MAYA_PORT, MAYA_MODEL, MAYA_API_KEYS (+ --api-key), MAYA_CORS_ORIGINS, MAYA_MAX_BODY_BYTES', () => {
+  it('reads MAYA_HOST, MAYA_PORT, MAYA_MODEL, MAYA_API_KEYS (+ --api-key), MAYA_CORS_ORIGINS, MAYA_MAX_BODY_BYTES, MAYA_LOG_LEVEL', () => {
     const env = {
-      MAYA_HOST: '0.0.0.0', MAYA_PORT: '9000', MAYA_MODEL: '/m', MAYA_API_KEYS: 'a, b,,a', MAYA_CORS_ORIGINS: 'https://x.example, *', MAYA_MAX_BODY_BYTES: '1024',
+      MAYA_HOST: '0.0.0.0', MAYA_PORT: '9000', MAYA_MODEL: '/m', MAYA_API_KEYS: 'a, b,,a', MAYA_CORS_ORIGINS: 'https://x.example, *', MAYA_MAX_BODY_BYTES: '1024', MAYA_LOG_LEVEL: 'warn',
     };
     expect(loadServerSettings(env, ['c', 'a'])).toEqual({
-      host: '0.0.0.0', port: 9000, model: '/m', apiKeys: ['a', 'b', 'c'], corsOrigins: ['https://x.example', '*'], maxBodyBytes: 1024,
+      host: '0.0.0.0', port: 9000, model: '/m', apiKeys: ['a', 'b', 'c'], corsOrigins: ['https://x.example', '*'], maxBodyBytes: 1024, logLevel: 'warn',
     });
   });
 
-  it.each([['MAYA_PORT', '70000'], ['MAYA_PORT', 'http'], ['MAYA_MAX_BODY_BYTES', '0'], ['MAYA_MAX_BODY_BYTES', '-5']])('%s=%s is refused', (name, raw) => {
+  it.each([['MAYA_PORT', '70000'], ['MAYA_PORT', 'http'], ['MAYA_MAX_BODY_BYTES', '0'], ['MAYA_MAX_BODY_BYTES', '-5'], ['MAYA_LOG_LEVEL', 'verbose']])('%s=%s is refused', (name, raw) => {
     expect(errorOf(() => loadServerSettings({ [name]: raw })).variable).toBe(name);
   });
 });

@@ -88,6 +88,8 @@ describe('service endpoints conform', () => {
     const { request, setRuntime } = appWithModel();
     expect(conforms('getHealth', await request.get('/health'))).toEqual({ status: 'ok' });
     conforms('listModels', await request.get('/v1/models'));
+    conforms('retrieveModel', await request.get('/v1/models/maya-test'));
+    expect(conforms('retrieveModel', await request.get('/v1/models/unknown-model'))).toMatchObject({ error: { code: 'model_not_found' } });
     conforms('getStatus', await request.get('/v1/status'));
     expect(conforms('getMetrics', await request.get('/metrics/prometheus'))).toEqual(expect.stringContaining('# HELP'));
     expect(conforms('getOpenApi', await request.get('/openapi.json'))).toEqual(JSON.parse(JSON.stringify(doc)));

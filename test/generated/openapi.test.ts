@@ -105,7 +105,7 @@ describe('openapi/openapi.yaml', () => {
   });
 
   it('closes every request body schema (unknown parameters are errors)', () => {
-    for (const name of ['CreateResponse', 'CreateChatCompletionRequest', 'EasyInputMessage', 'InputMessage', 'FunctionTool', 'FunctionCallOutputItemParam', 'ReasoningItem', 'InputTextContent', 'InputImageContent', 'TextResponseFormatJsonSchema', 'ToolChoiceFunction', 'Reasoning', 'ResponseTextParam']) {
+    for (const name of ['CreateResponse', 'CreateChatCompletionRequest', 'EasyInputMessage', 'OutputTextContentParam', 'RefusalContent', 'FunctionTool', 'FunctionCallOutputItemParam', 'ReasoningItem', 'InputTextContent', 'InputImageContent', 'TextResponseFormatJsonSchema', 'ToolChoiceFunction', 'Reasoning', 'ResponseTextParam']) {
       expect((doc.components.schemas[name] as Json).additionalProperties, name).toBe(false);
     }
   });

@@ -39,6 +39,7 @@ describe('generated/operations.ts', () => {
       cancelResponse: 'POST /v1/responses/{response_id}/cancel',
       createChatCompletion: 'POST /v1/chat/completions',
       listModels: 'GET /v1/models',
+      retrieveModel: 'GET /v1/models/{model}',
       getStatus: 'GET /v1/status',
       getMetrics: 'GET /metrics/prometheus',
       getHealth: 'GET /health',

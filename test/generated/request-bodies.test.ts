@@ -143,7 +143,7 @@ describe('chat completions', () => {
   it('accept n:1 and logprobs:false, which some clients always send', () =>
     accepts('CreateChatCompletionRequest', { messages: [{ role: 'user', content: 'x' }], n: 1, logprobs: false, user: 'u' }));
   it('reject unknown parameters, unsupported roles and too many stop strings', () => {
-    rejects('CreateChatCompletionRequest', { ...chatBody, presence_penalty: 0.5 }, '');
+    rejects('CreateChatCompletionRequest', { ...chatBody, logit_bias: { '50256': -100 } }, '');
     rejects('CreateChatCompletionRequest', { ...chatBody, n: 2 }, '/n');
     rejects('CreateChatCompletionRequest', { ...chatBody, logprobs: true }, '/logprobs');
     rejects('CreateChatCompletionRequest', { messages: [{ role: 'function', name: 'f', content: 'x' }] }, '/messages/0');

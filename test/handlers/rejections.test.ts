@@ -36,6 +36,7 @@ const CASES: { id: string; body: Record<string, unknown>; param: string }[] = [
   { id: 'prompt_cache_key_length', body: { input: 'hi', prompt_cache_key: 'k'.repeat(257) }, param: 'prompt_cache_key' },
   { id: 'client_metadata_values', body: { input: 'hi', client_metadata: { app: 'x', build: 7 } }, param: 'client_metadata.build' },
   { id: 'prompt_template', body: { input: 'hi', prompt: { id: 'pmpt_1' } }, param: 'prompt' },
+  { id: 'client_metadata_size', body: { input: 'hi', client_metadata: { a: 'x'.repeat(8192), b: 'é'.repeat(4096) } }, param: 'client_metadata' },
 ];
 
 function setup() {
@@ -74,6 +75,7 @@ describe('supported neighbours of each rejection pass', () => {
     ['image without detail', { input: [user([image({})])] }],
     ['prompt_cache_key of 256 characters', { input: 'hi', prompt_cache_key: 'k'.repeat(256) }],
     ['string client_metadata', { input: 'hi', client_metadata: { app: 'x' } }],
+    ['client_metadata values over 512 characters (Codex CLI turn metadata), 16384 bytes in all', { input: 'hi', client_metadata: { 'x-codex-turn-metadata': 'm'.repeat(800), a: 'x'.repeat(16384 - 800 - 21 - 1) } }],
     ['reasoning item replayed without summary or encryption', { input: [user('hi'), { type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text: 't' }] }, user('next')] }],
     ['reasoning with null summary', { input: 'hi', reasoning: { effort: 'high', summary: null } }],
     ['function tools and a function tool_choice', { input: 'hi', tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', name: 'f' } }],
@@ -95,6 +97,9 @@ describe('chat completions rejection table', () => {
     { id: 'chat_image_detail', body: chatUser([{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA', detail: 'low' } }]), param: 'messages[1].content[0].image_url.detail' },
     { id: 'chat_file', body: chatUser([{ type: 'text', text: 'read' }, { type: 'file', file: { file_id: 'f' } }]), param: 'messages[1].content[1].type' },
     { id: 'chat_audio', body: chatUser([{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }]), param: 'messages[1].content[0].type' },
+    { id: 'chat_presence_penalty', body: { ...chatUser('hi'), presence_penalty: 0.5 }, param: 'presence_penalty' },
+    { id: 'chat_frequency_penalty', body: { ...chatUser('hi'), frequency_penalty: -1 }, param: 'frequency_penalty' },
+    { id: 'chat_service_tier', body: { ...chatUser('hi'), service_tier: 'priority' }, param: 'service_tier' },
   ];
 
   it('has a case here for every row', () => {
