@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS, RESPONSES_SETTINGS, SettingsError, loadResponsesSettings, loadServerSettings,
+  DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS, DEFAULT_SERVER_LIMITS, RESPONSES_SETTINGS, SettingsError, loadResponsesSettings, loadServerSettings,
 } from '../../config/settings.ts';
 
 const M = 'MAYA_GLM_RESPONSES_';
@@ -89,7 +89,9 @@ describe('loadServerSettings', () => {
   it('defaults: 127.0.0.1:8080, no keys, loopback CORS, 16 MiB bodies, access log at info', () => {
     expect(loadServerSettings({})).toEqual({
       host: '127.0.0.1', port: 8080, model: undefined, apiKeys: [], corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES, logLevel: 'info',
+      limits: DEFAULT_SERVER_LIMITS,
     });
+    expect(DEFAULT_SERVER_LIMITS).toEqual({ MAX_CONNECTIONS: 1024, HEADERS_TIMEOUT_S: 10, REQUEST_TIMEOUT_S: 30, KEEPALIVE_TIMEOUT_S: 5, SHUTDOWN_GRACE_S: 10 });
     expect(DEFAULT_MAX_BODY_BYTES).toBe(16 * 1024 * 1024);
   });
 
@@ -99,10 +101,16 @@ describe('loadServerSettings', () => {
     };
     expect(loadServerSettings(env, ['c', 'a'])).toEqual({
       host: '0.0.0.0', port: 9000, model: '/m', apiKeys: ['a', 'b', 'c'], corsOrigins: ['https://x.example', '*'], maxBodyBytes: 1024, logLevel: 'warn',
+      limits: DEFAULT_SERVER_LIMITS,
     });
   });
 
-  it.each([['MAYA_PORT', '70000'], ['MAYA_PORT', 'http'], ['MAYA_MAX_BODY_BYTES', '0'], ['MAYA_MAX_BODY_BYTES', '-5'], ['MAYA_LOG_LEVEL', 'verbose']])('%s=%s is refused', (name, raw) => {
+  it('reads the connection and shutdown limits (MAYA_MAX_CONNECTIONS, timeouts, MAYA_SHUTDOWN_GRACE_S; grace may be 0)', () => {
+    const env = { MAYA_MAX_CONNECTIONS: '64', MAYA_HEADERS_TIMEOUT_S: '3', MAYA_REQUEST_TIMEOUT_S: '9', MAYA_KEEPALIVE_TIMEOUT_S: '2', MAYA_SHUTDOWN_GRACE_S: '0' };
+    expect(loadServerSettings(env).limits).toEqual({ MAX_CONNECTIONS: 64, HEADERS_TIMEOUT_S: 3, REQUEST_TIMEOUT_S: 9, KEEPALIVE_TIMEOUT_S: 2, SHUTDOWN_GRACE_S: 0 });
+  });
+
+  it.each([['MAYA_PORT', '70000'], ['MAYA_PORT', 'http'], ['MAYA_MAX_BODY_BYTES', '0'], ['MAYA_MAX_BODY_BYTES', '-5'], ['MAYA_LOG_LEVEL', 'verbose'], ['MAYA_MAX_CONNECTIONS', '0'], ['MAYA_HEADERS_TIMEOUT_S', '1.5'], ['MAYA_SHUTDOWN_GRACE_S', '-1']])('%s=%s is refused', (name, raw) => {
     expect(errorOf(() => loadServerSettings({ [name]: raw })).variable).toBe(name);
   });
 });
