@@ -17,7 +17,7 @@ const { values } = parseArgs({ options: { count: { type: 'string', default: '100
 const count = Number(values.count);
 const service = await startService({
   settings: DEFAULT_RESPONSES_SETTINGS,
-  server: loadServerSettings({ MAYA_PORT: '0' }),
+  server: loadServerSettings({ MAYA_PORT: '0', MAYA_LOG_LEVEL: 'silent' }),
   modelDir: DEFAULT_MODEL_DIR,
   loadRuntime: loadModelRuntime,
   logger: silentLogger,
