@@ -1,0 +1,510 @@
+/* cuda_backend.cu: the forward pass of GLM-4 / Llama / Qwen3 on one NVIDIA GPU, behind Backend.
+ *
+ * Same layer recipe and KV layout as cpu_backend.cpp (f32 residual stream and f32 paged KV cache;
+ * weights stay in their stored dtype on the device). A step uploads the batch's metadata (tokens,
+ * positions, block tables) in one copy, runs every kernel on one stream, and copies the requested
+ * logits rows back; the scheduler's sampler then samples on the host as for the CPU backend.
+ * Decode-only steps are captured once per batch size as a CUDA graph and replayed (kernel
+ * arguments depend only on T; everything data-dependent is read from device memory).
+ * This file also holds the library's three exported entry points (cuda_api.h).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "cuda_api.h"            // defines: CudaHost, CudaOptions, cuda_layout_stamp
+#include "cuda_common.cuh"       // defines: CUDA_CHECK, cuda_fail
+#include "kernels/attention.cuh" // defines: attention, AttnArgs
+#include "kernels/embed.cuh"     // defines: embed_rows
+#include "kernels/gemm.cuh"      // defines: gemm_simt, gemm_bf16_tc
+#include "kernels/gemv.cuh"      // defines: gemv, LinearArgs
+#include "kernels/rmsnorm.cuh"   // defines: rmsnorm_rows
+#include "kernels/rope.cuh"      // defines: rope_write_kv
+#include "kernels/swiglu.cuh"    // defines: swiglu, residual_add
+
+namespace maya {
+
+static const CudaHost *g_host = nullptr;
+
+int32_t cuda_fail(int32_t status, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return g_host && g_host->set_error ? g_host->set_error(status, buf) : status;
+}
+
+int32_t cuda_error(cudaError_t e, const char *what, const char *file, int line) {
+    const char *base = strrchr(file, '/');
+    int32_t st = e == cudaErrorMemoryAllocation ? ENG_STATUS_OUT_OF_MEMORY : ENG_STATUS_BACKEND;
+    return cuda_fail(st, "CUDA error at %s:%d (%s): %s (%s)", base ? base + 1 : file, line, what,
+                     cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+size_t elem_size(DType dt) { return dt == DT_F32 ? 4 : 2; }
+
+/* A weight matrix on the device, in its stored dtype. */
+struct DWeight {
+    const void *data = nullptr;
+    DType dtype = DT_F32;
+    int32_t rows = 0, cols = 0;
+};
+
+struct DLayer {
+    const float *attn_norm = nullptr, *post_attn_norm = nullptr, *mlp_norm = nullptr, *post_mlp_norm = nullptr; // (C)
+    DWeight wq, wk, wv, wo, w_gate_up, w_gate, w_up, w_down;
+    const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;        // biases or null
+    const float *b_gate = nullptr, *b_up = nullptr, *b_down = nullptr;
+    const float *q_norm = nullptr, *k_norm = nullptr;                              // (D) Qwen3
+};
+
+/* Bump allocation out of one cudaMalloc, 256-byte aligned. */
+struct Arena {
+    char *base = nullptr;
+    size_t used = 0, cap = 0;
+    void *take(size_t n) {
+        size_t at = (used + 255) & ~(size_t)255;
+        if (at + n > cap) return nullptr;
+        used = at + n;
+        return base + at;
+    }
+    static size_t round(size_t n) { return (n + 255) & ~(size_t)255; }
+};
+
+class CudaBackend final : public Backend {
+  public:
+    CudaBackend(const Model &m) : m_(m), c_(m.cfg) {}
+    ~CudaBackend() override;
+    int32_t init(BackendConfig *cfg, const CudaOptions &opt);
+    int32_t forward(const Batch &batch, float *logits) override;
+    int32_t kind() const override { return 2; }
+    int32_t simd() const override { return 0; }
+
+  private:
+    size_t weight_bytes() const;
+    int32_t upload_weights();
+    int32_t alloc_activations();
+    int32_t alloc_kv(BackendConfig *cfg, const CudaOptions &opt);
+    const void *upload(const void *host, size_t n);
+    const float *upload_vec(const std::vector<float> &v);
+    DWeight upload_w(const Weight &w);
+    int32_t linear(int T, const DWeight &w, const float *x, int ldx, float *y, int ldy, const float *bias);
+    int32_t layer(int l, int T, int n_split);
+    int32_t run(int T, int n_logits, int n_split);
+    int32_t run_decode_graph(int T);
+    int n_split_for(int T, bool is_decode) const;
+
+    const Model &m_;
+    const ModelConfig &c_;
+    BackendConfig cfg_;
+    int device_ = 0;
+    cudaStream_t stream_ = nullptr;
+    Arena weights_;
+    DWeight embed_, lm_head_;
+    const float *final_norm_ = nullptr;
+    std::vector<DLayer> layers_;
+    float *inv_freq_ = nullptr;                           // (rotary_dim / 2)
+    float *x_ = nullptr, *h_ = nullptr, *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *att_ = nullptr;
+    float *ff_ = nullptr, *ff2_ = nullptr, *out_x_ = nullptr, *logits_ = nullptr;
+    float *o_part_ = nullptr, *ml_part_ = nullptr;        // split-attention partials
+    void *xb_ = nullptr;                                  // (max_tokens, Kmax) bf16 for the tensor-core gemm
+    float *kv_ = nullptr;                                 // (L, 2, n_blocks, Hkv, bs, D)
+    int32_t *meta_d_ = nullptr, *meta_h_ = nullptr;       // device / pinned host step metadata
+    int64_t meta_cap_ = 0, bt_cap_ = 0;
+    int max_split_ = 1, sm_count_ = 1, tc_min_tokens_ = 16;
+    bool use_graphs_ = true;
+    std::vector<cudaGraphExec_t> graphs_;                 // [T] decode graph, or null
+    std::vector<void *> allocs_;                          // every cudaMalloc, freed in the destructor
+
+    // Offsets (ints) of the metadata sections; fixed so captured graphs stay valid.
+    int64_t off_tokens() const { return 0; }
+    int64_t off_pos() const { return cfg_.max_tokens; }
+    int64_t off_bt_off() const { return 2LL * cfg_.max_tokens; }
+    int64_t off_rows() const { return 3LL * cfg_.max_tokens; }
+    int64_t off_bt() const { return 3LL * cfg_.max_tokens + cfg_.max_logits; }
+    int64_t kv_layer_floats() const { return (int64_t)cfg_.n_blocks * c_.n_head_kv * cfg_.block_size * c_.head_dim; }
+    float *kcache(int l) const { return kv_ + (int64_t)l * 2 * kv_layer_floats(); }
+    float *vcache(int l) const { return kcache(l) + kv_layer_floats(); }
+    template <typename T> int32_t dalloc(T **p, size_t n) {
+        void *q = nullptr;
+        CUDA_CHECK(cudaMalloc(&q, n ? n : 1));
+        allocs_.push_back(q);
+        *p = (T *)q;
+        return ENG_STATUS_OK;
+    }
+};
+
+CudaBackend::~CudaBackend() {
+    // Errors are ignored here: a destructor has no one to report to, and a failed device is
+    // released with the process.
+    for (cudaGraphExec_t g : graphs_)
+        if (g) cudaGraphExecDestroy(g);
+    for (void *p : allocs_) cudaFree(p);
+    if (weights_.base) cudaFree(weights_.base);
+    if (meta_h_) cudaFreeHost(meta_h_);
+    if (stream_) cudaStreamDestroy(stream_);
+}
+
+/* Device bytes of every weight upload_weights() makes (each rounded as the arena rounds it). */
+size_t CudaBackend::weight_bytes() const {
+    size_t n = 0;
+    auto w = [&](const Weight &x) { n += x.data ? Arena::round((size_t)x.rows * x.cols * elem_size(x.dtype)) : 0; };
+    auto v = [&](const std::vector<float> &x) { n += x.empty() ? 0 : Arena::round(x.size() * sizeof(float)); };
+    w(m_.embed);
+    if (m_.lm_head.data != m_.embed.data) w(m_.lm_head);
+    v(m_.final_norm);
+    for (const LayerWeights &L : m_.layers) {
+        for (const Weight *x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate_up, &L.w_gate, &L.w_up, &L.w_down}) w(*x);
+        for (const std::vector<float> *x : {&L.attn_norm, &L.post_attn_norm, &L.mlp_norm, &L.post_mlp_norm, &L.bq,
+                                            &L.bk, &L.bv, &L.bo, &L.q_norm, &L.k_norm, &L.b_gate, &L.b_up, &L.b_down})
+            v(*x);
+    }
+    return n;
+}
+
+const void *CudaBackend::upload(const void *host, size_t n) {
+    void *d = weights_.take(n);
+    if (d && cudaMemcpy(d, host, n, cudaMemcpyHostToDevice) != cudaSuccess) return nullptr;
+    return d;
+}
+
+const float *CudaBackend::upload_vec(const std::vector<float> &v) {
+    return v.empty() ? nullptr : (const float *)upload(v.data(), v.size() * sizeof(float));
+}
+
+DWeight CudaBackend::upload_w(const Weight &w) {
+    DWeight d;
+    if (!w.data) return d;
+    d.dtype = w.dtype;
+    d.rows = w.rows;
+    d.cols = w.cols;
+    d.data = upload(w.data, (size_t)w.rows * w.cols * elem_size(w.dtype));
+    return d;
+}
+
+int32_t CudaBackend::upload_weights() {
+    size_t need = weight_bytes(), free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (need > free_b)
+        return cuda_fail(ENG_STATUS_OUT_OF_MEMORY,
+                         "the model's weights need %.2f GiB on the GPU but device %d has %.2f GiB free (of %.2f GiB)",
+                         need / kGiB, device_, free_b / kGiB, total_b / kGiB);
+    cudaError_t e = cudaMalloc((void **)&weights_.base, need);
+    if (e == cudaErrorMemoryAllocation)
+        return cuda_fail(ENG_STATUS_OUT_OF_MEMORY, "cannot allocate %.2f GiB for the model's weights (%.2f GiB free)",
+                         need / kGiB, free_b / kGiB);
+    CUDA_CHECK(e);
+    weights_.cap = need;
+    embed_ = upload_w(m_.embed);
+    lm_head_ = m_.lm_head.data == m_.embed.data ? embed_ : upload_w(m_.lm_head);
+    final_norm_ = upload_vec(m_.final_norm);
+    bool ok = embed_.data && lm_head_.data && final_norm_;
+    layers_.resize(m_.layers.size());
+    for (size_t l = 0; l < m_.layers.size(); l++) {
+        const LayerWeights &L = m_.layers[l];
+        DLayer &d = layers_[l];
+        d.attn_norm = upload_vec(L.attn_norm);
+        d.post_attn_norm = upload_vec(L.post_attn_norm);
+        d.mlp_norm = upload_vec(L.mlp_norm);
+        d.post_mlp_norm = upload_vec(L.post_mlp_norm);
+        d.wq = upload_w(L.wq);
+        d.wk = upload_w(L.wk);
+        d.wv = upload_w(L.wv);
+        d.wo = upload_w(L.wo);
+        d.w_gate_up = upload_w(L.w_gate_up);
+        d.w_gate = upload_w(L.w_gate);
+        d.w_up = upload_w(L.w_up);
+        d.w_down = upload_w(L.w_down);
+        d.bq = upload_vec(L.bq);
+        d.bk = upload_vec(L.bk);
+        d.bv = upload_vec(L.bv);
+        d.bo = upload_vec(L.bo);
+        d.b_gate = upload_vec(L.b_gate);
+        d.b_up = upload_vec(L.b_up);
+        d.b_down = upload_vec(L.b_down);
+        d.q_norm = upload_vec(L.q_norm);
+        d.k_norm = upload_vec(L.k_norm);
+        ok = ok && d.attn_norm && d.mlp_norm && d.wq.data && d.wk.data && d.wv.data && d.wo.data && d.w_down.data &&
+             (d.w_gate_up.data || (d.w_gate.data && d.w_up.data));
+    }
+    if (!ok) {
+        CUDA_CHECK(cudaGetLastError());
+        return cuda_fail(ENG_STATUS_BACKEND, "uploading the weights failed (%zu of %zu bytes placed)", weights_.used, need);
+    }
+    return ENG_STATUS_OK;
+}
+
+int32_t CudaBackend::alloc_activations() {
+    size_t T = (size_t)cfg_.max_tokens, C = (size_t)c_.n_embd, qd = (size_t)c_.n_head * c_.head_dim,
+           kvd = (size_t)c_.n_head_kv * c_.head_dim, I = (size_t)c_.n_ff, L = (size_t)cfg_.max_logits;
+    size_t kmax = C > I ? C : I;
+    if (qd > kmax) kmax = qd;
+    CUDA_TRY(dalloc(&x_, T * C * 4));
+    CUDA_TRY(dalloc(&h_, T * C * 4));
+    CUDA_TRY(dalloc(&q_, T * qd * 4));
+    CUDA_TRY(dalloc(&k_, T * kvd * 4));
+    CUDA_TRY(dalloc(&v_, T * kvd * 4));
+    CUDA_TRY(dalloc(&att_, T * qd * 4));
+    CUDA_TRY(dalloc(&ff_, T * 2 * I * 4));
+    CUDA_TRY(dalloc(&ff2_, T * I * 4));
+    CUDA_TRY(dalloc(&xb_, T * kmax * 2));
+    CUDA_TRY(dalloc(&out_x_, L * C * 4));
+    CUDA_TRY(dalloc(&logits_, L * (size_t)c_.n_vocab * 4));
+    // Split attention is used for decode-only steps (T <= max_logits).
+    CUDA_TRY(dalloc(&o_part_, (size_t)max_split_ * L * qd * 4));
+    CUDA_TRY(dalloc(&ml_part_, (size_t)max_split_ * L * c_.n_head * 2 * 4));
+    // Block tables: every sequence of a batch may span the whole context (+1 block of slack).
+    bt_cap_ = (int64_t)cfg_.max_logits * ((cfg_.n_ctx + cfg_.block_size - 1) / cfg_.block_size + 1);
+    meta_cap_ = off_bt() + bt_cap_;
+    CUDA_TRY(dalloc(&meta_d_, (size_t)meta_cap_ * 4));
+    CUDA_CHECK(cudaMallocHost((void **)&meta_h_, (size_t)meta_cap_ * 4));
+    int half = c_.rotary_dim / 2;
+    std::vector<float> inv((size_t)half);
+    for (int i = 0; i < half; i++) { // the CPU backend's formula, including llama3 scaling
+        float f = 1.0f / powf(c_.rope_theta, (float)(2 * i) / (float)c_.rotary_dim);
+        if (c_.rope_factor > 0) {
+            float low_wl = (float)c_.rope_orig_ctx / c_.rope_low_freq;
+            float high_wl = (float)c_.rope_orig_ctx / c_.rope_high_freq;
+            float wl = 2.0f * (float)M_PI / f;
+            if (wl > low_wl) f = f / c_.rope_factor;
+            else if (wl >= high_wl) {
+                float smooth = ((float)c_.rope_orig_ctx / wl - c_.rope_low_freq) / (c_.rope_high_freq - c_.rope_low_freq);
+                f = (1 - smooth) * f / c_.rope_factor + smooth * f;
+            }
+        }
+        inv[(size_t)i] = f;
+    }
+    CUDA_TRY(dalloc(&inv_freq_, (size_t)(half > 0 ? half : 1) * 4));
+    if (half > 0) CUDA_CHECK(cudaMemcpy(inv_freq_, inv.data(), (size_t)half * 4, cudaMemcpyHostToDevice));
+    return ENG_STATUS_OK;
+}
+
+/* The KV cache takes what is left of device memory after weights and activations (less a
+ * reserve for the CUDA context, graphs and fragmentation), capped by kv_cap_bytes and by the
+ * engine's wanted block count. */
+int32_t CudaBackend::alloc_kv(BackendConfig *cfg, const CudaOptions &opt) {
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    size_t reserve = (size_t)(512ull << 20) > total_b / 50 ? (size_t)(512ull << 20) : total_b / 50;
+    size_t avail = free_b > reserve ? free_b - reserve : 0;
+    if (opt.kv_cap_bytes > 0 && (size_t)opt.kv_cap_bytes < avail) avail = (size_t)opt.kv_cap_bytes;
+    size_t block_bytes = 2ull * c_.n_layer * c_.n_head_kv * cfg->block_size * c_.head_dim * sizeof(float);
+    int64_t fit = (int64_t)(avail / block_bytes);
+    if (fit < 1)
+        return cuda_fail(ENG_STATUS_OUT_OF_MEMORY,
+                         "no room for the KV cache: %.2f GiB free after the weights (%.2f GiB), one block needs %zu bytes",
+                         free_b / kGiB, weights_.cap / kGiB, block_bytes);
+    if (cfg->n_blocks > fit) cfg->n_blocks = (int32_t)fit;
+    cfg_.n_blocks = cfg->n_blocks;
+    CUDA_TRY(dalloc(&kv_, (size_t)cfg->n_blocks * block_bytes));
+    return ENG_STATUS_OK;
+}
+
+int CudaBackend::n_split_for(int T, bool is_decode) const {
+    if (!is_decode) return 1;
+    // Enough blocks for two waves over the SMs; the kernel merges pieces shorter than a tile.
+    int blocks = T * c_.n_head_kv, want = (2 * sm_count_ + blocks - 1) / blocks;
+    return want < 1 ? 1 : (want > max_split_ ? max_split_ : want);
+}
+
+int32_t CudaBackend::init(BackendConfig *cfg, const CudaOptions &opt) {
+    cfg_ = *cfg;
+    if (cfg->max_tokens <= 0 || cfg->max_logits <= 0 || cfg->n_blocks <= 0 || cfg->block_size <= 0 || cfg->n_ctx <= 0)
+        return cuda_fail(ENG_STATUS_INVALID_ARG, "cuda backend: bad limits");
+    if (c_.n_head % c_.n_head_kv != 0) return cuda_fail(ENG_STATUS_UNSUPPORTED, "n_head %% n_head_kv != 0");
+    device_ = opt.device;
+    CUDA_CHECK(cudaSetDevice(device_));
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+    sm_count_ = prop.multiProcessorCount;
+    max_split_ = 32;
+    const char *tc = getenv("MAYA_CUDA_TC_MIN_TOKENS"); // 0 = never use the tensor-core gemm
+    if (tc && *tc) tc_min_tokens_ = atoi(tc) > 0 ? atoi(tc) : 1 << 30;
+    const char *gr = getenv("MAYA_CUDA_GRAPHS");
+    use_graphs_ = !(gr && strcmp(gr, "0") == 0);
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDA_TRY(attention_prepare(c_.n_head, c_.n_head_kv, c_.head_dim, prop.sharedMemPerBlockOptin));
+    CUDA_TRY(upload_weights());
+    CUDA_TRY(alloc_activations());
+    CUDA_TRY(alloc_kv(cfg, opt));
+    graphs_.assign((size_t)cfg_.max_logits + 1, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return ENG_STATUS_OK;
+}
+
+int32_t CudaBackend::linear(int T, const DWeight &w, const float *x, int ldx, float *y, int ldy, const float *bias) {
+    LinearArgs a{w.data, w.dtype, w.rows, w.cols, x, ldx, y, ldy, bias, T};
+    if (T <= kGemvMaxTokens) return gemv(a, stream_);
+    if (T >= tc_min_tokens_ && gemm_bf16_tc_fits(a)) return gemm_bf16_tc(a, xb_, stream_);
+    return gemm_simt(a, stream_);
+}
+
+int32_t CudaBackend::layer(int l, int T, int n_split) {
+    const DLayer &L = layers_[(size_t)l];
+    int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim, I = c_.n_ff;
+    int qd = H * D, kvd = Hkv * D;
+    float eps = c_.rms_eps;
+    const int32_t *meta = meta_d_;
+    // Attention block.
+    CUDA_TRY(rmsnorm_rows(h_, C, x_, C, nullptr, L.attn_norm, T, C, eps, stream_));
+    CUDA_TRY(linear(T, L.wq, h_, C, q_, qd, L.bq));
+    CUDA_TRY(linear(T, L.wk, h_, C, k_, kvd, L.bk));
+    CUDA_TRY(linear(T, L.wv, h_, C, v_, kvd, L.bv));
+    if (c_.has_qk_norm) {
+        CUDA_TRY(rmsnorm_rows(q_, D, q_, D, nullptr, L.q_norm, T * H, D, eps, stream_));
+        CUDA_TRY(rmsnorm_rows(k_, D, k_, D, nullptr, L.k_norm, T * Hkv, D, eps, stream_));
+    }
+    RopeArgs ra{q_, k_, v_, kcache(l), vcache(l), meta + off_pos(), meta + off_bt_off(), meta + off_bt(),
+                inv_freq_, T, H, Hkv, D, c_.rotary_dim, cfg_.block_size, c_.is_rope_interleaved};
+    CUDA_TRY(rope_write_kv(ra, stream_));
+    AttnArgs aa{q_, att_, kcache(l), vcache(l), meta + off_pos(), meta + off_bt_off(), meta + off_bt(),
+                o_part_, ml_part_, T, H, Hkv, D, cfg_.block_size, n_split, 1.0f / sqrtf((float)D)};
+    CUDA_TRY(attention(aa, stream_));
+    CUDA_TRY(linear(T, L.wo, att_, qd, h_, C, L.bo));
+    if (c_.has_sandwich_norms) CUDA_TRY(rmsnorm_rows(h_, C, h_, C, nullptr, L.post_attn_norm, T, C, eps, stream_));
+    CUDA_TRY(residual_add(x_, h_, (int64_t)T * C, stream_));
+    // MLP block.
+    CUDA_TRY(rmsnorm_rows(h_, C, x_, C, nullptr, L.mlp_norm, T, C, eps, stream_));
+    if (L.w_gate_up.data) {
+        CUDA_TRY(linear(T, L.w_gate_up, h_, C, ff_, 2 * I, nullptr));
+    } else {
+        CUDA_TRY(linear(T, L.w_gate, h_, C, ff_, 2 * I, L.b_gate));
+        CUDA_TRY(linear(T, L.w_up, h_, C, ff_ + I, 2 * I, L.b_up));
+    }
+    CUDA_TRY(swiglu(ff2_, ff_, T, I, stream_));
+    CUDA_TRY(linear(T, L.w_down, ff2_, I, h_, C, L.b_down));
+    if (c_.has_sandwich_norms) CUDA_TRY(rmsnorm_rows(h_, C, h_, C, nullptr, L.post_mlp_norm, T, C, eps, stream_));
+    CUDA_TRY(residual_add(x_, h_, (int64_t)T * C, stream_));
+    return ENG_STATUS_OK;
+}
+
+/* Enqueues the whole forward pass for T tokens whose metadata is already on the device. */
+int32_t CudaBackend::run(int T, int n_logits, int n_split) {
+    int C = c_.n_embd;
+    CUDA_TRY(embed_rows(x_, embed_.data, embed_.dtype, meta_d_ + off_tokens(), T, C, stream_));
+    for (int l = 0; l < c_.n_layer; l++) CUDA_TRY(layer(l, T, n_split));
+    if (n_logits == 0) return ENG_STATUS_OK;
+    CUDA_TRY(rmsnorm_rows(out_x_, C, x_, C, meta_d_ + off_rows(), final_norm_, n_logits, C, c_.rms_eps, stream_));
+    return linear(n_logits, lm_head_, out_x_, C, logits_, c_.n_vocab, nullptr);
+}
+
+/* Decode step of T sequences: replays (capturing on first use) the graph of batch size T. */
+int32_t CudaBackend::run_decode_graph(int T) {
+    cudaGraphExec_t &exec = graphs_[(size_t)T];
+    if (!exec) {
+        cudaGraph_t graph = nullptr;
+        CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+        int32_t st = run(T, T, n_split_for(T, true));
+        cudaError_t e = cudaStreamEndCapture(stream_, &graph);
+        if (st < 0) {
+            if (graph) cudaGraphDestroy(graph);
+            return st;
+        }
+        CUDA_CHECK(e);
+        e = cudaGraphInstantiate(&exec, graph, 0);
+        cudaGraphDestroy(graph);
+        if (e != cudaSuccess) {
+            exec = nullptr;
+            CUDA_CHECK(e);
+        }
+    }
+    CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+    return ENG_STATUS_OK;
+}
+
+int32_t CudaBackend::forward(const Batch &b, float *logits) {
+    int T = (int)b.tokens.size();
+    if (T == 0) return ENG_STATUS_OK;
+    if (T > cfg_.max_tokens || b.n_logits > cfg_.max_logits)
+        return cuda_fail(ENG_STATUS_INVALID_ARG, "batch of %d tokens / %d logits exceeds %d / %d", T, b.n_logits,
+                         cfg_.max_tokens, cfg_.max_logits);
+    int32_t *mh = meta_h_;
+    int64_t bt_used = 0;
+    bool is_decode = b.n_logits == T;
+    for (size_t s = 0; s < b.seqs.size(); s++) {
+        const BatchSeq &q = b.seqs[s];
+        if (q.pos0 + q.n_tokens > q.n_blocks * cfg_.block_size || q.pos0 + q.n_tokens > cfg_.n_ctx)
+            return cuda_fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch lacks KV blocks", s);
+        if (bt_used + q.n_blocks > bt_cap_) return cuda_fail(ENG_STATUS_INVALID_ARG, "block tables exceed %lld entries", (long long)bt_cap_);
+        is_decode = is_decode && q.n_tokens == 1;
+        memcpy(mh + off_bt() + bt_used, q.block_table, (size_t)q.n_blocks * sizeof(int32_t));
+        for (int i = 0; i < q.n_tokens; i++) {
+            int t = q.tok0 + i;
+            mh[off_tokens() + t] = b.tokens[(size_t)t];
+            mh[off_pos() + t] = q.pos0 + i;
+            mh[off_bt_off() + t] = (int32_t)bt_used;
+        }
+        if (q.logits_row >= 0) mh[off_rows() + q.logits_row] = q.tok0 + q.n_tokens - 1;
+        bt_used += q.n_blocks;
+    }
+    CUDA_CHECK(cudaMemcpyAsync(meta_d_, mh, (size_t)(off_bt() + bt_used) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    if (is_decode && use_graphs_) CUDA_TRY(run_decode_graph(T));
+    else CUDA_TRY(run(T, b.n_logits, n_split_for(T, is_decode)));
+    if (b.n_logits > 0)
+        CUDA_CHECK(cudaMemcpyAsync(logits, logits_, (size_t)b.n_logits * c_.n_vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    // The pinned metadata is rewritten by the next step, so the step ends here (and faults surface).
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return ENG_STATUS_OK;
+}
+
+} // namespace
+
+} // namespace maya
+
+using namespace maya;
+
+extern "C" {
+
+__attribute__((visibility("default"))) uint64_t maya_cuda_stamp(void) { return cuda_layout_stamp(); }
+
+__attribute__((visibility("default"))) int32_t maya_cuda_probe(char *why, int32_t len) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        if (why && len > 0) snprintf(why, (size_t)len, "no usable CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+        return ENG_STATUS_UNSUPPORTED;
+    }
+    if (n == 0 && why && len > 0) snprintf(why, (size_t)len, "no CUDA device");
+    return n;
+}
+
+__attribute__((visibility("default"))) int32_t maya_cuda_backend_create(const Model *model, BackendConfig *cfg,
+                                                                        const CudaOptions *opt, const CudaHost *host,
+                                                                        Backend **out) {
+    g_host = host;
+    *out = nullptr;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0)
+        return cuda_fail(ENG_STATUS_UNSUPPORTED, "the CUDA backend needs an NVIDIA GPU and its driver; cudaGetDeviceCount: %s",
+                         e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+    if (opt->device < 0 || opt->device >= n)
+        return cuda_fail(ENG_STATUS_INVALID_ARG, "CUDA device %d does not exist (%d present)", opt->device, n);
+    CudaBackend *b = new (std::nothrow) CudaBackend(*model);
+    if (!b) return cuda_fail(ENG_STATUS_OUT_OF_MEMORY, "out of host memory");
+    int32_t st;
+    try {
+        st = b->init(cfg, *opt);
+    } catch (const std::bad_alloc &) {
+        st = cuda_fail(ENG_STATUS_OUT_OF_MEMORY, "out of host memory while creating the CUDA backend");
+    }
+    if (st < 0) {
+        delete b;
+        return st;
+    }
+    *out = b;
+    return ENG_STATUS_OK;
+}
+
+} // extern "C"
