@@ -36,7 +36,7 @@ for f in "$src"/*.cpp "$tst"/*.cpp; do
   relink=1
 done
 if (( relink )) || [[ ! -f "$bin" ]]; then
-  "$cxx" "${flags[@]}" -o "$bin" "${objs[@]}"
+  "$cxx" "${flags[@]}" -o "$bin" "${objs[@]}" -ldl
 fi
 # The shared library exports exactly the eng_* ABI (checked when no sanitizer flags are set).
 if [[ -z "${MAYA_ENGINE_CXXFLAGS:-}" ]] && command -v nm >/dev/null 2>&1; then
