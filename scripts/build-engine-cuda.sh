@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds engine-cuda/build/libmaya_engine_cuda.so (the CUDA backend) from engine-cuda/src/cuda with nvcc.
 #
-# Called by build-engine.sh when nvcc is on PATH; `--check` compiles every .cu to an object and stops
-# (the CI check behind `npm run engine:cuda:check`). The CUDA runtime is linked statically
+# Called by build-engine.sh when nvcc is on PATH. `--check` compiles every .cu (the library's and the
+# GPU kernel test's) to an object and stops: the CI check behind `npm run engine:cuda:check`.
+# `--tests` also links engine-cuda/build/test-cuda-kernels (engine-cuda/test/cuda; run by test-gpu.sh). The CUDA runtime is linked statically
 # (libcudart_static.a), so the library needs only the NVIDIA driver (libcuda.so.1) at run time, not
 # the toolkit. Incremental like build-engine.sh: an object is rebuilt when its source or any engine
 # or CUDA header is newer. Warnings are errors.
@@ -18,8 +19,7 @@ out="$root/engine-cuda/build"
 obj="$out/cuda-obj"
 lib="$out/libmaya_engine_cuda.so"
 jobs="${MAYA_ENGINE_JOBS:-2}"
-is_check=0
-[[ "${1:-}" == --check ]] && is_check=1
+mode="${1:-lib}" # lib | --check | --tests
 
 if ! command -v nvcc >/dev/null 2>&1; then
   echo "build-engine-cuda: nvcc not found" >&2
@@ -48,6 +48,8 @@ newest_header=$(stat -c %Y "$root"/engine-cuda/include/engine.h "$src"/*.h "$cu"
   "$cu"/exports.map "$0" | sort -n | tail -n 1)
 
 sources=("$cu"/*.cu "$cu"/kernels/*.cu)
+test_src="$root/engine-cuda/test/cuda/test_cuda_kernels.cu"
+[[ "$mode" != lib ]] && sources+=("$test_src")
 objs=()
 pids=()
 names=()
@@ -71,7 +73,7 @@ done
 for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || { echo "build-engine-cuda: compile of ${names[$i]}.cu failed" >&2; exit 1; }
 done
-if (( is_check )); then
+if [[ "$mode" == --check ]]; then
   echo "build-engine-cuda: ${#sources[@]} CUDA sources compile cleanly (${gencode[*]})"
   exit 0
 fi
@@ -80,6 +82,14 @@ if ! libdir="$(find_cudart)"; then
   echo "build-engine-cuda: libcudart_static.a not found (set CUDA_HOME to the CUDA toolkit)" >&2
   exit 1
 fi
+if [[ "$mode" == --tests ]]; then
+  echo "build-engine-cuda: linking $out/test-cuda-kernels"
+  "${CXX:-g++}" -pthread -o "$out/test-cuda-kernels" "${objs[@]}" -L"$libdir" -lcudart_static -ldl -lrt
+  exit 0
+fi
+lib_objs=()
+for o in "${objs[@]}"; do [[ "$o" == */test_cuda_kernels.o ]] || lib_objs+=("$o"); done
+objs=("${lib_objs[@]}")
 relink=0
 if [[ ! -f "$lib" ]]; then relink=1; else
   t_l=$(stat -c %Y "$lib")
