@@ -42,7 +42,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   const dialect = await loadDialect(modelDir.dir, options.dialect);
   progress({ stage: 'weights', fraction: 0.3 });
   const engine = await NativeEngine.load(modelDir.dir);
-  progress({ stage: 'ready', fraction: 1 });
+  progress({ stage: `ready (engine backend: ${engine.info.backend})`, fraction: 1 });
   return {
     id: modelDir.id,
     dir: modelDir.dir,
