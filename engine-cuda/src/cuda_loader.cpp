@@ -19,7 +19,6 @@ namespace maya {
 namespace {
 
 struct CudaLib {
-    bool is_tried = false;
     std::string error; // why it is unusable ("" = loaded)
     maya_cuda_probe_fn probe = nullptr;
     maya_cuda_backend_create_fn create = nullptr;
@@ -41,10 +40,8 @@ std::string library_path() {
     return dir + "/libmaya_engine_cuda.so";
 }
 
-CudaLib &lib() {
-    static CudaLib l;
-    if (l.is_tried) return l;
-    l.is_tried = true;
+CudaLib load() {
+    CudaLib l;
     std::string path = library_path();
     void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -62,6 +59,11 @@ CudaLib &lib() {
         l.error = path + " was built from other engine headers (stale build); rerun scripts/build-engine.sh";
     }
     if (!l.error.empty()) l.probe = nullptr, l.create = nullptr; // the handle stays open: never unloaded
+    return l;
+}
+
+CudaLib &lib() {
+    static CudaLib l = load(); // once per process, thread-safe
     return l;
 }
 

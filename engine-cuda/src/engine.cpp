@@ -64,7 +64,7 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks) {
 
 /* ENG_PARAM_BACKEND, else $MAYA_ENGINE_BACKEND (cpu|cuda|auto), else auto: cuda when its library
  * is built and sees a GPU, cpu otherwise. Writes 1 (cpu) or 2 (cuda). */
-static int32_t choose_backend(const int64_t *params, int32_t n_params, int64_t *out) {
+static int32_t choose_backend(const int64_t *params, int32_t n_params, int64_t *out, bool *is_auto) {
     int64_t b = param(params, n_params, ENG_PARAM_BACKEND, 0);
     const char *env = getenv("MAYA_ENGINE_BACKEND");
     if (b == 0 && env && *env) {
@@ -74,9 +74,20 @@ static int32_t choose_backend(const int64_t *params, int32_t n_params, int64_t *
             return fail(ENG_STATUS_INVALID_ARG, "MAYA_ENGINE_BACKEND must be cpu, cuda or auto (got '%s')", env);
     }
     if (b > 2) return fail(ENG_STATUS_INVALID_ARG, "unknown backend %lld", (long long)b);
+    *is_auto = b == 0;
     if (b == 0) b = cuda_backend_usable(nullptr) ? 2 : 1;
     *out = b;
     return ENG_STATUS_OK;
+}
+
+static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params);
+
+/* configure() again with the CPU backend forced: auto mode, when the CUDA backend declines the model. */
+static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t n_params) {
+    std::vector<int64_t> p(ENG_PARAM_COUNT, 0);
+    for (int32_t i = 0; i < n_params && i < ENG_PARAM_COUNT; i++) p[(size_t)i] = params[i];
+    p[ENG_PARAM_BACKEND] = 1;
+    return configure(c, p.data(), ENG_PARAM_COUNT);
 }
 
 /* Sizes the KV cache and context limit from the creation parameters and builds the backend,
@@ -84,7 +95,8 @@ static int32_t choose_backend(const int64_t *params, int32_t n_params, int64_t *
 static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     const ModelConfig &mc = c->model.cfg;
     int64_t backend = 1;
-    ENG_TRY(choose_backend(params, n_params, &backend));
+    bool is_auto = false;
+    ENG_TRY(choose_backend(params, n_params, &backend, &is_auto));
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int64_t n_threads = param(params, n_params, ENG_PARAM_N_THREADS, online > 0 ? online : 1);
     int64_t bs = param(params, n_params, ENG_PARAM_BLOCK_SIZE, 16);
@@ -119,7 +131,12 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     bc.max_logits = (int32_t)max_batch;
     bc.n_ctx = (int32_t)n_ctx;
     if (backend == 2) {
-        ENG_TRY(cuda_backend_create(c->model, &bc, param(params, n_params, ENG_PARAM_KV_BYTES, 0), &c->backend));
+        int32_t st = cuda_backend_create(c->model, &bc, param(params, n_params, ENG_PARAM_KV_BYTES, 0), &c->backend);
+        if (st == ENG_STATUS_UNSUPPORTED && is_auto) { // auto: a model the GPU path lacks runs on the CPU
+            clear_error();
+            return configure_cpu_fallback(c, params, n_params);
+        }
+        ENG_TRY(st);
         n_blocks = bc.n_blocks;
         if (n_ctx > n_blocks * bs) n_ctx = n_blocks * bs;
     } else {

@@ -104,6 +104,7 @@ class CudaBackend final : public Backend {
     int32_t run(int T, int n_logits, int n_split);
     int32_t run_decode_graph(int T);
     int n_split_for(int T, bool is_decode) const;
+    int32_t check_supported() const;
 
     const Model &m_;
     const ModelConfig &c_;
@@ -311,6 +312,22 @@ int32_t CudaBackend::alloc_kv(BackendConfig *cfg, const CudaOptions &opt) {
     return ENG_STATUS_OK;
 }
 
+/* The dense layer recipe with f32/f16/bf16 matrices is all this backend runs; anything else (MoE
+ * or MLA layers, other dtypes) is UNSUPPORTED, which the engine's auto mode answers with the CPU. */
+int32_t CudaBackend::check_supported() const {
+    auto ok = [](const Weight &w) { return w.data && (w.dtype == DT_F32 || w.dtype == DT_F16 || w.dtype == DT_BF16); };
+    if (!ok(m_.embed) || !ok(m_.lm_head)) return cuda_fail(ENG_STATUS_UNSUPPORTED, "cuda backend: embedding dtype not supported");
+    for (size_t l = 0; l < m_.layers.size(); l++) {
+        const LayerWeights &L = m_.layers[l];
+        bool dense = ok(L.wq) && ok(L.wk) && ok(L.wv) && ok(L.wo) && ok(L.w_down) &&
+                     (ok(L.w_gate_up) || (ok(L.w_gate) && ok(L.w_up))) && !L.attn_norm.empty() && !L.mlp_norm.empty();
+        if (!dense)
+            return cuda_fail(ENG_STATUS_UNSUPPORTED,
+                             "cuda backend: layer %zu is not a dense attention + MLP layer in f32/f16/bf16 (only those run on the GPU so far)", l);
+    }
+    return ENG_STATUS_OK;
+}
+
 int CudaBackend::n_split_for(int T, bool is_decode) const {
     if (!is_decode) return 1;
     // Enough blocks for two waves over the SMs; the kernel merges pieces shorter than a tile.
@@ -328,11 +345,12 @@ int32_t CudaBackend::init(BackendConfig *cfg, const CudaOptions &opt) {
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
     sm_count_ = prop.multiProcessorCount;
-    max_split_ = 32;
+    max_split_ = 64; // batch 1 with 2 kv heads: 128 blocks, about one per SM of an H100/H200
     const char *tc = getenv("MAYA_CUDA_TC_MIN_TOKENS"); // 0 = never use the tensor-core gemm
     if (tc && *tc) tc_min_tokens_ = atoi(tc) > 0 ? atoi(tc) : 1 << 30;
     const char *gr = getenv("MAYA_CUDA_GRAPHS");
     use_graphs_ = !(gr && strcmp(gr, "0") == 0);
+    CUDA_TRY(check_supported());
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CUDA_TRY(attention_prepare(c_.n_head, c_.n_head_kv, c_.head_dim, prop.sharedMemPerBlockOptin));
     CUDA_TRY(upload_weights());
@@ -429,6 +447,7 @@ int32_t CudaBackend::forward(const Batch &b, float *logits) {
     if (T > cfg_.max_tokens || b.n_logits > cfg_.max_logits)
         return cuda_fail(ENG_STATUS_INVALID_ARG, "batch of %d tokens / %d logits exceeds %d / %d", T, b.n_logits,
                          cfg_.max_tokens, cfg_.max_logits);
+    CUDA_CHECK(cudaSetDevice(device_)); // eng_step may run on another thread than eng_ctx_create
     int32_t *mh = meta_h_;
     int64_t bt_used = 0;
     bool is_decode = b.n_logits == T;
