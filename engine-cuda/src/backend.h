@@ -30,11 +30,14 @@ struct Batch {
     std::vector<int32_t> tokens; // (T) token ids, grouped per sequence
     std::vector<BatchSeq> seqs;  // (B)
     int32_t n_logits = 0;        // rows of logits requested
+    std::vector<uint8_t> row_is_greedy; // (n_logits) 1: sampled by argmax and its logits not kept, so a
+                                        // backend with argmax_rows() may skip copying that row
 
     void clear() {
         tokens.clear();
         seqs.clear();
         n_logits = 0;
+        row_is_greedy.clear();
     }
 };
 
@@ -53,6 +56,9 @@ class Backend {
     /* Runs the model. logits: (n_logits, V) written at each BatchSeq::logits_row.
      * Returns OK, INVALID_ARG (batch exceeds the configured limits) or BACKEND. */
     virtual int32_t forward(const Batch &batch, float *logits) = 0;
+    /* Optional: (n_logits) argmax of every row of the latest forward() (lowest id on ties, as the
+     * sampler's); rows flagged in Batch::row_is_greedy may then lack their logits. Null: not offered. */
+    virtual const int32_t *argmax_rows() const { return nullptr; }
     virtual int32_t kind() const = 0; // ENG_INFO_BACKEND: 1 cpu, 2 cuda
     virtual int32_t simd() const = 0; // ENG_INFO_SIMD
 };

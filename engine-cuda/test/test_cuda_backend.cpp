@@ -131,7 +131,7 @@ static eng_ctx *open_ctx(const std::string &dir, int64_t backend, int64_t chunk)
 
 /* Runs prompts[i] for i in `which` together (added at once) and collects their results. */
 static void run_prompts(eng_ctx *ctx, const std::vector<std::vector<int32_t>> &prompts, const std::vector<size_t> &which,
-                        int n_gen, Workload *out) {
+                        int n_gen, Workload *out, uint32_t flags = ENG_SEQ_KEEP_LOGITS) {
     int64_t info[ENG_INFO_COUNT];
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
     int32_t V = (int32_t)info[ENG_INFO_N_VOCAB];
@@ -140,7 +140,7 @@ static void run_prompts(eng_ctx *ctx, const std::vector<std::vector<int32_t>> &p
     std::vector<int32_t> ids(which.size(), -1);
     for (size_t i = 0; i < which.size(); i++) {
         const auto &p = prompts[which[i]];
-        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, n_gen, 0.0f, 1.0f, 0, ENG_SEQ_KEEP_LOGITS, &ids[i]) == 0);
+        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, n_gen, 0.0f, 1.0f, 0, flags, &ids[i]) == 0);
         out->tokens[which[i]].clear();
     }
     std::vector<int32_t> ev(4 * 256);
@@ -161,7 +161,7 @@ static void run_prompts(eng_ctx *ctx, const std::vector<std::vector<int32_t>> &p
             if (i == ids.size()) continue;
             size_t p = which[i];
             if (kind == ENG_EVENT_TOKEN) {
-                if (out->tokens[p].empty()) {
+                if (out->tokens[p].empty() && (flags & ENG_SEQ_KEEP_LOGITS)) {
                     out->first_logits[p].resize((size_t)V);
                     CHECK(eng_seq_logits(ctx, sid, out->first_logits[p].data(), V) == V);
                 }
@@ -198,7 +198,7 @@ static void gpu_vs_cpu(const std::string &dir, const std::string &name, int32_t 
     for (int i = 0; i < 32; i++) prompts[5][(size_t)i] = prompts[3][(size_t)i];
     std::vector<size_t> all = {0, 1, 2, 3, 4, 5};
     const int n_gen = 24;
-    Workload cpu, gpu, gpu_chunked, gpu_alone, gpu_cached;
+    Workload cpu, gpu, gpu_chunked, gpu_alone, gpu_cached, gpu_argmax;
     eng_ctx *c = open_ctx(dir, 1, 256);
     if (!c) return;
     run_prompts(c, prompts, all, n_gen, &cpu);
@@ -212,6 +212,9 @@ static void gpu_vs_cpu(const std::string &dir, const std::string &name, int32_t 
     eng_ctx_stats(g, stats, ENG_STAT_COUNT);
     CHECK(stats[ENG_STAT_CACHED_TOKENS] > 0);
     compare(gpu, gpu_cached, "cuda prefix cache vs none", name);
+    run_prompts(g, prompts, all, n_gen, &gpu_argmax, 0); // greedy without kept logits: sampled on the device
+    gpu_argmax.first_logits = gpu.first_logits;
+    compare(gpu, gpu_argmax, "cuda device argmax vs host sampler", name);
     for (size_t p = 0; p < prompts.size(); p++) run_prompts(g, prompts, {p}, n_gen, &gpu_alone);
     compare(gpu, gpu_alone, "cuda alone vs batched", name);
     eng_ctx_free(g);

@@ -2,8 +2,9 @@
  *
  * Same layer recipe and KV layout as cpu_backend.cpp (f32 residual stream and f32 paged KV cache;
  * weights stay in their stored dtype on the device). A step uploads the batch's metadata (tokens,
- * positions, block tables) in one copy, runs every kernel on one stream, and copies the requested
- * logits rows back; the scheduler's sampler then samples on the host as for the CPU backend.
+ * positions, block tables) in one copy, runs every kernel on one stream, takes the argmax of every
+ * logits row on the device (greedy sampling: only those ids come back when every row is greedy) and
+ * otherwise copies the logits back for the scheduler's host sampler (temperature / top-p / kept logits).
  * Decode-only steps are captured once per batch size as a CUDA graph and replayed (kernel
  * arguments depend only on T; everything data-dependent is read from device memory).
  * This file also holds the library's three exported entry points (cuda_api.h).
@@ -20,6 +21,7 @@
 
 #include "cuda_api.h"            // defines: CudaHost, CudaOptions, cuda_layout_stamp
 #include "cuda_common.cuh"       // defines: CUDA_CHECK, cuda_fail
+#include "kernels/argmax.cuh"    // defines: argmax_rows
 #include "kernels/attention.cuh" // defines: attention, AttnArgs
 #include "kernels/embed.cuh"     // defines: embed_rows
 #include "kernels/gemm.cuh"      // defines: gemm_simt, gemm_bf16_tc
@@ -88,6 +90,7 @@ class CudaBackend final : public Backend {
     ~CudaBackend() override;
     int32_t init(BackendConfig *cfg, const CudaOptions &opt);
     int32_t forward(const Batch &batch, float *logits) override;
+    const int32_t *argmax_rows() const override { return argmax_h_; }
     int32_t kind() const override { return 2; }
     int32_t simd() const override { return 0; }
 
@@ -122,6 +125,7 @@ class CudaBackend final : public Backend {
     void *xb_ = nullptr;                                  // (max_tokens, Kmax) bf16 for the tensor-core gemm
     float *kv_ = nullptr;                                 // (L, 2, n_blocks, Hkv, bs, D)
     int32_t *meta_d_ = nullptr, *meta_h_ = nullptr;       // device / pinned host step metadata
+    int32_t *argmax_d_ = nullptr, *argmax_h_ = nullptr;   // (max_logits) argmax of each logits row
     int64_t meta_cap_ = 0, bt_cap_ = 0;
     int max_split_ = 1, sm_count_ = 1, tc_min_tokens_ = 16;
     bool use_graphs_ = true;
@@ -154,6 +158,7 @@ CudaBackend::~CudaBackend() {
     for (void *p : allocs_) cudaFree(p);
     if (weights_.base) cudaFree(weights_.base);
     if (meta_h_) cudaFreeHost(meta_h_);
+    if (argmax_h_) cudaFreeHost(argmax_h_);
     if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -270,6 +275,8 @@ int32_t CudaBackend::alloc_activations() {
     meta_cap_ = off_bt() + bt_cap_;
     CUDA_TRY(dalloc(&meta_d_, (size_t)meta_cap_ * 4));
     CUDA_CHECK(cudaMallocHost((void **)&meta_h_, (size_t)meta_cap_ * 4));
+    CUDA_TRY(dalloc(&argmax_d_, L * 4));
+    CUDA_CHECK(cudaMallocHost((void **)&argmax_h_, L * 4));
     int half = c_.rotary_dim / 2;
     std::vector<float> inv((size_t)half);
     for (int i = 0; i < half; i++) { // the CPU backend's formula, including llama3 scaling
@@ -470,8 +477,15 @@ int32_t CudaBackend::forward(const Batch &b, float *logits) {
     CUDA_CHECK(cudaMemcpyAsync(meta_d_, mh, (size_t)(off_bt() + bt_used) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
     if (is_decode && use_graphs_) CUDA_TRY(run_decode_graph(T));
     else CUDA_TRY(run(T, b.n_logits, n_split_for(T, is_decode)));
-    if (b.n_logits > 0)
-        CUDA_CHECK(cudaMemcpyAsync(logits, logits_, (size_t)b.n_logits * c_.n_vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    if (b.n_logits > 0) {
+        // Greedy rows are sampled here; the logits come back only when some row needs them.
+        CUDA_TRY(maya::argmax_rows(argmax_d_, logits_, b.n_logits, c_.n_vocab, stream_));
+        CUDA_CHECK(cudaMemcpyAsync(argmax_h_, argmax_d_, (size_t)b.n_logits * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+        bool is_all_greedy = (int)b.row_is_greedy.size() >= b.n_logits;
+        for (int r = 0; is_all_greedy && r < b.n_logits; r++) is_all_greedy = b.row_is_greedy[(size_t)r] != 0;
+        if (!is_all_greedy)
+            CUDA_CHECK(cudaMemcpyAsync(logits, logits_, (size_t)b.n_logits * c_.n_vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    }
     // The pinned metadata is rewritten by the next step, so the step ends here (and faults surface).
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     return ENG_STATUS_OK;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../../src/cuda/cuda_common.cuh"
+#include "../../src/cuda/kernels/argmax.cuh"
 #include "../../src/cuda/kernels/attention.cuh"
 #include "../../src/cuda/kernels/gemm.cuh"
 #include "../../src/cuda/kernels/gemv.cuh"
@@ -286,6 +287,28 @@ static void test_rope_kv() {
     }
 }
 
+static void test_argmax() {
+    fprintf(stderr, "argmax (greedy sampling)\n");
+    int V = 151552, R = 5;
+    std::vector<float> x((size_t)R * V);
+    for (float &v : x) v = urand(-10, 10);
+    x[(size_t)0 * V + 77] = 50, x[(size_t)0 * V + 150000] = 50;       // tie: lowest id wins
+    x[(size_t)1 * V + V - 1] = 60;                                     // the last id
+    for (int i = 0; i < V; i++) x[(size_t)2 * V + i] = -INFINITY;      // all -inf: id 0, as the host's
+    x[(size_t)3 * V + 5] = NAN, x[(size_t)3 * V + 9] = 70;             // NaN never wins
+    float *dx = to_device(x);
+    int32_t *dout = nullptr;
+    cudaMalloc(&dout, (size_t)R * 4);
+    OK(argmax_rows(dout, dx, R, V, 0));
+    std::vector<int32_t> got = to_host(dout, (size_t)R);
+    int want4 = 0;
+    for (int i = 1; i < V; i++)
+        if (x[(size_t)4 * V + i] > x[(size_t)4 * V + want4]) want4 = i;
+    EXPECT(got[0] == 77 && got[1] == V - 1 && got[2] == 0 && got[3] == 9 && got[4] == want4, "argmax %d %d %d %d %d (want 77 %d 0 9 %d)",
+           got[0], got[1], got[2], got[3], got[4], V - 1, want4);
+    cudaFree(dx), cudaFree(dout);
+}
+
 int main() {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
@@ -296,6 +319,7 @@ int main() {
     test_rmsnorm_swiglu_residual();
     test_rope_kv();
     test_attention();
+    test_argmax();
     cudaError_t e = cudaDeviceSynchronize();
     EXPECT(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));
     fprintf(stderr, "cuda kernels: %d checks, %d failed\n", g_checks, g_failures);
