@@ -25,10 +25,10 @@
 #include "kernels/attention.cuh" // defines: attention, AttnArgs
 #include "kernels/embed.cuh"     // defines: embed_rows
 #include "kernels/gemm.cuh"      // defines: gemm_simt, gemm_bf16_tc
-#include "kernels/gemv.cuh"      // defines: gemv, LinearArgs
-#include "kernels/rmsnorm.cuh"   // defines: rmsnorm_rows
+#include "kernels/gemv.cuh"      // defines: gemv, gemv_multi, LinearArgs
+#include "kernels/rmsnorm.cuh"   // defines: rmsnorm_rows, add_rmsnorm_rows
 #include "kernels/rope.cuh"      // defines: rope_write_kv
-#include "kernels/swiglu.cuh"    // defines: swiglu, residual_add
+#include "kernels/swiglu.cuh"    // defines: swiglu
 
 namespace maya {
 
@@ -103,6 +103,13 @@ class CudaBackend final : public Backend {
     const float *upload_vec(const std::vector<float> &v);
     DWeight upload_w(const Weight &w);
     int32_t linear(int T, const DWeight &w, const float *x, int ldx, float *y, int ldy, const float *bias);
+    struct Out {
+        const DWeight *w;
+        float *y;
+        int ldy;
+        const float *bias;
+    };
+    int32_t linear_shared_x(int T, const float *x, int ldx, const Out *outs, int n);
     int32_t layer(int l, int T, int n_split);
     int32_t run(int T, int n_logits, int n_split);
     int32_t run_decode_graph(int T);
@@ -375,17 +382,31 @@ int32_t CudaBackend::linear(int T, const DWeight &w, const float *x, int ldx, fl
     return gemm_simt(a, stream_);
 }
 
+/* Several matrices over the same x: one gemv launch when decoding, else one matmul each. */
+int32_t CudaBackend::linear_shared_x(int T, const float *x, int ldx, const Out *outs, int n) {
+    if (T <= kGemvMaxTokens && n <= kGemvMaxJobs) {
+        LinearArgs jobs[kGemvMaxJobs];
+        bool same = true;
+        for (int j = 0; j < n; j++) {
+            const DWeight &w = *outs[j].w;
+            jobs[j] = LinearArgs{w.data, w.dtype, w.rows, w.cols, x, ldx, outs[j].y, outs[j].ldy, outs[j].bias, T};
+            same = same && w.dtype == outs[0].w->dtype && w.cols == outs[0].w->cols;
+        }
+        if (same) return gemv_multi(jobs, n, stream_);
+    }
+    for (int j = 0; j < n; j++) CUDA_TRY(linear(T, *outs[j].w, x, ldx, outs[j].y, outs[j].ldy, outs[j].bias));
+    return ENG_STATUS_OK;
+}
+
 int32_t CudaBackend::layer(int l, int T, int n_split) {
     const DLayer &L = layers_[(size_t)l];
     int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim, I = c_.n_ff;
     int qd = H * D, kvd = Hkv * D;
     float eps = c_.rms_eps;
     const int32_t *meta = meta_d_;
-    // Attention block.
-    CUDA_TRY(rmsnorm_rows(h_, C, x_, C, nullptr, L.attn_norm, T, C, eps, stream_));
-    CUDA_TRY(linear(T, L.wq, h_, C, q_, qd, L.bq));
-    CUDA_TRY(linear(T, L.wk, h_, C, k_, kvd, L.bk));
-    CUDA_TRY(linear(T, L.wv, h_, C, v_, kvd, L.bv));
+    // Attention block; h = input_layernorm(x) was left by the previous layer (or run()).
+    const Out qkv[3] = {{&L.wq, q_, qd, L.bq}, {&L.wk, k_, kvd, L.bk}, {&L.wv, v_, kvd, L.bv}};
+    CUDA_TRY(linear_shared_x(T, h_, C, qkv, 3));
     if (c_.has_qk_norm) {
         CUDA_TRY(rmsnorm_rows(q_, D, q_, D, nullptr, L.q_norm, T * H, D, eps, stream_));
         CUDA_TRY(rmsnorm_rows(k_, D, k_, D, nullptr, L.k_norm, T * Hkv, D, eps, stream_));
@@ -397,20 +418,22 @@ int32_t CudaBackend::layer(int l, int T, int n_split) {
                 o_part_, ml_part_, T, H, Hkv, D, cfg_.block_size, n_split, 1.0f / sqrtf((float)D)};
     CUDA_TRY(attention(aa, stream_));
     CUDA_TRY(linear(T, L.wo, att_, qd, h_, C, L.bo));
-    if (c_.has_sandwich_norms) CUDA_TRY(rmsnorm_rows(h_, C, h_, C, nullptr, L.post_attn_norm, T, C, eps, stream_));
-    CUDA_TRY(residual_add(x_, h_, (int64_t)T * C, stream_));
+    // x += [post_self_attn_layernorm](h); h = post_attention_layernorm(x): the MLP's input.
+    const float *post = c_.has_sandwich_norms ? L.post_attn_norm : nullptr;
+    CUDA_TRY(add_rmsnorm_rows(x_, h_, post, L.mlp_norm, T, C, eps, stream_));
     // MLP block.
-    CUDA_TRY(rmsnorm_rows(h_, C, x_, C, nullptr, L.mlp_norm, T, C, eps, stream_));
     if (L.w_gate_up.data) {
         CUDA_TRY(linear(T, L.w_gate_up, h_, C, ff_, 2 * I, nullptr));
     } else {
-        CUDA_TRY(linear(T, L.w_gate, h_, C, ff_, 2 * I, L.b_gate));
-        CUDA_TRY(linear(T, L.w_up, h_, C, ff_ + I, 2 * I, L.b_up));
+        const Out gu[2] = {{&L.w_gate, ff_, 2 * I, L.b_gate}, {&L.w_up, ff_ + I, 2 * I, L.b_up}};
+        CUDA_TRY(linear_shared_x(T, h_, C, gu, 2));
     }
     CUDA_TRY(swiglu(ff2_, ff_, T, I, stream_));
     CUDA_TRY(linear(T, L.w_down, ff2_, I, h_, C, L.b_down));
-    if (c_.has_sandwich_norms) CUDA_TRY(rmsnorm_rows(h_, C, h_, C, nullptr, L.post_mlp_norm, T, C, eps, stream_));
-    CUDA_TRY(residual_add(x_, h_, (int64_t)T * C, stream_));
+    // x += [post_mlp_layernorm](h); h = the next layer's input_layernorm(x) (the last layer leaves h).
+    post = c_.has_sandwich_norms ? L.post_mlp_norm : nullptr;
+    const float *next = l + 1 < c_.n_layer ? layers_[(size_t)l + 1].attn_norm : nullptr;
+    CUDA_TRY(add_rmsnorm_rows(x_, h_, post, next, T, C, eps, stream_));
     return ENG_STATUS_OK;
 }
 
@@ -418,6 +441,7 @@ int32_t CudaBackend::layer(int l, int T, int n_split) {
 int32_t CudaBackend::run(int T, int n_logits, int n_split) {
     int C = c_.n_embd;
     CUDA_TRY(embed_rows(x_, embed_.data, embed_.dtype, meta_d_ + off_tokens(), T, C, stream_));
+    CUDA_TRY(rmsnorm_rows(h_, C, x_, C, nullptr, layers_[0].attn_norm, T, C, c_.rms_eps, stream_));
     for (int l = 0; l < c_.n_layer; l++) CUDA_TRY(layer(l, T, n_split));
     if (n_logits == 0) return ENG_STATUS_OK;
     CUDA_TRY(rmsnorm_rows(out_x_, C, x_, C, meta_d_ + off_rows(), final_norm_, n_logits, C, c_.rms_eps, stream_));

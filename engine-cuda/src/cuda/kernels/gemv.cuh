@@ -26,6 +26,11 @@ struct LinearArgs {
 
 /* T in [1, kGemvMaxTokens]. Returns OK, INVALID_ARG or BACKEND. */
 int32_t gemv(const LinearArgs &a, cudaStream_t st);
+/* Up to kGemvMaxJobs matmuls in one launch (q/k/v, gate/up), with the same dtype, T, K and x; their
+ * rows are spread over one grid so that small matrices (k, v of GQA models) do not leave SMs idle.
+ * Returns OK, INVALID_ARG or BACKEND. */
+constexpr int kGemvMaxJobs = 3;
+int32_t gemv_multi(const LinearArgs *jobs, int n_jobs, cudaStream_t st);
 
 } // namespace maya
 

@@ -12,30 +12,10 @@ static __global__ void swiglu_kernel(float *out, const float *gu, int T, int I) 
     out[i] = g / (1.0f + expf(-g)) * u;
 }
 
-static __global__ void residual_kernel(float4 *x, const float4 *h, int64_t n4) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n4) return;
-    float4 a = x[i], b = h[i];
-    x[i] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-}
-
-static __global__ void residual_scalar_kernel(float *x, const float *h, int64_t n) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] += h[i];
-}
-
 int32_t swiglu(float *out, const float *gu, int T, int I, cudaStream_t st) {
     int64_t n = (int64_t)T * I;
     if (n <= 0) return ENG_STATUS_OK;
     swiglu_kernel<<<ceil_div(n, 256), 256, 0, st>>>(out, gu, T, I);
-    CUDA_CHECK_LAUNCH();
-    return ENG_STATUS_OK;
-}
-
-int32_t residual_add(float *x, const float *h, int64_t n, cudaStream_t st) {
-    if (n <= 0) return ENG_STATUS_OK;
-    if (n % 4 == 0) residual_kernel<<<ceil_div(n / 4, 256), 256, 0, st>>>((float4 *)x, (const float4 *)h, n / 4);
-    else residual_scalar_kernel<<<ceil_div(n, 256), 256, 0, st>>>(x, h, n);
     CUDA_CHECK_LAUNCH();
     return ENG_STATUS_OK;
 }

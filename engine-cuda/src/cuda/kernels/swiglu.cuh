@@ -1,4 +1,4 @@
-/* swiglu.cuh: the gated MLP activation and the residual add. */
+/* swiglu.cuh: the gated MLP activation (the residual add is fused with RMSNorm: rmsnorm.cuh). */
 #ifndef MAYA_CUDA_SWIGLU_CUH
 #define MAYA_CUDA_SWIGLU_CUH
 
@@ -10,8 +10,6 @@ namespace maya {
 /* out (T, I) = silu(gu[:, :I]) * gu[:, I:], gu (T, 2I) as the fused [gate; up] projection writes it.
  * Returns OK or BACKEND. */
 int32_t swiglu(float *out, const float *gu, int T, int I, cudaStream_t st);
-/* x (n) += h (n). Returns OK or BACKEND. */
-int32_t residual_add(float *x, const float *h, int64_t n, cudaStream_t st);
 
 } // namespace maya
 
