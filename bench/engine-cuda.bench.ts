@@ -4,7 +4,9 @@
  * through NativeEngine like the CPU benchmark. Reports batch-1 decode tokens/s beside its HBM
  * roofline (weight bytes per step ÷ device read bandwidth measured in the same run by
  * engine-cuda/test/bench/gpu_membw.cu), batch 8/32/64 decode throughput, and time to first token
- * for 1k and 4k prompts. Writes cuda-bench.json and cuda-bench.md into --out (default .bench/).
+ * for 1k and 4k prompts, and (bench/hf_baseline.py, when python3 has torch + transformers) a stock
+ * transformers baseline on the same weights. Writes cuda-bench.json and cuda-bench.md into --out
+ * (default .bench/).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -85,10 +87,28 @@ export async function runCudaBench(argv: string[], root: string, work: string, h
       `| time to first token, 1k prompt | ${result.ttft1kMs.toFixed(0)} ms | | |`,
       `| time to first token, 4k prompt | ${result.ttft4kMs.toFixed(0)} ms | | |`,
     ].join('\n');
-    console.log(md);
-    writeFileSync(join(out, 'cuda-bench.json'), `${JSON.stringify(result, null, 2)}\n`);
-    writeFileSync(join(out, 'cuda-bench.md'), `${md}\n`);
+    await engine.close();
+    const base = process.env.MAYA_BENCH_BASELINE === '0' ? undefined : hfBaseline(root, dir);
+    const line = base
+      ? `Stock baseline, same weights and GPU: transformers ${base.transformers} (torch ${base.torch}, eager, bf16) decodes ${base.decode1.toFixed(1)} tok/s at batch 1; Maya / baseline = ${(result.decode1 / base.decode1).toFixed(2)}x.`
+      : 'Stock baseline: not run (python3 with torch + transformers and Glm4ForCausalLM not available, or MAYA_BENCH_BASELINE=0).';
+    const text = `${md}\n\n${line}`;
+    console.log(text);
+    writeFileSync(join(out, 'cuda-bench.json'), `${JSON.stringify({ ...result, baseline: base ?? null }, null, 2)}\n`);
+    writeFileSync(join(out, 'cuda-bench.md'), `${text}\n`);
   } finally {
     await engine.close();
+  }
+}
+
+interface Baseline { decode1: number; transformers: string; torch: string }
+
+/** bench/hf_baseline.py on the same checkpoint, or undefined when the machine lacks its packages. */
+function hfBaseline(root: string, dir: string): Baseline | undefined {
+  try {
+    const out = execFileSync('python3', [join(root, 'bench/hf_baseline.py'), dir, '64'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    return JSON.parse(out.trim().split('\n').pop() ?? '') as Baseline;
+  } catch {
+    return undefined;
   }
 }
