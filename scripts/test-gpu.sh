@@ -3,8 +3,9 @@
 # never part of CI. Builds the engine and its CUDA library, then runs, each logged into RESULTS_DIR:
 #   1. kernels.log     engine-cuda/test/cuda/test_cuda_kernels.cu: every CUDA kernel against a host reference
 #   2. engine-cuda.log the C tests on the CUDA backend: golden fixtures (greedy identical, logits within
-#                      2e-2), backend selection, and test_cuda_backend.cpp's GPU-only comparison with the
-#                      CPU backend (batched, alone, chunked, prefix-cached) on fixtures and random models
+#                      2e-2), backend selection, the scheduler tests, and test_cuda_backend.cpp's GPU-only
+#                      comparison with the CPU backend (batched, alone, chunked, prefix-cached, device
+#                      argmax) on fixtures and random models
 #   3. bench.log       `npm run bench:engine -- --backend cuda` (cuda-bench.md / .json: GLM-4-9B-shaped
 #                      bf16 decode vs the measured HBM roofline, batch 8/32/64, time to first token)
 # and summary.md (one line per step). Every step runs even after a failure; the exit status is 1 if
@@ -59,9 +60,16 @@ step "CUDA kernels vs host reference" kernels.log kernel_tests
 
 engine_tests() {
   # The GPU-only comparisons are compiled in with -DMAYA_GPU_TESTS (a separate object dir and binary).
-  MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="-DMAYA_GPU_TESTS" bash engine-cuda/test/run.sh fixture && \
-  MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="-DMAYA_GPU_TESTS" bash engine-cuda/test/run.sh cuda && \
-  MAYA_ENGINE_CXXFLAGS="-DMAYA_GPU_TESTS" bash engine-cuda/test/run.sh gpu_matches_cpu
+  local rc=0 flags="-DMAYA_GPU_TESTS"
+  echo "== golden fixtures on the CUDA backend"
+  MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh fixture || rc=1
+  echo "== backend selection with a GPU"
+  MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh cuda || rc=1
+  echo "== scheduler tests on the CUDA backend"
+  MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh scheduler || rc=1
+  echo "== CUDA vs CPU backend, batch / chunk / prefix-cache invariance"
+  MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh gpu_matches_cpu || rc=1
+  return "$rc"
 }
 step "engine C tests on the CUDA backend" engine-cuda.log engine_tests
 
