@@ -97,6 +97,8 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     int64_t backend = 1;
     bool is_auto = false;
     ENG_TRY(choose_backend(params, n_params, &backend, &is_auto));
+    const char *kv_env = getenv("MAYA_ENGINE_KV_BYTES"); // the KV budget / cap when ENG_PARAM_KV_BYTES is unset
+    int64_t kv_bytes_env = kv_env ? strtoll(kv_env, nullptr, 10) : 0;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int64_t n_threads = param(params, n_params, ENG_PARAM_N_THREADS, online > 0 ? online : 1);
     int64_t bs = param(params, n_params, ENG_PARAM_BLOCK_SIZE, 16);
@@ -110,12 +112,12 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     int64_t n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
     if (n_blocks == 0 && backend == 2) {
         // CUDA: room for max_batch full contexts, lowered by the backend to free device memory
-        // (capped by ENG_PARAM_KV_BYTES when given).
+        // (capped by ENG_PARAM_KV_BYTES, else $MAYA_ENGINE_KV_BYTES, when given).
         n_blocks = (max_batch * n_ctx + bs - 1) / bs;
         if (n_blocks > INT32_MAX / 2) n_blocks = INT32_MAX / 2;
     } else if (n_blocks == 0) {
         // Default: room for max_batch full contexts within 2 GiB (pages are touched lazily).
-        int64_t budget = param(params, n_params, ENG_PARAM_KV_BYTES, 2LL << 30);
+        int64_t budget = param(params, n_params, ENG_PARAM_KV_BYTES, kv_bytes_env > 0 ? kv_bytes_env : 2LL << 30);
         int64_t want = (max_batch * n_ctx + bs - 1) / bs;
         n_blocks = budget / block_bytes < want ? budget / block_bytes : want;
         if (n_blocks < 1) return fail(ENG_STATUS_INVALID_ARG, "KV budget %lld bytes holds no block of %lld bytes",
@@ -131,7 +133,8 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     bc.max_logits = (int32_t)max_batch;
     bc.n_ctx = (int32_t)n_ctx;
     if (backend == 2) {
-        int32_t st = cuda_backend_create(c->model, &bc, param(params, n_params, ENG_PARAM_KV_BYTES, 0), &c->backend);
+        int64_t cap = param(params, n_params, ENG_PARAM_KV_BYTES, kv_bytes_env > 0 ? kv_bytes_env : 0);
+        int32_t st = cuda_backend_create(c->model, &bc, cap, &c->backend);
         if (st == ENG_STATUS_UNSUPPORTED && is_auto) { // auto: a model the GPU path lacks runs on the CPU
             clear_error();
             return configure_cpu_fallback(c, params, n_params);

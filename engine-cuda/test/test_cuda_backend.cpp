@@ -77,6 +77,16 @@ TEST(cuda_backend_selection_and_errors) {
         CHECK(info[ENG_INFO_BACKEND] == 1);
         eng_ctx_free(ctx);
     }
+    // $MAYA_ENGINE_KV_BYTES sets the KV budget (a cap on the GPU) when ENG_PARAM_KV_BYTES is unset:
+    // 2 blocks of 2 layers x 2 kv heads x 16 positions x 8 dims x (K, V) x 4 bytes = 4096 bytes each.
+    setenv("MAYA_ENGINE_KV_BYTES", "8192", 1);
+    CHECK(create_with_env(dir, "cpu", &ctx, &msg) == ENG_STATUS_OK && ctx);
+    if (ctx) {
+        eng_ctx_info(ctx, info, ENG_INFO_COUNT);
+        CHECK_MSG(info[ENG_INFO_N_BLOCKS] == 2 && info[ENG_INFO_N_CTX] == 32, "blocks %lld ctx %lld", (long long)info[ENG_INFO_N_BLOCKS], (long long)info[ENG_INFO_N_CTX]);
+        eng_ctx_free(ctx);
+    }
+    unsetenv("MAYA_ENGINE_KV_BYTES");
 
     int32_t st = create_with_env(dir, "auto", &ctx, &msg);
     CHECK(st == ENG_STATUS_OK && ctx);
