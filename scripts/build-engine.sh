@@ -8,8 +8,8 @@
 # build/libmaya_engine_cuda.so (scripts/build-engine-cuda.sh), which the engine dlopens on request;
 # without nvcc that step is reported and skipped, and the engine runs on the CPU.
 # Environment: CXX (default g++), MAYA_ENGINE_JOBS (parallel compiles, default 2),
-# MAYA_ENGINE_CXXFLAGS (extra flags, e.g. -g -fsanitize=address), MAYA_ENGINE_CUDA=0 (skip the CUDA
-# library even with nvcc present), MAYA_CUDA_GENCODE (nvcc targets; see build-engine-cuda.sh).
+# MAYA_ENGINE_CXXFLAGS (extra flags, e.g. -g -fsanitize=address), MAYA_ENGINE_CUDA (0 skip the CUDA
+# library, 1 require it; see below), MAYA_CUDA_GENCODE (nvcc targets; see build-engine-cuda.sh).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -80,10 +80,19 @@ else
   echo "build-engine: $lib is up to date"
 fi
 
-if [[ "${MAYA_ENGINE_CUDA:-1}" == 0 ]]; then
+# MAYA_ENGINE_CUDA: unset = build the CUDA library when nvcc is present, and only warn if that fails
+# (the CPU engine is complete without it); 1 = it must build; 0 = skip it.
+cuda="${MAYA_ENGINE_CUDA:-auto}"
+if [[ "$cuda" == 0 ]]; then
   echo "build-engine: MAYA_ENGINE_CUDA=0: CUDA backend not built"
 elif command -v nvcc >/dev/null 2>&1; then
-  bash "$root/scripts/build-engine-cuda.sh"
+  if ! bash "$root/scripts/build-engine-cuda.sh"; then
+    if [[ "$cuda" == 1 ]]; then echo "build-engine: the CUDA backend failed to build" >&2; exit 1; fi
+    echo "build-engine: warning: the CUDA backend failed to build (above); the engine runs on the CPU" >&2
+  fi
+elif [[ "$cuda" == 1 ]]; then
+  echo "build-engine: MAYA_ENGINE_CUDA=1 but nvcc is not on PATH" >&2
+  exit 1
 else
   echo "build-engine: nvcc not found: CUDA backend not built (the engine runs on the CPU; install the CUDA toolkit and rerun to add it)"
 fi

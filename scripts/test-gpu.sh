@@ -47,7 +47,7 @@ step() { # step NAME LOG COMMAND...
 }
 
 export MAYA_ENGINE_JOBS="${MAYA_ENGINE_JOBS:-$(nproc)}"
-step "build engine + CUDA library" build.log bash scripts/build-engine.sh
+step "build engine + CUDA library" build.log env MAYA_ENGINE_CUDA=1 bash scripts/build-engine.sh
 if [[ ! -f engine-cuda/build/libmaya_engine_cuda.so ]]; then
   note "test:gpu: FAIL engine-cuda/build/libmaya_engine_cuda.so was not built"
   exit 1
