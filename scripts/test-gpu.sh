@@ -61,8 +61,10 @@ step "CUDA kernels vs host reference" kernels.log kernel_tests
 engine_tests() {
   # The GPU-only comparisons are compiled in with -DMAYA_GPU_TESTS (a separate object dir and binary).
   local rc=0 flags="-DMAYA_GPU_TESTS"
-  echo "== golden fixtures on the CUDA backend"
+  echo "== golden fixtures on the CUDA backend (tensor-core prefill: logits within 2e-2)"
   MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh fixture || rc=1
+  echo "== golden fixtures on the CUDA backend, f32 activations throughout (logits within 1e-3, as the CPU)"
+  MAYA_CUDA_TC_MIN_TOKENS=0 MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh fixture || rc=1
   echo "== backend selection with a GPU"
   MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh cuda || rc=1
   echo "== scheduler tests on the CUDA backend"
