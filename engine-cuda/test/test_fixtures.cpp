@@ -80,9 +80,9 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     }
     fprintf(stderr, "  %s (threads %lld, chunk %lld): max |logit diff| %.3g\n", name, (long long)n_threads,
             (long long)chunk, worst);
-    // The CUDA backend (test-gpu.sh sets MAYA_ENGINE_BACKEND=cuda) is held to the bf16 tolerance
-    // of issue 18 while its prefill matmuls round activations to bf16 for the tensor cores, and to
-    // the CPU's with MAYA_CUDA_TC_MIN_TOKENS=0 (f32 activations throughout).
+    // The CUDA backend (test-gpu.sh sets MAYA_ENGINE_BACKEND=cuda) is held to issue 18's bf16
+    // tolerance while its prefill uses the tensor cores (activations as two bf16 terms; about 4e-5
+    // expected), and to the CPU's with MAYA_CUDA_TC_MIN_TOKENS=0 (f32 SIMT matmuls throughout).
     const char *be = getenv("MAYA_ENGINE_BACKEND"), *tc = getenv("MAYA_CUDA_TC_MIN_TOKENS");
     bool is_cuda = be && strcmp(be, "cuda") == 0, is_tc = is_cuda && !(tc && strcmp(tc, "0") == 0);
     CHECK(info[ENG_INFO_BACKEND] == (is_cuda ? 2 : 1));

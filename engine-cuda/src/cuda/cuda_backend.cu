@@ -129,7 +129,7 @@ class CudaBackend final : public Backend {
     float *x_ = nullptr, *h_ = nullptr, *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *att_ = nullptr;
     float *ff_ = nullptr, *ff2_ = nullptr, *out_x_ = nullptr, *logits_ = nullptr;
     float *o_part_ = nullptr, *ml_part_ = nullptr;        // split-attention partials
-    void *xb_ = nullptr;                                  // (max_tokens, Kmax) bf16 for the tensor-core gemm
+    void *xb_ = nullptr;                                  // (2, max_tokens, Kmax) bf16 for the tensor-core gemm
     float *kv_ = nullptr;                                 // (L, 2, n_blocks, Hkv, bs, D)
     int32_t *meta_d_ = nullptr, *meta_h_ = nullptr;       // device / pinned host step metadata
     int32_t *argmax_d_ = nullptr, *argmax_h_ = nullptr;   // (max_logits) argmax of each logits row
@@ -271,7 +271,7 @@ int32_t CudaBackend::alloc_activations() {
     CUDA_TRY(dalloc(&att_, T * qd * 4));
     CUDA_TRY(dalloc(&ff_, T * 2 * I * 4));
     CUDA_TRY(dalloc(&ff2_, T * I * 4));
-    CUDA_TRY(dalloc(&xb_, T * kmax * 2));
+    CUDA_TRY(dalloc(&xb_, 2 * T * kmax * 2)); // hi and lo bf16 terms of x
     CUDA_TRY(dalloc(&out_x_, L * C * 4));
     CUDA_TRY(dalloc(&logits_, L * (size_t)c_.n_vocab * 4));
     // Split attention is used for decode-only steps (T <= max_logits).

@@ -1,5 +1,5 @@
 /* gemm.cuh: prefill / large-batch matmul y = x W^T (+ bias): a tensor-core kernel for bf16 weights
- * (activations rounded to bf16, f32 accumulation) and an f32 SIMT kernel for every dtype. */
+ * (activations split into two bf16 terms, f32 accumulation) and an f32 SIMT kernel for every dtype. */
 #ifndef MAYA_CUDA_GEMM_CUH
 #define MAYA_CUDA_GEMM_CUH
 
@@ -12,8 +12,8 @@ namespace maya {
 
 /* Any T >= 1, any supported dtype; x and W widened to f32. Returns OK or BACKEND. */
 int32_t gemm_simt(const LinearArgs &a, cudaStream_t st);
-/* bf16 weights with K % 8 == 0 only. xb: scratch of at least T * K bf16 (device) that receives x
- * rounded to bf16. Returns OK, UNSUPPORTED (dtype/shape: use gemm_simt) or BACKEND. */
+/* bf16 weights with K % 8 == 0 only. xb: scratch of at least 2 * T * K bf16 (device) that receives
+ * x as hi and lo bf16 terms. Returns OK, UNSUPPORTED (dtype/shape: use gemm_simt) or BACKEND. */
 int32_t gemm_bf16_tc(const LinearArgs &a, void *xb, cudaStream_t st);
 bool gemm_bf16_tc_fits(const LinearArgs &a);
 
