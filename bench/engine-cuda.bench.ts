@@ -20,10 +20,13 @@ export interface BenchHelpers {
   prompt(length: number, salt: number, vocab: number): number[];
 }
 
-/** Device read bandwidth in GB/s (nvcc builds the probe on the GPU machine). */
+/** Device read bandwidth in GB/s: engine-cuda/build/gpu-membw (build-engine-cuda.sh --tests), else built here with nvcc. */
 function deviceBandwidth(root: string, work: string): number {
-  const bin = join(work, 'gpu-membw');
-  execFileSync('nvcc', ['-O3', '-gencode=arch=compute_90a,code=sm_90a', '-o', bin, join(root, 'engine-cuda/test/bench/gpu_membw.cu')]);
+  let bin = join(root, 'engine-cuda/build/gpu-membw');
+  if (!existsSync(bin)) {
+    bin = join(work, 'gpu-membw');
+    execFileSync('nvcc', ['-O3', '-gencode=arch=compute_90a,code=sm_90a', '-o', bin, join(root, 'engine-cuda/test/bench/gpu_membw.cu')]);
+  }
   return Number(execFileSync(bin, ['4096', '20'], { encoding: 'utf8' }).trim());
 }
 

@@ -3,7 +3,9 @@
 #
 # Called by build-engine.sh when nvcc is on PATH. `--check` compiles every .cu (the library's and the
 # GPU kernel test's) to an object and stops: the CI check behind `npm run engine:cuda:check`.
-# `--tests` also links engine-cuda/build/test-cuda-kernels (engine-cuda/test/cuda; run by test-gpu.sh). The CUDA runtime is linked statically
+# `--tests` also links engine-cuda/build/test-cuda-kernels (engine-cuda/test/cuda; run by test-gpu.sh)
+# and builds engine-cuda/build/gpu-membw (the benchmark's bandwidth probe). Everything links cudart
+# statically, so engine-cuda/build can be built where nvcc is and carried to a GPU machine without it. The CUDA runtime is linked statically
 # (libcudart_static.a), so the library needs only the NVIDIA driver (libcuda.so.1) at run time, not
 # the toolkit. Incremental like build-engine.sh: an object is rebuilt when its source or any engine
 # or CUDA header is newer. Warnings are errors.
@@ -83,8 +85,9 @@ if ! libdir="$(find_cudart)"; then
   exit 1
 fi
 if [[ "$mode" == --tests ]]; then
-  echo "build-engine-cuda: linking $out/test-cuda-kernels"
+  echo "build-engine-cuda: linking $out/test-cuda-kernels and $out/gpu-membw"
   "${CXX:-g++}" -pthread -o "$out/test-cuda-kernels" "${objs[@]}" -L"$libdir" -lcudart_static -ldl -lrt
+  nice -n 10 nvcc -O3 "${gencode[@]}" -o "$out/gpu-membw" "$root/engine-cuda/test/bench/gpu_membw.cu"
   exit 0
 fi
 lib_objs=()
