@@ -7,20 +7,16 @@
  * otherwise copies the logits back for the scheduler's host sampler (temperature / top-p / kept logits).
  * Decode-only steps are captured once per batch size as a CUDA graph and replayed (kernel
  * arguments depend only on T; everything data-dependent is read from device memory).
- * This file also holds the library's three exported entry points (cuda_api.h).
+ * The class is in cuda_backend.cuh; weights are placed by cuda_weights.cu; the library's entry
+ * points are in cuda_entry.cu.
  */
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <memory>
-#include <new>
 #include <vector>
 
-#include "cuda_api.h"            // defines: CudaHost, CudaOptions, cuda_layout_stamp
-#include "cuda_common.cuh"       // defines: CUDA_CHECK, cuda_fail
+#include "cuda_backend.cuh"      // defines: CudaBackend
 #include "kernels/argmax.cuh"    // defines: argmax_rows
 #include "kernels/attention.cuh" // defines: attention, AttnArgs
 #include "kernels/embed.cuh"     // defines: embed_rows
@@ -32,131 +28,6 @@
 
 namespace maya {
 
-static const CudaHost *g_host = nullptr;
-
-int32_t cuda_fail(int32_t status, const char *fmt, ...) {
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return g_host && g_host->set_error ? g_host->set_error(status, buf) : status;
-}
-
-int32_t cuda_error(cudaError_t e, const char *what, const char *file, int line) {
-    const char *base = strrchr(file, '/');
-    int32_t st = e == cudaErrorMemoryAllocation ? ENG_STATUS_OUT_OF_MEMORY : ENG_STATUS_BACKEND;
-    return cuda_fail(st, "CUDA error at %s:%d (%s): %s (%s)", base ? base + 1 : file, line, what,
-                     cudaGetErrorString(e), cudaGetErrorName(e));
-}
-
-namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-size_t elem_size(DType dt) { return dt == DT_F32 ? 4 : 2; }
-
-/* A weight matrix on the device, in its stored dtype. */
-struct DWeight {
-    const void *data = nullptr;
-    DType dtype = DT_F32;
-    int32_t rows = 0, cols = 0;
-};
-
-struct DLayer {
-    const float *attn_norm = nullptr, *post_attn_norm = nullptr, *mlp_norm = nullptr, *post_mlp_norm = nullptr; // (C)
-    DWeight wq, wk, wv, wo, w_gate_up, w_gate, w_up, w_down;
-    const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;        // biases or null
-    const float *b_gate = nullptr, *b_up = nullptr, *b_down = nullptr;
-    const float *q_norm = nullptr, *k_norm = nullptr;                              // (D) Qwen3
-};
-
-/* Bump allocation out of one cudaMalloc, 256-byte aligned. */
-struct Arena {
-    char *base = nullptr;
-    size_t used = 0, cap = 0;
-    void *take(size_t n) {
-        size_t at = (used + 255) & ~(size_t)255;
-        if (at + n > cap) return nullptr;
-        used = at + n;
-        return base + at;
-    }
-    static size_t round(size_t n) { return (n + 255) & ~(size_t)255; }
-};
-
-class CudaBackend final : public Backend {
-  public:
-    CudaBackend(const Model &m) : m_(m), c_(m.cfg) {}
-    ~CudaBackend() override;
-    int32_t init(BackendConfig *cfg, const CudaOptions &opt);
-    int32_t forward(const Batch &batch, float *logits) override;
-    const int32_t *argmax_rows() const override { return argmax_h_; }
-    int32_t kind() const override { return 2; }
-    int32_t simd() const override { return 0; }
-
-  private:
-    size_t weight_bytes() const;
-    int32_t upload_weights();
-    int32_t alloc_activations();
-    int32_t alloc_kv(BackendConfig *cfg, const CudaOptions &opt);
-    const void *upload(const void *host, size_t n);
-    const float *upload_vec(const std::vector<float> &v);
-    DWeight upload_w(const Weight &w);
-    int32_t linear(int T, const DWeight &w, const float *x, int ldx, float *y, int ldy, const float *bias);
-    struct Out {
-        const DWeight *w;
-        float *y;
-        int ldy;
-        const float *bias;
-    };
-    int32_t linear_shared_x(int T, const float *x, int ldx, const Out *outs, int n);
-    int32_t layer(int l, int T, int n_split);
-    int32_t run(int T, int n_logits, int n_split);
-    int32_t run_decode_graph(int T);
-    int n_split_for(int T, bool is_decode) const;
-    int32_t check_supported() const;
-
-    const Model &m_;
-    const ModelConfig &c_;
-    BackendConfig cfg_;
-    int device_ = 0;
-    cudaStream_t stream_ = nullptr;
-    Arena weights_;
-    DWeight embed_, lm_head_;
-    const float *final_norm_ = nullptr;
-    std::vector<DLayer> layers_;
-    float *inv_freq_ = nullptr;                           // (rotary_dim / 2)
-    float *x_ = nullptr, *h_ = nullptr, *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *att_ = nullptr;
-    float *ff_ = nullptr, *ff2_ = nullptr, *out_x_ = nullptr, *logits_ = nullptr;
-    float *o_part_ = nullptr, *ml_part_ = nullptr;        // split-attention partials
-    void *xb_ = nullptr;                                  // (2, max_tokens, Kmax) bf16 for the tensor-core gemm
-    float *kv_ = nullptr;                                 // (L, 2, n_blocks, Hkv, bs, D)
-    int32_t *meta_d_ = nullptr, *meta_h_ = nullptr;       // device / pinned host step metadata
-    int32_t *argmax_d_ = nullptr, *argmax_h_ = nullptr;   // (max_logits) argmax of each logits row
-    int64_t meta_cap_ = 0, bt_cap_ = 0;
-    int max_split_ = 1, sm_count_ = 1, tc_min_tokens_ = 16;
-    bool use_graphs_ = true;
-    std::vector<cudaGraphExec_t> graphs_;                 // [T] decode graph, or null
-    std::vector<void *> allocs_;                          // every cudaMalloc, freed in the destructor
-
-    // Offsets (ints) of the metadata sections; fixed so captured graphs stay valid.
-    int64_t off_tokens() const { return 0; }
-    int64_t off_pos() const { return cfg_.max_tokens; }
-    int64_t off_bt_off() const { return 2LL * cfg_.max_tokens; }
-    int64_t off_rows() const { return 3LL * cfg_.max_tokens; }
-    int64_t off_bt() const { return 3LL * cfg_.max_tokens + cfg_.max_logits; }
-    int64_t kv_layer_floats() const { return (int64_t)cfg_.n_blocks * c_.n_head_kv * cfg_.block_size * c_.head_dim; }
-    float *kcache(int l) const { return kv_ + (int64_t)l * 2 * kv_layer_floats(); }
-    float *vcache(int l) const { return kcache(l) + kv_layer_floats(); }
-    template <typename T> int32_t dalloc(T **p, size_t n) {
-        void *q = nullptr;
-        CUDA_CHECK(cudaMalloc(&q, n ? n : 1));
-        allocs_.push_back(q);
-        *p = (T *)q;
-        return ENG_STATUS_OK;
-    }
-};
-
 CudaBackend::~CudaBackend() {
     // Errors are ignored here: a destructor has no one to report to, and a failed device is
     // released with the process.
@@ -167,95 +38,6 @@ CudaBackend::~CudaBackend() {
     if (meta_h_) cudaFreeHost(meta_h_);
     if (argmax_h_) cudaFreeHost(argmax_h_);
     if (stream_) cudaStreamDestroy(stream_);
-}
-
-/* Device bytes of every weight upload_weights() makes (each rounded as the arena rounds it). */
-size_t CudaBackend::weight_bytes() const {
-    size_t n = 0;
-    auto w = [&](const Weight &x) { n += x.data ? Arena::round((size_t)x.rows * x.cols * elem_size(x.dtype)) : 0; };
-    auto v = [&](const std::vector<float> &x) { n += x.empty() ? 0 : Arena::round(x.size() * sizeof(float)); };
-    w(m_.embed);
-    if (m_.lm_head.data != m_.embed.data) w(m_.lm_head);
-    v(m_.final_norm);
-    for (const LayerWeights &L : m_.layers) {
-        for (const Weight *x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate_up, &L.w_gate, &L.w_up, &L.w_down}) w(*x);
-        for (const std::vector<float> *x : {&L.attn_norm, &L.post_attn_norm, &L.mlp_norm, &L.post_mlp_norm, &L.bq,
-                                            &L.bk, &L.bv, &L.bo, &L.q_norm, &L.k_norm, &L.b_gate, &L.b_up, &L.b_down})
-            v(*x);
-    }
-    return n;
-}
-
-const void *CudaBackend::upload(const void *host, size_t n) {
-    void *d = weights_.take(n);
-    if (d && cudaMemcpy(d, host, n, cudaMemcpyHostToDevice) != cudaSuccess) return nullptr;
-    return d;
-}
-
-const float *CudaBackend::upload_vec(const std::vector<float> &v) {
-    return v.empty() ? nullptr : (const float *)upload(v.data(), v.size() * sizeof(float));
-}
-
-DWeight CudaBackend::upload_w(const Weight &w) {
-    DWeight d;
-    if (!w.data) return d;
-    d.dtype = w.dtype;
-    d.rows = w.rows;
-    d.cols = w.cols;
-    d.data = upload(w.data, (size_t)w.rows * w.cols * elem_size(w.dtype));
-    return d;
-}
-
-int32_t CudaBackend::upload_weights() {
-    size_t need = weight_bytes(), free_b = 0, total_b = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    if (need > free_b)
-        return cuda_fail(ENG_STATUS_OUT_OF_MEMORY,
-                         "the model's weights need %.2f GiB on the GPU but device %d has %.2f GiB free (of %.2f GiB)",
-                         need / kGiB, device_, free_b / kGiB, total_b / kGiB);
-    cudaError_t e = cudaMalloc((void **)&weights_.base, need);
-    if (e == cudaErrorMemoryAllocation)
-        return cuda_fail(ENG_STATUS_OUT_OF_MEMORY, "cannot allocate %.2f GiB for the model's weights (%.2f GiB free)",
-                         need / kGiB, free_b / kGiB);
-    CUDA_CHECK(e);
-    weights_.cap = need;
-    embed_ = upload_w(m_.embed);
-    lm_head_ = m_.lm_head.data == m_.embed.data ? embed_ : upload_w(m_.lm_head);
-    final_norm_ = upload_vec(m_.final_norm);
-    bool ok = embed_.data && lm_head_.data && final_norm_;
-    layers_.resize(m_.layers.size());
-    for (size_t l = 0; l < m_.layers.size(); l++) {
-        const LayerWeights &L = m_.layers[l];
-        DLayer &d = layers_[l];
-        d.attn_norm = upload_vec(L.attn_norm);
-        d.post_attn_norm = upload_vec(L.post_attn_norm);
-        d.mlp_norm = upload_vec(L.mlp_norm);
-        d.post_mlp_norm = upload_vec(L.post_mlp_norm);
-        d.wq = upload_w(L.wq);
-        d.wk = upload_w(L.wk);
-        d.wv = upload_w(L.wv);
-        d.wo = upload_w(L.wo);
-        d.w_gate_up = upload_w(L.w_gate_up);
-        d.w_gate = upload_w(L.w_gate);
-        d.w_up = upload_w(L.w_up);
-        d.w_down = upload_w(L.w_down);
-        d.bq = upload_vec(L.bq);
-        d.bk = upload_vec(L.bk);
-        d.bv = upload_vec(L.bv);
-        d.bo = upload_vec(L.bo);
-        d.b_gate = upload_vec(L.b_gate);
-        d.b_up = upload_vec(L.b_up);
-        d.b_down = upload_vec(L.b_down);
-        d.q_norm = upload_vec(L.q_norm);
-        d.k_norm = upload_vec(L.k_norm);
-        ok = ok && d.attn_norm && d.mlp_norm && d.wq.data && d.wk.data && d.wv.data && d.wo.data && d.w_down.data &&
-             (d.w_gate_up.data || (d.w_gate.data && d.w_up.data));
-    }
-    if (!ok) {
-        CUDA_CHECK(cudaGetLastError());
-        return cuda_fail(ENG_STATUS_BACKEND, "uploading the weights failed (%zu of %zu bytes placed)", weights_.used, need);
-    }
-    return ENG_STATUS_OK;
 }
 
 int32_t CudaBackend::alloc_activations() {
@@ -323,22 +105,6 @@ int32_t CudaBackend::alloc_kv(BackendConfig *cfg, const CudaOptions &opt) {
     if (cfg->n_blocks > fit) cfg->n_blocks = (int32_t)fit;
     cfg_.n_blocks = cfg->n_blocks;
     CUDA_TRY(dalloc(&kv_, (size_t)cfg->n_blocks * block_bytes));
-    return ENG_STATUS_OK;
-}
-
-/* The dense layer recipe with f32/f16/bf16 matrices is all this backend runs; anything else (MoE
- * or MLA layers, other dtypes) is UNSUPPORTED, which the engine's auto mode answers with the CPU. */
-int32_t CudaBackend::check_supported() const {
-    auto ok = [](const Weight &w) { return w.data && (w.dtype == DT_F32 || w.dtype == DT_F16 || w.dtype == DT_BF16); };
-    if (!ok(m_.embed) || !ok(m_.lm_head)) return cuda_fail(ENG_STATUS_UNSUPPORTED, "cuda backend: embedding dtype not supported");
-    for (size_t l = 0; l < m_.layers.size(); l++) {
-        const LayerWeights &L = m_.layers[l];
-        bool dense = ok(L.wq) && ok(L.wk) && ok(L.wv) && ok(L.wo) && ok(L.w_down) &&
-                     (ok(L.w_gate_up) || (ok(L.w_gate) && ok(L.w_up))) && !L.attn_norm.empty() && !L.mlp_norm.empty();
-        if (!dense)
-            return cuda_fail(ENG_STATUS_UNSUPPORTED,
-                             "cuda backend: layer %zu is not a dense attention + MLP layer in f32/f16/bf16 (only those run on the GPU so far)", l);
-    }
     return ENG_STATUS_OK;
 }
 
@@ -515,53 +281,4 @@ int32_t CudaBackend::forward(const Batch &b, float *logits) {
     return ENG_STATUS_OK;
 }
 
-} // namespace
-
 } // namespace maya
-
-using namespace maya;
-
-extern "C" {
-
-__attribute__((visibility("default"))) uint64_t maya_cuda_stamp(void) { return cuda_layout_stamp(); }
-
-__attribute__((visibility("default"))) int32_t maya_cuda_probe(char *why, int32_t len) {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        if (why && len > 0) snprintf(why, (size_t)len, "no usable CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
-        return ENG_STATUS_UNSUPPORTED;
-    }
-    if (n == 0 && why && len > 0) snprintf(why, (size_t)len, "no CUDA device");
-    return n;
-}
-
-__attribute__((visibility("default"))) int32_t maya_cuda_backend_create(const Model *model, BackendConfig *cfg,
-                                                                        const CudaOptions *opt, const CudaHost *host,
-                                                                        Backend **out) {
-    g_host = host;
-    *out = nullptr;
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0)
-        return cuda_fail(ENG_STATUS_UNSUPPORTED, "the CUDA backend needs an NVIDIA GPU and its driver; cudaGetDeviceCount: %s",
-                         e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
-    if (opt->device < 0 || opt->device >= n)
-        return cuda_fail(ENG_STATUS_INVALID_ARG, "CUDA device %d does not exist (%d present)", opt->device, n);
-    CudaBackend *b = new (std::nothrow) CudaBackend(*model);
-    if (!b) return cuda_fail(ENG_STATUS_OUT_OF_MEMORY, "out of host memory");
-    int32_t st;
-    try {
-        st = b->init(cfg, *opt);
-    } catch (const std::bad_alloc &) {
-        st = cuda_fail(ENG_STATUS_OUT_OF_MEMORY, "out of host memory while creating the CUDA backend");
-    }
-    if (st < 0) {
-        delete b;
-        return st;
-    }
-    *out = b;
-    return ENG_STATUS_OK;
-}
-
-} // extern "C"
