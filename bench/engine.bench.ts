@@ -10,7 +10,8 @@
  * is the median of several runs (the machine is shared and noisy).
  * Options: --runs N (default 3), --quick (small model only), --threads N (engine threads; default
  * all cores), --llama2c PATH/run.c (also time llama2.c's fp32 run.c on the 110M shape, the
- * issue's reference point; the source is not fetched here). */
+ * issue's reference point; the source is not fetched here), --backend cuda (the GPU benchmark of
+ * bench/engine-cuda.bench.ts instead). */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -245,6 +246,11 @@ async function main(argv: string[]): Promise<void> {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
+  if (flag('--backend') === 'cuda') { // the GPU benchmark: bench/engine-cuda.bench.ts
+    mkdirSync(WORK, { recursive: true });
+    const { runCudaBench } = await import('./engine-cuda.bench.ts');
+    return runCudaBench(argv, ROOT, WORK, { decodeRate, median, prompt });
+  }
   const runs = Number(flag('--runs') ?? 3);
   const threads = flag('--threads') === undefined ? undefined : Number(flag('--threads'));
   mkdirSync(WORK, { recursive: true });

@@ -48,7 +48,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   progress({ stage: 'weights', fraction: 0.3 });
   const engine = await NativeEngine.load(modelDir.dir);
   const promptWorkers = new PromptPool({ dir: modelDir.dir, ...(options.dialect ? { dialect: options.dialect } : {}) }, PROMPT_WORKERS);
-  progress({ stage: 'ready', fraction: 1 });
+  progress({ stage: `ready (engine backend: ${engine.info.backend})`, fraction: 1 });
   return {
     id: modelDir.id,
     dir: modelDir.dir,

@@ -4,9 +4,12 @@
 # Incremental: an object is rebuilt when its source or any engine header is newer; the library is
 # relinked when an object is newer. Downloads nothing. The hot kernels are compiled twice
 # (kernels_avx2.cpp with -mavx2 -mfma -mf16c on x86-64, kernels_scalar.cpp baseline) and chosen at
-# run time. nvcc is only detected and reported: the CUDA backend is not part of this build yet.
+# run time. When nvcc is on PATH, the CUDA backend (engine-cuda/src/cuda) is built as a second library,
+# build/libmaya_engine_cuda.so (scripts/build-engine-cuda.sh), which the engine dlopens on request;
+# without nvcc that step is reported and skipped, and the engine runs on the CPU.
 # Environment: CXX (default g++), MAYA_ENGINE_JOBS (parallel compiles, default 2),
-# MAYA_ENGINE_CXXFLAGS (extra flags, e.g. -g -fsanitize=address).
+# MAYA_ENGINE_CXXFLAGS (extra flags, e.g. -g -fsanitize=address), MAYA_ENGINE_CUDA (0 skip the CUDA
+# library, 1 require it; see below), MAYA_CUDA_GENCODE (nvcc targets; see build-engine-cuda.sh).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,9 +25,6 @@ if ! command -v "$cxx" >/dev/null 2>&1; then
   echo "build-engine: C++ compiler '$cxx' not found. Install g++ (Debian/Ubuntu: apt-get install g++) or set CXX." >&2
   exit 1
 fi
-if command -v nvcc >/dev/null 2>&1; then
-  echo "build-engine: nvcc found ($(nvcc --version | tail -n 1)); the CUDA backend is not built yet, CPU only."
-fi
 
 mkdir -p "$obj"
 flags=(-std=c++17 -O3 -fPIC -fvisibility=hidden -fvisibility-inlines-hidden -pthread -Wall -Wextra -I"$inc")
@@ -36,7 +36,7 @@ case "$(uname -m)" in
 esac
 
 # Newest header mtime: every object depends on every header (few, small files).
-newest_header=$(stat -c %Y "$inc"/engine.h "$src"/*.h "$src"/exports.map "$0" | sort -n | tail -n 1)
+newest_header=$(stat -c %Y "$inc"/engine.h "$src"/*.h "$src"/cuda/*.h "$src"/exports.map "$0" | sort -n | tail -n 1)
 
 pids=()
 objs=()
@@ -75,7 +75,24 @@ if (( relink )); then
   # unmapping it under them would crash the process.
   # exports.map: only eng_* is exported (std:: template instances would otherwise leak out).
   "$cxx" -shared -pthread -Wl,-z,defs -Wl,-z,nodelete -Wl,--version-script="$src/exports.map" "${extra[@]}" \
-    -o "$lib.tmp" "${objs[@]}" && mv "$lib.tmp" "$lib"
+    -o "$lib.tmp" "${objs[@]}" -ldl && mv "$lib.tmp" "$lib"
 else
   echo "build-engine: $lib is up to date"
+fi
+
+# MAYA_ENGINE_CUDA: unset = build the CUDA library when nvcc is present, and only warn if that fails
+# (the CPU engine is complete without it); 1 = it must build; 0 = skip it.
+cuda="${MAYA_ENGINE_CUDA:-auto}"
+if [[ "$cuda" == 0 ]]; then
+  echo "build-engine: MAYA_ENGINE_CUDA=0: CUDA backend not built"
+elif command -v nvcc >/dev/null 2>&1; then
+  if ! bash "$root/scripts/build-engine-cuda.sh"; then
+    if [[ "$cuda" == 1 ]]; then echo "build-engine: the CUDA backend failed to build" >&2; exit 1; fi
+    echo "build-engine: warning: the CUDA backend failed to build (above); the engine runs on the CPU" >&2
+  fi
+elif [[ "$cuda" == 1 ]]; then
+  echo "build-engine: MAYA_ENGINE_CUDA=1 but nvcc is not on PATH" >&2
+  exit 1
+else
+  echo "build-engine: nvcc not found: CUDA backend not built (the engine runs on the CPU; install the CUDA toolkit and rerun to add it)"
 fi

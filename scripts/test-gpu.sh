@@ -1,17 +1,92 @@
 #!/usr/bin/env bash
-# GPU checks (`npm run test:gpu`): run on a machine with an NVIDIA GPU, never in CI.
-# The engine has only its CPU backend so far; the CUDA backend (and its kernel tests against the
-# CPU reference) is a later issue. Until it lands this script says so and fails, rather than
-# passing without having tested anything on a GPU.
-set -euo pipefail
+# GPU checks (`npm run test:gpu -- RESULTS_DIR`): one prepared script for a machine with an NVIDIA GPU,
+# never part of CI. Builds the engine and its CUDA library, then runs, each logged into RESULTS_DIR:
+#   1. kernels.log     engine-cuda/test/cuda/test_cuda_kernels.cu: every CUDA kernel against a host reference
+#   2. engine-cuda.log the C tests on the CUDA backend: golden fixtures (greedy identical, logits within
+#                      2e-2), backend selection, the scheduler tests, and test_cuda_backend.cpp's GPU-only
+#                      comparison with the CPU backend (batched, alone, chunked, prefix-cached, device
+#                      argmax) on fixtures and random models
+#   3. bench.log       `npm run bench:engine -- --backend cuda` (cuda-bench.md / .json: GLM-4-9B-shaped
+#                      bf16 decode vs the measured HBM roofline, batch 8/32/64, time to first token)
+# and summary.md (one line per step). Every step runs even after a failure; the exit status is 1 if
+# any failed. Without a GPU it fails at once. MAYA_TEST_GPU_SKIP_BENCH=1 leaves out step 3.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+root="$(pwd)"
+out="${1:-}"
+if [[ -z "$out" ]]; then
+  echo "usage: npm run test:gpu -- RESULTS_DIR" >&2
+  exit 2
+fi
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+summary="$out/summary.md"
+: >"$summary"
+failed=0
+note() { echo "$1" | tee -a "$summary"; }
+
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "test:gpu: no NVIDIA GPU visible (nvidia-smi); GPU tests need one." >&2
+  note "test:gpu: FAIL no NVIDIA GPU visible (nvidia-smi); the GPU checks need one."
   exit 1
 fi
-bash scripts/build-engine.sh
-if ! grep -q 'ENG_BACKEND_CUDA_BUILT' engine-cuda/src/*.h 2>/dev/null; then
-  echo "test:gpu: this build has no CUDA backend yet (CPU only); nothing GPU-specific to test." >&2
+has_nvcc=1
+command -v nvcc >/dev/null 2>&1 || has_nvcc=0
+prebuilt=(engine-cuda/build/libmaya_engine_cuda.so engine-cuda/build/test-cuda-kernels engine-cuda/build/gpu-membw)
+if (( ! has_nvcc )); then
+  for f in "${prebuilt[@]}"; do
+    if [[ ! -f "$f" ]]; then
+      note "test:gpu: FAIL nvcc not found and no prebuilt $f (run 'bash scripts/build-engine-cuda.sh --tests' where nvcc is and carry engine-cuda/build)"
+      exit 1
+    fi
+  done
+  note "test:gpu: nvcc not found: using the prebuilt CUDA library, kernel tests and probe in engine-cuda/build"
+fi
+{ nvidia-smi; nvcc --version; date -u; git rev-parse HEAD 2>/dev/null; } >"$out/env.txt" 2>&1
+
+step() { # step NAME LOG COMMAND...
+  local name="$1" log="$2" t0=$SECONDS
+  shift 2
+  if "$@" >"$out/$log" 2>&1; then
+    note "- PASS $name ($((SECONDS - t0)) s, $log)"
+  else
+    note "- FAIL $name ($((SECONDS - t0)) s, $log): $(tail -n 3 "$out/$log" | tr '\n' ' ')"
+    failed=1
+  fi
+}
+
+export MAYA_ENGINE_JOBS="${MAYA_ENGINE_JOBS:-$(nproc)}"
+step "build engine + CUDA library" build.log env MAYA_ENGINE_CUDA=$(( has_nvcc ? 1 : 0 )) bash scripts/build-engine.sh
+if [[ ! -f engine-cuda/build/libmaya_engine_cuda.so ]]; then
+  note "test:gpu: FAIL engine-cuda/build/libmaya_engine_cuda.so was not built"
   exit 1
 fi
-bash engine-cuda/test/run.sh --backend cuda
+
+kernel_tests() {
+  if (( has_nvcc )); then bash scripts/build-engine-cuda.sh --tests || return 1; fi
+  engine-cuda/build/test-cuda-kernels
+}
+step "CUDA kernels vs host reference" kernels.log kernel_tests
+
+engine_tests() {
+  # The GPU-only comparisons are compiled in with -DMAYA_GPU_TESTS (a separate object dir and binary).
+  local rc=0 flags="-DMAYA_GPU_TESTS"
+  echo "== golden fixtures on the CUDA backend (tensor-core prefill: logits within 2e-2)"
+  MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh fixture || rc=1
+  echo "== golden fixtures on the CUDA backend, f32 activations throughout (logits within 1e-3, as the CPU)"
+  MAYA_CUDA_TC_MIN_TOKENS=0 MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh fixture || rc=1
+  echo "== backend selection with a GPU"
+  MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh cuda || rc=1
+  echo "== scheduler tests on the CUDA backend"
+  MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh scheduler || rc=1
+  echo "== CUDA vs CPU backend, batch / chunk / prefix-cache invariance"
+  MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh gpu_matches_cpu || rc=1
+  return "$rc"
+}
+step "engine C tests on the CUDA backend" engine-cuda.log engine_tests
+
+if [[ "${MAYA_TEST_GPU_SKIP_BENCH:-0}" != 1 ]]; then
+  step "bench:engine --backend cuda" bench.log npx tsx bench/engine.bench.ts --backend cuda --runs 3 --out "$out"
+  [[ -f "$out/cuda-bench.md" ]] && cat "$out/cuda-bench.md" >>"$summary"
+fi
+echo "test:gpu: results in $out"
+exit "$failed"

@@ -1,6 +1,6 @@
 /* engine.h: the entire C ABI of Maya's inference engine.
  *
- * One opaque context owns a loaded checkpoint, its backend (CPU today, CUDA later), a paged KV
+ * One opaque context owns a loaded checkpoint, its backend (CPU, or CUDA in its own library), a paged KV
  * cache with prefix reuse, and a FIFO scheduler doing continuous batching. The host (ffi.ts)
  * adds sequences, polls eng_step() for token events and cancels sequences; the library never
  * calls back into the host, never exits and never prints.
@@ -50,7 +50,7 @@ enum {
 /* Creation parameters: a flat int64 array indexed by ENG_PARAM_*. A value <= 0 (or an array
  * shorter than the index) means "choose the default". */
 enum {
-    ENG_PARAM_BACKEND = 0,       /* 0 auto, 1 cpu, 2 cuda */
+    ENG_PARAM_BACKEND = 0,       /* 0 auto ($MAYA_ENGINE_BACKEND, else cuda if usable), 1 cpu, 2 cuda */
     ENG_PARAM_N_THREADS = 1,     /* CPU worker threads; default: online cores */
     ENG_PARAM_BLOCK_SIZE = 2,    /* tokens per KV block; default 16 */
     ENG_PARAM_N_BLOCKS = 3,      /* KV blocks; default sized from ENG_PARAM_KV_BYTES */

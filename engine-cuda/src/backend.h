@@ -3,13 +3,14 @@
  * A Backend owns the paged KV cache and runs one forward pass over a Batch: the new tokens of
  * every scheduled sequence (prefill chunks and single decode tokens together), each with its
  * block table. It writes those tokens' K/V into their slots and the logits of the requested rows.
- * The CPU backend is the one implementation today; a CUDA backend joins behind the same interface.
+ * Two implementations: the CPU backend (cpu_backend.cpp) and the CUDA backend (cuda/, a separate library).
  */
 #ifndef MAYA_BACKEND_H
 #define MAYA_BACKEND_H
 
 #include <stdint.h>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model.h" // defines: Model
@@ -29,11 +30,14 @@ struct Batch {
     std::vector<int32_t> tokens; // (T) token ids, grouped per sequence
     std::vector<BatchSeq> seqs;  // (B)
     int32_t n_logits = 0;        // rows of logits requested
+    std::vector<uint8_t> row_is_greedy; // (n_logits) 1: sampled by argmax and its logits not kept, so a
+                                        // backend with argmax_rows() may skip copying that row
 
     void clear() {
         tokens.clear();
         seqs.clear();
         n_logits = 0;
+        row_is_greedy.clear();
     }
 };
 
@@ -52,6 +56,9 @@ class Backend {
     /* Runs the model. logits: (n_logits, V) written at each BatchSeq::logits_row.
      * Returns OK, INVALID_ARG (batch exceeds the configured limits) or BACKEND. */
     virtual int32_t forward(const Batch &batch, float *logits) = 0;
+    /* Optional: (n_logits) argmax of every row of the latest forward() (lowest id on ties, as the
+     * sampler's); rows flagged in Batch::row_is_greedy may then lack their logits. Null: not offered. */
+    virtual const int32_t *argmax_rows() const { return nullptr; }
     virtual int32_t kind() const = 0; // ENG_INFO_BACKEND: 1 cpu, 2 cuda
     virtual int32_t simd() const = 0; // ENG_INFO_SIMD
 };
@@ -59,6 +66,13 @@ class Backend {
 /* Creates the CPU backend over a loaded model (which must outlive it).
  * Returns OK, OUT_OF_MEMORY or INVALID_ARG. */
 int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, std::unique_ptr<Backend> *out);
+
+/* The CUDA backend lives in libmaya_engine_cuda.so (src/cuda/, loaded on first use by
+ * cuda_loader.cpp). Whether it is built, loadable and sees a GPU; else *why says what is missing. */
+bool cuda_backend_usable(std::string *why);
+/* Creates it; cfg->n_blocks (wanted) is lowered to what device memory and kv_cap_bytes (0: no cap)
+ * hold. Returns OK, UNSUPPORTED (library or GPU missing), OUT_OF_MEMORY, INVALID_ARG or BACKEND. */
+int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, int64_t kv_cap_bytes, std::unique_ptr<Backend> *out);
 
 } // namespace maya
 

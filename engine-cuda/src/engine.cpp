@@ -4,6 +4,7 @@
  * status codes, and leaves the detail in the thread-local last error. Nothing here prints or exits.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -11,7 +12,7 @@
 #include <new>
 #include <vector>
 
-#include "backend.h"       // defines: Backend, cpu_backend_create
+#include "backend.h"       // defines: Backend, cpu_backend_create, cuda_backend_create
 #include "block_manager.h" // defines: BlockManager
 #include "common.h"        // defines: fail, last_error, ENG_TRY
 #include "model.h"         // defines: Model, model_load
@@ -61,13 +62,43 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks) {
     in[ENG_INFO_SIMD] = c->backend->simd();
 }
 
+/* ENG_PARAM_BACKEND, else $MAYA_ENGINE_BACKEND (cpu|cuda|auto), else auto: cuda when its library
+ * is built and sees a GPU, cpu otherwise. Writes 1 (cpu) or 2 (cuda). */
+static int32_t choose_backend(const int64_t *params, int32_t n_params, int64_t *out, bool *is_auto) {
+    int64_t b = param(params, n_params, ENG_PARAM_BACKEND, 0);
+    const char *env = getenv("MAYA_ENGINE_BACKEND");
+    if (b == 0 && env && *env) {
+        if (strcmp(env, "cpu") == 0) b = 1;
+        else if (strcmp(env, "cuda") == 0) b = 2;
+        else if (strcmp(env, "auto") != 0)
+            return fail(ENG_STATUS_INVALID_ARG, "MAYA_ENGINE_BACKEND must be cpu, cuda or auto (got '%s')", env);
+    }
+    if (b > 2) return fail(ENG_STATUS_INVALID_ARG, "unknown backend %lld", (long long)b);
+    *is_auto = b == 0;
+    if (b == 0) b = cuda_backend_usable(nullptr) ? 2 : 1;
+    *out = b;
+    return ENG_STATUS_OK;
+}
+
+static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params);
+
+/* configure() again with the CPU backend forced: auto mode, when the CUDA backend declines the model. */
+static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t n_params) {
+    std::vector<int64_t> p(ENG_PARAM_COUNT, 0);
+    for (int32_t i = 0; i < n_params && i < ENG_PARAM_COUNT; i++) p[(size_t)i] = params[i];
+    p[ENG_PARAM_BACKEND] = 1;
+    return configure(c, p.data(), ENG_PARAM_COUNT);
+}
+
 /* Sizes the KV cache and context limit from the creation parameters and builds the backend,
  * block manager and scheduler. */
 static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     const ModelConfig &mc = c->model.cfg;
-    int64_t backend = param(params, n_params, ENG_PARAM_BACKEND, 0);
-    if (backend == 2) return fail(ENG_STATUS_UNSUPPORTED, "the CUDA backend is not built into this library");
-    if (backend > 2) return fail(ENG_STATUS_INVALID_ARG, "unknown backend %lld", (long long)backend);
+    int64_t backend = 1;
+    bool is_auto = false;
+    ENG_TRY(choose_backend(params, n_params, &backend, &is_auto));
+    const char *kv_env = getenv("MAYA_ENGINE_KV_BYTES"); // the KV budget / cap when ENG_PARAM_KV_BYTES is unset
+    int64_t kv_bytes_env = kv_env ? strtoll(kv_env, nullptr, 10) : 0;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int64_t n_threads = param(params, n_params, ENG_PARAM_N_THREADS, online > 0 ? online : 1);
     int64_t bs = param(params, n_params, ENG_PARAM_BLOCK_SIZE, 16);
@@ -79,9 +110,14 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     if (n_ctx > mc.max_pos) n_ctx = mc.max_pos;
     int64_t block_bytes = 2LL * mc.n_layer * mc.n_head_kv * mc.head_dim * bs * (int64_t)sizeof(float);
     int64_t n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
-    if (n_blocks == 0) {
+    if (n_blocks == 0 && backend == 2) {
+        // CUDA: room for max_batch full contexts, lowered by the backend to free device memory
+        // (capped by ENG_PARAM_KV_BYTES, else $MAYA_ENGINE_KV_BYTES, when given).
+        n_blocks = (max_batch * n_ctx + bs - 1) / bs;
+        if (n_blocks > INT32_MAX / 2) n_blocks = INT32_MAX / 2;
+    } else if (n_blocks == 0) {
         // Default: room for max_batch full contexts within 2 GiB (pages are touched lazily).
-        int64_t budget = param(params, n_params, ENG_PARAM_KV_BYTES, 2LL << 30);
+        int64_t budget = param(params, n_params, ENG_PARAM_KV_BYTES, kv_bytes_env > 0 ? kv_bytes_env : 2LL << 30);
         int64_t want = (max_batch * n_ctx + bs - 1) / bs;
         n_blocks = budget / block_bytes < want ? budget / block_bytes : want;
         if (n_blocks < 1) return fail(ENG_STATUS_INVALID_ARG, "KV budget %lld bytes holds no block of %lld bytes",
@@ -96,7 +132,19 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     bc.max_tokens = (int32_t)(chunk + max_batch);
     bc.max_logits = (int32_t)max_batch;
     bc.n_ctx = (int32_t)n_ctx;
-    ENG_TRY(cpu_backend_create(c->model, bc, &c->backend));
+    if (backend == 2) {
+        int64_t cap = param(params, n_params, ENG_PARAM_KV_BYTES, kv_bytes_env > 0 ? kv_bytes_env : 0);
+        int32_t st = cuda_backend_create(c->model, &bc, cap, &c->backend);
+        if (st == ENG_STATUS_UNSUPPORTED && is_auto) { // auto: a model the GPU path lacks runs on the CPU
+            clear_error();
+            return configure_cpu_fallback(c, params, n_params);
+        }
+        ENG_TRY(st);
+        n_blocks = bc.n_blocks;
+        if (n_ctx > n_blocks * bs) n_ctx = n_blocks * bs;
+    } else {
+        ENG_TRY(cpu_backend_create(c->model, bc, &c->backend));
+    }
     c->bm.init((int32_t)n_blocks, (int32_t)bs);
     SchedulerConfig sc;
     sc.max_batch = (int32_t)max_batch;

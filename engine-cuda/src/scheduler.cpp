@@ -155,7 +155,8 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
             emit(events, s->id, ENG_EVENT_PREFILLED, -1, s->n_cached);
             s->is_prefill_reported = true;
         }
-        int32_t tok = sampler_.sample(lg, s->sampling, &s->rng);
+        const int32_t *am = backend_->argmax_rows();
+        int32_t tok = am && batch_.row_is_greedy[(size_t)row] ? am[row] : sampler_.sample(lg, s->sampling, &s->rng);
         if (s->flags & ENG_SEQ_KEEP_LOGITS) s->logits.assign(lg, lg + cfg_.n_vocab);
         s->tokens.push_back(tok);
         emit(events, s->id, ENG_EVENT_TOKEN, tok, s->n_generated());
@@ -172,6 +173,12 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
     schedule();
     if (entries_.empty()) return ENG_STATUS_OK;
     stats_.steps++;
+    batch_.row_is_greedy.assign((size_t)batch_.n_logits, 0);
+    for (size_t e = 0; e < entries_.size(); e++) {
+        const Sequence *s = entries_[e].seq;
+        int32_t row = batch_.seqs[e].logits_row;
+        if (row >= 0) batch_.row_is_greedy[(size_t)row] = s->sampling.temperature <= 0 && !(s->flags & ENG_SEQ_KEEP_LOGITS);
+    }
     int32_t st = backend_->forward(batch_, logits_.data());
     if (st < 0) {
         for (const Entry &e : entries_) finish(e.seq, ENG_FINISH_ERROR, events);

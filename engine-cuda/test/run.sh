@@ -20,8 +20,10 @@ extra=(${MAYA_ENGINE_CXXFLAGS:-})
 flags=(-std=c++17 -O2 -DTESTING -pthread -Wall -Wextra -I"$root/engine-cuda/include" "${extra[@]}")
 avx2=()
 case "$(uname -m)" in x86_64|amd64) avx2=(-mavx2 -mfma -mf16c) ;; esac
-newest_header=$(stat -c %Y "$root"/engine-cuda/include/engine.h "$src"/*.h "$tst"/*.h "$0" | sort -n | tail -n 1)
+newest_header=$(stat -c %Y "$root"/engine-cuda/include/engine.h "$src"/*.h "$src"/cuda/*.h "$tst"/*.h "$0" | sort -n | tail -n 1)
+jobs="${MAYA_ENGINE_JOBS:-2}" # parallel compiles, as in build-engine.sh
 objs=()
+pids=()
 relink=0
 for f in "$src"/*.cpp "$tst"/*.cpp; do
   name="$(basename "$(dirname "$f")")_$(basename "$f" .cpp)"
@@ -32,11 +34,17 @@ for f in "$src"/*.cpp "$tst"/*.cpp; do
   fi
   isa=()
   [[ "$(basename "$f")" == kernels_avx2.cpp ]] && isa=("${avx2[@]}")
-  nice -n 10 "$cxx" "${flags[@]}" "${isa[@]}" -c "$f" -o "$o"
+  nice -n 10 "$cxx" "${flags[@]}" "${isa[@]}" -c "$f" -o "$o.tmp" && mv "$o.tmp" "$o" &
+  pids+=($!)
   relink=1
+  if (( ${#pids[@]} >= jobs )); then
+    wait "${pids[0]}" || { echo "engine tests: compile failed" >&2; exit 1; }
+    pids=("${pids[@]:1}")
+  fi
 done
+for p in "${pids[@]}"; do wait "$p" || { echo "engine tests: compile failed" >&2; exit 1; }; done
 if (( relink )) || [[ ! -f "$bin" ]]; then
-  "$cxx" "${flags[@]}" -o "$bin" "${objs[@]}"
+  "$cxx" "${flags[@]}" -o "$bin" "${objs[@]}" -ldl
 fi
 # The shared library exports exactly the eng_* ABI (checked when no sanitizer flags are set).
 if [[ -z "${MAYA_ENGINE_CXXFLAGS:-}" ]] && command -v nm >/dev/null 2>&1; then

@@ -80,7 +80,13 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     }
     fprintf(stderr, "  %s (threads %lld, chunk %lld): max |logit diff| %.3g\n", name, (long long)n_threads,
             (long long)chunk, worst);
-    CHECK(worst <= 1e-3);
+    // The CUDA backend (test-gpu.sh sets MAYA_ENGINE_BACKEND=cuda) is held to issue 18's bf16
+    // tolerance while its prefill uses the tensor cores (activations as two bf16 terms; about 4e-5
+    // expected), and to the CPU's with MAYA_CUDA_TC_MIN_TOKENS=0 (f32 SIMT matmuls throughout).
+    const char *be = getenv("MAYA_ENGINE_BACKEND"), *tc = getenv("MAYA_CUDA_TC_MIN_TOKENS");
+    bool is_cuda = be && strcmp(be, "cuda") == 0, is_tc = is_cuda && !(tc && strcmp(tc, "0") == 0);
+    CHECK(info[ENG_INFO_BACKEND] == (is_cuda ? 2 : 1));
+    CHECK(worst <= (is_tc ? 2e-2 : 1e-3));
     eng_ctx_free(ctx);
 }
 

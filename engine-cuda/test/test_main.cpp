@@ -32,6 +32,8 @@ std::string test_repo_root() {
 }
 
 int main(int argc, char **argv) {
+    // The C tests run on the CPU backend unless the caller picks one (test-gpu.sh sets cuda).
+    setenv("MAYA_ENGINE_BACKEND", "cpu", 0);
     int n_run = 0, n_failed = 0;
     for (const TestCase &t : registry()) {
         if (argc > 1 && !strstr(t.name, argv[1])) continue;

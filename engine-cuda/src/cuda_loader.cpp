@@ -1,0 +1,98 @@
+/* cuda_loader.cpp: finds, loads and checks libmaya_engine_cuda.so, and creates the CUDA backend.
+ *
+ * The library is looked up as $MAYA_ENGINE_CUDA_LIB, else next to the module that holds this code
+ * (libmaya_engine.so, or the test binary), and loaded once per process (never unloaded). It links
+ * the CUDA runtime statically, so only the NVIDIA driver (libcuda.so.1) is needed at run time.
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <string>
+
+#include "backend.h"       // defines: Backend, cuda_backend_*
+#include "common.h"        // defines: fail
+#include "cuda/cuda_api.h" // defines: CudaHost, CudaOptions, maya_cuda_*_fn
+
+namespace maya {
+
+namespace {
+
+struct CudaLib {
+    std::string error; // why it is unusable ("" = loaded)
+    maya_cuda_probe_fn probe = nullptr;
+    maya_cuda_backend_create_fn create = nullptr;
+};
+
+int32_t host_set_error(int32_t status, const char *msg) { return fail(status, "%s", msg); }
+const CudaHost kHost = {host_set_error};
+
+std::string library_path() {
+    const char *env = getenv("MAYA_ENGINE_CUDA_LIB");
+    if (env && *env) return env;
+    Dl_info info;
+    std::string dir = ".";
+    if (dladdr((void *)&cuda_backend_create, &info) && info.dli_fname) {
+        std::string self = info.dli_fname;
+        size_t slash = self.rfind('/');
+        if (slash != std::string::npos) dir = self.substr(0, slash);
+    }
+    return dir + "/libmaya_engine_cuda.so";
+}
+
+CudaLib load() {
+    CudaLib l;
+    std::string path = library_path();
+    void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        l.error = "the CUDA backend library is not available (" + std::string(e ? e : path) +
+                  "); it is built by scripts/build-engine.sh when nvcc is present";
+        return l;
+    }
+    auto stamp = (maya_cuda_stamp_fn)dlsym(h, "maya_cuda_stamp");
+    l.probe = (maya_cuda_probe_fn)dlsym(h, "maya_cuda_probe");
+    l.create = (maya_cuda_backend_create_fn)dlsym(h, "maya_cuda_backend_create");
+    if (!stamp || !l.probe || !l.create) {
+        l.error = path + " lacks the maya_cuda_* entry points";
+    } else if (stamp() != cuda_layout_stamp()) {
+        l.error = path + " was built from other engine headers (stale build); rerun scripts/build-engine.sh";
+    }
+    if (!l.error.empty()) l.probe = nullptr, l.create = nullptr; // the handle stays open: never unloaded
+    return l;
+}
+
+CudaLib &lib() {
+    static CudaLib l = load(); // once per process, thread-safe
+    return l;
+}
+
+} // namespace
+
+bool cuda_backend_usable(std::string *why) {
+    CudaLib &l = lib();
+    if (!l.error.empty()) {
+        if (why) *why = l.error;
+        return false;
+    }
+    char buf[256] = "";
+    int32_t n = l.probe(buf, (int32_t)sizeof buf);
+    if (n <= 0 && why) *why = buf;
+    return n > 0;
+}
+
+int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, int64_t kv_cap_bytes, std::unique_ptr<Backend> *out) {
+    CudaLib &l = lib();
+    if (!l.error.empty()) return fail(ENG_STATUS_UNSUPPORTED, "%s", l.error.c_str());
+    CudaOptions opt;
+    opt.kv_cap_bytes = kv_cap_bytes;
+    const char *dev = getenv("MAYA_CUDA_DEVICE");
+    if (dev && *dev) opt.device = atoi(dev);
+    Backend *b = nullptr;
+    int32_t st = l.create(&model, cfg, &opt, &kHost, &b);
+    if (st < 0) return st;
+    out->reset(b);
+    return ENG_STATUS_OK;
+}
+
+} // namespace maya
