@@ -6,8 +6,13 @@
  * walks the body (schemas, templates and validators recurse). The Content-Type is not checked:
  * `curl -d` sends x-www-form-urlencoded by default and every body Maya accepts is JSON.
  */
+import type { Worker } from 'node:worker_threads';
 import type Koa from 'koa';
 import { badRequest, tooLarge } from '../contract/errors.ts';
+import { startModuleWorker } from '../engine-cuda/module-worker.ts';
+
+/** Bodies at least this large are decoded and parsed on a worker thread (json-worker.ts). */
+export const OFF_THREAD_BODY_BYTES = 1024 * 1024;
 
 function limitError(limit: number): Error {
   return tooLarge(`Request body is larger than the server's limit of ${limit} bytes (MAYA_MAX_BODY_BYTES).`);
@@ -35,20 +40,62 @@ export async function readRawBody(ctx: Koa.Context, limit: number): Promise<Buff
 /** The parsed JSON object, or undefined for an empty body. */
 export async function readJsonBody(ctx: Koa.Context, limit: number): Promise<Record<string, unknown> | undefined> {
   const raw = await readRawBody(ctx, limit);
-  const text = raw.toString('utf8').replace(/^\uFEFF/, '');
-  if (text.trim() === '') return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    // A fixed message: parser messages differ between Node and Bun and may quote the body.
-    throw badRequest(null, 'We could not parse the JSON body of your request. It must be valid JSON.', 'invalid_json');
-  }
+  const parsed = raw.length >= OFF_THREAD_BODY_BYTES ? await parseOffThread(raw) : parseHere(raw);
+  // A fixed message: parser messages differ between Node and Bun and may quote the body.
+  if (parsed === INVALID) throw badRequest(null, 'We could not parse the JSON body of your request. It must be valid JSON.', 'invalid_json');
+  if (parsed === EMPTY) return undefined;
+  const value = parsed.value;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw badRequest(null, 'The request body must be a JSON object.', 'invalid_type');
   }
   checkDepth(value);
   return value as Record<string, unknown>;
+}
+
+const INVALID = Symbol('invalid');
+const EMPTY = Symbol('empty');
+type Parsed = typeof INVALID | typeof EMPTY | { value: unknown };
+
+function parseHere(raw: Buffer): Parsed {
+  const text = raw.toString('utf8').replace(/^\uFEFF/, '');
+  if (text.trim() === '') return EMPTY;
+  try {
+    return { value: JSON.parse(text) };
+  } catch {
+    return INVALID;
+  }
+}
+
+let jsonWorker: Worker | undefined;
+let nextJob = 1;
+const jobs = new Map<number, (parsed: Parsed) => void>();
+
+/** The same as parseHere on the JSON worker (started on first use, shared, never blocking exit). */
+function parseOffThread(raw: Buffer): Promise<Parsed> {
+  if (!jsonWorker) {
+    const worker = startModuleWorker(new URL('./json-worker.ts', import.meta.url), null);
+    worker.unref();
+    worker.on('message', (msg: { id: number; error?: true; empty?: boolean; value?: unknown }) => {
+      jobs.get(msg.id)?.(msg.error ? INVALID : msg.empty ? EMPTY : { value: msg.value });
+      jobs.delete(msg.id);
+    });
+    const fail = () => {
+      for (const done of jobs.values()) done(INVALID);
+      jobs.clear();
+      jsonWorker = undefined;
+    };
+    worker.on('error', fail);
+    worker.on('exit', fail);
+    jsonWorker = worker;
+  }
+  const id = nextJob++;
+  // Transfer the body's own memory when it has it whole (large Buffer.concat results do); else copy.
+  const owned = raw.byteOffset === 0 && raw.buffer.byteLength === raw.length && raw.buffer instanceof ArrayBuffer;
+  const bytes = owned ? new Uint8Array(raw.buffer as ArrayBuffer) : new Uint8Array(raw);
+  return new Promise((resolve) => {
+    jobs.set(id, resolve);
+    jsonWorker!.postMessage({ id, bytes }, [bytes.buffer]);
+  });
 }
 
 /**

@@ -89,3 +89,19 @@ describe('hostile input → 400 naming the field, no engine work', () => {
     expect(res.body.status).toBe('completed');
   });
 });
+
+describe('large bodies', () => {
+  it('a body of 1 MiB or more is parsed on the JSON worker with the same answers (valid, BOM, malformed)', async () => {
+    const { request } = app();
+    const big = 'x'.repeat(1024 * 1024);
+    const ok = await request.post('/v1/responses').set('content-type', 'application/json').send(`\uFEFF${JSON.stringify({ input: 'hi', metadata: {}, instructions: big, reasoning: { effort: 'none' } })}`);
+    expect(ok.status).not.toBe(500);
+    expect(ok.body.error?.code).not.toBe('invalid_json');
+    const malformed = await request.post('/v1/responses').set('content-type', 'application/json').send(`{"input": "${big}"`);
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.code).toBe('invalid_json');
+    const deep = await request.post('/v1/responses').set('content-type', 'application/json').send(`{"input":"hi","metadata":${'['.repeat(100)}${']'.repeat(100)},"x":"${big}"}`);
+    expect(deep.status).toBe(400);
+    expect(deep.body.error.code).toBe('nested_too_deep');
+  });
+});
