@@ -77,7 +77,7 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     if (n_threads > 256 || bs > 4096 || max_batch > 4096 || chunk > (1 << 20))
         return fail(ENG_STATUS_INVALID_ARG, "a creation parameter is out of range");
     if (n_ctx > mc.max_pos) n_ctx = mc.max_pos;
-    int64_t block_bytes = 2LL * mc.n_layer * mc.n_head_kv * mc.head_dim * bs * (int64_t)sizeof(float);
+    int64_t block_bytes = mc.n_layer * mc.kv_floats_per_token() * bs * (int64_t)sizeof(float);
     int64_t n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
     if (n_blocks == 0) {
         // Default: room for max_batch full contexts within 2 GiB (pages are touched lazily).

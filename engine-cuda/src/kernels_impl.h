@@ -18,7 +18,8 @@
 namespace maya {
 namespace KERNELS_NS {
 
-enum { F32 = 0, F16 = 1, BF16 = 2 }; // = DType
+enum { F32 = 0, F16 = 1, BF16 = 2, F8 = 4 }; // = DType (F8: e4m3fn, block-scaled)
+enum { F8_BLOCK = 128 };                        // = kFp8Block
 
 static inline float bf16_scalar(uint16_t h) {
     uint32_t bits = (uint32_t)h << 16;
@@ -41,6 +42,51 @@ static inline float f16_scalar(uint16_t h) {
     float f;
     memcpy(&f, &bits, 4);
     return f;
+}
+
+/* e4m3fn: sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is subnormal (m * 2^-9),
+ * 0x7F/0xFF are NaN and there are no infinities (OCP 8-bit floating point spec, "E4M3"). */
+static inline float f8_scalar(uint8_t b) {
+    uint32_t sign = (uint32_t)(b >> 7) << 31, exp = (b >> 3) & 0xF, mant = b & 7;
+    float f;
+    if (exp == 0) f = (float)mant * (1.0f / 512.0f);
+    else if (exp == 15 && mant == 7) f = NAN;
+    else {
+        uint32_t bits = ((exp - 7 + 127) << 23) | (mant << 20);
+        memcpy(&f, &bits, 4);
+    }
+    uint32_t fb;
+    memcpy(&fb, &f, 4);
+    fb |= sign;
+    memcpy(&f, &fb, 4);
+    return f;
+}
+
+/* All 256 e4m3 values (a gather table for the vector widening). */
+struct F8Table {
+    float v[256];
+    F8Table() {
+        for (int i = 0; i < 256; i++) v[i] = f8_scalar((uint8_t)i);
+    }
+};
+static const F8Table f8_table;
+
+/* out[0..n) = W[row, 0..n) of a block-scaled FP8 matrix with n columns: byte * scale of its block. */
+static void f8_row_to_f32(float *out, const uint8_t *w, const float *wscale, int64_t row, int n) {
+    const uint8_t *src = w + row * n;
+    const float *sc = wscale + (row / F8_BLOCK) * (int64_t)((n + F8_BLOCK - 1) / F8_BLOCK);
+    for (int k0 = 0; k0 < n; k0 += F8_BLOCK) {
+        int k1 = k0 + F8_BLOCK < n ? k0 + F8_BLOCK : n, k = k0;
+        float s = sc[k0 / F8_BLOCK];
+#ifdef KERNELS_VECTOR
+        __m256 sv = _mm256_set1_ps(s);
+        for (; k + 8 <= k1; k += 8) {
+            __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(src + k)));
+            _mm256_storeu_ps(out + k, _mm256_mul_ps(_mm256_i32gather_ps(f8_table.v, idx, 4), sv));
+        }
+#endif
+        for (; k < k1; k++) out[k] = f8_table.v[src[k]] * s;
+    }
 }
 
 template <int DT> static inline float load1(const void *w, int64_t i) {
@@ -73,7 +119,8 @@ static inline float vw_sum(vecw v) { return hsum(v); }
 static inline void vw_store(float *p, vecw v) { _mm256_storeu_ps(p, v); }
 #endif
 
-static void row_to_f32(float *out, const void *w, int dtype, int64_t row, int n) {
+static void row_to_f32(float *out, const void *w, int dtype, int64_t row, int n, const float *wscale) {
+    if (dtype == F8) { f8_row_to_f32(out, (const uint8_t *)w, wscale, row, n); return; }
     int64_t base = row * n;
     if (dtype == F32) { memcpy(out, (const float *)w + base, (size_t)n * 4); return; }
     int i = 0;
@@ -213,14 +260,16 @@ static const int kStreamConvertMinTokens = 6;
  * at a time are faster (41 vs 22 GB/s at T = 1). Each (row, token) sums in the same order either
  * way, so results are bit-identical. */
 static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y,
-                   int ldy, const float *bias, float *scratch, bool is_streaming) {
-    // Copy (f32 weights: one sequential stream) or widen the row block into scratch first?
-    bool is_copy = (dtype != F32 && T >= kConvertMinTokens) || (is_streaming && T >= kStreamConvertMinTokens);
+                   int ldy, const float *bias, float *scratch, bool is_streaming, const float *wscale) {
+    // Copy (f32 weights: one sequential stream) or widen the row block into scratch first? FP8 is
+    // always widened into scratch (its block scales applied there), one byte per weight read.
+    bool is_copy = (dtype != F32 && T >= kConvertMinTokens) || (is_streaming && T >= kStreamConvertMinTokens) ||
+                   dtype == F8;
     if (is_copy) {
-        for (int r = r0; r < r1; r++) row_to_f32(scratch + (int64_t)(r - r0) * K, w, dtype, r, K);
+        for (int r = r0; r < r1; r++) row_to_f32(scratch + (int64_t)(r - r0) * K, w, dtype, r, K, wscale);
         Prefetch pf; // streaming: the next row block comes into L2 while this one computes (never faults)
         if (is_streaming) {
-            int64_t row_bytes = (int64_t)K * (dtype == F32 ? 4 : 2);
+            int64_t row_bytes = (int64_t)K * (dtype == F32 ? 4 : dtype == F8 ? 1 : 2);
             int n_tiles = ((r1 - r0) / 4 > 0 ? (r1 - r0) / 4 : 1) * ((T + 2) / 3);
             pf.p = (const char *)w + r1 * row_bytes;
             pf.end = pf.p + (r1 - r0) * row_bytes;

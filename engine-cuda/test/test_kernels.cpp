@@ -84,7 +84,7 @@ TEST(matmul_matches_reference_all_dtypes_and_shapes) {
                     // Row blocks as the backend issues them, starting at r0 > 0 for the second.
                     for (int r0 = 0; r0 < N; r0 += kMatmulRows) {
                         int r1 = r0 + kMatmulRows < N ? r0 + kMatmulRows : N;
-                        k->matmul(x.data(), ldx, T, raw.data(), dtype, K, r0, r1, y.data(), ldy, bias.data(), scratch.data(), T % 2 == 0);
+                        k->matmul(x.data(), ldx, T, raw.data(), dtype, K, r0, r1, y.data(), ldy, bias.data(), scratch.data(), T % 2 == 0, nullptr);
                     }
                     double worst = 0;
                     for (int t = 0; t < T; t++)
@@ -122,13 +122,13 @@ TEST(matmul_is_batch_invariant) {
             std::vector<float> alone((size_t)40 * N);
             for (int t = 0; t < 40; t++)
                 k->matmul(&x[(size_t)t * K], K, 1, raw.data(), dtype, K, 0, N, &alone[(size_t)t * N], N, nullptr,
-                          scratch.data(), false);
+                          scratch.data(), false, nullptr);
             for (bool is_streaming : {false, true})
                 for (int T : {1, 2, 4, 5, 9, 16, 40, 47, 48, 60}) {
                     std::vector<float> xs((size_t)T * K), batched((size_t)T * N);
                     for (int t = 0; t < T; t++) memcpy(&xs[(size_t)t * K], &x[(size_t)(t % 40) * K], K * sizeof(float));
                     k->matmul(xs.data(), K, T, raw.data(), dtype, K, 0, N, batched.data(), N, nullptr, scratch.data(),
-                              is_streaming);
+                              is_streaming, nullptr);
                     for (int t = 0; t < T; t++)
                         CHECK_MSG(memcmp(&alone[(size_t)(t % 40) * N], &batched[(size_t)t * N], N * sizeof(float)) == 0,
                                   "%s dtype %d T %d streaming %d", k->name, dtype, T, (int)is_streaming);
@@ -161,14 +161,14 @@ TEST(vector_kernels_match_reference) {
         // Row widening: bf16 exact, f16 including a subnormal and negative zero.
         uint16_t bf[9] = {0x3F80, 0xBF80, 0x4000, 0x0000, 0x8000, 0x3E80, 0x7F80, 0x0001, 0x4049};
         float out9[9];
-        k->row_to_f32(out9, bf, 2, 0, 9);
+        k->row_to_f32(out9, bf, 2, 0, 9, nullptr);
         for (int i = 0; i < 9; i++) {
             float want = bf16_to_f32(bf[i]);
             CHECK(memcmp(&out9[i], &want, 4) == 0);
         }
         uint16_t h[9] = {0x3C00, 0xBC00, 0x0001, 0x8000, 0x7BFF, 0x3555, 0x0400, 0x03FF, 0x4248};
         double hw[9] = {1, -1, ldexp(1, -24), -0.0, 65504, 0.333251953125, ldexp(1, -14), ldexp(1023, -24), 3.140625};
-        k->row_to_f32(out9, h, 1, 0, 9);
+        k->row_to_f32(out9, h, 1, 0, 9, nullptr);
         for (int i = 0; i < 9; i++) CHECK_MSG(out9[i] == (float)hw[i], "%s f16 %04x -> %g", k->name, h[i], out9[i]);
         CHECK(signbit(out9[3]));
     }
