@@ -192,6 +192,7 @@ static int32_t parse_mla(const JsonValue &c, ModelConfig *m) {
 }
 
 int32_t model_config_parse(const JsonValue &c, ModelConfig *m) {
+    *m = ModelConfig();
     const JsonValue *archs = field(c, "architectures");
     if (!archs || archs->kind != JsonValue::ARRAY || archs->items.empty() ||
         archs->items[0].kind != JsonValue::STRING)
@@ -223,7 +224,7 @@ int32_t model_config_parse(const JsonValue &c, ModelConfig *m) {
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: sizes must be positive");
     int64_t def_head_dim = m->arch == ARCH_GLM4 || m->arch == ARCH_QWEN3 ? 128 : m->n_embd / m->n_head;
     ENG_TRY(get_int(c, "head_dim", def_head_dim, &m->head_dim, false));
-    if (m->head_dim <= 0 || m->n_head % m->n_head_kv != 0)
+    if ((!ds && m->head_dim <= 0) || m->n_head % m->n_head_kv != 0) // MLA sets its own head dims
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: head_dim %d, heads %d / kv heads %d are inconsistent",
                     m->head_dim, m->n_head, m->n_head_kv);
     double eps = 0, partial = 0;

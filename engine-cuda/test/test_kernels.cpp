@@ -208,3 +208,63 @@ TEST(attention_kernels_match_reference) {
         }
     }
 }
+
+// e4m3fn decoded by hand (OCP FP8 spec): a few exact values, subnormals, the sign, NaN.
+static double f8_value(uint8_t b) {
+    int exp = (b >> 3) & 0xF, mant = b & 7;
+    double v = exp == 0 ? mant * ldexp(1.0, -9) : (1.0 + mant / 8.0) * ldexp(1.0, exp - 7);
+    return (b & 0x80) ? -v : v;
+}
+
+TEST(fp8_block_scaled_matmul_and_rows) {
+    Rand r;
+    for (const Kernels *k : tables()) {
+        // Known bytes: 0x38 = 1.0, 0x7E = 448 (the largest), 0x01 = 2^-9, 0xC0 = -2.0, 0x7F = NaN.
+        uint8_t known[8] = {0x38, 0x7E, 0x01, 0xC0, 0x00, 0x3C, 0x30, 0x7F};
+        float scale1[1] = {1.0f}, out[8];
+        k->row_to_f32(out, known, 4, 0, 8, scale1);
+        CHECK(out[0] == 1.0f && out[1] == 448.0f && out[2] == ldexpf(1.0f, -9) && out[3] == -2.0f && out[4] == 0.0f);
+        CHECK(out[5] == 1.5f && out[6] == 0.5f && out[7] != out[7]);
+        // 150 x 200 weights: 2 x 2 blocks of 128, both edges partial, each block its own scale.
+        const int N = 150, K = 200, BR = 2, BC = 2;
+        std::vector<uint8_t> raw((size_t)N * K);
+        std::vector<float> scales(BR * BC), w((size_t)N * K);
+        for (float &s : scales) s = 0.01f + 0.02f * (r.next() + 1.0f);
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < K; i++) {
+                uint8_t b = (uint8_t)(((uint32_t)((r.next() + 1.0f) * 1000.0f)) & 0xFF);
+                if ((b & 0x7F) == 0x7F) b ^= 1; // no NaN
+                raw[(size_t)n * K + i] = b;
+                w[(size_t)n * K + i] = (float)(f8_value(b) * scales[(size_t)(n / 128) * BC + i / 128]);
+            }
+        std::vector<float> row((size_t)K);
+        k->row_to_f32(row.data(), raw.data(), 4, 140, K, scales.data());
+        bool same = true;
+        for (int i = 0; i < K; i++) same = same && row[(size_t)i] == w[(size_t)140 * K + i];
+        CHECK_MSG(same, "%s: fp8 row 140 widened wrongly", k->name);
+        for (int T : {1, 3, 8, 50}) {
+            std::vector<float> x((size_t)T * K), y((size_t)T * N), alone((size_t)N), scratch((size_t)kMatmulRows * K);
+            for (float &v : x) v = r.next();
+            for (int r0 = 0; r0 < N; r0 += kMatmulRows)
+                k->matmul(x.data(), K, T, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N, y.data(), N,
+                          nullptr, scratch.data(), T == 3, scales.data());
+            double worst = 0;
+            for (int t = 0; t < T; t++)
+                for (int n = 0; n < N; n++) {
+                    double ref = 0, mag = 1e-7;
+                    for (int i = 0; i < K; i++) {
+                        ref += (double)w[(size_t)n * K + i] * x[(size_t)t * K + i];
+                        mag += fabs((double)w[(size_t)n * K + i] * x[(size_t)t * K + i]);
+                    }
+                    double err = fabs(y[(size_t)t * N + n] - ref) / (mag * 1e-6);
+                    if (err > worst) worst = err;
+                }
+            CHECK_MSG(worst <= 1.0, "%s fp8 T %d: error %.3g x tolerance", k->name, T, worst);
+            // Batch invariance: the last token alone gives the same bits.
+            for (int r0 = 0; r0 < N; r0 += kMatmulRows)
+                k->matmul(&x[(size_t)(T - 1) * K], K, 1, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
+                          alone.data(), N, nullptr, scratch.data(), false, scales.data());
+            CHECK(memcmp(alone.data(), &y[(size_t)(T - 1) * N], N * sizeof(float)) == 0);
+        }
+    }
+}
