@@ -59,6 +59,7 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks) {
     in[ENG_INFO_N_PARAMS] = c->model.n_params;
     in[ENG_INFO_WEIGHT_BYTES] = c->model.weight_bytes;
     in[ENG_INFO_SIMD] = c->backend->simd();
+    in[ENG_INFO_N_PARAMS_ACTIVE] = c->model.n_params_active;
 }
 
 /* Sizes the KV cache and context limit from the creation parameters and builds the backend,
