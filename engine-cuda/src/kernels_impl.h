@@ -79,10 +79,18 @@ static void f8_row_to_f32(float *out, const uint8_t *w, const float *wscale, int
         int k1 = k0 + F8_BLOCK < n ? k0 + F8_BLOCK : n, k = k0;
         float s = sc[k0 / F8_BLOCK];
 #ifdef KERNELS_VECTOR
-        __m256 sv = _mm256_set1_ps(s);
+        // e4m3 bits moved into an f16 (sign to bit 15, exponent and mantissa << 7) are the same
+        // value times 2^-8, subnormals included (both formats have exponent-0 subnormals), so
+        // F16C widens them and the scale absorbs the 2^8. NaN (0x7F / 0xFF) gets the all-ones
+        // f16 exponent, so it stays NaN.
+        __m256 sv = _mm256_set1_ps(s * 256.0f);
+        const __m128i mag = _mm_set1_epi16(0x7F), sgn = _mm_set1_epi16((short)0x80), inf = _mm_set1_epi16(0x7C00);
         for (; k + 8 <= k1; k += 8) {
-            __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(src + k)));
-            _mm256_storeu_ps(out + k, _mm256_mul_ps(_mm256_i32gather_ps(f8_table.v, idx, 4), sv));
+            __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(src + k)));
+            __m128i m = _mm_and_si128(b, mag);
+            __m128i h = _mm_or_si128(_mm_slli_epi16(m, 7), _mm_slli_epi16(_mm_and_si128(b, sgn), 8));
+            h = _mm_or_si128(h, _mm_and_si128(_mm_cmpeq_epi16(m, mag), inf));
+            _mm256_storeu_ps(out + k, _mm256_mul_ps(_mm256_cvtph_ps(h), sv));
         }
 #endif
         for (; k < k1; k++) out[k] = f8_table.v[src[k]] * s;
