@@ -260,6 +260,119 @@ static const int kConvertMinTokens = 48;
  * 5.9 GB/s; T=6 4.8 vs 5.8; T=8 4.4 vs 4.9; T=16 2.4 vs 3.4. */
 static const int kStreamConvertMinTokens = 6;
 
+/* FP8 rows x tokens: each 128-column block accumulates unscaled products in its own registers,
+ * then adds them times the block's scale to the running total. Every (row, token) pair follows
+ * the same sequence whatever NR / NT, so FP8 results never depend on the batch. */
+#ifdef KERNELS_VECTOR
+/* 8 e4m3 bytes -> 8 floats times 2^-8 (see f8_row_to_f32: bits placed into an f16). */
+static inline __m256 f8x8(const uint8_t *p) {
+    const __m128i mag = _mm_set1_epi16(0x7F), sgn = _mm_set1_epi16((short)0x80), inf = _mm_set1_epi16(0x7C00);
+    __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p));
+    __m128i m = _mm_and_si128(b, mag);
+    __m128i h = _mm_or_si128(_mm_slli_epi16(m, 7), _mm_slli_epi16(_mm_and_si128(b, sgn), 8));
+    return _mm256_cvtph_ps(_mm_or_si128(h, _mm_and_si128(_mm_cmpeq_epi16(m, mag), inf)));
+}
+#endif
+
+template <int NR, int NT>
+static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const float *wscale, int64_t row0, int K,
+                           float *y, int ldy, const float *bias) {
+    int nbk = (K + F8_BLOCK - 1) / F8_BLOCK;
+    float out[NR][NT];
+#ifdef KERNELS_VECTOR
+    vecw tot[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tot[r][t] = vw_zero();
+#else
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) out[r][t] = 0;
+#endif
+    float tail[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tail[r][t] = 0;
+    for (int kb = 0; kb < nbk; kb++) {
+        int k0 = kb * F8_BLOCK, k1 = k0 + F8_BLOCK < K ? k0 + F8_BLOCK : K, k = k0;
+        float sc[NR];
+        for (int r = 0; r < NR; r++) sc[r] = wscale[((row0 + r) / F8_BLOCK) * nbk + kb];
+#ifdef KERNELS_VECTOR
+        vecw acc[NR][NT];
+        for (int r = 0; r < NR; r++)
+            for (int t = 0; t < NT; t++) acc[r][t] = vw_zero();
+        for (; k + 8 <= k1; k += 8) {
+            vecw xv[NT];
+            for (int t = 0; t < NT; t++) xv[t] = vw_loadx(x + (int64_t)t * ldx + k);
+            for (int r = 0; r < NR; r++) {
+                vecw wv = f8x8(w + (row0 + r) * (int64_t)K + k);
+                for (int t = 0; t < NT; t++) acc[r][t] = vw_fma(wv, xv[t], acc[r][t]);
+            }
+        }
+        for (int r = 0; r < NR; r++) {
+            vecw s = _mm256_set1_ps(sc[r] * 256.0f);
+            for (int t = 0; t < NT; t++) tot[r][t] = vw_fma(acc[r][t], s, tot[r][t]);
+        }
+#else
+        float acc[NR][NT][8];
+        memset(acc, 0, sizeof acc);
+        for (; k + 8 <= k1; k += 8)
+            for (int r = 0; r < NR; r++)
+                for (int j = 0; j < 8; j++) {
+                    float wv = f8_table.v[w[(row0 + r) * (int64_t)K + k + j]];
+                    for (int t = 0; t < NT; t++) acc[r][t][j] += wv * x[(int64_t)t * ldx + k + j];
+                }
+        for (int r = 0; r < NR; r++)
+            for (int t = 0; t < NT; t++) {
+                float s = 0;
+                for (int j = 0; j < 8; j++) s += acc[r][t][j];
+                out[r][t] += s * sc[r];
+            }
+#endif
+        for (; k < k1; k++) // the last block's columns past a multiple of 8
+            for (int r = 0; r < NR; r++) {
+                float wv = f8_table.v[w[(row0 + r) * (int64_t)K + k]] * sc[r];
+                for (int t = 0; t < NT; t++) tail[r][t] += wv * x[(int64_t)t * ldx + k];
+            }
+    }
+#ifdef KERNELS_VECTOR
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) out[r][t] = vw_sum(tot[r][t]);
+#endif
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) y[(int64_t)t * ldy + r] = out[r][t] + tail[r][t] + (bias ? bias[r] : 0.0f);
+}
+
+/* FP8 matmul: streaming (decode from DRAM) one row at a time for up to 4 tokens, else 2 rows x 3
+ * tokens from cache. */
+static void matmul_f8(const float *x, int ldx, int T, const uint8_t *w, const float *wscale, int K, int r0, int r1,
+                      float *y, int ldy, const float *bias, bool is_streaming) {
+#define F8_TILE(NR, NT) tile_f8<NR, NT>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy, \
+                                        bias ? bias + r : nullptr)
+    if (is_streaming) {
+        for (int r = r0; r < r1; r++) {
+            int t = 0;
+            for (; T - t >= 4; t += 4) F8_TILE(1, 4);
+            if (T - t == 3) F8_TILE(1, 3);
+            else if (T - t == 2) F8_TILE(1, 2);
+            else if (T - t == 1) F8_TILE(1, 1);
+        }
+        return;
+    }
+    for (int t = 0; t < T;) {
+        int nt = T - t >= 3 ? 3 : T - t, r = r0;
+        for (; r + 2 <= r1; r += 2) {
+            if (nt == 3) F8_TILE(2, 3);
+            else if (nt == 2) F8_TILE(2, 2);
+            else F8_TILE(2, 1);
+        }
+        for (; r < r1; r++) {
+            if (nt == 3) F8_TILE(1, 3);
+            else if (nt == 2) F8_TILE(1, 2);
+            else F8_TILE(1, 1);
+        }
+        t += nt;
+    }
+#undef F8_TILE
+}
+
 /* Few tokens (decode): stream W once, widening in registers. Many tokens (prefill): widen the
  * row block once into scratch and run the f32 tiles over every token from L2.
  * is_streaming: W comes from DRAM (the model does not fit the caches). Then rows are read one at a
@@ -269,15 +382,17 @@ static const int kStreamConvertMinTokens = 6;
  * way, so results are bit-identical. */
 static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y,
                    int ldy, const float *bias, float *scratch, bool is_streaming, const float *wscale) {
-    // Copy (f32 weights: one sequential stream) or widen the row block into scratch first? FP8 is
-    // always widened into scratch (its block scales applied there), one byte per weight read.
-    bool is_copy = (dtype != F32 && T >= kConvertMinTokens) || (is_streaming && T >= kStreamConvertMinTokens) ||
-                   dtype == F8;
+    if (dtype == F8) {
+        matmul_f8(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming);
+        return;
+    }
+    // Copy (f32 weights: one sequential stream) or widen the row block into scratch first?
+    bool is_copy = (dtype != F32 && T >= kConvertMinTokens) || (is_streaming && T >= kStreamConvertMinTokens);
     if (is_copy) {
         for (int r = r0; r < r1; r++) row_to_f32(scratch + (int64_t)(r - r0) * K, w, dtype, r, K, wscale);
         Prefetch pf; // streaming: the next row block comes into L2 while this one computes (never faults)
         if (is_streaming) {
-            int64_t row_bytes = (int64_t)K * (dtype == F32 ? 4 : dtype == F8 ? 1 : 2);
+            int64_t row_bytes = (int64_t)K * (dtype == F32 ? 4 : 2);
             int n_tiles = ((r1 - r0) / 4 > 0 ? (r1 - r0) / 4 : 1) * ((T + 2) / 3);
             pf.p = (const char *)w + r1 * row_bytes;
             pf.end = pf.p + (r1 - r0) * row_bytes;
