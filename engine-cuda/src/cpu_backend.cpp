@@ -105,40 +105,48 @@ struct MlaTask {
     const Kernels *k;
     const Batch *batch;
     const int32_t *tok_seq; // (T)
+    int T;
     const float *q;         // (T, H, Dn + Dr): q_nope then roped q_pe
     float *q_abs;           // (T, H, R + Dr): absorbed queries
     float *lat;             // (T, H, R): attention-weighted latent
     float *out;             // (T, H * Dv)
     const float *cache;     // this layer: (n_blocks, bs, R + Dr)
-    const Weight *kv_b;     // (H * (Dn + Dv), R)
+    const Weight *kv_b;     // (H * (Dn + Dv), R): per head Dn rows W_UK, then Dv rows W_UV
     int H, R, Dn, Dr, Dv, bs;
     float scale;
     float *const *scores;  // per worker: (kMlaHeads, n_ctx)
     float *const *scratch; // per worker: >= R floats
 };
 
-/* One (token, group of kMlaHeads heads): absorb W_UK into the queries, attend over the cached
- * latents [c; k_pe], then expand the weighted latent with W_UV. */
-static void mla_task(void *arg, int task, int worker) {
+/* Head h, every token: q_abs[t, h] = [W_UK_h^T q_nope[t, h]; q_pe[t, h]]. Each W_UK row is widened
+ * once per step; a token's sum runs over the rows in order whatever T is. */
+static void mla_absorb_task(void *arg, int h, int worker) {
+    const MlaTask &a = *(const MlaTask *)arg;
+    int R = a.R, Dk = a.R + a.Dr, Dq = a.Dn + a.Dr;
+    float *wrow = a.scratch[worker];
+    for (int t = 0; t < a.T; t++) {
+        float *qa = a.q_abs + ((int64_t)t * a.H + h) * Dk;
+        memset(qa, 0, (size_t)R * sizeof(float));
+        memcpy(qa + R, a.q + ((int64_t)t * a.H + h) * Dq + a.Dn, (size_t)a.Dr * sizeof(float));
+    }
+    for (int i = 0; i < a.Dn; i++) {
+        a.k->row_to_f32(wrow, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + i, R, a.kv_b->scale);
+        for (int t = 0; t < a.T; t++)
+            a.k->axpy(a.q_abs + ((int64_t)t * a.H + h) * Dk, a.q[((int64_t)t * a.H + h) * Dq + i], wrow, R);
+    }
+}
+
+/* One (token, group of kMlaHeads heads): scores of the absorbed queries against the cached rows
+ * [c; k_pe], softmax, and the weighted latent sum_j p_j c_j. */
+static void mla_attend_task(void *arg, int task, int worker) {
     const MlaTask &a = *(const MlaTask *)arg;
     int n_groups = (a.H + kMlaHeads - 1) / kMlaHeads, t = task / n_groups, h0 = (task % n_groups) * kMlaHeads;
     int group = a.H - h0 < kMlaHeads ? a.H - h0 : kMlaHeads, R = a.R, Dk = a.R + a.Dr, bs = a.bs;
     const BatchSeq &s = a.batch->seqs[(size_t)a.tok_seq[t]];
     int n = s.pos0 + (t - s.tok0) + 1;
-    float *wrow = a.scratch[worker], *sc = a.scores[worker];
-    const Weight &w = *a.kv_b;
-    float *qa = a.q_abs + ((int64_t)t * a.H + h0) * Dk;
-    for (int h = 0; h < group; h++) {
-        const float *qh = a.q + ((int64_t)t * a.H + h0 + h) * (a.Dn + a.Dr);
-        float *qah = qa + (int64_t)h * Dk;
-        memset(qah, 0, (size_t)R * sizeof(float));
-        for (int i = 0; i < a.Dn; i++) { // q_lat = sum_i q_nope[i] * W_UK[i, :]
-            a.k->row_to_f32(wrow, w.data, w.dtype, (int64_t)(h0 + h) * (a.Dn + a.Dv) + i, R, w.scale);
-            a.k->axpy(qah, qh[i], wrow, R);
-        }
-        memcpy(qah + R, qh + a.Dn, (size_t)a.Dr * sizeof(float));
-    }
+    float *sc = a.scores[worker];
     int64_t block_stride = (int64_t)bs * Dk;
+    const float *qa = a.q_abs + ((int64_t)t * a.H + h0) * Dk;
     for (int j0 = 0; j0 < n; j0 += bs)
         a.k->attn_scores(sc, n, j0, qa, group, a.cache + s.block_table[j0 / bs] * block_stride, n - j0 < bs ? n - j0 : bs,
                          Dk, a.scale);
@@ -154,12 +162,16 @@ static void mla_task(void *arg, int task, int worker) {
         const float *c = a.cache + s.block_table[j / bs] * block_stride + (int64_t)(j % bs) * Dk;
         for (int h = 0; h < group; h++) a.k->axpy(lat + (int64_t)h * R, sc[(int64_t)h * n + j], c, R);
     }
-    for (int h = 0; h < group; h++) { // o_h = W_UV lat_h
-        float *o = a.out + (int64_t)t * a.H * a.Dv + (int64_t)(h0 + h) * a.Dv;
-        for (int i = 0; i < a.Dv; i++) {
-            a.k->row_to_f32(wrow, w.data, w.dtype, (int64_t)(h0 + h) * (a.Dn + a.Dv) + a.Dn + i, R, w.scale);
-            o[i] = a.k->dot(wrow, lat + (int64_t)h * R, R);
-        }
+}
+
+/* Head h, every token: out[t, h] = W_UV_h lat[t, h], each W_UV row widened once per step. */
+static void mla_expand_task(void *arg, int h, int worker) {
+    const MlaTask &a = *(const MlaTask *)arg;
+    float *wrow = a.scratch[worker];
+    for (int i = 0; i < a.Dv; i++) {
+        a.k->row_to_f32(wrow, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + a.Dn + i, a.R, a.kv_b->scale);
+        for (int t = 0; t < a.T; t++)
+            a.out[(int64_t)t * a.H * a.Dv + (int64_t)h * a.Dv + i] = a.k->dot(wrow, a.lat + ((int64_t)t * a.H + h) * a.R, a.R);
     }
 }
 
@@ -518,9 +530,11 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
         int pos = s.pos0 + (t - s.tok0);
         memcpy(cache + ((int64_t)s.block_table[pos / bs] * bs + pos % bs) * Dk, kv, sizeof(float) * (size_t)Dk);
     }
-    MlaTask at{&k_, &b, tok_seq_.data(), q_.data(), qabs_.data(), lat_.data(), att_.data(), cache, &L.wkv_b,
+    MlaTask at{&k_, &b, tok_seq_.data(), T, q_.data(), qabs_.data(), lat_.data(), att_.data(), cache, &L.wkv_b,
                H, R, Dn, Dr, c_.v_head_dim, bs, c_.attn_scale, scores_ptr_.data(), scratch_ptr_.data()};
-    pool_.run(T * ((H + kMlaHeads - 1) / kMlaHeads), mla_task, &at);
+    pool_.run(H, mla_absorb_task, &at);
+    pool_.run(T * ((H + kMlaHeads - 1) / kMlaHeads), mla_attend_task, &at);
+    pool_.run(H, mla_expand_task, &at);
     MatJob o = {&L.wo, att_.data(), H * c_.v_head_dim, h_.data(), C, nullptr};
     linear(T, &o, 1);
     add_residual(L.post_attn_norm, T);
