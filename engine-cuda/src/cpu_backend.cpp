@@ -17,11 +17,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include <utility>
-
 #include "backend.h"     // defines: Backend, Batch, BackendConfig
 #include "common.h"      // defines: fail
 #include "kernels.h"     // defines: Kernels, kMatmulRows
+#include "moe_router.h"  // defines: moe_route
 #include "thread_pool.h" // defines: ThreadPool
 
 namespace maya {
@@ -194,7 +193,6 @@ class CpuBackend final : public Backend {
     void mla_block(int l, const Batch &b, int T);
     void mlp_block(int l, int T);
     void moe_block(int l, int T);
-    void route(const LayerWeights &L, const float *logits, int32_t *ids, float *weights);
     void run_mlp(const Mlp &w, int I, const float *in, int T, float *out);
     void add_residual(const std::vector<float> &post_norm, int T);
     int64_t kv_layer_floats() const { return (int64_t)cfg_.n_blocks * cfg_.block_size * c_.kv_floats_per_token(); }
@@ -414,53 +412,6 @@ void CpuBackend::run_mlp(const Mlp &w, int I, const float *in, int T, float *out
     linear(T, &down, 1);
 }
 
-/* The router of DeepseekV3TopkRouter / Glm4MoeTopkRouter (transformers) for one token:
- * scores = sigmoid(logits); choice = scores + e_score_correction_bias; a group's score is the sum
- * of its two best choices; the topk_group best groups stay, other experts' choices become 0; the
- * K best choices are the experts; their weights are the scores (not the choices), divided by
- * their sum (+1e-20) when norm_topk_prob, times routed_scaling_factor. Ties go to the lower index.
- * ids/weights come out in increasing expert id. */
-void CpuBackend::route(const LayerWeights &L, const float *logits, int32_t *ids, float *weights) {
-    int E = c_.n_expert, K = c_.n_expert_used, G = c_.n_group, per = E / G;
-    float *score = route_scores_.data(), *choice = score + E, *gscore = choice + E;
-    for (int e = 0; e < E; e++) {
-        score[e] = 1.0f / (1.0f + expf(-logits[e]));
-        choice[e] = score[e] + L.router_bias[(size_t)e];
-    }
-    if (G > 1) {
-        for (int g = 0; g < G; g++) {
-            float b1 = -INFINITY, b2 = -INFINITY;
-            for (int e = g * per; e < (g + 1) * per; e++) {
-                if (choice[e] > b1) { b2 = b1; b1 = choice[e]; }
-                else if (choice[e] > b2) b2 = choice[e];
-            }
-            gscore[g] = b1 + b2;
-        }
-        for (int n = 0; n < c_.topk_group; n++) { // keep the best groups: mark them +inf
-            int best = -1;
-            for (int g = 0; g < G; g++)
-                if (gscore[g] != INFINITY && (best < 0 || gscore[g] > gscore[best])) best = g;
-            gscore[best] = INFINITY;
-        }
-        for (int g = 0; g < G; g++)
-            if (gscore[g] != INFINITY)
-                for (int e = g * per; e < (g + 1) * per; e++) choice[e] = 0.0f;
-    }
-    for (int j = 0; j < K; j++) {
-        int best = -1;
-        for (int e = 0; e < E; e++)
-            if (choice[e] != -INFINITY && (best < 0 || choice[e] > choice[best])) best = e;
-        ids[j] = best;
-        choice[best] = -INFINITY;
-    }
-    for (int j = 1; j < K; j++) // insertion sort by id: the accumulation order is the expert order
-        for (int i = j; i > 0 && ids[i] < ids[i - 1]; i--) std::swap(ids[i], ids[i - 1]);
-    float sum = 0;
-    for (int j = 0; j < K; j++) sum += score[ids[j]];
-    for (int j = 0; j < K; j++)
-        weights[j] = (c_.is_norm_topk ? score[ids[j]] / (sum + 1e-20f) : score[ids[j]]) * c_.routed_scale;
-}
-
 /* x += shared(h) + sum_k w_k expert_k(h), h = post_attention_layernorm(x). Each expert runs once
  * over the tokens routed to it (only chosen experts' weights are read); a token's expert outputs
  * are summed in increasing expert id, so batching never changes its result. */
@@ -473,7 +424,8 @@ void CpuBackend::moe_block(int l, int T) {
     int32_t *cnt = expert_cnt_.data();
     memset(cnt, 0, sizeof(int32_t) * (size_t)(E + 1));
     for (int t = 0; t < T; t++) {
-        route(L, &router_[(size_t)t * E], &sel_[(size_t)t * K], &sel_w_[(size_t)t * K]);
+        moe_route(c_, L.router_bias.data(), &router_[(size_t)t * E], route_scores_.data(), &sel_[(size_t)t * K],
+                  &sel_w_[(size_t)t * K]);
         for (int j = 0; j < K; j++) cnt[sel_[(size_t)t * K + j] + 1]++;
     }
     for (int e = 0; e < E; e++) cnt[e + 1] += cnt[e]; // cnt[e]: first slot of expert e
