@@ -34,6 +34,7 @@ struct MatJob {
     float *y;       // (T, ldy)
     int ldy;
     const float *bias; // (w->rows) or null
+    int T = 0;         // rows of x; 0: the T of the linear() call
 };
 
 struct MatmulTask {
@@ -41,8 +42,8 @@ struct MatmulTask {
     int T;
     bool is_streaming;
     int n_jobs;
-    MatJob jobs[3];
-    int unit_end[3]; // cumulative work units per job
+    const MatJob *jobs;
+    const int *unit_end; // (n_jobs) cumulative work units per job
     float *const *scratch;
 };
 
@@ -53,7 +54,7 @@ static void matmul_task(void *arg, int task, int worker) {
     const MatJob &job = m.jobs[j];
     int r0 = (task - first) * kMatmulRows;
     int r1 = r0 + kMatmulRows < job.w->rows ? r0 + kMatmulRows : job.w->rows;
-    m.k->matmul(job.x, job.ldx, m.T, job.w->data, job.w->dtype, job.w->cols, r0, r1, job.y, job.ldy, job.bias,
+    m.k->matmul(job.x, job.ldx, job.T > 0 ? job.T : m.T, job.w->data, job.w->dtype, job.w->cols, r0, r1, job.y, job.ldy, job.bias,
                 m.scratch[worker], m.is_streaming, job.w->scale);
 }
 
@@ -193,7 +194,6 @@ class CpuBackend final : public Backend {
     void mla_block(int l, const Batch &b, int T);
     void mlp_block(int l, int T);
     void moe_block(int l, int T);
-    void run_mlp(const Mlp &w, int I, const float *in, int T, float *out);
     void add_residual(const std::vector<float> &post_norm, int T);
     int64_t kv_layer_floats() const { return (int64_t)cfg_.n_blocks * cfg_.block_size * c_.kv_floats_per_token(); }
     float *kcache(int l) { return kv_ + (int64_t)l * kv_layer_floats(); } // (n_blocks, Hkv, bs, D); MLA (n_blocks, bs, R+Dr)
@@ -214,6 +214,8 @@ class CpuBackend final : public Backend {
     std::vector<float> router_, sel_w_, moe_in_, moe_out_, moe_acc_; // MoE: (T, E), (T, K), (T, C) x3
     std::vector<int32_t> sel_, expert_tok_, expert_cnt_;      // (T, K), (T*K), (E+1)
     std::vector<float> route_scores_;                         // (E) + (E) + (n_group)
+    std::vector<MatJob> moe_jobs_;                            // (2 (E + 1)) one MoE phase's matmuls
+    std::vector<int> unit_end_;                               // (max(3, 2 (E + 1))) see linear()
     std::vector<float> out_x_;                                // (max_logits, C)
     std::vector<std::vector<float>> scratch_, scores_;        // per worker
     std::vector<float *> scratch_ptr_, scores_ptr_;
@@ -233,8 +235,8 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     kv_bytes_ = want;
     size_t T = (size_t)cfg.max_tokens, C = (size_t)c_.n_embd, qd = (size_t)c_.n_head * c_.head_dim,
            kvd = (size_t)c_.n_head_kv * c_.head_dim, I = (size_t)c_.n_ff, H = (size_t)c_.n_head;
-    if ((size_t)c_.n_ff_expert > I) I = (size_t)c_.n_ff_expert;
-    if ((size_t)c_.n_ff_shared > I) I = (size_t)c_.n_ff_shared;
+    // MoE: T*K expert rows plus T shared rows go through ff_/ff2_ at once.
+    size_t moe_ff = T * (size_t)c_.n_expert_used * (size_t)c_.n_ff_expert + T * (size_t)c_.n_ff_shared;
     size_t att = c_.is_mla() ? H * (size_t)c_.v_head_dim : qd;
     x_.resize(T * C);
     h_.resize(T * C);
@@ -244,8 +246,9 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
         vv_.resize(T * kvd);
     }
     att_.resize(T * att);
-    ff_.resize(T * 2 * I);
-    ff2_.resize(T * I);
+    ff_.resize(2 * (T * I > moe_ff ? T * I : moe_ff));
+    ff2_.resize(T * I > moe_ff ? T * I : moe_ff);
+    unit_end_.resize(3 + 2 * (size_t)(c_.n_expert + 1));
     if (c_.is_mla()) {
         size_t R = (size_t)c_.kv_lora_rank, Dr = (size_t)c_.qk_rope_dim;
         qa_.resize(T * (size_t)c_.q_lora_rank);
@@ -260,9 +263,10 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
         sel_w_.resize(T * K);
         expert_tok_.resize(T * K);
         expert_cnt_.resize(E + 1);
-        moe_in_.resize(T * C);
-        moe_out_.resize(T * C);
+        moe_in_.resize(T * K * C);
+        moe_out_.resize(T * (K + 1) * C);
         moe_acc_.resize(T * C);
+        moe_jobs_.resize(2 * (E + 1));
         route_scores_.resize(2 * E + (size_t)c_.n_group);
     }
     int half = c_.rotary_dim / 2;
@@ -273,7 +277,7 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     inv_freq_.resize((size_t)half);
     model_rope_inv_freq(c_, inv_freq_.data());
     int64_t kmax = c_.n_embd;
-    for (int64_t k : {(int64_t)I, (int64_t)qd, (int64_t)att, (int64_t)c_.kv_lora_rank, (int64_t)c_.q_lora_rank})
+    for (int64_t k : {(int64_t)I, (int64_t)c_.n_ff_expert, (int64_t)c_.n_ff_shared, (int64_t)qd, (int64_t)att, (int64_t)c_.kv_lora_rank, (int64_t)c_.q_lora_rank})
         if (k > kmax) kmax = k;
     int nw = pool_.n_threads();
     size_t group = c_.is_mla() ? (size_t)(c_.n_head < kMlaHeads ? c_.n_head : kMlaHeads) : (size_t)(c_.n_head / c_.n_head_kv);
@@ -288,18 +292,20 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     return ENG_STATUS_OK;
 }
 
+/* Runs n_jobs matmuls (at most unit_end_.size()) as one parallel loop over their row blocks. */
 void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
     MatmulTask m;
     m.k = &k_;
     m.T = T;
     m.is_streaming = is_streaming_;
     m.n_jobs = n_jobs;
+    m.jobs = jobs;
+    m.unit_end = unit_end_.data();
     m.scratch = scratch_ptr_.data();
     int total = 0;
     for (int j = 0; j < n_jobs; j++) {
-        m.jobs[j] = jobs[j];
         total += (jobs[j].w->rows + kMatmulRows - 1) / kMatmulRows;
-        m.unit_end[j] = total;
+        unit_end_[(size_t)j] = total;
     }
     pool_.run(total, matmul_task, &m);
 }
@@ -401,17 +407,6 @@ void CpuBackend::add_residual(const std::vector<float> &post_norm, int T) {
     }
 }
 
-/* out (T, C) = down(silu(gate(in)) * up(in)) for an MLP of intermediate size I. */
-void CpuBackend::run_mlp(const Mlp &w, int I, const float *in, int T, float *out) {
-    int C = c_.n_embd;
-    MatJob gu[2] = {{&w.gate, in, C, ff_.data(), 2 * I, nullptr}, {&w.up, in, C, ff_.data() + I, 2 * I, nullptr}};
-    linear(T, gu, 2);
-    for (int t = 0; t < T; t++)
-        k_.silu_mul(&ff2_[(size_t)t * I], &ff_[(size_t)t * 2 * I], &ff_[(size_t)t * 2 * I + I], I);
-    MatJob down = {&w.down, ff2_.data(), I, out, C, nullptr};
-    linear(T, &down, 1);
-}
-
 /* x += shared(h) + sum_k w_k expert_k(h), h = post_attention_layernorm(x). Each expert runs once
  * over the tokens routed to it (only chosen experts' weights are read); a token's expert outputs
  * are summed in increasing expert id, so batching never changes its result. */
@@ -433,25 +428,44 @@ void CpuBackend::moe_block(int l, int T) {
         for (int j = 0; j < K; j++) expert_tok_[(size_t)cnt[sel_[(size_t)t * K + j]]++] = t * K + j;
     for (int e = E; e > 0; e--) cnt[e] = cnt[e - 1];
     cnt[0] = 0;
-    memset(moe_acc_.data(), 0, sizeof(float) * (size_t)T * C);
-    // Tokens visit their experts in increasing id because experts run in increasing id.
+    // Slot s (expert-major, tokens in order) holds its token's normed input; the shared experts
+    // take rows [T*K, T*K + T). All chosen experts' gate/up run as one parallel loop, then all downs.
+    int Ie = c_.n_ff_expert, Is = c_.n_ff_shared, S = T * K, n_jobs = 0;
+    for (int i = 0; i < S; i++)
+        memcpy(&moe_in_[(size_t)i * C], &h_[(size_t)(expert_tok_[(size_t)i] / K) * C], sizeof(float) * (size_t)C);
+    float *gu_s = &ff_[(size_t)S * 2 * Ie], *act_s = &ff2_[(size_t)S * Ie], *out_s = &moe_out_[(size_t)S * C];
     for (int e = 0; e < E; e++) {
         int n = cnt[e + 1] - cnt[e];
         if (n == 0) continue;
-        for (int i = 0; i < n; i++) {
-            int t = expert_tok_[(size_t)(cnt[e] + i)] / K;
-            memcpy(&moe_in_[(size_t)i * C], &h_[(size_t)t * C], sizeof(float) * (size_t)C);
-        }
-        run_mlp(L.experts[(size_t)e], c_.n_ff_expert, moe_in_.data(), n, moe_out_.data());
-        for (int i = 0; i < n; i++) {
-            int slot = expert_tok_[(size_t)(cnt[e] + i)], t = slot / K;
-            k_.axpy(&moe_acc_[(size_t)t * C], sel_w_[(size_t)slot], &moe_out_[(size_t)i * C], C);
-        }
+        const Mlp &x = L.experts[(size_t)e];
+        float *gu = &ff_[(size_t)cnt[e] * 2 * Ie];
+        moe_jobs_[(size_t)n_jobs++] = {&x.gate, &moe_in_[(size_t)cnt[e] * C], C, gu, 2 * Ie, nullptr, n};
+        moe_jobs_[(size_t)n_jobs++] = {&x.up, &moe_in_[(size_t)cnt[e] * C], C, gu + Ie, 2 * Ie, nullptr, n};
     }
-    if (c_.n_ff_shared > 0) {
-        run_mlp(L.shared, c_.n_ff_shared, h_.data(), T, moe_out_.data());
-        for (size_t i = 0; i < (size_t)T * C; i++) moe_acc_[i] += moe_out_[i];
+    if (Is > 0) {
+        moe_jobs_[(size_t)n_jobs++] = {&L.shared.gate, h_.data(), C, gu_s, 2 * Is, nullptr, T};
+        moe_jobs_[(size_t)n_jobs++] = {&L.shared.up, h_.data(), C, gu_s + Is, 2 * Is, nullptr, T};
     }
+    linear(T, moe_jobs_.data(), n_jobs);
+    for (int i = 0; i < S; i++) k_.silu_mul(&ff2_[(size_t)i * Ie], &ff_[(size_t)i * 2 * Ie], &ff_[(size_t)i * 2 * Ie + Ie], Ie);
+    for (int t = 0; t < T && Is > 0; t++)
+        k_.silu_mul(act_s + (size_t)t * Is, gu_s + (size_t)t * 2 * Is, gu_s + (size_t)t * 2 * Is + Is, Is);
+    n_jobs = 0;
+    for (int e = 0; e < E; e++) {
+        int n = cnt[e + 1] - cnt[e];
+        if (n > 0)
+            moe_jobs_[(size_t)n_jobs++] = {&L.experts[(size_t)e].down, &ff2_[(size_t)cnt[e] * Ie], Ie,
+                                           &moe_out_[(size_t)cnt[e] * C], C, nullptr, n};
+    }
+    if (Is > 0) moe_jobs_[(size_t)n_jobs++] = {&L.shared.down, act_s, Is, out_s, C, nullptr, T};
+    linear(T, moe_jobs_.data(), n_jobs);
+    // Each token adds its experts in increasing id (slots are expert-major), then the shared ones.
+    memset(moe_acc_.data(), 0, sizeof(float) * (size_t)T * C);
+    for (int i = 0; i < S; i++) {
+        int slot = expert_tok_[(size_t)i];
+        k_.axpy(&moe_acc_[(size_t)(slot / K) * C], sel_w_[(size_t)slot], &moe_out_[(size_t)i * C], C);
+    }
+    for (size_t i = 0; i < (size_t)T * C && Is > 0; i++) moe_acc_[i] += out_s[i];
     memcpy(h_.data(), moe_acc_.data(), sizeof(float) * (size_t)T * C);
     add_residual(L.post_mlp_norm, T);
 }
