@@ -1,6 +1,7 @@
 /* test_parsing.cpp: JSON reader, safetensors header validation, checkpoint and config errors. */
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../include/engine.h"
 #include "../src/checkpoint.h"
@@ -281,4 +282,36 @@ TEST(parsers_survive_mutated_input) {
             CHECK(!err.empty());
         }
     }
+}
+
+// The FP8 fixture through eng_ctx_create with its config edited: the errors name what is wrong.
+TEST(fp8_checkpoint_load_errors_name_the_field) {
+    std::string src = test_repo_root() + "/test/fixtures/engine/deepseek3-fp8", text;
+    CHECK(read_text_file(src + "/config.json", &text) == ENG_STATUS_OK);
+    auto try_load = [&](const std::string &config, int32_t want, const char *needle) {
+        std::string dir = test_tmpdir("fp8-errors");
+        CHECK(write_text(dir + "/config.json", config));
+        unlink((dir + "/model.safetensors").c_str());
+        CHECK(symlink((src + "/model.safetensors").c_str(), (dir + "/model.safetensors").c_str()) == 0);
+        int64_t params[ENG_PARAM_COUNT] = {0};
+        params[ENG_PARAM_N_THREADS] = 1;
+        eng_ctx *ctx = nullptr;
+        int32_t st = eng_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx);
+        char msg[512] = "";
+        eng_last_error(msg, sizeof msg);
+        CHECK_MSG(st == want && strstr(msg, needle), "status %d, message: %s", st, msg);
+        if (ctx) eng_ctx_free(ctx);
+    };
+    try_load(text, ENG_STATUS_OK, "");
+    size_t q = text.find("\"quant_method\": \"fp8\"");
+    CHECK(q != std::string::npos);
+    std::string mx = text;
+    mx.replace(q, strlen("\"quant_method\": \"fp8\""), "\"quant_method\": \"mxfp4\"");
+    try_load(mx, ENG_STATUS_UNSUPPORTED, "quantization_config.quant_method mxfp4");
+    // Without quantization_config the F8_E4M3 tensors are refused by name.
+    size_t a = text.find("  \"quantization_config\": {"), b = text.find("  },\n", a);
+    CHECK(a != std::string::npos && b != std::string::npos);
+    std::string none = text;
+    none.erase(a, b + 5 - a);
+    try_load(none, ENG_STATUS_BAD_CHECKPOINT, "is F8_E4M3 but config.json has no quantization_config");
 }
