@@ -8,7 +8,9 @@
  * Bandwidth comes from a tiny C program compiled here (threads reading a 512 MiB array; best run).
  * Models are generated deterministically into .bench/ (ignored) on first use. Every engine figure
  * is the median of several runs (the machine is shared and noisy).
- * Options: --runs N (default 3), --quick (small model only), --threads N (engine threads; default
+ * MoE rows (bench/moe-checkpoint.ts): a scaled-down GLM-4.5 (BF16) and DeepSeek-V3 (MLA, block FP8)
+ * at decode batch 1 and 8 beside the active-bytes roofline, with their KV bytes per token.
+ * Options: --runs N (default 3), --quick (small model only; --moe adds the MoE rows; --moe-only runs just those), --threads N (engine threads; default
  * all cores), --llama2c PATH/run.c (also time llama2.c's fp32 run.c on the 110M shape, the
  * issue's reference point; the source is not fetched here), --backend cuda (the GPU benchmark of
  * bench/engine-cuda.bench.ts instead). */
@@ -19,6 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NativeEngine } from '../engine-cuda/native-engine.ts';
 import { LLAMA_110M, makeRandomCheckpoint, parameterCount, type RandomCheckpointOptions } from '../scripts/make-random-checkpoint.ts';
+import { makeMoeCheckpoint, moeBenchSizes, type MoeBenchOptions } from './moe-checkpoint.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WORK = join(ROOT, '.bench');
@@ -227,6 +230,60 @@ async function benchModel(m: BenchModel, gbps: number, runs: number, threads: nu
   }
 }
 
+/** Scaled-down GLM-4.5 (MoE, BF16) and DeepSeek-V3 (MLA + MoE, block FP8) shapes: 16 experts, 4 per token. */
+const MOE_MODELS: { name: string; options: MoeBenchOptions }[] = [
+  { name: 'glm45-moe-bf16', options: { arch: 'Glm4MoeForCausalLM', fp8: false, dim: 1024, layers: 6, firstDense: 1, heads: 16, kvHeads: 4, headDim: 64,
+    vocab: 32000, hidden: 2816, experts: 16, perToken: 4, groups: 1, topkGroups: 1, expertHidden: 512 } },
+  { name: 'deepseek3-mla-fp8', options: { arch: 'DeepseekV3ForCausalLM', fp8: true, dim: 1024, layers: 6, firstDense: 1, heads: 16, qRank: 384,
+    kvRank: 256, nope: 64, rope: 32, vDim: 64, vocab: 32000, hidden: 2816, experts: 16, perToken: 4, groups: 4, topkGroups: 2, expertHidden: 512 } },
+];
+
+interface MoeRow { model: string; params: number; activeParams: number; engineActive: number; activeMiB: number; kvBytes: number; decode1: number; roof1: number; decode8: number; roof8: number }
+
+async function benchMoe(m: (typeof MOE_MODELS)[number], gbps: number, runs: number, threads: number | undefined): Promise<MoeRow> {
+  const dir = join(WORK, m.name);
+  const stamp = join(dir, 'bench-options.json');
+  if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== JSON.stringify(m.options)) {
+    process.stderr.write(`bench: writing ${dir} ...\n`);
+    await makeMoeCheckpoint(dir, m.options);
+    writeFileSync(stamp, JSON.stringify(m.options));
+  }
+  const sizes = moeBenchSizes(m.options);
+  const engine = await NativeEngine.load(dir, { numThreads: threads });
+  try {
+    await decodeRate(engine, 1, 8, 999);
+    const d1: number[] = [], d8: number[] = [];
+    for (let r = 0; r < runs; r++) {
+      d1.push(await decodeRate(engine, 1, 64, 500 + r));
+      d8.push(await decodeRate(engine, 8, 64, 600 + r));
+    }
+    return {
+      model: m.name, params: sizes.params, activeParams: sizes.activeParams, engineActive: engine.info.numActiveParams ?? 0,
+      activeMiB: sizes.activeBytes / 2 ** 20, kvBytes: sizes.kvBytesPerToken, decode1: median(d1), roof1: (gbps * 1e9) / sizes.activeBytes,
+      decode8: median(d8), roof8: (8 * gbps * 1e9) / sizes.batch8Bytes,
+    };
+  } finally {
+    await engine.close();
+  }
+}
+
+function moeTable(rows: MoeRow[]): string {
+  const head = ['model', 'params', 'active', 'active MiB/token', 'KV bytes/token', 'decode b1 tok/s', 'roofline b1', 'b1 / roof', 'decode b8 tok/s', 'roofline b8', 'b8 / roof'];
+  const lines = rows.map((r) => [
+    r.model, `${(r.params / 1e6).toFixed(1)}M`, `${(r.activeParams / 1e6).toFixed(1)}M`, r.activeMiB.toFixed(1), String(r.kvBytes),
+    r.decode1.toFixed(1), r.roof1.toFixed(1), `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
+    r.decode8.toFixed(1), r.roof8.toFixed(1), `${((100 * r.decode8) / r.roof8).toFixed(0)}%`,
+  ]);
+  return formatTable(head, lines);
+}
+
+function formatTable(head: string[], lines: string[][]): string {
+  const all = [head, ...lines];
+  const widths = head.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
+  const fmt = (row: string[]) => `| ${row.map((c, i) => c.padStart(widths[i] ?? 0)).join(' | ')} |`;
+  return [fmt(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.map(fmt)].join('\n');
+}
+
 function table(rows: Row[]): string {
   const head = ['model', 'params', 'weights MiB', 'prefill b1 tok/s', 'prefill b8 tok/s', 'prefill GFLOP/s', 'decode b1 tok/s', 'roofline b1', 'b1 / roof', 'decode b8 tok/s', 'roofline b8', 'b8 / roof'];
   const lines = rows.map((r) => [
@@ -235,10 +292,7 @@ function table(rows: Row[]): string {
     r.decode1.toFixed(1), r.roof1.toFixed(1), `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
     r.decode8.toFixed(1), r.roof8.toFixed(1), `${((100 * r.decode8) / r.roof8).toFixed(0)}%`,
   ]);
-  const all = [head, ...lines];
-  const widths = head.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
-  const fmt = (row: string[]) => `| ${row.map((c, i) => c.padStart(widths[i] ?? 0)).join(' | ')} |`;
-  return [fmt(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.map(fmt)].join('\n');
+  return formatTable(head, lines);
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -257,7 +311,7 @@ async function main(argv: string[]): Promise<void> {
   const cores = threads ?? availableParallelism();
   const gbps = measureBandwidth(cores);
   process.stderr.write(`bench: read bandwidth ${gbps.toFixed(1)} GB/s (best of 9 runs with 1 and ${cores} readers)\n`);
-  const models = argv.includes('--quick') ? [SMALL] : [SMALL, LLAMA110];
+  const models = argv.includes('--moe-only') ? [] : argv.includes('--quick') ? [SMALL] : [SMALL, LLAMA110];
   const rows: Row[] = [];
   for (const m of models) {
     rows.push(await benchModel(m, gbps, runs, threads));
@@ -266,8 +320,22 @@ async function main(argv: string[]): Promise<void> {
   console.log(`Memory read bandwidth: ${gbps.toFixed(1)} GB/s; engine threads: ${cores}; medians of ${runs} runs.`);
   console.log('Roofline = bandwidth / weight bytes streamed per decode step (an untied embedding table excluded), x batch.');
   console.log('A model that fits in the last-level cache is not bound by DRAM bandwidth: its ratio can pass 100%.');
-  console.log('Prefill is compute-bound (weights are read once per chunk of up to 256 tokens): shown as 2 x params x tok/s.');
-  console.log(table(rows));
+  if (rows.length) {
+    console.log('Prefill is compute-bound (weights are read once per chunk of up to 256 tokens): shown as 2 x params x tok/s.');
+    console.log(table(rows));
+  }
+  const moeRows: MoeRow[] = [];
+  if (!argv.includes('--quick') || argv.includes('--moe') || argv.includes('--moe-only')) {
+    for (const m of MOE_MODELS) {
+      moeRows.push(await benchMoe(m, gbps, runs, threads));
+      process.stderr.write(`bench: ${m.name} done\n`);
+    }
+    console.log('MoE / MLA: roofline = bandwidth / bytes one token reads (attention, dense and shared MLPs, router, K routed');
+    console.log('experts, lm_head, one embedding row); batch 8 reads the experts 8 uniform choices of K cover on average.');
+    console.log('KV bytes/token: f32 cache, all layers (MLA: the latent + rope key only).');
+    console.log(moeTable(moeRows));
+    for (const r of moeRows) if (r.engineActive !== r.activeParams) console.log(`note: ${r.model}: engine counts ${r.engineActive} active parameters, the bench ${r.activeParams}`);
+  }
   const runC = flag('--llama2c');
   let llama2c: number | undefined;
   if (runC) {
@@ -276,7 +344,7 @@ async function main(argv: string[]): Promise<void> {
     console.log(`llama2.c run.c (fp32, ${cores} OpenMP threads, same 110M shape): ${llama2c.toFixed(1)} tok/s decode at batch 1` +
       (maya ? `; Maya ${maya.toFixed(1)} tok/s = ${(maya / llama2c).toFixed(2)}x` : ''));
   }
-  writeFileSync(join(WORK, 'engine-bench.json'), `${JSON.stringify({ gbps, threads: cores, runs, rows, llama2c }, null, 2)}\n`);
+  writeFileSync(join(WORK, 'engine-bench.json'), `${JSON.stringify({ gbps, threads: cores, runs, rows, moeRows, llama2c }, null, 2)}\n`);
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

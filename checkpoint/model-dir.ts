@@ -16,7 +16,7 @@ export class ModelDirError extends Error {
   }
 }
 
-export const SUPPORTED_ARCHITECTURES = ['Glm4ForCausalLM', 'LlamaForCausalLM', 'Qwen3ForCausalLM'] as const;
+export const SUPPORTED_ARCHITECTURES = ['Glm4ForCausalLM', 'LlamaForCausalLM', 'Qwen3ForCausalLM', 'Glm4MoeForCausalLM', 'DeepseekV3ForCausalLM'] as const;
 
 export interface ModelDir {
   /** Absolute path. */

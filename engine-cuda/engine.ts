@@ -34,7 +34,7 @@ export interface FinishInfo {
 }
 
 export interface EngineInfo {
-  arch: 'glm4' | 'llama' | 'qwen3';
+  arch: 'glm4' | 'llama' | 'qwen3' | 'glm4_moe' | 'deepseek_v3';
   backend: 'cpu' | 'cuda';
   numVocab: number;
   /** Context limit in tokens (prompt + output). */
@@ -42,6 +42,8 @@ export interface EngineInfo {
   numLayers: number;
   hiddenSize: number;
   numParams: number;
+  /** Parameters one token uses (MoE: only its routed experts); absent = numParams. */
+  numActiveParams?: number;
   blockSize: number;
   numBlocks: number;
   simd: 'scalar' | 'avx2';

@@ -45,7 +45,7 @@ const FINISH_REASONS: Record<number, FinishReason> = {
   [ENG.FINISH_ERROR]: 'error',
 };
 
-const ARCHS: Record<number, EngineInfo['arch']> = { 1: 'glm4', 2: 'llama', 3: 'qwen3' };
+const ARCHS: Record<number, EngineInfo['arch']> = { 1: 'glm4', 2: 'llama', 3: 'qwen3', 4: 'glm4_moe', 5: 'deepseek_v3' };
 
 /** Maps eng_ctx_info() fields to EngineInfo. */
 export function engineInfoFromFields(f: number[]): EngineInfo {
@@ -58,6 +58,7 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     numLayers: at(ENG.INFO_N_LAYER),
     hiddenSize: at(ENG.INFO_N_EMBD),
     numParams: at(ENG.INFO_N_PARAMS),
+    numActiveParams: at(ENG.INFO_N_PARAMS_ACTIVE),
     blockSize: at(ENG.INFO_BLOCK_SIZE),
     numBlocks: at(ENG.INFO_N_BLOCKS),
     simd: at(ENG.INFO_SIMD) === 1 ? 'avx2' : 'scalar',

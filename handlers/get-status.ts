@@ -26,6 +26,9 @@ export const getStatus: Handler = async (ctx, deps) => {
     ],
     engine: {
       backend: runtime.engine.info.backend,
+      architecture: runtime.engine.info.arch,
+      parameters: runtime.engine.info.numParams,
+      active_parameters: runtime.engine.info.numActiveParams ?? runtime.engine.info.numParams,
       blocks_total: stats.blocksTotal,
       blocks_free: stats.blocksFree,
       blocks_cached: stats.blocksCached,

@@ -24,6 +24,7 @@ size_t dtype_size(DType dt) {
     case DT_F32: return 4;
     case DT_F16: return 2;
     case DT_BF16: return 2;
+    case DT_F8_E4M3: return 1;
     default: return 0;
     }
 }
@@ -33,6 +34,7 @@ const char *dtype_name(DType dt) {
     case DT_F32: return "F32";
     case DT_F16: return "F16";
     case DT_BF16: return "BF16";
+    case DT_F8_E4M3: return "F8_E4M3";
     default: return "other";
     }
 }
@@ -70,7 +72,8 @@ int32_t safetensors_parse(const uint8_t *base, size_t len, const std::string &fi
             return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: malformed header entry", file.c_str(), name);
         Tensor t;
         t.dtype_str = dt->string;
-        t.dtype = dt->string == "F32" ? DT_F32 : dt->string == "F16" ? DT_F16 : dt->string == "BF16" ? DT_BF16 : DT_OTHER;
+        t.dtype = dt->string == "F32" ? DT_F32 : dt->string == "F16" ? DT_F16 : dt->string == "BF16" ? DT_BF16
+                  : dt->string == "F8_E4M3" ? DT_F8_E4M3 : DT_OTHER;
         size_t esize = header_dtype_size(dt->string);
         if (esize == 0)
             return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: unknown dtype %s", file.c_str(), name, dt->string.c_str());
@@ -199,7 +202,7 @@ int32_t Checkpoint::require(const std::string &name, std::initializer_list<int64
         return fail(ENG_STATUS_BAD_CHECKPOINT, "tensor %s has shape %s, expected %s", name.c_str(),
                     shape_str(t->shape).c_str(), shape_str(want).c_str());
     if (t->dtype == DT_OTHER)
-        return fail(ENG_STATUS_UNSUPPORTED, "tensor %s has unsupported dtype %s (BF16, F16, F32 are supported)",
+        return fail(ENG_STATUS_UNSUPPORTED, "tensor %s has unsupported dtype %s (BF16, F16, F32, F8_E4M3 are supported)",
                     name.c_str(), t->dtype_str.c_str());
     *out = t;
     return ENG_STATUS_OK;

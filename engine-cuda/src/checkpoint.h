@@ -1,6 +1,6 @@
 /* checkpoint.h: a Hugging Face model directory on disk: config.json plus safetensors weights.
  *
- * Weights stay memory-mapped read-only in their stored dtype (BF16, F16, F32); nothing is copied
+ * Weights stay memory-mapped read-only in their stored dtype (BF16, F16, F32, F8_E4M3); nothing is copied
  * or converted here. Shards are found through model.safetensors.index.json ("weight_map").
  * Every failure names the file or tensor involved (via fail()).
  */
@@ -17,7 +17,9 @@
 
 namespace maya {
 
-enum DType : int32_t { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2, DT_OTHER = 3 };
+/* DT_F8_E4M3: OCP float8 e4m3fn (bias 7, no infinities, 0x7F/0xFF NaN), block-scaled by a
+ * companion `<name>_scale_inv` tensor (see model.cpp). */
+enum DType : int32_t { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2, DT_OTHER = 3, DT_F8_E4M3 = 4 };
 
 size_t dtype_size(DType dt);
 const char *dtype_name(DType dt);

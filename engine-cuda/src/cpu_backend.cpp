@@ -1,9 +1,15 @@
-/* cpu_backend.cpp: the forward pass of GLM-4 / Llama / Qwen3 on the CPU over a paged f32 KV cache.
+/* cpu_backend.cpp: the forward pass of GLM-4 / Llama / Qwen3 / GLM-4.5 (MoE) / DeepSeek-V3 (MLA +
+ * MoE) on the CPU over a paged f32 KV cache.
  *
- * Per layer (Hugging Face transformers' modeling_{llama,qwen3,glm4}.py):
- *   h = rmsnorm(x) -> q,k,v (+bias) -> [Qwen3: per-head rmsnorm of q,k] -> RoPE -> write k,v to slots
+ * Per layer (Hugging Face transformers' modeling_{llama,qwen3,glm4,glm4_moe,deepseek_v3}.py):
+ *   h = rmsnorm(x) -> q,k,v (+bias) -> [Qwen3/GLM-4.5: per-head rmsnorm of q,k] -> RoPE -> write k,v
  *   -> causal attention over the sequence's blocks -> o_proj -> [GLM-4: post_self_attn rmsnorm] -> x += .
  *   h = rmsnorm(x) -> gate, up -> silu(gate)*up -> down -> [GLM-4: post_mlp rmsnorm] -> x += .
+ * MLA (DeepSeek-V3) caches per token only the normed latent c (R) and the roped key k_pe (Dr), and
+ * attends in the absorbed form for prefill and decode alike: per head, q_lat = W_UK^T q_nope, score
+ * = (q_lat . c + q_pe . k_pe) * scale, o = W_UV (sum p c); the per-head keys/values never exist.
+ * MoE layers route each token to K of E experts (sigmoid router, selection bias, group-limited
+ * top-k), run each expert once over the tokens that chose it, and add the shared experts.
  * Matmuls and attention are split across the thread pool; everything else is cheap and runs on the
  * calling thread. All buffers are allocated at creation; forward() does not allocate.
  */
@@ -14,6 +20,7 @@
 #include "backend.h"     // defines: Backend, Batch, BackendConfig
 #include "common.h"      // defines: fail
 #include "kernels.h"     // defines: Kernels, kMatmulRows
+#include "moe_router.h"  // defines: moe_route
 #include "thread_pool.h" // defines: ThreadPool
 
 namespace maya {
@@ -27,6 +34,7 @@ struct MatJob {
     float *y;       // (T, ldy)
     int ldy;
     const float *bias; // (w->rows) or null
+    int T = 0;         // rows of x; 0: the T of the linear() call
 };
 
 struct MatmulTask {
@@ -34,8 +42,8 @@ struct MatmulTask {
     int T;
     bool is_streaming;
     int n_jobs;
-    MatJob jobs[3];
-    int unit_end[3]; // cumulative work units per job
+    const MatJob *jobs;
+    const int *unit_end; // (n_jobs) cumulative work units per job
     float *const *scratch;
 };
 
@@ -46,8 +54,8 @@ static void matmul_task(void *arg, int task, int worker) {
     const MatJob &job = m.jobs[j];
     int r0 = (task - first) * kMatmulRows;
     int r1 = r0 + kMatmulRows < job.w->rows ? r0 + kMatmulRows : job.w->rows;
-    m.k->matmul(job.x, job.ldx, m.T, job.w->data, job.w->dtype, job.w->cols, r0, r1, job.y, job.ldy, job.bias,
-                m.scratch[worker], m.is_streaming);
+    m.k->matmul(job.x, job.ldx, job.T > 0 ? job.T : m.T, job.w->data, job.w->dtype, job.w->cols, r0, r1, job.y, job.ldy, job.bias,
+                m.scratch[worker], m.is_streaming, job.w->scale);
 }
 
 struct AttnTask {
@@ -90,6 +98,83 @@ static void attn_task(void *arg, int task, int worker) {
     }
 }
 
+/* Query heads one MLA attention task covers (scores scratch: kMlaHeads x n_ctx per worker). */
+const int kMlaHeads = 8;
+
+struct MlaTask {
+    const Kernels *k;
+    const Batch *batch;
+    const int32_t *tok_seq; // (T)
+    int T;
+    const float *q;         // (T, H, Dn + Dr): q_nope then roped q_pe
+    float *q_abs;           // (T, H, R + Dr): absorbed queries
+    float *lat;             // (T, H, R): attention-weighted latent
+    float *out;             // (T, H * Dv)
+    const float *cache;     // this layer: (n_blocks, bs, R + Dr)
+    const Weight *kv_b;     // (H * (Dn + Dv), R): per head Dn rows W_UK, then Dv rows W_UV
+    int H, R, Dn, Dr, Dv, bs;
+    float scale;
+    float *const *scores;  // per worker: (kMlaHeads, n_ctx)
+    float *const *scratch; // per worker: >= R floats
+};
+
+/* Head h, every token: q_abs[t, h] = [W_UK_h^T q_nope[t, h]; q_pe[t, h]]. Each W_UK row is widened
+ * once per step; a token's sum runs over the rows in order whatever T is. */
+static void mla_absorb_task(void *arg, int h, int worker) {
+    const MlaTask &a = *(const MlaTask *)arg;
+    int R = a.R, Dk = a.R + a.Dr, Dq = a.Dn + a.Dr;
+    float *wrow = a.scratch[worker];
+    for (int t = 0; t < a.T; t++) {
+        float *qa = a.q_abs + ((int64_t)t * a.H + h) * Dk;
+        memset(qa, 0, (size_t)R * sizeof(float));
+        memcpy(qa + R, a.q + ((int64_t)t * a.H + h) * Dq + a.Dn, (size_t)a.Dr * sizeof(float));
+    }
+    for (int i = 0; i < a.Dn; i++) {
+        a.k->row_to_f32(wrow, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + i, R, a.kv_b->scale);
+        for (int t = 0; t < a.T; t++)
+            a.k->axpy(a.q_abs + ((int64_t)t * a.H + h) * Dk, a.q[((int64_t)t * a.H + h) * Dq + i], wrow, R);
+    }
+}
+
+/* One (token, group of kMlaHeads heads): scores of the absorbed queries against the cached rows
+ * [c; k_pe], softmax, and the weighted latent sum_j p_j c_j. */
+static void mla_attend_task(void *arg, int task, int worker) {
+    const MlaTask &a = *(const MlaTask *)arg;
+    int n_groups = (a.H + kMlaHeads - 1) / kMlaHeads, t = task / n_groups, h0 = (task % n_groups) * kMlaHeads;
+    int group = a.H - h0 < kMlaHeads ? a.H - h0 : kMlaHeads, R = a.R, Dk = a.R + a.Dr, bs = a.bs;
+    const BatchSeq &s = a.batch->seqs[(size_t)a.tok_seq[t]];
+    int n = s.pos0 + (t - s.tok0) + 1;
+    float *sc = a.scores[worker];
+    int64_t block_stride = (int64_t)bs * Dk;
+    const float *qa = a.q_abs + ((int64_t)t * a.H + h0) * Dk;
+    for (int j0 = 0; j0 < n; j0 += bs)
+        a.k->attn_scores(sc, n, j0, qa, group, a.cache + s.block_table[j0 / bs] * block_stride, n - j0 < bs ? n - j0 : bs,
+                         Dk, a.scale);
+    float *lat = a.lat + ((int64_t)t * a.H + h0) * R;
+    for (int h = 0; h < group; h++) {
+        float *row = sc + (int64_t)h * n, mx = row[0], sum = 0;
+        for (int j = 1; j < n; j++) mx = row[j] > mx ? row[j] : mx;
+        for (int j = 0; j < n; j++) { row[j] = expf(row[j] - mx); sum += row[j]; }
+        a.k->scale(row, 1.0f / sum, n);
+        memset(lat + (int64_t)h * R, 0, (size_t)R * sizeof(float));
+    }
+    for (int j = 0; j < n; j++) {
+        const float *c = a.cache + s.block_table[j / bs] * block_stride + (int64_t)(j % bs) * Dk;
+        for (int h = 0; h < group; h++) a.k->axpy(lat + (int64_t)h * R, sc[(int64_t)h * n + j], c, R);
+    }
+}
+
+/* Head h, every token: out[t, h] = W_UV_h lat[t, h], each W_UV row widened once per step. */
+static void mla_expand_task(void *arg, int h, int worker) {
+    const MlaTask &a = *(const MlaTask *)arg;
+    float *wrow = a.scratch[worker];
+    for (int i = 0; i < a.Dv; i++) {
+        a.k->row_to_f32(wrow, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + a.Dn + i, a.R, a.kv_b->scale);
+        for (int t = 0; t < a.T; t++)
+            a.out[(int64_t)t * a.H * a.Dv + (int64_t)h * a.Dv + i] = a.k->dot(wrow, a.lat + ((int64_t)t * a.H + h) * a.R, a.R);
+    }
+}
+
 class CpuBackend final : public Backend {
   public:
     CpuBackend(const Model &m, const Kernels &k) : m_(m), c_(m.cfg), k_(k) {}
@@ -103,13 +188,16 @@ class CpuBackend final : public Backend {
 
   private:
     void linear(int T, const MatJob *jobs, int n_jobs);
-    void rope(float *v, int n_heads, int t);
+    void rope(float *v, int n_heads, int stride, int t);
     void qkv(int l, const Batch &b, int T);
     void attention_block(int l, const Batch &b, int T);
+    void mla_block(int l, const Batch &b, int T);
     void mlp_block(int l, int T);
-    int64_t kv_layer_floats() const { return (int64_t)cfg_.n_blocks * c_.n_head_kv * cfg_.block_size * c_.head_dim; }
-    float *kcache(int l) { return kv_ + (int64_t)l * 2 * kv_layer_floats(); } // (n_blocks, Hkv, bs, D)
-    float *vcache(int l) { return kcache(l) + kv_layer_floats(); }
+    void moe_block(int l, int T);
+    void add_residual(const std::vector<float> &post_norm, int T);
+    int64_t kv_layer_floats() const { return (int64_t)cfg_.n_blocks * cfg_.block_size * c_.kv_floats_per_token(); }
+    float *kcache(int l) { return kv_ + (int64_t)l * kv_layer_floats(); } // (n_blocks, Hkv, bs, D); MLA (n_blocks, bs, R+Dr)
+    float *vcache(int l) { return kcache(l) + kv_layer_floats() / 2; }
 
     const Model &m_;
     const ModelConfig &c_;
@@ -117,11 +205,17 @@ class CpuBackend final : public Backend {
     BackendConfig cfg_;
     ThreadPool pool_;
     bool is_streaming_ = false; // weights larger than the last-level cache: read from DRAM every step
-    float *kv_ = nullptr; // (L, 2, n_blocks, Hkv, bs, D)
+    float *kv_ = nullptr; // (L, 2, n_blocks, Hkv, bs, D); MLA (L, n_blocks, bs, R + Dr)
     size_t kv_bytes_ = 0;
     std::vector<float> x_, h_, q_, kk_, vv_, att_, ff_, ff2_; // activations, T rows each
     std::vector<float> rope_cos_, rope_sin_, inv_freq_;       // (T, rotary_dim/2), (rotary_dim/2)
     std::vector<int32_t> tok_seq_;                            // (T)
+    std::vector<float> qa_, kva_, qabs_, lat_;                // MLA: (T, Rq), (T, R+Dr), (T, H, R+Dr), (T, H, R)
+    std::vector<float> router_, sel_w_, moe_in_, moe_out_, moe_acc_; // MoE: (T, E), (T, K), (T, C) x3
+    std::vector<int32_t> sel_, expert_tok_, expert_cnt_;      // (T, K), (T*K), (E+1)
+    std::vector<float> route_scores_;                         // (E) + (E) + (n_group)
+    std::vector<MatJob> moe_jobs_;                            // (2 (E + 1)) one MoE phase's matmuls
+    std::vector<int> unit_end_;                               // (max(3, 2 (E + 1))) see linear()
     std::vector<float> out_x_;                                // (max_logits, C)
     std::vector<std::vector<float>> scratch_, scores_;        // per worker
     std::vector<float *> scratch_ptr_, scores_ptr_;
@@ -134,82 +228,95 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     ENG_TRY(pool_.start(cfg.n_threads));
     // 16 MiB: half the 32 MiB L3 of the CPU box; above it the matrices of a step cannot stay cached.
     is_streaming_ = m_.weight_bytes > (16 << 20);
-    int64_t per = (int64_t)cfg.n_blocks * c_.n_head_kv * cfg.block_size * c_.head_dim;
-    kv_bytes_ = (size_t)(2 * (int64_t)c_.n_layer * per) * sizeof(float);
-    void *p = mmap(nullptr, kv_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        kv_bytes_ = 0;
-        return fail(ENG_STATUS_OUT_OF_MEMORY, "cannot reserve %zu bytes of KV cache", (size_t)(2 * (int64_t)c_.n_layer * per) * sizeof(float));
-    }
+    size_t want = (size_t)((int64_t)c_.n_layer * kv_layer_floats()) * sizeof(float);
+    void *p = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return fail(ENG_STATUS_OUT_OF_MEMORY, "cannot reserve %zu bytes of KV cache", want);
     kv_ = (float *)p;
+    kv_bytes_ = want;
     size_t T = (size_t)cfg.max_tokens, C = (size_t)c_.n_embd, qd = (size_t)c_.n_head * c_.head_dim,
-           kvd = (size_t)c_.n_head_kv * c_.head_dim, I = (size_t)c_.n_ff;
+           kvd = (size_t)c_.n_head_kv * c_.head_dim, I = (size_t)c_.n_ff, H = (size_t)c_.n_head;
+    // MoE: T*K expert rows plus T shared rows go through ff_/ff2_ at once.
+    size_t moe_ff = T * (size_t)c_.n_expert_used * (size_t)c_.n_ff_expert + T * (size_t)c_.n_ff_shared;
+    size_t att = c_.is_mla() ? H * (size_t)c_.v_head_dim : qd;
     x_.resize(T * C);
     h_.resize(T * C);
     q_.resize(T * qd);
-    kk_.resize(T * kvd);
-    vv_.resize(T * kvd);
-    att_.resize(T * qd);
-    ff_.resize(T * 2 * I);
-    ff2_.resize(T * I);
+    if (!c_.is_mla()) {
+        kk_.resize(T * kvd);
+        vv_.resize(T * kvd);
+    }
+    att_.resize(T * att);
+    ff_.resize(2 * (T * I > moe_ff ? T * I : moe_ff));
+    ff2_.resize(T * I > moe_ff ? T * I : moe_ff);
+    unit_end_.resize(3 + 2 * (size_t)(c_.n_expert + 1));
+    if (c_.is_mla()) {
+        size_t R = (size_t)c_.kv_lora_rank, Dr = (size_t)c_.qk_rope_dim;
+        qa_.resize(T * (size_t)c_.q_lora_rank);
+        kva_.resize(T * (R + Dr));
+        qabs_.resize(T * H * (R + Dr));
+        lat_.resize(T * H * R);
+    }
+    if (c_.n_expert > 0) {
+        size_t E = (size_t)c_.n_expert, K = (size_t)c_.n_expert_used;
+        router_.resize(T * E);
+        sel_.resize(T * K);
+        sel_w_.resize(T * K);
+        expert_tok_.resize(T * K);
+        expert_cnt_.resize(E + 1);
+        moe_in_.resize(T * K * C);
+        moe_out_.resize(T * (K + 1) * C);
+        moe_acc_.resize(T * C);
+        moe_jobs_.resize(2 * (E + 1));
+        route_scores_.resize(2 * E + (size_t)c_.n_group);
+    }
     int half = c_.rotary_dim / 2;
     rope_cos_.resize(T * (size_t)half);
     rope_sin_.resize(T * (size_t)half);
     tok_seq_.resize(T);
     out_x_.resize((size_t)cfg.max_logits * C);
     inv_freq_.resize((size_t)half);
-    for (int i = 0; i < half; i++) {
-        // transformers: 1 / theta^(arange(0, dim, 2) / dim), in float32.
-        float f = 1.0f / powf(c_.rope_theta, (float)(2 * i) / (float)c_.rotary_dim);
-        if (c_.rope_factor > 0) { // transformers _compute_llama3_parameters
-            float low_wl = (float)c_.rope_orig_ctx / c_.rope_low_freq;
-            float high_wl = (float)c_.rope_orig_ctx / c_.rope_high_freq;
-            float wl = 2.0f * (float)M_PI / f;
-            if (wl > low_wl) f = f / c_.rope_factor;
-            else if (wl >= high_wl) {
-                float smooth = ((float)c_.rope_orig_ctx / wl - c_.rope_low_freq) / (c_.rope_high_freq - c_.rope_low_freq);
-                f = (1 - smooth) * f / c_.rope_factor + smooth * f;
-            }
-        }
-        inv_freq_[(size_t)i] = f;
-    }
+    model_rope_inv_freq(c_, inv_freq_.data());
     int64_t kmax = c_.n_embd;
-    if (c_.n_ff > kmax) kmax = c_.n_ff;
-    if ((int64_t)qd > kmax) kmax = (int64_t)qd;
+    for (int64_t k : {(int64_t)I, (int64_t)c_.n_ff_expert, (int64_t)c_.n_ff_shared, (int64_t)qd, (int64_t)att, (int64_t)c_.kv_lora_rank, (int64_t)c_.q_lora_rank})
+        if (k > kmax) kmax = k;
     int nw = pool_.n_threads();
+    size_t group = c_.is_mla() ? (size_t)(c_.n_head < kMlaHeads ? c_.n_head : kMlaHeads) : (size_t)(c_.n_head / c_.n_head_kv);
     scratch_.resize((size_t)nw);
     scores_.resize((size_t)nw);
     for (int w = 0; w < nw; w++) {
         scratch_[(size_t)w].resize((size_t)(kMatmulRows * kmax));
-        scores_[(size_t)w].resize((size_t)(c_.n_head / c_.n_head_kv) * (size_t)cfg.n_ctx);
+        scores_[(size_t)w].resize(group * (size_t)cfg.n_ctx);
         scratch_ptr_.push_back(scratch_[(size_t)w].data());
         scores_ptr_.push_back(scores_[(size_t)w].data());
     }
     return ENG_STATUS_OK;
 }
 
+/* Runs n_jobs matmuls (at most unit_end_.size()) as one parallel loop over their row blocks. */
 void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
     MatmulTask m;
     m.k = &k_;
     m.T = T;
     m.is_streaming = is_streaming_;
     m.n_jobs = n_jobs;
+    m.jobs = jobs;
+    m.unit_end = unit_end_.data();
     m.scratch = scratch_ptr_.data();
     int total = 0;
     for (int j = 0; j < n_jobs; j++) {
-        m.jobs[j] = jobs[j];
         total += (jobs[j].w->rows + kMatmulRows - 1) / kMatmulRows;
-        m.unit_end[j] = total;
+        unit_end_[(size_t)j] = total;
     }
     pool_.run(total, matmul_task, &m);
 }
 
-/* Rotates the leading rotary_dim dims of each of n_heads heads of token t's vector v. */
-void CpuBackend::rope(float *v, int n_heads, int t) {
-    int half = c_.rotary_dim / 2, D = c_.head_dim;
+/* Rotates the leading rotary_dim dims of each of n_heads heads (stride floats apart) of token t's
+ * vector v. */
+void CpuBackend::rope(float *v, int n_heads, int stride, int t) {
+    int half = c_.rotary_dim / 2;
     const float *cs = &rope_cos_[(size_t)t * half], *sn = &rope_sin_[(size_t)t * half];
     for (int h = 0; h < n_heads; h++) {
-        float *x = v + (int64_t)h * D;
+        float *x = v + (int64_t)h * stride;
         if (c_.is_rope_interleaved) { // GLM-4: pairs (x[2i], x[2i+1]) use frequency i
             for (int i = 0; i < half; i++) {
                 float a = x[2 * i], b = x[2 * i + 1];
@@ -244,8 +351,8 @@ void CpuBackend::qkv(int l, const Batch &b, int T) {
             for (int h = 0; h < H; h++) k_.rmsnorm(q + h * D, q + h * D, L.q_norm.data(), D, c_.rms_eps);
             for (int h = 0; h < Hkv; h++) k_.rmsnorm(k + h * D, k + h * D, L.k_norm.data(), D, c_.rms_eps);
         }
-        rope(q, H, t);
-        rope(k, Hkv, t);
+        rope(q, H, D, t);
+        rope(k, Hkv, D, t);
         const BatchSeq &s = b.seqs[(size_t)tok_seq_[(size_t)t]];
         int pos = s.pos0 + (t - s.tok0);
         int64_t blk = s.block_table[pos / bs], off = pos % bs;
@@ -263,15 +370,11 @@ void CpuBackend::attention_block(int l, const Batch &b, int T) {
     for (int t = 0; t < T; t++) k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps);
     qkv(l, b, T);
     AttnTask at{&k_, &b, tok_seq_.data(), q_.data(), att_.data(), kcache(l), vcache(l), H, Hkv, D,
-                cfg_.block_size, 1.0f / sqrtf((float)D), scores_ptr_.data()};
+                cfg_.block_size, c_.attn_scale, scores_ptr_.data()};
     pool_.run(T * Hkv, attn_task, &at);
     MatJob o = {&L.wo, att_.data(), H * D, h_.data(), C, bias_of(L.bo)};
     linear(T, &o, 1);
-    for (int t = 0; t < T; t++) {
-        float *hr = &h_[(size_t)t * C], *xr = &x_[(size_t)t * C];
-        if (c_.has_sandwich_norms) k_.rmsnorm(hr, hr, L.post_attn_norm.data(), C, c_.rms_eps);
-        for (int i = 0; i < C; i++) xr[i] += hr[i];
-    }
+    add_residual(L.post_attn_norm, T);
 }
 
 /* x += [post_mlp_norm](down(silu(gate(h)) * up(h))), h = post_attention_layernorm(x). */
@@ -291,11 +394,116 @@ void CpuBackend::mlp_block(int l, int T) {
         k_.silu_mul(&ff2_[(size_t)t * I], &ff_[(size_t)t * 2 * I], &ff_[(size_t)t * 2 * I + I], I);
     MatJob down = {&L.w_down, ff2_.data(), I, h_.data(), C, bias_of(L.b_down)};
     linear(T, &down, 1);
+    add_residual(L.post_mlp_norm, T);
+}
+
+/* x += [post_norm](h) for T rows. */
+void CpuBackend::add_residual(const std::vector<float> &post_norm, int T) {
+    int C = c_.n_embd;
     for (int t = 0; t < T; t++) {
         float *hr = &h_[(size_t)t * C], *xr = &x_[(size_t)t * C];
-        if (c_.has_sandwich_norms) k_.rmsnorm(hr, hr, L.post_mlp_norm.data(), C, c_.rms_eps);
+        if (c_.has_sandwich_norms) k_.rmsnorm(hr, hr, post_norm.data(), C, c_.rms_eps);
         for (int i = 0; i < C; i++) xr[i] += hr[i];
     }
+}
+
+/* x += shared(h) + sum_k w_k expert_k(h), h = post_attention_layernorm(x). Each expert runs once
+ * over the tokens routed to it (only chosen experts' weights are read); a token's expert outputs
+ * are summed in increasing expert id, so batching never changes its result. */
+void CpuBackend::moe_block(int l, int T) {
+    const LayerWeights &L = m_.layers[(size_t)l];
+    int C = c_.n_embd, E = c_.n_expert, K = c_.n_expert_used;
+    for (int t = 0; t < T; t++) k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.mlp_norm.data(), C, c_.rms_eps);
+    MatJob gate = {&L.router, h_.data(), C, router_.data(), E, nullptr};
+    linear(T, &gate, 1);
+    int32_t *cnt = expert_cnt_.data();
+    memset(cnt, 0, sizeof(int32_t) * (size_t)(E + 1));
+    for (int t = 0; t < T; t++) {
+        moe_route(c_, L.router_bias.data(), &router_[(size_t)t * E], route_scores_.data(), &sel_[(size_t)t * K],
+                  &sel_w_[(size_t)t * K]);
+        for (int j = 0; j < K; j++) cnt[sel_[(size_t)t * K + j] + 1]++;
+    }
+    for (int e = 0; e < E; e++) cnt[e + 1] += cnt[e]; // cnt[e]: first slot of expert e
+    for (int t = 0; t < T; t++)                        // slots of each expert in increasing token order
+        for (int j = 0; j < K; j++) expert_tok_[(size_t)cnt[sel_[(size_t)t * K + j]]++] = t * K + j;
+    for (int e = E; e > 0; e--) cnt[e] = cnt[e - 1];
+    cnt[0] = 0;
+    // Slot s (expert-major, tokens in order) holds its token's normed input; the shared experts
+    // take rows [T*K, T*K + T). All chosen experts' gate/up run as one parallel loop, then all downs.
+    int Ie = c_.n_ff_expert, Is = c_.n_ff_shared, S = T * K, n_jobs = 0;
+    for (int i = 0; i < S; i++)
+        memcpy(&moe_in_[(size_t)i * C], &h_[(size_t)(expert_tok_[(size_t)i] / K) * C], sizeof(float) * (size_t)C);
+    float *gu_s = &ff_[(size_t)S * 2 * Ie], *act_s = &ff2_[(size_t)S * Ie], *out_s = &moe_out_[(size_t)S * C];
+    for (int e = 0; e < E; e++) {
+        int n = cnt[e + 1] - cnt[e];
+        if (n == 0) continue;
+        const Mlp &x = L.experts[(size_t)e];
+        float *gu = &ff_[(size_t)cnt[e] * 2 * Ie];
+        moe_jobs_[(size_t)n_jobs++] = {&x.gate, &moe_in_[(size_t)cnt[e] * C], C, gu, 2 * Ie, nullptr, n};
+        moe_jobs_[(size_t)n_jobs++] = {&x.up, &moe_in_[(size_t)cnt[e] * C], C, gu + Ie, 2 * Ie, nullptr, n};
+    }
+    if (Is > 0) {
+        moe_jobs_[(size_t)n_jobs++] = {&L.shared.gate, h_.data(), C, gu_s, 2 * Is, nullptr, T};
+        moe_jobs_[(size_t)n_jobs++] = {&L.shared.up, h_.data(), C, gu_s + Is, 2 * Is, nullptr, T};
+    }
+    linear(T, moe_jobs_.data(), n_jobs);
+    for (int i = 0; i < S; i++) k_.silu_mul(&ff2_[(size_t)i * Ie], &ff_[(size_t)i * 2 * Ie], &ff_[(size_t)i * 2 * Ie + Ie], Ie);
+    for (int t = 0; t < T && Is > 0; t++)
+        k_.silu_mul(act_s + (size_t)t * Is, gu_s + (size_t)t * 2 * Is, gu_s + (size_t)t * 2 * Is + Is, Is);
+    n_jobs = 0;
+    for (int e = 0; e < E; e++) {
+        int n = cnt[e + 1] - cnt[e];
+        if (n > 0)
+            moe_jobs_[(size_t)n_jobs++] = {&L.experts[(size_t)e].down, &ff2_[(size_t)cnt[e] * Ie], Ie,
+                                           &moe_out_[(size_t)cnt[e] * C], C, nullptr, n};
+    }
+    if (Is > 0) moe_jobs_[(size_t)n_jobs++] = {&L.shared.down, act_s, Is, out_s, C, nullptr, T};
+    linear(T, moe_jobs_.data(), n_jobs);
+    // Each token adds its experts in increasing id (slots are expert-major), then the shared ones.
+    memset(moe_acc_.data(), 0, sizeof(float) * (size_t)T * C);
+    for (int i = 0; i < S; i++) {
+        int slot = expert_tok_[(size_t)i];
+        k_.axpy(&moe_acc_[(size_t)(slot / K) * C], sel_w_[(size_t)slot], &moe_out_[(size_t)i * C], C);
+    }
+    for (size_t i = 0; i < (size_t)T * C && Is > 0; i++) moe_acc_[i] += out_s[i];
+    memcpy(h_.data(), moe_acc_.data(), sizeof(float) * (size_t)T * C);
+    add_residual(L.post_mlp_norm, T);
+}
+
+/* x += o_proj(MLA(input_layernorm(x))): see the file comment for the absorbed form. */
+void CpuBackend::mla_block(int l, const Batch &b, int T) {
+    const LayerWeights &L = m_.layers[(size_t)l];
+    int C = c_.n_embd, H = c_.n_head, R = c_.kv_lora_rank, Dr = c_.qk_rope_dim, Dn = c_.qk_nope_dim;
+    int Dq = Dn + Dr, Rq = c_.q_lora_rank, bs = cfg_.block_size, Dk = R + Dr;
+    for (int t = 0; t < T; t++) k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps);
+    if (Rq > 0) {
+        MatJob a[2] = {{&L.wq_a, h_.data(), C, qa_.data(), Rq, nullptr}, {&L.wkv_a, h_.data(), C, kva_.data(), Dk, nullptr}};
+        linear(T, a, 2);
+        for (int t = 0; t < T; t++) k_.rmsnorm(&qa_[(size_t)t * Rq], &qa_[(size_t)t * Rq], L.q_a_norm.data(), Rq, c_.rms_eps);
+        MatJob qb = {&L.wq_b, qa_.data(), Rq, q_.data(), H * Dq, nullptr};
+        linear(T, &qb, 1);
+    } else {
+        MatJob a[2] = {{&L.wq, h_.data(), C, q_.data(), H * Dq, nullptr}, {&L.wkv_a, h_.data(), C, kva_.data(), Dk, nullptr}};
+        linear(T, a, 2);
+    }
+    float *cache = kcache(l);
+    for (int t = 0; t < T; t++) {
+        float *kv = &kva_[(size_t)t * Dk];
+        k_.rmsnorm(kv, kv, L.kv_a_norm.data(), R, c_.rms_eps);
+        rope(kv + R, 1, Dr, t);
+        rope(&q_[(size_t)t * H * Dq] + Dn, H, Dq, t);
+        const BatchSeq &s = b.seqs[(size_t)tok_seq_[(size_t)t]];
+        int pos = s.pos0 + (t - s.tok0);
+        memcpy(cache + ((int64_t)s.block_table[pos / bs] * bs + pos % bs) * Dk, kv, sizeof(float) * (size_t)Dk);
+    }
+    MlaTask at{&k_, &b, tok_seq_.data(), T, q_.data(), qabs_.data(), lat_.data(), att_.data(), cache, &L.wkv_b,
+               H, R, Dn, Dr, c_.v_head_dim, bs, c_.attn_scale, scores_ptr_.data(), scratch_ptr_.data()};
+    pool_.run(H, mla_absorb_task, &at);
+    pool_.run(T * ((H + kMlaHeads - 1) / kMlaHeads), mla_attend_task, &at);
+    pool_.run(H, mla_expand_task, &at);
+    MatJob o = {&L.wo, att_.data(), H * c_.v_head_dim, h_.data(), C, nullptr};
+    linear(T, &o, 1);
+    add_residual(L.post_attn_norm, T);
 }
 
 int32_t CpuBackend::forward(const Batch &b, float *logits) {
@@ -314,15 +522,19 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
             float p = (float)(q.pos0 + i);
             for (int j = 0; j < half; j++) {
                 float ang = p * inv_freq_[(size_t)j]; // f32 product, as transformers computes freqs
-                rope_cos_[(size_t)t * half + j] = (float)cos((double)ang);
-                rope_sin_[(size_t)t * half + j] = (float)sin((double)ang);
+                // YaRN's attention factor scales cos and sin (1 otherwise).
+                rope_cos_[(size_t)t * half + j] = (float)cos((double)ang) * c_.rope_attn_factor;
+                rope_sin_[(size_t)t * half + j] = (float)sin((double)ang) * c_.rope_attn_factor;
             }
         }
     }
-    for (int t = 0; t < T; t++) k_.row_to_f32(&x_[(size_t)t * C], m_.embed.data, m_.embed.dtype, b.tokens[(size_t)t], C);
+    for (int t = 0; t < T; t++)
+        k_.row_to_f32(&x_[(size_t)t * C], m_.embed.data, m_.embed.dtype, b.tokens[(size_t)t], C, m_.embed.scale);
     for (int l = 0; l < c_.n_layer; l++) {
-        attention_block(l, b, T);
-        mlp_block(l, T);
+        if (c_.is_mla()) mla_block(l, b, T);
+        else attention_block(l, b, T);
+        if (c_.is_moe_layer(l)) moe_block(l, T);
+        else mlp_block(l, T);
     }
     if (b.n_logits == 0) return ENG_STATUS_OK;
     for (const BatchSeq &s : b.seqs) {

@@ -60,6 +60,7 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks) {
     in[ENG_INFO_N_PARAMS] = c->model.n_params;
     in[ENG_INFO_WEIGHT_BYTES] = c->model.weight_bytes;
     in[ENG_INFO_SIMD] = c->backend->simd();
+    in[ENG_INFO_N_PARAMS_ACTIVE] = c->model.n_params_active;
 }
 
 /* ENG_PARAM_BACKEND, else $MAYA_ENGINE_BACKEND (cpu|cuda|auto), else auto: cuda when its library
@@ -108,7 +109,7 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     if (n_threads > 256 || bs > 4096 || max_batch > 4096 || chunk > (1 << 20))
         return fail(ENG_STATUS_INVALID_ARG, "a creation parameter is out of range");
     if (n_ctx > mc.max_pos) n_ctx = mc.max_pos;
-    int64_t block_bytes = 2LL * mc.n_layer * mc.n_head_kv * mc.head_dim * bs * (int64_t)sizeof(float);
+    int64_t block_bytes = mc.n_layer * mc.kv_floats_per_token() * bs * (int64_t)sizeof(float);
     int64_t n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
     if (n_blocks == 0 && backend == 2) {
         // CUDA: room for max_batch full contexts, lowered by the backend to free device memory

@@ -18,7 +18,8 @@
 namespace maya {
 namespace KERNELS_NS {
 
-enum { F32 = 0, F16 = 1, BF16 = 2 }; // = DType
+enum { F32 = 0, F16 = 1, BF16 = 2, F8 = 4 }; // = DType (F8: e4m3fn, block-scaled)
+enum { F8_BLOCK = 128 };                        // = kFp8Block
 
 static inline float bf16_scalar(uint16_t h) {
     uint32_t bits = (uint32_t)h << 16;
@@ -41,6 +42,59 @@ static inline float f16_scalar(uint16_t h) {
     float f;
     memcpy(&f, &bits, 4);
     return f;
+}
+
+/* e4m3fn: sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is subnormal (m * 2^-9),
+ * 0x7F/0xFF are NaN and there are no infinities (OCP 8-bit floating point spec, "E4M3"). */
+static inline float f8_scalar(uint8_t b) {
+    uint32_t sign = (uint32_t)(b >> 7) << 31, exp = (b >> 3) & 0xF, mant = b & 7;
+    float f;
+    if (exp == 0) f = (float)mant * (1.0f / 512.0f);
+    else if (exp == 15 && mant == 7) f = NAN;
+    else {
+        uint32_t bits = ((exp - 7 + 127) << 23) | (mant << 20);
+        memcpy(&f, &bits, 4);
+    }
+    uint32_t fb;
+    memcpy(&fb, &f, 4);
+    fb |= sign;
+    memcpy(&f, &fb, 4);
+    return f;
+}
+
+/* All 256 e4m3 values (a gather table for the vector widening). */
+struct F8Table {
+    float v[256];
+    F8Table() {
+        for (int i = 0; i < 256; i++) v[i] = f8_scalar((uint8_t)i);
+    }
+};
+static const F8Table f8_table;
+
+/* out[0..n) = W[row, 0..n) of a block-scaled FP8 matrix with n columns: byte * scale of its block. */
+static void f8_row_to_f32(float *out, const uint8_t *w, const float *wscale, int64_t row, int n) {
+    const uint8_t *src = w + row * n;
+    const float *sc = wscale + (row / F8_BLOCK) * (int64_t)((n + F8_BLOCK - 1) / F8_BLOCK);
+    for (int k0 = 0; k0 < n; k0 += F8_BLOCK) {
+        int k1 = k0 + F8_BLOCK < n ? k0 + F8_BLOCK : n, k = k0;
+        float s = sc[k0 / F8_BLOCK];
+#ifdef KERNELS_VECTOR
+        // e4m3 bits moved into an f16 (sign to bit 15, exponent and mantissa << 7) are the same
+        // value times 2^-8, subnormals included (both formats have exponent-0 subnormals), so
+        // F16C widens them and the scale absorbs the 2^8. NaN (0x7F / 0xFF) gets the all-ones
+        // f16 exponent, so it stays NaN.
+        __m256 sv = _mm256_set1_ps(s * 256.0f);
+        const __m128i mag = _mm_set1_epi16(0x7F), sgn = _mm_set1_epi16((short)0x80), inf = _mm_set1_epi16(0x7C00);
+        for (; k + 8 <= k1; k += 8) {
+            __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(src + k)));
+            __m128i m = _mm_and_si128(b, mag);
+            __m128i h = _mm_or_si128(_mm_slli_epi16(m, 7), _mm_slli_epi16(_mm_and_si128(b, sgn), 8));
+            h = _mm_or_si128(h, _mm_and_si128(_mm_cmpeq_epi16(m, mag), inf));
+            _mm256_storeu_ps(out + k, _mm256_mul_ps(_mm256_cvtph_ps(h), sv));
+        }
+#endif
+        for (; k < k1; k++) out[k] = f8_table.v[src[k]] * s;
+    }
 }
 
 template <int DT> static inline float load1(const void *w, int64_t i) {
@@ -73,7 +127,8 @@ static inline float vw_sum(vecw v) { return hsum(v); }
 static inline void vw_store(float *p, vecw v) { _mm256_storeu_ps(p, v); }
 #endif
 
-static void row_to_f32(float *out, const void *w, int dtype, int64_t row, int n) {
+static void row_to_f32(float *out, const void *w, int dtype, int64_t row, int n, const float *wscale) {
+    if (dtype == F8) { f8_row_to_f32(out, (const uint8_t *)w, wscale, row, n); return; }
     int64_t base = row * n;
     if (dtype == F32) { memcpy(out, (const float *)w + base, (size_t)n * 4); return; }
     int i = 0;
@@ -205,6 +260,119 @@ static const int kConvertMinTokens = 48;
  * 5.9 GB/s; T=6 4.8 vs 5.8; T=8 4.4 vs 4.9; T=16 2.4 vs 3.4. */
 static const int kStreamConvertMinTokens = 6;
 
+/* FP8 rows x tokens: each 128-column block accumulates unscaled products in its own registers,
+ * then adds them times the block's scale to the running total. Every (row, token) pair follows
+ * the same sequence whatever NR / NT, so FP8 results never depend on the batch. */
+#ifdef KERNELS_VECTOR
+/* 8 e4m3 bytes -> 8 floats times 2^-8 (see f8_row_to_f32: bits placed into an f16). */
+static inline __m256 f8x8(const uint8_t *p) {
+    const __m128i mag = _mm_set1_epi16(0x7F), sgn = _mm_set1_epi16((short)0x80), inf = _mm_set1_epi16(0x7C00);
+    __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p));
+    __m128i m = _mm_and_si128(b, mag);
+    __m128i h = _mm_or_si128(_mm_slli_epi16(m, 7), _mm_slli_epi16(_mm_and_si128(b, sgn), 8));
+    return _mm256_cvtph_ps(_mm_or_si128(h, _mm_and_si128(_mm_cmpeq_epi16(m, mag), inf)));
+}
+#endif
+
+template <int NR, int NT>
+static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const float *wscale, int64_t row0, int K,
+                           float *y, int ldy, const float *bias) {
+    int nbk = (K + F8_BLOCK - 1) / F8_BLOCK;
+    float out[NR][NT];
+#ifdef KERNELS_VECTOR
+    vecw tot[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tot[r][t] = vw_zero();
+#else
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) out[r][t] = 0;
+#endif
+    float tail[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tail[r][t] = 0;
+    for (int kb = 0; kb < nbk; kb++) {
+        int k0 = kb * F8_BLOCK, k1 = k0 + F8_BLOCK < K ? k0 + F8_BLOCK : K, k = k0;
+        float sc[NR];
+        for (int r = 0; r < NR; r++) sc[r] = wscale[((row0 + r) / F8_BLOCK) * nbk + kb];
+#ifdef KERNELS_VECTOR
+        vecw acc[NR][NT];
+        for (int r = 0; r < NR; r++)
+            for (int t = 0; t < NT; t++) acc[r][t] = vw_zero();
+        for (; k + 8 <= k1; k += 8) {
+            vecw xv[NT];
+            for (int t = 0; t < NT; t++) xv[t] = vw_loadx(x + (int64_t)t * ldx + k);
+            for (int r = 0; r < NR; r++) {
+                vecw wv = f8x8(w + (row0 + r) * (int64_t)K + k);
+                for (int t = 0; t < NT; t++) acc[r][t] = vw_fma(wv, xv[t], acc[r][t]);
+            }
+        }
+        for (int r = 0; r < NR; r++) {
+            vecw s = _mm256_set1_ps(sc[r] * 256.0f);
+            for (int t = 0; t < NT; t++) tot[r][t] = vw_fma(acc[r][t], s, tot[r][t]);
+        }
+#else
+        float acc[NR][NT][8];
+        memset(acc, 0, sizeof acc);
+        for (; k + 8 <= k1; k += 8)
+            for (int r = 0; r < NR; r++)
+                for (int j = 0; j < 8; j++) {
+                    float wv = f8_table.v[w[(row0 + r) * (int64_t)K + k + j]];
+                    for (int t = 0; t < NT; t++) acc[r][t][j] += wv * x[(int64_t)t * ldx + k + j];
+                }
+        for (int r = 0; r < NR; r++)
+            for (int t = 0; t < NT; t++) {
+                float s = 0;
+                for (int j = 0; j < 8; j++) s += acc[r][t][j];
+                out[r][t] += s * sc[r];
+            }
+#endif
+        for (; k < k1; k++) // the last block's columns past a multiple of 8
+            for (int r = 0; r < NR; r++) {
+                float wv = f8_table.v[w[(row0 + r) * (int64_t)K + k]] * sc[r];
+                for (int t = 0; t < NT; t++) tail[r][t] += wv * x[(int64_t)t * ldx + k];
+            }
+    }
+#ifdef KERNELS_VECTOR
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) out[r][t] = vw_sum(tot[r][t]);
+#endif
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) y[(int64_t)t * ldy + r] = out[r][t] + tail[r][t] + (bias ? bias[r] : 0.0f);
+}
+
+/* FP8 matmul: streaming (decode from DRAM) one row at a time for up to 4 tokens, else 2 rows x 3
+ * tokens from cache. */
+static void matmul_f8(const float *x, int ldx, int T, const uint8_t *w, const float *wscale, int K, int r0, int r1,
+                      float *y, int ldy, const float *bias, bool is_streaming) {
+#define F8_TILE(NR, NT) tile_f8<NR, NT>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy, \
+                                        bias ? bias + r : nullptr)
+    if (is_streaming) {
+        for (int r = r0; r < r1; r++) {
+            int t = 0;
+            for (; T - t >= 4; t += 4) F8_TILE(1, 4);
+            if (T - t == 3) F8_TILE(1, 3);
+            else if (T - t == 2) F8_TILE(1, 2);
+            else if (T - t == 1) F8_TILE(1, 1);
+        }
+        return;
+    }
+    for (int t = 0; t < T;) {
+        int nt = T - t >= 3 ? 3 : T - t, r = r0;
+        for (; r + 2 <= r1; r += 2) {
+            if (nt == 3) F8_TILE(2, 3);
+            else if (nt == 2) F8_TILE(2, 2);
+            else F8_TILE(2, 1);
+        }
+        for (; r < r1; r++) {
+            if (nt == 3) F8_TILE(1, 3);
+            else if (nt == 2) F8_TILE(1, 2);
+            else F8_TILE(1, 1);
+        }
+        t += nt;
+    }
+#undef F8_TILE
+}
+
 /* Few tokens (decode): stream W once, widening in registers. Many tokens (prefill): widen the
  * row block once into scratch and run the f32 tiles over every token from L2.
  * is_streaming: W comes from DRAM (the model does not fit the caches). Then rows are read one at a
@@ -213,11 +381,15 @@ static const int kStreamConvertMinTokens = 6;
  * at a time are faster (41 vs 22 GB/s at T = 1). Each (row, token) sums in the same order either
  * way, so results are bit-identical. */
 static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y,
-                   int ldy, const float *bias, float *scratch, bool is_streaming) {
+                   int ldy, const float *bias, float *scratch, bool is_streaming, const float *wscale) {
+    if (dtype == F8) {
+        matmul_f8(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming);
+        return;
+    }
     // Copy (f32 weights: one sequential stream) or widen the row block into scratch first?
     bool is_copy = (dtype != F32 && T >= kConvertMinTokens) || (is_streaming && T >= kStreamConvertMinTokens);
     if (is_copy) {
-        for (int r = r0; r < r1; r++) row_to_f32(scratch + (int64_t)(r - r0) * K, w, dtype, r, K);
+        for (int r = r0; r < r1; r++) row_to_f32(scratch + (int64_t)(r - r0) * K, w, dtype, r, K, wscale);
         Prefetch pf; // streaming: the next row block comes into L2 while this one computes (never faults)
         if (is_streaming) {
             int64_t row_bytes = (int64_t)K * (dtype == F32 ? 4 : 2);

@@ -1,8 +1,11 @@
 /* model.cpp: config.json hyperparameters and weight binding per architecture.
  *
  * Config field names and tensor names are those of Hugging Face transformers'
- * configuration_/modeling_{glm4,llama,qwen3}.py; defaults follow those configs where a field is
- * absent (e.g. Glm4Config partial_rotary_factor 0.5, head_dim 128, attention_bias true).
+ * configuration_/modeling_{glm4,llama,qwen3,glm4_moe,deepseek_v3}.py; defaults follow those configs
+ * where a field is absent (e.g. Glm4Config partial_rotary_factor 0.5, head_dim 128, attention_bias
+ * true; DeepseekV3Config routed_scaling_factor 2.5, first_k_dense_replace 3, rope_interleave true).
+ * Multi-token-prediction layers (num_nextn_predict_layers, stored as model.layers.{L..}) are not
+ * bound: only layers [0, num_hidden_layers) are read.
  */
 #include "model.h"
 
@@ -44,6 +47,39 @@ static bool get_bool(const JsonValue &c, const char *key, bool def) {
     return (v && v->kind == JsonValue::BOOL) ? v->boolean : def;
 }
 
+/* yarn_get_mscale of transformers' modeling_rope_utils / modeling_deepseek_v3. */
+static double yarn_mscale(double scale, double mscale) {
+    return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0;
+}
+
+/* rope_type "yarn" as transformers' _compute_yarn_parameters reads it: when
+ * original_max_position_embeddings is given, the factor becomes max_position_embeddings / it;
+ * attention_factor (absent: mscale(factor, mscale) / mscale(factor, mscale_all_dim), or
+ * mscale(factor)) multiplies cos and sin. DeepSeek-V3 also multiplies the softmax scale by
+ * mscale(rope_scaling.factor, mscale_all_dim)^2 (DeepseekV3Attention.__init__), see set_attn_scale. */
+static int32_t parse_yarn(const JsonValue &sc, ModelConfig *m) {
+    double factor = 0, fast = 0, slow = 0, attn = 0, ms = 0, ms_all = 0;
+    ENG_TRY(get_float(sc, "factor", 0, &factor));
+    if (factor <= 0) return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: rope_scaling.factor must be positive for yarn");
+    ENG_TRY(get_int(sc, "original_max_position_embeddings", m->max_pos, &m->rope_orig_ctx, false));
+    if (field(sc, "original_max_position_embeddings") && m->rope_orig_ctx > 0)
+        factor = (double)m->max_pos / (double)m->rope_orig_ctx;
+    ENG_TRY(get_float(sc, "beta_fast", 32, &fast));
+    ENG_TRY(get_float(sc, "beta_slow", 1, &slow));
+    ENG_TRY(get_float(sc, "attention_factor", -1, &attn));
+    ENG_TRY(get_float(sc, "mscale", 0, &ms));
+    ENG_TRY(get_float(sc, "mscale_all_dim", 0, &ms_all));
+    if (!get_bool(sc, "truncate", true))
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: rope_scaling.truncate false is not supported");
+    if (attn < 0) attn = (ms != 0 && ms_all != 0) ? yarn_mscale(factor, ms) / yarn_mscale(factor, ms_all) : yarn_mscale(factor, 1);
+    m->is_yarn = true;
+    m->yarn_factor = (float)factor;
+    m->yarn_beta_fast = (float)(fast != 0 ? fast : 32);
+    m->yarn_beta_slow = (float)(slow != 0 ? slow : 1);
+    m->rope_attn_factor = (float)attn;
+    return ENG_STATUS_OK;
+}
+
 /* rope_scaling (transformers <= 4.x) or rope_parameters (5.x); "default"/absent = plain RoPE. */
 static int32_t parse_rope(const JsonValue &c, ModelConfig *m) {
     const JsonValue *rs = field(c, "rope_scaling");
@@ -59,7 +95,9 @@ static int32_t parse_rope(const JsonValue &c, ModelConfig *m) {
     if (!type) type = field(*sc, "type");
     std::string t = (type && type->kind == JsonValue::STRING) ? type->string : "default";
     if (t == "default") return ENG_STATUS_OK;
-    if (t != "llama3") return fail(ENG_STATUS_UNSUPPORTED, "config.json: rope scaling type %s is not supported", t.c_str());
+    if (t == "yarn") return parse_yarn(*sc, m);
+    if (t != "llama3")
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: rope_scaling.rope_type %s is not supported (llama3, yarn)", t.c_str());
     double factor = 0, low = 0, high = 0;
     ENG_TRY(get_float(*sc, "factor", 8, &factor));
     ENG_TRY(get_float(*sc, "low_freq_factor", 1, &low));
@@ -72,7 +110,89 @@ static int32_t parse_rope(const JsonValue &c, ModelConfig *m) {
     return ENG_STATUS_OK;
 }
 
+/* quantization_config: absent (weights as stored) or block FP8 as DeepSeek-V3 / GLM-4.5-FP8 publish it. */
+static int32_t parse_quant(const JsonValue &c) {
+    const JsonValue *q = field(c, "quantization_config");
+    if (!q) return ENG_STATUS_OK;
+    const JsonValue *method = field(*q, "quant_method");
+    std::string qm = (method && method->kind == JsonValue::STRING) ? method->string : "(missing)";
+    if (qm != "fp8")
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: quantization_config.quant_method %s is not supported (fp8 only)", qm.c_str());
+    const JsonValue *fmt = field(*q, "fmt");
+    if (fmt && (fmt->kind != JsonValue::STRING || fmt->string != "e4m3"))
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: quantization_config.fmt %s is not supported (e4m3 only)",
+                    fmt->kind == JsonValue::STRING ? fmt->string.c_str() : "(not a string)");
+    const JsonValue *bs = field(*q, "weight_block_size");
+    if (!bs || bs->kind != JsonValue::ARRAY || bs->items.size() != 2 || !bs->items[0].is_integer ||
+        !bs->items[1].is_integer || bs->items[0].integer != kFp8Block || bs->items[1].integer != kFp8Block)
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: quantization_config.weight_block_size must be [128, 128]");
+    const JsonValue *act = field(*q, "activation_scheme");
+    if (act && (act->kind != JsonValue::STRING || act->string != "dynamic"))
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: quantization_config.activation_scheme must be dynamic");
+    return ENG_STATUS_OK;
+}
+
+static int32_t parse_moe(const JsonValue &c, ModelConfig *m) {
+    bool ds = m->arch == ARCH_DEEPSEEK_V3;
+    int32_t n_shared = 0;
+    double scale = 0;
+    ENG_TRY(get_int(c, "n_routed_experts", 0, &m->n_expert, true));
+    ENG_TRY(get_int(c, "num_experts_per_tok", 0, &m->n_expert_used, true));
+    ENG_TRY(get_int(c, "moe_intermediate_size", 0, &m->n_ff_expert, true));
+    ENG_TRY(get_int(c, "n_shared_experts", 1, &n_shared, false));
+    ENG_TRY(get_int(c, "n_group", 1, &m->n_group, false));
+    ENG_TRY(get_int(c, "topk_group", 1, &m->topk_group, false));
+    ENG_TRY(get_int(c, "first_k_dense_replace", ds ? 3 : 1, &m->first_dense, false));
+    ENG_TRY(get_float(c, "routed_scaling_factor", ds ? 2.5 : 1.0, &scale));
+    m->routed_scale = (float)scale;
+    m->is_norm_topk = get_bool(c, "norm_topk_prob", true);
+    m->n_ff_shared = m->n_ff_expert * n_shared;
+    const JsonValue *sf = field(c, "scoring_func"), *tm = field(c, "topk_method");
+    if (sf && (sf->kind != JsonValue::STRING || sf->string != "sigmoid"))
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: scoring_func %s is not supported (sigmoid only)",
+                    sf->kind == JsonValue::STRING ? sf->string.c_str() : "?");
+    if (tm && (tm->kind != JsonValue::STRING || tm->string != "noaux_tc"))
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: topk_method %s is not supported (noaux_tc only)",
+                    tm->kind == JsonValue::STRING ? tm->string.c_str() : "?");
+    int32_t freq = 1;
+    ENG_TRY(get_int(c, "moe_layer_freq", 1, &freq, false));
+    if (freq != 1) return fail(ENG_STATUS_UNSUPPORTED, "config.json: moe_layer_freq %d is not supported (1 only)", freq);
+    int32_t E = m->n_expert, G = m->n_group;
+    if (E <= 0 || m->n_ff_expert <= 0 || m->n_expert_used <= 0 || G <= 0 || E % G != 0 || E / G < 2 ||
+        m->topk_group <= 0 || m->topk_group > G || m->n_expert_used > m->topk_group * (E / G) || m->first_dense > m->n_layer)
+        return fail(ENG_STATUS_BAD_CHECKPOINT,
+                    "config.json: MoE sizes are inconsistent (n_routed_experts %d, num_experts_per_tok %d, n_group %d, "
+                    "topk_group %d, first_k_dense_replace %d)", E, m->n_expert_used, G, m->topk_group, m->first_dense);
+    return ENG_STATUS_OK;
+}
+
+/* DeepseekV3: q_lora_rank (null: q_proj), kv_lora_rank, head dims; the softmax scale. */
+static int32_t parse_mla(const JsonValue &c, ModelConfig *m) {
+    ENG_TRY(get_int(c, "q_lora_rank", 0, &m->q_lora_rank, false)); // null: no q compression
+    ENG_TRY(get_int(c, "kv_lora_rank", 0, &m->kv_lora_rank, true));
+    ENG_TRY(get_int(c, "qk_nope_head_dim", 0, &m->qk_nope_dim, true));
+    ENG_TRY(get_int(c, "qk_rope_head_dim", 0, &m->qk_rope_dim, true));
+    ENG_TRY(get_int(c, "v_head_dim", 0, &m->v_head_dim, true));
+    if (m->kv_lora_rank <= 0 || m->qk_nope_dim <= 0 || m->qk_rope_dim < 2 || m->qk_rope_dim % 2 || m->v_head_dim <= 0)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: MLA dims must be positive (qk_rope_head_dim even)");
+    m->head_dim = m->qk_nope_dim + m->qk_rope_dim; // the query/key width of one head
+    m->rotary_dim = m->qk_rope_dim;
+    m->n_head_kv = m->n_head; // unused by MLA: every head reads the one shared latent
+    m->is_rope_interleaved = get_bool(c, "rope_interleave", true);
+    double scale = 1.0 / sqrt((double)m->head_dim);
+    const JsonValue *rs = field(c, "rope_scaling");
+    if (rs && m->is_yarn) {
+        double factor = 0, ms_all = 0;
+        ENG_TRY(get_float(*rs, "factor", 0, &factor));
+        ENG_TRY(get_float(*rs, "mscale_all_dim", 0, &ms_all));
+        if (ms_all != 0) scale *= yarn_mscale(factor, ms_all) * yarn_mscale(factor, ms_all);
+    }
+    m->attn_scale = (float)scale;
+    return ENG_STATUS_OK;
+}
+
 int32_t model_config_parse(const JsonValue &c, ModelConfig *m) {
+    *m = ModelConfig();
     const JsonValue *archs = field(c, "architectures");
     if (!archs || archs->kind != JsonValue::ARRAY || archs->items.empty() ||
         archs->items[0].kind != JsonValue::STRING)
@@ -81,7 +201,17 @@ int32_t model_config_parse(const JsonValue &c, ModelConfig *m) {
     if (a == "Glm4ForCausalLM") m->arch = ARCH_GLM4;
     else if (a == "LlamaForCausalLM") m->arch = ARCH_LLAMA;
     else if (a == "Qwen3ForCausalLM") m->arch = ARCH_QWEN3;
-    else return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture %s (supported: Glm4ForCausalLM, LlamaForCausalLM, Qwen3ForCausalLM)", a.c_str());
+    else if (a == "Glm4MoeForCausalLM") m->arch = ARCH_GLM4_MOE;
+    else if (a == "DeepseekV3ForCausalLM") m->arch = ARCH_DEEPSEEK_V3;
+    else if (a == "DeepseekV32ForCausalLM")
+        return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture DeepseekV32ForCausalLM: DeepSeek sparse attention "
+                                            "(the lightning indexer) is not implemented");
+    else return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture %s (supported: Glm4ForCausalLM, LlamaForCausalLM, "
+                                             "Qwen3ForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM)", a.c_str());
+    bool ds = m->arch == ARCH_DEEPSEEK_V3, glm_moe = m->arch == ARCH_GLM4_MOE;
+    if (ds && (field(c, "index_topk") || field(c, "index_n_heads")))
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: index_topk/index_n_heads (DeepSeek-V3.2 sparse attention) "
+                                            "are not supported");
 
     ENG_TRY(get_int(c, "vocab_size", 0, &m->n_vocab, true));
     ENG_TRY(get_int(c, "hidden_size", 0, &m->n_embd, true));
@@ -92,40 +222,86 @@ int32_t model_config_parse(const JsonValue &c, ModelConfig *m) {
     ENG_TRY(get_int(c, "max_position_embeddings", 2048, &m->max_pos, false));
     if (m->n_head <= 0 || m->n_embd <= 0 || m->n_layer <= 0 || m->n_vocab <= 0 || m->n_ff <= 0 || m->n_head_kv <= 0)
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: sizes must be positive");
-    int64_t def_head_dim = m->arch == ARCH_LLAMA ? m->n_embd / m->n_head : 128;
+    int64_t def_head_dim = m->arch == ARCH_GLM4 || m->arch == ARCH_QWEN3 ? 128 : m->n_embd / m->n_head;
     ENG_TRY(get_int(c, "head_dim", def_head_dim, &m->head_dim, false));
-    if (m->head_dim <= 0 || m->n_head % m->n_head_kv != 0)
+    if ((!ds && m->head_dim <= 0) || m->n_head % m->n_head_kv != 0) // MLA sets its own head dims
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: head_dim %d, heads %d / kv heads %d are inconsistent",
                     m->head_dim, m->n_head, m->n_head_kv);
     double eps = 0, partial = 0;
-    ENG_TRY(get_float(c, "rms_norm_eps", m->arch == ARCH_GLM4 ? 1.5625e-07 : 1e-6, &eps));
+    ENG_TRY(get_float(c, "rms_norm_eps", m->arch == ARCH_GLM4 ? 1.5625e-07 : glm_moe ? 1e-5 : 1e-6, &eps));
     m->rms_eps = (float)eps;
     const JsonValue *rp = field(c, "rope_parameters");
-    double def_partial = m->arch == ARCH_GLM4 ? 0.5 : 1.0;
+    double def_partial = (m->arch == ARCH_GLM4 || glm_moe) ? 0.5 : 1.0;
     if (rp) ENG_TRY(get_float(*rp, "partial_rotary_factor", def_partial, &def_partial));
     ENG_TRY(get_float(c, "partial_rotary_factor", def_partial, &partial));
     if (partial <= 0 || partial > 1) return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: partial_rotary_factor %g", partial);
     m->rotary_dim = (int32_t)(m->head_dim * partial);
-    if (m->rotary_dim < 2 || m->rotary_dim % 2 != 0)
+    if (!ds && (m->rotary_dim < 2 || m->rotary_dim % 2 != 0))
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: rotary dims %d must be even and >= 2", m->rotary_dim);
-    if (m->arch != ARCH_GLM4 && m->rotary_dim != m->head_dim)
+    if (m->arch != ARCH_GLM4 && !glm_moe && !ds && m->rotary_dim != m->head_dim)
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: partial_rotary_factor %g is only supported for GLM-4", partial);
     ENG_TRY(parse_rope(c, m));
+    if (m->is_yarn && !ds) return fail(ENG_STATUS_UNSUPPORTED, "config.json: yarn rope scaling is only supported for DeepseekV3");
+    m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
+    ENG_TRY(parse_quant(c));
 
     m->is_tied = get_bool(c, "tie_word_embeddings", false);
     bool attn_bias = get_bool(c, "attention_bias", m->arch == ARCH_GLM4);
     m->has_qkv_bias = attn_bias;
-    m->has_o_bias = m->arch != ARCH_GLM4 && attn_bias; // GLM-4's o_proj never has a bias
+    m->has_o_bias = m->arch != ARCH_GLM4 && !glm_moe && attn_bias; // GLM-4 / GLM-4.5 o_proj never has a bias
     m->has_mlp_bias = m->arch == ARCH_LLAMA && get_bool(c, "mlp_bias", false);
-    m->has_qk_norm = m->arch == ARCH_QWEN3;
+    m->has_qk_norm = m->arch == ARCH_QWEN3 || (glm_moe && get_bool(c, "use_qk_norm", false));
     m->has_sandwich_norms = m->arch == ARCH_GLM4;
-    m->is_rope_interleaved = m->arch == ARCH_GLM4;
+    m->is_rope_interleaved = m->arch == ARCH_GLM4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe)
+    if (ds && attn_bias) return fail(ENG_STATUS_UNSUPPORTED, "config.json: attention_bias true is not supported for DeepseekV3");
+    if (glm_moe || ds) ENG_TRY(parse_moe(c, m));
+    if (ds) ENG_TRY(parse_mla(c, m));
     if (get_bool(c, "use_sliding_window", false)) // Qwen2/3 configs carry it, normally false
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: use_sliding_window is not supported");
     const JsonValue *act = field(c, "hidden_act");
     if (act && act->kind == JsonValue::STRING && act->string != "silu")
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: hidden_act %s is not supported (silu only)", act->string.c_str());
     return ENG_STATUS_OK;
+}
+
+/* inv_freq of the rotary dims (rotary_dim / 2 values): plain, llama3 or yarn, in float32 as
+ * transformers computes them (modeling_rope_utils). */
+void model_rope_inv_freq(const ModelConfig &c, float *out) {
+    int half = c.rotary_dim / 2, dim = c.rotary_dim;
+    double low = 0, high = 0;
+    if (c.is_yarn) { // find_correction_range with truncate
+        auto corr = [&](double rot) {
+            return (dim * log((double)c.rope_orig_ctx / (rot * 2 * M_PI))) / (2 * log((double)c.rope_theta));
+        };
+        low = floor(corr(c.yarn_beta_fast));
+        high = ceil(corr(c.yarn_beta_slow));
+        if (low < 0) low = 0;
+        if (high > dim - 1) high = dim - 1;
+        if (low == high) high += 0.001;
+    }
+    for (int i = 0; i < half; i++) {
+        // transformers: 1 / theta^(arange(0, dim, 2) / dim), in float32.
+        float pos_freq = powf(c.rope_theta, (float)(2 * i) / (float)dim);
+        float f = 1.0f / pos_freq;
+        if (c.rope_factor > 0) { // transformers _compute_llama3_parameters
+            float low_wl = (float)c.rope_orig_ctx / c.rope_low_freq;
+            float high_wl = (float)c.rope_orig_ctx / c.rope_high_freq;
+            float wl = 2.0f * (float)M_PI / f;
+            if (wl > low_wl) f = f / c.rope_factor;
+            else if (wl >= high_wl) {
+                float smooth = ((float)c.rope_orig_ctx / wl - c.rope_low_freq) / (c.rope_high_freq - c.rope_low_freq);
+                f = (1 - smooth) * f / c.rope_factor + smooth * f;
+            }
+        }
+        if (c.is_yarn) { // _compute_yarn_parameters: ramp between interpolation and extrapolation
+            float ramp = (float)(((float)i - low) / (high - low));
+            ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+            float extra = 1 - ramp;
+            float interp = 1.0f / (c.yarn_factor * pos_freq);
+            f = interp * (1 - extra) + f * extra;
+        }
+        out[i] = f;
+    }
 }
 
 static float half_to_f32(uint16_t h) {
@@ -147,6 +323,7 @@ static float half_to_f32(uint16_t h) {
     return f;
 }
 
+/* Vectors and FP8 scales: F32, F16 or BF16 widened to f32 (callers reject F8 first). */
 static void to_f32(const Tensor *t, std::vector<float> *out) {
     out->resize((size_t)t->numel);
     for (int64_t i = 0; i < t->numel; i++) {
@@ -166,8 +343,10 @@ static void to_f32(const Tensor *t, std::vector<float> *out) {
 
 namespace {
 
+/* Binds tensors by name and counts parameters and the bytes a decoded token reads. */
 struct Binder {
     Model *m;
+    bool is_counted = true; // false while binding routed experts (counted once per model_load)
     int32_t matrix(const std::string &name, int64_t rows, int64_t cols, Weight *w) {
         const Tensor *t;
         ENG_TRY(m->ckpt.require(name, {rows, cols}, &t));
@@ -175,27 +354,70 @@ struct Binder {
         w->dtype = t->dtype;
         w->rows = (int32_t)rows;
         w->cols = (int32_t)cols;
+        w->scale = nullptr;
+        int64_t bytes = (int64_t)t->nbytes;
+        if (t->dtype == DT_F8_E4M3) ENG_TRY(fp8_scale(name, rows, cols, w, &bytes));
         m->n_params += t->numel;
-        m->weight_bytes += (int64_t)t->nbytes;
+        if (is_counted) {
+            m->n_params_active += t->numel;
+            m->weight_bytes += bytes;
+        }
+        return ENG_STATUS_OK;
+    }
+    /* `<name>_scale_inv` (DeepSeek's name; it multiplies): (ceil(rows/128), ceil(cols/128)), F32 or BF16. */
+    int32_t fp8_scale(const std::string &name, int64_t rows, int64_t cols, Weight *w, int64_t *bytes) {
+        if (!m->ckpt.config().get("quantization_config"))
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "tensor %s is F8_E4M3 but config.json has no quantization_config", name.c_str());
+        const Tensor *s;
+        int64_t br = (rows + kFp8Block - 1) / kFp8Block, bc = (cols + kFp8Block - 1) / kFp8Block;
+        ENG_TRY(m->ckpt.require(name + "_scale_inv", {br, bc}, &s));
+        if (s->dtype == DT_F8_E4M3)
+            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s_scale_inv: F8 scales are not supported", name.c_str());
+        m->scales.emplace_back();
+        to_f32(s, &m->scales.back());
+        w->scale = m->scales.back().data();
+        *bytes += (int64_t)s->nbytes;
         return ENG_STATUS_OK;
     }
     int32_t vec(const std::string &name, int64_t n, std::vector<float> *v) {
         const Tensor *t;
         ENG_TRY(m->ckpt.require(name, {n}, &t));
+        if (t->dtype == DT_F8_E4M3)
+            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s: F8_E4M3 vectors are not supported", name.c_str());
         to_f32(t, v);
         m->n_params += t->numel;
+        m->n_params_active += t->numel;
         m->weight_bytes += (int64_t)t->nbytes;
         return ENG_STATUS_OK;
+    }
+    int32_t mlp(const std::string &p, int64_t C, int64_t I, Mlp *w) {
+        ENG_TRY(matrix(p + "gate_proj.weight", I, C, &w->gate));
+        ENG_TRY(matrix(p + "up_proj.weight", I, C, &w->up));
+        return matrix(p + "down_proj.weight", C, I, &w->down);
     }
 };
 
 } // namespace
 
-static int32_t bind_layer(Binder &b, const ModelConfig &c, int i, LayerWeights *L) {
-    std::string p = "model.layers." + std::to_string(i) + ".";
-    int64_t C = c.n_embd, qd = (int64_t)c.n_head * c.head_dim, kvd = (int64_t)c.n_head_kv * c.head_dim, I = c.n_ff;
-    ENG_TRY(b.vec(p + "input_layernorm.weight", C, &L->attn_norm));
-    ENG_TRY(b.vec(p + "post_attention_layernorm.weight", C, &L->mlp_norm));
+/* DeepseekV3Attention's tensors (q_lora_rank null: q_proj; else q_a_proj + q_a_layernorm + q_b_proj). */
+static int32_t bind_mla(Binder &b, const ModelConfig &c, const std::string &p, LayerWeights *L) {
+    int64_t C = c.n_embd, H = c.n_head, R = c.kv_lora_rank, Dr = c.qk_rope_dim, Dn = c.qk_nope_dim, Dv = c.v_head_dim;
+    int64_t qd = H * (Dn + Dr);
+    if (c.q_lora_rank > 0) {
+        ENG_TRY(b.matrix(p + "self_attn.q_a_proj.weight", c.q_lora_rank, C, &L->wq_a));
+        ENG_TRY(b.vec(p + "self_attn.q_a_layernorm.weight", c.q_lora_rank, &L->q_a_norm));
+        ENG_TRY(b.matrix(p + "self_attn.q_b_proj.weight", qd, c.q_lora_rank, &L->wq_b));
+    } else {
+        ENG_TRY(b.matrix(p + "self_attn.q_proj.weight", qd, C, &L->wq));
+    }
+    ENG_TRY(b.matrix(p + "self_attn.kv_a_proj_with_mqa.weight", R + Dr, C, &L->wkv_a));
+    ENG_TRY(b.vec(p + "self_attn.kv_a_layernorm.weight", R, &L->kv_a_norm));
+    ENG_TRY(b.matrix(p + "self_attn.kv_b_proj.weight", H * (Dn + Dv), R, &L->wkv_b));
+    return b.matrix(p + "self_attn.o_proj.weight", C, H * Dv, &L->wo);
+}
+
+static int32_t bind_attention(Binder &b, const ModelConfig &c, const std::string &p, LayerWeights *L) {
+    int64_t C = c.n_embd, qd = (int64_t)c.n_head * c.head_dim, kvd = (int64_t)c.n_head_kv * c.head_dim;
     ENG_TRY(b.matrix(p + "self_attn.q_proj.weight", qd, C, &L->wq));
     ENG_TRY(b.matrix(p + "self_attn.k_proj.weight", kvd, C, &L->wk));
     ENG_TRY(b.matrix(p + "self_attn.v_proj.weight", kvd, C, &L->wv));
@@ -210,10 +432,41 @@ static int32_t bind_layer(Binder &b, const ModelConfig &c, int i, LayerWeights *
         ENG_TRY(b.vec(p + "self_attn.q_norm.weight", c.head_dim, &L->q_norm));
         ENG_TRY(b.vec(p + "self_attn.k_norm.weight", c.head_dim, &L->k_norm));
     }
+    return ENG_STATUS_OK;
+}
+
+/* A MoE layer's mlp: router (gate.weight, gate.e_score_correction_bias), experts, shared experts.
+ * Routed experts count toward n_params only; model_load adds K/E of them to the active counts. */
+static int32_t bind_moe(Binder &b, const ModelConfig &c, const std::string &p, LayerWeights *L) {
+    int64_t C = c.n_embd;
+    ENG_TRY(b.matrix(p + "mlp.gate.weight", c.n_expert, C, &L->router));
+    ENG_TRY(b.vec(p + "mlp.gate.e_score_correction_bias", c.n_expert, &L->router_bias));
+    L->experts.resize((size_t)c.n_expert);
+    b.is_counted = false;
+    for (int e = 0; e < c.n_expert; e++) {
+        int32_t st = b.mlp(p + "mlp.experts." + std::to_string(e) + ".", C, c.n_ff_expert, &L->experts[(size_t)e]);
+        if (st < 0) {
+            b.is_counted = true;
+            return st;
+        }
+    }
+    b.is_counted = true;
+    if (c.n_ff_shared > 0) ENG_TRY(b.mlp(p + "mlp.shared_experts.", C, c.n_ff_shared, &L->shared));
+    return ENG_STATUS_OK;
+}
+
+static int32_t bind_layer(Binder &b, const ModelConfig &c, int i, LayerWeights *L) {
+    std::string p = "model.layers." + std::to_string(i) + ".";
+    int64_t C = c.n_embd, I = c.n_ff;
+    ENG_TRY(b.vec(p + "input_layernorm.weight", C, &L->attn_norm));
+    ENG_TRY(b.vec(p + "post_attention_layernorm.weight", C, &L->mlp_norm));
+    if (c.is_mla()) ENG_TRY(bind_mla(b, c, p, L));
+    else ENG_TRY(bind_attention(b, c, p, L));
     if (c.has_sandwich_norms) {
         ENG_TRY(b.vec(p + "post_self_attn_layernorm.weight", C, &L->post_attn_norm));
         ENG_TRY(b.vec(p + "post_mlp_layernorm.weight", C, &L->post_mlp_norm));
     }
+    if (c.is_moe_layer(i)) return bind_moe(b, c, p, L);
     if (c.arch == ARCH_GLM4) {
         ENG_TRY(b.matrix(p + "mlp.gate_up_proj.weight", 2 * I, C, &L->w_gate_up));
     } else {
@@ -227,6 +480,18 @@ static int32_t bind_layer(Binder &b, const ModelConfig &c, int i, LayerWeights *
         ENG_TRY(b.vec(p + "mlp.down_proj.bias", C, &L->b_down));
     }
     return ENG_STATUS_OK;
+}
+
+/* Bytes and parameters of one routed expert (scales included in the bytes). */
+static void expert_size(const Mlp &e, int64_t *params, int64_t *bytes) {
+    *params = 0;
+    *bytes = 0;
+    for (const Weight *w : {&e.gate, &e.up, &e.down}) {
+        int64_t n = (int64_t)w->rows * w->cols;
+        *params += n;
+        *bytes += n * (int64_t)dtype_size(w->dtype);
+        if (w->scale) *bytes += (int64_t)((w->rows + kFp8Block - 1) / kFp8Block) * ((w->cols + kFp8Block - 1) / kFp8Block) * 4;
+    }
 }
 
 int32_t model_load(const std::string &dir, Model *m) {
@@ -246,7 +511,16 @@ int32_t model_load(const std::string &dir, Model *m) {
         ENG_TRY(b.matrix("lm_head.weight", c.n_vocab, c.n_embd, &m->lm_head));
     }
     m->layers.resize((size_t)c.n_layer);
-    for (int i = 0; i < c.n_layer; i++) ENG_TRY(bind_layer(b, c, i, &m->layers[(size_t)i]));
+    for (int i = 0; i < c.n_layer; i++) {
+        LayerWeights &L = m->layers[(size_t)i];
+        ENG_TRY(bind_layer(b, c, i, &L));
+        if (!L.experts.empty()) { // a token reads K routed experts (all the same size)
+            int64_t params, bytes;
+            expert_size(L.experts[0], &params, &bytes);
+            m->n_params_active += params * c.n_expert_used;
+            m->weight_bytes += bytes * c.n_expert_used;
+        }
+    }
     return ENG_STATUS_OK;
 }
 

@@ -1,8 +1,10 @@
 /* model.h: the architecture-level view of a checkpoint: hyperparameters and per-layer weights.
  *
  * Big matrices stay in their stored dtype inside the checkpoint mapping (Weight points there);
- * only vectors (norms, biases) are converted to f32 at load. Supported: Glm4ForCausalLM
- * (GLM-4-0414), LlamaForCausalLM, Qwen3ForCausalLM, with Hugging Face tensor names.
+ * only vectors (norms, biases) and FP8 block scales are converted to f32 at load. Supported:
+ * Glm4ForCausalLM (GLM-4-0414), LlamaForCausalLM, Qwen3ForCausalLM, Glm4MoeForCausalLM
+ * (GLM-4.5/4.6/4.7: MoE) and DeepseekV3ForCausalLM (DeepSeek-V3/V3.1: MLA + MoE), with Hugging
+ * Face tensor names; weights BF16/F16/F32 or FP8 e4m3 with 128x128 block scales.
  */
 #ifndef MAYA_MODEL_H
 #define MAYA_MODEL_H
@@ -15,7 +17,10 @@
 
 namespace maya {
 
-enum Arch : int32_t { ARCH_GLM4 = 1, ARCH_LLAMA = 2, ARCH_QWEN3 = 3 };
+enum Arch : int32_t { ARCH_GLM4 = 1, ARCH_LLAMA = 2, ARCH_QWEN3 = 3, ARCH_GLM4_MOE = 4, ARCH_DEEPSEEK_V3 = 5 };
+
+/* FP8 weights: one f32 scale per kFp8Block x kFp8Block block of the matrix (edge blocks partial). */
+const int kFp8Block = 128;
 
 struct ModelConfig {
     Arch arch = ARCH_LLAMA;
@@ -38,6 +43,29 @@ struct ModelConfig {
     // llama3 rope scaling (rope_type "llama3"); factor 0 = none.
     float rope_factor = 0, rope_low_freq = 0, rope_high_freq = 0;
     int32_t rope_orig_ctx = 0;
+    // YaRN (rope_type "yarn", DeepSeek-V3): inv_freq blend and the cos/sin factor.
+    bool is_yarn = false;
+    float yarn_factor = 1, yarn_beta_fast = 32, yarn_beta_slow = 1, rope_attn_factor = 1;
+    float attn_scale = 0; // softmax scale; D^-0.5, or DeepSeek's qk_head_dim^-0.5 * mscale^2
+    // Mixture of experts (Glm4Moe, DeepseekV3); n_expert 0 = dense model.
+    int32_t n_expert = 0;        // E: n_routed_experts
+    int32_t n_expert_used = 0;   // K: num_experts_per_tok
+    int32_t n_ff_expert = 0;     // moe_intermediate_size
+    int32_t n_ff_shared = 0;     // moe_intermediate_size * n_shared_experts (0: none)
+    int32_t n_group = 1, topk_group = 1;
+    int32_t first_dense = 0;     // first_k_dense_replace: layers [0, first_dense) are dense
+    bool is_norm_topk = true;    // norm_topk_prob
+    float routed_scale = 1.0f;   // routed_scaling_factor
+    // Multi-head latent attention (DeepseekV3); kv_lora_rank 0 = ordinary attention.
+    int32_t q_lora_rank = 0;     // 0: q_proj directly (q_lora_rank null)
+    int32_t kv_lora_rank = 0;    // R: the cached latent
+    int32_t qk_nope_dim = 0, qk_rope_dim = 0, v_head_dim = 0;
+    bool is_mla() const { return kv_lora_rank > 0; }
+    bool is_moe_layer(int l) const { return n_expert > 0 && l >= first_dense; }
+    /* Floats of KV cache one token takes in one layer: MLA the latent + rope key, else K and V. */
+    int64_t kv_floats_per_token() const {
+        return is_mla() ? (int64_t)kv_lora_rank + qk_rope_dim : 2LL * n_head_kv * head_dim;
+    }
 };
 
 /* A row-major matrix [rows][cols] in its stored dtype. */
@@ -45,6 +73,13 @@ struct Weight {
     const void *data = nullptr;
     DType dtype = DT_F32;
     int32_t rows = 0, cols = 0;
+    const float *scale = nullptr; // FP8: (ceil(rows/128), ceil(cols/128)) multipliers, else null
+};
+
+/* A SwiGLU MLP: down(silu(gate x) * up x). */
+struct Mlp {
+    Weight gate, up; // (I, C)
+    Weight down;     // (C, I)
 };
 
 struct LayerWeights {
@@ -60,6 +95,15 @@ struct LayerWeights {
     Weight w_gate, w_up;               // (I, C) Llama/Qwen3
     Weight w_down;                     // (C, I)
     std::vector<float> b_gate, b_up, b_down; // Llama mlp_bias
+    // MLA (DeepseekV3): q_a (Rq, C) + q_a_norm (Rq) + q_b (H*(Dn+Dr), Rq), or wq (H*(Dn+Dr), C);
+    // kv_a (R+Dr, C), kv_a_norm (R), kv_b (H*(Dn+Dv), R), wo (C, H*Dv).
+    Weight wq_a, wq_b, wkv_a, wkv_b;
+    std::vector<float> q_a_norm, kv_a_norm, bq_a, bkv_a;
+    // MoE layers: router (E, C), its selection bias (E), E experts, the shared experts.
+    Weight router;
+    std::vector<float> router_bias;
+    std::vector<Mlp> experts;
+    Mlp shared;
 };
 
 struct Model {
@@ -70,11 +114,16 @@ struct Model {
     std::vector<float> final_norm; // (C)
     std::vector<LayerWeights> layers;
     int64_t n_params = 0;
-    int64_t weight_bytes = 0;     // bytes of the matrices read per decoded token (+ one embedding row)
+    int64_t n_params_active = 0;  // parameters one token uses (MoE: K of the E routed experts)
+    int64_t weight_bytes = 0;     // bytes of the matrices read per decoded token (+ one embedding row;
+                                  // MoE: the active experts only)
+    std::vector<std::vector<float>> scales; // FP8 block scales (Weight::scale points here)
 };
 
 /* Parses the hyperparameters of config.json. Returns OK, BAD_CHECKPOINT or UNSUPPORTED. */
 int32_t model_config_parse(const JsonValue &config, ModelConfig *out);
+/* inv_freq of the rotary dims (rotary_dim / 2 floats): plain, llama3 or yarn as transformers computes them. */
+void model_rope_inv_freq(const ModelConfig &c, float *out);
 /* Opens dir and binds every weight of the architecture. Returns OK, IO, BAD_CHECKPOINT, UNSUPPORTED. */
 int32_t model_load(const std::string &dir, Model *out);
 

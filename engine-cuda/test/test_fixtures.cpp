@@ -103,10 +103,32 @@ TEST(fixture_qwen3_f16_tied) {
     run_fixture("qwen3-f16", 1, 7);
 }
 
+// MoE families (scripts/oracle/make_moe_fixtures.py): GLM-4.5 (grouped sigmoid routing, shared
+// experts, QK-norm, half-split partial RoPE) and DeepSeek-V3 (MLA absorbed over the latent cache,
+// YaRN), each in BF16 and block-FP8 with dims off the 128 grid.
+TEST(fixture_glm45_moe_bf16) {
+    run_fixture("glm45-moe-bf16", 2, 256);
+    run_fixture("glm45-moe-bf16", 1, 7);
+}
+TEST(fixture_glm45_moe_fp8) {
+    run_fixture("glm45-moe-fp8", 2, 256);
+    run_fixture("glm45-moe-fp8", 1, 7);
+}
+TEST(fixture_deepseek3_bf16) {
+    run_fixture("deepseek3-bf16", 2, 256);
+    run_fixture("deepseek3-bf16", 1, 7);
+}
+TEST(fixture_deepseek3_fp8_q_lora_null) {
+    run_fixture("deepseek3-fp8", 2, 256);
+    run_fixture("deepseek3-fp8", 1, 7);
+}
+
 TEST(fixture_portable_kernels) {
     // The scalar fallback end to end (MAYA_ENGINE_SIMD=scalar forces it at context creation).
     setenv("MAYA_ENGINE_SIMD", "scalar", 1);
     run_fixture("glm4-bf16", 2, 32, 0);
     run_fixture("qwen3-f16", 2, 32, 0);
+    run_fixture("glm45-moe-fp8", 2, 32, 0);
+    run_fixture("deepseek3-bf16", 2, 32, 0);
     unsetenv("MAYA_ENGINE_SIMD");
 }

@@ -84,7 +84,7 @@ TEST(matmul_matches_reference_all_dtypes_and_shapes) {
                     // Row blocks as the backend issues them, starting at r0 > 0 for the second.
                     for (int r0 = 0; r0 < N; r0 += kMatmulRows) {
                         int r1 = r0 + kMatmulRows < N ? r0 + kMatmulRows : N;
-                        k->matmul(x.data(), ldx, T, raw.data(), dtype, K, r0, r1, y.data(), ldy, bias.data(), scratch.data(), T % 2 == 0);
+                        k->matmul(x.data(), ldx, T, raw.data(), dtype, K, r0, r1, y.data(), ldy, bias.data(), scratch.data(), T % 2 == 0, nullptr);
                     }
                     double worst = 0;
                     for (int t = 0; t < T; t++)
@@ -122,13 +122,13 @@ TEST(matmul_is_batch_invariant) {
             std::vector<float> alone((size_t)40 * N);
             for (int t = 0; t < 40; t++)
                 k->matmul(&x[(size_t)t * K], K, 1, raw.data(), dtype, K, 0, N, &alone[(size_t)t * N], N, nullptr,
-                          scratch.data(), false);
+                          scratch.data(), false, nullptr);
             for (bool is_streaming : {false, true})
                 for (int T : {1, 2, 4, 5, 9, 16, 40, 47, 48, 60}) {
                     std::vector<float> xs((size_t)T * K), batched((size_t)T * N);
                     for (int t = 0; t < T; t++) memcpy(&xs[(size_t)t * K], &x[(size_t)(t % 40) * K], K * sizeof(float));
                     k->matmul(xs.data(), K, T, raw.data(), dtype, K, 0, N, batched.data(), N, nullptr, scratch.data(),
-                              is_streaming);
+                              is_streaming, nullptr);
                     for (int t = 0; t < T; t++)
                         CHECK_MSG(memcmp(&alone[(size_t)(t % 40) * N], &batched[(size_t)t * N], N * sizeof(float)) == 0,
                                   "%s dtype %d T %d streaming %d", k->name, dtype, T, (int)is_streaming);
@@ -161,14 +161,14 @@ TEST(vector_kernels_match_reference) {
         // Row widening: bf16 exact, f16 including a subnormal and negative zero.
         uint16_t bf[9] = {0x3F80, 0xBF80, 0x4000, 0x0000, 0x8000, 0x3E80, 0x7F80, 0x0001, 0x4049};
         float out9[9];
-        k->row_to_f32(out9, bf, 2, 0, 9);
+        k->row_to_f32(out9, bf, 2, 0, 9, nullptr);
         for (int i = 0; i < 9; i++) {
             float want = bf16_to_f32(bf[i]);
             CHECK(memcmp(&out9[i], &want, 4) == 0);
         }
         uint16_t h[9] = {0x3C00, 0xBC00, 0x0001, 0x8000, 0x7BFF, 0x3555, 0x0400, 0x03FF, 0x4248};
         double hw[9] = {1, -1, ldexp(1, -24), -0.0, 65504, 0.333251953125, ldexp(1, -14), ldexp(1023, -24), 3.140625};
-        k->row_to_f32(out9, h, 1, 0, 9);
+        k->row_to_f32(out9, h, 1, 0, 9, nullptr);
         for (int i = 0; i < 9; i++) CHECK_MSG(out9[i] == (float)hw[i], "%s f16 %04x -> %g", k->name, h[i], out9[i]);
         CHECK(signbit(out9[3]));
     }
@@ -205,6 +205,66 @@ TEST(attention_kernels_match_reference) {
                     for (int j = 0; j < n; j++) ref += (double)sc[(size_t)h * ld + j0 + j] * v[(size_t)j * D + d];
                     CHECK_NEAR(out[(size_t)h * D + d], ref, 1e-5);
                 }
+        }
+    }
+}
+
+// e4m3fn decoded by hand (OCP FP8 spec): a few exact values, subnormals, the sign, NaN.
+static double f8_value(uint8_t b) {
+    int exp = (b >> 3) & 0xF, mant = b & 7;
+    double v = exp == 0 ? mant * ldexp(1.0, -9) : (1.0 + mant / 8.0) * ldexp(1.0, exp - 7);
+    return (b & 0x80) ? -v : v;
+}
+
+TEST(fp8_block_scaled_matmul_and_rows) {
+    Rand r;
+    for (const Kernels *k : tables()) {
+        // Known bytes: 0x38 = 1.0, 0x7E = 448 (the largest), 0x01 = 2^-9, 0xC0 = -2.0, 0x7F = NaN.
+        uint8_t known[8] = {0x38, 0x7E, 0x01, 0xC0, 0x00, 0x3C, 0x30, 0x7F};
+        float scale1[1] = {1.0f}, out[8];
+        k->row_to_f32(out, known, 4, 0, 8, scale1);
+        CHECK(out[0] == 1.0f && out[1] == 448.0f && out[2] == ldexpf(1.0f, -9) && out[3] == -2.0f && out[4] == 0.0f);
+        CHECK(out[5] == 1.5f && out[6] == 0.5f && out[7] != out[7]);
+        // 150 x 200 weights: 2 x 2 blocks of 128, both edges partial, each block its own scale.
+        const int N = 150, K = 200, BR = 2, BC = 2;
+        std::vector<uint8_t> raw((size_t)N * K);
+        std::vector<float> scales(BR * BC), w((size_t)N * K);
+        for (float &s : scales) s = 0.01f + 0.02f * (r.next() + 1.0f);
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < K; i++) {
+                uint8_t b = (uint8_t)(((uint32_t)((r.next() + 1.0f) * 1000.0f)) & 0xFF);
+                if ((b & 0x7F) == 0x7F) b ^= 1; // no NaN
+                raw[(size_t)n * K + i] = b;
+                w[(size_t)n * K + i] = (float)(f8_value(b) * scales[(size_t)(n / 128) * BC + i / 128]);
+            }
+        std::vector<float> row((size_t)K);
+        k->row_to_f32(row.data(), raw.data(), 4, 140, K, scales.data());
+        bool same = true;
+        for (int i = 0; i < K; i++) same = same && row[(size_t)i] == w[(size_t)140 * K + i];
+        CHECK_MSG(same, "%s: fp8 row 140 widened wrongly", k->name);
+        for (int T : {1, 3, 8, 50}) {
+            std::vector<float> x((size_t)T * K), y((size_t)T * N), alone((size_t)N), scratch((size_t)kMatmulRows * K);
+            for (float &v : x) v = r.next();
+            for (int r0 = 0; r0 < N; r0 += kMatmulRows)
+                k->matmul(x.data(), K, T, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N, y.data(), N,
+                          nullptr, scratch.data(), T == 3, scales.data());
+            double worst = 0;
+            for (int t = 0; t < T; t++)
+                for (int n = 0; n < N; n++) {
+                    double ref = 0, mag = 1e-7;
+                    for (int i = 0; i < K; i++) {
+                        ref += (double)w[(size_t)n * K + i] * x[(size_t)t * K + i];
+                        mag += fabs((double)w[(size_t)n * K + i] * x[(size_t)t * K + i]);
+                    }
+                    double err = fabs(y[(size_t)t * N + n] - ref) / (mag * 1e-6);
+                    if (err > worst) worst = err;
+                }
+            CHECK_MSG(worst <= 1.0, "%s fp8 T %d: error %.3g x tolerance", k->name, T, worst);
+            // Batch invariance: the last token alone gives the same bits.
+            for (int r0 = 0; r0 < N; r0 += kMatmulRows)
+                k->matmul(&x[(size_t)(T - 1) * K], K, 1, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
+                          alone.data(), N, nullptr, scratch.data(), false, scales.data());
+            CHECK(memcmp(alone.data(), &y[(size_t)(T - 1) * N], N * sizeof(float)) == 0);
         }
     }
 }

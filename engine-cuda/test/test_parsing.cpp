@@ -1,6 +1,7 @@
 /* test_parsing.cpp: JSON reader, safetensors header validation, checkpoint and config errors. */
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../include/engine.h"
 #include "../src/backend.h"
@@ -150,6 +151,60 @@ TEST(config_parsing) {
     CHECK(model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "gelu"));
 }
 
+TEST(moe_and_mla_config_parsing) {
+    JsonValue c;
+    ModelConfig m;
+    // Overrides go first (the JSON reader keeps the first of duplicate keys).
+    const char *glm = "{\"architectures\":[\"Glm4MoeForCausalLM\"]%s,\"vocab_size\":10,\"hidden_size\":64,"
+                      "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":32,"
+                      "\"intermediate_size\":8,\"n_routed_experts\":16,\"num_experts_per_tok\":4,\"moe_intermediate_size\":8,"
+                      "\"n_group\":4,\"topk_group\":2,\"first_k_dense_replace\":1,\"use_qk_norm\":true,"
+                      "\"num_nextn_predict_layers\":1,\"routed_scaling_factor\":2.5}";
+    char buf[1024];
+    snprintf(buf, sizeof buf, glm, "");
+    CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_OK);
+    // Glm4MoeConfig: partial_rotary_factor 0.5 with half-split pairs, no o_proj bias, eps 1e-5.
+    CHECK(m.arch == ARCH_GLM4_MOE && m.rotary_dim == 16 && !m.is_rope_interleaved && m.has_qk_norm && !m.has_o_bias);
+    CHECK(m.n_expert == 16 && m.n_expert_used == 4 && m.n_ff_shared == 8 && m.routed_scale == 2.5f && m.rms_eps == 1e-5f);
+    CHECK(!m.is_moe_layer(0) && m.is_moe_layer(1) && m.kv_floats_per_token() == 2 * 2 * 32);
+    snprintf(buf, sizeof buf, glm, ",\"quantization_config\":{\"quant_method\":\"gptq\",\"bits\":4}");
+    CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED &&
+          strstr(last_error(), "quantization_config.quant_method gptq"));
+    snprintf(buf, sizeof buf, glm, ",\"quantization_config\":{\"quant_method\":\"fp8\",\"fmt\":\"e5m2\",\"weight_block_size\":[128,128]}");
+    CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "quantization_config.fmt e5m2"));
+    snprintf(buf, sizeof buf, glm, ",\"quantization_config\":{\"quant_method\":\"fp8\",\"fmt\":\"e4m3\",\"weight_block_size\":[64,64]}");
+    CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED &&
+          strstr(last_error(), "quantization_config.weight_block_size"));
+    snprintf(buf, sizeof buf, glm, ",\"quantization_config\":{\"quant_method\":\"fp8\",\"fmt\":\"e4m3\",\"weight_block_size\":[128,128],\"activation_scheme\":\"dynamic\"}");
+    CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_OK);
+    snprintf(buf, sizeof buf, glm, ",\"topk_group\":5"); // 5 of 4 groups
+    CHECK(parse(buf, &c));
+    CHECK(model_config_parse(c, &m) == ENG_STATUS_BAD_CHECKPOINT && strstr(last_error(), "topk_group 5"));
+    snprintf(buf, sizeof buf, glm, ",\"scoring_func\":\"softmax\"");
+    CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "scoring_func softmax"));
+
+    const char *ds = "{\"architectures\":[\"DeepseekV3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,"
+                     "\"num_hidden_layers\":4,\"num_attention_heads\":128,\"num_key_value_heads\":128,\"intermediate_size\":8,"
+                     "\"n_routed_experts\":256,\"num_experts_per_tok\":8,\"moe_intermediate_size\":8,\"n_group\":8,"
+                     "\"topk_group\":4,\"q_lora_rank\":null,\"kv_lora_rank\":512,\"qk_nope_head_dim\":128,"
+                     "\"qk_rope_head_dim\":64,\"v_head_dim\":128,\"max_position_embeddings\":163840,"
+                     "\"rope_scaling\":{\"type\":\"yarn\",\"factor\":40,\"original_max_position_embeddings\":4096,"
+                     "\"beta_fast\":32,\"beta_slow\":1,\"mscale\":1.0,\"mscale_all_dim\":1.0}%s}";
+    snprintf(buf, sizeof buf, ds, "");
+    CHECK(parse(buf, &c));
+    CHECK_MSG(model_config_parse(c, &m) == ENG_STATUS_OK, "%s", last_error());
+    // V3's own numbers: 576 cached floats per token and layer; scale 192^-0.5 * (0.1 ln 40 + 1)^2.
+    CHECK(m.arch == ARCH_DEEPSEEK_V3 && m.is_mla() && m.q_lora_rank == 0 && m.kv_floats_per_token() == 576);
+    CHECK(m.head_dim == 192 && m.rotary_dim == 64 && m.is_rope_interleaved && m.is_yarn && m.first_dense == 3);
+    double ms = 0.1 * log(40.0) + 1.0;
+    CHECK(fabs(m.attn_scale - 1.0 / sqrt(192.0) * ms * ms) < 1e-6 && m.rope_attn_factor == 1.0f && m.yarn_factor == 40.0f);
+    CHECK(m.routed_scale == 2.5f); // DeepseekV3Config default
+    snprintf(buf, sizeof buf, ds, ",\"index_topk\":2048,\"index_n_heads\":64");
+    CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "index_topk"));
+    CHECK(parse("{\"architectures\":[\"DeepseekV32ForCausalLM\"]}", &c));
+    CHECK(model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "DeepseekV32ForCausalLM"));
+}
+
 TEST(abi_create_errors_and_last_error) {
     std::string dir = test_tmpdir("abi");
     RandomModelSpec s;
@@ -228,4 +283,36 @@ TEST(parsers_survive_mutated_input) {
             CHECK(!err.empty());
         }
     }
+}
+
+// The FP8 fixture through eng_ctx_create with its config edited: the errors name what is wrong.
+TEST(fp8_checkpoint_load_errors_name_the_field) {
+    std::string src = test_repo_root() + "/test/fixtures/engine/deepseek3-fp8", text;
+    CHECK(read_text_file(src + "/config.json", &text) == ENG_STATUS_OK);
+    auto try_load = [&](const std::string &config, int32_t want, const char *needle) {
+        std::string dir = test_tmpdir("fp8-errors");
+        CHECK(write_text(dir + "/config.json", config));
+        unlink((dir + "/model.safetensors").c_str());
+        CHECK(symlink((src + "/model.safetensors").c_str(), (dir + "/model.safetensors").c_str()) == 0);
+        int64_t params[ENG_PARAM_COUNT] = {0};
+        params[ENG_PARAM_N_THREADS] = 1;
+        eng_ctx *ctx = nullptr;
+        int32_t st = eng_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx);
+        char msg[512] = "";
+        eng_last_error(msg, sizeof msg);
+        CHECK_MSG(st == want && strstr(msg, needle), "status %d, message: %s", st, msg);
+        if (ctx) eng_ctx_free(ctx);
+    };
+    try_load(text, ENG_STATUS_OK, "");
+    size_t q = text.find("\"quant_method\": \"fp8\"");
+    CHECK(q != std::string::npos);
+    std::string mx = text;
+    mx.replace(q, strlen("\"quant_method\": \"fp8\""), "\"quant_method\": \"mxfp4\"");
+    try_load(mx, ENG_STATUS_UNSUPPORTED, "quantization_config.quant_method mxfp4");
+    // Without quantization_config the F8_E4M3 tensors are refused by name.
+    size_t a = text.find("  \"quantization_config\": {"), b = text.find("  },\n", a);
+    CHECK(a != std::string::npos && b != std::string::npos);
+    std::string none = text;
+    none.erase(a, b + 5 - a);
+    try_load(none, ENG_STATUS_BAD_CHECKPOINT, "is F8_E4M3 but config.json has no quantization_config");
 }

@@ -25,6 +25,9 @@ DTYPES = {
     "F32": (torch.float32, 4),
     "F16": (torch.float16, 2),
     "BF16": (torch.bfloat16, 2),
+    # torch 1.13 has no float8 dtype: F8_E4M3 bytes travel as uint8 codes (make_moe_fixtures.py
+    # encodes and decodes them).
+    "F8_E4M3": (torch.uint8, 1),
 }
 TORCH_TO_TAG = {v[0]: k for k, v in DTYPES.items()}
 
@@ -38,6 +41,8 @@ def tensor_bytes(t: torch.Tensor) -> bytes:
         return t.numpy().astype("<f2").tobytes()
     if t.dtype == torch.float32:
         return t.numpy().astype("<f4").tobytes()
+    if t.dtype == torch.uint8:
+        return t.numpy().tobytes()
     raise ValueError(f"unsupported dtype {t.dtype}")
 
 
@@ -87,6 +92,8 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
             t = torch.from_numpy(arr).view(torch.bfloat16)
         elif dtype == torch.float16:
             t = torch.from_numpy(np.frombuffer(chunk, dtype="<f2").copy())
+        elif dtype == torch.uint8:
+            t = torch.from_numpy(np.frombuffer(chunk, dtype=np.uint8).copy())
         else:
             t = torch.from_numpy(np.frombuffer(chunk, dtype="<f4").copy())
         out[name] = t.reshape(meta["shape"])

@@ -36,7 +36,7 @@ export async function makeSmallModel(options: RandomCheckpointOptions = SMALL_LL
   return dir;
 }
 
-export const FIXTURES = ['glm4-bf16', 'llama-f32', 'qwen3-f16'] as const;
+export const FIXTURES = ['glm4-bf16', 'llama-f32', 'qwen3-f16', 'glm45-moe-bf16', 'glm45-moe-fp8', 'deepseek3-bf16', 'deepseek3-fp8'] as const;
 export function fixtureDir(name: string): string {
   return new URL(`../fixtures/engine/${name}`, import.meta.url).pathname;
 }

@@ -34,6 +34,14 @@ describe('maya generate', () => {
     expect(json.finish.reason).toBe('length');
   });
 
+  it.each(['glm45-moe-bf16', 'glm45-moe-fp8', 'deepseek3-bf16', 'deepseek3-fp8'])('--prompt-ids on the %s fixture prints its greedy ids', async (name) => {
+    const fx = JSON.parse(readFileSync(join(fixtureDir(name), 'fixtures.json'), 'utf8')) as typeof llama;
+    const p = fx.prompts[2]!;
+    const r = await cli(['--model', fixtureDir(name), '--prompt-ids', p.ids.join(','), '--max-tokens', '20', '--stop-ids', 'none', '--json']);
+    expect(r.err).toBe('');
+    expect((JSON.parse(r.out) as { ids: number[] }).ids).toEqual(p.greedy);
+  });
+
   it('--top-logits K prints the K largest logits of each step', async () => {
     const p = llama.prompts[1]!;
     const r = await cli(['--model', fixtureDir('llama-f32'), '--prompt-ids', p.ids.join(','), '--max-tokens', '3', '--top-logits', '4', '--stop-ids', 'none', '--json']);

@@ -10,7 +10,9 @@ interface Fixture {
   prompts: { ids: number[]; greedy: number[]; last_logits: number[] }[];
 }
 
-const ARCH = { Glm4ForCausalLM: 'glm4', LlamaForCausalLM: 'llama', Qwen3ForCausalLM: 'qwen3' } as const;
+const ARCH = {
+  Glm4ForCausalLM: 'glm4', LlamaForCausalLM: 'llama', Qwen3ForCausalLM: 'qwen3', Glm4MoeForCausalLM: 'glm4_moe', DeepseekV3ForCausalLM: 'deepseek_v3',
+} as const;
 
 function maxAbsDiff(a: Float32Array, b: number[]): number {
   let m = 0;
@@ -29,6 +31,11 @@ describe.each(FIXTURES)('oracle fixture %s through NativeEngine', (name) => {
   it('reports the architecture and vocabulary', () => {
     expect(engine.info.arch).toBe(ARCH[fx.architecture as keyof typeof ARCH]);
     expect(engine.info.numVocab).toBe(fx.prompts[0]!.last_logits.length);
+    // A MoE token uses K of the E routed experts; a dense model uses every parameter.
+    const isMoe = fx.architecture === 'Glm4MoeForCausalLM' || fx.architecture === 'DeepseekV3ForCausalLM';
+    if (isMoe) expect(engine.info.numActiveParams).toBeLessThan(engine.info.numParams);
+    else expect(engine.info.numActiveParams).toBe(engine.info.numParams);
+    expect(engine.info.numActiveParams).toBeGreaterThan(0);
   });
 
   it('matches the golden last-position logits and greedy continuations', async () => {

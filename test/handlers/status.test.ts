@@ -26,7 +26,7 @@ describe('GET /v1/status', () => {
         { name: 'responses', endpoint: '/v1/responses' },
         { name: 'chat.completions', endpoint: '/v1/chat/completions' },
       ],
-      engine: { backend: 'cpu', blocks_total: expect.any(Number), steps: 0 },
+      engine: { backend: 'cpu', architecture: engine.info.arch, parameters: engine.info.numParams, active_parameters: engine.info.numParams, blocks_total: expect.any(Number), steps: 0 },
       responses_cache: { entries: 0, bytes: 0, hits: 0 },
       responses_jobs: { queued: 0, running: 0, records: 0 },
     });
