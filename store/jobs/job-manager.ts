@@ -416,8 +416,10 @@ export class JobManager {
 
 /** A failure of the run as the task's error: the store's refusal of its save, or a generic one. */
 function saveFailure(error: unknown): ResponseError {
-  if (error instanceof StoreError && error.code !== 'unknown_cursor' && error.code !== 'invalid_page') {
-    return { code: error.code, message: error.message };
+  if (error instanceof StoreError) {
+    const code = error.code;
+    if (code === 'store_unavailable') return { code: 'server_error', message: error.message };
+    if (code !== 'unknown_cursor' && code !== 'invalid_page') return { code, message: error.message };
   }
   return { code: 'server_error', message: 'The background task failed.' };
 }
