@@ -11,7 +11,7 @@ import { stderrLogger, type AppDeps, type Logger } from '../handlers/app-deps.ts
 import { createRegistry } from '../metrics/http-metrics.ts';
 import type { ResponsesSettings, ServerSettings } from '../config/settings.ts';
 import { JobManager } from '../store/jobs/job-manager.ts';
-import { MemoryResponseStore } from '../store/responses/memory-response-store.ts';
+import { openResponseStore } from '../store/responses/open-response-store.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 
 export type LoadModelRuntime = (dir: string, opts: { onProgress?: (p: LoadProgress) => void; dialect?: string }) => Promise<ModelRuntime>;
@@ -44,7 +44,10 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const { settings, server: serverSettings } = options;
   let runtime: ModelRuntime | undefined;
   const registry = createRegistry();
-  const store = new MemoryResponseStore({ settings, registry });
+  // MAYA_STORE_URL=redis://… shares the store between replicas; an unreachable Redis throws
+  // StoreConnectError here, before the server listens.
+  const backend = await openResponseStore({ settings, storeUrl: serverSettings.storeUrl, registry });
+  const store = backend.store;
   const jobs = new JobManager({ settings, store, registry });
   const deps: AppDeps = {
     settings,
@@ -53,11 +56,16 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     getRuntime: () => runtime,
     store,
     jobs,
-    statusProviders: {},
+    statusProviders: { responses_store: () => backend.status() },
+    ...(backend.scopeSecret ? { scopeSecret: backend.scopeSecret } : {}),
     logger: options.logger ?? stderrLogger,
     shutdown: async () => {
-      await jobs.close();
-      await runtime?.close();
+      try {
+        await jobs.close();
+        await runtime?.close();
+      } finally {
+        await backend.close();
+      }
     },
   };
   const app = createApp(deps);

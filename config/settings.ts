@@ -109,6 +109,8 @@ export interface ServerSettings {
   readonly maxBodyBytes: number;
   /** MAYA_DIALECT: overrides the dialect detected from the checkpoint (e.g. glm47); undefined = detect. */
   readonly dialect?: string;
+  /** MAYA_STORE_URL: `redis://…` or `rediss://…` shares stored responses through Redis; undefined = in memory. */
+  readonly storeUrl?: string;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -137,6 +139,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   if (dialect !== undefined && !DIALECT_NAMES.includes(dialect as never)) {
     throw new SettingsError('MAYA_DIALECT', `MAYA_DIALECT=${dialect}: must be one of ${DIALECT_NAMES.join(', ')}`);
   }
+  const storeUrl = loadStoreUrl(env.MAYA_STORE_URL);
   return {
     host: env.MAYA_HOST !== undefined && env.MAYA_HOST !== '' ? env.MAYA_HOST : '127.0.0.1',
     port,
@@ -145,5 +148,21 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     corsOrigins: origins.length > 0 ? origins : undefined,
     maxBodyBytes,
     ...(dialect !== undefined ? { dialect } : {}),
+    ...(storeUrl !== undefined ? { storeUrl } : {}),
   };
+}
+
+/** MAYA_STORE_URL: unset or empty = in memory; otherwise a redis:// or rediss:// URL. */
+function loadStoreUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  let protocol = '';
+  try {
+    protocol = new URL(raw.trim()).protocol;
+  } catch {
+    // reported below
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:') {
+    throw new SettingsError('MAYA_STORE_URL', 'MAYA_STORE_URL: must be a redis://[user:password@]host[:port][/db] or rediss:// URL (unset = in-memory store)');
+  }
+  return raw.trim();
 }

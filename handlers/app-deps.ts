@@ -33,6 +33,11 @@ export interface AppDeps {
   readonly store: ResponseStore;
   /** Background jobs (`background:true`); /v1/status shows zeros when absent. */
   readonly jobs?: JobManager;
+  /**
+   * The secret credential scopes are keyed with. Replicas that share a store share it (the
+   * Redis backend provides one); absent = a random per-process secret.
+   */
+  readonly scopeSecret?: Uint8Array;
   /** Extra /v1/status sections by name, merged over the built-in ones (model, engine, cache, jobs). */
   readonly statusProviders: Record<string, StatusProvider>;
   readonly logger: Logger;
