@@ -49,6 +49,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const backend = await openResponseStore({ settings, storeUrl: serverSettings.storeUrl, registry });
   const store = backend.store;
   const jobs = new JobManager({ settings, store, registry });
+  const logger = options.logger ?? stderrLogger;
+  const sharedJobs = await backend.shareJobs?.(jobs, (error) => logger.warn('shared task record write failed', { error: (error as Error).message }));
   const deps: AppDeps = {
     settings,
     server: serverSettings,
@@ -56,14 +58,16 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     getRuntime: () => runtime,
     store,
     jobs,
+    ...(sharedJobs ? { sharedJobs } : {}),
     statusProviders: { responses_store: () => backend.status() },
     ...(backend.scopeSecret ? { scopeSecret: backend.scopeSecret } : {}),
-    logger: options.logger ?? stderrLogger,
+    logger,
     shutdown: async () => {
       try {
         await jobs.close();
         await runtime?.close();
       } finally {
+        await sharedJobs?.close();
         await backend.close();
       }
     },

@@ -17,6 +17,7 @@ import type { ResponsesSettings } from '../config/settings.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 import type { JobManager, JobSpec } from '../store/jobs/job-manager.ts';
 import type { JobEvent } from '../store/jobs/job-event-buffer.ts';
+import type { RedisJobMirror } from '../store/jobs/redis-job-mirror.ts';
 import type { ReaderLease } from '../store/jobs/job-readers.ts';
 import type {
   InputItemPage,
@@ -36,6 +37,11 @@ export interface ServiceDeps {
   readonly store: ResponseStore;
   /** Background tasks; absent where the server runs none. */
   readonly jobs?: JobManager;
+  /**
+   * Background task records shared by replicas (MAYA_STORE_URL): when present, every lookup of a
+   * task goes through it, so all replicas answer alike; tasks still run on `jobs`.
+   */
+  readonly sharedJobs?: RedisJobMirror;
   readonly settings: Pick<ResponsesSettings, 'ENTRY_BYTES'>;
   /** The loaded model, or undefined while it is still loading. */
   readonly getRuntime: () => ModelRuntime | undefined;
@@ -103,7 +109,7 @@ export async function createResponse(
   signal: AbortSignal,
 ): Promise<Created> {
   const prepared = await prepare(deps, scope, body, requireRuntime(deps));
-  if (prepared.request.background) return startBackground(deps, prepared, signal);
+  if (prepared.request.background) return confirmShared(deps, scope, startBackground(deps, prepared, signal));
   return { kind: 'foreground', stream: prepared.request.stream === true, events: runForeground(prepared, signal) };
 }
 
@@ -141,7 +147,9 @@ async function prepare(deps: ServiceDeps, scope: string, body: CreateRequest, ru
 
 /** The continued response's history (404 for unknown, expired, deleted or other-key ids). */
 async function continuation(deps: ServiceDeps, scope: string, id: string): Promise<StoredHistory> {
-  const fromJobs = locate(deps, scope, id) === 'jobs' ? await deps.jobs!.continuationHistory(scope, id) : undefined;
+  const fromJobs = deps.sharedJobs
+    ? await deps.sharedJobs.continuationHistory(scope, id)
+    : locate(deps, scope, id) === 'jobs' ? await deps.jobs!.continuationHistory(scope, id) : undefined;
   const history = fromJobs ?? (await deps.store.history(scope, id));
   if (!history) throw notFound('response', id, 'previous_response_id');
   return history;
@@ -193,6 +201,18 @@ function startBackground(deps: ServiceDeps, prepared: PreparedResponse, signal: 
   return { kind: 'attached', events: jobs.openStream(prepared.scope, queued.id, undefined, { signal, lease })! };
 }
 
+/** With shared task records, answers only once other replicas can see the task (else 503, task cancelled). */
+async function confirmShared(deps: ServiceDeps, scope: string, created: Created): Promise<Created> {
+  if (!deps.sharedJobs || created.kind !== 'queued') return created;
+  try {
+    await deps.sharedJobs.confirmAdmission(created.response.id);
+  } catch (error) {
+    await deps.jobs?.cancel(scope, created.response.id, 0);
+    throw error;
+  }
+  return created;
+}
+
 function jobSpec(prepared: PreparedResponse): JobSpec {
   const { runtime, plan, response, request } = prepared;
   return {
@@ -207,7 +227,9 @@ function jobSpec(prepared: PreparedResponse): JobSpec {
 
 /** getResponse: the caller's task snapshot (queued, running or retained) or stored response; 404 otherwise. */
 export async function retrieveResponse(deps: ServiceDeps, scope: string, id: string): Promise<ResponseObject | StoredResponse> {
-  const snapshot = locate(deps, scope, id) === 'jobs' ? deps.jobs!.snapshot(scope, id) : undefined;
+  const snapshot = deps.sharedJobs
+    ? await deps.sharedJobs.snapshot(scope, id)
+    : locate(deps, scope, id) === 'jobs' ? deps.jobs!.snapshot(scope, id) : undefined;
   const found = snapshot ?? (await deps.store.get(scope, id));
   if (!found) throw notFound('response', id);
   return found;
@@ -225,7 +247,9 @@ export async function streamResponse(
   startingAfter: number | undefined,
   signal: AbortSignal,
 ): Promise<AsyncIterable<JobEvent>> {
-  if (locate(deps, scope, id) === 'jobs') {
+  const shared = await deps.sharedJobs?.openStream(scope, id, startingAfter, { signal });
+  if (shared) return shared;
+  if (!deps.sharedJobs && locate(deps, scope, id) === 'jobs') {
     const events = deps.jobs!.openStream(scope, id, startingAfter, { signal });
     if (events) return events;
   }
@@ -238,7 +262,9 @@ export async function streamResponse(
  * stored copy; 404 when neither existed.
  */
 export async function deleteResponse(deps: ServiceDeps, scope: string, id: string): Promise<void> {
-  const isRecordDeleted = locate(deps, scope, id) === 'jobs' && deps.jobs!.remove(scope, id);
+  const isRecordDeleted = deps.sharedJobs
+    ? await deps.sharedJobs.remove(scope, id)
+    : locate(deps, scope, id) === 'jobs' && deps.jobs!.remove(scope, id);
   if (!(await deps.store.delete(scope, id)) && !isRecordDeleted) throw notFound('response', id);
 }
 
@@ -249,10 +275,10 @@ export async function deleteResponse(deps: ServiceDeps, scope: string, id: strin
  * final state; unknown ids → 404.
  */
 export async function cancelResponse(deps: ServiceDeps, scope: string, id: string): Promise<ResponseObject | StoredResponse> {
-  if (locate(deps, scope, id) === 'jobs') {
-    const snapshot = await deps.jobs!.cancel(scope, id);
-    if (snapshot) return snapshot;
-  }
+  const snapshot = deps.sharedJobs
+    ? await deps.sharedJobs.cancel(scope, id)
+    : locate(deps, scope, id) === 'jobs' ? await deps.jobs!.cancel(scope, id) : undefined;
+  if (snapshot) return snapshot;
   const stored = await deps.store.get(scope, id);
   if (!stored) throw notFound('response', id);
   if (stored.background !== true) {
@@ -272,7 +298,9 @@ export async function listInputItems(
   id: string,
   options: ListInputItemsOptions,
 ): Promise<InputItemPage> {
-  const fromJobs = locate(deps, scope, id) === 'jobs' ? deps.jobs!.listInputItems(scope, id, options) : undefined;
+  const fromJobs = deps.sharedJobs
+    ? await deps.sharedJobs.listInputItems(scope, id, options)
+    : locate(deps, scope, id) === 'jobs' ? deps.jobs!.listInputItems(scope, id, options) : undefined;
   const page = fromJobs ?? (await deps.store.listInputItems(scope, id, options));
   if (!page) throw notFound('response', id);
   return page;

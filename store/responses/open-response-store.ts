@@ -13,6 +13,8 @@ import { createRedisClient, isRedisReady, openRedis, redactUrl, StoreConnectErro
 import { MemoryResponseStore } from './memory-response-store.ts';
 import { DEFAULT_STORE_PREFIX, RedisResponseStore } from './redis-response-store.ts';
 import type { ResponseStore } from './response-store.ts';
+import type { JobManager } from '../jobs/job-manager.ts';
+import { RedisJobMirror } from '../jobs/redis-job-mirror.ts';
 
 export type StoreBackendName = 'memory' | 'redis';
 
@@ -21,6 +23,8 @@ export interface ResponseStoreBackend {
   readonly store: ResponseStore;
   /** The secret credential scopes are keyed with; undefined = a per-process one is fine. */
   readonly scopeSecret?: Buffer;
+  /** Shares `jobs`' task records with the other replicas (started); absent for memory. */
+  shareJobs?(jobs: JobManager, onError?: (error: unknown) => void): Promise<RedisJobMirror>;
   /** The `responses_store` section of /v1/status. */
   status(): Record<string, unknown>;
   /** Closes the connection (after the job manager stopped); idempotent. */
@@ -64,10 +68,16 @@ export async function openResponseStore(options: OpenStoreOptions): Promise<Resp
   client.on('ready', () => void client.set(`${prefix}scope-secret`, scopeSecret.toString('hex'), 'NX').catch(() => {}));
   registerBackendMetrics(registry, 'redis', () => isRedisReady(client));
   let isClosed = false;
+  const store = new RedisResponseStore({ client, settings, registry, prefix });
   return {
     name: 'redis',
-    store: new RedisResponseStore({ client, settings, registry, prefix }),
+    store,
     scopeSecret,
+    shareJobs: async (jobs, onError) => {
+      const mirror = new RedisJobMirror({ client, prefix, jobs, settings, store, onError });
+      await mirror.start();
+      return mirror;
+    },
     status: () => ({ backend: 'redis', healthy: isRedisReady(client), url: redactUrl(storeUrl), connection: client.status }),
     close: async () => {
       if (isClosed) return;
