@@ -207,7 +207,7 @@ async function confirmShared(deps: ServiceDeps, scope: string, created: Created)
   try {
     await deps.sharedJobs.confirmAdmission(created.response.id);
   } catch (error) {
-    await deps.jobs?.cancel(scope, created.response.id, 0);
+    await deps.jobs?.cancel(scope, created.response.id);
     throw error;
   }
   return created;

@@ -136,6 +136,10 @@ describe('Redis lost during operation', () => {
     const continued = await post(b, { input: 'more', previous_response_id: kept.id, store: false });
     expect(continued.status).toBe(503);
 
+    const background = await post(a, { input: 'later', store: true, background: true });
+    expect([background.status, background.headers.get('retry-after')]).toEqual([503, '1']);
+    expect(a.deps.jobs!.stats()).toMatchObject({ queued: 0, running: 0 });
+
     const plain = await post(a, { input: 'no store needed', store: false });
     expect(plain.status).toBe(200);
     expect((await plain.json()).status).toMatch(/completed|incomplete/);
