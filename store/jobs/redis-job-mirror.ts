@@ -112,9 +112,12 @@ export class RedisJobMirror implements JobObserver {
   admitted(record: JobRecord): void {
     this.owned.set(record.id, record.scope);
     const events = record.events.retained();
+    // Everything is captured now: the writes run later, when the record has moved on.
+    const { status } = record;
     const snapshot = JSON.stringify(record.snapshot());
+    const history = JSON.stringify(record.historyItems);
     const admission = this.enqueue(record.id, async () => {
-      await this.client.mayaJobAdmit(this.prefix, record.id, record.scope, this.replicaId, snapshot, JSON.stringify(record.historyItems), record.status);
+      await this.client.mayaJobAdmit(this.prefix, record.id, record.scope, this.replicaId, snapshot, history, status);
       for (const event of events) await this.appendNow(record.id, event, eventBytes(event));
     }, true);
     admission.catch(() => {});
@@ -123,15 +126,17 @@ export class RedisJobMirror implements JobObserver {
   }
 
   started(record: JobRecord): void {
+    const { status } = record;
     const snapshot = JSON.stringify(record.snapshot());
-    this.enqueue(record.id, async () => void (await this.client.mayaJobStatus(this.prefix, record.id, record.status, snapshot)));
+    this.enqueue(record.id, async () => void (await this.client.mayaJobStatus(this.prefix, record.id, status, snapshot)));
   }
 
   finished(record: JobRecord): void {
     this.owned.delete(record.id);
     this.admissions.delete(record.id);
+    const { status } = record;
     const snapshot = JSON.stringify(record.snapshot());
-    const done = this.enqueue(record.id, async () => void (await this.client.mayaJobFinish(this.prefix, record.id, record.status, snapshot, this.settings.JOB_TTL_S * 1000)));
+    const done = this.enqueue(record.id, async () => void (await this.client.mayaJobFinish(this.prefix, record.id, status, snapshot, this.settings.JOB_TTL_S * 1000)));
     void done.then(() => {
       if (this.writes.get(record.id) === done) this.writes.delete(record.id);
     });
