@@ -13,13 +13,15 @@
  * a reader can see, by the first replica that notices: its heartbeat sweep, a retrieval or a
  * reader. So a dead replica's tasks fail within LEASE_MS + HEARTBEAT_MS.
  *
- * Per replica: reader admission (STREAM_READERS / STREAM_OWNER_READERS count this replica's
- * readers), queue/worker limits and the JOB_ENTRIES / JOB_OWNER_ENTRIES admission bounds.
+ * Readers: STREAM_READERS / STREAM_OWNER_READERS count the readers of every replica (counts in
+ * Redis, per replica, dropped with a dead replica's lease) for streams opened by retrieval; a
+ * reader attached at creation (background + stream) is counted on its replica only. Per replica:
+ * queue/worker limits and the JOB_ENTRIES / JOB_OWNER_ENTRIES admission bounds.
  * Errors are the job manager's ApiErrors; Redis unreachable → StoreError `store_unavailable`.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { badRequest, conflict, gone } from '../../contract/errors.ts';
+import { badRequest, conflict, gone, tooManyRequests } from '../../contract/errors.ts';
 import type { ResponseObject } from '../../contract/types.ts';
 import { storeFailure } from '../redis/redis-connection.ts';
 import { pageItems, type InputItemPage, type ListInputItemsOptions, type ResponseStore, type StoredHistory, type StoredItem } from '../responses/response-store.ts';
@@ -53,7 +55,7 @@ export interface RedisJobMirrorOptions {
   client: Redis;
   prefix: string;
   jobs: JobManager;
-  settings: Pick<JobSettings, 'EVENT_COUNT' | 'EVENT_BYTES' | 'JOB_TTL_S'>;
+  settings: Pick<JobSettings, 'EVENT_COUNT' | 'EVENT_BYTES' | 'JOB_TTL_S' | 'STREAM_READERS' | 'STREAM_OWNER_READERS'>;
   /** The store's assembly budget, charged for continuation histories. */
   store: Pick<ResponseStore, 'reserveAssembly'>;
   leaseMs?: number;
@@ -106,7 +108,7 @@ export class RedisJobMirror implements JobObserver {
   async close(): Promise<void> {
     clearInterval(this.timer);
     await Promise.all([...this.writes.values()]);
-    await this.client.del(this.key('replica', this.replicaId)).catch(() => {});
+    await this.client.del(this.key('replica', this.replicaId), this.key('readers', this.replicaId)).catch(() => {});
   }
 
   admitted(record: JobRecord): void {
@@ -242,8 +244,38 @@ export class RedisJobMirror implements JobObserver {
     }
     const behind = (dropped: number) => gone(`Events of response '${id}' up to sequence number ${dropped} are no longer retained (EVENT_COUNT/EVENT_BYTES); the snapshot is still retrievable without stream=true.`, 'events_expired', 'starting_after');
     if (after < record.dropped) throw behind(record.dropped);
-    const lease = options.lease ?? this.jobs.readers.acquire(scope);
+    const lease = options.lease ?? (await this.acquireReader(scope));
     return this.follow(scope, id, after, behind, lease, options.signal);
+  }
+
+  /** A reader slot counted on this replica and across all replicas; 429 past either limit. */
+  private async acquireReader(scope: string): Promise<{ release(): void }> {
+    const local = this.jobs.readers.acquire(scope);
+    const { STREAM_READERS, STREAM_OWNER_READERS } = this.settings;
+    const count = (delta: number) => this.client.mayaJobReader(this.prefix, this.replicaId, scope, delta, STREAM_READERS, STREAM_OWNER_READERS, this.leaseMs);
+    let verdict: unknown;
+    try {
+      verdict = await this.call(() => count(1));
+    } catch (error) {
+      local.release();
+      throw error;
+    }
+    if (verdict !== 'ok') {
+      local.release();
+      this.jobs.metrics.reject(verdict === 'readers' ? 'readers' : 'owner_readers');
+      throw verdict === 'readers'
+        ? tooManyRequests(`Too many background stream readers (${STREAM_READERS}, all replicas); retry later.`, 'too_many_readers', 1)
+        : tooManyRequests(`Too many background stream readers for this API key (${STREAM_OWNER_READERS}, all replicas); close one first.`, 'too_many_readers', 1);
+    }
+    let isReleased = false;
+    return {
+      release: () => {
+        if (isReleased) return;
+        isReleased = true;
+        local.release();
+        count(-1).catch((error: unknown) => this.onError(error));
+      },
+    };
   }
 
   private async *follow(scope: string, id: string, after: number, behind: (dropped: number) => Error, lease: { release(): void }, signal?: AbortSignal): AsyncGenerator<JobEvent, void, void> {
@@ -310,6 +342,7 @@ export class RedisJobMirror implements JobObserver {
     this.isTicking = true;
     try {
       await this.client.set(this.key('replica', this.replicaId), '1', 'PX', this.leaseMs);
+      await this.client.pexpire(this.key('readers', this.replicaId), this.leaseMs);
       for (const [id, scope] of [...this.owned]) {
         if ((await this.client.hget(this.key('job', id), 'cancel')) === '1') void this.jobs.cancel(scope, id, 0);
       }

@@ -9,6 +9,8 @@
  *   P job:<id>:eb   list  the byte size of each retained event
  *   P jobs:active   set   ids of tasks not yet done (the orphan sweep walks it)
  *   P replica:<rid> string a replica's lease, refreshed by its heartbeat (PX lease)
+ *   P replicas      set   replica ids that may hold readers
+ *   P readers:<rid> hash  one replica's stream readers: '*' → all, 'scope:<scope>' → that scope's
  *
  * ARGV[1] is always P and ARGV[2] the task id.
  */
@@ -94,7 +96,40 @@ local alive = redis.call('EXISTS', P .. 'replica:' .. f[2])
 return {f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], alive, events}
 `;
 
+/**
+ * Stream reader admission counted across replicas. ARGV: P, rid, scope, delta (+1 acquire, -1
+ * release), STREAM_READERS, STREAM_OWNER_READERS, leaseMs. Counts of replicas whose lease is gone
+ * are dropped first. Reply: 'ok' | 'readers' | 'owner_readers'.
+ */
+const READER = `
+local P, rid, scope, delta = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local mine, field = P .. 'readers:' .. rid, 'scope:' .. ARGV[3]
+if delta < 0 then
+  if (tonumber(redis.call('HGET', mine, '*')) or 0) > 0 then redis.call('HINCRBY', mine, '*', -1) end
+  if (tonumber(redis.call('HGET', mine, field)) or 0) > 1 then redis.call('HINCRBY', mine, field, -1) else redis.call('HDEL', mine, field) end
+  return 'ok'
+end
+local total, owned = 0, 0
+for _, other in ipairs(redis.call('SMEMBERS', P .. 'replicas')) do
+  if redis.call('EXISTS', P .. 'replica:' .. other) == 0 then
+    redis.call('SREM', P .. 'replicas', other)
+    redis.call('DEL', P .. 'readers:' .. other)
+  else
+    total = total + (tonumber(redis.call('HGET', P .. 'readers:' .. other, '*')) or 0)
+    owned = owned + (tonumber(redis.call('HGET', P .. 'readers:' .. other, field)) or 0)
+  end
+end
+if total >= tonumber(ARGV[5]) then return 'readers' end
+if owned >= tonumber(ARGV[6]) then return 'owner_readers' end
+redis.call('SADD', P .. 'replicas', rid)
+redis.call('HINCRBY', mine, '*', 1)
+redis.call('HINCRBY', mine, field, 1)
+redis.call('PEXPIRE', mine, ARGV[7])
+return 'ok'
+`;
+
 export const JOB_SCRIPTS = {
+  mayaJobReader: READER,
   mayaJobAdmit: ADMIT,
   mayaJobAppend: APPEND,
   mayaJobStatus: STATUS,

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiError } from '../../../contract/errors.ts';
 import { createRedisClient, openRedis } from '../../../store/redis/redis-connection.ts';
 import { RedisJobMirror } from '../../../store/jobs/redis-job-mirror.ts';
-import type { ResponsesSettings } from '../../../config/settings.ts';
+import { DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings } from '../../../config/settings.ts';
 import { sharedRedisUrl, uniquePrefix } from '../../helpers/redis-server.ts';
 import { collect, createManager, Gate, scriptedTask, type ManagerFixture } from './job-fixtures.ts';
 
@@ -36,7 +36,7 @@ async function replica(prefix: string, settings: Partial<ResponsesSettings> = {}
   clients.push(client);
   await openRedis(client, redis.url);
   const fixture = createManager(settings);
-  const mirror = new RedisJobMirror({ client, prefix, jobs: fixture.jobs, settings: { EVENT_COUNT: 4096, EVENT_BYTES: 2097152, JOB_TTL_S: 900, ...settings }, store: fixture.store, ...lease });
+  const mirror = new RedisJobMirror({ client, prefix, jobs: fixture.jobs, settings: { ...DEFAULT_RESPONSES_SETTINGS, ...settings }, store: fixture.store, ...lease });
   await mirror.start();
   mirrors.push(mirror);
   return { ...fixture, mirror };
@@ -106,6 +106,32 @@ describe('RedisJobMirror', () => {
     expect(events.at(-1)).toMatchObject({ type: 'error', code: 'response_cancelled' });
     expect(await b.mirror.remove('scope', id)).toBe(true);
     expect(await a.mirror.snapshot('scope', id)).toBeUndefined();
+  });
+
+  it('counts stream readers across replicas (STREAM_READERS, STREAM_OWNER_READERS) and frees slots on release', async () => {
+    const prefix = uniquePrefix('jobs');
+    const settings = { STREAM_READERS: 3, STREAM_OWNER_READERS: 2 };
+    const [a, b] = [await replica(prefix, settings), await replica(prefix, settings)];
+    const gate = new Gate();
+    const mine = a.jobs.submit('scope', scriptedTask({ deltas: 3, gate }).spec).id;
+    const theirs = a.jobs.submit('other', scriptedTask({ deltas: 3, gate }).spec).id;
+    await a.mirror.confirmAdmission(mine);
+    await a.mirror.confirmAdmission(theirs);
+    const controller = new AbortController();
+    const open = (on: typeof a, scope: string, id: string) => on.mirror.openStream(scope, id, undefined, { signal: controller.signal });
+    const held = [await open(a, 'scope', mine), await open(b, 'scope', mine)];
+    const owner = await refusal(open(b, 'scope', mine));
+    expect([owner.status, owner.code]).toEqual([429, 'too_many_readers']);
+    held.push(await open(b, 'other', theirs));
+    const global = await refusal(open(a, 'other', theirs));
+    expect([global.status, global.message]).toEqual([429, 'Too many background stream readers (3, all replicas); retry later.']);
+    // Reading to the end releases the slot: open the first reader and let its task finish.
+    gate.open();
+    await collect(held[0]!);
+    await until(async () => (await open(a, 'other', theirs).then((events) => (held.push(events), true), () => false)));
+    expect(b.jobs.stats()).toMatchObject({ rejections_by_reason: { owner_readers: 1 } });
+    expect(a.jobs.stats()).toMatchObject({ rejections_by_reason: { readers: 1 } });
+    controller.abort();
   });
 
   it('fails the active tasks of a replica whose lease lapsed, with a readable error and event', async () => {
