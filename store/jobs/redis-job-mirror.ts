@@ -31,6 +31,8 @@ import { JOB_SCRIPTS } from './redis-job-scripts.ts';
 
 export const LEASE_MS = 3_000;
 export const HEARTBEAT_MS = 500;
+/** How long a finished task's admission outcome waits for its creator's confirmAdmission. */
+const ADMISSION_KEEP_MS = 60_000;
 /** How often a reader on another replica looks for new events. */
 const POLL_MS = 50;
 
@@ -135,12 +137,13 @@ export class RedisJobMirror implements JobObserver {
 
   finished(record: JobRecord): void {
     this.owned.delete(record.id);
-    this.admissions.delete(record.id);
     const { status } = record;
     const snapshot = JSON.stringify(record.snapshot());
     const done = this.enqueue(record.id, async () => void (await this.client.mayaJobFinish(this.prefix, record.id, status, snapshot, this.settings.JOB_TTL_S * 1000)));
     void done.then(() => {
       if (this.writes.get(record.id) === done) this.writes.delete(record.id);
+      // A creator that has not confirmed yet still needs the admission's outcome; nobody later does.
+      setTimeout(() => this.admissions.delete(record.id), ADMISSION_KEEP_MS).unref();
     });
   }
 
