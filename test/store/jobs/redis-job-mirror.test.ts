@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiError } from '../../../contract/errors.ts';
 import { createRedisClient, openRedis } from '../../../store/redis/redis-connection.ts';
 import { RedisJobMirror } from '../../../store/jobs/redis-job-mirror.ts';
+import { StoreError } from '../../../store/responses/response-store.ts';
 import { DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings } from '../../../config/settings.ts';
 import { sharedRedisUrl, uniquePrefix } from '../../helpers/redis-server.ts';
 import { collect, createManager, Gate, scriptedTask, type ManagerFixture } from './job-fixtures.ts';
@@ -153,5 +154,19 @@ describe('RedisJobMirror', () => {
     const continued = await refusal(b.mirror.continuationHistory('scope', id));
     expect([continued.status, continued.param]).toEqual([400, 'previous_response_id']);
     gate.open();
+  });
+});
+
+describe('a background task whose save finds the store unavailable', () => {
+  it('fails with a readable server_error, never a silent success', async () => {
+    const { jobs } = createManager();
+    const task = scriptedTask();
+    task.spec.save = async () => {
+      throw new StoreError('store_unavailable', 'The response store is unavailable; retry shortly.');
+    };
+    const { id } = jobs.submit('scope', task.spec);
+    const events = await collect(jobs.openStream('scope', id, undefined)!);
+    expect(jobs.snapshot('scope', id)).toMatchObject({ status: 'failed', error: { code: 'server_error', message: 'The response store is unavailable; retry shortly.' } });
+    expect(events.at(-1)).toMatchObject({ type: 'response.failed' });
   });
 });
