@@ -109,7 +109,7 @@ export async function createResponse(
   signal: AbortSignal,
 ): Promise<Created> {
   const prepared = await prepare(deps, scope, body, requireRuntime(deps));
-  if (prepared.request.background) return confirmShared(deps, scope, startBackground(deps, prepared, signal));
+  if (prepared.request.background) return startBackground(deps, prepared, signal);
   return { kind: 'foreground', stream: prepared.request.stream === true, events: runForeground(prepared, signal) };
 }
 
@@ -184,7 +184,7 @@ function checkStorable(history: HistoryItem[], newItems: HistoryItem[], previous
  * is taken first (429 before anything is queued) and the task's events are returned from
  * `response.created` on; the task runs on whatever happens to that reader.
  */
-function startBackground(deps: ServiceDeps, prepared: PreparedResponse, signal: AbortSignal): Created {
+async function startBackground(deps: ServiceDeps, prepared: PreparedResponse, signal: AbortSignal): Promise<Created> {
   const jobs = deps.jobs;
   let lease: ReaderLease | undefined;
   let queued: ResponseObject;
@@ -197,20 +197,16 @@ function startBackground(deps: ServiceDeps, prepared: PreparedResponse, signal: 
     prepared.previous?.release();
     throw error;
   }
-  if (!lease) return { kind: 'queued', response: queued };
-  return { kind: 'attached', events: jobs.openStream(prepared.scope, queued.id, undefined, { signal, lease })! };
-}
-
-/** With shared task records, answers only once other replicas can see the task (else 503, task cancelled). */
-async function confirmShared(deps: ServiceDeps, scope: string, created: Created): Promise<Created> {
-  if (!deps.sharedJobs || created.kind !== 'queued') return created;
+  // With shared task records, answer only once other replicas can see the task (else 503, task cancelled).
   try {
-    await deps.sharedJobs.confirmAdmission(created.response.id);
+    await deps.sharedJobs?.confirmAdmission(queued.id);
   } catch (error) {
-    await deps.jobs?.cancel(scope, created.response.id);
+    lease?.release();
+    await jobs.cancel(prepared.scope, queued.id);
     throw error;
   }
-  return created;
+  if (!lease) return { kind: 'queued', response: queued };
+  return { kind: 'attached', events: jobs.openStream(prepared.scope, queued.id, undefined, { signal, lease })! };
 }
 
 function jobSpec(prepared: PreparedResponse): JobSpec {

@@ -138,6 +138,9 @@ describe('Redis lost during operation', () => {
 
     const background = await post(a, { input: 'later', store: true, background: true });
     expect([background.status, background.headers.get('retry-after')]).toEqual([503, '1']);
+    const attached = await post(a, { input: 'later', store: true, background: true, stream: true });
+    expect([attached.status, attached.headers.get('retry-after')]).toEqual([503, '1']);
+    expect(a.deps.jobs!.readers.count).toBe(0);
     expect(a.deps.jobs!.stats()).toMatchObject({ queued: 0, running: 0 });
 
     const plain = await post(a, { input: 'no store needed', store: false });
