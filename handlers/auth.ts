@@ -3,7 +3,8 @@
  * the same credential. Keys are compared in constant time (SHA-256 of both sides, then
  * timingSafeEqual against every configured key, no early exit). Each request gets ctx.state.scope:
  * an HMAC of the key under a per-process random secret (or the secret the replicas of a shared
- * store share), so the store and job manager can isolate records without ever holding a key. Without configured keys every caller shares ANONYMOUS_SCOPE.
+ * store share), so the store and job manager can isolate records without ever holding a key.
+ * Without configured keys every caller shares ANONYMOUS_SCOPE.
  *
  * Open endpoints (no key needed) are the operations the contract marks `security: []`:
  * GET /health (probes), GET /openapi.json (the public contract) and GET /metrics/prometheus

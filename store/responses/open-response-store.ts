@@ -75,7 +75,12 @@ export async function openResponseStore(options: OpenStoreOptions): Promise<Resp
     scopeSecret,
     shareJobs: async (jobs, onError) => {
       const mirror = new RedisJobMirror({ client, prefix, jobs, settings, store, onError });
-      await mirror.start();
+      try {
+        await mirror.start();
+      } catch (error) {
+        client.disconnect();
+        throw new StoreConnectError(`cannot take a replica lease at ${redactUrl(storeUrl)} (MAYA_STORE_URL): ${(error as Error).message}`);
+      }
       return mirror;
     },
     status: () => ({ backend: 'redis', healthy: isRedisReady(client), url: redactUrl(storeUrl), connection: client.status }),

@@ -191,8 +191,9 @@ const STORE_ERROR_STATUS: Record<StoreErrorCode, number> = {
 
 /**
  * A store refusal, raised as the ground-floor ApiError: `status` is the HTTP status (400, 413,
- * or 503 with Retry-After: 1 for assembly pressure and for a shared store that cannot be reached) and `param` the request field to blame (null
- * when none, and for 5xx). Handlers and the job manager let it through as it is.
+ * or 503 with Retry-After: 1 for assembly pressure and for a shared store that cannot be
+ * reached) and `param` the request field to blame (null when none, and for 5xx). Handlers and
+ * the job manager let it through as it is.
  */
 export class StoreError extends ApiError {
   declare readonly code: StoreErrorCode;
