@@ -1,15 +1,24 @@
 /**
- * `npm run bench:store`: the response store's three figures from issue 6, medians of RUNS runs.
+ * `npm run bench:store [-- --backend memory|redis]`: the response store's three figures from
+ * issue 6, medians of RUNS runs, on the chosen backend (default memory).
  *  (a) a 200-turn previous_response_id chain: stored bytes ÷ unique content bytes, against a
  *      store that copies each snapshot's whole history (turns 10/50/100/200);
  *  (b) input_items page latency at turn 200 ÷ at turn 10 (first page and a cursor page);
  *  (c) store (continuation put) and retrieve (get) operations per second.
- * In-process, no network; prints a table. Exits 1 when a target (≤ 1.2, ≤ 2) is missed.
+ * With `--backend redis` (MAYA_STORE_URL or MAYA_TEST_REDIS_URL, else a private redis-server from
+ * PATH on loopback) it adds (d): the store's time per stored turn (what a store:true request with
+ * previous_response_id does: history + put + release, then a retrieve) on Redis and in memory,
+ * p50/p99 over RUNS chains of TURNS turns, and the overhead (Redis − memory).
+ * Prints a table. Exits 1 when a target (≤ 1.2, ≤ 2) is missed.
  */
+import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_RESPONSES_SETTINGS } from '../config/settings.ts';
+import { createRedisClient, openRedis } from '../store/redis/redis-connection.ts';
 import { MemoryResponseStore } from '../store/responses/memory-response-store.ts';
-import type { StoredItem, StoredResponse } from '../store/responses/response-store.ts';
+import { RedisResponseStore } from '../store/responses/redis-response-store.ts';
+import type { ResponseStore, StoredItem, StoredResponse } from '../store/responses/response-store.ts';
+import { startRedisServer, uniquePrefix } from '../test/helpers/redis-server.ts';
 import { assistantMessage, responseObject, userMessage } from '../test/store/responses/store-fixtures.ts';
 
 const RUNS = 5;
@@ -41,8 +50,14 @@ function makeTurn(n: number): Turn {
 
 const bytesOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] as number;
 
-async function buildChain(store: MemoryResponseStore, turns: Turn[], onTurn?: (n: number) => Promise<void>): Promise<void> {
+/** A fresh, empty store of the chosen backend. */
+let makeStore: () => ResponseStore = () => new MemoryResponseStore({ settings });
+/** Iterations of the per-call loops; a network backend gets fewer. */
+let scale = 1;
+
+async function buildChain(store: ResponseStore, turns: Turn[], onTurn?: (n: number) => Promise<void>): Promise<void> {
   for (let n = 0; n < turns.length; n++) {
     const turn = turns[n] as Turn;
     const previous = n === 0 ? undefined : await store.history(SCOPE, (turns[n - 1] as Turn).id);
@@ -54,7 +69,7 @@ async function buildChain(store: MemoryResponseStore, turns: Turn[], onTurn?: (n
 
 /** (a) Bytes at each checkpoint: shared-block store, copy-each-history store, unique content. */
 async function storageCurve(turns: Turn[]): Promise<Map<number, { shared: number; naive: number; unique: number }>> {
-  const store = new MemoryResponseStore({ settings });
+  const store = makeStore();
   const curve = new Map<number, { shared: number; naive: number; unique: number }>();
   let unique = 0;
   let naive = 0;
@@ -73,15 +88,16 @@ async function storageCurve(turns: Turn[]): Promise<Map<number, { shared: number
 
 /** Microseconds per call of `op`, after a warm-up. */
 async function perCall(iterations: number, op: () => Promise<unknown>): Promise<number> {
+  const count = Math.max(1, Math.round(iterations * scale));
   for (let i = 0; i < 200; i++) await op();
   const start = performance.now();
-  for (let i = 0; i < iterations; i++) await op();
-  return ((performance.now() - start) * 1000) / iterations;
+  for (let i = 0; i < count; i++) await op();
+  return ((performance.now() - start) * 1000) / count;
 }
 
 /** (b) Page latency at turn `at` of a chain: first page and a page after a cursor mid-history. */
 async function pageLatency(turns: Turn[], at: number): Promise<{ first: number; cursor: number }> {
-  const store = new MemoryResponseStore({ settings });
+  const store = makeStore();
   await buildChain(store, turns.slice(0, at));
   const id = (turns[at - 1] as Turn).id;
   // Both pages hold PAGE items at every turn, so the ratio compares equal work.
@@ -96,14 +112,14 @@ async function pageLatency(turns: Turn[], at: number): Promise<{ first: number; 
  * turn), standalone puts (no previous_response_id) and gets.
  */
 async function throughput(turns: Turn[]): Promise<{ chained: number; single: number; gets: number }> {
-  const store = new MemoryResponseStore({ settings });
+  const store = makeStore();
   const start = performance.now();
   await buildChain(store, turns);
   const chained = turns.length / ((performance.now() - start) / 1000);
   const ids = turns.map((turn) => turn.id);
   let i = 0;
   const getUs = await perCall(20_000, () => store.get(SCOPE, ids[i++ % ids.length] as string));
-  const other = new MemoryResponseStore({ settings });
+  const other = makeStore();
   let j = 0;
   const putUs = await perCall(20_000, () => {
     const turn = turns[j++ % turns.length] as Turn;
@@ -112,8 +128,77 @@ async function throughput(turns: Turn[]): Promise<{ chained: number; single: num
   return { chained, single: 1e6 / putUs, gets: 1e6 / getUs };
 }
 
+/** (d) Milliseconds per stored turn (history + put + release, then get) along RUNS chains. */
+async function perTurn(store: () => ResponseStore, turns: Turn[]): Promise<number[]> {
+  const times: number[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    const chain = store();
+    for (let n = 0; n < turns.length; n++) {
+      const turn = turns[n] as Turn;
+      const start = performance.now();
+      const previous = n === 0 ? undefined : await chain.history(SCOPE, (turns[n - 1] as Turn).id);
+      await chain.put(SCOPE, { response: turn.response, inputItems: turn.input, previous });
+      previous?.release();
+      await chain.get(SCOPE, turn.id);
+      times.push(performance.now() - start);
+    }
+  }
+  return times;
+}
+
+/** Points makeStore at Redis; returns the (d) comparison and a cleanup. */
+async function useRedis(turns: Turn[]): Promise<{ report: () => Promise<void>; close: () => Promise<void> }> {
+  const given = process.env.MAYA_STORE_URL || process.env.MAYA_TEST_REDIS_URL;
+  const server = given ? undefined : await startRedisServer();
+  const url = given ?? server!.url;
+  const client = createRedisClient(url);
+  await openRedis(client, url);
+  const prefixes: string[] = [];
+  makeStore = () => {
+    const prefix = uniquePrefix('bench');
+    prefixes.push(prefix);
+    return new RedisResponseStore({ client, settings, prefix });
+  };
+  scale = 0.1;
+  console.log(`backend: redis (${given ? 'given URL' : `private redis-server on port ${server!.port}`})\n`);
+  const report = async () => {
+    const inMemory = () => new MemoryResponseStore({ settings });
+    await perTurn(inMemory, turns.slice(0, 50));
+    await perTurn(makeStore, turns.slice(0, 50));
+    const memory = await perTurn(inMemory, turns);
+    const redis = await perTurn(makeStore, turns);
+    const row = (name: string, values: number[]) => `${name.padEnd(8)} ${percentile(values, 0.5).toFixed(3).padStart(8)} ${percentile(values, 0.99).toFixed(3).padStart(8)}`;
+    console.log(`\n(d) store time per stored turn (history + put + release + get), ms, ${RUNS} chains × ${TURNS} turns`);
+    console.log('backend       p50      p99');
+    console.log(row('memory', memory));
+    console.log(row('redis', redis));
+    console.log(`overhead ${(percentile(redis, 0.5) - percentile(memory, 0.5)).toFixed(3).padStart(8)} ${(percentile(redis, 0.99) - percentile(memory, 0.99)).toFixed(3).padStart(8)}   (redis − memory)`);
+  };
+  const close = async () => {
+    for (const prefix of prefixes) {
+      const keys = await client.keys(`${prefix}*`);
+      for (let i = 0; i < keys.length; i += 500) await client.del(...keys.slice(i, i + 500));
+    }
+    client.disconnect();
+    await server?.stop();
+  };
+  return { report, close };
+}
+
 async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { backend: { type: 'string', default: 'memory' } } });
+  if (values.backend !== 'memory' && values.backend !== 'redis') throw new Error(`--backend must be memory or redis; got ${values.backend}`);
   const turns = Array.from({ length: TURNS }, (_, n) => makeTurn(n));
+  const redis = values.backend === 'redis' ? await useRedis(turns) : undefined;
+  try {
+    await figures(turns);
+    await redis?.report();
+  } finally {
+    await redis?.close();
+  }
+}
+
+async function figures(turns: Turn[]): Promise<void> {
   const curve = await storageCurve(turns);
   console.log('(a) stored bytes ÷ unique content bytes, 200-turn previous_response_id chain');
   console.log('turn  unique_B   shared_B   shared/unique  copy-history_B  copy/unique');

@@ -15,6 +15,7 @@ import type { LoadProgress } from '../runtime/model-runtime.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
 import { runGenerate } from './generate.ts';
 import { startService } from './serve.ts';
+import { StoreConnectError } from '../store/redis/redis-connection.ts';
 
 export const DEFAULT_MODEL_DIR = fileURLToPath(new URL('../models/maya-demo', import.meta.url));
 
@@ -104,6 +105,10 @@ async function serve(argv: string[]): Promise<number> {
       onListening: (origin) => process.stderr.write(`maya: listening on ${origin} (auth ${server.apiKeys.length > 0 ? 'on' : 'off'}); loading ${modelDir}\n`),
     });
   } catch (err) {
+    if (err instanceof StoreConnectError) {
+      process.stderr.write(`maya: ${err.message}\n`);
+      return 1;
+    }
     process.stderr.write(`maya: cannot listen on ${server.host}:${server.port}: ${(err as Error).message}\n`);
     return 1;
   }

@@ -14,7 +14,7 @@ import { stderrLogger, type AppDeps, type Logger } from '../handlers/app-deps.ts
 import { createRegistry } from '../metrics/http-metrics.ts';
 import { DEFAULT_SERVER_LIMITS, type ResponsesSettings, type ServerSettings } from '../config/settings.ts';
 import { JobManager } from '../store/jobs/job-manager.ts';
-import { MemoryResponseStore } from '../store/responses/memory-response-store.ts';
+import { openResponseStore } from '../store/responses/open-response-store.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 
 export type LoadModelRuntime = (dir: string, opts: { onProgress?: (p: LoadProgress) => void; dialect?: string }) => Promise<ModelRuntime>;
@@ -47,8 +47,13 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const { settings, server: serverSettings } = options;
   let runtime: ModelRuntime | undefined;
   const registry = createRegistry();
-  const store = new MemoryResponseStore({ settings, registry });
+  // MAYA_STORE_URL=redis://… shares the store between replicas; an unreachable Redis throws
+  // StoreConnectError here, before the server listens.
+  const backend = await openResponseStore({ settings, storeUrl: serverSettings.storeUrl, registry });
+  const store = backend.store;
   const jobs = new JobManager({ settings, store, registry });
+  const logger = options.logger ?? stderrLogger;
+  const sharedJobs = await backend.shareJobs?.(jobs, (error) => logger.warn('shared task record write failed', { error: (error as Error).message }));
   const deps: AppDeps = {
     settings,
     server: serverSettings,
@@ -56,8 +61,10 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     getRuntime: () => runtime,
     store,
     jobs,
-    statusProviders: {},
-    logger: options.logger ?? stderrLogger,
+    ...(sharedJobs ? { sharedJobs } : {}),
+    statusProviders: { responses_store: () => backend.status() },
+    ...(backend.scopeSecret ? { scopeSecret: backend.scopeSecret } : {}),
+    logger,
   };
   const limits = serverSettings.limits ?? DEFAULT_SERVER_LIMITS;
   const app = createApp(deps);
@@ -74,8 +81,13 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   server.maxConnections = limits.MAX_CONNECTIONS;
   const inflight = trackRequests(server);
   deps.shutdown = async () => {
-    await Promise.all([jobs.close(), inflight.settled(limits.SHUTDOWN_GRACE_S * 1000)]);
-    await runtime?.close();
+    try {
+      await Promise.all([jobs.close(), inflight.settled(limits.SHUTDOWN_GRACE_S * 1000)]);
+      await runtime?.close();
+    } finally {
+      await sharedJobs?.close();
+      await backend.close();
+    }
   };
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -113,6 +113,8 @@ export interface ServerSettings {
   readonly limits?: ServerLimits;
   /** MAYA_LOG_LEVEL, default `info` (`silent` = none): the access log's level; undefined = no access log. */
   readonly logLevel?: LogLevel;
+  /** MAYA_STORE_URL: `redis://…` or `rediss://…` shares stored responses through Redis; undefined = in memory. */
+  readonly storeUrl?: string;
 }
 
 /**
@@ -194,6 +196,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   if (!LOG_LEVELS.includes(logLevel as LogLevel)) {
     throw new SettingsError('MAYA_LOG_LEVEL', `MAYA_LOG_LEVEL=${logLevel}: must be one of ${LOG_LEVELS.join(', ')}`);
   }
+  const storeUrl = loadStoreUrl(env.MAYA_STORE_URL);
   return {
     host: env.MAYA_HOST !== undefined && env.MAYA_HOST !== '' ? env.MAYA_HOST : '127.0.0.1',
     port,
@@ -204,5 +207,21 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     ...(dialect !== undefined ? { dialect } : {}),
     limits: loadServerLimits(env),
     logLevel: logLevel as LogLevel,
+    ...(storeUrl !== undefined ? { storeUrl } : {}),
   };
+}
+
+/** MAYA_STORE_URL: unset or empty = in memory; otherwise a redis:// or rediss:// URL. */
+function loadStoreUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  let protocol = '';
+  try {
+    protocol = new URL(raw.trim()).protocol;
+  } catch {
+    // reported below
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:') {
+    throw new SettingsError('MAYA_STORE_URL', 'MAYA_STORE_URL: must be a redis://[user:password@]host[:port][/db] or rediss:// URL (unset = in-memory store)');
+  }
+  return raw.trim();
 }

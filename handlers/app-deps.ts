@@ -8,6 +8,7 @@ import type { Registry } from 'prom-client';
 import type { ResponsesSettings, ServerSettings } from '../config/settings.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 import type { JobManager } from '../store/jobs/job-manager.ts';
+import type { RedisJobMirror } from '../store/jobs/redis-job-mirror.ts';
 import type { ResponseStore } from '../store/responses/response-store.ts';
 
 /** Structured log lines. Never pass API keys, scopes or request content as fields. */
@@ -35,6 +36,13 @@ export interface AppDeps {
   readonly store: ResponseStore;
   /** Background jobs (`background:true`); /v1/status shows zeros when absent. */
   readonly jobs?: JobManager;
+  /** Background task records shared by replicas (MAYA_STORE_URL=redis://…); absent in memory. */
+  readonly sharedJobs?: RedisJobMirror;
+  /**
+   * The secret credential scopes are keyed with. Replicas that share a store share it (the
+   * Redis backend provides one); absent = a random per-process secret.
+   */
+  readonly scopeSecret?: Uint8Array;
   /** Extra /v1/status sections by name, merged over the built-in ones (model, engine, cache, jobs). */
   readonly statusProviders: Record<string, StatusProvider>;
   readonly logger: Logger;

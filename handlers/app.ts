@@ -33,7 +33,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestS
   const metrics = createHttpMetrics(deps.registry);
   const ids = Object.keys(operations) as OperationId[];
   const validators = compileValidators(options.document ?? defaultDocument, ids);
-  const authenticator = createAuthenticator(deps.server.apiKeys);
+  const authenticator = createAuthenticator(deps.server.apiKeys, deps.scopeSecret);
   const router = new Router<RequestState>();
   for (const id of ids) {
     const { method, koaPath } = operations[id];

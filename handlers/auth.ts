@@ -2,8 +2,9 @@
  * API-key authentication and credential scopes. `Authorization: Bearer K` and `x-api-key: K` are
  * the same credential. Keys are compared in constant time (SHA-256 of both sides, then
  * timingSafeEqual against every configured key, no early exit). Each request gets ctx.state.scope:
- * an HMAC of the key under a per-process random secret, so the store and job manager can isolate
- * records without ever holding a key. Without configured keys every caller shares ANONYMOUS_SCOPE.
+ * an HMAC of the key under a per-process random secret (or the secret the replicas of a shared
+ * store share), so the store and job manager can isolate records without ever holding a key.
+ * Without configured keys every caller shares ANONYMOUS_SCOPE.
  *
  * Open endpoints (no key needed) are the operations the contract marks `security: []`:
  * GET /health (probes), GET /openapi.json (the public contract) and GET /metrics/prometheus
@@ -22,9 +23,9 @@ function digest(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
 }
 
-/** The scope id of a key: 32 hex chars of HMAC-SHA256 under the per-process secret. */
-export function scopeOf(key: string): string {
-  return `key_${createHmac('sha256', scopeSecret).update(key, 'utf8').digest('hex').slice(0, 32)}`;
+/** The scope id of a key: 32 hex chars of HMAC-SHA256 under the per-process (or shared) secret. */
+export function scopeOf(key: string, secret: Uint8Array = scopeSecret): string {
+  return `key_${createHmac('sha256', secret).update(key, 'utf8').digest('hex').slice(0, 32)}`;
 }
 
 /** The presented credential, or undefined. A malformed Authorization header counts as absent. */
@@ -45,7 +46,8 @@ export interface Authenticator {
   scopeFor(headers: Koa.Request['headers']): string;
 }
 
-export function createAuthenticator(keys: readonly string[]): Authenticator {
+/** `secret`: the scope secret shared by replicas of one store (default: per process). */
+export function createAuthenticator(keys: readonly string[], secret: Uint8Array = scopeSecret): Authenticator {
   const digests = keys.map(digest);
   return {
     isEnabled: digests.length > 0,
@@ -59,7 +61,7 @@ export function createAuthenticator(keys: readonly string[]): Authenticator {
       let isMatch = false;
       for (const known of digests) isMatch = timingSafeEqual(presented, known) || isMatch;
       if (!isMatch) throw unauthorized('Incorrect API key provided.');
-      return scopeOf(key);
+      return scopeOf(key, secret);
     },
   };
 }

@@ -17,6 +17,7 @@ import type { ResponsesSettings } from '../config/settings.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 import type { JobManager, JobSpec } from '../store/jobs/job-manager.ts';
 import type { JobEvent } from '../store/jobs/job-event-buffer.ts';
+import type { RedisJobMirror } from '../store/jobs/redis-job-mirror.ts';
 import type { ReaderLease } from '../store/jobs/job-readers.ts';
 import type {
   InputItemPage,
@@ -36,6 +37,11 @@ export interface ServiceDeps {
   readonly store: ResponseStore;
   /** Background tasks; absent where the server runs none. */
   readonly jobs?: JobManager;
+  /**
+   * Background task records shared by replicas (MAYA_STORE_URL): when present, every lookup of a
+   * task goes through it, so all replicas answer alike; tasks still run on `jobs`.
+   */
+  readonly sharedJobs?: RedisJobMirror;
   readonly settings: Pick<ResponsesSettings, 'ENTRY_BYTES'>;
   /** The loaded model, or undefined while it is still loading. */
   readonly getRuntime: () => ModelRuntime | undefined;
@@ -141,7 +147,9 @@ async function prepare(deps: ServiceDeps, scope: string, body: CreateRequest, ru
 
 /** The continued response's history (404 for unknown, expired, deleted or other-key ids). */
 async function continuation(deps: ServiceDeps, scope: string, id: string): Promise<StoredHistory> {
-  const fromJobs = locate(deps, scope, id) === 'jobs' ? await deps.jobs!.continuationHistory(scope, id) : undefined;
+  const fromJobs = deps.sharedJobs
+    ? await deps.sharedJobs.continuationHistory(scope, id)
+    : locate(deps, scope, id) === 'jobs' ? await deps.jobs!.continuationHistory(scope, id) : undefined;
   const history = fromJobs ?? (await deps.store.history(scope, id));
   if (!history) throw notFound('response', id, 'previous_response_id');
   return history;
@@ -176,7 +184,7 @@ function checkStorable(history: HistoryItem[], newItems: HistoryItem[], previous
  * is taken first (429 before anything is queued) and the task's events are returned from
  * `response.created` on; the task runs on whatever happens to that reader.
  */
-function startBackground(deps: ServiceDeps, prepared: PreparedResponse, signal: AbortSignal): Created {
+async function startBackground(deps: ServiceDeps, prepared: PreparedResponse, signal: AbortSignal): Promise<Created> {
   const jobs = deps.jobs;
   let lease: ReaderLease | undefined;
   let queued: ResponseObject;
@@ -187,6 +195,14 @@ function startBackground(deps: ServiceDeps, prepared: PreparedResponse, signal: 
   } catch (error) {
     lease?.release();
     prepared.previous?.release();
+    throw error;
+  }
+  // With shared task records, answer only once other replicas can see the task (else 503, task cancelled).
+  try {
+    await deps.sharedJobs?.confirmAdmission(queued.id);
+  } catch (error) {
+    lease?.release();
+    await jobs.cancel(prepared.scope, queued.id);
     throw error;
   }
   if (!lease) return { kind: 'queued', response: queued };
@@ -207,7 +223,9 @@ function jobSpec(prepared: PreparedResponse): JobSpec {
 
 /** getResponse: the caller's task snapshot (queued, running or retained) or stored response; 404 otherwise. */
 export async function retrieveResponse(deps: ServiceDeps, scope: string, id: string): Promise<ResponseObject | StoredResponse> {
-  const snapshot = locate(deps, scope, id) === 'jobs' ? deps.jobs!.snapshot(scope, id) : undefined;
+  const snapshot = deps.sharedJobs
+    ? await deps.sharedJobs.snapshot(scope, id)
+    : locate(deps, scope, id) === 'jobs' ? deps.jobs!.snapshot(scope, id) : undefined;
   const found = snapshot ?? (await deps.store.get(scope, id));
   if (!found) throw notFound('response', id);
   return found;
@@ -225,7 +243,9 @@ export async function streamResponse(
   startingAfter: number | undefined,
   signal: AbortSignal,
 ): Promise<AsyncIterable<JobEvent>> {
-  if (locate(deps, scope, id) === 'jobs') {
+  const shared = await deps.sharedJobs?.openStream(scope, id, startingAfter, { signal });
+  if (shared) return shared;
+  if (!deps.sharedJobs && locate(deps, scope, id) === 'jobs') {
     const events = deps.jobs!.openStream(scope, id, startingAfter, { signal });
     if (events) return events;
   }
@@ -238,7 +258,9 @@ export async function streamResponse(
  * stored copy; 404 when neither existed.
  */
 export async function deleteResponse(deps: ServiceDeps, scope: string, id: string): Promise<void> {
-  const isRecordDeleted = locate(deps, scope, id) === 'jobs' && deps.jobs!.remove(scope, id);
+  const isRecordDeleted = deps.sharedJobs
+    ? await deps.sharedJobs.remove(scope, id)
+    : locate(deps, scope, id) === 'jobs' && deps.jobs!.remove(scope, id);
   if (!(await deps.store.delete(scope, id)) && !isRecordDeleted) throw notFound('response', id);
 }
 
@@ -249,10 +271,10 @@ export async function deleteResponse(deps: ServiceDeps, scope: string, id: strin
  * final state; unknown ids → 404.
  */
 export async function cancelResponse(deps: ServiceDeps, scope: string, id: string): Promise<ResponseObject | StoredResponse> {
-  if (locate(deps, scope, id) === 'jobs') {
-    const snapshot = await deps.jobs!.cancel(scope, id);
-    if (snapshot) return snapshot;
-  }
+  const snapshot = deps.sharedJobs
+    ? await deps.sharedJobs.cancel(scope, id)
+    : locate(deps, scope, id) === 'jobs' ? await deps.jobs!.cancel(scope, id) : undefined;
+  if (snapshot) return snapshot;
   const stored = await deps.store.get(scope, id);
   if (!stored) throw notFound('response', id);
   if (stored.background !== true) {
@@ -272,7 +294,9 @@ export async function listInputItems(
   id: string,
   options: ListInputItemsOptions,
 ): Promise<InputItemPage> {
-  const fromJobs = locate(deps, scope, id) === 'jobs' ? deps.jobs!.listInputItems(scope, id, options) : undefined;
+  const fromJobs = deps.sharedJobs
+    ? await deps.sharedJobs.listInputItems(scope, id, options)
+    : locate(deps, scope, id) === 'jobs' ? deps.jobs!.listInputItems(scope, id, options) : undefined;
   const page = fromJobs ?? (await deps.store.listInputItems(scope, id, options));
   if (!page) throw notFound('response', id);
   return page;

@@ -38,6 +38,8 @@ export class JobEventBuffer {
   droppedThrough = -1;
   /** No event will follow (the task reached its terminal state). */
   isClosed = false;
+  /** Called with each event once it is retained (a shared-record mirror sets it). */
+  onAppend: ((event: JobEvent, bytes: number) => void) | undefined;
 
   constructor(
     readonly maxCount: number,
@@ -58,8 +60,14 @@ export class JobEventBuffer {
     this.bytes += bytes;
     this.lastSequence = event.sequence_number;
     while (this.count > this.maxCount || this.bytes > this.maxBytes) this.dropOldest();
+    this.onAppend?.(event, bytes);
     this.wake();
     return true;
+  }
+
+  /** The retained events, oldest first. */
+  retained(): JobEvent[] {
+    return this.entries.slice(this.head).map((entry) => entry.event);
   }
 
   close(): void {

@@ -27,6 +27,7 @@ import { JobRecord, type JobSpec, type StopReason } from './job-record.ts';
 import { pageItems, StoreError, type InputItemPage, type ItemListing, type ListInputItemsOptions, type ResponseStore, type StoredHistory, type StoredItem } from '../responses/response-store.ts';
 
 export type { JobRunHooks, JobSpec } from './job-record.ts';
+export type { JobRecord } from './job-record.ts';
 
 export type JobSettings = Pick<ResponsesSettings,
   'JOB_WORKERS' | 'JOB_ENTRIES' | 'JOB_OWNER_ENTRIES' | 'JOB_TIMEOUT_S' | 'JOB_TTL_S' | 'JOB_INPUT_BYTES' |
@@ -41,6 +42,16 @@ export interface JobManagerOptions {
   now?: () => number;
   /** Runs `fn` after `ms` (the deadline timer); returns a canceller. Tests inject a manual one. */
   schedule?: (fn: () => void, ms: number) => () => void;
+}
+
+/**
+ * Told about each task's admission, start and end, in that order (a shared-record mirror such as
+ * redis-job-mirror.ts); called synchronously, so it must not throw or block.
+ */
+export interface JobObserver {
+  admitted(record: JobRecord): void;
+  started(record: JobRecord): void;
+  finished(record: JobRecord): void;
 }
 
 export interface OpenStreamOptions {
@@ -92,6 +103,8 @@ export class JobManager {
   private readonly running = new Set<JobRecord>();
   private readonly activeByScope = new Map<string, number>();
   private isClosed = false;
+  /** Mirrors the records elsewhere (set once by the mirror). */
+  observer: JobObserver | undefined;
 
   constructor(options: JobManagerOptions) {
     this.settings = options.settings;
@@ -132,6 +145,7 @@ export class JobManager {
     this.records.set(record.id, record);
     this.activeByScope.set(scope, (this.activeByScope.get(scope) ?? 0) + 1);
     this.queue.push(record);
+    this.observer?.admitted(record);
     this.metrics.admit();
     record.cancelDeadline = this.schedule(() => this.stop(record, 'deadline'), this.settings.JOB_TIMEOUT_S * 1000);
     const snapshot = record.snapshot();
@@ -329,6 +343,7 @@ export class JobManager {
     record.status = 'in_progress';
     record.startedAt = this.now();
     this.running.add(record);
+    this.observer?.started(record);
     this.metrics.started((record.startedAt - record.admittedAt) / 1000);
     let final: ResponseObject | undefined;
     try {
@@ -402,6 +417,7 @@ export class JobManager {
     if (left === 0) this.activeByScope.delete(record.scope);
     else this.activeByScope.set(record.scope, left);
     this.metrics.finished(status, (record.finishedAt - record.admittedAt) / 1000, isDeadline);
+    this.observer?.finished(record);
     record.settle();
     this.pump();
   }
@@ -416,8 +432,10 @@ export class JobManager {
 
 /** A failure of the run as the task's error: the store's refusal of its save, or a generic one. */
 function saveFailure(error: unknown): ResponseError {
-  if (error instanceof StoreError && error.code !== 'unknown_cursor' && error.code !== 'invalid_page') {
-    return { code: error.code, message: error.message };
+  if (error instanceof StoreError) {
+    const code = error.code;
+    if (code === 'store_unavailable') return { code: 'server_error', message: error.message };
+    if (code !== 'unknown_cursor' && code !== 'invalid_page') return { code, message: error.message };
   }
   return { code: 'server_error', message: 'The background task failed.' };
 }

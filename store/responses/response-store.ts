@@ -176,7 +176,8 @@ export type StoreErrorCode =
   | 'duplicate_item'
   | 'invalid_item'
   | 'unknown_cursor'
-  | 'invalid_page';
+  | 'invalid_page'
+  | 'store_unavailable';
 
 const STORE_ERROR_STATUS: Record<StoreErrorCode, number> = {
   snapshot_too_large: 413,
@@ -185,12 +186,14 @@ const STORE_ERROR_STATUS: Record<StoreErrorCode, number> = {
   invalid_item: 400,
   unknown_cursor: 400,
   invalid_page: 400,
+  store_unavailable: 503,
 };
 
 /**
  * A store refusal, raised as the ground-floor ApiError: `status` is the HTTP status (400, 413,
- * or 503 with Retry-After: 1 for assembly pressure) and `param` the request field to blame (null
- * when none, and for 5xx). Handlers and the job manager let it through as it is.
+ * or 503 with Retry-After: 1 for assembly pressure and for a shared store that cannot be
+ * reached) and `param` the request field to blame (null when none, and for 5xx). Handlers and
+ * the job manager let it through as it is.
  */
 export class StoreError extends ApiError {
   declare readonly code: StoreErrorCode;

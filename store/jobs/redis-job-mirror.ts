@@ -1,0 +1,399 @@
+/**
+ * Background tasks across replicas (MAYA_STORE_URL=redis://…). A task still runs on the replica
+ * that admitted it (its JobManager owns admission, workers, deadline and cleanup); this mirror
+ * copies the task's record, status and bounded event log (EVENT_COUNT / EVENT_BYTES, dropped from
+ * the front exactly like JobEventBuffer) into Redis as they change, so that ANY replica can
+ * retrieve the task, page its input items, replay and follow its stream with `starting_after`,
+ * delete it once finished, continue from it, and cancel it: a cancel from another replica sets a
+ * flag that the owner's heartbeat (every HEARTBEAT_MS) turns into a local cancel, which stops
+ * generation at the next step; the caller waits up to five seconds for the terminal state.
+ *
+ * Leases: every replica refreshes `replica:<id>` every HEARTBEAT_MS with a LEASE_MS expiry. A task
+ * whose owner's lease is gone (the replica died) is marked failed, with a `response.failed` event
+ * a reader can see, by the first replica that notices: its heartbeat sweep, a retrieval or a
+ * reader. So a dead replica's tasks fail within LEASE_MS + HEARTBEAT_MS.
+ *
+ * Readers: STREAM_READERS / STREAM_OWNER_READERS count the readers of every replica (counts in
+ * Redis, per replica, dropped with a dead replica's lease) for streams opened by retrieval; a
+ * reader attached at creation (background + stream) is counted on its replica only. Per replica:
+ * queue/worker limits and the JOB_ENTRIES / JOB_OWNER_ENTRIES admission bounds.
+ * Errors are the job manager's ApiErrors; Redis unreachable → StoreError `store_unavailable`.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { badRequest, conflict, gone, tooManyRequests } from '../../contract/errors.ts';
+import type { ResponseObject } from '../../contract/types.ts';
+import { storeFailure } from '../redis/redis-connection.ts';
+import { pageItems, type InputItemPage, type ListInputItemsOptions, type ResponseStore, type StoredHistory, type StoredItem } from '../responses/response-store.ts';
+import { eventBytes, type JobEvent } from './job-event-buffer.ts';
+import { CANCEL_WAIT_MS, type JobManager, type JobObserver, type JobRecord, type JobSettings, type OpenStreamOptions } from './job-manager.ts';
+import { JOB_SCRIPTS } from './redis-job-scripts.ts';
+
+export const LEASE_MS = 3_000;
+export const HEARTBEAT_MS = 500;
+/** How long a finished task's admission outcome waits for its creator's confirmAdmission. */
+const ADMISSION_KEEP_MS = 60_000;
+/** How often a reader on another replica looks for new events. */
+const POLL_MS = 50;
+
+type ScriptName = keyof typeof JOB_SCRIPTS;
+type Reply = (string | number | Reply)[];
+type ScriptClient = Redis & Record<ScriptName, (...args: (string | number)[]) => Promise<Reply | number>>;
+
+interface SharedRecord {
+  id: string;
+  scope: string;
+  owner: string;
+  status: string;
+  snapshot: ResponseObject;
+  last: number;
+  dropped: number;
+  isDone: boolean;
+  isOwnerAlive: boolean;
+  events: string[];
+}
+
+export interface RedisJobMirrorOptions {
+  client: Redis;
+  prefix: string;
+  jobs: JobManager;
+  settings: Pick<JobSettings, 'EVENT_COUNT' | 'EVENT_BYTES' | 'JOB_TTL_S' | 'STREAM_READERS' | 'STREAM_OWNER_READERS'>;
+  /** The store's assembly budget, charged for continuation histories. */
+  store: Pick<ResponseStore, 'reserveAssembly'>;
+  leaseMs?: number;
+  heartbeatMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+export class RedisJobMirror implements JobObserver {
+  readonly replicaId = randomBytes(8).toString('hex');
+  private readonly client: ScriptClient;
+  private readonly prefix: string;
+  private readonly jobs: JobManager;
+  private readonly settings: RedisJobMirrorOptions['settings'];
+  private readonly store: RedisJobMirrorOptions['store'];
+  private readonly leaseMs: number;
+  private readonly heartbeatMs: number;
+  private readonly onError: (error: unknown) => void;
+  /** Per task, the chain of its pending writes (in event order). */
+  private readonly writes = new Map<string, Promise<void>>();
+  /** This replica's active tasks: id → scope. */
+  private readonly owned = new Map<string, string>();
+  /** Each admitted task's first write (record + admission events), until confirmed. */
+  private readonly admissions = new Map<string, Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private isTicking = false;
+
+  constructor(options: RedisJobMirrorOptions) {
+    this.client = options.client as ScriptClient;
+    this.prefix = options.prefix;
+    this.jobs = options.jobs;
+    this.settings = options.settings;
+    this.store = options.store;
+    this.leaseMs = options.leaseMs ?? LEASE_MS;
+    this.heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
+    this.onError = options.onError ?? (() => {});
+    for (const [name, lua] of Object.entries(JOB_SCRIPTS)) {
+      if (typeof this.client[name as ScriptName] !== 'function') this.client.defineCommand(name, { numberOfKeys: 0, lua });
+    }
+    this.jobs.observer = this;
+  }
+
+  /** Takes the lease and starts the heartbeat. */
+  async start(): Promise<void> {
+    await this.call(() => this.client.set(this.key('replica', this.replicaId), '1', 'PX', this.leaseMs));
+    this.timer = setInterval(() => void this.tick(), this.heartbeatMs);
+    this.timer.unref();
+  }
+
+  /** Stops the heartbeat after the job manager shut down; flushes pending writes; drops the lease. */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await Promise.all([...this.writes.values()]);
+    await this.client.del(this.key('replica', this.replicaId), this.key('readers', this.replicaId)).catch(() => {});
+  }
+
+  admitted(record: JobRecord): void {
+    this.owned.set(record.id, record.scope);
+    const events = record.events.retained();
+    // Everything is captured now: the writes run later, when the record has moved on.
+    const { status } = record;
+    const snapshot = JSON.stringify(record.snapshot());
+    const history = JSON.stringify(record.historyItems);
+    const admission = this.enqueue(record.id, async () => {
+      await this.client.mayaJobAdmit(this.prefix, record.id, record.scope, this.replicaId, snapshot, history, status);
+      for (const event of events) await this.appendNow(record.id, event, eventBytes(event));
+    }, true);
+    admission.catch(() => {});
+    this.admissions.set(record.id, admission);
+    record.events.onAppend = (event, bytes) => this.enqueue(record.id, () => this.appendNow(record.id, event, bytes));
+  }
+
+  started(record: JobRecord): void {
+    const { status } = record;
+    const snapshot = JSON.stringify(record.snapshot());
+    this.enqueue(record.id, async () => void (await this.client.mayaJobStatus(this.prefix, record.id, status, snapshot)));
+  }
+
+  finished(record: JobRecord): void {
+    this.owned.delete(record.id);
+    const { status } = record;
+    const snapshot = JSON.stringify(record.snapshot());
+    const done = this.enqueue(record.id, async () => void (await this.client.mayaJobFinish(this.prefix, record.id, status, snapshot, this.settings.JOB_TTL_S * 1000)));
+    void done.then(() => {
+      if (this.writes.get(record.id) === done) this.writes.delete(record.id);
+      // A creator that has not confirmed yet still needs the admission's outcome; nobody later does.
+      setTimeout(() => this.admissions.delete(record.id), ADMISSION_KEEP_MS).unref();
+    });
+  }
+
+  /**
+   * Resolves once the admitted task's record is in Redis, so other replicas see it before its
+   * creator answers; throws StoreError `store_unavailable` when it could not be written.
+   */
+  async confirmAdmission(id: string): Promise<void> {
+    const admission = this.admissions.get(id);
+    this.admissions.delete(id);
+    await this.call(async () => admission);
+  }
+
+  /** The task's snapshot on any replica; undefined when `id` is no task record of `scope`. */
+  async snapshot(scope: string, id: string): Promise<ResponseObject | undefined> {
+    return (await this.find(scope, id))?.snapshot;
+  }
+
+  /** Whether `id` is a task record of `scope` (active or retained), on any replica. */
+  async has(scope: string, id: string): Promise<boolean> {
+    return (await this.find(scope, id)) !== undefined;
+  }
+
+  /**
+   * Cancels a task wherever it runs: on this replica directly; on another by the cancel flag its
+   * owner picks up within HEARTBEAT_MS, waiting up to `waitMs` for the terminal state.
+   */
+  async cancel(scope: string, id: string, waitMs = CANCEL_WAIT_MS): Promise<ResponseObject | undefined> {
+    const record = await this.find(scope, id);
+    if (!record) return undefined;
+    if (record.isDone) return record.snapshot;
+    if (record.owner === this.replicaId && this.jobs.has(scope, id)) {
+      await this.jobs.cancel(scope, id, waitMs);
+      await this.writes.get(id);
+    } else {
+      await this.call(() => this.client.hset(this.key('job', id), 'cancel', '1'));
+      const deadline = Date.now() + waitMs;
+      while (Date.now() < deadline) {
+        const now = await this.find(scope, id);
+        if (!now || now.isDone) return now?.snapshot ?? record.snapshot;
+        await sleep(POLL_MS);
+      }
+    }
+    return (await this.find(scope, id))?.snapshot ?? record.snapshot;
+  }
+
+  /** DELETE: a finished record (true), 409 for an active one, false when unknown. */
+  async remove(scope: string, id: string): Promise<boolean> {
+    const record = await this.find(scope, id);
+    if (!record) return false;
+    if (!record.isDone) throw conflict(`Response '${id}' is still ${record.status}; cancel it before deleting it.`, 'response_in_progress');
+    await this.call(() => this.client.del(this.key('job', id), this.key('job', id, 'ev'), this.key('job', id, 'eb')));
+    if (this.jobs.has(scope, id)) this.jobs.remove(scope, id);
+    return true;
+  }
+
+  /** A finished task's history for previous_response_id (see JobManager.continuationHistory). */
+  async continuationHistory(scope: string, id: string): Promise<StoredHistory | undefined> {
+    const record = await this.find(scope, id);
+    if (!record) return undefined;
+    if (!record.isDone) {
+      throw conflict(`Response '${id}' is still ${record.status}; it can be continued once it has finished.`, 'response_in_progress', 'previous_response_id');
+    }
+    if (record.status === 'cancelled' || record.status === 'failed') {
+      throw badRequest('previous_response_id', `Response '${id}' ${record.status === 'failed' ? 'failed' : 'was cancelled'} and cannot be continued.`, 'invalid_previous_response');
+    }
+    const history = await this.history(id);
+    if (!history) return undefined;
+    const items = [...history, ...(record.snapshot.output as unknown as StoredItem[])];
+    const bytes = eventBytes(items);
+    const reservation = this.store.reserveAssembly(bytes);
+    return { responseId: id, items, bytes, release: () => reservation.release() };
+  }
+
+  /** input_items of a task record, paged like the store's listing. */
+  async listInputItems(scope: string, id: string, options: ListInputItemsOptions = {}): Promise<InputItemPage | undefined> {
+    if (!(await this.find(scope, id))) return undefined;
+    const items = await this.history(id);
+    if (!items) return undefined;
+    return pageItems({
+      count: items.length,
+      indexOf: (itemId) => {
+        const index = items.findIndex((item) => item.id === itemId);
+        return index < 0 ? undefined : index;
+      },
+      at: (index) => items[index]!,
+    }, options);
+  }
+
+  /**
+   * The task's events strictly after `startingAfter`, then its new ones until its terminal event,
+   * read from Redis (any replica). Same refusals as JobManager.openStream: 400 future cursor, 410
+   * behind the window, 429 past this replica's reader limits.
+   */
+  async openStream(scope: string, id: string, startingAfter: number | undefined, options: OpenStreamOptions = {}): Promise<AsyncIterable<JobEvent> | undefined> {
+    const record = await this.find(scope, id);
+    if (!record) return undefined;
+    const after = startingAfter ?? -1;
+    if (after > record.last) {
+      throw badRequest('starting_after', `starting_after=${after} is after the newest event of response '${id}' (sequence number ${record.last}).`, 'invalid_cursor');
+    }
+    const behind = (dropped: number) => gone(`Events of response '${id}' up to sequence number ${dropped} are no longer retained (EVENT_COUNT/EVENT_BYTES); the snapshot is still retrievable without stream=true.`, 'events_expired', 'starting_after');
+    if (after < record.dropped) throw behind(record.dropped);
+    const lease = options.lease ?? (await this.acquireReader(scope));
+    return this.follow(scope, id, after, behind, lease, options.signal);
+  }
+
+  /** A reader slot counted on this replica and across all replicas; 429 past either limit. */
+  private async acquireReader(scope: string): Promise<{ release(): void }> {
+    const local = this.jobs.readers.acquire(scope);
+    const { STREAM_READERS, STREAM_OWNER_READERS } = this.settings;
+    const count = (delta: number) => this.client.mayaJobReader(this.prefix, this.replicaId, scope, delta, STREAM_READERS, STREAM_OWNER_READERS, this.leaseMs);
+    let verdict: unknown;
+    try {
+      verdict = await this.call(() => count(1));
+    } catch (error) {
+      local.release();
+      throw error;
+    }
+    if (verdict !== 'ok') {
+      local.release();
+      this.jobs.metrics.reject(verdict === 'readers' ? 'readers' : 'owner_readers');
+      throw verdict === 'readers'
+        ? tooManyRequests(`Too many background stream readers (${STREAM_READERS}, all replicas); retry later.`, 'too_many_readers', 1)
+        : tooManyRequests(`Too many background stream readers for this API key (${STREAM_OWNER_READERS}, all replicas); close one first.`, 'too_many_readers', 1);
+    }
+    let isReleased = false;
+    return {
+      release: () => {
+        if (isReleased) return;
+        isReleased = true;
+        local.release();
+        count(-1).catch((error: unknown) => this.onError(error));
+      },
+    };
+  }
+
+  private async *follow(scope: string, id: string, after: number, behind: (dropped: number) => Error, lease: { release(): void }, signal?: AbortSignal): AsyncGenerator<JobEvent, void, void> {
+    let cursor = after;
+    try {
+      while (!signal?.aborted) {
+        const record = await this.read(id, cursor);
+        if (!record || record.scope !== scope) return;
+        if (cursor < record.dropped) throw behind(record.dropped);
+        for (const json of record.events) {
+          const event = JSON.parse(json) as JobEvent;
+          cursor = event.sequence_number;
+          yield event;
+        }
+        if (record.isDone && cursor >= record.last) return;
+        if (!record.isDone && !record.isOwnerAlive) await this.failOrphan(record);
+        else if (record.events.length === 0) await sleep(POLL_MS, signal);
+      }
+    } finally {
+      lease.release();
+    }
+  }
+
+  /** The record of `id` if it belongs to `scope`, failing it first when its owner is gone. */
+  private async find(scope: string, id: string): Promise<SharedRecord | undefined> {
+    let record = await this.read(id, -2);
+    if (record && !record.isDone && !record.isOwnerAlive) {
+      await this.failOrphan(record);
+      record = await this.read(id, -2);
+    }
+    return record?.scope === scope ? record : undefined;
+  }
+
+  private async read(id: string, after: number): Promise<SharedRecord | undefined> {
+    const reply = (await this.call(() => this.client.mayaJobRead(this.prefix, id, after))) as Reply;
+    if (reply.length === 0) return undefined;
+    const [scope, owner, status, snapshot, last, dropped, done, , alive, events] = reply as [string, string, string, string, string, string, string, string, number, string[]];
+    const parsed = JSON.parse(snapshot) as ResponseObject;
+    return {
+      id, scope, owner, status, snapshot: { ...parsed, status: status as ResponseObject['status'] },
+      last: Number(last), dropped: Number(dropped), isDone: done === '1', isOwnerAlive: Number(alive) === 1, events,
+    };
+  }
+
+  private async history(id: string): Promise<StoredItem[] | undefined> {
+    const json = await this.call(() => this.client.hget(this.key('job', id), 'history'));
+    return json === null ? undefined : (JSON.parse(json) as StoredItem[]);
+  }
+
+  /** Marks a task failed whose owner's lease is gone (once, whichever replica gets there first). */
+  private async failOrphan(record: SharedRecord): Promise<void> {
+    const error = { code: 'server_error', message: 'The replica running this background task stopped (its lease expired) before the task finished.' };
+    const failed = { ...record.snapshot, status: 'failed', error, output: [], completed_at: Math.floor(Date.now() / 1000) };
+    const event = { type: 'response.failed', sequence_number: record.last + 1, response: failed };
+    await this.call(() => this.client.mayaJobFailOrphan(
+      this.prefix, record.id, record.last, JSON.stringify(failed), JSON.stringify(event), eventBytes(event),
+      this.settings.EVENT_COUNT, this.settings.EVENT_BYTES, this.settings.JOB_TTL_S * 1000,
+    ));
+  }
+
+  /** Heartbeat: renew the lease, apply remote cancels of owned tasks, fail orphaned tasks. */
+  private async tick(): Promise<void> {
+    if (this.isTicking) return;
+    this.isTicking = true;
+    try {
+      await this.client.set(this.key('replica', this.replicaId), '1', 'PX', this.leaseMs);
+      await this.client.pexpire(this.key('readers', this.replicaId), this.leaseMs);
+      for (const [id, scope] of [...this.owned]) {
+        if ((await this.client.hget(this.key('job', id), 'cancel')) === '1') void this.jobs.cancel(scope, id, 0);
+      }
+      for (const id of await this.client.smembers(this.key('jobs', 'active'))) {
+        if (this.owned.has(id)) continue;
+        const record = await this.read(id, -2);
+        if (record && !record.isDone && !record.isOwnerAlive) await this.failOrphan(record);
+      }
+    } catch (error) {
+      this.onError(error);
+    } finally {
+      this.isTicking = false;
+    }
+  }
+
+  private async appendNow(id: string, event: JobEvent, bytes: number): Promise<void> {
+    await this.client.mayaJobAppend(this.prefix, id, event.sequence_number, JSON.stringify(event), bytes, this.settings.EVENT_COUNT, this.settings.EVENT_BYTES);
+  }
+
+  /** Chains `write` after the task's earlier writes; a failure is reported, and rethrown when `isReported`. */
+  private enqueue(id: string, write: () => Promise<void>, isReported = false): Promise<void> {
+    const attempt = (this.writes.get(id) ?? Promise.resolve()).then(write);
+    const next = attempt.catch((error: unknown) => this.onError(error));
+    this.writes.set(id, next);
+    return isReported ? attempt : next;
+  }
+
+  private async call<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      throw storeFailure(error);
+    }
+  }
+
+  private key(...parts: string[]): string {
+    return this.prefix + parts.join(':');
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
