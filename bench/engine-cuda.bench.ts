@@ -25,7 +25,13 @@ function deviceBandwidth(root: string, work: string): number {
   let bin = join(root, 'engine-cuda/build/gpu-membw');
   if (!existsSync(bin)) {
     bin = join(work, 'gpu-membw');
-    execFileSync('nvcc', ['-O3', '-gencode=arch=compute_90a,code=sm_90a', '-o', bin, join(root, 'engine-cuda/test/bench/gpu_membw.cu')]);
+    execFileSync('nvcc', [
+      '-O3',
+      '-gencode=arch=compute_90a,code=sm_90a',
+      '-o',
+      bin,
+      join(root, 'engine-cuda/test/bench/gpu_membw.cu'),
+    ]);
   }
   return Number(execFileSync(bin, ['4096', '20'], { encoding: 'utf8' }).trim());
 }
@@ -57,7 +63,12 @@ export async function runCudaBench(argv: string[], root: string, work: string, h
     writeFileSync(stamp, JSON.stringify(GLM4_9B));
   }
   const t0 = performance.now();
-  const engine = await NativeEngine.load(dir, { backend: 'cuda', maxBatch: 64, prefillChunk: 1024, kvBytes: 16 * 2 ** 30 });
+  const engine = await NativeEngine.load(dir, {
+    backend: 'cuda',
+    maxBatch: 64,
+    prefillChunk: 1024,
+    kvBytes: 16 * 2 ** 30,
+  });
   const loadS = (performance.now() - t0) / 1000;
   try {
     if (engine.info.backend !== 'cuda') throw new Error(`the engine runs on ${engine.info.backend}, not cuda`);
@@ -74,9 +85,20 @@ export async function runCudaBench(argv: string[], root: string, work: string, h
     const m = (k: string) => h.median(rates[k] ?? []);
     const roof = (gbps * 1e9) / glm4BytesPerStep();
     const result = {
-      model: 'random GLM-4-9B shape, bf16', params: glm4ParameterCount(), bytesPerStep: glm4BytesPerStep(), deviceGBps: gbps,
-      loadSeconds: loadS, roofline1: roof, decode1: m('b1'), decode8: m('b8'), decode32: m('b32'), decode64: m('b64'),
-      ttft1kMs: m('ttft1k'), ttft4kMs: m('ttft4k'), runs, samples: rates,
+      model: 'random GLM-4-9B shape, bf16',
+      params: glm4ParameterCount(),
+      bytesPerStep: glm4BytesPerStep(),
+      deviceGBps: gbps,
+      loadSeconds: loadS,
+      roofline1: roof,
+      decode1: m('b1'),
+      decode8: m('b8'),
+      decode32: m('b32'),
+      decode64: m('b64'),
+      ttft1kMs: m('ttft1k'),
+      ttft4kMs: m('ttft4k'),
+      runs,
+      samples: rates,
     };
     const md = [
       `Random GLM-4-9B-shaped bf16 checkpoint: ${(result.params / 1e9).toFixed(2)}B parameters, ${(result.bytesPerStep / 1e9).toFixed(2)} GB streamed per decode step; device read bandwidth ${gbps.toFixed(0)} GB/s (measured in this run); load ${loadS.toFixed(1)} s; medians of ${runs} runs.`,
@@ -104,12 +126,19 @@ export async function runCudaBench(argv: string[], root: string, work: string, h
   }
 }
 
-interface Baseline { decode1: number; transformers: string; torch: string }
+interface Baseline {
+  decode1: number;
+  transformers: string;
+  torch: string;
+}
 
 /** bench/hf_baseline.py on the same checkpoint, or undefined when the machine lacks its packages. */
 function hfBaseline(root: string, dir: string): Baseline | undefined {
   try {
-    const out = execFileSync('python3', [join(root, 'bench/hf_baseline.py'), dir, '64'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const out = execFileSync('python3', [join(root, 'bench/hf_baseline.py'), dir, '64'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     return JSON.parse(out.trim().split('\n').pop() ?? '') as Baseline;
   } catch {
     return undefined;

@@ -20,7 +20,12 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NativeEngine } from '../engine-cuda/native-engine.ts';
-import { LLAMA_110M, makeRandomCheckpoint, parameterCount, type RandomCheckpointOptions } from '../scripts/make-random-checkpoint.ts';
+import {
+  LLAMA_110M,
+  makeRandomCheckpoint,
+  parameterCount,
+  type RandomCheckpointOptions,
+} from '../scripts/make-random-checkpoint.ts';
 import { makeMoeCheckpoint, moeBenchSizes, type MoeBenchOptions } from './moe-checkpoint.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -102,10 +107,14 @@ function llama2cRate(runC: string, threads: number, runs: number): number {
   const src = join(WORK, 'llama2c-driver.c');
   const bin = join(WORK, 'llama2c-driver');
   writeFileSync(src, LLAMA2C_DRIVER_C);
-  execFileSync('cc', ['-Ofast', '-march=native', '-fopenmp', `-DRUN_C="${runC}"`, '-o', bin, src, '-lm'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  execFileSync('cc', ['-Ofast', '-march=native', '-fopenmp', `-DRUN_C="${runC}"`, '-o', bin, src, '-lm'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   // Passive waiting: spinning OpenMP barriers collapse when a core is shared with other work.
   const env = { ...process.env, OMP_NUM_THREADS: String(threads), OMP_WAIT_POLICY: 'passive' };
-  const rates = Array.from({ length: runs }, () => Number(execFileSync(bin, [join(WORK, 'llama2c-110M.bin'), '128'], { env, encoding: 'utf8' })));
+  const rates = Array.from({ length: runs }, () =>
+    Number(execFileSync(bin, [join(WORK, 'llama2c-110M.bin'), '128'], { env, encoding: 'utf8' })),
+  );
   return median(rates);
 }
 
@@ -123,7 +132,11 @@ function measureBandwidth(threads: number): number {
   const bin = join(WORK, 'membw');
   writeFileSync(src, MEMBW_C);
   execFileSync('cc', ['-O3', '-march=native', '-pthread', '-o', bin, src]);
-  const runs = [...new Set([1, threads])].flatMap((t) => execFileSync(bin, ['512', String(t), '9'], { encoding: 'utf8' }).trim().split('\n'));
+  const runs = [...new Set([1, threads])].flatMap((t) =>
+    execFileSync(bin, ['512', String(t), '9'], { encoding: 'utf8' })
+      .trim()
+      .split('\n'),
+  );
   return Math.max(...runs.map(Number));
 }
 
@@ -161,10 +174,12 @@ function prompt(length: number, salt: number, vocab: number): number[] {
 /** Prefill tokens/s: `batch` prompts of `length` tokens queued together, until every one is prefilled. */
 async function prefillRate(engine: NativeEngine, batch: number, length: number, salt: number): Promise<number> {
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: batch }, async (_, b) => {
-    const gen = engine.generate({ promptIds: prompt(length, salt * 16 + b, engine.info.numVocab), maxTokens: 1 });
-    for await (const _event of gen) void _event;
-  }));
+  await Promise.all(
+    Array.from({ length: batch }, async (_, b) => {
+      const gen = engine.generate({ promptIds: prompt(length, salt * 16 + b, engine.info.numVocab), maxTokens: 1 });
+      for await (const _event of gen) void _event;
+    }),
+  );
   return (batch * length) / ((performance.now() - t0) / 1000);
 }
 
@@ -174,15 +189,17 @@ async function decodeRate(engine: NativeEngine, batch: number, tokens: number, s
   let counted = 0;
   let allStarted = Infinity;
   const stamps: number[][] = Array.from({ length: batch }, () => []);
-  await Promise.all(stamps.map(async (times, b) => {
-    const gen = engine.generate({ promptIds: prompt(8, salt * 16 + b, engine.info.numVocab), maxTokens: tokens });
-    for await (const event of gen) {
-      if (event.type !== 'token') continue;
-      times.push(performance.now());
-      if (times.length === 1) firsts.push(times[0] ?? 0);
-      if (firsts.length === batch && allStarted === Infinity) allStarted = Math.max(...firsts);
-    }
-  }));
+  await Promise.all(
+    stamps.map(async (times, b) => {
+      const gen = engine.generate({ promptIds: prompt(8, salt * 16 + b, engine.info.numVocab), maxTokens: tokens });
+      for await (const event of gen) {
+        if (event.type !== 'token') continue;
+        times.push(performance.now());
+        if (times.length === 1) firsts.push(times[0] ?? 0);
+        if (firsts.length === batch && allStarted === Infinity) allStarted = Math.max(...firsts);
+      }
+    }),
+  );
   const end = Math.max(...stamps.map((t) => t[t.length - 1] ?? 0));
   for (const times of stamps) counted += times.filter((t) => t > allStarted).length;
   return counted / ((end - allStarted) / 1000);
@@ -205,7 +222,12 @@ async function benchModel(m: BenchModel, gbps: number, runs: number, threads: nu
   const engine = await NativeEngine.load(dir, { numThreads: threads });
   try {
     await decodeRate(engine, 1, 8, 999); // warm-up: page in the weights
-    const samples: Record<'prefill1' | 'prefill8' | 'decode1' | 'decode8', number[]> = { prefill1: [], prefill8: [], decode1: [], decode8: [] };
+    const samples: Record<'prefill1' | 'prefill8' | 'decode1' | 'decode8', number[]> = {
+      prefill1: [],
+      prefill8: [],
+      decode1: [],
+      decode8: [],
+    };
     for (let r = 0; r < runs; r++) {
       // Fresh salts each run: prompts never hit the prefix cache.
       samples.prefill1.push(await prefillRate(engine, 1, 128, 100 + r));
@@ -232,15 +254,70 @@ async function benchModel(m: BenchModel, gbps: number, runs: number, threads: nu
 
 /** Scaled-down GLM-4.5 (MoE, BF16) and DeepSeek-V3 (MLA + MoE, block FP8) shapes: 16 experts, 4 per token. */
 const MOE_MODELS: { name: string; options: MoeBenchOptions }[] = [
-  { name: 'glm45-moe-bf16', options: { arch: 'Glm4MoeForCausalLM', fp8: false, dim: 1024, layers: 6, firstDense: 1, heads: 16, kvHeads: 4, headDim: 64,
-    vocab: 32000, hidden: 2816, experts: 16, perToken: 4, groups: 1, topkGroups: 1, expertHidden: 512 } },
-  { name: 'deepseek3-mla-fp8', options: { arch: 'DeepseekV3ForCausalLM', fp8: true, dim: 1024, layers: 6, firstDense: 1, heads: 16, qRank: 384,
-    kvRank: 256, nope: 64, rope: 32, vDim: 64, vocab: 32000, hidden: 2816, experts: 16, perToken: 4, groups: 4, topkGroups: 2, expertHidden: 512 } },
+  {
+    name: 'glm45-moe-bf16',
+    options: {
+      arch: 'Glm4MoeForCausalLM',
+      fp8: false,
+      dim: 1024,
+      layers: 6,
+      firstDense: 1,
+      heads: 16,
+      kvHeads: 4,
+      headDim: 64,
+      vocab: 32000,
+      hidden: 2816,
+      experts: 16,
+      perToken: 4,
+      groups: 1,
+      topkGroups: 1,
+      expertHidden: 512,
+    },
+  },
+  {
+    name: 'deepseek3-mla-fp8',
+    options: {
+      arch: 'DeepseekV3ForCausalLM',
+      fp8: true,
+      dim: 1024,
+      layers: 6,
+      firstDense: 1,
+      heads: 16,
+      qRank: 384,
+      kvRank: 256,
+      nope: 64,
+      rope: 32,
+      vDim: 64,
+      vocab: 32000,
+      hidden: 2816,
+      experts: 16,
+      perToken: 4,
+      groups: 4,
+      topkGroups: 2,
+      expertHidden: 512,
+    },
+  },
 ];
 
-interface MoeRow { model: string; params: number; activeParams: number; engineActive: number; activeMiB: number; kvBytes: number; decode1: number; roof1: number; decode8: number; roof8: number }
+interface MoeRow {
+  model: string;
+  params: number;
+  activeParams: number;
+  engineActive: number;
+  activeMiB: number;
+  kvBytes: number;
+  decode1: number;
+  roof1: number;
+  decode8: number;
+  roof8: number;
+}
 
-async function benchMoe(m: (typeof MOE_MODELS)[number], gbps: number, runs: number, threads: number | undefined): Promise<MoeRow> {
+async function benchMoe(
+  m: (typeof MOE_MODELS)[number],
+  gbps: number,
+  runs: number,
+  threads: number | undefined,
+): Promise<MoeRow> {
   const dir = join(WORK, m.name);
   const stamp = join(dir, 'bench-options.json');
   if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== JSON.stringify(m.options)) {
@@ -252,15 +329,23 @@ async function benchMoe(m: (typeof MOE_MODELS)[number], gbps: number, runs: numb
   const engine = await NativeEngine.load(dir, { numThreads: threads });
   try {
     await decodeRate(engine, 1, 8, 999);
-    const d1: number[] = [], d8: number[] = [];
+    const d1: number[] = [],
+      d8: number[] = [];
     for (let r = 0; r < runs; r++) {
       d1.push(await decodeRate(engine, 1, 64, 500 + r));
       d8.push(await decodeRate(engine, 8, 64, 600 + r));
     }
     return {
-      model: m.name, params: sizes.params, activeParams: sizes.activeParams, engineActive: engine.info.numActiveParams ?? 0,
-      activeMiB: sizes.activeBytes / 2 ** 20, kvBytes: sizes.kvBytesPerToken, decode1: median(d1), roof1: (gbps * 1e9) / sizes.activeBytes,
-      decode8: median(d8), roof8: (8 * gbps * 1e9) / sizes.batch8Bytes,
+      model: m.name,
+      params: sizes.params,
+      activeParams: sizes.activeParams,
+      engineActive: engine.info.numActiveParams ?? 0,
+      activeMiB: sizes.activeBytes / 2 ** 20,
+      kvBytes: sizes.kvBytesPerToken,
+      decode1: median(d1),
+      roof1: (gbps * 1e9) / sizes.activeBytes,
+      decode8: median(d8),
+      roof8: (8 * gbps * 1e9) / sizes.batch8Bytes,
     };
   } finally {
     await engine.close();
@@ -268,11 +353,31 @@ async function benchMoe(m: (typeof MOE_MODELS)[number], gbps: number, runs: numb
 }
 
 function moeTable(rows: MoeRow[]): string {
-  const head = ['model', 'params', 'active', 'active MiB/token', 'KV bytes/token', 'decode b1 tok/s', 'roofline b1', 'b1 / roof', 'decode b8 tok/s', 'roofline b8', 'b8 / roof'];
+  const head = [
+    'model',
+    'params',
+    'active',
+    'active MiB/token',
+    'KV bytes/token',
+    'decode b1 tok/s',
+    'roofline b1',
+    'b1 / roof',
+    'decode b8 tok/s',
+    'roofline b8',
+    'b8 / roof',
+  ];
   const lines = rows.map((r) => [
-    r.model, `${(r.params / 1e6).toFixed(1)}M`, `${(r.activeParams / 1e6).toFixed(1)}M`, r.activeMiB.toFixed(1), String(r.kvBytes),
-    r.decode1.toFixed(1), r.roof1.toFixed(1), `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
-    r.decode8.toFixed(1), r.roof8.toFixed(1), `${((100 * r.decode8) / r.roof8).toFixed(0)}%`,
+    r.model,
+    `${(r.params / 1e6).toFixed(1)}M`,
+    `${(r.activeParams / 1e6).toFixed(1)}M`,
+    r.activeMiB.toFixed(1),
+    String(r.kvBytes),
+    r.decode1.toFixed(1),
+    r.roof1.toFixed(1),
+    `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
+    r.decode8.toFixed(1),
+    r.roof8.toFixed(1),
+    `${((100 * r.decode8) / r.roof8).toFixed(0)}%`,
   ]);
   return formatTable(head, lines);
 }
@@ -285,12 +390,33 @@ function formatTable(head: string[], lines: string[][]): string {
 }
 
 function table(rows: Row[]): string {
-  const head = ['model', 'params', 'weights MiB', 'prefill b1 tok/s', 'prefill b8 tok/s', 'prefill GFLOP/s', 'decode b1 tok/s', 'roofline b1', 'b1 / roof', 'decode b8 tok/s', 'roofline b8', 'b8 / roof'];
+  const head = [
+    'model',
+    'params',
+    'weights MiB',
+    'prefill b1 tok/s',
+    'prefill b8 tok/s',
+    'prefill GFLOP/s',
+    'decode b1 tok/s',
+    'roofline b1',
+    'b1 / roof',
+    'decode b8 tok/s',
+    'roofline b8',
+    'b8 / roof',
+  ];
   const lines = rows.map((r) => [
-    r.model, `${(r.params / 1e6).toFixed(1)}M`, r.weightMiB.toFixed(0), r.prefill1.toFixed(0), r.prefill8.toFixed(0),
+    r.model,
+    `${(r.params / 1e6).toFixed(1)}M`,
+    r.weightMiB.toFixed(0),
+    r.prefill1.toFixed(0),
+    r.prefill8.toFixed(0),
     ((2 * r.params * Math.max(r.prefill1, r.prefill8)) / 1e9).toFixed(1),
-    r.decode1.toFixed(1), r.roof1.toFixed(1), `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
-    r.decode8.toFixed(1), r.roof8.toFixed(1), `${((100 * r.decode8) / r.roof8).toFixed(0)}%`,
+    r.decode1.toFixed(1),
+    r.roof1.toFixed(1),
+    `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
+    r.decode8.toFixed(1),
+    r.roof8.toFixed(1),
+    `${((100 * r.decode8) / r.roof8).toFixed(0)}%`,
   ]);
   return formatTable(head, lines);
 }
@@ -300,7 +426,8 @@ async function main(argv: string[]): Promise<void> {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
-  if (flag('--backend') === 'cuda') { // the GPU benchmark: bench/engine-cuda.bench.ts
+  if (flag('--backend') === 'cuda') {
+    // the GPU benchmark: bench/engine-cuda.bench.ts
     mkdirSync(WORK, { recursive: true });
     const { runCudaBench } = await import('./engine-cuda.bench.ts');
     return runCudaBench(argv, ROOT, WORK, { decodeRate, median, prompt });
@@ -318,10 +445,14 @@ async function main(argv: string[]): Promise<void> {
     process.stderr.write(`bench: ${m.name} done\n`);
   }
   console.log(`Memory read bandwidth: ${gbps.toFixed(1)} GB/s; engine threads: ${cores}; medians of ${runs} runs.`);
-  console.log('Roofline = bandwidth / weight bytes streamed per decode step (an untied embedding table excluded), x batch.');
+  console.log(
+    'Roofline = bandwidth / weight bytes streamed per decode step (an untied embedding table excluded), x batch.',
+  );
   console.log('A model that fits in the last-level cache is not bound by DRAM bandwidth: its ratio can pass 100%.');
   if (rows.length) {
-    console.log('Prefill is compute-bound (weights are read once per chunk of up to 256 tokens): shown as 2 x params x tok/s.');
+    console.log(
+      'Prefill is compute-bound (weights are read once per chunk of up to 256 tokens): shown as 2 x params x tok/s.',
+    );
     console.log(table(rows));
   }
   const moeRows: MoeRow[] = [];
@@ -330,21 +461,32 @@ async function main(argv: string[]): Promise<void> {
       moeRows.push(await benchMoe(m, gbps, runs, threads));
       process.stderr.write(`bench: ${m.name} done\n`);
     }
-    console.log('MoE / MLA: roofline = bandwidth / bytes one token reads (attention, dense and shared MLPs, router, K routed');
-    console.log('experts, lm_head, one embedding row); batch 8 reads the experts 8 uniform choices of K cover on average.');
+    console.log(
+      'MoE / MLA: roofline = bandwidth / bytes one token reads (attention, dense and shared MLPs, router, K routed',
+    );
+    console.log(
+      'experts, lm_head, one embedding row); batch 8 reads the experts 8 uniform choices of K cover on average.',
+    );
     console.log('KV bytes/token: f32 cache, all layers (MLA: the latent + rope key only).');
     console.log(moeTable(moeRows));
-    for (const r of moeRows) if (r.engineActive !== r.activeParams) console.log(`note: ${r.model}: engine counts ${r.engineActive} active parameters, the bench ${r.activeParams}`);
+    for (const r of moeRows)
+      if (r.engineActive !== r.activeParams)
+        console.log(`note: ${r.model}: engine counts ${r.engineActive} active parameters, the bench ${r.activeParams}`);
   }
   const runC = flag('--llama2c');
   let llama2c: number | undefined;
   if (runC) {
     llama2c = llama2cRate(runC, cores, runs);
     const maya = rows.find((r) => r.model === LLAMA110.name)?.decode1;
-    console.log(`llama2.c run.c (fp32, ${cores} OpenMP threads, same 110M shape): ${llama2c.toFixed(1)} tok/s decode at batch 1` +
-      (maya ? `; Maya ${maya.toFixed(1)} tok/s = ${(maya / llama2c).toFixed(2)}x` : ''));
+    console.log(
+      `llama2.c run.c (fp32, ${cores} OpenMP threads, same 110M shape): ${llama2c.toFixed(1)} tok/s decode at batch 1` +
+        (maya ? `; Maya ${maya.toFixed(1)} tok/s = ${(maya / llama2c).toFixed(2)}x` : ''),
+    );
   }
-  writeFileSync(join(WORK, 'engine-bench.json'), `${JSON.stringify({ gbps, threads: cores, runs, rows, moeRows, llama2c }, null, 2)}\n`);
+  writeFileSync(
+    join(WORK, 'engine-bench.json'),
+    `${JSON.stringify({ gbps, threads: cores, runs, rows, moeRows, llama2c }, null, 2)}\n`,
+  );
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

@@ -9,14 +9,28 @@ import { mkdir, open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export type Glm4Shape = typeof GLM4_9B;
-export const GLM4_9B = { dim: 4096, layers: 40, heads: 32, kvHeads: 2, headDim: 128, hidden: 13696, vocab: 151552, ctx: 32768 };
+export const GLM4_9B = {
+  dim: 4096,
+  layers: 40,
+  heads: 32,
+  kvHeads: 2,
+  headDim: 128,
+  hidden: 13696,
+  vocab: 151552,
+  ctx: 32768,
+};
 
 type Kind = 'norm' | 'bias' | 'matrix';
-interface Spec { name: string; shape: number[]; kind: Kind }
+interface Spec {
+  name: string;
+  shape: number[];
+  kind: Kind;
+}
 
 function specs(shape: Glm4Shape): Spec[] {
   const { dim, layers, heads, kvHeads, headDim, hidden, vocab } = shape;
-  const q = heads * headDim, kv = kvHeads * headDim;
+  const q = heads * headDim,
+    kv = kvHeads * headDim;
   const out: Spec[] = [{ name: 'model.embed_tokens.weight', shape: [vocab, dim], kind: 'matrix' }];
   for (let l = 0; l < layers; l++) {
     const p = `model.layers.${l}`;
@@ -36,7 +50,10 @@ function specs(shape: Glm4Shape): Spec[] {
       { name: `${p}.post_mlp_layernorm.weight`, shape: [dim], kind: 'norm' },
     );
   }
-  out.push({ name: 'model.norm.weight', shape: [dim], kind: 'norm' }, { name: 'lm_head.weight', shape: [vocab, dim], kind: 'matrix' });
+  out.push(
+    { name: 'model.norm.weight', shape: [dim], kind: 'norm' },
+    { name: 'lm_head.weight', shape: [vocab, dim], kind: 'matrix' },
+  );
   return out;
 }
 
@@ -57,7 +74,11 @@ function pool(n: number, center: number, scale: number, seed: number): Uint16Arr
   const words = new Uint32Array(f.buffer);
   let s = seed >>> 0;
   for (let i = 0; i < n; i++) {
-    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
     f[i] = center + (2 * (s / 4294967296) - 1) * scale;
   }
   return Uint16Array.from(words, (w) => w >>> 16);
@@ -79,7 +100,8 @@ export async function writeGlm4Checkpoint(dir: string, shape: Glm4Shape = GLM4_9
   prefix.writeBigUInt64LE(BigInt(text.length));
   const n = 1 << 22;
   const pools: Record<string, Uint16Array> = {
-    norm: pool(n, 1, 0.1, 1), bias: pool(n, 0, 0.1, 2),
+    norm: pool(n, 1, 0.1, 1),
+    bias: pool(n, 0, 0.1, 2),
     [`matrix${shape.dim}`]: pool(n, 0, Math.sqrt(3 / shape.dim), 3),
     [`matrix${shape.hidden}`]: pool(n, 0, Math.sqrt(3 / shape.hidden), 4),
     [`matrix${shape.heads * shape.headDim}`]: pool(n, 0, Math.sqrt(3 / (shape.heads * shape.headDim)), 5),
@@ -98,11 +120,25 @@ export async function writeGlm4Checkpoint(dir: string, shape: Glm4Shape = GLM4_9
   }
   const { dim, layers, heads, kvHeads, headDim, hidden, vocab, ctx } = shape;
   const config = {
-    architectures: ['Glm4ForCausalLM'], model_type: 'glm4', hidden_size: dim, intermediate_size: hidden,
-    num_attention_heads: heads, num_key_value_heads: kvHeads, head_dim: headDim, num_hidden_layers: layers,
-    vocab_size: vocab, max_position_embeddings: ctx, partial_rotary_factor: 0.5, attention_bias: true,
-    hidden_act: 'silu', rms_norm_eps: 1e-5, rope_theta: 10000.0, tie_word_embeddings: false,
-    pad_token_id: 151329, eos_token_id: [151329, 151336, 151338], torch_dtype: 'bfloat16',
+    architectures: ['Glm4ForCausalLM'],
+    model_type: 'glm4',
+    hidden_size: dim,
+    intermediate_size: hidden,
+    num_attention_heads: heads,
+    num_key_value_heads: kvHeads,
+    head_dim: headDim,
+    num_hidden_layers: layers,
+    vocab_size: vocab,
+    max_position_embeddings: ctx,
+    partial_rotary_factor: 0.5,
+    attention_bias: true,
+    hidden_act: 'silu',
+    rms_norm_eps: 1e-5,
+    rope_theta: 10000.0,
+    tie_word_embeddings: false,
+    pad_token_id: 151329,
+    eos_token_id: [151329, 151336, 151338],
+    torch_dtype: 'bfloat16',
   };
   await writeFile(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
 }

@@ -19,12 +19,22 @@ import { performance } from 'node:perf_hooks';
 import { freePort, waitForReady } from '../test/e2e/start-demo-service.ts';
 
 const { values } = parseArgs({
-  options: { streams: { type: 'string', default: '200' }, json: { type: 'string', default: '200' }, 'soak-s': { type: 'string', default: '600' } },
+  options: {
+    streams: { type: 'string', default: '200' },
+    json: { type: 'string', default: '200' },
+    'soak-s': { type: 'string', default: '600' },
+  },
 });
 const STREAMS = Number(values.streams);
 const JSONS = Number(values.json);
 const SOAK_S = Number(values['soak-s']);
-const PROMPTS = ['Hello', 'What is 2+2?', 'Tell me about the weather in Paris.', 'Remember the value 73', 'Write a short poem about the sea.'];
+const PROMPTS = [
+  'Hello',
+  'What is 2+2?',
+  'Tell me about the weather in Paris.',
+  'Remember the value 73',
+  'Write a short poem about the sea.',
+];
 
 const percentile = (xs: number[], p: number) => {
   const sorted = [...xs].sort((a, b) => a - b);
@@ -34,7 +44,13 @@ const mib = (bytes: number) => (bytes / 1048576).toFixed(0);
 
 const port = await freePort();
 const child = spawn(process.execPath, ['bin/maya.js', 'serve', '--port', String(port)], {
-  env: { ...process.env, MAYA_LOG_LEVEL: 'silent', MAYA_MAX_CONNECTIONS: '2048', MAYA_GLM_RESPONSES_JOB_ENTRIES: '256', MAYA_GLM_RESPONSES_JOB_OWNER_ENTRIES: '64' },
+  env: {
+    ...process.env,
+    MAYA_LOG_LEVEL: 'silent',
+    MAYA_MAX_CONNECTIONS: '2048',
+    MAYA_GLM_RESPONSES_JOB_ENTRIES: '256',
+    MAYA_GLM_RESPONSES_JOB_OWNER_ENTRIES: '64',
+  },
   stdio: ['ignore', 'ignore', 'pipe'],
 });
 const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -56,10 +72,17 @@ async function serverMetrics(): Promise<{ rss: number; heap: number; lagP99Ms: n
 // phase's lag is the worst window's p99 (and the worst single delay).
 let peakRss = 0;
 let window = { p99: 0, max: 0 };
-const sampler = setInterval(() => void serverMetrics().then((m) => {
-  peakRss = Math.max(peakRss, m.rss);
-  window = { p99: Math.max(window.p99, m.lagP99Ms || 0), max: Math.max(window.max, m.lagMaxMs || 0) };
-}, () => {}), 200);
+const sampler = setInterval(
+  () =>
+    void serverMetrics().then(
+      (m) => {
+        peakRss = Math.max(peakRss, m.rss);
+        window = { p99: Math.max(window.p99, m.lagP99Ms || 0), max: Math.max(window.max, m.lagMaxMs || 0) };
+      },
+      () => {},
+    ),
+  200,
+);
 /** The worst lag window since the last call. */
 function phaseLag(): { p99: number; max: number } {
   const seen = window;
@@ -67,12 +90,19 @@ function phaseLag(): { p99: number; max: number } {
   return seen;
 }
 
-interface Outcome { ok: boolean; ttfbMs: number; totalMs: number; lost: number; events: number }
+interface Outcome {
+  ok: boolean;
+  ttfbMs: number;
+  totalMs: number;
+  lost: number;
+  events: number;
+}
 
 async function streamOne(prompt: string): Promise<Outcome> {
   const started = performance.now();
   const res = await fetch(`${base}/v1/responses`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ input: prompt, stream: true, max_output_tokens: 128 }),
   });
   const reader = res.body!.getReader();
@@ -96,18 +126,32 @@ async function streamOne(prompt: string): Promise<Outcome> {
     }
   }
   const lost = sequence.reduce((gaps, n, i) => gaps + (n === i ? 0 : 1), 0) + (terminal === 1 ? 0 : 1);
-  return { ok: res.status === 200 && lost === 0, ttfbMs: ttfb, totalMs: performance.now() - started, lost, events: sequence.length };
+  return {
+    ok: res.status === 200 && lost === 0,
+    ttfbMs: ttfb,
+    totalMs: performance.now() - started,
+    lost,
+    events: sequence.length,
+  };
 }
 
 async function jsonOne(prompt: string, extra: Record<string, unknown> = {}): Promise<Outcome & { id?: string }> {
   const started = performance.now();
   const res = await fetch(`${base}/v1/responses`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ input: prompt, max_output_tokens: 128, ...extra }),
   });
   const ttfb = performance.now() - started;
   const body = (await res.json()) as { id?: string; status?: string };
-  return { ok: res.status === 200 && body.status !== 'failed', ttfbMs: ttfb, totalMs: performance.now() - started, lost: 0, events: 0, id: body.id };
+  return {
+    ok: res.status === 200 && body.status !== 'failed',
+    ttfbMs: ttfb,
+    totalMs: performance.now() - started,
+    lost: 0,
+    events: 0,
+    id: body.id,
+  };
 }
 
 // (a) burst
@@ -128,15 +172,33 @@ const rssAfter = burstMetrics.rss;
 process.stdout.write(
   `burst: ${STREAMS} SSE + ${JSONS} JSON concurrent in ${burstS.toFixed(1)} s = ${((STREAMS + JSONS) / burstS).toFixed(1)} req/s\n` +
     `  SSE: ok ${streams.filter((o) => o.ok).length}/${STREAMS}, lost events ${streams.reduce((n, o) => n + o.lost, 0)} of ${streams.reduce((n, o) => n + o.events, 0)}, ` +
-    `TTFB p50 ${percentile(streams.map((o) => o.ttfbMs), 0.5).toFixed(0)} ms p99 ${percentile(streams.map((o) => o.ttfbMs), 0.99).toFixed(0)} ms, ` +
-    `total p50 ${percentile(streams.map((o) => o.totalMs), 0.5).toFixed(0)} ms p99 ${percentile(streams.map((o) => o.totalMs), 0.99).toFixed(0)} ms\n` +
-    `  JSON: ok ${jsons.filter((o) => o.ok).length}/${JSONS}, latency p50 ${percentile(jsons.map((o) => o.totalMs), 0.5).toFixed(0)} ms p99 ${percentile(jsons.map((o) => o.totalMs), 0.99).toFixed(0)} ms\n` +
+    `TTFB p50 ${percentile(
+      streams.map((o) => o.ttfbMs),
+      0.5,
+    ).toFixed(0)} ms p99 ${percentile(
+      streams.map((o) => o.ttfbMs),
+      0.99,
+    ).toFixed(0)} ms, ` +
+    `total p50 ${percentile(
+      streams.map((o) => o.totalMs),
+      0.5,
+    ).toFixed(0)} ms p99 ${percentile(
+      streams.map((o) => o.totalMs),
+      0.99,
+    ).toFixed(0)} ms\n` +
+    `  JSON: ok ${jsons.filter((o) => o.ok).length}/${JSONS}, latency p50 ${percentile(
+      jsons.map((o) => o.totalMs),
+      0.5,
+    ).toFixed(0)} ms p99 ${percentile(
+      jsons.map((o) => o.totalMs),
+      0.99,
+    ).toFixed(0)} ms\n` +
     `  server RSS before ${mib(rssBefore)} MiB, peak ${mib(peakRss)} MiB, after ${mib(rssAfter)} MiB; server event-loop lag p99 ${burstLag.p99.toFixed(1)} ms (max ${burstLag.max.toFixed(0)} ms)\n`,
 );
 
 // (b) large inputs (the /health timings include this client's own event loop, busy sending 24 MiB)
 phaseLag();
-const huge = JSON.stringify({ input: 'word '.repeat(8 * 1024 * 1024 / 5) });
+const huge = JSON.stringify({ input: 'word '.repeat((8 * 1024 * 1024) / 5) });
 const large = JSON.stringify({ input: 'The quick brown fox jumps over the lazy dog. '.repeat(3000) });
 const healthMs: number[] = [];
 let largeDone = false;
@@ -149,10 +211,16 @@ const probe = (async () => {
   }
 })();
 const largeStarted = performance.now();
-const largeAnswers = await Promise.all([huge, huge, huge, large, large, large].map(async (body) => {
-  const res = await fetch(`${base}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-  return `${res.status} ${((await res.json()) as { error?: { code: string } }).error?.code ?? ''}`;
-}));
+const largeAnswers = await Promise.all(
+  [huge, huge, huge, large, large, large].map(async (body) => {
+    const res = await fetch(`${base}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    return `${res.status} ${((await res.json()) as { error?: { code: string } }).error?.code ?? ''}`;
+  }),
+);
 largeDone = true;
 await probe;
 await new Promise((resolve) => setTimeout(resolve, 300));
@@ -169,7 +237,10 @@ if (SOAK_S > 0) {
   const samples: Array<{ t: number; rss: number; heap: number }> = [];
   const soakStarted = performance.now();
   const memory = setInterval(() => {
-    void serverMetrics().then((m) => samples.push({ t: (performance.now() - soakStarted) / 60000, rss: m.rss, heap: m.heap }), () => {});
+    void serverMetrics().then(
+      (m) => samples.push({ t: (performance.now() - soakStarted) / 60000, rss: m.rss, heap: m.heap }),
+      () => {},
+    );
   }, 5000);
   let requests = 0;
   let failures = 0;

@@ -36,9 +36,23 @@ interface Turn {
 
 /** Deterministic prose of roughly `length` characters. */
 function prose(seed: number, length: number): string {
-  const words = ['value', 'remember', 'the', 'store', 'chain', 'of', 'turns', 'history', 'model', 'answer', 'given', 'seventy'];
+  const words = [
+    'value',
+    'remember',
+    'the',
+    'store',
+    'chain',
+    'of',
+    'turns',
+    'history',
+    'model',
+    'answer',
+    'given',
+    'seventy',
+  ];
   let text = '';
-  for (let n = seed; text.length < length; n = (n * 1103515245 + 12345) % 2147483648) text += `${words[n % words.length]} `;
+  for (let n = seed; text.length < length; n = (n * 1103515245 + 12345) % 2147483648)
+    text += `${words[n % words.length]} `;
   return text;
 }
 
@@ -50,7 +64,8 @@ function makeTurn(n: number): Turn {
 
 const bytesOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] as number;
+const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] as number;
 
 /** A fresh, empty store of the chosen backend. */
 let makeStore: () => ResponseStore = () => new MemoryResponseStore({ settings });
@@ -103,7 +118,9 @@ async function pageLatency(turns: Turn[], at: number): Promise<{ first: number; 
   // Both pages hold PAGE items at every turn, so the ratio compares equal work.
   const cursor = `msg_in_${Math.floor(at / 2) - 5}`;
   const first = await perCall(5_000, () => store.listInputItems(SCOPE, id, { limit: PAGE }));
-  const after = await perCall(5_000, () => store.listInputItems(SCOPE, id, { limit: PAGE, order: 'asc', after: cursor }));
+  const after = await perCall(5_000, () =>
+    store.listInputItems(SCOPE, id, { limit: PAGE, order: 'asc', after: cursor }),
+  );
   return { first, cursor: after };
 }
 
@@ -167,12 +184,17 @@ async function useRedis(turns: Turn[]): Promise<{ report: () => Promise<void>; c
     await perTurn(makeStore, turns.slice(0, 50));
     const memory = await perTurn(inMemory, turns);
     const redis = await perTurn(makeStore, turns);
-    const row = (name: string, values: number[]) => `${name.padEnd(8)} ${percentile(values, 0.5).toFixed(3).padStart(8)} ${percentile(values, 0.99).toFixed(3).padStart(8)}`;
-    console.log(`\n(d) store time per stored turn (history + put + release + get), ms, ${RUNS} chains × ${TURNS} turns`);
+    const row = (name: string, values: number[]) =>
+      `${name.padEnd(8)} ${percentile(values, 0.5).toFixed(3).padStart(8)} ${percentile(values, 0.99).toFixed(3).padStart(8)}`;
+    console.log(
+      `\n(d) store time per stored turn (history + put + release + get), ms, ${RUNS} chains × ${TURNS} turns`,
+    );
     console.log('backend       p50      p99');
     console.log(row('memory', memory));
     console.log(row('redis', redis));
-    console.log(`overhead ${(percentile(redis, 0.5) - percentile(memory, 0.5)).toFixed(3).padStart(8)} ${(percentile(redis, 0.99) - percentile(memory, 0.99)).toFixed(3).padStart(8)}   (redis − memory)`);
+    console.log(
+      `overhead ${(percentile(redis, 0.5) - percentile(memory, 0.5)).toFixed(3).padStart(8)} ${(percentile(redis, 0.99) - percentile(memory, 0.99)).toFixed(3).padStart(8)}   (redis − memory)`,
+    );
   };
   const close = async () => {
     for (const prefix of prefixes) {
@@ -187,7 +209,8 @@ async function useRedis(turns: Turn[]): Promise<{ report: () => Promise<void>; c
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { backend: { type: 'string', default: 'memory' } } });
-  if (values.backend !== 'memory' && values.backend !== 'redis') throw new Error(`--backend must be memory or redis; got ${values.backend}`);
+  if (values.backend !== 'memory' && values.backend !== 'redis')
+    throw new Error(`--backend must be memory or redis; got ${values.backend}`);
   const turns = Array.from({ length: TURNS }, (_, n) => makeTurn(n));
   const redis = values.backend === 'redis' ? await useRedis(turns) : undefined;
   try {
@@ -204,10 +227,15 @@ async function figures(turns: Turn[]): Promise<void> {
   console.log('turn  unique_B   shared_B   shared/unique  copy-history_B  copy/unique');
   for (const [turn, row] of curve) {
     const cols = [String(turn).padEnd(5), String(row.unique).padEnd(10), String(row.shared).padEnd(10)];
-    cols.push((row.shared / row.unique).toFixed(3).padEnd(14), String(row.naive).padEnd(15), (row.naive / row.unique).toFixed(2));
+    cols.push(
+      (row.shared / row.unique).toFixed(3).padEnd(14),
+      String(row.naive).padEnd(15),
+      (row.naive / row.unique).toFixed(2),
+    );
     console.log(cols.join(' '));
   }
-  const ratio = (curve.get(TURNS) as { shared: number; unique: number }).shared / (curve.get(TURNS) as { unique: number }).unique;
+  const ratio =
+    (curve.get(TURNS) as { shared: number; unique: number }).shared / (curve.get(TURNS) as { unique: number }).unique;
 
   const firstRatios: number[] = [];
   const cursorRatios: number[] = [];
@@ -228,13 +256,17 @@ async function figures(turns: Turn[]): Promise<void> {
   }
   const pageRatio = Math.max(median(firstRatios), median(cursorRatios));
   console.log(`\n(b) input_items page (limit ${PAGE}) latency, turn ${TURNS} ÷ turn 10, median of ${RUNS} runs`);
-  console.log(`first page: ${median(firstRatios).toFixed(2)}   cursor page: ${median(cursorRatios).toFixed(2)}   (first page µs, turn 10/turn 200, per run: ${samples.join(', ')})`);
+  console.log(
+    `first page: ${median(firstRatios).toFixed(2)}   cursor page: ${median(cursorRatios).toFixed(2)}   (first page µs, turn 10/turn 200, per run: ${samples.join(', ')})`,
+  );
   console.log(`\n(c) operations per second, median of ${RUNS} runs`);
   console.log(`store, continuing a ${TURNS}-turn chain (history + put + release): ${Math.round(median(chained))}/s`);
   console.log(`store, standalone response (put, replacing):              ${Math.round(median(single))}/s`);
   console.log(`retrieve (get):                                           ${Math.round(median(gets))}/s`);
   const isOk = ratio <= 1.2 && pageRatio <= 2;
-  console.log(`\ntargets: bytes ratio ${ratio.toFixed(3)} ≤ 1.2, page ratio ${pageRatio.toFixed(2)} ≤ 2 → ${isOk ? 'met' : 'MISSED'}`);
+  console.log(
+    `\ntargets: bytes ratio ${ratio.toFixed(3)} ≤ 1.2, page ratio ${pageRatio.toFixed(2)} ≤ 2 → ${isOk ? 'met' : 'MISSED'}`,
+  );
   if (!isOk) process.exitCode = 1;
 }
 

@@ -131,7 +131,10 @@ export class Tokenizer {
     let position = 0;
     for (const [start, end] of spans) {
       if (end <= position) continue;
-      ids.push(...this.encode(text.slice(position, Math.max(position, start))), ...this.encodePlain(text.slice(Math.max(position, start), end)));
+      ids.push(
+        ...this.encode(text.slice(position, Math.max(position, start))),
+        ...this.encodePlain(text.slice(Math.max(position, start), end)),
+      );
       position = end;
     }
     ids.push(...this.encode(text.slice(position)));
@@ -228,7 +231,10 @@ interface TokenizerJsonShape {
  * raw bytes through the byte-level table and every added token to its UTF-8 content, so streaming
  * needs no re-decoding. Any other tokenizer returns undefined (the generic windowed path).
  */
-function byteLevelTable(json: TokenizerJsonShape, addedTokens: AddedTokenJson[]): Array<Uint8Array | undefined> | undefined {
+function byteLevelTable(
+  json: TokenizerJsonShape,
+  addedTokens: AddedTokenJson[],
+): Array<Uint8Array | undefined> | undefined {
   if (json.model?.type !== 'BPE' || json.decoder?.type !== 'ByteLevel' || !json.model.vocab) return undefined;
   const charToByte = byteLevelCharToByte();
   const table: Array<Uint8Array | undefined> = [];

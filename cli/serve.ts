@@ -17,7 +17,10 @@ import { JobManager } from '../store/jobs/job-manager.ts';
 import { openResponseStore } from '../store/responses/open-response-store.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 
-export type LoadModelRuntime = (dir: string, opts: { onProgress?: (p: LoadProgress) => void; dialect?: string }) => Promise<ModelRuntime>;
+export type LoadModelRuntime = (
+  dir: string,
+  opts: { onProgress?: (p: LoadProgress) => void; dialect?: string },
+) => Promise<ModelRuntime>;
 
 export interface ServeOptions {
   settings: ResponsesSettings;
@@ -53,7 +56,9 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const store = backend.store;
   const jobs = new JobManager({ settings, store, registry });
   const logger = options.logger ?? stderrLogger;
-  const sharedJobs = await backend.shareJobs?.(jobs, (error) => logger.warn('shared task record write failed', { error: (error as Error).message }));
+  const sharedJobs = await backend.shareJobs?.(jobs, (error) =>
+    logger.warn('shared task record write failed', { error: (error as Error).message }),
+  );
   const deps: AppDeps = {
     settings,
     server: serverSettings,
@@ -101,14 +106,16 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const origin = `http://${host}:${address.port}`;
   options.onListening?.(origin);
   let isStopping = false;
-  const loaded = options.loadRuntime(options.modelDir, { onProgress: options.onProgress, dialect: serverSettings.dialect }).then(async (loadedRuntime) => {
-    if (isStopping) {
-      await loadedRuntime.close();
-      throw new Error('stopped while loading');
-    }
-    runtime = loadedRuntime;
-    return loadedRuntime;
-  });
+  const loaded = options
+    .loadRuntime(options.modelDir, { onProgress: options.onProgress, dialect: serverSettings.dialect })
+    .then(async (loadedRuntime) => {
+      if (isStopping) {
+        await loadedRuntime.close();
+        throw new Error('stopped while loading');
+      }
+      runtime = loadedRuntime;
+      return loadedRuntime;
+    });
   loaded.catch(() => {});
   let stopping: Promise<void> | undefined;
   const stop = () => {

@@ -12,7 +12,11 @@ const isBun = typeof process.versions.bun === 'string';
 export function startModuleWorker(url: URL, workerData: unknown): Worker {
   if (isBun || !url.pathname.endsWith('.ts')) return new Worker(url, { workerData });
   // tsx's ESM API entry sits beside the CommonJS one that require.resolve finds.
-  const tsxApi = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  const tsxApi = pathToFileURL(
+    createRequire(import.meta.url)
+      .resolve('tsx/esm/api')
+      .replace(/\.cjs$/, '.mjs'),
+  ).href;
   const code =
     `import(${JSON.stringify(tsxApi)}).then(({ tsImport }) => ` +
     `tsImport(${JSON.stringify(url.href)}, ${JSON.stringify(import.meta.url)}))`;

@@ -13,7 +13,10 @@ import type { AppDeps, RequestState } from './app-deps.ts';
 import type { LogLevel } from '../config/settings.ts';
 import { operations, type OperationId } from '../generated/operations.ts';
 
-export function createAccessLogger(level: LogLevel, destination: DestinationStream = pino.destination({ dest: 2, sync: true })): Logger {
+export function createAccessLogger(
+  level: LogLevel,
+  destination: DestinationStream = pino.destination({ dest: 2, sync: true }),
+): Logger {
   return pino({ level, base: undefined, messageKey: 'message', timestamp: pino.stdTimeFunctions.isoTime }, destination);
 }
 

@@ -38,7 +38,12 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestS
   for (const id of ids) {
     const { method, koaPath } = operations[id];
     const handler = options.handlers?.[id] ?? defaultHandlers[id];
-    router.register(koaPath, [method.toUpperCase()], operationMiddleware(id, validators.get(id)!, handler, deps, authenticator), { name: id });
+    router.register(
+      koaPath,
+      [method.toUpperCase()],
+      operationMiddleware(id, validators.get(id)!, handler, deps, authenticator),
+      { name: id },
+    );
   }
   // Errors Koa sees after the middleware returned (a streamed body failing, a client reset).
   app.on('error', (err: unknown) => {
@@ -68,7 +73,11 @@ function errorMiddleware(deps: AppDeps, metrics: HttpMetrics): Koa.Middleware<Re
     const observe = () => {
       if (isObserved) return;
       isObserved = true;
-      metrics.observe(ctx.state.operationId ?? 'unmatched', ctx.res.statusCode, Number(process.hrtime.bigint() - started) / 1e9);
+      metrics.observe(
+        ctx.state.operationId ?? 'unmatched',
+        ctx.res.statusCode,
+        Number(process.hrtime.bigint() - started) / 1e9,
+      );
     };
     ctx.res.once('finish', observe);
     ctx.res.once('close', observe);
@@ -95,7 +104,12 @@ function errorMiddleware(deps: AppDeps, metrics: HttpMetrics): Koa.Middleware<Re
 /** A write to a client that has already gone (routine for streams): no stack, no warning. */
 function isClientGone(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return code === 'EPIPE' || code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ERR_STREAM_DESTROYED';
+  return (
+    code === 'EPIPE' ||
+    code === 'ECONNRESET' ||
+    code === 'ERR_STREAM_PREMATURE_CLOSE' ||
+    code === 'ERR_STREAM_DESTROYED'
+  );
 }
 
 function errorSummary(err: unknown): string {
@@ -118,7 +132,8 @@ function operationMiddleware(
     ctx.state.params = validator.params((ctx as unknown as { params: Record<string, string> }).params ?? {});
     if (validator.hasBody) {
       const body = await readJsonBody(ctx as unknown as Koa.Context, deps.server.maxBodyBytes);
-      if (body === undefined && validator.isBodyRequired) throw badRequest(null, 'The request body must be a JSON object.', 'invalid_type');
+      if (body === undefined && validator.isBodyRequired)
+        throw badRequest(null, 'The request body must be a JSON object.', 'invalid_type');
       const value = body ?? {};
       const rejection = findRejection(rejections, value);
       if (rejection !== undefined) throw rejection;

@@ -42,7 +42,8 @@ export async function readJsonBody(ctx: Koa.Context, limit: number): Promise<Rec
   const raw = await readRawBody(ctx, limit);
   const parsed = raw.length >= OFF_THREAD_BODY_BYTES ? await parseOffThread(raw) : parseHere(raw);
   // A fixed message: parser messages differ between Node and Bun and may quote the body.
-  if (parsed === INVALID) throw badRequest(null, 'We could not parse the JSON body of your request. It must be valid JSON.', 'invalid_json');
+  if (parsed === INVALID)
+    throw badRequest(null, 'We could not parse the JSON body of your request. It must be valid JSON.', 'invalid_json');
   if (parsed === EMPTY) return undefined;
   const value = parsed.value;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {

@@ -10,7 +10,11 @@ const decoder = new TextDecoder('utf-8', { ignoreBOM: false });
 parentPort!.on('message', ({ id, bytes }: { id: number; bytes: Uint8Array }) => {
   try {
     const text = decoder.decode(bytes);
-    parentPort!.postMessage({ id, empty: text.trim() === '', value: text.trim() === '' ? undefined : JSON.parse(text) });
+    parentPort!.postMessage({
+      id,
+      empty: text.trim() === '',
+      value: text.trim() === '' ? undefined : JSON.parse(text),
+    });
   } catch {
     parentPort!.postMessage({ id, error: true });
   }

@@ -14,13 +14,19 @@ export interface Rejection {
   /** Stable row name (tests and docs). */
   readonly id: string;
   /** OpenAI-style error code. */
-  readonly code: 'unsupported_parameter' | 'unsupported_value' | 'string_above_max_length' | 'object_above_max_size' | 'invalid_type';
+  readonly code:
+    | 'unsupported_parameter'
+    | 'unsupported_value'
+    | 'string_above_max_length'
+    | 'object_above_max_size'
+    | 'invalid_type';
   readonly message: string;
   /** The offending field's path when the row applies to `body`, else undefined. */
   find(body: Json): string | undefined;
 }
 
-const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isObject = (value: unknown): value is Json =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
 const isSet = (value: unknown): boolean => value !== undefined && value !== null;
 
 /** [path, item] for each object in an array-valued `input`. */
@@ -36,7 +42,8 @@ function contentParts(body: Json): [string, Json][] {
   for (const [path, item] of inputItems(body)) {
     for (const field of ['content', 'output'] as const) {
       const list = item[field];
-      if (Array.isArray(list)) list.forEach((part, j) => isObject(part) && parts.push([`${path}.${field}[${j}]`, part]));
+      if (Array.isArray(list))
+        list.forEach((part, j) => isObject(part) && parts.push([`${path}.${field}[${j}]`, part]));
     }
   }
   return parts;
@@ -58,7 +65,8 @@ export const CLIENT_METADATA_MAX_BYTES = 16384;
 
 function clientMetadataBytes(value: Json): number {
   let bytes = 0;
-  for (const [key, inner] of Object.entries(value)) bytes += Buffer.byteLength(key) + (typeof inner === 'string' ? Buffer.byteLength(inner) : 0);
+  for (const [key, inner] of Object.entries(value))
+    bytes += Buffer.byteLength(key) + (typeof inner === 'string' ? Buffer.byteLength(inner) : 0);
   return bytes;
 }
 
@@ -66,22 +74,33 @@ const SERVICE_TIER_REJECTION: Rejection = {
   id: 'service_tier',
   code: 'unsupported_value',
   message: "Only service_tier 'auto' or 'default' is supported.",
-  find: (body) => (isSet(body.service_tier) && body.service_tier !== 'auto' && body.service_tier !== 'default' ? 'service_tier' : undefined),
+  find: (body) =>
+    isSet(body.service_tier) && body.service_tier !== 'auto' && body.service_tier !== 'default'
+      ? 'service_tier'
+      : undefined,
 };
 
 export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'conversation',
     code: 'unsupported_parameter',
-    message: 'The Conversations API is not supported. Send the history in `input`, or use `store:true` with `previous_response_id`.',
+    message:
+      'The Conversations API is not supported. Send the history in `input`, or use `store:true` with `previous_response_id`.',
     find: (body) => (isSet(body.conversation) ? 'conversation' : undefined),
   },
   {
     id: 'item_reference',
     code: 'unsupported_value',
-    message: 'Item references are not supported. Send the item itself in `input` (clients that replay by reference, such as the Vercel AI SDK, send items in full with `store: false`), or use `previous_response_id`.',
+    message:
+      'Item references are not supported. Send the item itself in `input` (clients that replay by reference, such as the Vercel AI SDK, send items in full with `store: false`), or use `previous_response_id`.',
     find: (body) => {
-      const hit = inputItems(body).find(([, item]) => item.type === 'item_reference' || (!isSet(item.type) && typeof item.id === 'string' && Object.keys(item).every((k) => k === 'id' || k === 'type')));
+      const hit = inputItems(body).find(
+        ([, item]) =>
+          item.type === 'item_reference' ||
+          (!isSet(item.type) &&
+            typeof item.id === 'string' &&
+            Object.keys(item).every((k) => k === 'id' || k === 'type')),
+      );
       return hit === undefined ? undefined : hit[1].type === 'item_reference' ? `${hit[0]}.type` : hit[0];
       // (an item with only `id` is OpenAI's short form of an item reference)
     },
@@ -99,8 +118,10 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'hosted_tool_choice',
     code: 'unsupported_value',
-    message: "tool_choice must be 'auto', 'none', 'required' or {\"type\":\"function\",\"name\":...}; other tool choices are not supported.",
-    find: (body) => (isObject(body.tool_choice) && body.tool_choice.type !== 'function' ? 'tool_choice.type' : undefined),
+    message:
+      'tool_choice must be \'auto\', \'none\', \'required\' or {"type":"function","name":...}; other tool choices are not supported.',
+    find: (body) =>
+      isObject(body.tool_choice) && body.tool_choice.type !== 'function' ? 'tool_choice.type' : undefined,
   },
   {
     id: 'encrypted_reasoning',
@@ -114,9 +135,12 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'reasoning_summary_input',
     code: 'unsupported_value',
-    message: 'Reasoning summaries are not supported; replay reasoning items with an empty `summary` and their `content`.',
+    message:
+      'Reasoning summaries are not supported; replay reasoning items with an empty `summary` and their `content`.',
     find: (body) => {
-      const hit = inputItems(body).find(([, item]) => item.type === 'reasoning' && Array.isArray(item.summary) && item.summary.length > 0);
+      const hit = inputItems(body).find(
+        ([, item]) => item.type === 'reasoning' && Array.isArray(item.summary) && item.summary.length > 0,
+      );
       return hit === undefined ? undefined : `${hit[0]}.summary`;
     },
   },
@@ -129,7 +153,8 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'reasoning_generate_summary',
     code: 'unsupported_parameter',
-    message: 'Reasoning summaries (`generate_summary`) are not supported; Maya returns the model reasoning itself as `reasoning_text`.',
+    message:
+      'Reasoning summaries (`generate_summary`) are not supported; Maya returns the model reasoning itself as `reasoning_text`.',
     find: (body) => (isSet(reasoningOf(body).generate_summary) ? 'reasoning.generate_summary' : undefined),
   },
   {
@@ -158,7 +183,9 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     code: 'unsupported_value',
     message: "Only image detail 'auto' is supported.",
     find: (body) => {
-      const hit = contentParts(body).find(([, part]) => part.type === 'input_image' && isSet(part.detail) && part.detail !== 'auto');
+      const hit = contentParts(body).find(
+        ([, part]) => part.type === 'input_image' && isSet(part.detail) && part.detail !== 'auto',
+      );
       return hit === undefined ? undefined : `${hit[0]}.detail`;
     },
   },
@@ -182,7 +209,8 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'include_encrypted_reasoning',
     code: 'unsupported_value',
-    message: "include 'reasoning.encrypted_content' needs explicit reasoning.effort 'none': reasoning encryption is not supported.",
+    message:
+      "include 'reasoning.encrypted_content' needs explicit reasoning.effort 'none': reasoning encryption is not supported.",
     find: (body) => {
       if (!Array.isArray(body.include) || reasoningOf(body).effort === 'none') return undefined;
       const i = body.include.indexOf('reasoning.encrypted_content');
@@ -199,7 +227,10 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     id: 'prompt_cache_key_length',
     code: 'string_above_max_length',
     message: 'prompt_cache_key is longer than 256 characters.',
-    find: (body) => (typeof body.prompt_cache_key === 'string' && [...body.prompt_cache_key].length > 256 ? 'prompt_cache_key' : undefined),
+    find: (body) =>
+      typeof body.prompt_cache_key === 'string' && [...body.prompt_cache_key].length > 256
+        ? 'prompt_cache_key'
+        : undefined,
   },
   {
     id: 'client_metadata_values',
@@ -215,7 +246,10 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     id: 'client_metadata_size',
     code: 'object_above_max_size',
     message: `client_metadata is larger than ${CLIENT_METADATA_MAX_BYTES} bytes (UTF-8 keys and values together).`,
-    find: (body) => (isObject(body.client_metadata) && clientMetadataBytes(body.client_metadata) > CLIENT_METADATA_MAX_BYTES ? 'client_metadata' : undefined),
+    find: (body) =>
+      isObject(body.client_metadata) && clientMetadataBytes(body.client_metadata) > CLIENT_METADATA_MAX_BYTES
+        ? 'client_metadata'
+        : undefined,
   },
   {
     id: 'prompt_template',
@@ -231,7 +265,8 @@ function chatParts(body: Json): [string, Json][] {
   if (!Array.isArray(body.messages)) return parts;
   body.messages.forEach((message, i) => {
     const content = isObject(message) ? message.content : undefined;
-    if (Array.isArray(content)) content.forEach((part, j) => isObject(part) && parts.push([`messages[${i}].content[${j}]`, part]));
+    if (Array.isArray(content))
+      content.forEach((part, j) => isObject(part) && parts.push([`messages[${i}].content[${j}]`, part]));
   });
   return parts;
 }
@@ -255,7 +290,13 @@ export const CREATE_CHAT_COMPLETION_REJECTIONS: readonly Rejection[] = [
     code: 'unsupported_value',
     message: "Only image detail 'auto' is supported.",
     find: (body) => {
-      const hit = chatParts(body).find(([, part]) => part.type === 'image_url' && isObject(part.image_url) && isSet(part.image_url.detail) && part.image_url.detail !== 'auto');
+      const hit = chatParts(body).find(
+        ([, part]) =>
+          part.type === 'image_url' &&
+          isObject(part.image_url) &&
+          isSet(part.image_url.detail) &&
+          part.image_url.detail !== 'auto',
+      );
       return hit === undefined ? undefined : `${hit[0]}.image_url.detail`;
     },
   },

@@ -16,6 +16,13 @@ export function modelObject(runtime: ModelRuntime) {
 export const retrieveModel: Handler = async (ctx, deps) => {
   const runtime = requireRuntime(deps);
   const id = ctx.state.params.model as string;
-  if (id !== runtime.id) throw new ApiError(404, `The model '${id}' does not exist; this server serves '${runtime.id}'.`, 'invalid_request_error', 'model_not_found', 'model');
+  if (id !== runtime.id)
+    throw new ApiError(
+      404,
+      `The model '${id}' does not exist; this server serves '${runtime.id}'.`,
+      'invalid_request_error',
+      'model_not_found',
+      'model',
+    );
   ctx.body = modelObject(runtime);
 };

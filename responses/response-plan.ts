@@ -13,7 +13,13 @@ import { checkToolParameters, compileTextFormat, type OutputValidator } from './
 
 /** The validated CreateResponse fields the pipeline reads. */
 export interface PlanRequest extends EchoedRequest {
-  tools?: Array<{ type: string; name: string; description?: string | null; parameters?: Record<string, unknown> | null; strict?: boolean | null }>;
+  tools?: Array<{
+    type: string;
+    name: string;
+    description?: string | null;
+    parameters?: Record<string, unknown> | null;
+    strict?: boolean | null;
+  }>;
   tool_choice?: 'auto' | 'none' | 'required' | { type: 'function'; name: string };
   text?: { format?: Record<string, unknown>; verbosity?: string | null } | null;
   reasoning?: { effort?: ReasoningEffort | null } | null;
@@ -63,7 +69,8 @@ function toolSpecs(request: PlanRequest): ToolSpec[] {
 function forcedTool(request: PlanRequest, tools: ToolSpec[]): ForcedTool | undefined {
   const choice = request.tool_choice;
   if (choice === 'required') {
-    if (tools.length === 0) throw badRequest('tool_choice', "tool_choice 'required' needs at least one function tool in 'tools'.");
+    if (tools.length === 0)
+      throw badRequest('tool_choice', "tool_choice 'required' needs at least one function tool in 'tools'.");
     return 'required';
   }
   if (choice && typeof choice === 'object') {
@@ -114,12 +121,25 @@ function argumentStrings(json: string): string[] {
 }
 
 /** 400 context_length_exceeded, naming the output limit only when the client set one. */
-function contextExceeded(wire: WireNames, promptTokens: number, maxOutputTokens: number | undefined, contextLength: number) {
+function contextExceeded(
+  wire: WireNames,
+  promptTokens: number,
+  maxOutputTokens: number | undefined,
+  contextLength: number,
+) {
   const prompt = `The prompt (${promptTokens} tokens)`;
   const context = `the model's context of ${contextLength} tokens`;
   return maxOutputTokens === undefined
-    ? badRequest(wire.input, `${prompt} leaves no room for output in ${context}; shorten '${wire.input}'.`, 'context_length_exceeded')
-    : badRequest(wire.maxOutputTokens, `${prompt} plus ${wire.maxOutputTokens} (${maxOutputTokens}) exceeds ${context}.`, 'context_length_exceeded');
+    ? badRequest(
+        wire.input,
+        `${prompt} leaves no room for output in ${context}; shorten '${wire.input}'.`,
+        'context_length_exceeded',
+      )
+    : badRequest(
+        wire.maxOutputTokens,
+        `${prompt} plus ${wire.maxOutputTokens} (${maxOutputTokens}) exceeds ${context}.`,
+        'context_length_exceeded',
+      );
 }
 
 /** Fills omitted temperature / top_p from the checkpoint's generation_config.json (as vLLM does). */
@@ -158,12 +178,24 @@ function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: Hi
   const wire = request.wire ?? RESPONSES_WIRE;
   const declared = toolSpecs(request);
   const forced = forcedTool(request, declared);
-  const allowedTools = request.tool_choice === 'none' ? [] : forced && forced !== 'required' ? declared.filter((t) => t.name === forced.name) : declared;
+  const allowedTools =
+    request.tool_choice === 'none'
+      ? []
+      : forced && forced !== 'required'
+        ? declared.filter((t) => t.name === forced.name)
+        : declared;
   const format = compileTextFormat(request.text?.format);
   const strictTools = new Map<string, OutputValidator>();
   declared.forEach((tool, index) => {
     if (request.tools?.[index]?.parameters != null) checkToolParameters(tool.parameters, `tools[${index}].parameters`);
-    if (tool.strict) strictTools.set(tool.name, compileTextFormat({ type: 'json_schema', name: tool.name, schema: tool.parameters, strict: true }, `tools[${index}].parameters`).validator!);
+    if (tool.strict)
+      strictTools.set(
+        tool.name,
+        compileTextFormat(
+          { type: 'json_schema', name: tool.name, schema: tool.parameters, strict: true },
+          `tools[${index}].parameters`,
+        ).validator!,
+      );
   });
 
   let turns = toTurns(history, offset, wire.itemParam);
@@ -173,8 +205,24 @@ function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: Hi
   checkCanFit(runtime, inputBytes, wire);
 
   const thinking = runtime.dialect.thinkingControl(request.reasoning?.effort);
-  const renderOptions: RenderOptions = { tools: request.tool_choice === 'none' ? [] : declared, thinking: thinking.thinking, effort: thinking.effort, forcedTool: forced };
-  return { wire, declared, forced, allowedTools, format, strictTools, turns, renderOptions, plain: plainStrings(turns), inputBytes };
+  const renderOptions: RenderOptions = {
+    tools: request.tool_choice === 'none' ? [] : declared,
+    thinking: thinking.thinking,
+    effort: thinking.effort,
+    forcedTool: forced,
+  };
+  return {
+    wire,
+    declared,
+    forced,
+    allowedTools,
+    format,
+    strictTools,
+    turns,
+    renderOptions,
+    plain: plainStrings(turns),
+    inputBytes,
+  };
 }
 
 /**
@@ -187,7 +235,11 @@ function checkCanFit(runtime: GenerationRuntime, inputBytes: number, wire: WireN
   if (!perToken) return;
   const atLeast = Math.ceil(inputBytes / perToken);
   if (atLeast >= runtime.contextLength) {
-    throw badRequest(wire.input, `The ${wire.input} (${inputBytes} bytes, at least ${atLeast} tokens) does not fit the model's context of ${runtime.contextLength} tokens.`, 'context_length_exceeded');
+    throw badRequest(
+      wire.input,
+      `The ${wire.input} (${inputBytes} bytes, at least ${atLeast} tokens) does not fit the model's context of ${runtime.contextLength} tokens.`,
+      'context_length_exceeded',
+    );
   }
 }
 
@@ -205,19 +257,27 @@ function asRequestError(error: unknown, wire: WireNames): unknown {
   return error instanceof DialectError ? badRequest(wire.input, error.message, 'unsupported_history') : error;
 }
 
-function finishPlan(runtime: GenerationRuntime, request: PlanRequest, draft: Draft, rendered: { promptIds: number[]; parser: ParserOptions }): ResponsePlan {
+function finishPlan(
+  runtime: GenerationRuntime,
+  request: PlanRequest,
+  draft: Draft,
+  rendered: { promptIds: number[]; parser: ParserOptions },
+): ResponsePlan {
   const { promptIds } = rendered;
   const room = runtime.contextLength - promptIds.length;
   const maxTokens = request.max_output_tokens ?? room;
-  if (maxTokens > room || room <= 0) throw contextExceeded(draft.wire, promptIds.length, request.max_output_tokens ?? undefined, runtime.contextLength);
-  const stopIds = runtime.dialect.stopTokens.map((token) => runtime.tokenizer.tokenToId(token)).filter((id): id is number => id !== undefined);
+  if (maxTokens > room || room <= 0)
+    throw contextExceeded(draft.wire, promptIds.length, request.max_output_tokens ?? undefined, runtime.contextLength);
+  const stopIds = runtime.dialect.stopTokens
+    .map((token) => runtime.tokenizer.tokenToId(token))
+    .filter((id): id is number => id !== undefined);
   return {
     promptIds,
     maxTokens,
     stopIds,
     // top_p 0 keeps only the most likely token: greedy, as OpenAI treats it.
-    temperature: request.top_p === 0 ? 0 : request.temperature ?? 1,
-    topP: request.top_p === 0 ? 1 : request.top_p ?? 1,
+    temperature: request.top_p === 0 ? 0 : (request.temperature ?? 1),
+    topP: request.top_p === 0 ? 1 : (request.top_p ?? 1),
     parser: { ...rendered.parser, tools: draft.allowedTools },
     allowedTools: draft.allowedTools,
     forced: draft.forced,
@@ -229,17 +289,30 @@ function finishPlan(runtime: GenerationRuntime, request: PlanRequest, draft: Dra
 }
 
 /** The plan, rendered and tokenised on the calling thread. */
-export function planResponse(runtime: GenerationRuntime, request: PlanRequest, history: HistoryItem[], offset: number): ResponsePlan {
+export function planResponse(
+  runtime: GenerationRuntime,
+  request: PlanRequest,
+  history: HistoryItem[],
+  offset: number,
+): ResponsePlan {
   const draft = draftPlan(runtime, request, history, offset);
   return finishPlan(runtime, request, draft, renderHere(runtime, draft));
 }
 
 /** The plan; a large input is rendered and tokenised by the runtime's prompt workers when it has them. */
-export async function planResponseAsync(runtime: GenerationRuntime, request: PlanRequest, history: HistoryItem[], offset: number): Promise<ResponsePlan> {
+export async function planResponseAsync(
+  runtime: GenerationRuntime,
+  request: PlanRequest,
+  history: HistoryItem[],
+  offset: number,
+): Promise<ResponsePlan> {
   const draft = draftPlan(runtime, request, history, offset);
   const workers = runtime.promptWorkers;
-  const rendered = workers && draft.inputBytes >= OFF_THREAD_INPUT_BYTES
-    ? await workers.render(draft.turns, draft.renderOptions, draft.plain).catch((error: unknown) => { throw asRequestError(error, draft.wire); })
-    : renderHere(runtime, draft);
+  const rendered =
+    workers && draft.inputBytes >= OFF_THREAD_INPUT_BYTES
+      ? await workers.render(draft.turns, draft.renderOptions, draft.plain).catch((error: unknown) => {
+          throw asRequestError(error, draft.wire);
+        })
+      : renderHere(runtime, draft);
   return finishPlan(runtime, request, draft, rendered);
 }

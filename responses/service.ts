@@ -125,15 +125,27 @@ async function* runForeground(
   }
 }
 
-async function prepare(deps: ServiceDeps, scope: string, body: CreateRequest, runtime: ModelRuntime): Promise<PreparedResponse> {
+async function prepare(
+  deps: ServiceDeps,
+  scope: string,
+  body: CreateRequest,
+  runtime: ModelRuntime,
+): Promise<PreparedResponse> {
   const request = withSamplingDefaults(runtime, body);
-  const previous = request.previous_response_id ? await continuation(deps, scope, request.previous_response_id) : undefined;
+  const previous = request.previous_response_id
+    ? await continuation(deps, scope, request.previous_response_id)
+    : undefined;
   try {
     const newItems = normaliseInput(request.input ?? []);
     const history: HistoryItem[] = [...((previous?.items ?? []) as HistoryItem[]), ...newItems];
     if (request.store) checkStorable(history, newItems, previous, deps.settings.ENTRY_BYTES);
     const plan = await planResponseAsync(runtime, request, history, -(previous?.items.length ?? 0));
-    const response = newResponseObject(request, newId('resp'), runtime.id, request.background ? 'queued' : 'in_progress');
+    const response = newResponseObject(
+      request,
+      newId('resp'),
+      runtime.id,
+      request.background ? 'queued' : 'in_progress',
+    );
     const save =
       request.store === true
         ? (final: ResponseObject) => deps.store.put(scope, { response: final, inputItems: newItems, previous })
@@ -149,7 +161,9 @@ async function prepare(deps: ServiceDeps, scope: string, body: CreateRequest, ru
 async function continuation(deps: ServiceDeps, scope: string, id: string): Promise<StoredHistory> {
   const fromJobs = deps.sharedJobs
     ? await deps.sharedJobs.continuationHistory(scope, id)
-    : locate(deps, scope, id) === 'jobs' ? await deps.jobs!.continuationHistory(scope, id) : undefined;
+    : locate(deps, scope, id) === 'jobs'
+      ? await deps.jobs!.continuationHistory(scope, id)
+      : undefined;
   const history = fromJobs ?? (await deps.store.history(scope, id));
   if (!history) throw notFound('response', id, 'previous_response_id');
   return history;
@@ -159,7 +173,12 @@ async function continuation(deps: ServiceDeps, scope: string, id: string): Promi
  * A response that will be stored must be storable: unique item ids, and an expanded snapshot
  * within ENTRY_BYTES. Checked before generation so the model never runs for a refused save.
  */
-function checkStorable(history: HistoryItem[], newItems: HistoryItem[], previous: StoredHistory | undefined, entryBytes: number): void {
+function checkStorable(
+  history: HistoryItem[],
+  newItems: HistoryItem[],
+  previous: StoredHistory | undefined,
+  entryBytes: number,
+): void {
   const seen = new Set<string>();
   const previousCount = previous?.items.length ?? 0;
   history.forEach((item, index) => {
@@ -222,10 +241,16 @@ function jobSpec(prepared: PreparedResponse): JobSpec {
 }
 
 /** getResponse: the caller's task snapshot (queued, running or retained) or stored response; 404 otherwise. */
-export async function retrieveResponse(deps: ServiceDeps, scope: string, id: string): Promise<ResponseObject | StoredResponse> {
+export async function retrieveResponse(
+  deps: ServiceDeps,
+  scope: string,
+  id: string,
+): Promise<ResponseObject | StoredResponse> {
   const snapshot = deps.sharedJobs
     ? await deps.sharedJobs.snapshot(scope, id)
-    : locate(deps, scope, id) === 'jobs' ? deps.jobs!.snapshot(scope, id) : undefined;
+    : locate(deps, scope, id) === 'jobs'
+      ? deps.jobs!.snapshot(scope, id)
+      : undefined;
   const found = snapshot ?? (await deps.store.get(scope, id));
   if (!found) throw notFound('response', id);
   return found;
@@ -250,7 +275,11 @@ export async function streamResponse(
     if (events) return events;
   }
   if (!(await deps.store.get(scope, id))) throw notFound('response', id);
-  throw conflict(`Response '${id}' has no retained event stream; retrieve it without stream=true.`, 'stream_not_available', 'stream');
+  throw conflict(
+    `Response '${id}' has no retained event stream; retrieve it without stream=true.`,
+    'stream_not_available',
+    'stream',
+  );
 }
 
 /**
@@ -270,10 +299,16 @@ export async function deleteResponse(deps: ServiceDeps, scope: string, id: strin
  * response created without background → 400; a finished one whose record expired answers its
  * final state; unknown ids → 404.
  */
-export async function cancelResponse(deps: ServiceDeps, scope: string, id: string): Promise<ResponseObject | StoredResponse> {
+export async function cancelResponse(
+  deps: ServiceDeps,
+  scope: string,
+  id: string,
+): Promise<ResponseObject | StoredResponse> {
   const snapshot = deps.sharedJobs
     ? await deps.sharedJobs.cancel(scope, id)
-    : locate(deps, scope, id) === 'jobs' ? await deps.jobs!.cancel(scope, id) : undefined;
+    : locate(deps, scope, id) === 'jobs'
+      ? await deps.jobs!.cancel(scope, id)
+      : undefined;
   if (snapshot) return snapshot;
   const stored = await deps.store.get(scope, id);
   if (!stored) throw notFound('response', id);
@@ -296,7 +331,9 @@ export async function listInputItems(
 ): Promise<InputItemPage> {
   const fromJobs = deps.sharedJobs
     ? await deps.sharedJobs.listInputItems(scope, id, options)
-    : locate(deps, scope, id) === 'jobs' ? deps.jobs!.listInputItems(scope, id, options) : undefined;
+    : locate(deps, scope, id) === 'jobs'
+      ? deps.jobs!.listInputItems(scope, id, options)
+      : undefined;
   const page = fromJobs ?? (await deps.store.listInputItems(scope, id, options));
   if (!page) throw notFound('response', id);
   return page;
@@ -307,7 +344,11 @@ export async function createChatCompletion(
   deps: Pick<ServiceDeps, 'getRuntime'>,
   chat: ChatRequest,
   signal: AbortSignal,
-): Promise<{ runtime: ModelRuntime; response: ResponseObject; events: AsyncGenerator<StreamEvent, ResponseObject, void> }> {
+): Promise<{
+  runtime: ModelRuntime;
+  response: ResponseObject;
+  events: AsyncGenerator<StreamEvent, ResponseObject, void>;
+}> {
   const runtime = requireRuntime(deps);
   const request = withSamplingDefaults(runtime, chatPlanRequest(chat));
   const plan = await planResponseAsync(runtime, request, chatHistory(chat.messages), 0);

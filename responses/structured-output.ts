@@ -21,23 +21,49 @@ const VALIDATION_BUDGET_MS = 1000;
 
 const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$schema', '$comment']);
 const KEYWORDS = new Set([
-  'type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'anyOf',
-  'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf',
-  'minLength', 'maxLength', 'minItems', 'maxItems',
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'enum',
+  'const',
+  'anyOf',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
 ]);
 const TYPES = new Set(['object', 'array', 'string', 'number', 'integer', 'boolean', 'null']);
 /** Keywords named in the spec's rejection list get their own message (a Map: no prototype keys). */
-const REJECTED = new Map(Object.entries({
-  $ref: 'references', $defs: 'definitions', definitions: 'definitions', pattern: 'patterns',
-  patternProperties: 'patterns', format: 'formats', if: 'conditionals', then: 'conditionals',
-  else: 'conditionals', dependentSchemas: 'conditionals', dependentRequired: 'conditionals',
-}));
+const REJECTED = new Map(
+  Object.entries({
+    $ref: 'references',
+    $defs: 'definitions',
+    definitions: 'definitions',
+    pattern: 'patterns',
+    patternProperties: 'patterns',
+    format: 'formats',
+    if: 'conditionals',
+    then: 'conditionals',
+    else: 'conditionals',
+    dependentSchemas: 'conditionals',
+    dependentRequired: 'conditionals',
+  }),
+);
 /** Keywords whose value is a non-negative integer. */
 const COUNTS = new Set(['minLength', 'maxLength', 'minItems', 'maxItems']);
 /** Keywords whose value is a finite number. */
 const BOUNDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf']);
 
-export type ValidationResult = { ok: true; value: unknown } | { ok: false; code: 'invalid_json' | 'schema_violation' | 'validation_budget'; message: string };
+export type ValidationResult =
+  | { ok: true; value: unknown }
+  | { ok: false; code: 'invalid_json' | 'schema_violation' | 'validation_budget'; message: string };
 export type OutputValidator = (text: string, signal?: AbortSignal) => ValidationResult;
 
 export interface CompiledFormat {
@@ -49,26 +75,45 @@ type Schema = Record<string, unknown>;
 
 /** Walks a schema node, enforcing the subset; counts nodes and depth. */
 function checkNode(node: unknown, path: string, depth: number, strict: boolean, counter: { nodes: number }): void {
-  if (typeof node !== 'object' || node === null || Array.isArray(node)) throw badRequest(path, 'A JSON schema node must be an object.', 'invalid_schema');
-  if (++counter.nodes > SCHEMA_MAX_NODES) throw badRequest(path, `The schema has more than ${SCHEMA_MAX_NODES} nodes.`, 'schema_too_large');
-  if (depth > SCHEMA_MAX_DEPTH) throw badRequest(path, `The schema nests deeper than ${SCHEMA_MAX_DEPTH} levels.`, 'schema_too_deep');
+  if (typeof node !== 'object' || node === null || Array.isArray(node))
+    throw badRequest(path, 'A JSON schema node must be an object.', 'invalid_schema');
+  if (++counter.nodes > SCHEMA_MAX_NODES)
+    throw badRequest(path, `The schema has more than ${SCHEMA_MAX_NODES} nodes.`, 'schema_too_large');
+  if (depth > SCHEMA_MAX_DEPTH)
+    throw badRequest(path, `The schema nests deeper than ${SCHEMA_MAX_DEPTH} levels.`, 'schema_too_deep');
   const schema = node as Schema;
   for (const key of Object.keys(schema)) {
     const rejected = REJECTED.get(key);
-    if (rejected) throw badRequest(`${path}.${key}`, `JSON schema ${rejected} ('${key}') are not supported.`, 'unsupported_schema_keyword');
-    if (!KEYWORDS.has(key) && !ANNOTATIONS.has(key)) throw badRequest(`${path}.${key}`, `JSON schema keyword '${key}' is not supported.`, 'unsupported_schema_keyword');
+    if (rejected)
+      throw badRequest(
+        `${path}.${key}`,
+        `JSON schema ${rejected} ('${key}') are not supported.`,
+        'unsupported_schema_keyword',
+      );
+    if (!KEYWORDS.has(key) && !ANNOTATIONS.has(key))
+      throw badRequest(
+        `${path}.${key}`,
+        `JSON schema keyword '${key}' is not supported.`,
+        'unsupported_schema_keyword',
+      );
     checkKeywordValue(schema, key, path);
   }
   const types = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type];
-  for (const type of types) if (!TYPES.has(type as string)) throw badRequest(`${path}.type`, `Unknown JSON schema type '${String(type)}'.`, 'invalid_schema');
+  for (const type of types)
+    if (!TYPES.has(type as string))
+      throw badRequest(`${path}.type`, `Unknown JSON schema type '${String(type)}'.`, 'invalid_schema');
   if (schema.properties !== undefined) {
-    if (typeof schema.properties !== 'object' || schema.properties === null) throw badRequest(`${path}.properties`, "'properties' must be an object.", 'invalid_schema');
-    for (const [name, child] of Object.entries(schema.properties)) checkNode(child, `${path}.properties.${name}`, depth + 1, strict, counter);
+    if (typeof schema.properties !== 'object' || schema.properties === null)
+      throw badRequest(`${path}.properties`, "'properties' must be an object.", 'invalid_schema');
+    for (const [name, child] of Object.entries(schema.properties))
+      checkNode(child, `${path}.properties.${name}`, depth + 1, strict, counter);
   }
-  if (typeof schema.additionalProperties === 'object') checkNode(schema.additionalProperties, `${path}.additionalProperties`, depth + 1, strict, counter);
+  if (typeof schema.additionalProperties === 'object')
+    checkNode(schema.additionalProperties, `${path}.additionalProperties`, depth + 1, strict, counter);
   if (schema.items !== undefined) checkNode(schema.items, `${path}.items`, depth + 1, strict, counter);
   if (schema.anyOf !== undefined) {
-    if (!Array.isArray(schema.anyOf) || schema.anyOf.length === 0) throw badRequest(`${path}.anyOf`, "'anyOf' must be a non-empty array.", 'invalid_schema');
+    if (!Array.isArray(schema.anyOf) || schema.anyOf.length === 0)
+      throw badRequest(`${path}.anyOf`, "'anyOf' must be a non-empty array.", 'invalid_schema');
     schema.anyOf.forEach((child, i) => checkNode(child, `${path}.anyOf[${i}]`, depth + 1, strict, counter));
   }
   if (strict && (types.includes('object') || schema.properties !== undefined)) checkStrictObject(schema, path);
@@ -77,25 +122,39 @@ function checkNode(node: unknown, path: string, depth: number, strict: boolean, 
 /** The shape JSON Schema requires of each supported keyword's value (400 `invalid_schema`). */
 function checkKeywordValue(schema: Schema, key: string, path: string): void {
   const value = schema[key];
-  const fail = (rule: string) => badRequest(`${path}.${key}`, `JSON schema keyword '${key}' must be ${rule}.`, 'invalid_schema');
+  const fail = (rule: string) =>
+    badRequest(`${path}.${key}`, `JSON schema keyword '${key}' must be ${rule}.`, 'invalid_schema');
   const isObject = typeof value === 'object' && value !== null && !Array.isArray(value);
   if (COUNTS.has(key) && !(Number.isInteger(value) && (value as number) >= 0)) throw fail('a non-negative integer');
   if (BOUNDS.has(key) && !(typeof value === 'number' && Number.isFinite(value))) throw fail('a number');
   if (key === 'multipleOf' && (value as number) <= 0) throw fail('a number greater than 0');
   if (key === 'properties' && !isObject) throw fail('an object');
-  if (key === 'additionalProperties' && typeof value !== 'boolean' && !isObject) throw fail('a boolean or a schema object');
+  if (key === 'additionalProperties' && typeof value !== 'boolean' && !isObject)
+    throw fail('a boolean or a schema object');
   if (key === 'items' && !isObject && typeof value !== 'boolean') throw fail('a schema');
-  if (key === 'required' && !(Array.isArray(value) && value.every((name) => typeof name === 'string'))) throw fail('an array of strings');
+  if (key === 'required' && !(Array.isArray(value) && value.every((name) => typeof name === 'string')))
+    throw fail('an array of strings');
   if (key === 'enum' && !Array.isArray(value)) throw fail('an array');
-  if (key === 'type' && !(typeof value === 'string' || (Array.isArray(value) && value.length > 0))) throw fail('a type name or a non-empty array of them');
+  if (key === 'type' && !(typeof value === 'string' || (Array.isArray(value) && value.length > 0)))
+    throw fail('a type name or a non-empty array of them');
 }
 
 function checkStrictObject(schema: Schema, path: string): void {
-  if (schema.additionalProperties !== false) throw badRequest(`${path}.additionalProperties`, "Strict object schemas must set 'additionalProperties': false.", 'invalid_schema');
+  if (schema.additionalProperties !== false)
+    throw badRequest(
+      `${path}.additionalProperties`,
+      "Strict object schemas must set 'additionalProperties': false.",
+      'invalid_schema',
+    );
   const properties = Object.keys((schema.properties as Schema | undefined) ?? {});
   const required = new Set((schema.required as string[] | undefined) ?? []);
   const missing = properties.filter((name) => !required.has(name));
-  if (missing.length > 0) throw badRequest(`${path}.required`, `Strict object schemas must require every property; missing: ${missing.join(', ')}. Use a nullable type for optional values.`, 'invalid_schema');
+  if (missing.length > 0)
+    throw badRequest(
+      `${path}.required`,
+      `Strict object schemas must require every property; missing: ${missing.join(', ')}. Use a nullable type for optional values.`,
+      'invalid_schema',
+    );
 }
 
 /** Counts instance nodes and depth within the limits, checking time and cancellation. */
@@ -105,12 +164,23 @@ function checkInstance(value: unknown, signal: AbortSignal | undefined): Validat
   const stack: Array<[unknown, number]> = [[value, 1]];
   while (stack.length > 0) {
     const [node, depth] = stack.pop()!;
-    if (++nodes > INSTANCE_MAX_NODES) return { ok: false, code: 'schema_violation', message: `The output has more than ${INSTANCE_MAX_NODES} JSON nodes.` };
-    if (depth > INSTANCE_MAX_DEPTH) return { ok: false, code: 'schema_violation', message: `The output nests deeper than ${INSTANCE_MAX_DEPTH} levels.` };
+    if (++nodes > INSTANCE_MAX_NODES)
+      return {
+        ok: false,
+        code: 'schema_violation',
+        message: `The output has more than ${INSTANCE_MAX_NODES} JSON nodes.`,
+      };
+    if (depth > INSTANCE_MAX_DEPTH)
+      return {
+        ok: false,
+        code: 'schema_violation',
+        message: `The output nests deeper than ${INSTANCE_MAX_DEPTH} levels.`,
+      };
     if ((nodes & 1023) === 0 && (Date.now() - started > VALIDATION_BUDGET_MS || signal?.aborted)) {
       return { ok: false, code: 'validation_budget', message: 'Validation exceeded its time budget or was cancelled.' };
     }
-    if (typeof node === 'object' && node !== null) for (const child of Object.values(node)) stack.push([child, depth + 1]);
+    if (typeof node === 'object' && node !== null)
+      for (const child of Object.values(node)) stack.push([child, depth + 1]);
   }
   return undefined;
 }
@@ -122,7 +192,8 @@ function parseObject(text: string): ValidationResult {
   } catch {
     return { ok: false, code: 'invalid_json', message: 'The model output is not valid JSON.' };
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, code: 'invalid_json', message: 'The model output is not a JSON object.' };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { ok: false, code: 'invalid_json', message: 'The model output is not a JSON object.' };
   return { ok: true, value };
 }
 
@@ -153,21 +224,26 @@ export function checkToolParameters(schema: unknown, param: string): void {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
     throw badRequest(param, 'Tool parameters must be a JSON schema object.', 'invalid_schema');
   }
-  if (Buffer.byteLength(JSON.stringify(schema)) > SCHEMA_MAX_BYTES) throw badRequest(param, 'The JSON schema is larger than 64 KiB.', 'schema_too_large');
+  if (Buffer.byteLength(JSON.stringify(schema)) > SCHEMA_MAX_BYTES)
+    throw badRequest(param, 'The JSON schema is larger than 64 KiB.', 'schema_too_large');
   const stack: Array<[unknown, string]> = [[schema, param]];
   while (stack.length > 0) {
     const [node, path] = stack.pop()!;
     if (typeof node === 'boolean') continue;
-    if (typeof node !== 'object' || node === null || Array.isArray(node)) throw badRequest(path, 'A JSON schema node must be an object.', 'invalid_schema');
+    if (typeof node !== 'object' || node === null || Array.isArray(node))
+      throw badRequest(path, 'A JSON schema node must be an object.', 'invalid_schema');
     const schemaNode = node as Schema;
     for (const key of Object.keys(schemaNode)) if (KEYWORDS.has(key)) checkKeywordValue(schemaNode, key, path);
-    for (const [name, child] of Object.entries((schemaNode.properties as Schema | undefined) ?? {})) stack.push([child, `${path}.properties.${name}`]);
-    if (typeof schemaNode.additionalProperties === 'object') stack.push([schemaNode.additionalProperties, `${path}.additionalProperties`]);
+    for (const [name, child] of Object.entries((schemaNode.properties as Schema | undefined) ?? {}))
+      stack.push([child, `${path}.properties.${name}`]);
+    if (typeof schemaNode.additionalProperties === 'object')
+      stack.push([schemaNode.additionalProperties, `${path}.additionalProperties`]);
     if (schemaNode.items !== undefined) stack.push([schemaNode.items, `${path}.items`]);
     for (const key of ['anyOf', 'oneOf', 'allOf']) {
       const list = schemaNode[key];
       if (list === undefined) continue;
-      if (!Array.isArray(list) || list.length === 0) throw badRequest(`${path}.${key}`, `'${key}' must be a non-empty array.`, 'invalid_schema');
+      if (!Array.isArray(list) || list.length === 0)
+        throw badRequest(`${path}.${key}`, `'${key}' must be a non-empty array.`, 'invalid_schema');
       list.forEach((child, index) => stack.push([child, `${path}.${key}[${index}]`]));
     }
   }
@@ -177,14 +253,26 @@ export function isValidatorLoaded(): boolean {
   return ajv !== undefined;
 }
 
-export function compileTextFormat(format: Record<string, unknown> | undefined, param = 'text.format.schema'): CompiledFormat {
+export function compileTextFormat(
+  format: Record<string, unknown> | undefined,
+  param = 'text.format.schema',
+): CompiledFormat {
   const type = format?.type ?? 'text';
   if (type === 'text') return {};
-  if (type === 'json_object') return { instruction: JSON_OBJECT_INSTRUCTION, validator: (text, signal) => { const r = parseObject(text); return r.ok ? checkInstance(r.value, signal) ?? r : r; } };
+  if (type === 'json_object')
+    return {
+      instruction: JSON_OBJECT_INSTRUCTION,
+      validator: (text, signal) => {
+        const r = parseObject(text);
+        return r.ok ? (checkInstance(r.value, signal) ?? r) : r;
+      },
+    };
   const schema = format!.schema as Schema;
-  if (Buffer.byteLength(JSON.stringify(schema)) > SCHEMA_MAX_BYTES) throw badRequest(param, 'The JSON schema is larger than 64 KiB.', 'schema_too_large');
+  if (Buffer.byteLength(JSON.stringify(schema)) > SCHEMA_MAX_BYTES)
+    throw badRequest(param, 'The JSON schema is larger than 64 KiB.', 'schema_too_large');
   const rootTypes = Array.isArray(schema?.type) ? schema.type : [schema?.type];
-  if (!rootTypes.includes('object') || rootTypes.length !== 1) throw badRequest(`${param}.type`, "The root of a JSON schema must be of type 'object'.", 'invalid_schema');
+  if (!rootTypes.includes('object') || rootTypes.length !== 1)
+    throw badRequest(`${param}.type`, "The root of a JSON schema must be of type 'object'.", 'invalid_schema');
   checkNode(schema, param, 1, format!.strict === true, { nodes: 0 });
   // `$schema` is an annotation here (zodTextFormat sends draft-07's URI); ajv 2020 would try to resolve it.
   const { $schema: _dialect, ...compilable } = schema;
@@ -192,7 +280,11 @@ export function compileTextFormat(format: Record<string, unknown> | undefined, p
   try {
     validate = loadAjv().compile(compilable);
   } catch (error) {
-    throw badRequest(param, `The JSON schema is not valid: ${(error as Error).message.slice(0, 200)}`, 'invalid_schema');
+    throw badRequest(
+      param,
+      `The JSON schema is not valid: ${(error as Error).message.slice(0, 200)}`,
+      'invalid_schema',
+    );
   }
   return {
     instruction: JSON_SCHEMA_INSTRUCTION + JSON.stringify(schema),
@@ -203,7 +295,12 @@ export function compileTextFormat(format: Record<string, unknown> | undefined, p
       if (limits) return limits;
       if (validate(parsed.value)) return parsed;
       const first = validate.errors?.[0];
-      return { ok: false, code: 'schema_violation', message: `The model output does not match the schema: ${first?.instancePath || '/'} ${first?.message ?? ''}`.trim() };
+      return {
+        ok: false,
+        code: 'schema_violation',
+        message:
+          `The model output does not match the schema: ${first?.instancePath || '/'} ${first?.message ?? ''}`.trim(),
+      };
     },
   };
 }

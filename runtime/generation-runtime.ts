@@ -28,7 +28,11 @@ export interface PipelineTokenizer {
 
 /** Renders and tokenises conversations on other threads (runtime/prompt-pool.ts). */
 export interface PromptRenderer {
-  render(turns: ChatTurn[], options: RenderOptions, plain: string[]): Promise<{ promptIds: number[]; parser: ParserOptions }>;
+  render(
+    turns: ChatTurn[],
+    options: RenderOptions,
+    plain: string[],
+  ): Promise<{ promptIds: number[]; parser: ParserOptions }>;
 }
 
 export interface GenerationRuntime {

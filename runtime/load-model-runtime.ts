@@ -34,7 +34,10 @@ function samplingDefaults(config: Record<string, unknown> | null): { temperature
   if (!config) return {};
   // do_sample:false means greedy in transformers' generation_config.
   const temperature = config.do_sample === false ? 0 : number(config.temperature);
-  return { ...(temperature !== undefined ? { temperature } : {}), ...(number(config.top_p) !== undefined ? { topP: number(config.top_p) } : {}) };
+  return {
+    ...(temperature !== undefined ? { temperature } : {}),
+    ...(number(config.top_p) !== undefined ? { topP: number(config.top_p) } : {}),
+  };
 }
 
 export async function loadModelRuntime(dir: string, options: LoadOptions = {}): Promise<ModelRuntime> {
@@ -47,7 +50,10 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   const dialect = await loadDialect(modelDir.dir, options.dialect);
   progress({ stage: 'weights', fraction: 0.3 });
   const engine = await NativeEngine.load(modelDir.dir);
-  const promptWorkers = new PromptPool({ dir: modelDir.dir, ...(options.dialect ? { dialect: options.dialect } : {}) }, PROMPT_WORKERS);
+  const promptWorkers = new PromptPool(
+    { dir: modelDir.dir, ...(options.dialect ? { dialect: options.dialect } : {}) },
+    PROMPT_WORKERS,
+  );
   progress({ stage: `ready (engine backend: ${engine.info.backend})`, fraction: 1 });
   return {
     id: modelDir.id,

@@ -11,7 +11,10 @@ import type { PromptJob, PromptResult, PromptWorkerInit } from './prompt-worker.
 
 interface Slot {
   worker: Worker;
-  pending: Map<number, { resolve: (value: { promptIds: number[]; parser: ParserOptions }) => void; reject: (error: Error) => void }>;
+  pending: Map<
+    number,
+    { resolve: (value: { promptIds: number[]; parser: ParserOptions }) => void; reject: (error: Error) => void }
+  >;
 }
 
 export class PromptPool {
@@ -27,7 +30,11 @@ export class PromptPool {
   }
 
   /** The rendered prompt's ids and parser options; rejects with DialectError like renderPrompt. */
-  render(turns: ChatTurn[], options: RenderOptions, plain: string[]): Promise<{ promptIds: number[]; parser: ParserOptions }> {
+  render(
+    turns: ChatTurn[],
+    options: RenderOptions,
+    plain: string[],
+  ): Promise<{ promptIds: number[]; parser: ParserOptions }> {
     if (this.closed) return Promise.reject(new Error('the prompt pool is closed'));
     const slot = this.pick();
     const id = this.nextId++;
@@ -61,7 +68,8 @@ export class PromptPool {
       const job = slot.pending.get(result.id);
       if (!job) return;
       slot.pending.delete(result.id);
-      if ('error' in result) job.reject(result.error.dialect ? new DialectError(result.error.message) : new Error(result.error.message));
+      if ('error' in result)
+        job.reject(result.error.dialect ? new DialectError(result.error.message) : new Error(result.error.message));
       else job.resolve(result);
     });
     const fail = (error: Error) => {

@@ -29,14 +29,21 @@ const port = parentPort!;
 const ready = Promise.all([Tokenizer.fromDir(init.dir), loadDialect(init.dir, init.dialect)]);
 
 port.on('message', (job: PromptJob) => {
-  void ready.then(([tokenizer, dialect]) => {
-    let result: PromptResult;
-    try {
-      const rendered = dialect.renderPrompt(job.turns, job.options);
-      result = { id: job.id, promptIds: tokenizer.encodePrompt(rendered.text, job.plain), parser: rendered.parser };
-    } catch (error) {
-      result = { id: job.id, error: { dialect: error instanceof DialectError, message: (error as Error).message } };
-    }
-    port.postMessage(result);
-  }, (error: unknown) => port.postMessage({ id: job.id, error: { dialect: false, message: `prompt worker failed to load: ${(error as Error).message}` } }));
+  void ready.then(
+    ([tokenizer, dialect]) => {
+      let result: PromptResult;
+      try {
+        const rendered = dialect.renderPrompt(job.turns, job.options);
+        result = { id: job.id, promptIds: tokenizer.encodePrompt(rendered.text, job.plain), parser: rendered.parser };
+      } catch (error) {
+        result = { id: job.id, error: { dialect: error instanceof DialectError, message: (error as Error).message } };
+      }
+      port.postMessage(result);
+    },
+    (error: unknown) =>
+      port.postMessage({
+        id: job.id,
+        error: { dialect: false, message: `prompt worker failed to load: ${(error as Error).message}` },
+      }),
+  );
 });

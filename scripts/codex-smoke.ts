@@ -24,7 +24,13 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CODEX = process.env.CODEX_BIN ?? path.join(ROOT, 'node_modules/.bin/codex');
 const TIMEOUT_MS = 180_000;
 
-interface Seen { method: string; path: string; status: number; store: unknown; stream: unknown }
+interface Seen {
+  method: string;
+  path: string;
+  status: number;
+  store: unknown;
+  stream: unknown;
+}
 
 /** A loopback proxy to `target` that records each request's method, path, status, store and stream. */
 async function recordingProxy(target: string, seen: Seen[]): Promise<{ url: string; close(): void }> {
@@ -34,9 +40,19 @@ async function recordingProxy(target: string, seen: Seen[]): Promise<{ url: stri
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       let parsed: Record<string, unknown> = {};
-      try { parsed = JSON.parse(body.toString('utf8') || '{}') as Record<string, unknown>; } catch { /* not JSON */ }
+      try {
+        parsed = JSON.parse(body.toString('utf8') || '{}') as Record<string, unknown>;
+      } catch {
+        /* not JSON */
+      }
       const upstream = request(target + req.url, { method: req.method, headers: req.headers }, (answer) => {
-        seen.push({ method: req.method ?? '', path: req.url ?? '', status: answer.statusCode ?? 0, store: parsed.store, stream: parsed.stream });
+        seen.push({
+          method: req.method ?? '',
+          path: req.url ?? '',
+          status: answer.statusCode ?? 0,
+          store: parsed.store,
+          stream: parsed.stream,
+        });
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
       });
@@ -49,7 +65,10 @@ async function recordingProxy(target: string, seen: Seen[]): Promise<{ url: stri
 
 function runCodex(home: string, work: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(CODEX, ['exec', '--skip-git-repo-check', '-C', work, 'Hello'], { env: { ...process.env, CODEX_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(CODEX, ['exec', '--skip-git-repo-check', '-C', work, 'Hello'], {
+      env: { ...process.env, CODEX_HOME: home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -62,12 +81,21 @@ function runCodex(home: string, work: string): Promise<{ code: number | null; ou
 }
 
 if (!existsSync(CODEX)) {
-  console.error(`codex-smoke: no Codex binary at ${CODEX}; run \`npm install --no-save @openai/codex@0.171.0\` or set CODEX_BIN`);
+  console.error(
+    `codex-smoke: no Codex binary at ${CODEX}; run \`npm install --no-save @openai/codex@0.171.0\` or set CODEX_BIN`,
+  );
   process.exit(2);
 }
 const service = await startService({
   settings: DEFAULT_RESPONSES_SETTINGS,
-  server: { host: '127.0.0.1', port: 0, model: undefined, apiKeys: [], corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES },
+  server: {
+    host: '127.0.0.1',
+    port: 0,
+    model: undefined,
+    apiKeys: [],
+    corsOrigins: undefined,
+    maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+  },
   modelDir: path.join(ROOT, 'models/maya-demo'),
   loadRuntime: loadModelRuntime,
   logger: silentLogger,
@@ -84,16 +112,25 @@ for (const dir of [home, work]) {
 }
 try {
   const template = readFileSync(path.join(ROOT, 'scripts/codex/config.toml'), 'utf8');
-  writeFileSync(path.join(home, 'config.toml'), template.replaceAll('{{BASE_URL}}', `${proxy.url}/v1`).replaceAll('{{INSTRUCTIONS}}', path.join(ROOT, 'scripts/codex/instructions.md')));
+  writeFileSync(
+    path.join(home, 'config.toml'),
+    template
+      .replaceAll('{{BASE_URL}}', `${proxy.url}/v1`)
+      .replaceAll('{{INSTRUCTIONS}}', path.join(ROOT, 'scripts/codex/instructions.md')),
+  );
   const { code, output } = await runCodex(home, work);
   const turns = seen.filter((s) => s.method === 'POST' && s.path === '/v1/responses');
   const problems = [
     ...(code === 0 ? [] : [`codex exited ${code}`]),
     ...(turns.length > 0 ? [] : ['codex sent no POST /v1/responses']),
     ...turns.filter((t) => t.status !== 200).map((t) => `POST /v1/responses answered ${t.status}`),
-    ...turns.filter((t) => t.store !== false || t.stream !== true).map((t) => `a request had store=${String(t.store)} stream=${String(t.stream)}`),
+    ...turns
+      .filter((t) => t.store !== false || t.stream !== true)
+      .map((t) => `a request had store=${String(t.store)} stream=${String(t.stream)}`),
   ];
-  console.log(`codex-smoke: ${turns.length} POST /v1/responses (${turns.map((t) => t.status).join(', ')}), exit ${code}`);
+  console.log(
+    `codex-smoke: ${turns.length} POST /v1/responses (${turns.map((t) => t.status).join(', ')}), exit ${code}`,
+  );
   if (problems.length > 0) {
     console.error(`codex-smoke FAILED: ${problems.join('; ')}\n${output.slice(-4000)}`);
     process.exitCode = 1;

@@ -13,7 +13,9 @@ import { silentLogger } from '../handlers/app-deps.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
 import { anyRequest, answerProblems } from '../test/reliability/request-arbitraries.ts';
 
-const { values } = parseArgs({ options: { count: { type: 'string', default: '10000' }, seed: { type: 'string', default: '1' } } });
+const { values } = parseArgs({
+  options: { count: { type: 'string', default: '10000' }, seed: { type: 'string', default: '1' } },
+});
 const count = Number(values.count);
 const service = await startService({
   settings: DEFAULT_RESPONSES_SETTINGS,
@@ -44,8 +46,13 @@ for (const req of fc.sample(anyRequest, { numRuns: count, seed: Number(values.se
 }
 const healthy = (await fetch(`${service.origin}/health`)).status === 200;
 await service.stop();
-const histogram = [...statuses].sort(([a], [b]) => a - b).map(([status, n]) => `${status}: ${n}`).join(', ');
-process.stdout.write(`fuzz: ${count} requests in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ${values.seed}); ${histogram}\n`);
+const histogram = [...statuses]
+  .sort(([a], [b]) => a - b)
+  .map(([status, n]) => `${status}: ${n}`)
+  .join(', ');
+process.stdout.write(
+  `fuzz: ${count} requests in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ${values.seed}); ${histogram}\n`,
+);
 process.stdout.write(`fuzz: ${problems.length} problems; /health after: ${healthy ? 200 : 'failed'}\n`);
 for (const problem of problems.slice(0, 20)) process.stdout.write(`  ${problem.slice(0, 300)}\n`);
 process.exit(problems.length === 0 && healthy ? 0 : 1);

@@ -24,9 +24,23 @@ import type { Redis } from 'ioredis';
 import { badRequest, conflict, gone, tooManyRequests } from '../../contract/errors.ts';
 import type { ResponseObject } from '../../contract/types.ts';
 import { storeFailure } from '../redis/redis-connection.ts';
-import { pageItems, type InputItemPage, type ListInputItemsOptions, type ResponseStore, type StoredHistory, type StoredItem } from '../responses/response-store.ts';
+import {
+  pageItems,
+  type InputItemPage,
+  type ListInputItemsOptions,
+  type ResponseStore,
+  type StoredHistory,
+  type StoredItem,
+} from '../responses/response-store.ts';
 import { eventBytes, type JobEvent } from './job-event-buffer.ts';
-import { CANCEL_WAIT_MS, type JobManager, type JobObserver, type JobRecord, type JobSettings, type OpenStreamOptions } from './job-manager.ts';
+import {
+  CANCEL_WAIT_MS,
+  type JobManager,
+  type JobObserver,
+  type JobRecord,
+  type JobSettings,
+  type OpenStreamOptions,
+} from './job-manager.ts';
 import { JOB_SCRIPTS } from './redis-job-scripts.ts';
 
 export const LEASE_MS = 3_000;
@@ -94,7 +108,8 @@ export class RedisJobMirror implements JobObserver {
     this.heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
     this.onError = options.onError ?? (() => {});
     for (const [name, lua] of Object.entries(JOB_SCRIPTS)) {
-      if (typeof this.client[name as ScriptName] !== 'function') this.client.defineCommand(name, { numberOfKeys: 0, lua });
+      if (typeof this.client[name as ScriptName] !== 'function')
+        this.client.defineCommand(name, { numberOfKeys: 0, lua });
     }
     this.jobs.observer = this;
   }
@@ -120,10 +135,14 @@ export class RedisJobMirror implements JobObserver {
     const { status } = record;
     const snapshot = JSON.stringify(record.snapshot());
     const history = JSON.stringify(record.historyItems);
-    const admission = this.enqueue(record.id, async () => {
-      await this.client.mayaJobAdmit(this.prefix, record.id, record.scope, this.replicaId, snapshot, history, status);
-      for (const event of events) await this.appendNow(record.id, event, eventBytes(event));
-    }, true);
+    const admission = this.enqueue(
+      record.id,
+      async () => {
+        await this.client.mayaJobAdmit(this.prefix, record.id, record.scope, this.replicaId, snapshot, history, status);
+        for (const event of events) await this.appendNow(record.id, event, eventBytes(event));
+      },
+      true,
+    );
     admission.catch(() => {});
     this.admissions.set(record.id, admission);
     record.events.onAppend = (event, bytes) => this.enqueue(record.id, () => this.appendNow(record.id, event, bytes));
@@ -132,14 +151,27 @@ export class RedisJobMirror implements JobObserver {
   started(record: JobRecord): void {
     const { status } = record;
     const snapshot = JSON.stringify(record.snapshot());
-    this.enqueue(record.id, async () => void (await this.client.mayaJobStatus(this.prefix, record.id, status, snapshot)));
+    this.enqueue(
+      record.id,
+      async () => void (await this.client.mayaJobStatus(this.prefix, record.id, status, snapshot)),
+    );
   }
 
   finished(record: JobRecord): void {
     this.owned.delete(record.id);
     const { status } = record;
     const snapshot = JSON.stringify(record.snapshot());
-    const done = this.enqueue(record.id, async () => void (await this.client.mayaJobFinish(this.prefix, record.id, status, snapshot, this.settings.JOB_TTL_S * 1000)));
+    const done = this.enqueue(
+      record.id,
+      async () =>
+        void (await this.client.mayaJobFinish(
+          this.prefix,
+          record.id,
+          status,
+          snapshot,
+          this.settings.JOB_TTL_S * 1000,
+        )),
+    );
     void done.then(() => {
       if (this.writes.get(record.id) === done) this.writes.delete(record.id);
       // A creator that has not confirmed yet still needs the admission's outcome; nobody later does.
@@ -194,7 +226,11 @@ export class RedisJobMirror implements JobObserver {
   async remove(scope: string, id: string): Promise<boolean> {
     const record = await this.find(scope, id);
     if (!record) return false;
-    if (!record.isDone) throw conflict(`Response '${id}' is still ${record.status}; cancel it before deleting it.`, 'response_in_progress');
+    if (!record.isDone)
+      throw conflict(
+        `Response '${id}' is still ${record.status}; cancel it before deleting it.`,
+        'response_in_progress',
+      );
     await this.call(() => this.client.del(this.key('job', id), this.key('job', id, 'ev'), this.key('job', id, 'eb')));
     if (this.jobs.has(scope, id)) this.jobs.remove(scope, id);
     return true;
@@ -205,10 +241,18 @@ export class RedisJobMirror implements JobObserver {
     const record = await this.find(scope, id);
     if (!record) return undefined;
     if (!record.isDone) {
-      throw conflict(`Response '${id}' is still ${record.status}; it can be continued once it has finished.`, 'response_in_progress', 'previous_response_id');
+      throw conflict(
+        `Response '${id}' is still ${record.status}; it can be continued once it has finished.`,
+        'response_in_progress',
+        'previous_response_id',
+      );
     }
     if (record.status === 'cancelled' || record.status === 'failed') {
-      throw badRequest('previous_response_id', `Response '${id}' ${record.status === 'failed' ? 'failed' : 'was cancelled'} and cannot be continued.`, 'invalid_previous_response');
+      throw badRequest(
+        'previous_response_id',
+        `Response '${id}' ${record.status === 'failed' ? 'failed' : 'was cancelled'} and cannot be continued.`,
+        'invalid_previous_response',
+      );
     }
     const history = await this.history(id);
     if (!history) return undefined;
@@ -219,18 +263,25 @@ export class RedisJobMirror implements JobObserver {
   }
 
   /** input_items of a task record, paged like the store's listing. */
-  async listInputItems(scope: string, id: string, options: ListInputItemsOptions = {}): Promise<InputItemPage | undefined> {
+  async listInputItems(
+    scope: string,
+    id: string,
+    options: ListInputItemsOptions = {},
+  ): Promise<InputItemPage | undefined> {
     if (!(await this.find(scope, id))) return undefined;
     const items = await this.history(id);
     if (!items) return undefined;
-    return pageItems({
-      count: items.length,
-      indexOf: (itemId) => {
-        const index = items.findIndex((item) => item.id === itemId);
-        return index < 0 ? undefined : index;
+    return pageItems(
+      {
+        count: items.length,
+        indexOf: (itemId) => {
+          const index = items.findIndex((item) => item.id === itemId);
+          return index < 0 ? undefined : index;
+        },
+        at: (index) => items[index]!,
       },
-      at: (index) => items[index]!,
-    }, options);
+      options,
+    );
   }
 
   /**
@@ -238,14 +289,28 @@ export class RedisJobMirror implements JobObserver {
    * read from Redis (any replica). Same refusals as JobManager.openStream: 400 future cursor, 410
    * behind the window, 429 past this replica's reader limits.
    */
-  async openStream(scope: string, id: string, startingAfter: number | undefined, options: OpenStreamOptions = {}): Promise<AsyncIterable<JobEvent> | undefined> {
+  async openStream(
+    scope: string,
+    id: string,
+    startingAfter: number | undefined,
+    options: OpenStreamOptions = {},
+  ): Promise<AsyncIterable<JobEvent> | undefined> {
     const record = await this.find(scope, id);
     if (!record) return undefined;
     const after = startingAfter ?? -1;
     if (after > record.last) {
-      throw badRequest('starting_after', `starting_after=${after} is after the newest event of response '${id}' (sequence number ${record.last}).`, 'invalid_cursor');
+      throw badRequest(
+        'starting_after',
+        `starting_after=${after} is after the newest event of response '${id}' (sequence number ${record.last}).`,
+        'invalid_cursor',
+      );
     }
-    const behind = (dropped: number) => gone(`Events of response '${id}' up to sequence number ${dropped} are no longer retained (EVENT_COUNT/EVENT_BYTES); the snapshot is still retrievable without stream=true.`, 'events_expired', 'starting_after');
+    const behind = (dropped: number) =>
+      gone(
+        `Events of response '${id}' up to sequence number ${dropped} are no longer retained (EVENT_COUNT/EVENT_BYTES); the snapshot is still retrievable without stream=true.`,
+        'events_expired',
+        'starting_after',
+      );
     if (after < record.dropped) throw behind(record.dropped);
     const lease = options.lease ?? (await this.acquireReader(scope));
     return this.follow(scope, id, after, behind, lease, options.signal);
@@ -255,7 +320,16 @@ export class RedisJobMirror implements JobObserver {
   private async acquireReader(scope: string): Promise<{ release(): void }> {
     const local = this.jobs.readers.acquire(scope);
     const { STREAM_READERS, STREAM_OWNER_READERS } = this.settings;
-    const count = (delta: number) => this.client.mayaJobReader(this.prefix, this.replicaId, scope, delta, STREAM_READERS, STREAM_OWNER_READERS, this.leaseMs);
+    const count = (delta: number) =>
+      this.client.mayaJobReader(
+        this.prefix,
+        this.replicaId,
+        scope,
+        delta,
+        STREAM_READERS,
+        STREAM_OWNER_READERS,
+        this.leaseMs,
+      );
     let verdict: unknown;
     try {
       verdict = await this.call(() => count(1));
@@ -267,8 +341,16 @@ export class RedisJobMirror implements JobObserver {
       local.release();
       this.jobs.metrics.reject(verdict === 'readers' ? 'readers' : 'owner_readers');
       throw verdict === 'readers'
-        ? tooManyRequests(`Too many background stream readers (${STREAM_READERS}, all replicas); retry later.`, 'too_many_readers', 1)
-        : tooManyRequests(`Too many background stream readers for this API key (${STREAM_OWNER_READERS}, all replicas); close one first.`, 'too_many_readers', 1);
+        ? tooManyRequests(
+            `Too many background stream readers (${STREAM_READERS}, all replicas); retry later.`,
+            'too_many_readers',
+            1,
+          )
+        : tooManyRequests(
+            `Too many background stream readers for this API key (${STREAM_OWNER_READERS}, all replicas); close one first.`,
+            'too_many_readers',
+            1,
+          );
     }
     let isReleased = false;
     return {
@@ -281,7 +363,14 @@ export class RedisJobMirror implements JobObserver {
     };
   }
 
-  private async *follow(scope: string, id: string, after: number, behind: (dropped: number) => Error, lease: { release(): void }, signal?: AbortSignal): AsyncGenerator<JobEvent, void, void> {
+  private async *follow(
+    scope: string,
+    id: string,
+    after: number,
+    behind: (dropped: number) => Error,
+    lease: { release(): void },
+    signal?: AbortSignal,
+  ): AsyncGenerator<JobEvent, void, void> {
     let cursor = after;
     try {
       while (!signal?.aborted) {
@@ -315,11 +404,30 @@ export class RedisJobMirror implements JobObserver {
   private async read(id: string, after: number): Promise<SharedRecord | undefined> {
     const reply = (await this.call(() => this.client.mayaJobRead(this.prefix, id, after))) as Reply;
     if (reply.length === 0) return undefined;
-    const [scope, owner, status, snapshot, last, dropped, done, , alive, events] = reply as [string, string, string, string, string, string, string, string, number, string[]];
+    const [scope, owner, status, snapshot, last, dropped, done, , alive, events] = reply as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      number,
+      string[],
+    ];
     const parsed = JSON.parse(snapshot) as ResponseObject;
     return {
-      id, scope, owner, status, snapshot: { ...parsed, status: status as ResponseObject['status'] },
-      last: Number(last), dropped: Number(dropped), isDone: done === '1', isOwnerAlive: Number(alive) === 1, events,
+      id,
+      scope,
+      owner,
+      status,
+      snapshot: { ...parsed, status: status as ResponseObject['status'] },
+      last: Number(last),
+      dropped: Number(dropped),
+      isDone: done === '1',
+      isOwnerAlive: Number(alive) === 1,
+      events,
     };
   }
 
@@ -330,13 +438,31 @@ export class RedisJobMirror implements JobObserver {
 
   /** Marks a task failed whose owner's lease is gone (once, whichever replica gets there first). */
   private async failOrphan(record: SharedRecord): Promise<void> {
-    const error = { code: 'server_error', message: 'The replica running this background task stopped (its lease expired) before the task finished.' };
-    const failed = { ...record.snapshot, status: 'failed', error, output: [], completed_at: Math.floor(Date.now() / 1000) };
+    const error = {
+      code: 'server_error',
+      message: 'The replica running this background task stopped (its lease expired) before the task finished.',
+    };
+    const failed = {
+      ...record.snapshot,
+      status: 'failed',
+      error,
+      output: [],
+      completed_at: Math.floor(Date.now() / 1000),
+    };
     const event = { type: 'response.failed', sequence_number: record.last + 1, response: failed };
-    await this.call(() => this.client.mayaJobFailOrphan(
-      this.prefix, record.id, record.last, JSON.stringify(failed), JSON.stringify(event), eventBytes(event),
-      this.settings.EVENT_COUNT, this.settings.EVENT_BYTES, this.settings.JOB_TTL_S * 1000,
-    ));
+    await this.call(() =>
+      this.client.mayaJobFailOrphan(
+        this.prefix,
+        record.id,
+        record.last,
+        JSON.stringify(failed),
+        JSON.stringify(event),
+        eventBytes(event),
+        this.settings.EVENT_COUNT,
+        this.settings.EVENT_BYTES,
+        this.settings.JOB_TTL_S * 1000,
+      ),
+    );
   }
 
   /** Heartbeat: renew the lease, apply remote cancels of owned tasks, fail orphaned tasks. */
@@ -362,7 +488,15 @@ export class RedisJobMirror implements JobObserver {
   }
 
   private async appendNow(id: string, event: JobEvent, bytes: number): Promise<void> {
-    await this.client.mayaJobAppend(this.prefix, id, event.sequence_number, JSON.stringify(event), bytes, this.settings.EVENT_COUNT, this.settings.EVENT_BYTES);
+    await this.client.mayaJobAppend(
+      this.prefix,
+      id,
+      event.sequence_number,
+      JSON.stringify(event),
+      bytes,
+      this.settings.EVENT_COUNT,
+      this.settings.EVENT_BYTES,
+    );
   }
 
   /** Chains `write` after the task's earlier writes; a failure is reported, and rethrown when `isReported`. */

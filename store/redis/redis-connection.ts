@@ -64,7 +64,9 @@ export async function openRedis(client: Redis, url: string): Promise<void> {
     await Promise.race([client.connect().then(() => client.ping()), timeout]);
   } catch (error) {
     client.disconnect();
-    throw new StoreConnectError(`cannot reach the response store at ${redactUrl(url)} (MAYA_STORE_URL): ${(error as Error).message}`);
+    throw new StoreConnectError(
+      `cannot reach the response store at ${redactUrl(url)} (MAYA_STORE_URL): ${(error as Error).message}`,
+    );
   } finally {
     clearTimeout(timer);
   }

@@ -62,7 +62,9 @@ export async function openResponseStore(options: OpenStoreOptions): Promise<Resp
     scopeSecret = Buffer.from((await client.get(`${prefix}scope-secret`)) ?? '', 'hex');
   } catch (error) {
     client.disconnect();
-    throw new StoreConnectError(`cannot read the shared scope secret from ${redactUrl(storeUrl)} (MAYA_STORE_URL): ${(error as Error).message}`);
+    throw new StoreConnectError(
+      `cannot read the shared scope secret from ${redactUrl(storeUrl)} (MAYA_STORE_URL): ${(error as Error).message}`,
+    );
   }
   // A Redis that restarted empty gets this replica's secret back, so replicas started later agree.
   client.on('ready', () => void client.set(`${prefix}scope-secret`, scopeSecret.toString('hex'), 'NX').catch(() => {}));
@@ -79,11 +81,18 @@ export async function openResponseStore(options: OpenStoreOptions): Promise<Resp
         await mirror.start();
       } catch (error) {
         client.disconnect();
-        throw new StoreConnectError(`cannot take a replica lease at ${redactUrl(storeUrl)} (MAYA_STORE_URL): ${(error as Error).message}`);
+        throw new StoreConnectError(
+          `cannot take a replica lease at ${redactUrl(storeUrl)} (MAYA_STORE_URL): ${(error as Error).message}`,
+        );
       }
       return mirror;
     },
-    status: () => ({ backend: 'redis', healthy: isRedisReady(client), url: redactUrl(storeUrl), connection: client.status }),
+    status: () => ({
+      backend: 'redis',
+      healthy: isRedisReady(client),
+      url: redactUrl(storeUrl),
+      connection: client.status,
+    }),
     close: async () => {
       if (isClosed) return;
       isClosed = true;
@@ -95,7 +104,12 @@ export async function openResponseStore(options: OpenStoreOptions): Promise<Resp
 function registerBackendMetrics(registry: Registry | undefined, backend: StoreBackendName, isUp: () => boolean): void {
   if (!registry) return;
   const registers = [registry];
-  new Gauge({ name: 'maya:responses_store_info', help: 'The response store backend in use (value 1)', labelNames: ['backend'], registers }).set({ backend }, 1);
+  new Gauge({
+    name: 'maya:responses_store_info',
+    help: 'The response store backend in use (value 1)',
+    labelNames: ['backend'],
+    registers,
+  }).set({ backend }, 1);
   new Gauge({
     name: 'maya:responses_store_up',
     help: '1 while the response store answers (always for memory), 0 while a shared store is unreachable',

@@ -70,7 +70,8 @@ export class RedisResponseStore implements ResponseStore {
     this.now = options.now ?? (() => -1);
     this.metrics = new ResponseCacheMetrics(options.registry);
     for (const [name, lua] of Object.entries(RESPONSE_STORE_SCRIPTS)) {
-      if (typeof this.client[name as ScriptName] !== 'function') this.client.defineCommand(name, { numberOfKeys: 0, lua });
+      if (typeof this.client[name as ScriptName] !== 'function')
+        this.client.defineCommand(name, { numberOfKeys: 0, lua });
     }
   }
 
@@ -83,7 +84,16 @@ export class RedisResponseStore implements ResponseStore {
       let reply = await this.runPut(scope, response.id, meta, previous?.responseId, undefined, inputs, outputs);
       // The continued response expired or was evicted/deleted during generation: its history
       // comes from the request's own copy, so nothing is dropped.
-      if (reply[0] === 'replay') reply = await this.runPut(scope, response.id, meta, previous!.responseId, serialiseAll(previous!.items, 'previous_response_id'), inputs, outputs);
+      if (reply[0] === 'replay')
+        reply = await this.runPut(
+          scope,
+          response.id,
+          meta,
+          previous!.responseId,
+          serialiseAll(previous!.items, 'previous_response_id'),
+          inputs,
+          outputs,
+        );
       this.countSweep(reply[1]);
       const [status] = reply;
       if (status === 'ok') {
@@ -125,10 +135,20 @@ export class RedisResponseStore implements ResponseStore {
     });
   }
 
-  async listInputItems(scope: string, id: string, options: ListInputItemsOptions = {}): Promise<InputItemPage | undefined> {
+  async listInputItems(
+    scope: string,
+    id: string,
+    options: ListInputItemsOptions = {},
+  ): Promise<InputItemPage | undefined> {
     return this.timed('list_input_items', async () => {
       const { order = 'desc', limit = 20, after } = options;
-      const reply = await this.read(scope, id, ['list', order, Number.isFinite(limit) ? limit : 20, after === undefined ? '0' : '1', after ?? '']);
+      const reply = await this.read(scope, id, [
+        'list',
+        order,
+        Number.isFinite(limit) ? limit : 20,
+        after === undefined ? '0' : '1',
+        after ?? '',
+      ]);
       if (!reply) return undefined;
       const [count, cursor, first] = [Number(reply[2]), Number(reply[3]), Number(reply[4])];
       const window = reply[5] as string[];
@@ -155,7 +175,10 @@ export class RedisResponseStore implements ResponseStore {
   reserveAssembly(bytes: number): AssemblyReservation {
     if (this.assemblyBytes + bytes > this.settings.ASSEMBLY_BYTES) {
       this.metrics.reject('assembly_busy');
-      throw new StoreError('assembly_busy', 'Too many conversation histories are being assembled at once; retry shortly.');
+      throw new StoreError(
+        'assembly_busy',
+        'Too many conversation histories are being assembled at once; retry shortly.',
+      );
     }
     this.assemblyBytes += bytes;
     this.publish();
@@ -211,8 +234,20 @@ export class RedisResponseStore implements ResponseStore {
     for (const item of [...inputSide, ...outputs]) items.push(digestOf(item.json), item.bytes, item.id, item.json);
     return this.call(
       'mayaStorePut',
-      scope, id, meta, Buffer.byteLength(meta, 'utf8'), previousId ?? '', replayed ? '1' : '0', CACHE_TTL_S * 1000,
-      ENTRY_BYTES, CACHE_BYTES, OWNER_BYTES, CACHE_ENTRIES, OWNER_ENTRIES, inputSide.length, outputs.length,
+      scope,
+      id,
+      meta,
+      Buffer.byteLength(meta, 'utf8'),
+      previousId ?? '',
+      replayed ? '1' : '0',
+      CACHE_TTL_S * 1000,
+      ENTRY_BYTES,
+      CACHE_BYTES,
+      OWNER_BYTES,
+      CACHE_ENTRIES,
+      OWNER_ENTRIES,
+      inputSide.length,
+      outputs.length,
       ...items,
     );
   }

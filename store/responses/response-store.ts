@@ -201,7 +201,14 @@ export class StoreError extends ApiError {
   constructor(code: StoreErrorCode, message: string, param: string | null = null) {
     const status = STORE_ERROR_STATUS[code];
     const isServer = status >= 500;
-    super(status, message, isServer ? 'server_error' : 'invalid_request_error', code, isServer ? null : param, isServer ? { 'retry-after': '1' } : {});
+    super(
+      status,
+      message,
+      isServer ? 'server_error' : 'invalid_request_error',
+      code,
+      isServer ? null : param,
+      isServer ? { 'retry-after': '1' } : {},
+    );
     this.name = 'StoreError';
   }
 }

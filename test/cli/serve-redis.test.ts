@@ -7,7 +7,11 @@ import { freePort } from '../e2e/start-demo-service.ts';
 const BIN = fileURLToPath(new URL('../../bin/maya.js', import.meta.url));
 
 function maya(env: Record<string, string>) {
-  const result = spawnSync(process.execPath, [BIN, 'serve', '--port', '0'], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  const result = spawnSync(process.execPath, [BIN, 'serve', '--port', '0'], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { status: result.status, stderr: result.stderr };
 }
 
@@ -16,7 +20,9 @@ describe('maya serve with MAYA_STORE_URL', () => {
     const port = await freePort();
     const run = maya({ MAYA_STORE_URL: `redis://:hunter2@127.0.0.1:${port}/0` });
     expect(run.status).toBe(1);
-    expect(run.stderr).toContain(`maya: cannot reach the response store at redis://127.0.0.1:${port}/0 (MAYA_STORE_URL)`);
+    expect(run.stderr).toContain(
+      `maya: cannot reach the response store at redis://127.0.0.1:${port}/0 (MAYA_STORE_URL)`,
+    );
     expect(run.stderr).not.toContain('hunter2');
     expect(run.stderr).not.toContain('listening on');
   });

@@ -29,7 +29,9 @@ afterAll(async () => {
 const sent = () => recorded.requests.splice(0);
 const cities: string[] = [];
 const getWeather = tool({
-  name: 'get_weather', description: 'Weather for a city', parameters: z.object({ city: z.string() }),
+  name: 'get_weather',
+  description: 'Weather for a city',
+  parameters: z.object({ city: z.string() }),
   execute: async ({ city }) => {
     cities.push(city);
     return JSON.stringify({ city, temperature: 21, condition: 'sunny' });
@@ -43,9 +45,16 @@ describe('Agents SDK', () => {
     sent();
     const result = await run(agent, "What's the weather in Paris?");
     const requests = sent();
-    expect(requests.map((r) => [r.path, r.status])).toEqual([['/v1/responses', 200], ['/v1/responses', 200]]);
+    expect(requests.map((r) => [r.path, r.status])).toEqual([
+      ['/v1/responses', 200],
+      ['/v1/responses', 200],
+    ]);
     const types = result.newItems.map((item) => item.type);
-    expect(types.filter((t) => t !== 'reasoning_item')).toEqual(['tool_call_item', 'tool_call_output_item', 'message_output_item']);
+    expect(types.filter((t) => t !== 'reasoning_item')).toEqual([
+      'tool_call_item',
+      'tool_call_output_item',
+      'message_output_item',
+    ]);
     expect(cities).toHaveLength(1);
     expect(typeof result.finalOutput).toBe('string');
     expect(result.finalOutput!.length).toBeGreaterThan(0);
@@ -73,13 +82,22 @@ describe('Agents SDK', () => {
   });
 
   it('previousResponseId (with modelSettings.store): the second run sends only the new turn', async () => {
-    const agent = new Agent({ name: 'Memory', instructions: 'Answer briefly.', model: maya.model, modelSettings: { store: true } });
+    const agent = new Agent({
+      name: 'Memory',
+      instructions: 'Answer briefly.',
+      model: maya.model,
+      modelSettings: { store: true },
+    });
     const first = await run(agent, 'Remember the value 73');
     expect(first.lastResponseId).toMatch(/^resp_/);
     sent();
     const second = await run(agent, 'What value did I give you?', { previousResponseId: first.lastResponseId });
     const [request] = sent();
-    expect(request).toMatchObject({ path: '/v1/responses', status: 200, body: { previous_response_id: first.lastResponseId, store: true } });
+    expect(request).toMatchObject({
+      path: '/v1/responses',
+      status: 200,
+      body: { previous_response_id: first.lastResponseId, store: true },
+    });
     expect(request!.body!.input).toEqual([{ role: 'user', content: 'What value did I give you?' }]);
     expect(typeof second.finalOutput).toBe('string');
   });

@@ -73,8 +73,12 @@ describe('AI SDK on the Responses API', () => {
     executed.length = 0;
     sent();
     const result = await generateText({
-      model: openai(maya.model), prompt: "What's the weather in Paris?", tools: { get_weather: getWeather },
-      toolChoice: 'auto', stopWhen: stepCountIs(4), providerOptions: STATELESS,
+      model: openai(maya.model),
+      prompt: "What's the weather in Paris?",
+      tools: { get_weather: getWeather },
+      toolChoice: 'auto',
+      stopWhen: stepCountIs(4),
+      providerOptions: STATELESS,
     });
     const requests = sent();
     expect(requests.every((r) => r.status === 200)).toBe(true);
@@ -93,25 +97,48 @@ describe('AI SDK on the Responses API', () => {
 
   it("tool loop with the SDK's default store: Maya refuses the item_reference with a 400 that names the fix", async () => {
     const error = await generateText({
-      model: openai(maya.model), prompt: "What's the weather in Paris?", tools: { get_weather: getWeather }, stopWhen: stepCountIs(3), maxRetries: 0,
-    }).then(() => undefined, (e: unknown) => e);
+      model: openai(maya.model),
+      prompt: "What's the weather in Paris?",
+      tools: { get_weather: getWeather },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(APICallError.isInstance(error)).toBe(true);
     const apiError = error as APICallError;
     expect(apiError.statusCode).toBe(400);
-    expect(JSON.parse(apiError.responseBody!).error).toMatchObject({ code: 'unsupported_value', param: expect.stringMatching(/^input\[\d+\]\.type$/) });
+    expect(JSON.parse(apiError.responseBody!).error).toMatchObject({
+      code: 'unsupported_value',
+      param: expect.stringMatching(/^input\[\d+\]\.type$/),
+    });
     expect(apiError.message).toContain('store: false');
   });
 
   it('multi-turn messages (store:false): the earlier response replayed as an assistant message with its id and no type', async () => {
-    const first = await generateText({ model: openai(maya.model), prompt: 'Remember the value 73', maxOutputTokens: 128, providerOptions: STATELESS });
+    const first = await generateText({
+      model: openai(maya.model),
+      prompt: 'Remember the value 73',
+      maxOutputTokens: 128,
+      providerOptions: STATELESS,
+    });
     sent();
     const second = await generateText({
-      model: openai(maya.model), maxOutputTokens: 128, providerOptions: STATELESS,
-      messages: [{ role: 'user', content: 'Remember the value 73' }, ...first.response.messages, { role: 'user', content: 'What value did I give you?' }],
+      model: openai(maya.model),
+      maxOutputTokens: 128,
+      providerOptions: STATELESS,
+      messages: [
+        { role: 'user', content: 'Remember the value 73' },
+        ...first.response.messages,
+        { role: 'user', content: 'What value did I give you?' },
+      ],
     });
     const [request] = sent();
     expect(request!.status).toBe(200);
-    const assistant = (request!.body!.input as Array<Record<string, unknown>>).find((item) => item.role === 'assistant')!;
+    const assistant = (request!.body!.input as Array<Record<string, unknown>>).find(
+      (item) => item.role === 'assistant',
+    )!;
     expect(assistant).toMatchObject({ id: expect.stringMatching(/^msg_/), content: [{ type: 'output_text' }] });
     expect(assistant).not.toHaveProperty('type');
     expect(second.finishReason).toBe('stop');
@@ -119,7 +146,11 @@ describe('AI SDK on the Responses API', () => {
 
   it('generateObject: a strict json_schema request, the object matches the schema', async () => {
     const schema = z.object({ name: z.string(), age: z.number() });
-    const result = await generateObject({ model: openai(maya.model), schema, prompt: 'Create a record with name Alice and age 30.' });
+    const result = await generateObject({
+      model: openai(maya.model),
+      schema,
+      prompt: 'Create a record with name Alice and age 30.',
+    });
     expect(schema.parse(result.object)).toEqual(result.object);
     expect(result.finishReason).toBe('stop');
   });
@@ -129,7 +160,12 @@ describe('AI SDK on Chat Completions (openai.chat)', () => {
   it('tool loop: tool_calls → tool message → final answer', async () => {
     executed.length = 0;
     sent();
-    const result = await generateText({ model: openai.chat(maya.model), prompt: "What's the weather in Paris?", tools: { get_weather: getWeather }, stopWhen: stepCountIs(4) });
+    const result = await generateText({
+      model: openai.chat(maya.model),
+      prompt: "What's the weather in Paris?",
+      tools: { get_weather: getWeather },
+      stopWhen: stepCountIs(4),
+    });
     const requests = sent();
     expect(requests.map((r) => [r.path, r.status])).toEqual(requests.map(() => ['/v1/chat/completions', 200]));
     expect(result.steps[0]!.finishReason).toBe('tool-calls');

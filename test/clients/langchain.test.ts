@@ -25,13 +25,27 @@ afterAll(async () => {
 });
 
 const sent = () => recorded.requests.splice(0);
-const textOf = (message: BaseMessage) => (typeof message.content === 'string' ? message.content : message.content.map((part) => ('text' in part ? part.text : '')).join(''));
-const getWeather = tool(async ({ city }: { city: string }) => JSON.stringify({ city, temperature: 21, condition: 'sunny' }), {
-  name: 'get_weather', description: 'Weather for a city', schema: z.object({ city: z.string() }),
-});
+const textOf = (message: BaseMessage) =>
+  typeof message.content === 'string'
+    ? message.content
+    : message.content.map((part) => ('text' in part ? part.text : '')).join('');
+const getWeather = tool(
+  async ({ city }: { city: string }) => JSON.stringify({ city, temperature: 21, condition: 'sunny' }),
+  {
+    name: 'get_weather',
+    description: 'Weather for a city',
+    schema: z.object({ city: z.string() }),
+  },
+);
 
 function chatModel(useResponsesApi: boolean): ChatOpenAI {
-  return new ChatOpenAI({ model: maya.model, apiKey: 'unused', useResponsesApi, maxRetries: 0, configuration: { baseURL: maya.baseURL, fetch: recorded.fetch } });
+  return new ChatOpenAI({
+    model: maya.model,
+    apiKey: 'unused',
+    useResponsesApi,
+    maxRetries: 0,
+    configuration: { baseURL: maya.baseURL, fetch: recorded.fetch },
+  });
 }
 
 /** A bindTools round trip: a forced call, the tool's ToolMessage (which carries `name`), the answer. */
@@ -39,7 +53,9 @@ async function toolRoundTrip(llm: ChatOpenAI) {
   sent();
   const messages: BaseMessage[] = [new HumanMessage("What's the weather in Paris?")];
   const call = await llm.bindTools([getWeather], { tool_choice: 'required' }).invoke(messages);
-  expect(call.tool_calls).toMatchObject([{ name: 'get_weather', type: 'tool_call', args: { city: expect.any(String) } }]);
+  expect(call.tool_calls).toMatchObject([
+    { name: 'get_weather', type: 'tool_call', args: { city: expect.any(String) } },
+  ]);
   messages.push(call);
   for (const toolCall of call.tool_calls!) messages.push(await getWeather.invoke(toolCall));
   const answer = await llm.bindTools([getWeather]).invoke(messages);
@@ -76,7 +92,9 @@ describe('ChatOpenAI with useResponsesApi: true', () => {
 
   it('withStructuredOutput: the parsed object matches the schema', async () => {
     const schema = z.object({ name: z.string(), age: z.number() });
-    const value = await chatModel(true).withStructuredOutput(schema, { name: 'person' }).invoke('Create a record with name Alice and age 30.');
+    const value = await chatModel(true)
+      .withStructuredOutput(schema, { name: 'person' })
+      .invoke('Create a record with name Alice and age 30.');
     expect(schema.parse(value)).toEqual(value);
   });
 });
@@ -92,7 +110,10 @@ describe('ChatOpenAI on Chat Completions (the default)', () => {
     expect(textOf(joined)).toBe(textOf(message));
     expect(joined.usage_metadata!.output_tokens).toBeGreaterThan(0);
     const requests = sent();
-    expect(requests.map((r) => [r.path, r.status])).toEqual([['/v1/chat/completions', 200], ['/v1/chat/completions', 200]]);
+    expect(requests.map((r) => [r.path, r.status])).toEqual([
+      ['/v1/chat/completions', 200],
+      ['/v1/chat/completions', 200],
+    ]);
     expect(requests[1]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
   });
 
@@ -101,6 +122,9 @@ describe('ChatOpenAI on Chat Completions (the default)', () => {
     expect(requests.map((r) => r.status)).toEqual([200, 200]);
     const messages = requests[1]!.body!.messages as Array<Record<string, unknown>>;
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
-    expect(messages[2]).toMatchObject({ name: 'get_weather', tool_call_id: (messages[1]!.tool_calls as Array<{ id: string }>)[0]!.id });
+    expect(messages[2]).toMatchObject({
+      name: 'get_weather',
+      tool_call_id: (messages[1]!.tool_calls as Array<{ id: string }>)[0]!.id,
+    });
   });
 });

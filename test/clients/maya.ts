@@ -35,7 +35,12 @@ export function recordingFetch(): { fetch: Fetch; requests: RecordedRequest[] } 
     const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
     const response = await globalThis.fetch(input, init);
     const text = typeof init?.body === 'string' ? init.body : undefined;
-    requests.push({ method: init?.method ?? 'GET', path: url.pathname, body: text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>), status: response.status });
+    requests.push({
+      method: init?.method ?? 'GET',
+      path: url.pathname,
+      body: text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>),
+      status: response.status,
+    });
     return response;
   };
   return { fetch: recording, requests };

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
-  DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS, DEFAULT_SERVER_LIMITS, RESPONSES_SETTINGS, SettingsError, loadResponsesSettings, loadServerSettings,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_RESPONSES_SETTINGS,
+  DEFAULT_SERVER_LIMITS,
+  RESPONSES_SETTINGS,
+  SettingsError,
+  loadResponsesSettings,
+  loadServerSettings,
 } from '../../config/settings.ts';
 
 const M = 'MAYA_GLM_RESPONSES_';
@@ -20,15 +26,33 @@ describe('loadResponsesSettings', () => {
   it('every setting of the spec table has its default when unset', () => {
     expect(loadResponsesSettings({})).toEqual(DEFAULT_RESPONSES_SETTINGS);
     expect(DEFAULT_RESPONSES_SETTINGS).toMatchObject({
-      CACHE_ENTRIES: 128, CACHE_BYTES: 67108864, CACHE_TTL_S: 3600, ENTRY_BYTES: 67108864, OWNER_ENTRIES: 0, OWNER_BYTES: 0,
-      ASSEMBLY_BYTES: 67108864, JOB_WORKERS: 2, JOB_ENTRIES: 16, JOB_OWNER_ENTRIES: 4, JOB_TIMEOUT_S: 300, JOB_TTL_S: 900,
-      JOB_INPUT_BYTES: 2097152, EVENT_BYTES: 2097152, EVENT_COUNT: 4096, STREAM_READERS: 32, STREAM_OWNER_READERS: 8, STREAM_TIMEOUT_S: 5,
+      CACHE_ENTRIES: 128,
+      CACHE_BYTES: 67108864,
+      CACHE_TTL_S: 3600,
+      ENTRY_BYTES: 67108864,
+      OWNER_ENTRIES: 0,
+      OWNER_BYTES: 0,
+      ASSEMBLY_BYTES: 67108864,
+      JOB_WORKERS: 2,
+      JOB_ENTRIES: 16,
+      JOB_OWNER_ENTRIES: 4,
+      JOB_TIMEOUT_S: 300,
+      JOB_TTL_S: 900,
+      JOB_INPUT_BYTES: 2097152,
+      EVENT_BYTES: 2097152,
+      EVENT_COUNT: 4096,
+      STREAM_READERS: 32,
+      STREAM_OWNER_READERS: 8,
+      STREAM_TIMEOUT_S: 5,
     });
     expect(Object.keys(RESPONSES_SETTINGS)).toHaveLength(18);
   });
 
   it('reads MAYA_ values', () => {
-    expect(loadResponsesSettings({ [`${M}CACHE_ENTRIES`]: '7', [`${M}JOB_TTL_S`]: ' 60 ' })).toMatchObject({ CACHE_ENTRIES: 7, JOB_TTL_S: 60 });
+    expect(loadResponsesSettings({ [`${M}CACHE_ENTRIES`]: '7', [`${M}JOB_TTL_S`]: ' 60 ' })).toMatchObject({
+      CACHE_ENTRIES: 7,
+      JOB_TTL_S: 60,
+    });
   });
 
   it('legacy STRATA_ spellings work', () => {
@@ -43,12 +67,15 @@ describe('loadResponsesSettings', () => {
     expect(loadResponsesSettings({ [`${M}JOB_WORKERS`]: '' }).JOB_WORKERS).toBe(2);
   });
 
-  it.each([['0'], ['-1'], ['1.5'], ['1e3'], ['abc'], ['12abc'], ['0x10']])('positive integers only: CACHE_ENTRIES=%s is refused', (raw) => {
-    const err = errorOf(() => loadResponsesSettings({ [`${M}CACHE_ENTRIES`]: raw }));
-    expect(err.variable).toBe(`${M}CACHE_ENTRIES`);
-    expect(err.message).toContain(`${M}CACHE_ENTRIES`);
-    expect(err.message).toContain('positive integer');
-  });
+  it.each([['0'], ['-1'], ['1.5'], ['1e3'], ['abc'], ['12abc'], ['0x10']])(
+    'positive integers only: CACHE_ENTRIES=%s is refused',
+    (raw) => {
+      const err = errorOf(() => loadResponsesSettings({ [`${M}CACHE_ENTRIES`]: raw }));
+      expect(err.variable).toBe(`${M}CACHE_ENTRIES`);
+      expect(err.message).toContain(`${M}CACHE_ENTRIES`);
+      expect(err.message).toContain('positive integer');
+    },
+  );
 
   it.each([['OWNER_ENTRIES'], ['OWNER_BYTES']])('owner quota %s may be 0 but not negative', (name) => {
     expect(loadResponsesSettings({ [`${M}${name}`]: '0' })[name as 'OWNER_ENTRIES']).toBe(0);
@@ -64,12 +91,16 @@ describe('loadResponsesSettings', () => {
 
   it('JOB_ENTRIES <= 4096', () => {
     expect(loadResponsesSettings({ [`${M}JOB_ENTRIES`]: '4096' }).JOB_ENTRIES).toBe(4096);
-    expect(errorOf(() => loadResponsesSettings({ [`${M}JOB_ENTRIES`]: '4097' })).message).toMatch(/JOB_ENTRIES.*<= 4096/);
+    expect(errorOf(() => loadResponsesSettings({ [`${M}JOB_ENTRIES`]: '4097' })).message).toMatch(
+      /JOB_ENTRIES.*<= 4096/,
+    );
   });
 
   it('EVENT_BYTES >= 4096', () => {
     expect(loadResponsesSettings({ [`${M}EVENT_BYTES`]: '4096' }).EVENT_BYTES).toBe(4096);
-    expect(errorOf(() => loadResponsesSettings({ [`${M}EVENT_BYTES`]: '4095' })).message).toMatch(/EVENT_BYTES.*>= 4096/);
+    expect(errorOf(() => loadResponsesSettings({ [`${M}EVENT_BYTES`]: '4095' })).message).toMatch(
+      /EVENT_BYTES.*>= 4096/,
+    );
   });
 
   it('a bad legacy value names the legacy variable', () => {
@@ -81,36 +112,83 @@ describe('loadResponsesSettings', () => {
   });
 
   it('values beyond 2^53 are refused', () => {
-    expect(errorOf(() => loadResponsesSettings({ [`${M}CACHE_BYTES`]: '99999999999999999999' })).message).toContain('CACHE_BYTES');
+    expect(errorOf(() => loadResponsesSettings({ [`${M}CACHE_BYTES`]: '99999999999999999999' })).message).toContain(
+      'CACHE_BYTES',
+    );
   });
 });
 
 describe('loadServerSettings', () => {
   it('defaults: 127.0.0.1:8080, no keys, loopback CORS, 16 MiB bodies, access log at info', () => {
     expect(loadServerSettings({})).toEqual({
-      host: '127.0.0.1', port: 8080, model: undefined, apiKeys: [], corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES, logLevel: 'info',
+      host: '127.0.0.1',
+      port: 8080,
+      model: undefined,
+      apiKeys: [],
+      corsOrigins: undefined,
+      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+      logLevel: 'info',
       limits: DEFAULT_SERVER_LIMITS,
     });
-    expect(DEFAULT_SERVER_LIMITS).toEqual({ MAX_CONNECTIONS: 1024, HEADERS_TIMEOUT_S: 10, REQUEST_TIMEOUT_S: 30, KEEPALIVE_TIMEOUT_S: 5, SHUTDOWN_GRACE_S: 10 });
+    expect(DEFAULT_SERVER_LIMITS).toEqual({
+      MAX_CONNECTIONS: 1024,
+      HEADERS_TIMEOUT_S: 10,
+      REQUEST_TIMEOUT_S: 30,
+      KEEPALIVE_TIMEOUT_S: 5,
+      SHUTDOWN_GRACE_S: 10,
+    });
     expect(DEFAULT_MAX_BODY_BYTES).toBe(16 * 1024 * 1024);
   });
 
   it('reads MAYA_HOST, MAYA_PORT, MAYA_MODEL, MAYA_API_KEYS (+ --api-key), MAYA_CORS_ORIGINS, MAYA_MAX_BODY_BYTES, MAYA_LOG_LEVEL', () => {
     const env = {
-      MAYA_HOST: '0.0.0.0', MAYA_PORT: '9000', MAYA_MODEL: '/m', MAYA_API_KEYS: 'a, b,,a', MAYA_CORS_ORIGINS: 'https://x.example, *', MAYA_MAX_BODY_BYTES: '1024', MAYA_LOG_LEVEL: 'warn',
+      MAYA_HOST: '0.0.0.0',
+      MAYA_PORT: '9000',
+      MAYA_MODEL: '/m',
+      MAYA_API_KEYS: 'a, b,,a',
+      MAYA_CORS_ORIGINS: 'https://x.example, *',
+      MAYA_MAX_BODY_BYTES: '1024',
+      MAYA_LOG_LEVEL: 'warn',
     };
     expect(loadServerSettings(env, ['c', 'a'])).toEqual({
-      host: '0.0.0.0', port: 9000, model: '/m', apiKeys: ['a', 'b', 'c'], corsOrigins: ['https://x.example', '*'], maxBodyBytes: 1024, logLevel: 'warn',
+      host: '0.0.0.0',
+      port: 9000,
+      model: '/m',
+      apiKeys: ['a', 'b', 'c'],
+      corsOrigins: ['https://x.example', '*'],
+      maxBodyBytes: 1024,
+      logLevel: 'warn',
       limits: DEFAULT_SERVER_LIMITS,
     });
   });
 
   it('reads the connection and shutdown limits (MAYA_MAX_CONNECTIONS, timeouts, MAYA_SHUTDOWN_GRACE_S; grace may be 0)', () => {
-    const env = { MAYA_MAX_CONNECTIONS: '64', MAYA_HEADERS_TIMEOUT_S: '3', MAYA_REQUEST_TIMEOUT_S: '9', MAYA_KEEPALIVE_TIMEOUT_S: '2', MAYA_SHUTDOWN_GRACE_S: '0' };
-    expect(loadServerSettings(env).limits).toEqual({ MAX_CONNECTIONS: 64, HEADERS_TIMEOUT_S: 3, REQUEST_TIMEOUT_S: 9, KEEPALIVE_TIMEOUT_S: 2, SHUTDOWN_GRACE_S: 0 });
+    const env = {
+      MAYA_MAX_CONNECTIONS: '64',
+      MAYA_HEADERS_TIMEOUT_S: '3',
+      MAYA_REQUEST_TIMEOUT_S: '9',
+      MAYA_KEEPALIVE_TIMEOUT_S: '2',
+      MAYA_SHUTDOWN_GRACE_S: '0',
+    };
+    expect(loadServerSettings(env).limits).toEqual({
+      MAX_CONNECTIONS: 64,
+      HEADERS_TIMEOUT_S: 3,
+      REQUEST_TIMEOUT_S: 9,
+      KEEPALIVE_TIMEOUT_S: 2,
+      SHUTDOWN_GRACE_S: 0,
+    });
   });
 
-  it.each([['MAYA_PORT', '70000'], ['MAYA_PORT', 'http'], ['MAYA_MAX_BODY_BYTES', '0'], ['MAYA_MAX_BODY_BYTES', '-5'], ['MAYA_LOG_LEVEL', 'verbose'], ['MAYA_MAX_CONNECTIONS', '0'], ['MAYA_HEADERS_TIMEOUT_S', '1.5'], ['MAYA_SHUTDOWN_GRACE_S', '-1']])('%s=%s is refused', (name, raw) => {
+  it.each([
+    ['MAYA_PORT', '70000'],
+    ['MAYA_PORT', 'http'],
+    ['MAYA_MAX_BODY_BYTES', '0'],
+    ['MAYA_MAX_BODY_BYTES', '-5'],
+    ['MAYA_LOG_LEVEL', 'verbose'],
+    ['MAYA_MAX_CONNECTIONS', '0'],
+    ['MAYA_HEADERS_TIMEOUT_S', '1.5'],
+    ['MAYA_SHUTDOWN_GRACE_S', '-1'],
+  ])('%s=%s is refused', (name, raw) => {
     expect(errorOf(() => loadServerSettings({ [name]: raw })).variable).toBe(name);
   });
 });

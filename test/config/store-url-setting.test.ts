@@ -8,8 +8,12 @@ describe('MAYA_STORE_URL', () => {
   });
 
   it('accepts redis:// and rediss:// URLs', () => {
-    expect(loadServerSettings({ MAYA_STORE_URL: 'redis://127.0.0.1:6379/2' }).storeUrl).toBe('redis://127.0.0.1:6379/2');
-    expect(loadServerSettings({ MAYA_STORE_URL: 'rediss://user:pw@cache.internal:6380' }).storeUrl).toBe('rediss://user:pw@cache.internal:6380');
+    expect(loadServerSettings({ MAYA_STORE_URL: 'redis://127.0.0.1:6379/2' }).storeUrl).toBe(
+      'redis://127.0.0.1:6379/2',
+    );
+    expect(loadServerSettings({ MAYA_STORE_URL: 'rediss://user:pw@cache.internal:6380' }).storeUrl).toBe(
+      'rediss://user:pw@cache.internal:6380',
+    );
   });
 
   it('refuses anything else, naming the variable and never echoing the value (it may hold a password)', () => {

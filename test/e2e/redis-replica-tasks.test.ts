@@ -28,7 +28,12 @@ interface Replica {
   readonly child?: ChildProcess;
 }
 
-type Event = { type: string; sequence_number: number; code?: string; response?: { status: string; error?: { message: string } } };
+type Event = {
+  type: string;
+  sequence_number: number;
+  code?: string;
+  response?: { status: string; error?: { message: string } };
+};
 
 let redis: RedisServer;
 let inProcess: RunningService | undefined;
@@ -42,7 +47,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const pacedRuntime: LoadModelRuntime = async (dir, options) => {
   const runtime = await loadModelRuntime(dir, options);
   const generate = runtime.engine.generate.bind(runtime.engine);
-  runtime.engine.generate = async function* (request: GenerateRequest, opts?: GenerateOptions): AsyncGenerator<TokenEvent, FinishInfo, void> {
+  runtime.engine.generate = async function* (
+    request: GenerateRequest,
+    opts?: GenerateOptions,
+  ): AsyncGenerator<TokenEvent, FinishInfo, void> {
     const inner = generate(request, opts);
     try {
       for (;;) {
@@ -79,7 +87,14 @@ function call(replica: Replica, method: string, path: string, body?: object): Pr
 }
 
 async function startTask(replica: Replica, input = LONG_INPUT): Promise<string> {
-  const created = await call(replica, 'POST', '/responses', { model: 'maya-demo', input, background: true, store: true, temperature: 0, max_output_tokens: 256 });
+  const created = await call(replica, 'POST', '/responses', {
+    model: 'maya-demo',
+    input,
+    background: true,
+    store: true,
+    temperature: 0,
+    max_output_tokens: 256,
+  });
   expect(created.status).toBe(200);
   const body = (await created.json()) as { id: string; status: string };
   expect(body.status).toBe('queued');
@@ -95,7 +110,10 @@ async function* events(response: Response): AsyncGenerator<Event> {
     for (let end = text.indexOf('\n\n'); end >= 0; end = text.indexOf('\n\n')) {
       const frame = text.slice(0, end);
       text = text.slice(end + 2);
-      const data = frame.split('\n').find((line) => line.startsWith('data: '))?.slice(6);
+      const data = frame
+        .split('\n')
+        .find((line) => line.startsWith('data: '))
+        ?.slice(6);
       if (data && data !== '[DONE]') yield JSON.parse(data) as Event;
     }
   }
@@ -110,7 +128,15 @@ beforeAll(async () => {
   const [service, other] = await Promise.all([
     startService({
       settings: DEFAULT_RESPONSES_SETTINGS,
-      server: { host: '127.0.0.1', port: 0, model: undefined, apiKeys: [KEY], corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES, storeUrl: redis.url },
+      server: {
+        host: '127.0.0.1',
+        port: 0,
+        model: undefined,
+        apiKeys: [KEY],
+        corsOrigins: undefined,
+        maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+        storeUrl: redis.url,
+      },
       modelDir: DEMO_MODEL_DIR,
       loadRuntime: pacedRuntime,
       logger: silentLogger,
@@ -168,9 +194,17 @@ describe('background tasks across replicas', () => {
     expect(all.map((event) => event.sequence_number)).toEqual(all.map((_, n) => n));
     expect(all[0]!.type).toBe('response.created');
     expect(all.at(-1)!.type).toMatch(/response\.(completed|incomplete)/);
-    const next = await call(b, 'POST', '/responses', { model: 'maya-demo', input: 'And then?', previous_response_id: id, store: true, max_output_tokens: 16 });
+    const next = await call(b, 'POST', '/responses', {
+      model: 'maya-demo',
+      input: 'And then?',
+      previous_response_id: id,
+      store: true,
+      max_output_tokens: 16,
+    });
     expect(next.status).toBe(200);
-    const items = (await (await call(a, 'GET', `/responses/${((await next.json()) as { id: string }).id}/input_items?order=asc`)).json()) as { data: { type: string }[] };
+    const items = (await (
+      await call(a, 'GET', `/responses/${((await next.json()) as { id: string }).id}/input_items?order=asc`)
+    ).json()) as { data: { type: string }[] };
     expect(items.data[0]).toMatchObject({ type: 'message' });
     expect(JSON.stringify(items.data)).toContain('Hello');
     expect((await call(b, 'DELETE', `/responses/${id}`)).status).toBe(200);

@@ -30,7 +30,15 @@ let child: ChildProcess | undefined;
 async function replica(): Promise<RunningService> {
   const service = await startService({
     settings: DEFAULT_RESPONSES_SETTINGS,
-    server: { host: '127.0.0.1', port: 0, model: undefined, apiKeys: KEYS, corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES, storeUrl: redis.url },
+    server: {
+      host: '127.0.0.1',
+      port: 0,
+      model: undefined,
+      apiKeys: KEYS,
+      corsOrigins: undefined,
+      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+      storeUrl: redis.url,
+    },
     modelDir: DEMO_MODEL_DIR,
     loadRuntime: loadModelRuntime,
     logger: silentLogger,
@@ -85,13 +93,28 @@ afterAll(async () => {
 
 describe('two replicas on one Redis', () => {
   it('a response created on A is continued, listed, retrieved and deleted on B', async () => {
-    const first = await client(a).responses.create({ model: 'maya-demo', input: 'Remember the value 73', store: true, max_output_tokens: 16, temperature: 0 });
+    const first = await client(a).responses.create({
+      model: 'maya-demo',
+      input: 'Remember the value 73',
+      store: true,
+      max_output_tokens: 16,
+      temperature: 0,
+    });
     const second = await client(b).responses.create({
-      model: 'maya-demo', previous_response_id: first.id, input: 'What value did I give you?', store: true, max_output_tokens: 16, temperature: 0,
+      model: 'maya-demo',
+      previous_response_id: first.id,
+      input: 'What value did I give you?',
+      store: true,
+      max_output_tokens: 16,
+      temperature: 0,
     });
     expect(second.status).toMatch(/completed|incomplete/);
     const items = await client(a).responses.inputItems.list(second.id, { order: 'asc' });
-    expect(items.data.map((item) => item.type)).toEqual(['message', ...first.output.map((item) => item.type), 'message']);
+    expect(items.data.map((item) => item.type)).toEqual([
+      'message',
+      ...first.output.map((item) => item.type),
+      'message',
+    ]);
     expect(JSON.stringify(items.data)).toContain('Remember the value 73');
     expect((await client(b).responses.retrieve(first.id)).output).toEqual(first.output);
     await client(b).responses.delete(first.id);
@@ -101,13 +124,25 @@ describe('two replicas on one Redis', () => {
   });
 
   it('isolates keys across replicas: another key gets 404 on every operation', async () => {
-    const mine = await client(a).responses.create({ model: 'maya-demo', input: 'private', store: true, max_output_tokens: 16, temperature: 0 });
+    const mine = await client(a).responses.create({
+      model: 'maya-demo',
+      input: 'private',
+      store: true,
+      max_output_tokens: 16,
+      temperature: 0,
+    });
     const theirs = client(b, KEYS[1]);
     await expect(theirs.responses.retrieve(mine.id)).rejects.toMatchObject({ status: 404 });
     await expect(theirs.responses.inputItems.list(mine.id)).rejects.toMatchObject({ status: 404 });
     await expect(theirs.responses.delete(mine.id)).rejects.toMatchObject({ status: 404 });
     await expect(
-      theirs.responses.create({ model: 'maya-demo', input: 'x', previous_response_id: mine.id, store: true, max_output_tokens: 16 }),
+      theirs.responses.create({
+        model: 'maya-demo',
+        input: 'x',
+        previous_response_id: mine.id,
+        store: true,
+        max_output_tokens: 16,
+      }),
     ).rejects.toMatchObject({ status: 404 });
     expect((await client(b).responses.retrieve(mine.id)).id).toBe(mine.id);
   });
@@ -130,8 +165,15 @@ describe('Redis lost during operation', () => {
     const stored = await post(a, { input: 'store me', store: true });
     expect(stored.status).toBe(503);
     expect(stored.headers.get('retry-after')).toBe('1');
-    expect((await stored.json()).error).toEqual({ message: 'The response store is unavailable; retry shortly.', type: 'server_error', param: null, code: 'store_unavailable' });
-    const retrieve = await fetch(`${b.origin}/v1/responses/${kept.id}`, { headers: { authorization: `Bearer ${KEYS[0]}` } });
+    expect((await stored.json()).error).toEqual({
+      message: 'The response store is unavailable; retry shortly.',
+      type: 'server_error',
+      param: null,
+      code: 'store_unavailable',
+    });
+    const retrieve = await fetch(`${b.origin}/v1/responses/${kept.id}`, {
+      headers: { authorization: `Bearer ${KEYS[0]}` },
+    });
     expect([retrieve.status, retrieve.headers.get('retry-after')]).toEqual([503, '1']);
     const continued = await post(b, { input: 'more', previous_response_id: kept.id, store: false });
     expect(continued.status).toBe(503);
@@ -159,7 +201,9 @@ describe('Redis lost during operation', () => {
     }
     expect(recovered?.status).toBe(200);
     const body = await recovered!.json();
-    const again = await fetch(`${b.origin}/v1/responses/${body.id}`, { headers: { authorization: `Bearer ${KEYS[0]}` } });
+    const again = await fetch(`${b.origin}/v1/responses/${body.id}`, {
+      headers: { authorization: `Bearer ${KEYS[0]}` },
+    });
     expect(again.status).toBe(200);
     expect((await status(b)).responses_store).toMatchObject({ healthy: true });
   });

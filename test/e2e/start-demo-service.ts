@@ -30,7 +30,14 @@ export interface DemoService {
 export async function startDemoService(apiKeys: string[] = []): Promise<DemoService> {
   const service = await startService({
     settings: DEFAULT_RESPONSES_SETTINGS,
-    server: { host: '127.0.0.1', port: 0, model: undefined, apiKeys, corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES },
+    server: {
+      host: '127.0.0.1',
+      port: 0,
+      model: undefined,
+      apiKeys,
+      corsOrigins: undefined,
+      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+    },
     modelDir: DEMO_MODEL_DIR,
     loadRuntime: loadModelRuntime,
     logger: silentLogger,

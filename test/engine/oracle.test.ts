@@ -11,7 +11,11 @@ interface Fixture {
 }
 
 const ARCH = {
-  Glm4ForCausalLM: 'glm4', LlamaForCausalLM: 'llama', Qwen3ForCausalLM: 'qwen3', Glm4MoeForCausalLM: 'glm4_moe', DeepseekV3ForCausalLM: 'deepseek_v3',
+  Glm4ForCausalLM: 'glm4',
+  LlamaForCausalLM: 'llama',
+  Qwen3ForCausalLM: 'qwen3',
+  Glm4MoeForCausalLM: 'glm4_moe',
+  DeepseekV3ForCausalLM: 'deepseek_v3',
 } as const;
 
 function maxAbsDiff(a: Float32Array, b: number[]): number {
@@ -52,7 +56,9 @@ describe.each(FIXTURES)('oracle fixture %s through NativeEngine', (name) => {
   });
 
   it('gives the same greedy continuations when all prompts run concurrently', async () => {
-    const runs = await Promise.all(fx.prompts.map((p) => drain(engine.generate({ promptIds: p.ids, maxTokens: fx.greedy_tokens }))));
+    const runs = await Promise.all(
+      fx.prompts.map((p) => drain(engine.generate({ promptIds: p.ids, maxTokens: fx.greedy_tokens }))),
+    );
     expect(runs.map((r) => r.ids)).toEqual(fx.prompts.map((p) => p.greedy));
   });
 });

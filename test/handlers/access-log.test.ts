@@ -31,8 +31,14 @@ describe('access log', () => {
     const [line, ...rest] = records();
     expect(rest).toEqual([]);
     expect(line).toMatchObject({
-      level: 30, message: 'request', method: 'GET', route: '/v1/models/{model}', operation: 'retrieveModel', status: 200,
-      request_id: res.headers['x-request-id'], scope: scopeOf(KEY),
+      level: 30,
+      message: 'request',
+      method: 'GET',
+      route: '/v1/models/{model}',
+      operation: 'retrieveModel',
+      status: 200,
+      request_id: res.headers['x-request-id'],
+      scope: scopeOf(KEY),
     });
     expect(line!.duration_ms).toEqual(expect.any(Number));
     expect(line!.time).toEqual(expect.any(String));
@@ -43,7 +49,16 @@ describe('access log', () => {
     const { request, lines, records } = appWithLog('info');
     const res = await request.post('/v1/responses').set('x-api-key', KEY).send({ input: PROMPT, presence_penalty: 1 });
     expect(res.status).toBe(400);
-    expect(records()).toEqual([expect.objectContaining({ level: 40, status: 400, operation: 'createResponse', route: '/v1/responses', param: 'presence_penalty', code: 'unknown_parameter' })]);
+    expect(records()).toEqual([
+      expect.objectContaining({
+        level: 40,
+        status: 400,
+        operation: 'createResponse',
+        route: '/v1/responses',
+        param: 'presence_penalty',
+        code: 'unknown_parameter',
+      }),
+    ]);
     const text = lines.join('');
     expect(text).not.toContain(KEY);
     expect(text).not.toContain(PROMPT);
@@ -54,7 +69,13 @@ describe('access log', () => {
     await request.get('/v1/models').set('Authorization', 'Bearer wrong-key');
     await request.get('/v2/nothing').set('Authorization', `Bearer ${KEY}`);
     expect(records()).toEqual([
-      expect.objectContaining({ status: 401, operation: 'listModels', scope: null, code: 'invalid_api_key', param: null }),
+      expect.objectContaining({
+        status: 401,
+        operation: 'listModels',
+        scope: null,
+        code: 'invalid_api_key',
+        param: null,
+      }),
       expect.objectContaining({ status: 404, operation: null, route: null, code: 'unknown_url' }),
     ]);
     expect(JSON.stringify(records())).not.toContain('wrong-key');

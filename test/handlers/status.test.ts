@@ -26,7 +26,14 @@ describe('GET /v1/status', () => {
         { name: 'responses', endpoint: '/v1/responses' },
         { name: 'chat.completions', endpoint: '/v1/chat/completions' },
       ],
-      engine: { backend: 'cpu', architecture: engine.info.arch, parameters: engine.info.numParams, active_parameters: engine.info.numParams, blocks_total: expect.any(Number), steps: 0 },
+      engine: {
+        backend: 'cpu',
+        architecture: engine.info.arch,
+        parameters: engine.info.numParams,
+        active_parameters: engine.info.numParams,
+        blocks_total: expect.any(Number),
+        steps: 0,
+      },
       responses_cache: { entries: 0, bytes: 0, hits: 0 },
       responses_jobs: { queued: 0, running: 0, records: 0 },
     });
@@ -37,8 +44,20 @@ describe('GET /v1/status', () => {
   it('the job manager and named providers fill their sections', async () => {
     const store = new MemoryResponseStore({ settings: DEFAULT_RESPONSES_SETTINGS });
     const jobs = new JobManager({ settings: DEFAULT_RESPONSES_SETTINGS, store });
-    jobs.stats = () => ({ queued: 2, running: 1, records: 3, event_bytes: 10, readers: 0, admissions: 3, rejections: 0, cancellations: 0, deadline_failures: 0 });
-    const { request } = createTestApp({ deps: { store, jobs, statusProviders: { vision: () => ({ encoder: 'none' }) } } });
+    jobs.stats = () => ({
+      queued: 2,
+      running: 1,
+      records: 3,
+      event_bytes: 10,
+      readers: 0,
+      admissions: 3,
+      rejections: 0,
+      cancellations: 0,
+      deadline_failures: 0,
+    });
+    const { request } = createTestApp({
+      deps: { store, jobs, statusProviders: { vision: () => ({ encoder: 'none' }) } },
+    });
     const res = await request.get('/v1/status');
     expect(res.body.responses_jobs).toMatchObject({ queued: 2, running: 1, records: 3 });
     expect(res.body.vision).toEqual({ encoder: 'none' });

@@ -21,7 +21,8 @@ export interface RedisServer {
   restart(): Promise<void>;
 }
 
-const NO_REDIS = 'The Redis store tests need Redis: install redis-server (Debian: apt-get install -y redis-server) so it is on PATH, or set MAYA_TEST_REDIS_URL=redis://host:port to a Redis the tests may write to.';
+const NO_REDIS =
+  'The Redis store tests need Redis: install redis-server (Debian: apt-get install -y redis-server) so it is on PATH, or set MAYA_TEST_REDIS_URL=redis://host:port to a Redis the tests may write to.';
 const children = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const child of children) child.kill('SIGKILL');
@@ -36,7 +37,20 @@ async function freePort(): Promise<number> {
 }
 
 function spawnRedis(port: number): Promise<ChildProcess> {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--loglevel', 'warning'];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--daemonize',
+    'no',
+    '--loglevel',
+    'warning',
+  ];
   return new Promise((resolve, reject) => {
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';

@@ -52,7 +52,9 @@ describe('socket limits', () => {
   it('a request refused before its body arrived (401) is answered with Connection: close and the socket closes', async () => {
     const { port } = await serve({ MAYA_API_KEYS: 'secret' });
     const socket = await open(port);
-    socket.write('POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"input":');
+    socket.write(
+      'POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"input":',
+    );
     const answer = await closedBy(socket, 5000);
     expect(answer).toMatch(/^HTTP\/1\.1 401/);
     expect(answer.toLowerCase()).toContain('connection: close');

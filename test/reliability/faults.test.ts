@@ -28,27 +28,44 @@ async function settle(): Promise<ReturnType<DemoService['runtime']['engine']['st
 describe('faults', () => {
   it('40 streams whose clients vanish after the first bytes: every KV block comes back, nothing keeps running', async () => {
     const controllers = Array.from({ length: 40 }, () => new AbortController());
-    await Promise.all(controllers.map(async (controller, i) => {
-      const res = await fetch(`${demo.origin}/v1/responses`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: streamBody(`Tell me story number ${i}`), signal: controller.signal,
-      });
-      const reader = res.body!.getReader();
-      await reader.read();
-      controller.abort();
-    }));
+    await Promise.all(
+      controllers.map(async (controller, i) => {
+        const res = await fetch(`${demo.origin}/v1/responses`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: streamBody(`Tell me story number ${i}`),
+          signal: controller.signal,
+        });
+        const reader = res.body!.getReader();
+        await reader.read();
+        controller.abort();
+      }),
+    );
     const stats = await settle();
     expect(stats.seqsRunning).toBe(0);
     expect(stats.seqsWaiting).toBe(0);
     expect(stats.blocksFree).toBe(stats.blocksTotal);
-    const after = await fetch(`${demo.origin}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: 'Hello', max_output_tokens: 32 }) });
+    const after = await fetch(`${demo.origin}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'Hello', max_output_tokens: 32 }),
+    });
     expect(after.status).toBe(200);
     expect(['completed', 'incomplete']).toContain(((await after.json()) as { status: string }).status);
   }, 60_000);
 
   it('a reader that never reads its stream does not stop another request from finishing', async () => {
-    const stalled = await fetch(`${demo.origin}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: streamBody('Write at length') });
+    const stalled = await fetch(`${demo.origin}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: streamBody('Write at length'),
+    });
     expect(stalled.status).toBe(200);
-    const other = await fetch(`${demo.origin}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: 'Hello', max_output_tokens: 32 }) });
+    const other = await fetch(`${demo.origin}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'Hello', max_output_tokens: 32 }),
+    });
     expect(other.status).toBe(200);
     expect(['completed', 'incomplete']).toContain(((await other.json()) as { status: string }).status);
     await stalled.body!.cancel();

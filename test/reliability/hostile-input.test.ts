@@ -22,15 +22,66 @@ const schemaFormat = (schema: object) => ({ text: { format: { type: 'json_schema
 const tool = (parameters: object, strict = false) => ({ tools: [{ type: 'function', name: 'f', parameters, strict }] });
 
 const CASES: Array<[string, Record<string, unknown>, string | RegExp, string]> = [
-  ['tool parameters nested 1,500 levels', { input: 'x', ...tool(nest(1500, { type: 'string' })) }, /^tools\[0\]\.parameters\.properties/, 'nested_too_deep'],
-  ['json_schema nested 2,000 levels', { input: 'x', ...schemaFormat(nest(2000, { type: 'string' })) }, /^text\.format\.schema\.properties/, 'nested_too_deep'],
-  ['required: "a"', { input: 'x', ...schemaFormat({ type: 'object', properties: { a: { type: 'string' } }, required: 'a' }) }, 'text.format.schema.required', 'invalid_schema'],
-  ['minLength: -1', { input: 'x', ...schemaFormat({ type: 'object', properties: { a: { type: 'string', minLength: -1 } } }) }, 'text.format.schema.properties.a.minLength', 'invalid_schema'],
-  ['properties: []', { input: 'x', ...schemaFormat({ type: 'object', properties: [] }) }, 'text.format.schema.properties', 'invalid_schema'],
-  ['additionalProperties: "yes"', { input: 'x', ...schemaFormat({ type: 'object', properties: {}, additionalProperties: 'yes' }) }, 'text.format.schema.additionalProperties', 'invalid_schema'],
-  ['a strict tool with required: "a"', { input: 'x', ...tool({ type: 'object', properties: { a: { type: 'string' } }, required: 'a', additionalProperties: false }, true) }, 'tools[0].parameters.required', 'invalid_schema'],
-  ['a non-strict tool with properties: 5', { input: 'x', ...tool({ type: 'object', properties: 5 }) }, 'tools[0].parameters.properties', 'invalid_schema'],
-  ['schema keyword "constructor" (a prototype key)', { input: 'x', ...schemaFormat({ type: 'object', properties: {}, constructor: 1 }) }, 'text.format.schema.constructor', 'unsupported_schema_keyword'],
+  [
+    'tool parameters nested 1,500 levels',
+    { input: 'x', ...tool(nest(1500, { type: 'string' })) },
+    /^tools\[0\]\.parameters\.properties/,
+    'nested_too_deep',
+  ],
+  [
+    'json_schema nested 2,000 levels',
+    { input: 'x', ...schemaFormat(nest(2000, { type: 'string' })) },
+    /^text\.format\.schema\.properties/,
+    'nested_too_deep',
+  ],
+  [
+    'required: "a"',
+    { input: 'x', ...schemaFormat({ type: 'object', properties: { a: { type: 'string' } }, required: 'a' }) },
+    'text.format.schema.required',
+    'invalid_schema',
+  ],
+  [
+    'minLength: -1',
+    { input: 'x', ...schemaFormat({ type: 'object', properties: { a: { type: 'string', minLength: -1 } } }) },
+    'text.format.schema.properties.a.minLength',
+    'invalid_schema',
+  ],
+  [
+    'properties: []',
+    { input: 'x', ...schemaFormat({ type: 'object', properties: [] }) },
+    'text.format.schema.properties',
+    'invalid_schema',
+  ],
+  [
+    'additionalProperties: "yes"',
+    { input: 'x', ...schemaFormat({ type: 'object', properties: {}, additionalProperties: 'yes' }) },
+    'text.format.schema.additionalProperties',
+    'invalid_schema',
+  ],
+  [
+    'a strict tool with required: "a"',
+    {
+      input: 'x',
+      ...tool(
+        { type: 'object', properties: { a: { type: 'string' } }, required: 'a', additionalProperties: false },
+        true,
+      ),
+    },
+    'tools[0].parameters.required',
+    'invalid_schema',
+  ],
+  [
+    'a non-strict tool with properties: 5',
+    { input: 'x', ...tool({ type: 'object', properties: 5 }) },
+    'tools[0].parameters.properties',
+    'invalid_schema',
+  ],
+  [
+    'schema keyword "constructor" (a prototype key)',
+    { input: 'x', ...schemaFormat({ type: 'object', properties: {}, constructor: 1 }) },
+    'text.format.schema.constructor',
+    'unsupported_schema_keyword',
+  ],
 ];
 
 describe('hostile input → 400 naming the field, no engine work', () => {
@@ -48,10 +99,13 @@ describe('hostile input → 400 naming the field, no engine work', () => {
     });
   }
 
-  it("the 64 KiB schema limit counts UTF-8 bytes, not characters", async () => {
+  it('the 64 KiB schema limit counts UTF-8 bytes, not characters', async () => {
     const { request } = app();
     const description = 'é'.repeat(20_000); // 20,000 characters, 40,000 bytes
-    const schema = { type: 'object', properties: { a: { type: 'string', description }, b: { type: 'string', description } } };
+    const schema = {
+      type: 'object',
+      properties: { a: { type: 'string', description }, b: { type: 'string', description } },
+    };
     const res = await request.post('/v1/responses').send({ input: 'x', ...schemaFormat(schema) });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('schema_too_large');
@@ -59,7 +113,9 @@ describe('hostile input → 400 naming the field, no engine work', () => {
 
   it('top_p: 0 (valid in the contract) samples greedily instead of failing', async () => {
     const { request, engine } = app();
-    const res = await request.post('/v1/responses').send({ input: 'x', top_p: 0, temperature: 0.9, reasoning: { effort: 'none' } });
+    const res = await request
+      .post('/v1/responses')
+      .send({ input: 'x', top_p: 0, temperature: 0.9, reasoning: { effort: 'none' } });
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('completed');
     expect(engine.calls[0]).toMatchObject({ temperature: 0, topP: 1 });
@@ -67,7 +123,9 @@ describe('hostile input → 400 naming the field, no engine work', () => {
 
   it('Chat seed 1e400 → 400 on seed, not 500', async () => {
     const { request } = app();
-    const res = await request.post('/v1/chat/completions').set('content-type', 'application/json')
+    const res = await request
+      .post('/v1/chat/completions')
+      .set('content-type', 'application/json')
       .send('{"messages":[{"role":"user","content":"hi"}],"seed":1e400}');
     expect(res.status).toBe(400);
     expect(res.body.error.param).toBe('seed');
@@ -78,12 +136,15 @@ describe('hostile input → 400 naming the field, no engine work', () => {
     const res = await request.post('/v1/chat/completions').send({ messages: [{ role: 'wizard', content: 'hi' }] });
     expect(res.status).toBe(400);
     expect(res.body.error.param).toBe('messages[0].role');
-    for (const role of ['system', 'developer', 'user', 'assistant', 'tool']) expect(res.body.error.message).toContain(`'${role}'`);
+    for (const role of ['system', 'developer', 'user', 'assistant', 'tool'])
+      expect(res.body.error.message).toContain(`'${role}'`);
   });
 
   it('a body that starts with a UTF-8 byte-order mark is read as JSON', async () => {
     const { request } = app();
-    const res = await request.post('/v1/responses').set('content-type', 'application/json')
+    const res = await request
+      .post('/v1/responses')
+      .set('content-type', 'application/json')
       .send('\uFEFF{"input":"hi","reasoning":{"effort":"none"}}');
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('completed');
@@ -94,13 +155,22 @@ describe('large bodies', () => {
   it('a body of 1 MiB or more is parsed on the JSON worker with the same answers (valid, BOM, malformed)', async () => {
     const { request } = app();
     const big = 'x'.repeat(1024 * 1024);
-    const ok = await request.post('/v1/responses').set('content-type', 'application/json').send(`\uFEFF${JSON.stringify({ input: 'hi', metadata: {}, instructions: big, reasoning: { effort: 'none' } })}`);
+    const ok = await request
+      .post('/v1/responses')
+      .set('content-type', 'application/json')
+      .send(`\uFEFF${JSON.stringify({ input: 'hi', metadata: {}, instructions: big, reasoning: { effort: 'none' } })}`);
     expect(ok.status).not.toBe(500);
     expect(ok.body.error?.code).not.toBe('invalid_json');
-    const malformed = await request.post('/v1/responses').set('content-type', 'application/json').send(`{"input": "${big}"`);
+    const malformed = await request
+      .post('/v1/responses')
+      .set('content-type', 'application/json')
+      .send(`{"input": "${big}"`);
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.code).toBe('invalid_json');
-    const deep = await request.post('/v1/responses').set('content-type', 'application/json').send(`{"input":"hi","metadata":${'['.repeat(100)}${']'.repeat(100)},"x":"${big}"}`);
+    const deep = await request
+      .post('/v1/responses')
+      .set('content-type', 'application/json')
+      .send(`{"input":"hi","metadata":${'['.repeat(100)}${']'.repeat(100)},"x":"${big}"}`);
     expect(deep.status).toBe(400);
     expect(deep.body.error.code).toBe('nested_too_deep');
   });

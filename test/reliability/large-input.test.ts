@@ -15,7 +15,11 @@ beforeAll(async () => {
 afterAll(async () => demo?.stop());
 
 const post = (body: unknown) =>
-  fetch(`${demo.origin}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${demo.origin}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 describe('large inputs', () => {
   it('an input that cannot fit is a 400 context_length_exceeded from its size alone (no tokenising)', async () => {

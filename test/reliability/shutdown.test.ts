@@ -54,7 +54,9 @@ function sseEvents(text: string): Array<{ type: string; [key: string]: unknown }
     .map((line) => JSON.parse(line.slice(6)) as { type: string });
 }
 
-async function firstChunk(response: Response): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; text: string }> {
+async function firstChunk(
+  response: Response,
+): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; text: string }> {
   const reader = response.body!.getReader();
   const { value } = await reader.read();
   return { reader, text: new TextDecoder().decode(value) };
@@ -73,7 +75,10 @@ describe('run-response: an engine-side cancel is not a completion', () => {
     const request = { input: 'Count', reasoning: { effort: 'none' as const } };
     const plan = planResponse(runtime, request, normaliseInput(request.input), 0);
     const events: string[] = [];
-    const response = await drainEvents(runResponse(runtime, plan, newResponseObject(request, 'resp_x', runtime.id, 'in_progress')), (e) => events.push(e.type));
+    const response = await drainEvents(
+      runResponse(runtime, plan, newResponseObject(request, 'resp_x', runtime.id, 'in_progress')),
+      (e) => events.push(e.type),
+    );
     expect(response.status).toBe('failed');
     expect(response.error).toMatchObject({ code: 'server_shutdown' });
     expect(events.at(-1)).toBe('response.failed');
@@ -87,10 +92,18 @@ describe('stop() with generations in flight', () => {
     const running = await serve(2000, 5, 0);
     const body = JSON.stringify({ input: 'Write a lot', max_output_tokens: 3000, reasoning: { effort: 'none' } });
     const headers = { 'content-type': 'application/json' };
-    const streaming = await fetch(`${running.origin}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ ...JSON.parse(body), stream: true }) });
+    const streaming = await fetch(`${running.origin}/v1/responses`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ ...JSON.parse(body), stream: true }),
+    });
     const { reader, text: head } = await firstChunk(streaming);
     const json = fetch(`${running.origin}/v1/responses`, { method: 'POST', headers, body });
-    const chat = fetch(`${running.origin}/v1/chat/completions`, { method: 'POST', headers, body: JSON.stringify({ messages: [{ role: 'user', content: 'Write a lot' }], max_tokens: 3000 }) });
+    const chat = fetch(`${running.origin}/v1/chat/completions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'Write a lot' }], max_tokens: 3000 }),
+    });
     await new Promise((resolve) => setTimeout(resolve, 100));
     const stopped = running.stop();
     const events = sseEvents(head + (await rest(reader)));

@@ -21,8 +21,12 @@ import { FakeEngine } from '../helpers/fake-engine.ts';
 
 const ROOT = new URL('../../', import.meta.url);
 const TEMPLATES = new URL('test/dialects/fixtures/templates/', ROOT);
-const demoJson = JSON.parse(readFileSync(new URL('models/maya-demo/tokenizer.json', ROOT), 'utf8')) as { added_tokens: Array<Record<string, unknown>>; model: { vocab: Record<string, number> } };
-const template = (name: string) => new ChatTemplate(readFileSync(new URL(name, TEMPLATES), 'utf8'), { bos_token: '<｜begin▁of▁sentence｜>' });
+const demoJson = JSON.parse(readFileSync(new URL('models/maya-demo/tokenizer.json', ROOT), 'utf8')) as {
+  added_tokens: Array<Record<string, unknown>>;
+  model: { vocab: Record<string, number> };
+};
+const template = (name: string) =>
+  new ChatTemplate(readFileSync(new URL(name, TEMPLATES), 'utf8'), { bos_token: '<｜begin▁of▁sentence｜>' });
 
 /** The demo tokenizer plus `markup` as special added tokens (ids after the vocabulary). */
 function tokenizerWith(markup: readonly string[]): Tokenizer {
@@ -31,7 +35,15 @@ function tokenizerWith(markup: readonly string[]): Tokenizer {
   const known = new Set(json.added_tokens.map((t) => t.content));
   for (const content of markup) {
     if (known.has(content)) continue;
-    json.added_tokens.push({ id: next++, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+    json.added_tokens.push({
+      id: next++,
+      content,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: true,
+    });
   }
   return new Tokenizer(json);
 }
@@ -44,15 +56,47 @@ interface Family {
 }
 
 const FAMILIES: Family[] = [
-  { name: 'glm45', dialect: createGlmDialect('glm45', template('glm-4.5.jinja')), markup: ['<|user|>', '<|assistant|>', '<|observation|>', '<tool_call>', '</tool_call>', '<arg_key>'] },
-  { name: 'glm47', dialect: createGlmDialect('glm47', template('glm-4.7.jinja')), markup: ['<|user|>', '<|assistant|>', '<|observation|>', '<tool_call>', '</tool_call>'] },
-  { name: 'deepseek-v31', dialect: createDeepseekV31Dialect(template('deepseek-v3.1.jinja')), markup: ['<｜User｜>', '<｜Assistant｜>', '<｜tool▁calls▁begin｜>', '<｜tool▁call▁begin｜>', '<｜end▁of▁sentence｜>'] },
-  { name: 'deepseek-v32 (DSML)', dialect: createDsmlDialect('v32'), markup: ['<｜User｜>', '<｜Assistant｜>', '<｜end▁of▁sentence｜>'] },
-  { name: 'qwen3', dialect: createQwenDialect(template('qwen3-0.6b.jinja')), markup: ['<|im_start|>', '<|im_end|>', '<tool_call>', '</tool_call>'] },
+  {
+    name: 'glm45',
+    dialect: createGlmDialect('glm45', template('glm-4.5.jinja')),
+    markup: ['<|user|>', '<|assistant|>', '<|observation|>', '<tool_call>', '</tool_call>', '<arg_key>'],
+  },
+  {
+    name: 'glm47',
+    dialect: createGlmDialect('glm47', template('glm-4.7.jinja')),
+    markup: ['<|user|>', '<|assistant|>', '<|observation|>', '<tool_call>', '</tool_call>'],
+  },
+  {
+    name: 'deepseek-v31',
+    dialect: createDeepseekV31Dialect(template('deepseek-v3.1.jinja')),
+    markup: [
+      '<｜User｜>',
+      '<｜Assistant｜>',
+      '<｜tool▁calls▁begin｜>',
+      '<｜tool▁call▁begin｜>',
+      '<｜end▁of▁sentence｜>',
+    ],
+  },
+  {
+    name: 'deepseek-v32 (DSML)',
+    dialect: createDsmlDialect('v32'),
+    markup: ['<｜User｜>', '<｜Assistant｜>', '<｜end▁of▁sentence｜>'],
+  },
+  {
+    name: 'qwen3',
+    dialect: createQwenDialect(template('qwen3-0.6b.jinja')),
+    markup: ['<|im_start|>', '<|im_end|>', '<tool_call>', '</tool_call>'],
+  },
 ];
 
 function promptIds(family: Family, tokenizer: Tokenizer, input: unknown): number[] {
-  const runtime = { id: 't', contextLength: 8192, engine: new FakeEngine({ info: { contextLength: 8192 } }), tokenizer: pipelineTokenizer(tokenizer), dialect: family.dialect };
+  const runtime = {
+    id: 't',
+    contextLength: 8192,
+    engine: new FakeEngine({ info: { contextLength: 8192 } }),
+    tokenizer: pipelineTokenizer(tokenizer),
+    dialect: family.dialect,
+  };
   const request = { input: input as string, reasoning: { effort: 'none' as const } };
   return planResponse(runtime, request, normaliseInput(request.input), 0).promptIds;
 }
@@ -83,14 +127,22 @@ describe.each(FAMILIES)('$name', (family) => {
       { role: 'assistant', content: `It said ${marker}.` },
       { role: 'user', content: 'Thanks' },
     ];
-    const plain = history.map((item) => JSON.parse(JSON.stringify(item).replaceAll(JSON.stringify(marker).slice(1, -1), 'zz')) as object);
+    const plain = history.map(
+      (item) => JSON.parse(JSON.stringify(item).replaceAll(JSON.stringify(marker).slice(1, -1), 'zz')) as object,
+    );
     const id = tokenizer.tokenId(marker)!;
     expect(count(promptIds(family, tokenizer, history), id)).toBe(count(promptIds(family, tokenizer, plain), id));
   });
 
   it('a prompt without markup in its text encodes exactly as before', () => {
     const ids = promptIds(family, tokenizer, 'Hello there');
-    const runtime = { id: 't', contextLength: 8192, engine: new FakeEngine(), tokenizer: pipelineTokenizer(tokenizer), dialect: family.dialect };
+    const runtime = {
+      id: 't',
+      contextLength: 8192,
+      engine: new FakeEngine(),
+      tokenizer: pipelineTokenizer(tokenizer),
+      dialect: family.dialect,
+    };
     const rendered = family.dialect.renderPrompt([{ role: 'user', content: 'Hello there' }], { thinking: false });
     expect(ids).toEqual(tokenizer.encode(rendered.text));
     expect(runtime.id).toBe('t');

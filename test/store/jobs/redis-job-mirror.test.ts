@@ -32,12 +32,23 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function replica(prefix: string, settings: Partial<ResponsesSettings> = {}, lease?: { leaseMs: number; heartbeatMs: number }): Promise<ManagerFixture & { mirror: RedisJobMirror }> {
+async function replica(
+  prefix: string,
+  settings: Partial<ResponsesSettings> = {},
+  lease?: { leaseMs: number; heartbeatMs: number },
+): Promise<ManagerFixture & { mirror: RedisJobMirror }> {
   const client = createRedisClient(redis.url);
   clients.push(client);
   await openRedis(client, redis.url);
   const fixture = createManager(settings);
-  const mirror = new RedisJobMirror({ client, prefix, jobs: fixture.jobs, settings: { ...DEFAULT_RESPONSES_SETTINGS, ...settings }, store: fixture.store, ...lease });
+  const mirror = new RedisJobMirror({
+    client,
+    prefix,
+    jobs: fixture.jobs,
+    settings: { ...DEFAULT_RESPONSES_SETTINGS, ...settings },
+    store: fixture.store,
+    ...lease,
+  });
   await mirror.start();
   mirrors.push(mirror);
   return { ...fixture, mirror };
@@ -52,7 +63,12 @@ async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
 }
 
 async function refusal(promise: Promise<unknown>): Promise<ApiError> {
-  return promise.then(() => { throw new Error('expected a refusal'); }, (error: ApiError) => error);
+  return promise.then(
+    () => {
+      throw new Error('expected a refusal');
+    },
+    (error: ApiError) => error,
+  );
 }
 
 describe('RedisJobMirror', () => {
@@ -89,7 +105,7 @@ describe('RedisJobMirror', () => {
     expect(await b.mirror.continuationHistory('other', id)).toBeUndefined();
   });
 
-  it('a cancel from the other replica stops the owner\'s held run', async () => {
+  it("a cancel from the other replica stops the owner's held run", async () => {
     const prefix = uniquePrefix('jobs');
     const [a, b] = [await replica(prefix), await replica(prefix)];
     const gate = new Gate();
@@ -119,17 +135,27 @@ describe('RedisJobMirror', () => {
     await a.mirror.confirmAdmission(mine);
     await a.mirror.confirmAdmission(theirs);
     const controller = new AbortController();
-    const open = (on: typeof a, scope: string, id: string) => on.mirror.openStream(scope, id, undefined, { signal: controller.signal });
+    const open = (on: typeof a, scope: string, id: string) =>
+      on.mirror.openStream(scope, id, undefined, { signal: controller.signal });
     const held = [await open(a, 'scope', mine), await open(b, 'scope', mine)];
     const owner = await refusal(open(b, 'scope', mine));
     expect([owner.status, owner.code]).toEqual([429, 'too_many_readers']);
     held.push(await open(b, 'other', theirs));
     const global = await refusal(open(a, 'other', theirs));
-    expect([global.status, global.message]).toEqual([429, 'Too many background stream readers (3, all replicas); retry later.']);
+    expect([global.status, global.message]).toEqual([
+      429,
+      'Too many background stream readers (3, all replicas); retry later.',
+    ]);
     // Reading to the end releases the slot: open the first reader and let its task finish.
     gate.open();
     await collect(held[0]!);
-    await until(async () => (await open(a, 'other', theirs).then((events) => (held.push(events), true), () => false)));
+    await until(
+      async () =>
+        await open(a, 'other', theirs).then(
+          (events) => (held.push(events), true),
+          () => false,
+        ),
+    );
     expect(b.jobs.stats()).toMatchObject({ rejections_by_reason: { owner_readers: 1 } });
     expect(a.jobs.stats()).toMatchObject({ rejections_by_reason: { readers: 1 } });
     controller.abort();
@@ -166,7 +192,10 @@ describe('a background task whose save finds the store unavailable', () => {
     };
     const { id } = jobs.submit('scope', task.spec);
     const events = await collect(jobs.openStream('scope', id, undefined)!);
-    expect(jobs.snapshot('scope', id)).toMatchObject({ status: 'failed', error: { code: 'server_error', message: 'The response store is unavailable; retry shortly.' } });
+    expect(jobs.snapshot('scope', id)).toMatchObject({
+      status: 'failed',
+      error: { code: 'server_error', message: 'The response store is unavailable; retry shortly.' },
+    });
     expect(events.at(-1)).toMatchObject({ type: 'response.failed' });
   });
 });

@@ -1,6 +1,12 @@
 import { ReplyError } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { createRedisClient, openRedis, redactUrl, StoreConnectError, storeFailure } from '../../../store/redis/redis-connection.ts';
+import {
+  createRedisClient,
+  openRedis,
+  redactUrl,
+  StoreConnectError,
+  storeFailure,
+} from '../../../store/redis/redis-connection.ts';
 import { StoreError } from '../../../store/responses/response-store.ts';
 import { freePort } from '../../e2e/start-demo-service.ts';
 
@@ -12,12 +18,18 @@ describe('redis connection', () => {
   });
 
   it('a lost or refusing Redis is store_unavailable (503, Retry-After: 1); a script error stays a 500', () => {
-    for (const error of [new Error('Connection is closed.'), new Error('Command timed out'), new (ReplyError as new (m: string) => Error)('LOADING Redis is loading')]) {
+    for (const error of [
+      new Error('Connection is closed.'),
+      new Error('Command timed out'),
+      new (ReplyError as new (m: string) => Error)('LOADING Redis is loading'),
+    ]) {
       const mapped = storeFailure(error) as StoreError;
       expect(mapped).toBeInstanceOf(StoreError);
       expect([mapped.status, mapped.code, mapped.headers['retry-after']]).toEqual([503, 'store_unavailable', '1']);
     }
-    const bug = new (ReplyError as new (m: string) => Error)('ERR user_script:1: Script attempted to access nonexistent global variable');
+    const bug = new (ReplyError as new (m: string) => Error)(
+      'ERR user_script:1: Script attempted to access nonexistent global variable',
+    );
     expect(storeFailure(bug)).toBe(bug);
   });
 
@@ -25,9 +37,14 @@ describe('redis connection', () => {
     const url = `redis://:pw@127.0.0.1:${await freePort()}`;
     const client = createRedisClient(url);
     const started = Date.now();
-    const error = await openRedis(client, url).then(() => undefined, (caught: unknown) => caught);
+    const error = await openRedis(client, url).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(error).toBeInstanceOf(StoreConnectError);
-    expect((error as Error).message).toMatch(/^cannot reach the response store at redis:\/\/127\.0\.0\.1:\d+ \(MAYA_STORE_URL\)/);
+    expect((error as Error).message).toMatch(
+      /^cannot reach the response store at redis:\/\/127\.0\.0\.1:\d+ \(MAYA_STORE_URL\)/,
+    );
     expect((error as Error).message).not.toContain('pw');
     expect(Date.now() - started).toBeLessThan(4_000);
   });

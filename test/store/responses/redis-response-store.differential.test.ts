@@ -46,7 +46,11 @@ async function outcome(run: () => Promise<unknown>): Promise<string> {
   }
 }
 
-async function compare(seed: number, overrides: Partial<ResponsesSettings>, steps: number): Promise<{ evictions: number; expirations: number; rejections: number }> {
+async function compare(
+  seed: number,
+  overrides: Partial<ResponsesSettings>,
+  steps: number,
+): Promise<{ evictions: number; expirations: number; rejections: number }> {
   const random = prng(seed);
   let clock = 1_000_000;
   const settings = { ...DEFAULT_RESPONSES_SETTINGS, ...overrides };
@@ -67,7 +71,9 @@ async function compare(seed: number, overrides: Partial<ResponsesSettings>, step
     if (roll < 0.55) {
       const parentId = ids.length > 0 && random() < 0.8 ? pick(ids) : undefined;
       const size = random() < 0.15 ? 9_000 : 20;
-      const input = Array.from({ length: 1 + Math.floor(random() * 3) }, (_, n) => userMessage(`msg_${step}_${n}`, `text ${n % 2} ${'x'.repeat(size)}`));
+      const input = Array.from({ length: 1 + Math.floor(random() * 3) }, (_, n) =>
+        userMessage(`msg_${step}_${n}`, `text ${n % 2} ${'x'.repeat(size)}`),
+      );
       const output = [assistantMessage(`out_${step}`, random() < 0.5 ? 'same answer' : `answer ${step}`)];
       const vanish = random() < 0.1;
       await both(`put ${id}`, async (store) => {
@@ -116,7 +122,18 @@ describe('RedisResponseStore against MemoryResponseStore', () => {
 
   it('agrees under expiry, entry and byte eviction, owner quotas and oversized snapshots', async () => {
     for (const seed of [12, 13]) {
-      const stats = await compare(seed, { CACHE_TTL_S: 3, CACHE_ENTRIES: 12, CACHE_BYTES: 60_000, OWNER_ENTRIES: 6, OWNER_BYTES: 30_000, ENTRY_BYTES: 25_000 }, 300);
+      const stats = await compare(
+        seed,
+        {
+          CACHE_TTL_S: 3,
+          CACHE_ENTRIES: 12,
+          CACHE_BYTES: 60_000,
+          OWNER_ENTRIES: 6,
+          OWNER_BYTES: 30_000,
+          ENTRY_BYTES: 25_000,
+        },
+        300,
+      );
       expect(stats.evictions).toBeGreaterThan(0);
       expect(stats.expirations).toBeGreaterThan(0);
       expect(stats.rejections).toBeGreaterThan(0);

@@ -44,7 +44,7 @@ describe('RedisResponseStore', () => {
 });
 
 describe('RedisResponseStore across replicas', () => {
-  it('serves one replica\'s responses to another, continuation and deletion included', async () => {
+  it("serves one replica's responses to another, continuation and deletion included", async () => {
     const prefix = uniquePrefix('replicas');
     const a = makeStore({}, prefix, client);
     const b = makeStore({}, prefix, other);
@@ -53,7 +53,11 @@ describe('RedisResponseStore across replicas', () => {
     await storeTurn(b, 'scope', next, turns[1]!.id);
     expect(await a.get('scope', next.id)).toEqual(next.response);
     expect((await a.listInputItems('scope', next.id, { order: 'asc' }))?.data.map((item) => item.id)).toEqual([
-      'msg_r_in_0', 'msg_r_out_0', 'msg_r_in_1', 'msg_r_out_1', 'msg_r_in_2',
+      'msg_r_in_0',
+      'msg_r_out_0',
+      'msg_r_in_1',
+      'msg_r_out_1',
+      'msg_r_in_2',
     ]);
     expect(await b.delete('scope', turns[0]!.id)).toBe(true);
     expect(await a.get('scope', turns[0]!.id)).toBeUndefined();
@@ -78,7 +82,8 @@ describe('RedisResponseStore across replicas', () => {
     for (let n = 0; n < 60; n++) {
       const turn = makeTurn(`w${n}`, 0);
       if (!(await a.get(`scope-${n % 4}`, turn.id))) continue;
-      expected += jsonBytes(turn.input[0]) + jsonBytes(turn.output[0]) + jsonBytes({ ...turn.response, output: [] }) + 2 * 8 + 16;
+      expected +=
+        jsonBytes(turn.input[0]) + jsonBytes(turn.output[0]) + jsonBytes({ ...turn.response, output: [] }) + 2 * 8 + 16;
     }
     expect((await a.stats()).bytes).toBe(expected);
   });
@@ -90,13 +95,14 @@ describe('RedisResponseStore across replicas', () => {
     await storeTurn(store, 'key_0123abcd', makeTurn('branch', 9), turns[1]!.id);
     const names = await keysUnder(prefix);
     expect(names.join(' ')).not.toMatch(/secretprompt|turn|answer/);
-    for (const id of [...turns.map((turn) => turn.id), 'resp_branch_9']) expect(await store.delete('key_0123abcd', id)).toBe(true);
+    for (const id of [...turns.map((turn) => turn.id), 'resp_branch_9'])
+      expect(await store.delete('key_0123abcd', id)).toBe(true);
     expect(await keysUnder(prefix)).toEqual(['g', 'seq', 'tick']);
     const counters = await client.hgetall(`${prefix}g`);
     expect(Object.values(counters).every((value) => value === '0')).toBe(true);
   });
 
-  it('expires by Redis\'s own clock when no clock is injected', async () => {
+  it("expires by Redis's own clock when no clock is injected", async () => {
     const store = makeStore({ CACHE_TTL_S: 1 });
     await storeTurn(store, 'scope', makeTurn('clock', 0));
     expect(await store.get('scope', 'resp_clock_0')).toBeDefined();
