@@ -68,6 +68,22 @@ function ruleText(rule: { allowZero?: boolean; max?: number; min?: number }): st
   return text;
 }
 
+/** An integer setting's value under its rule (zero, min, max); SettingsError names the variable. */
+function ruledInteger(
+  variable: string,
+  raw: string,
+  rule: { allowZero?: boolean; max?: number; min?: number },
+): number {
+  const text = ruleText(rule);
+  const value = parseInteger(variable, raw, text);
+  const isOutside =
+    (value === 0 && !rule.allowZero) ||
+    (rule.min !== undefined && value < rule.min) ||
+    (rule.max !== undefined && value > rule.max);
+  if (isOutside) throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
+  return value;
+}
+
 /**
  * Resolves every MAYA_GLM_RESPONSES_* setting from `env` (already merged with the config file's
  * `env` block by the caller): the MAYA_ spelling wins over the legacy STRATA_ one; unset or empty
@@ -90,14 +106,7 @@ export function loadResponsesSettings(env: Env): ResponsesSettings {
       out[name] = rule.default;
       continue;
     }
-    const text = ruleText(rule);
-    const value = parseInteger(variable, raw, text);
-    if (value === 0 && !rule.allowZero) throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
-    if (rule.min !== undefined && value < rule.min)
-      throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
-    if (rule.max !== undefined && value > rule.max)
-      throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
-    out[name] = value;
+    out[name] = ruledInteger(variable, raw, rule);
   }
   return out as ResponsesSettings;
 }
@@ -163,10 +172,7 @@ function loadServerLimits(env: Env): ServerLimits {
       out[name] = rule.default;
       continue;
     }
-    const text = ruleText(rule);
-    const value = parseInteger(variable, raw, text);
-    if (value === 0 && !rule.allowZero) throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
-    out[name] = value;
+    out[name] = ruledInteger(variable, raw, rule);
   }
   return out as ServerLimits;
 }

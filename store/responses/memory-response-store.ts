@@ -20,6 +20,7 @@ import {
   type ListInputItemsOptions,
   type ResponseCacheStats,
   type ResponseStore,
+  AssemblyBudget,
   StoreError,
   type ItemListing,
   pageItems,
@@ -84,12 +85,17 @@ export class MemoryResponseStore implements ResponseStore {
   /** Every snapshot in put order, which is expiry order (the TTL is fixed). */
   private readonly expiry = new Set<Snapshot>();
   private totalBytes = 0;
-  private assemblyBytes = 0;
+  private readonly assembly: AssemblyBudget;
 
   constructor(options: MemoryResponseStoreOptions) {
     this.settings = options.settings;
     this.now = options.now ?? Date.now;
     this.metrics = new ResponseCacheMetrics(options.registry);
+    this.assembly = new AssemblyBudget(
+      options.settings.ASSEMBLY_BYTES,
+      () => this.metrics.reject('assembly_busy'),
+      () => this.publish(),
+    );
   }
 
   async put(scope: string, record: StoredResponseInput): Promise<void> {
@@ -135,23 +141,7 @@ export class MemoryResponseStore implements ResponseStore {
   }
 
   reserveAssembly(bytes: number): AssemblyReservation {
-    if (this.assemblyBytes + bytes > this.settings.ASSEMBLY_BYTES) {
-      this.metrics.reject('assembly_busy');
-      throw new StoreError(
-        'assembly_busy',
-        'Too many conversation histories are being assembled at once; retry shortly.',
-      );
-    }
-    this.assemblyBytes += bytes;
-    this.publish();
-    let isHeld = true;
-    const release = () => {
-      if (!isHeld) return;
-      isHeld = false;
-      this.assemblyBytes -= bytes;
-      this.publish();
-    };
-    return { bytes, release };
+    return this.assembly.reserve(bytes);
   }
 
   async stats(): Promise<ResponseCacheStats> {
@@ -170,7 +160,7 @@ export class MemoryResponseStore implements ResponseStore {
       rejections,
       evictions,
       expirations,
-      assembly_bytes: this.assemblyBytes,
+      assembly_bytes: this.assembly.bytes,
       max_entries: this.settings.CACHE_ENTRIES,
       max_bytes: this.settings.CACHE_BYTES,
       ttl_s: this.settings.CACHE_TTL_S,
@@ -337,7 +327,7 @@ export class MemoryResponseStore implements ResponseStore {
   }
 
   private publish(): void {
-    this.metrics.occupancy(this.lru.size, this.totalBytes, this.assemblyBytes);
+    this.metrics.occupancy(this.lru.size, this.totalBytes, this.assembly.bytes);
   }
 }
 

@@ -27,6 +27,7 @@ import {
   pageItems,
   type ResponseCacheStats,
   type ResponseStore,
+  AssemblyBudget,
   StoreError,
   type StoredHistory,
   type StoredItem,
@@ -59,7 +60,7 @@ export class RedisResponseStore implements ResponseStore {
   private readonly prefix: string;
   private readonly now: () => number;
   private readonly metrics: ResponseCacheMetrics;
-  private assemblyBytes = 0;
+  private readonly assembly: AssemblyBudget;
   /** The last figures read from Redis, shown by stats() while it is unreachable. */
   private lastShared = { entries: 0, bytes: 0, blocks: 0 };
 
@@ -69,6 +70,11 @@ export class RedisResponseStore implements ResponseStore {
     this.prefix = options.prefix ?? DEFAULT_STORE_PREFIX;
     this.now = options.now ?? (() => -1);
     this.metrics = new ResponseCacheMetrics(options.registry);
+    this.assembly = new AssemblyBudget(
+      options.settings.ASSEMBLY_BYTES,
+      () => this.metrics.reject('assembly_busy'),
+      () => this.publish(),
+    );
     for (const [name, lua] of Object.entries(RESPONSE_STORE_SCRIPTS)) {
       if (typeof this.client[name as ScriptName] !== 'function')
         this.client.defineCommand(name, { numberOfKeys: 0, lua });
@@ -173,23 +179,7 @@ export class RedisResponseStore implements ResponseStore {
   }
 
   reserveAssembly(bytes: number): AssemblyReservation {
-    if (this.assemblyBytes + bytes > this.settings.ASSEMBLY_BYTES) {
-      this.metrics.reject('assembly_busy');
-      throw new StoreError(
-        'assembly_busy',
-        'Too many conversation histories are being assembled at once; retry shortly.',
-      );
-    }
-    this.assemblyBytes += bytes;
-    this.publish();
-    let isHeld = true;
-    const release = () => {
-      if (!isHeld) return;
-      isHeld = false;
-      this.assemblyBytes -= bytes;
-      this.publish();
-    };
-    return { bytes, release };
+    return this.assembly.reserve(bytes);
   }
 
   /** Shared figures from Redis; the last known ones while Redis cannot be reached. */
@@ -212,7 +202,7 @@ export class RedisResponseStore implements ResponseStore {
       rejections,
       evictions,
       expirations,
-      assembly_bytes: this.assemblyBytes,
+      assembly_bytes: this.assembly.bytes,
       max_entries: this.settings.CACHE_ENTRIES,
       max_bytes: this.settings.CACHE_BYTES,
       ttl_s: this.settings.CACHE_TTL_S,
@@ -288,7 +278,7 @@ export class RedisResponseStore implements ResponseStore {
   }
 
   private publish(): void {
-    this.metrics.occupancy(this.lastShared.entries, this.lastShared.bytes, this.assemblyBytes);
+    this.metrics.occupancy(this.lastShared.entries, this.lastShared.bytes, this.assembly.bytes);
   }
 }
 

@@ -103,6 +103,41 @@ export interface InputItemPage {
   readonly last_id: string | null;
 }
 
+/**
+ * The ASSEMBLY_BYTES budget of request-owned expanded histories, per process: `reserve` holds
+ * bytes until the reservation's release (idempotent) or throws StoreError `assembly_busy` (503).
+ * Both store backends keep one.
+ */
+export class AssemblyBudget {
+  bytes = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly onReject: () => void,
+    private readonly onChange: () => void,
+  ) {}
+
+  reserve(bytes: number): AssemblyReservation {
+    if (this.bytes + bytes > this.limit) {
+      this.onReject();
+      throw new StoreError(
+        'assembly_busy',
+        'Too many conversation histories are being assembled at once; retry shortly.',
+      );
+    }
+    this.bytes += bytes;
+    this.onChange();
+    let isHeld = true;
+    const release = () => {
+      if (!isHeld) return;
+      isHeld = false;
+      this.bytes -= bytes;
+      this.onChange();
+    };
+    return { bytes, release };
+  }
+}
+
 /** A listing to page through: `count` items, found by position or by id. */
 export interface ItemListing {
   readonly count: number;
