@@ -1,0 +1,195 @@
+/**
+ * Token masks: which vocabulary ids a grammar state may take next, as a bitset (bit i of word
+ * i >> 5 set = id i allowed), the layout eng_seq_mask() reads.
+ *
+ * Ordinary tokens are byte strings, arranged once per vocabulary in a trie (children in flat
+ * arrays). A mask walks the trie from the state: a child byte the state cannot take prunes the
+ * whole subtree, and a token is allowed when the walk reaches its node alive, so a token that
+ * closes a string, writes `",` and opens the next key is checked byte by byte across grammar
+ * symbols. Special tokens are allowed only where the grammar names them; stop tokens only where
+ * the grammar accepts. Masks are cached per state (states recur: the inside of a string, the
+ * digits of a number), so most steps are one lookup.
+ */
+import { DEAD, type GrammarRun } from './matcher.ts';
+
+export interface VocabularyData {
+  /** Bytes of each ordinary token by id (undefined: special, unused or unknown). */
+  tokens: Array<Uint8Array | undefined>;
+  /** Special tokens by content. */
+  specials: Record<string, number>;
+  size: number;
+}
+
+export class TokenTrie {
+  /** Children of node n: childByte/childNode[childStart[n] .. childStart[n + 1]). */
+  readonly childStart: Int32Array;
+  readonly childByte: Uint8Array;
+  readonly childNode: Int32Array;
+  /** Token ids ending at node n: tokenIds[tokenStart[n] .. tokenStart[n + 1]). */
+  readonly tokenStart: Int32Array;
+  readonly tokenIds: Int32Array;
+  readonly specialIds: Map<string, number>;
+  readonly numWords: number;
+
+  constructor(readonly vocab: VocabularyData) {
+    this.specialIds = new Map(Object.entries(vocab.specials));
+    this.numWords = (vocab.size + 31) >>> 5;
+    // Sort ids by bytes; a trie node is then a run of equal prefixes (built without per-node maps).
+    const ids: number[] = [];
+    vocab.tokens.forEach((b, id) => { if (b && b.length > 0) ids.push(id); });
+    const tok = vocab.tokens as Uint8Array[];
+    ids.sort((a, b) => compareBytes(tok[a]!, tok[b]!));
+    const parentOf: number[] = [-1];
+    const byteOf: number[] = [0];
+    const endsHere: number[][] = [[]];
+    const path: number[] = [0]; // path[d] = node at depth d for the previous token
+    let prev: Uint8Array = new Uint8Array(0);
+    for (const id of ids) {
+      const t = tok[id]!;
+      let common = 0;
+      while (common < t.length && common < prev.length && t[common] === prev[common]) common++;
+      path.length = common + 1;
+      for (let d = common; d < t.length; d++) {
+        const node = parentOf.length;
+        parentOf.push(path[d]!);
+        byteOf.push(t[d]!);
+        endsHere.push([]);
+        path.push(node);
+      }
+      endsHere[path[t.length]!]!.push(id);
+      prev = t;
+    }
+    const n = parentOf.length;
+    const counts = new Int32Array(n + 1);
+    for (let i = 1; i < n; i++) counts[parentOf[i]! + 1]!++;
+    this.childStart = new Int32Array(n + 1);
+    for (let i = 0; i < n; i++) this.childStart[i + 1] = this.childStart[i]! + counts[i + 1]!;
+    this.childByte = new Uint8Array(n);
+    this.childNode = new Int32Array(n);
+    const fill = this.childStart.slice(0, n);
+    // Nodes were created in sorted order, so children come out sorted by byte.
+    for (let i = 1; i < n; i++) {
+      const p = parentOf[i]!;
+      const at = fill[p]!++;
+      this.childByte[at] = byteOf[i]!;
+      this.childNode[at] = i;
+    }
+    this.tokenStart = new Int32Array(n + 1);
+    for (let i = 0; i < n; i++) this.tokenStart[i + 1] = this.tokenStart[i]! + endsHere[i]!.length;
+    this.tokenIds = Int32Array.from(endsHere.flat());
+  }
+
+  get numNodes(): number {
+    return this.childByte.length;
+  }
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+
+/** Masks of one GrammarRun over one vocabulary, cached per state. */
+export class MaskBuilder {
+  private readonly cache = new Map<number, Uint32Array | null>();
+  private stackNode = new Int32Array(1024);
+  private stackState = new Int32Array(1024);
+
+  constructor(readonly run: GrammarRun, readonly trie: TokenTrie, readonly stopIds: readonly number[]) {}
+
+  /** The mask of a live state, or null when it allows nothing (cached; do not modify it). */
+  mask(state: number): Uint32Array | null {
+    let m = this.cache.get(state);
+    if (m === undefined) {
+      const computed = this.compute(state);
+      m = computed.some((word) => word !== 0) ? computed : null;
+      this.cache.set(state, m);
+    }
+    return m;
+  }
+
+  private compute(state: number): Uint32Array {
+    const trie = this.trie;
+    const run = this.run;
+    const mask = new Uint32Array(trie.numWords);
+    const { childStart, childByte, childNode, tokenStart, tokenIds } = trie;
+    let top = 0;
+    this.stackNode[0] = 0;
+    this.stackState[0] = state;
+    top = 1;
+    while (top > 0) {
+      top--;
+      const node = this.stackNode[top]!;
+      const s = this.stackState[top]!;
+      const trans = run.states[s]!.trans;
+      for (let c = childStart[node]!, end = childStart[node + 1]!; c < end; c++) {
+        const b = childByte[c]!;
+        let next = trans[b]!;
+        if (next === -1) next = run.stepByte(s, b);
+        if (next === DEAD) continue;
+        const child = childNode[c]!;
+        for (let t = tokenStart[child]!, te = tokenStart[child + 1]!; t < te; t++) {
+          const id = tokenIds[t]!;
+          mask[id >>> 5]! |= 1 << (id & 31);
+        }
+        if (childStart[child + 1]! > childStart[child]!) {
+          if (top === this.stackNode.length) this.grow();
+          this.stackNode[top] = child;
+          this.stackState[top] = next;
+          top++;
+        }
+      }
+    }
+    const info = run.states[state]!;
+    for (const id of info.specials) mask[id >>> 5]! |= 1 << (id & 31);
+    if (info.isAccepting) for (const id of this.stopIds) mask[id >>> 5]! |= 1 << (id & 31);
+    return mask;
+  }
+
+  private grow(): void {
+    const n = this.stackNode.length * 2;
+    const a = new Int32Array(n);
+    a.set(this.stackNode);
+    const b = new Int32Array(n);
+    b.set(this.stackState);
+    this.stackNode = a;
+    this.stackState = b;
+  }
+}
+
+/** Bit test on a mask. */
+export function isAllowed(mask: Uint32Array, id: number): boolean {
+  return ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
+}
+
+/**
+ * One sequence's constraint: the current state, advanced by each sampled id, and its mask.
+ * `advance` returns false when the id was not allowed (the caller then drops the constraint).
+ */
+export class TokenMatcher {
+  state: number;
+
+  constructor(readonly builder: MaskBuilder) {
+    this.state = builder.run.initial;
+  }
+
+  /** The ids allowed next; null once nothing is (a dead end: the caller lifts the constraint). */
+  mask(): Uint32Array | null {
+    return this.state < 0 ? null : this.builder.mask(this.state);
+  }
+
+  advance(id: number): boolean {
+    const { run, trie } = this.builder;
+    if (this.state < 0) return false;
+    const bytes = trie.vocab.tokens[id];
+    const isSpecial = run.states[this.state]!.specials.includes(id);
+    const next = isSpecial ? run.stepSpecial(this.state, id) : bytes && bytes.length > 0 ? run.stepBytes(this.state, bytes) : DEAD;
+    this.state = next;
+    return next !== DEAD;
+  }
+
+  get isAccepting(): boolean {
+    return this.builder.run.isAccepting(this.state);
+  }
+}
