@@ -155,7 +155,7 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
             emit(events, s->id, ENG_EVENT_PREFILLED, -1, s->n_cached);
             s->is_prefill_reported = true;
         }
-        int32_t tok = sampler_.sample(lg, s->sampling, &s->rng);
+        int32_t tok = sampler_.sample(lg, s->sampling, &s->rng, s->mask.empty() ? nullptr : s->mask.data());
         if (s->flags & ENG_SEQ_KEEP_LOGITS) s->logits.assign(lg, lg + cfg_.n_vocab);
         s->tokens.push_back(tok);
         emit(events, s->id, ENG_EVENT_TOKEN, tok, s->n_generated());
