@@ -58,6 +58,7 @@
  */
 import type { ReasoningEffort as ContractReasoningEffort } from '../contract/types.ts';
 import type { FinishReason } from '../engine-cuda/engine.ts';
+import type { Grammar } from '../grammar/grammar.ts';
 
 export type TurnRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
@@ -148,6 +149,14 @@ export type ParserEvent =
 
 export type ParserErrorCode = 'undeclared_tool' | 'unfinished_tool_call' | 'malformed_tool_call';
 
+/** What a request allows, for Dialect.outputGrammar (constrained decoding). */
+export interface GrammarOptions {
+  /** As renderPrompt returned it, with `tools` = the tools the model may call ([] for none). */
+  parser: ParserOptions;
+  /** The answer must be JSON: of `schema` (json_schema), or any object (json_object). */
+  json?: { schema?: Record<string, unknown> };
+}
+
 export interface OutputParser {
   /** Feeds the next detokenised text; returns the events it completes. */
   push(chunk: string): ParserEvent[];
@@ -173,6 +182,12 @@ export interface Dialect {
   /** Renders the conversation plus an open assistant turn (the generation prompt). */
   renderPrompt(turns: ChatTurn[], options: RenderOptions): RenderedPrompt;
   createParser(options: ParserOptions): OutputParser;
+  /**
+   * The grammar of every output this dialect's parser reads as allowed by `options` (declared
+   * tools only, their parameter names and value types; JSON answers of the schema), written in
+   * the same markup the parser reads. Absent: the dialect is not constrained.
+   */
+  outputGrammar?(options: GrammarOptions): Grammar;
 }
 
 /** Thrown by renderPrompt for a conversation the dialect cannot express. */

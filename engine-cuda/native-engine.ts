@@ -22,6 +22,7 @@ import {
   type GenerateRequest,
   type TokenEvent,
 } from './engine.ts';
+import type { VocabularyData } from '../grammar/token-mask.ts';
 import { ENG, defaultLibraryPath, isBun, type ContextParams } from './ffi.ts';
 import type { FromWorker, ToWorker, WireError, WorkerInit } from './engine-worker.ts';
 
@@ -186,6 +187,7 @@ export class NativeEngine implements Engine {
         seed: request.seed ?? 0,
         flags: request.keepLogits ? ENG.SEQ_KEEP_LOGITS : 0,
       },
+      ...(request.constraint ? { constraint: request.constraint } : {}),
     }, state)) as number;
     let aborted = false;
     const onAbort = () => {
@@ -318,6 +320,10 @@ export class NativeEngine implements Engine {
     for (const seqId of [...this.seqs.keys()]) this.finishSeq(seqId, 'error', err.message);
     this.closed = true;
     this.refresh();
+  }
+
+  setVocabulary(vocab: VocabularyData): void {
+    if (!this.closed) this.post({ op: 'vocab', vocab });
   }
 
   async stats(): Promise<EngineStats> {

@@ -4,6 +4,7 @@
  * a plan that exists never fails for a reason the client could have fixed.
  */
 import type { ForcedTool, ParserOptions, ReasoningEffort, ToolSpec } from '../dialects/dialect.ts';
+import type { Constraint } from '../grammar/constraint.ts';
 import { DialectError } from '../dialects/dialect.ts';
 import { badRequest } from '../contract/errors.ts';
 import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
@@ -34,6 +35,8 @@ export interface ResponsePlan {
   /** Validators run before anything generated is published (json_schema, strict tools). */
   textValidator?: OutputValidator;
   strictTools: Map<string, OutputValidator>;
+  /** Constrained decoding: the grammar of every output this request allows (validation still runs). */
+  constraint?: Constraint;
   /** True when generated events are buffered until validation. */
   isBuffered: boolean;
   parallelToolCalls: boolean;
@@ -71,6 +74,14 @@ function withJsonInstruction(turns: ReturnType<typeof toTurns>, instruction: str
     return [{ ...first, content: `${first.content}\n\n${instruction}` }, ...turns.slice(1)];
   }
   return [{ role: 'system' as const, content: instruction }, ...turns];
+}
+
+/** The grammar of what this request allows, when the runtime constrains and the dialect has a grammar. */
+function requestConstraint(runtime: GenerationRuntime, parser: ParserOptions, format: Record<string, unknown> | undefined, stopIds: number[]): Constraint | undefined {
+  if (!runtime.constrainedDecoding || !runtime.dialect.outputGrammar) return undefined;
+  const type = format?.type;
+  const json = type === 'json_schema' ? { schema: format!.schema as Record<string, unknown> } : type === 'json_object' ? {} : undefined;
+  return { grammar: runtime.dialect.outputGrammar({ parser, ...(json ? { json } : {}) }), stopIds };
 }
 
 /** Fills omitted temperature / top_p from the checkpoint's generation_config.json (as vLLM does). */
@@ -114,14 +125,17 @@ export function planResponse(runtime: GenerationRuntime, request: PlanRequest, h
       'context_length_exceeded');
   }
   const stopIds = runtime.dialect.stopTokens.map((token) => runtime.tokenizer.tokenToId(token)).filter((id): id is number => id !== undefined);
+  const parser = { ...rendered.parser, tools: allowedTools };
+  const constraint = requestConstraint(runtime, parser, request.text?.format, stopIds);
   return {
     promptIds,
     maxTokens,
     stopIds,
     temperature: request.temperature ?? 1,
     topP: request.top_p ?? 1,
-    parser: { ...rendered.parser, tools: allowedTools },
+    parser,
     allowedTools,
+    ...(constraint ? { constraint } : {}),
     forced,
     textValidator: format.validator,
     strictTools,

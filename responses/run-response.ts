@@ -79,7 +79,7 @@ export async function* runResponse(
 
   const generation = runtime.engine.generate({
     promptIds: plan.promptIds, maxTokens: plan.maxTokens, temperature: plan.temperature, topP: plan.topP,
-    stopIds: plan.stopIds, seed: hooks.seed,
+    stopIds: plan.stopIds, seed: hooks.seed, ...(plan.constraint ? { constraint: plan.constraint } : {}),
   }, { signal: control.signal });
   try {
     while (true) {

@@ -29,4 +29,7 @@ export interface GenerationRuntime {
   readonly dialect: Dialect;
   /** The checkpoint's generation_config.json sampling defaults, used when a request omits them. */
   readonly samplingDefaults?: { temperature?: number; topP?: number };
+  /** Grammar-constrained decoding (tool calls, JSON output) where the dialect has a grammar;
+   * off with MAYA_CONSTRAINED_DECODING=0. */
+  readonly constrainedDecoding?: boolean;
 }

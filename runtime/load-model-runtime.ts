@@ -14,6 +14,8 @@ export interface LoadOptions {
   onProgress?: (progress: LoadProgress) => void;
   /** Dialect override (MAYA_DIALECT, from the environment or the config file), e.g. 'glm47'. */
   dialect?: string;
+  /** Constrained decoding; default: on unless MAYA_CONSTRAINED_DECODING=0. */
+  constrainedDecoding?: boolean;
 }
 
 export function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
@@ -42,6 +44,8 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   const dialect = await loadDialect(modelDir.dir, options.dialect);
   progress({ stage: 'weights', fraction: 0.3 });
   const engine = await NativeEngine.load(modelDir.dir);
+  const constrainedDecoding = options.constrainedDecoding ?? process.env.MAYA_CONSTRAINED_DECODING !== '0';
+  if (constrainedDecoding) engine.setVocabulary(tokenizer.vocabularyBytes());
   progress({ stage: 'ready', fraction: 1 });
   return {
     id: modelDir.id,
@@ -53,6 +57,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
     tokenizer: pipelineTokenizer(tokenizer),
     dialect,
     samplingDefaults: samplingDefaults(modelDir.generationConfig),
+    constrainedDecoding,
     close: () => engine.close(),
   };
 }

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
 const BIN = join(ROOT, 'node_modules/.bin/depcruise');
-const FOLDERS = ['cli', 'handlers', 'responses', 'store', 'runtime', 'config', 'dialects', 'engine-cuda', 'checkpoint', 'contract', 'metrics'];
+const FOLDERS = ['cli', 'handlers', 'responses', 'store', 'runtime', 'config', 'dialects', 'engine-cuda', 'checkpoint', 'contract', 'metrics', 'grammar'];
 
 async function cruise(cwd: string, folders: string[]): Promise<{ code: number; output: string }> {
   try {
