@@ -22,17 +22,27 @@ const SPACE = opt(text(' '));
 const COMMA = seq(text(','), SPACE);
 const COLON = seq(text(':'), SPACE);
 
-/** Pieces shared by every schema of one RuleSet. */
+/**
+ * One character of a JSON string = one code point (so min/maxLength count as the validator does):
+ * printable ASCII but `"` and backslash, well-formed UTF-8 (no overlongs, no surrogates), or an
+ * escape (`\\u` outside the surrogate range).
+ */
 function stringChar(rules: RuleSet): Expr {
   return rules.shared('json.char', () => {
-    const cont = bytes([0x80, 0xbf]);
+    const c = bytes([0x80, 0xbf]);
+    const hex = bytes([0x30, 0x39], [0x61, 0x66], [0x41, 0x46]);
     return alt(
-      bytes([0x20, 0x21], [0x23, 0x5b], [0x5d, 0x7e], [0x7f, 0x7f]),
-      seq(bytes([0xc2, 0xdf]), cont),
-      seq(bytes([0xe0, 0xef]), cont, cont),
-      seq(bytes([0xf0, 0xf4]), cont, cont, cont),
+      bytes([0x20, 0x21], [0x23, 0x5b], [0x5d, 0x7f]),
+      seq(bytes([0xc2, 0xdf]), c),
+      seq(bytes([0xe0, 0xe0]), bytes([0xa0, 0xbf]), c),
+      seq(bytes([0xe1, 0xec], [0xee, 0xef]), c, c),
+      seq(bytes([0xed, 0xed]), bytes([0x80, 0x9f]), c),
+      seq(bytes([0xf0, 0xf0]), bytes([0x90, 0xbf]), c, c),
+      seq(bytes([0xf1, 0xf3]), c, c, c),
+      seq(bytes([0xf4, 0xf4]), bytes([0x80, 0x8f]), c, c),
       seq(text('\\'), alt(bytes([0x22, 0x22], [0x5c, 0x5c], [0x2f, 0x2f], [0x62, 0x62], [0x66, 0x66], [0x6e, 0x6e], [0x72, 0x72], [0x74, 0x74]),
-        seq(text('u'), rep(bytes([0x30, 0x39], [0x61, 0x66], [0x41, 0x46]), 4, 4)))),
+        seq(text('u'), alt(seq(bytes([0x30, 0x39], [0x61, 0x63], [0x41, 0x43], [0x65, 0x66], [0x45, 0x46]), hex, hex, hex),
+          seq(bytes([0x64, 0x64], [0x44, 0x44]), bytes([0x30, 0x37]), hex, hex))))),
     );
   });
 }
@@ -110,17 +120,13 @@ export function jsonSchemaValue(rules: RuleSet, schema: unknown): Expr {
   if ('const' in s) return text(JSON.stringify(s.const));
   if (Array.isArray(s.enum)) return alt(...s.enum.map((v) => text(JSON.stringify(v))));
   if (Array.isArray(s.anyOf) && s.anyOf.length > 0) {
-    const branches = s.anyOf.map((branch) => jsonSchemaValue(rules, { ...without(s, 'anyOf'), ...(branch as Schema) }));
+    const { anyOf: _branches, ...shared } = s;
+    const branches = s.anyOf.map((branch) => jsonSchemaValue(rules, { ...shared, ...(branch as Schema) }));
     return alt(...branches);
   }
   const types = typesOf(s) ?? (s.properties ? ['object'] : s.items ? ['array'] : undefined);
   if (!types) return anyJson(rules);
   return alt(...types.map((t) => typed(rules, s, t)));
-}
-
-function without(s: Schema, key: string): Schema {
-  const { [key]: _dropped, ...rest } = s;
-  return typeof rest.type === 'undefined' ? rest : rest;
 }
 
 function typed(rules: RuleSet, s: Schema, type: string): Expr {
