@@ -2,7 +2,8 @@
  * The GLM markup (one definition for glm.ts's parser and for constrained decoding) and the
  * grammar of GLM output a request allows:
  *
- *   glm45: [ws <think>R</think>] ws ANSWER        (R free; prompt ending `<think>`: R</think> ws ANSWER)
+ *   ws [<think>R</think> | </think>] ws ANSWER    (R free; prompt ending `<think>`: R</think> ws ANSWER;
+ *                                                 R may also end at a call, as the parser allows)
  *   ANSWER: TEXT (<tool_call>CALL TEXT)*  |  JSON ws  |  (<tool_call>CALL ws)+ when JSON is asked and tools are allowed
  *   CALL:   NAME [\n] (<arg_key>KEY</arg_key>[\n]<arg_value>VALUE</arg_value>[\n])* </tool_call>
  *
@@ -46,17 +47,22 @@ export function glmOutputGrammar(options: GrammarOptions): Grammar {
   }
 
   let answer: Expr;
+  let callAnswer: Expr | undefined;
   if (options.json) {
     const schema = options.json.schema;
-    const value = schema ? jsonSchemaValue(rules, schema) : anyObject(rules);
-    answer = seq(value, WS);
-    if (anyCall) answer = alt(answer, seq(special(CALL), anyCall, moreCalls, WS));
+    answer = seq(schema ? jsonSchemaValue(rules, schema) : anyObject(rules), WS);
+    if (anyCall) {
+      callAnswer = seq(special(CALL), anyCall, moreCalls, WS);
+      answer = alt(answer, callAnswer);
+    }
   } else {
-    answer = anyCall ? seq(free, rep(seq(special(CALL), anyCall, free), 0, -1)) : free;
+    answer = rules.define('answer', anyCall ? seq(free, rep(seq(special(CALL), anyCall, free), 0, -1)) : free);
+    if (anyCall) callAnswer = seq(special(CALL), anyCall, answer);
   }
-  const thinking = seq(special(THINK), free, special(THINK_END));
-  const prefix = parser.startInReasoning ? seq(free, special(THINK_END), WS) : seq(WS, opt(thinking), WS);
-  return rules.grammar(seq(prefix, answer));
+  // Reasoning ends at </think>, or (as the parser allows) at a call.
+  const afterReasoning = callAnswer ? alt(seq(special(THINK_END), WS, answer), callAnswer) : seq(special(THINK_END), WS, answer);
+  if (parser.startInReasoning) return rules.grammar(seq(free, afterReasoning));
+  return rules.grammar(alt(seq(WS, special(THINK), free, afterReasoning), seq(WS, opt(special(THINK_END)), WS, answer)));
 }
 
 function callBody(rules: RuleSet, tool: ToolSpec): Expr {
