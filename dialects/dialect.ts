@@ -59,6 +59,7 @@
 import type { ReasoningEffort as ContractReasoningEffort } from '../contract/types.ts';
 import type { FinishReason } from '../engine-cuda/engine.ts';
 import type { Grammar } from '../grammar/grammar.ts';
+import type { JsonLimits } from '../grammar/json-schema.ts';
 
 export type TurnRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
@@ -155,6 +156,8 @@ export interface GrammarOptions {
   parser: ParserOptions;
   /** The answer must be JSON: of `schema` (json_schema), or any object (json_object). */
   json?: { schema?: Record<string, unknown> };
+  /** Soft limits for unbounded strings/arrays in JSON answers and JSON arguments (grammar/json-schema.ts). */
+  limits?: JsonLimits;
 }
 
 export interface OutputParser {

@@ -13,7 +13,7 @@
  * schema otherwise (strict tools: the full schema; others: the declared types).
  */
 import { RuleSet, alt, avoid, opt, rep, seq, special, text, type Expr, type Grammar } from '../grammar/grammar.ts';
-import { anyObject, jsonSchemaValue } from '../grammar/json-schema.ts';
+import { anyObject, jsonSchemaValue, type JsonLimits } from '../grammar/json-schema.ts';
 import type { GrammarOptions, ToolSpec } from './dialect.ts';
 
 export const THINK = '<think>';
@@ -36,13 +36,14 @@ export function glmOutputGrammar(options: GrammarOptions): Grammar {
   const { parser } = options;
   const tools = parser.tools;
   const free = rules.shared('glm.free', () => avoid(...MARKERS));
-  const anyCall = tools.length > 0 ? rules.define('call', alt(...tools.map((tool) => seq(text(tool.name), callBody(rules, tool))))) : undefined;
+  const limits = options.limits;
+  const anyCall = tools.length > 0 ? rules.define('call', alt(...tools.map((tool) => seq(text(tool.name), callBody(rules, tool, limits))))) : undefined;
   const moreCalls = anyCall ? rep(seq(WS, special(CALL), anyCall), 0, -1) : text('');
 
   if (parser.startInToolCall) {
     const named = parser.startInToolCall.name;
     const tool = tools.find((t) => t.name === named);
-    const first = named !== undefined && tool ? callBody(rules, tool) : anyCall ?? text('');
+    const first = named !== undefined && tool ? callBody(rules, tool, limits) : anyCall ?? text('');
     return rules.grammar(seq(first, moreCalls, WS));
   }
 
@@ -50,7 +51,7 @@ export function glmOutputGrammar(options: GrammarOptions): Grammar {
   let callAnswer: Expr | undefined;
   if (options.json) {
     const schema = options.json.schema;
-    answer = seq(schema ? jsonSchemaValue(rules, schema) : anyObject(rules), WS);
+    answer = seq(schema ? jsonSchemaValue(rules, schema, limits) : anyObject(rules), WS);
     if (anyCall) {
       callAnswer = seq(special(CALL), anyCall, moreCalls, WS);
       answer = alt(answer, callAnswer);
@@ -65,25 +66,25 @@ export function glmOutputGrammar(options: GrammarOptions): Grammar {
   return rules.grammar(alt(seq(WS, special(THINK), free, afterReasoning), seq(WS, opt(special(THINK_END)), WS, answer)));
 }
 
-function callBody(rules: RuleSet, tool: ToolSpec): Expr {
+function callBody(rules: RuleSet, tool: ToolSpec, limits?: JsonLimits): Expr {
   const props = tool.parameters.properties;
   const entries = props && typeof props === 'object' ? Object.entries(props as Record<string, unknown>) : [];
   const required = new Set(Array.isArray(tool.parameters.required) ? (tool.parameters.required as string[]) : []);
   const args = entries.map(([key, schema]) => {
-    const arg = seq(special(KEY), text(key), special(KEY_END), NL, special(VALUE), argValue(rules, schema, tool.strict === true), special(VALUE_END), NL);
+    const arg = seq(special(KEY), text(key), special(KEY_END), NL, special(VALUE), argValue(rules, schema, tool.strict === true, limits), special(VALUE_END), NL);
     return required.has(key) ? arg : opt(arg);
   });
   return seq(NL, ...args, special(CALL_END));
 }
 
 /** A parameter value as GLM writes it (see arg-typing.ts: strings raw, the rest JSON). */
-function argValue(rules: RuleSet, schema: unknown, strict: boolean): Expr {
+function argValue(rules: RuleSet, schema: unknown, strict: boolean, limits?: JsonLimits): Expr {
   const s = (schema && typeof schema === 'object' ? schema : {}) as Record<string, unknown>;
   if (s.type === 'string') {
     if (Array.isArray(s.enum) && s.enum.every((v) => typeof v === 'string' && v.trim() === v && v !== '')) return alt(...s.enum.map((v) => text(v as string)));
     return rules.shared('glm.rawValue', () => avoid(...MARKERS));
   }
-  return jsonSchemaValue(rules, strict ? s : typesOnly(s));
+  return jsonSchemaValue(rules, strict ? s : typesOnly(s), limits);
 }
 
 /** A non-strict parameter keeps only its declared types (nested properties stay declared). */

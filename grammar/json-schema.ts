@@ -14,8 +14,19 @@ import { alt, bytes, opt, ref, rep, seq, text, type Expr, type RuleSet } from '.
 
 type Schema = Record<string, unknown>;
 
-/** Bounds above this are treated as unbounded (the grammar would grow linearly with them). */
-const LENGTH_CAP = 64;
+/** Explicit bounds above this are treated as unbounded (the grammar grows linearly with them). */
+const LENGTH_CAP = 4096;
+
+/**
+ * Soft limits for strings and arrays whose schema sets no maximum (0 = none). A model that cannot
+ * close a string or list where it wants to (the schema requires more) otherwise loops until
+ * max_output_tokens; a limit turns that loop into a shorter valid value.
+ */
+export interface JsonLimits {
+  maxStringLength: number;
+  maxItems: number;
+}
+export const NO_LIMITS: JsonLimits = { maxStringLength: 0, maxItems: 0 };
 const INT_RANGE_CAP = 128;
 
 const SPACE = opt(text(' '));
@@ -50,9 +61,10 @@ function stringChar(rules: RuleSet): Expr {
 const DIGIT = bytes([0x30, 0x39]);
 const NONZERO = bytes([0x31, 0x39]);
 
-export function jsonString(rules: RuleSet, minLength = 0, maxLength = -1): Expr {
+export function jsonString(rules: RuleSet, minLength = 0, maxLength = -1, limits = NO_LIMITS): Expr {
   const min = Math.min(minLength, LENGTH_CAP);
-  const max = maxLength < 0 || maxLength > LENGTH_CAP ? -1 : Math.max(maxLength, min);
+  const given = maxLength < 0 && limits.maxStringLength > 0 ? limits.maxStringLength : maxLength;
+  const max = given < 0 || given > LENGTH_CAP ? -1 : Math.max(given, min);
   if (min === 0 && max < 0) return rules.shared('json.string', () => seq(text('"'), rep(stringChar(rules), 0, -1), text('"')));
   return seq(text('"'), rep(stringChar(rules), min, max), text('"'));
 }
@@ -113,7 +125,7 @@ function typesOf(schema: Schema): string[] | undefined {
 }
 
 /** The grammar of JSON texts valid for `schema`; unknown or unsupported parts admit any value. */
-export function jsonSchemaValue(rules: RuleSet, schema: unknown): Expr {
+export function jsonSchemaValue(rules: RuleSet, schema: unknown, limits: JsonLimits = NO_LIMITS): Expr {
   if (schema === true || schema === undefined) return anyJson(rules);
   if (typeof schema !== 'object' || schema === null) return anyJson(rules);
   const s = schema as Schema;
@@ -121,23 +133,23 @@ export function jsonSchemaValue(rules: RuleSet, schema: unknown): Expr {
   if (Array.isArray(s.enum)) return alt(...s.enum.map((v) => text(JSON.stringify(v))));
   if (Array.isArray(s.anyOf) && s.anyOf.length > 0) {
     const { anyOf: _branches, ...shared } = s;
-    const branches = s.anyOf.map((branch) => jsonSchemaValue(rules, { ...shared, ...(branch as Schema) }));
+    const branches = s.anyOf.map((branch) => jsonSchemaValue(rules, { ...shared, ...(branch as Schema) }, limits));
     return alt(...branches);
   }
   const types = typesOf(s) ?? (s.properties ? ['object'] : s.items ? ['array'] : undefined);
   if (!types) return anyJson(rules);
-  return alt(...types.map((t) => typed(rules, s, t)));
+  return alt(...types.map((t) => typed(rules, s, t, limits)));
 }
 
-function typed(rules: RuleSet, s: Schema, type: string): Expr {
+function typed(rules: RuleSet, s: Schema, type: string, limits: JsonLimits): Expr {
   switch (type) {
-    case 'string': return jsonString(rules, num(s.minLength, 0), num(s.maxLength, -1));
+    case 'string': return jsonString(rules, num(s.minLength, 0), num(s.maxLength, -1), limits);
     case 'integer': return jsonInteger(s);
     case 'number': return jsonNumber(s);
     case 'boolean': return alt(text('true'), text('false'));
     case 'null': return text('null');
-    case 'array': return jsonArray(rules, s);
-    case 'object': return jsonObject(rules, s);
+    case 'array': return jsonArray(rules, s, limits);
+    case 'object': return jsonObject(rules, s, limits);
     default: return anyJson(rules);
   }
 }
@@ -146,10 +158,10 @@ function num(v: unknown, fallback: number): number {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : fallback;
 }
 
-function jsonArray(rules: RuleSet, s: Schema): Expr {
-  const item = rules.define('item', jsonSchemaValue(rules, s.items));
+function jsonArray(rules: RuleSet, s: Schema, limits: JsonLimits): Expr {
+  const item = rules.define('item', jsonSchemaValue(rules, s.items, limits));
   const min = Math.min(num(s.minItems, 0), LENGTH_CAP);
-  const maxRaw = num(s.maxItems, -1);
+  const maxRaw = num(s.maxItems, -1) < 0 && limits.maxItems > 0 ? limits.maxItems : num(s.maxItems, -1);
   const max = maxRaw < 0 || maxRaw > LENGTH_CAP ? -1 : Math.max(maxRaw, min);
   if (max === 0) return text('[]');
   const rest = rep(seq(COMMA, item), Math.max(min - 1, 0), max < 0 ? -1 : max - 1);
@@ -161,7 +173,7 @@ function jsonArray(rules: RuleSet, s: Schema): Expr {
  * Properties in schema order, each required one present, optional ones skippable; commas only
  * between written members. F(i): members i.. with none written yet; N(i): after one was written.
  */
-function jsonObject(rules: RuleSet, s: Schema): Expr {
+function jsonObject(rules: RuleSet, s: Schema, limits: JsonLimits): Expr {
   const props = s.properties && typeof s.properties === 'object' ? Object.entries(s.properties as Schema) : [];
   if (props.length === 0) return s.additionalProperties === false ? text('{}') : anyObject(rules);
   const required = new Set(Array.isArray(s.required) ? (s.required as string[]) : []);
@@ -169,7 +181,7 @@ function jsonObject(rules: RuleSet, s: Schema): Expr {
   let next: Expr = text('');
   for (let i = props.length - 1; i >= 0; i--) {
     const [name, child] = props[i]!;
-    const member = seq(text(JSON.stringify(name)), COLON, rules.define('value', jsonSchemaValue(rules, child)));
+    const member = seq(text(JSON.stringify(name)), COLON, rules.define('value', jsonSchemaValue(rules, child, limits)));
     const isRequired = required.has(name);
     const n: Expr = rules.define('more', isRequired ? seq(COMMA, member, next) : alt(seq(COMMA, member, next), next));
     const f: Expr = rules.define('members', isRequired ? seq(member, next) : alt(seq(member, next), first));

@@ -43,12 +43,24 @@ const encoder = new TextEncoder();
 export class CompiledGrammar {
   readonly nodes: GraphNode[] = [];
   private readonly ruleEntry = new Map<string, number>();
+  /** Bounded repetitions: chain nodes by how many more items they allow (index r - 1). */
+  private readonly chains: number[][] = [];
+  /** Node → the node it is mask-equivalent to (see GrammarRun.canonical); absent: itself. */
+  readonly canon = new Map<number, number>();
   readonly start: number;
 
-  /** specialIds: content → id of the vocabulary's special tokens; a `special` missing here is matched as text. */
-  constructor(readonly grammar: Grammar, readonly specialIds: ReadonlyMap<string, number>) {
+  /**
+   * specialIds: content → id of the vocabulary's special tokens; a `special` missing here is
+   * matched as text. maxTokenBytes: the longest token; a bounded repetition with more items left
+   * than that behaves the same for every token, so such positions share one mask.
+   */
+  constructor(readonly grammar: Grammar, readonly specialIds: ReadonlyMap<string, number>, maxTokenBytes = Infinity) {
     const accept = this.add({ kind: ACCEPT });
     this.start = this.compile(grammar.root, accept);
+    if (Number.isFinite(maxTokenBytes)) {
+      const keep = maxTokenBytes + 1;
+      for (const chain of this.chains) for (let r = keep + 1; r <= chain.length; r++) this.canon.set(chain[r - 1]!, chain[keep - 1]!);
+    }
   }
 
   private add(node: GraphNode): number {
@@ -101,7 +113,12 @@ export class CompiledGrammar {
       this.nodes[tail]!.next = [this.compile(item, tail), k];
     } else {
       tail = k;
-      for (let i = 0; i < max - min; i++) tail = this.add({ kind: EPS, next: [this.compile(item, tail), k] });
+      const chain: number[] = [];
+      for (let i = 0; i < max - min; i++) {
+        tail = this.add({ kind: EPS, next: [this.compile(item, tail), k] });
+        chain.push(tail);
+      }
+      if (chain.length > 1) this.chains.push(chain);
     }
     for (let i = 0; i < min; i++) tail = this.compile(item, tail);
     return tail;
@@ -181,6 +198,8 @@ export class GrammarRun {
   private readonly frameParent: number[] = [];
   private readonly frameIds = new Map<number, number>();
   private readonly closures: Array<Int32Array | undefined> = [];
+  private readonly canonFrames: number[] = [];
+  private readonly canonStates: number[] = [];
   readonly states: StateInfo[] = [];
   private readonly stateIds = new Map<string, number>();
   readonly initial: number;
@@ -286,6 +305,33 @@ export class GrammarRun {
       if (node.kind === SPECIAL && node.id === id) next.push(this.frame(node.ret!, this.frameParent[f]!));
     }
     return this.union(next);
+  }
+
+  /**
+   * The state with every bounded-repetition position that has more items left than any token can
+   * use replaced by the position with just enough: it allows exactly the same tokens, so masks
+   * are computed and cached once for all of them (a string of maxLength 128 needs a handful of
+   * masks, not 128).
+   */
+  canonical(state: number): number {
+    if (this.grammar.canon.size === 0 || state < 0) return state;
+    const known = this.canonStates[state];
+    if (known !== undefined) return known;
+    const leaves = new Set<number>();
+    for (const f of this.states[state]!.leaves) leaves.add(this.canonicalFrame(f));
+    const id = this.internState(Int32Array.from([...leaves].sort((a, b) => a - b)));
+    this.canonStates[state] = id;
+    return id;
+  }
+
+  private canonicalFrame(f: number): number {
+    if (f < 0) return f;
+    const known = this.canonFrames[f];
+    if (known !== undefined) return known;
+    const node = this.frameNode[f]!;
+    const id = this.frame(this.grammar.canon.get(node) ?? node, this.canonicalFrame(this.frameParent[f]!));
+    this.canonFrames[f] = id;
+    return id;
   }
 
   isAccepting(state: number): boolean {

@@ -30,6 +30,8 @@ export class TokenTrie {
   readonly tokenIds: Int32Array;
   readonly specialIds: Map<string, number>;
   readonly numWords: number;
+  /** Bytes of the longest ordinary token. */
+  readonly maxTokenBytes: number;
 
   constructor(readonly vocab: VocabularyData) {
     this.specialIds = new Map(Object.entries(vocab.specials));
@@ -38,6 +40,7 @@ export class TokenTrie {
     const ids: number[] = [];
     vocab.tokens.forEach((b, id) => { if (b && b.length > 0) ids.push(id); });
     const tok = vocab.tokens as Uint8Array[];
+    this.maxTokenBytes = ids.reduce((m, id) => Math.max(m, tok[id]!.length), 0);
     ids.sort((a, b) => compareBytes(tok[a]!, tok[b]!));
     const parentOf: number[] = [-1];
     const byteOf: number[] = [0];
@@ -102,8 +105,13 @@ export class MaskBuilder {
   mask(state: number): Uint32Array | null {
     let m = this.cache.get(state);
     if (m === undefined) {
-      const computed = this.compute(state);
-      m = computed.some((word) => word !== 0) ? computed : null;
+      const canonical = this.run.canonical(state);
+      m = canonical === state ? undefined : this.cache.get(canonical);
+      if (m === undefined) {
+        const computed = this.compute(canonical);
+        m = computed.some((word) => word !== 0) ? computed : null;
+        this.cache.set(canonical, m);
+      }
       this.cache.set(state, m);
     }
     return m;

@@ -81,7 +81,8 @@ function requestConstraint(runtime: GenerationRuntime, parser: ParserOptions, fo
   if (!runtime.constrainedDecoding || !runtime.dialect.outputGrammar) return undefined;
   const type = format?.type;
   const json = type === 'json_schema' ? { schema: format!.schema as Record<string, unknown> } : type === 'json_object' ? {} : undefined;
-  return { grammar: runtime.dialect.outputGrammar({ parser, ...(json ? { json } : {}) }), stopIds };
+  const limits = runtime.grammarLimits;
+  return { grammar: runtime.dialect.outputGrammar({ parser, ...(limits ? { limits } : {}), ...(json ? { json } : {}) }), stopIds };
 }
 
 /** Fills omitted temperature / top_p from the checkpoint's generation_config.json (as vLLM does). */

@@ -4,6 +4,7 @@
  */
 import type { Dialect } from '../dialects/dialect.ts';
 import type { Engine } from '../engine-cuda/engine.ts';
+import type { JsonLimits } from '../grammar/json-schema.ts';
 
 export interface StreamingDecoder {
   /** Text completed by this token (never a broken UTF-8 sequence). */
@@ -32,4 +33,6 @@ export interface GenerationRuntime {
   /** Grammar-constrained decoding (tool calls, JSON output) where the dialect has a grammar;
    * off with MAYA_CONSTRAINED_DECODING=0. */
   readonly constrainedDecoding?: boolean;
+  /** Soft limits on unbounded JSON strings/arrays under constraint (MAYA_GRAMMAR_MAX_STRING / _MAX_ITEMS). */
+  readonly grammarLimits?: JsonLimits;
 }

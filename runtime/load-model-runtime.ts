@@ -7,6 +7,7 @@ import { loadDialect } from '../dialects/select.ts';
 import { NativeEngine } from '../engine-cuda/native-engine.ts';
 import { readModelDir } from '../checkpoint/model-dir.ts';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
+import type { JsonLimits } from '../grammar/json-schema.ts';
 import type { PipelineTokenizer } from './generation-runtime.ts';
 import type { LoadProgress, ModelRuntime } from './model-runtime.ts';
 
@@ -24,6 +25,19 @@ export function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
     tokenToId: (token) => tokenizer.tokenId(token),
     createDecoder: (markers) => tokenizer.createDecoder({ skipSpecialTokens: true, keepTokens: markers }),
   };
+}
+
+/**
+ * Soft limits for JSON strings and arrays whose schema sets no maximum: 128 characters and 16
+ * items unless MAYA_GRAMMAR_MAX_STRING / MAYA_GRAMMAR_MAX_ITEMS say otherwise (0 = none). They
+ * bound the loops of a model forced to stay inside a value (see grammar/json-schema.ts).
+ */
+export function grammarLimits(env: NodeJS.ProcessEnv = process.env): JsonLimits {
+  const read = (value: string | undefined, fallback: number) => {
+    const n = value === undefined || value === '' ? fallback : Number(value);
+    return Number.isInteger(n) && n >= 0 ? n : fallback;
+  };
+  return { maxStringLength: read(env.MAYA_GRAMMAR_MAX_STRING, 128), maxItems: read(env.MAYA_GRAMMAR_MAX_ITEMS, 16) };
 }
 
 function samplingDefaults(config: Record<string, unknown> | null): { temperature?: number; topP?: number } {
@@ -58,6 +72,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
     dialect,
     samplingDefaults: samplingDefaults(modelDir.generationConfig),
     constrainedDecoding,
+    grammarLimits: grammarLimits(),
     close: () => engine.close(),
   };
 }

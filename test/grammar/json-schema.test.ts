@@ -59,7 +59,7 @@ describe('JSON Schema grammars', () => {
       for (const seed of seeds) {
         const sentence = randomSentence(run, seed);
         expect(sentence).not.toBe('dead_end');
-        if (sentence === 'too_long') continue;
+        if (typeof sentence === 'string') continue;
         const text = new TextDecoder('utf-8', { fatal: true }).decode(sentence);
         const result = validator!(text);
         if (!result.ok) throw new Error(`${JSON.stringify(schema)} admitted ${JSON.stringify(text)}: ${result.message}`);

@@ -67,16 +67,22 @@ describe('token masks', () => {
   const grammar = rules.grammar(seq(jsonSchemaValue(rules, schema), opt(special('<x>'))));
   const stopId = vocab.size - 1;
 
-  it('allow exactly the tokens whose bytes keep the automaton alive (brute force), at every state of sampled walks', () => {
-    const r = new CompiledGrammar(grammar, trie.specialIds).createRun();
+  const bounded = new RuleSet();
+  const boundedSchema = { type: 'object', properties: { s: { type: 'string', maxLength: 30 }, l: { type: 'array', items: { type: 'string' }, maxItems: 20 } }, required: ['s', 'l'] };
+  const boundedGrammar = bounded.grammar(jsonSchemaValue(bounded, boundedSchema, { maxStringLength: 25, maxItems: 0 }));
+  const cases: Array<[string, Grammar, number]> = [['nested schema', grammar, Infinity], ['bounded lengths, positions sharing masks', boundedGrammar, trie.maxTokenBytes]];
+  for (const [label, g, maxTokenBytes] of cases) it(`${label}: masks allow exactly the tokens whose bytes keep the automaton alive (brute force) at every state of sampled walks`, () => {
+    const r = new CompiledGrammar(g, trie.specialIds, maxTokenBytes).createRun();
     const builder = new MaskBuilder(r, trie, [stopId]);
     let checked = 0;
+    let shared = 0;
     for (let walk = 0; walk < 30; walk++) {
       const matcher = new TokenMatcher(builder);
       let seed = walk * 7919 + 1;
-      for (let step = 0; step < 40; step++) {
+      for (let step = 0; step < 60; step++) {
         const mask = matcher.mask();
         expect(mask).not.toBeNull();
+        if (r.canonical(matcher.state) !== matcher.state) shared++;
         const allowed: number[] = [];
         const wrong: number[] = [];
         vocab.tokens.forEach((bytes, id) => {
@@ -93,6 +99,7 @@ describe('token masks', () => {
       }
     }
     expect(checked).toBeGreaterThan(10_000);
+    if (Number.isFinite(maxTokenBytes)) expect(shared).toBeGreaterThan(50);
   });
 
   it('a token spanning the end of a string and the next key is allowed only where that fits', () => {
