@@ -27,12 +27,13 @@ export interface DemoService {
   stop(): Promise<void>;
 }
 
-export async function startDemoService(apiKeys: string[] = []): Promise<DemoService> {
+export async function startDemoService(apiKeys: string[] = [], options: { constrainedDecoding?: boolean } = {}): Promise<DemoService> {
+  const { constrainedDecoding } = options;
   const service = await startService({
     settings: DEFAULT_RESPONSES_SETTINGS,
     server: { host: '127.0.0.1', port: 0, model: undefined, apiKeys, corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES },
     modelDir: DEMO_MODEL_DIR,
-    loadRuntime: loadModelRuntime,
+    loadRuntime: constrainedDecoding === undefined ? loadModelRuntime : (dir, load) => loadModelRuntime(dir, { ...load, constrainedDecoding }),
     logger: silentLogger,
   });
   const runtime = await service.loaded;
