@@ -14,7 +14,8 @@ export interface Constraint {
   stopIds: number[];
 }
 
-const MAX_CACHED = 32;
+/** Compiled constraints kept (each with up to MAX_MASKS masks, see token-mask.ts). */
+const MAX_CACHED = 16;
 
 export class ConstraintCache {
   readonly trie: TokenTrie;

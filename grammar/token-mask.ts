@@ -93,7 +93,10 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return a.length - b.length;
 }
 
-/** Masks of one GrammarRun over one vocabulary, cached per state. */
+/** Masks kept per grammar run (each is V/8 bytes: 19 KiB for a 150k vocabulary). */
+const MAX_MASKS = 512;
+
+/** Masks of one GrammarRun over one vocabulary, cached per state (cleared when MAX_MASKS fill up). */
 export class MaskBuilder {
   private readonly cache = new Map<number, Uint32Array | null>();
   private stackNode = new Int32Array(1024);
@@ -110,6 +113,7 @@ export class MaskBuilder {
       if (m === undefined) {
         const computed = this.compute(canonical);
         m = computed.some((word) => word !== 0) ? computed : null;
+        if (this.cache.size >= MAX_MASKS) this.cache.clear();
         this.cache.set(canonical, m);
       }
       this.cache.set(state, m);

@@ -109,6 +109,18 @@ interface SchemaCase { name: string; input: string; schema: Record<string, unkno
 const { cases } = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures/constrained-schemas.json'), 'utf8')) as { cases: SchemaCase[] };
 
 describe('constrained json_schema on the demo model', () => {
+  it('validate-before-publish stays: a constrained answer cut by max_output_tokens is incomplete, publishes nothing, and usage counts every token', async () => {
+    const schema = cases[0]!.schema;
+    const r = await on.client.responses.create({
+      model, input: cases[0]!.input, temperature: 0, store: false, max_output_tokens: 20,
+      text: { format: { type: 'json_schema', name: 'cut', schema, strict: false } },
+    });
+    expect(r.status).toBe('incomplete');
+    expect(r.incomplete_details?.reason).toBe('max_output_tokens');
+    expect(r.output).toEqual([]);
+    expect(r.usage?.output_tokens).toBe(20);
+  }, 60_000);
+
   it('>= 99% of the 100 committed new schemas give valid output (rate without constraining printed beside it)', async () => {
     expect(cases).toHaveLength(100);
     const valid = { on: 0, off: 0 };
