@@ -8,10 +8,10 @@
  * the declared keys in schema order with their declared types, required ones present). The name
  * comes first, as the template's instructions show (the parser also reads other key orders).
  */
-import { alt, opt, rep, seq, special, text, type Expr, type Grammar, type RuleSet } from '../grammar/grammar.ts';
-import { jsonSchemaValue, type JsonLimits } from '../grammar/json-schema.ts';
+import { opt, rep, seq, special, text, type Expr, type Grammar, type RuleSet } from '../grammar/grammar.ts';
+import type { JsonLimits } from '../grammar/json-schema.ts';
 import type { GrammarOptions, ToolSpec } from './dialect.ts';
-import { outputGrammar, toolParameters, typesOnly, type DialectMarkup } from './output-grammar.ts';
+import { argumentsGrammar, outputGrammar, type DialectMarkup } from './output-grammar.ts';
 
 export const THINK = '<think>';
 export const THINK_END = '</think>';
@@ -35,17 +35,7 @@ function hermesMarkup(stops: readonly string[], hasCalls: boolean): DialectMarku
 }
 
 function afterArgs(rules: RuleSet, tool: ToolSpec, limits?: JsonLimits): Expr {
-  return seq(argumentsValue(rules, tool, limits), text('}'), NL, special(CALL_END));
-}
-
-function argumentsValue(rules: RuleSet, tool: ToolSpec, limits?: JsonLimits): Expr {
-  if (tool.strict) return jsonSchemaValue(rules, tool.parameters, limits);
-  const { entries, required } = toolParameters(tool);
-  const schema = {
-    type: 'object', additionalProperties: false, required: [...required],
-    properties: Object.fromEntries(entries.map(([key, s]) => [key, typesOnly((s ?? {}) as Record<string, unknown>)])),
-  };
-  return entries.length === 0 ? alt(text('{}'), text('{ }')) : jsonSchemaValue(rules, schema, limits);
+  return seq(argumentsGrammar(rules, tool, limits), text('}'), NL, special(CALL_END));
 }
 
 export function qwenOutputGrammar(options: GrammarOptions): Grammar {

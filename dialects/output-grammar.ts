@@ -23,6 +23,8 @@ export interface DialectMarkup {
   call(rules: RuleSet, tool: ToolSpec, limits?: JsonLimits): Expr;
   /** What follows an already written name (named tool_choice prefills it). */
   afterName(rules: RuleSet, tool: ToolSpec, limits?: JsonLimits): Expr;
+  /** Calls come in a block (DeepSeek): callOpen, then `callBegin CALL` one or more times, then `end`. */
+  group?: { callBegin: string; end: string };
 }
 
 const WS = rep(alt(text('\n'), text(' ')), 0, 2);
@@ -33,13 +35,17 @@ export function outputGrammar(markup: DialectMarkup, options: GrammarOptions): G
   const tools = parser.tools;
   const free = rules.shared('free', () => avoid(...markup.markers));
   const open = special(markup.callOpen);
-  const anyCall = tools.length > 0 ? rules.define('call', alt(...tools.map((tool) => markup.call(rules, tool, limits)))) : undefined;
+  const one = tools.length > 0 ? rules.define('call', alt(...tools.map((tool) => markup.call(rules, tool, limits)))) : undefined;
+  const group = markup.group;
+  // The rest of a call block after its first call (nothing when calls are not grouped).
+  const blockTail = group && one ? seq(rep(seq(special(group.callBegin), one), 0, -1), special(group.end)) : text('');
+  const anyCall = group && one ? seq(special(group.callBegin), one, blockTail) : one;
   const moreCalls = anyCall ? rep(seq(WS, open, anyCall), 0, -1) : text('');
 
   if (parser.startInToolCall) {
     const tool = tools.find((t) => t.name === parser.startInToolCall!.name);
-    const first = tool ? markup.afterName(rules, tool, limits) : anyCall ?? text('');
-    return rules.grammar(seq(first, moreCalls, WS));
+    const first = tool ? markup.afterName(rules, tool, limits) : one ?? text('');
+    return rules.grammar(seq(first, blockTail, moreCalls, WS));
   }
 
   let answer: Expr;
@@ -68,6 +74,21 @@ export function typesOnly(s: Record<string, unknown>): Record<string, unknown> {
   if (Array.isArray(s.anyOf)) out.anyOf = s.anyOf.map((b) => typesOnly((b ?? {}) as Record<string, unknown>));
   if (s.items && typeof s.items === 'object') out.items = typesOnly(s.items as Record<string, unknown>);
   return out;
+}
+
+/**
+ * A call's arguments as one JSON object: strict tools follow their full schema; others their
+ * declared keys in schema order (required ones present) with the declared types.
+ */
+export function argumentsGrammar(rules: RuleSet, tool: ToolSpec, limits?: JsonLimits): Expr {
+  if (tool.strict) return jsonSchemaValue(rules, tool.parameters, limits);
+  const { entries, required } = toolParameters(tool);
+  if (entries.length === 0) return text('{}');
+  const schema = {
+    type: 'object', additionalProperties: false, required: [...required],
+    properties: Object.fromEntries(entries.map(([key, s]) => [key, typesOnly((s ?? {}) as Record<string, unknown>)])),
+  };
+  return jsonSchemaValue(rules, schema, limits);
 }
 
 /** Declared properties of a tool, in schema order, and which are required. */
