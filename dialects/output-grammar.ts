@@ -23,8 +23,14 @@ export interface DialectMarkup {
   call(rules: RuleSet, tool: ToolSpec, limits?: JsonLimits): Expr;
   /** What follows an already written name (named tool_choice prefills it). */
   afterName(rules: RuleSet, tool: ToolSpec, limits?: JsonLimits): Expr;
-  /** Calls come in a block (DeepSeek): callOpen, then `callBegin CALL` one or more times, then `end`. */
-  group?: { callBegin: string; end: string };
+  /**
+   * Calls come in a block (DeepSeek): callOpen, then `callBegin CALL` one or more times, then
+   * `end`. `requiredOpensBlock`: a required-call prompt ends after callOpen (DSML), not after the
+   * first callBegin (V3.1).
+   */
+  group?: { callBegin: string; end: string; requiredOpensBlock?: boolean };
+  /** What follows callOpen before the first call (DSML: a newline). */
+  afterOpen?: Expr;
 }
 
 const WS = rep(alt(text('\n'), text(' ')), 0, 2);
@@ -34,7 +40,7 @@ export function outputGrammar(markup: DialectMarkup, options: GrammarOptions): G
   const { parser, limits } = options;
   const tools = parser.tools;
   const free = rules.shared('free', () => avoid(...markup.markers));
-  const open = special(markup.callOpen);
+  const open = markup.afterOpen ? seq(special(markup.callOpen), markup.afterOpen) : special(markup.callOpen);
   const one = tools.length > 0 ? rules.define('call', alt(...tools.map((tool) => markup.call(rules, tool, limits)))) : undefined;
   const group = markup.group;
   // The rest of a call block after its first call (nothing when calls are not grouped).
@@ -44,7 +50,7 @@ export function outputGrammar(markup: DialectMarkup, options: GrammarOptions): G
 
   if (parser.startInToolCall) {
     const tool = tools.find((t) => t.name === parser.startInToolCall!.name);
-    const first = tool ? markup.afterName(rules, tool, limits) : one ?? text('');
+    const first = tool ? markup.afterName(rules, tool, limits) : group?.requiredOpensBlock && one ? seq(markup.afterOpen ?? text(''), special(group.callBegin), one) : one ?? text('');
     return rules.grammar(seq(first, blockTail, moreCalls, WS));
   }
 
