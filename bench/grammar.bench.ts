@@ -10,7 +10,8 @@
  *    ConstraintCache keeps compiled grammars and their masks), median and p99, plus compile time.
  * 2. End-to-end decode on the demo model: the same json_schema prompts generated with and without
  *    the constraint through NativeEngine (worker thread, FFI), tokens/s, median of runs.
- * Options: --vocab N (default 150000), --docs N (default 20), --runs N (default 5).
+ * Options: --vocab N (default 150000), --docs N (default 20), --runs N (default 5), --max-string N
+ * and --max-items N (the soft limits, default 128 / 16 as MAYA_GRAMMAR_*; 0 = unbounded).
  */
 import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
@@ -132,7 +133,7 @@ function maskBench(): void {
   const vocab = makeVocabulary(size);
   const t1 = performance.now();
   const byBytes = new Map(vocab.tokens.map((t, id) => [Buffer.from(t!).toString('latin1'), id]));
-  const grammar = glmOutputGrammar({ parser: { tools: [], startInReasoning: false }, json: { schema: SCHEMA }, limits: { maxStringLength: 128, maxItems: 16 } });
+  const grammar = glmOutputGrammar({ parser: { tools: [], startInReasoning: false }, json: { schema: SCHEMA }, limits: { maxStringLength: arg('max-string', 128), maxItems: arg('max-items', 16) } });
   const stopIds = GLM_STOP_TOKENS.map((s) => vocab.specials[s]!);
   const cache = new ConstraintCache(vocab);
   const t2 = performance.now();

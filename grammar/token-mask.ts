@@ -85,6 +85,50 @@ export class TokenTrie {
   get numNodes(): number {
     return this.childByte.length;
   }
+
+  private readonly loops = new Map<string, LoopIndex>();
+
+  /**
+   * For a byte class C (a state's self-loop bytes): the tokens made only of C bytes, and every
+   * place a token leaves C (the trie child reached by its first non-C byte). Built once per class
+   * and vocabulary, shared by every grammar (the inside of a JSON string, a dialect's free text).
+   */
+  loopIndex(cls: Uint8Array): LoopIndex {
+    const key = Buffer.from(cls).toString('latin1');
+    let index = this.loops.get(key);
+    if (index) return index;
+    const allIn = new Uint32Array(this.numWords);
+    const exitChild: number[] = [];
+    const exitByte: number[] = [];
+    const stack = [0];
+    while (stack.length > 0) {
+      const node = stack.pop()!;
+      for (let c = this.childStart[node]!, end = this.childStart[node + 1]!; c < end; c++) {
+        const b = this.childByte[c]!;
+        const child = this.childNode[c]!;
+        if (!cls[b]) {
+          exitChild.push(child);
+          exitByte.push(b);
+          continue;
+        }
+        for (let t = this.tokenStart[child]!, te = this.tokenStart[child + 1]!; t < te; t++) {
+          const id = this.tokenIds[t]!;
+          allIn[id >>> 5]! |= 1 << (id & 31);
+        }
+        stack.push(child);
+      }
+    }
+    index = { allIn, exitChild: Int32Array.from(exitChild), exitByte: Uint8Array.from(exitByte) };
+    if (this.loops.size >= 64) this.loops.clear();
+    this.loops.set(key, index);
+    return index;
+  }
+}
+
+export interface LoopIndex {
+  allIn: Uint32Array;
+  exitChild: Int32Array;
+  exitByte: Uint8Array;
 }
 
 function compareBytes(a: Uint8Array, b: Uint8Array): number {
@@ -92,6 +136,9 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
   return a.length - b.length;
 }
+
+/** A state looping on at least this many bytes takes the loop-class path (TokenTrie.loopIndex). */
+const LOOP_MIN_BYTES = 32;
 
 /** Masks kept per grammar run (each is V/8 bytes: 19 KiB for a 150k vocabulary). */
 const MAX_MASKS = 512;
@@ -124,12 +171,27 @@ export class MaskBuilder {
   private compute(state: number): Uint32Array {
     const trie = this.trie;
     const run = this.run;
-    const mask = new Uint32Array(trie.numWords);
     const { childStart, childByte, childNode, tokenStart, tokenIds } = trie;
+    let mask: Uint32Array;
     let top = 0;
-    this.stackNode[0] = 0;
-    this.stackState[0] = state;
-    top = 1;
+    const loop = this.selfLoop(state);
+    if (loop) {
+      // Tokens made only of bytes that keep this state are allowed as a block; the walk starts
+      // where a token first leaves the loop class.
+      const index = trie.loopIndex(loop);
+      mask = index.allIn.slice();
+      const trans = run.states[state]!.trans;
+      for (let e = 0; e < index.exitChild.length; e++) {
+        const next = trans[index.exitByte[e]!]!;
+        if (next === DEAD) continue;
+        top = this.visit(mask, index.exitChild[e]!, next, top);
+      }
+    } else {
+      mask = new Uint32Array(trie.numWords);
+      this.stackNode[0] = 0;
+      this.stackState[0] = state;
+      top = 1;
+    }
     while (top > 0) {
       top--;
       const node = this.stackNode[top]!;
@@ -157,6 +219,38 @@ export class MaskBuilder {
     for (const id of info.specials) mask[id >>> 5]! |= 1 << (id & 31);
     if (info.isAccepting) for (const id of this.stopIds) mask[id >>> 5]! |= 1 << (id & 31);
     return mask;
+  }
+
+  /** Marks the tokens ending at a live trie node and queues its children; returns the new stack top. */
+  private visit(mask: Uint32Array, child: number, state: number, top: number): number {
+    const { childStart, tokenStart, tokenIds } = this.trie;
+    for (let t = tokenStart[child]!, te = tokenStart[child + 1]!; t < te; t++) {
+      const id = tokenIds[t]!;
+      mask[id >>> 5]! |= 1 << (id & 31);
+    }
+    if (childStart[child + 1]! > childStart[child]!) {
+      if (top === this.stackNode.length) this.grow();
+      this.stackNode[top] = child;
+      this.stackState[top] = state;
+      top++;
+    }
+    return top;
+  }
+
+  /** The bytes that lead from `state` back to itself, when there are many (wide states such as
+   * the inside of a string or free text); undefined otherwise (the plain walk is cheap then). */
+  private selfLoop(state: number): Uint8Array | undefined {
+    // Probe two common bytes first: a narrow state (punctuation, keys, numbers) skips the 256 steps.
+    if (this.run.stepByte(state, 0x61) !== state || this.run.stepByte(state, 0x20) !== state) return undefined;
+    const loop = new Uint8Array(256);
+    let count = 0;
+    for (let b = 0; b < 256; b++) {
+      if (this.run.stepByte(state, b) === state) {
+        loop[b] = 1;
+        count++;
+      }
+    }
+    return count >= LOOP_MIN_BYTES ? loop : undefined;
   }
 
   private grow(): void {
