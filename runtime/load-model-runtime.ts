@@ -58,8 +58,10 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   const dialect = await loadDialect(modelDir.dir, options.dialect);
   progress({ stage: 'weights', fraction: 0.3 });
   const engine = await NativeEngine.load(modelDir.dir);
-  const constrainedDecoding = options.constrainedDecoding ?? process.env.MAYA_CONSTRAINED_DECODING !== '0';
-  if (constrainedDecoding) engine.setVocabulary(tokenizer.vocabularyBytes());
+  // Masks need each token's bytes: a tokenizer without a byte-level vocabulary is not constrained.
+  const vocabulary = tokenizer.vocabularyBytes();
+  const constrainedDecoding = (options.constrainedDecoding ?? process.env.MAYA_CONSTRAINED_DECODING !== '0') && vocabulary.tokens.some((bytes) => bytes !== undefined);
+  if (constrainedDecoding) engine.setVocabulary(vocabulary);
   progress({ stage: 'ready', fraction: 1 });
   return {
     id: modelDir.id,
