@@ -55,6 +55,10 @@
  * Implementations: glm.ts (glm45, glm47), deepseek.ts (deepseek-v31), dsml.ts (deepseek-v32,
  * deepseek-v4, deepseek-v41), hermes.ts (qwen3, and `plain` for any other template: chat and
  * `<think>` reasoning, no function tools); select.ts picks one for a checkpoint.
+ *
+ * Constrained decoding: `outputGrammar` gives the grammar of what a request allows, built in the
+ * dialect's *-grammar.ts file, which also owns the markup constants its parser reads (one source
+ * for both); output-grammar.ts holds the think-then-answer skeleton they share.
  */
 import type { ReasoningEffort as ContractReasoningEffort } from '../contract/types.ts';
 import type { FinishReason } from '../engine-cuda/engine.ts';
