@@ -43,8 +43,11 @@ const encoder = new TextEncoder();
 export class CompiledGrammar {
   readonly nodes: GraphNode[] = [];
   private readonly ruleEntry = new Map<string, number>();
-  /** Bounded repetitions: chain nodes by how many more items they allow (index r - 1). */
-  private readonly chains: number[][] = [];
+  /**
+   * Bounded repetitions: chain nodes by how many more items they allow (index r - 1), and a
+   * shadow node repeating the same item without bound before the same continuation.
+   */
+  private readonly chains: Array<{ nodes: number[]; shadow: number }> = [];
   /** Node → the node it is mask-equivalent to (see GrammarRun.canonical); absent: itself. */
   readonly canon = new Map<number, number>();
   readonly start: number;
@@ -58,8 +61,10 @@ export class CompiledGrammar {
     const accept = this.add({ kind: ACCEPT });
     this.start = this.compile(grammar.root, accept);
     if (Number.isFinite(maxTokenBytes)) {
+      // A token of at most maxTokenBytes bytes completes at most that many items, so a position
+      // with more items left accepts exactly the tokens the unbounded repetition accepts.
       const keep = maxTokenBytes + 1;
-      for (const chain of this.chains) for (let r = keep + 1; r <= chain.length; r++) this.canon.set(chain[r - 1]!, chain[keep - 1]!);
+      for (const { nodes, shadow } of this.chains) for (let r = keep; r <= nodes.length; r++) this.canon.set(nodes[r - 1]!, shadow);
     }
   }
 
@@ -118,7 +123,11 @@ export class CompiledGrammar {
         tail = this.add({ kind: EPS, next: [this.compile(item, tail), k] });
         chain.push(tail);
       }
-      if (chain.length > 1) this.chains.push(chain);
+      if (chain.length > 1) {
+        const shadow = this.add({ kind: EPS, next: [] });
+        this.nodes[shadow]!.next = [this.compile(item, shadow), k];
+        this.chains.push({ nodes: chain, shadow });
+      }
     }
     for (let i = 0; i < min; i++) tail = this.compile(item, tail);
     return tail;
@@ -309,9 +318,10 @@ export class GrammarRun {
 
   /**
    * The state with every bounded-repetition position that has more items left than any token can
-   * use replaced by the position with just enough: it allows exactly the same tokens, so masks
-   * are computed and cached once for all of them (a string of maxLength 128 needs a handful of
-   * masks, not 128).
+   * use replaced by the unbounded repetition of the same item (never reached by a real run): it
+   * allows exactly the same tokens, so all those positions share one mask (a string of maxLength
+   * 128 needs a handful of masks, not 128), and that state loops on its item's bytes, so its mask
+   * takes the loop-class path of token-mask.ts.
    */
   canonical(state: number): number {
     if (this.grammar.canon.size === 0 || state < 0) return state;
