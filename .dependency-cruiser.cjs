@@ -24,16 +24,17 @@ const layerRules = LAYERS.flatMap((layer, rank) =>
       comment: `${folder}/ may import only its own folder and the layers below it: ${allowed.join(', ')}`,
       severity: 'error',
       from: { path: `^${folder}/` },
-      to: { dependencyTypes: ['local'], path: '^[^/]+/', pathNot: [`^${folder}/`, ...allowed.map((name) => `^${name}/`), '^node_modules/'] },
+      to: {
+        dependencyTypes: ['local'],
+        path: '^[^/]+/',
+        pathNot: [`^${folder}/`, ...allowed.map((name) => `^${name}/`), '^node_modules/'],
+      },
     };
   }),
 );
 
 module.exports = {
-  forbidden: [
-    { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
-    ...layerRules,
-  ],
+  forbidden: [{ name: 'no-circular', severity: 'error', from: {}, to: { circular: true } }, ...layerRules],
   options: {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(test|bench|scripts|node_modules)/' },

@@ -39,7 +39,8 @@ const MODEL_DIR = new URL('../models/maya-demo/', import.meta.url).pathname;
 const SHORT_ANSWER = '\nHello there! How can I help you today?';
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
+const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
 
 /** The demo model's tokenizer and dialect over a FakeEngine that replays `short` or `long` answers. */
 async function fakeRuntime(): Promise<{ runtime: ModelRuntime; longTokens: number }> {
@@ -54,7 +55,13 @@ async function fakeRuntime(): Promise<{ runtime: ModelRuntime; longTokens: numbe
     script: (request) => ({ tokens: [...(request.maxTokens > 100 ? long : short), stop] }),
   });
   const runtime: ModelRuntime = {
-    id: 'maya-demo', dir: MODEL_DIR, contextLength: 8192, dialectName: dialect.name, createdAt: 0, engine, dialect,
+    id: 'maya-demo',
+    dir: MODEL_DIR,
+    contextLength: 8192,
+    dialectName: dialect.name,
+    createdAt: 0,
+    engine,
+    dialect,
     tokenizer: pipelineTokenizer(tokenizer),
     close: () => engine.close(),
   };
@@ -65,8 +72,19 @@ function mayaDeps(runtime: ModelRuntime): AppDeps {
   const registry = createRegistry();
   const settings = DEFAULT_RESPONSES_SETTINGS;
   return {
-    settings, registry, logger: silentLogger, statusProviders: {}, getRuntime: () => runtime,
-    server: { host: '127.0.0.1', port: 0, model: undefined, apiKeys: [], corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES },
+    settings,
+    registry,
+    logger: silentLogger,
+    statusProviders: {},
+    getRuntime: () => runtime,
+    server: {
+      host: '127.0.0.1',
+      port: 0,
+      model: undefined,
+      apiKeys: [],
+      corsOrigins: undefined,
+      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+    },
     store: new MemoryResponseStore({ settings, registry }),
   };
 }
@@ -105,12 +123,26 @@ const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 /** POSTs `body`; resolves with the whole response text. */
 function post(port: number, path: string, body: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => (res.statusCode === 200 ? resolve(text) : reject(new Error(`${path}: ${res.statusCode} ${text.slice(0, 200)}`))));
-    });
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(text)
+            : reject(new Error(`${path}: ${res.statusCode} ${text.slice(0, 200)}`)),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -123,7 +155,12 @@ const cpuMs = (since: NodeJS.CpuUsage) => {
 };
 
 /** Wall and CPU milliseconds of each request (client and server share this process). */
-async function timeRequests(port: number, path: string, body: string, count: number): Promise<{ wall: number[]; cpu: number[] }> {
+async function timeRequests(
+  port: number,
+  path: string,
+  body: string,
+  count: number,
+): Promise<{ wall: number[]; cpu: number[] }> {
   const wall: number[] = [];
   const cpu: number[] = [];
   for (let i = 0; i < count; i++) {
@@ -137,14 +174,25 @@ async function timeRequests(port: number, path: string, body: string, count: num
 }
 
 /** Mean wall and CPU milliseconds per whole stream over `count` streams. */
-async function timeStreams(port: number, path: string, body: string, count: number): Promise<{ wall: number; cpu: number }> {
+async function timeStreams(
+  port: number,
+  path: string,
+  body: string,
+  count: number,
+): Promise<{ wall: number; cpu: number }> {
   const started = performance.now();
   const cpuStarted = process.cpuUsage();
   for (let i = 0; i < count; i++) await post(port, path, body);
   return { wall: (performance.now() - started) / count, cpu: cpuMs(cpuStarted) / count };
 }
 
-interface Row { name: string; maya: number; bare: number; unit: string; target: number }
+interface Row {
+  name: string;
+  maya: number;
+  bare: number;
+  unit: string;
+  target: number;
+}
 
 function printTable(rows: Row[]): boolean {
   let ok = true;
@@ -155,7 +203,9 @@ function printTable(rows: Row[]): boolean {
     const pass = row.target < 0 || overhead <= row.target;
     ok &&= pass;
     const target = row.target < 0 ? '' : `≤ ${row.target} ${row.unit}`;
-    console.log(`| ${row.name} | ${row.maya.toFixed(3)} ${row.unit} | ${row.bare.toFixed(3)} ${row.unit} | ${(row.maya / row.bare).toFixed(2)} | ${overhead.toFixed(3)} ${row.unit} | ${target} | ${row.target < 0 ? '' : pass ? 'ok' : 'MISSED'} |`);
+    console.log(
+      `| ${row.name} | ${row.maya.toFixed(3)} ${row.unit} | ${row.bare.toFixed(3)} ${row.unit} | ${(row.maya / row.bare).toFixed(2)} | ${overhead.toFixed(3)} ${row.unit} | ${target} | ${row.target < 0 ? '' : pass ? 'ok' : 'MISSED'} |`,
+    );
   }
   return ok;
 }
@@ -163,39 +213,99 @@ function printTable(rows: Row[]): boolean {
 async function main(): Promise<void> {
   const { runtime, longTokens } = await fakeRuntime();
   const maya = await listen(createApp(mayaDeps(runtime)).callback());
-  const shortBody = JSON.stringify({ model: 'maya-demo', input: 'Hello', max_output_tokens: 64, reasoning: { effort: 'none' } });
-  const streamBody = JSON.stringify({ model: 'maya-demo', input: 'Hello', max_output_tokens: 2000, stream: true, reasoning: { effort: 'none' } });
+  const shortBody = JSON.stringify({
+    model: 'maya-demo',
+    input: 'Hello',
+    max_output_tokens: 64,
+    reasoning: { effort: 'none' },
+  });
+  const streamBody = JSON.stringify({
+    model: 'maya-demo',
+    input: 'Hello',
+    max_output_tokens: 2000,
+    stream: true,
+    reasoning: { effort: 'none' },
+  });
 
   // One real stream gives the bare app its frames (same count, same sizes) and the JSON body.
   const sample = await post(maya.port, '/v1/responses', streamBody);
-  const frames = sample.split('\n\n').filter((block) => block.startsWith('event: ')).map((block) => `${block}\n\n`);
+  const frames = sample
+    .split('\n\n')
+    .filter((block) => block.startsWith('event: '))
+    .map((block) => `${block}\n\n`);
   const jsonBody = JSON.parse(await post(maya.port, '/v1/responses', shortBody)) as unknown;
   const bare = await listen(bareKoa(jsonBody, frames).callback());
   const events = frames.length;
 
   await timeRequests(maya.port, '/v1/responses', shortBody, WARMUP_REQUESTS);
   await timeRequests(bare.port, '/json', shortBody, WARMUP_REQUESTS);
-  const runs: Array<Record<'mayaP50' | 'mayaP90' | 'bareP50' | 'bareP90' | 'mayaCpuP50' | 'bareCpuP50' | 'mayaCpuP90' | 'bareCpuP90' | 'mayaEventUs' | 'bareEventUs' | 'mayaEventCpuUs' | 'bareEventCpuUs', number>> = [];
+  const runs: Array<
+    Record<
+      | 'mayaP50'
+      | 'mayaP90'
+      | 'bareP50'
+      | 'bareP90'
+      | 'mayaCpuP50'
+      | 'bareCpuP50'
+      | 'mayaCpuP90'
+      | 'bareCpuP90'
+      | 'mayaEventUs'
+      | 'bareEventUs'
+      | 'mayaEventCpuUs'
+      | 'bareEventCpuUs',
+      number
+    >
+  > = [];
   for (let run = 0; run < RUNS; run++) {
     const mayaTimes = await timeRequests(maya.port, '/v1/responses', shortBody, REQUESTS_PER_RUN);
     const bareTimes = await timeRequests(bare.port, '/json', shortBody, REQUESTS_PER_RUN);
     const mayaStream = await timeStreams(maya.port, '/v1/responses', streamBody, STREAMS_PER_RUN);
     const bareStream = await timeStreams(bare.port, '/sse', streamBody, STREAMS_PER_RUN);
     runs.push({
-      mayaP50: median(mayaTimes.wall), mayaP90: percentile(mayaTimes.wall, 0.9), bareP50: median(bareTimes.wall), bareP90: percentile(bareTimes.wall, 0.9),
-      mayaCpuP50: median(mayaTimes.cpu), bareCpuP50: median(bareTimes.cpu), mayaCpuP90: percentile(mayaTimes.cpu, 0.9), bareCpuP90: percentile(bareTimes.cpu, 0.9),
-      mayaEventUs: (mayaStream.wall * 1000) / events, bareEventUs: (bareStream.wall * 1000) / events,
-      mayaEventCpuUs: (mayaStream.cpu * 1000) / events, bareEventCpuUs: (bareStream.cpu * 1000) / events,
+      mayaP50: median(mayaTimes.wall),
+      mayaP90: percentile(mayaTimes.wall, 0.9),
+      bareP50: median(bareTimes.wall),
+      bareP90: percentile(bareTimes.wall, 0.9),
+      mayaCpuP50: median(mayaTimes.cpu),
+      bareCpuP50: median(bareTimes.cpu),
+      mayaCpuP90: percentile(mayaTimes.cpu, 0.9),
+      bareCpuP90: percentile(bareTimes.cpu, 0.9),
+      mayaEventUs: (mayaStream.wall * 1000) / events,
+      bareEventUs: (bareStream.wall * 1000) / events,
+      mayaEventCpuUs: (mayaStream.cpu * 1000) / events,
+      bareEventCpuUs: (bareStream.cpu * 1000) / events,
     });
-    process.stderr.write(`run ${run + 1}/${RUNS}: request p50 ${runs.at(-1)!.mayaP50.toFixed(3)} ms (bare ${runs.at(-1)!.bareP50.toFixed(3)}), event ${runs.at(-1)!.mayaEventUs.toFixed(2)} µs (bare ${runs.at(-1)!.bareEventUs.toFixed(2)})\n`);
+    process.stderr.write(
+      `run ${run + 1}/${RUNS}: request p50 ${runs.at(-1)!.mayaP50.toFixed(3)} ms (bare ${runs.at(-1)!.bareP50.toFixed(3)}), event ${runs.at(-1)!.mayaEventUs.toFixed(2)} µs (bare ${runs.at(-1)!.bareEventUs.toFixed(2)})\n`,
+    );
   }
   const med = (key: keyof (typeof runs)[number]) => median(runs.map((r) => r[key]));
-  console.log(`bench:api — ${RUNS} runs × ${REQUESTS_PER_RUN} requests and ${STREAMS_PER_RUN} streams of ${longTokens} tokens (${events} SSE events, ${(sample.length / events).toFixed(0)} B/event); medians of the runs`);
+  console.log(
+    `bench:api — ${RUNS} runs × ${REQUESTS_PER_RUN} requests and ${STREAMS_PER_RUN} streams of ${longTokens} tokens (${events} SSE events, ${(sample.length / events).toFixed(0)} B/event); medians of the runs`,
+  );
   const ok = printTable([
-    { name: 'non-streaming request, p50', maya: med('mayaP50'), bare: med('bareP50'), unit: 'ms', target: TARGET_REQUEST_MS },
+    {
+      name: 'non-streaming request, p50',
+      maya: med('mayaP50'),
+      bare: med('bareP50'),
+      unit: 'ms',
+      target: TARGET_REQUEST_MS,
+    },
     { name: 'non-streaming request, p90', maya: med('mayaP90'), bare: med('bareP90'), unit: 'ms', target: -1 },
-    { name: 'non-streaming request, CPU p50', maya: med('mayaCpuP50'), bare: med('bareCpuP50'), unit: 'ms', target: -1 },
-    { name: 'non-streaming request, CPU p90', maya: med('mayaCpuP90'), bare: med('bareCpuP90'), unit: 'ms', target: -1 },
+    {
+      name: 'non-streaming request, CPU p50',
+      maya: med('mayaCpuP50'),
+      bare: med('bareCpuP50'),
+      unit: 'ms',
+      target: -1,
+    },
+    {
+      name: 'non-streaming request, CPU p90',
+      maya: med('mayaCpuP90'),
+      bare: med('bareCpuP90'),
+      unit: 'ms',
+      target: -1,
+    },
     { name: 'per SSE event', maya: med('mayaEventUs'), bare: med('bareEventUs'), unit: 'µs', target: TARGET_EVENT_US },
     { name: 'per SSE event, CPU', maya: med('mayaEventCpuUs'), bare: med('bareEventCpuUs'), unit: 'µs', target: -1 },
   ]);

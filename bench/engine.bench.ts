@@ -17,7 +17,12 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NativeEngine } from '../engine-cuda/native-engine.ts';
-import { LLAMA_110M, makeRandomCheckpoint, parameterCount, type RandomCheckpointOptions } from '../scripts/make-random-checkpoint.ts';
+import {
+  LLAMA_110M,
+  makeRandomCheckpoint,
+  parameterCount,
+  type RandomCheckpointOptions,
+} from '../scripts/make-random-checkpoint.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WORK = join(ROOT, '.bench');
@@ -98,10 +103,14 @@ function llama2cRate(runC: string, threads: number, runs: number): number {
   const src = join(WORK, 'llama2c-driver.c');
   const bin = join(WORK, 'llama2c-driver');
   writeFileSync(src, LLAMA2C_DRIVER_C);
-  execFileSync('cc', ['-Ofast', '-march=native', '-fopenmp', `-DRUN_C="${runC}"`, '-o', bin, src, '-lm'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  execFileSync('cc', ['-Ofast', '-march=native', '-fopenmp', `-DRUN_C="${runC}"`, '-o', bin, src, '-lm'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   // Passive waiting: spinning OpenMP barriers collapse when a core is shared with other work.
   const env = { ...process.env, OMP_NUM_THREADS: String(threads), OMP_WAIT_POLICY: 'passive' };
-  const rates = Array.from({ length: runs }, () => Number(execFileSync(bin, [join(WORK, 'llama2c-110M.bin'), '128'], { env, encoding: 'utf8' })));
+  const rates = Array.from({ length: runs }, () =>
+    Number(execFileSync(bin, [join(WORK, 'llama2c-110M.bin'), '128'], { env, encoding: 'utf8' })),
+  );
   return median(rates);
 }
 
@@ -119,7 +128,11 @@ function measureBandwidth(threads: number): number {
   const bin = join(WORK, 'membw');
   writeFileSync(src, MEMBW_C);
   execFileSync('cc', ['-O3', '-march=native', '-pthread', '-o', bin, src]);
-  const runs = [...new Set([1, threads])].flatMap((t) => execFileSync(bin, ['512', String(t), '9'], { encoding: 'utf8' }).trim().split('\n'));
+  const runs = [...new Set([1, threads])].flatMap((t) =>
+    execFileSync(bin, ['512', String(t), '9'], { encoding: 'utf8' })
+      .trim()
+      .split('\n'),
+  );
   return Math.max(...runs.map(Number));
 }
 
@@ -157,10 +170,12 @@ function prompt(length: number, salt: number, vocab: number): number[] {
 /** Prefill tokens/s: `batch` prompts of `length` tokens queued together, until every one is prefilled. */
 async function prefillRate(engine: NativeEngine, batch: number, length: number, salt: number): Promise<number> {
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: batch }, async (_, b) => {
-    const gen = engine.generate({ promptIds: prompt(length, salt * 16 + b, engine.info.numVocab), maxTokens: 1 });
-    for await (const _event of gen) void _event;
-  }));
+  await Promise.all(
+    Array.from({ length: batch }, async (_, b) => {
+      const gen = engine.generate({ promptIds: prompt(length, salt * 16 + b, engine.info.numVocab), maxTokens: 1 });
+      for await (const _event of gen) void _event;
+    }),
+  );
   return (batch * length) / ((performance.now() - t0) / 1000);
 }
 
@@ -170,15 +185,17 @@ async function decodeRate(engine: NativeEngine, batch: number, tokens: number, s
   let counted = 0;
   let allStarted = Infinity;
   const stamps: number[][] = Array.from({ length: batch }, () => []);
-  await Promise.all(stamps.map(async (times, b) => {
-    const gen = engine.generate({ promptIds: prompt(8, salt * 16 + b, engine.info.numVocab), maxTokens: tokens });
-    for await (const event of gen) {
-      if (event.type !== 'token') continue;
-      times.push(performance.now());
-      if (times.length === 1) firsts.push(times[0] ?? 0);
-      if (firsts.length === batch && allStarted === Infinity) allStarted = Math.max(...firsts);
-    }
-  }));
+  await Promise.all(
+    stamps.map(async (times, b) => {
+      const gen = engine.generate({ promptIds: prompt(8, salt * 16 + b, engine.info.numVocab), maxTokens: tokens });
+      for await (const event of gen) {
+        if (event.type !== 'token') continue;
+        times.push(performance.now());
+        if (times.length === 1) firsts.push(times[0] ?? 0);
+        if (firsts.length === batch && allStarted === Infinity) allStarted = Math.max(...firsts);
+      }
+    }),
+  );
   const end = Math.max(...stamps.map((t) => t[t.length - 1] ?? 0));
   for (const times of stamps) counted += times.filter((t) => t > allStarted).length;
   return counted / ((end - allStarted) / 1000);
@@ -201,7 +218,12 @@ async function benchModel(m: BenchModel, gbps: number, runs: number, threads: nu
   const engine = await NativeEngine.load(dir, { numThreads: threads });
   try {
     await decodeRate(engine, 1, 8, 999); // warm-up: page in the weights
-    const samples: Record<'prefill1' | 'prefill8' | 'decode1' | 'decode8', number[]> = { prefill1: [], prefill8: [], decode1: [], decode8: [] };
+    const samples: Record<'prefill1' | 'prefill8' | 'decode1' | 'decode8', number[]> = {
+      prefill1: [],
+      prefill8: [],
+      decode1: [],
+      decode8: [],
+    };
     for (let r = 0; r < runs; r++) {
       // Fresh salts each run: prompts never hit the prefix cache.
       samples.prefill1.push(await prefillRate(engine, 1, 128, 100 + r));
@@ -227,12 +249,33 @@ async function benchModel(m: BenchModel, gbps: number, runs: number, threads: nu
 }
 
 function table(rows: Row[]): string {
-  const head = ['model', 'params', 'weights MiB', 'prefill b1 tok/s', 'prefill b8 tok/s', 'prefill GFLOP/s', 'decode b1 tok/s', 'roofline b1', 'b1 / roof', 'decode b8 tok/s', 'roofline b8', 'b8 / roof'];
+  const head = [
+    'model',
+    'params',
+    'weights MiB',
+    'prefill b1 tok/s',
+    'prefill b8 tok/s',
+    'prefill GFLOP/s',
+    'decode b1 tok/s',
+    'roofline b1',
+    'b1 / roof',
+    'decode b8 tok/s',
+    'roofline b8',
+    'b8 / roof',
+  ];
   const lines = rows.map((r) => [
-    r.model, `${(r.params / 1e6).toFixed(1)}M`, r.weightMiB.toFixed(0), r.prefill1.toFixed(0), r.prefill8.toFixed(0),
+    r.model,
+    `${(r.params / 1e6).toFixed(1)}M`,
+    r.weightMiB.toFixed(0),
+    r.prefill1.toFixed(0),
+    r.prefill8.toFixed(0),
     ((2 * r.params * Math.max(r.prefill1, r.prefill8)) / 1e9).toFixed(1),
-    r.decode1.toFixed(1), r.roof1.toFixed(1), `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
-    r.decode8.toFixed(1), r.roof8.toFixed(1), `${((100 * r.decode8) / r.roof8).toFixed(0)}%`,
+    r.decode1.toFixed(1),
+    r.roof1.toFixed(1),
+    `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
+    r.decode8.toFixed(1),
+    r.roof8.toFixed(1),
+    `${((100 * r.decode8) / r.roof8).toFixed(0)}%`,
   ]);
   const all = [head, ...lines];
   const widths = head.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
@@ -258,19 +301,28 @@ async function main(argv: string[]): Promise<void> {
     process.stderr.write(`bench: ${m.name} done\n`);
   }
   console.log(`Memory read bandwidth: ${gbps.toFixed(1)} GB/s; engine threads: ${cores}; medians of ${runs} runs.`);
-  console.log('Roofline = bandwidth / weight bytes streamed per decode step (an untied embedding table excluded), x batch.');
+  console.log(
+    'Roofline = bandwidth / weight bytes streamed per decode step (an untied embedding table excluded), x batch.',
+  );
   console.log('A model that fits in the last-level cache is not bound by DRAM bandwidth: its ratio can pass 100%.');
-  console.log('Prefill is compute-bound (weights are read once per chunk of up to 256 tokens): shown as 2 x params x tok/s.');
+  console.log(
+    'Prefill is compute-bound (weights are read once per chunk of up to 256 tokens): shown as 2 x params x tok/s.',
+  );
   console.log(table(rows));
   const runC = flag('--llama2c');
   let llama2c: number | undefined;
   if (runC) {
     llama2c = llama2cRate(runC, cores, runs);
     const maya = rows.find((r) => r.model === LLAMA110.name)?.decode1;
-    console.log(`llama2.c run.c (fp32, ${cores} OpenMP threads, same 110M shape): ${llama2c.toFixed(1)} tok/s decode at batch 1` +
-      (maya ? `; Maya ${maya.toFixed(1)} tok/s = ${(maya / llama2c).toFixed(2)}x` : ''));
+    console.log(
+      `llama2.c run.c (fp32, ${cores} OpenMP threads, same 110M shape): ${llama2c.toFixed(1)} tok/s decode at batch 1` +
+        (maya ? `; Maya ${maya.toFixed(1)} tok/s = ${(maya / llama2c).toFixed(2)}x` : ''),
+    );
   }
-  writeFileSync(join(WORK, 'engine-bench.json'), `${JSON.stringify({ gbps, threads: cores, runs, rows, llama2c }, null, 2)}\n`);
+  writeFileSync(
+    join(WORK, 'engine-bench.json'),
+    `${JSON.stringify({ gbps, threads: cores, runs, rows, llama2c }, null, 2)}\n`,
+  );
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

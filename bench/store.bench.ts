@@ -27,9 +27,23 @@ interface Turn {
 
 /** Deterministic prose of roughly `length` characters. */
 function prose(seed: number, length: number): string {
-  const words = ['value', 'remember', 'the', 'store', 'chain', 'of', 'turns', 'history', 'model', 'answer', 'given', 'seventy'];
+  const words = [
+    'value',
+    'remember',
+    'the',
+    'store',
+    'chain',
+    'of',
+    'turns',
+    'history',
+    'model',
+    'answer',
+    'given',
+    'seventy',
+  ];
   let text = '';
-  for (let n = seed; text.length < length; n = (n * 1103515245 + 12345) % 2147483648) text += `${words[n % words.length]} `;
+  for (let n = seed; text.length < length; n = (n * 1103515245 + 12345) % 2147483648)
+    text += `${words[n % words.length]} `;
   return text;
 }
 
@@ -42,7 +56,11 @@ function makeTurn(n: number): Turn {
 const bytesOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
-async function buildChain(store: MemoryResponseStore, turns: Turn[], onTurn?: (n: number) => Promise<void>): Promise<void> {
+async function buildChain(
+  store: MemoryResponseStore,
+  turns: Turn[],
+  onTurn?: (n: number) => Promise<void>,
+): Promise<void> {
   for (let n = 0; n < turns.length; n++) {
     const turn = turns[n] as Turn;
     const previous = n === 0 ? undefined : await store.history(SCOPE, (turns[n - 1] as Turn).id);
@@ -87,7 +105,9 @@ async function pageLatency(turns: Turn[], at: number): Promise<{ first: number; 
   // Both pages hold PAGE items at every turn, so the ratio compares equal work.
   const cursor = `msg_in_${Math.floor(at / 2) - 5}`;
   const first = await perCall(5_000, () => store.listInputItems(SCOPE, id, { limit: PAGE }));
-  const after = await perCall(5_000, () => store.listInputItems(SCOPE, id, { limit: PAGE, order: 'asc', after: cursor }));
+  const after = await perCall(5_000, () =>
+    store.listInputItems(SCOPE, id, { limit: PAGE, order: 'asc', after: cursor }),
+  );
   return { first, cursor: after };
 }
 
@@ -119,10 +139,15 @@ async function main(): Promise<void> {
   console.log('turn  unique_B   shared_B   shared/unique  copy-history_B  copy/unique');
   for (const [turn, row] of curve) {
     const cols = [String(turn).padEnd(5), String(row.unique).padEnd(10), String(row.shared).padEnd(10)];
-    cols.push((row.shared / row.unique).toFixed(3).padEnd(14), String(row.naive).padEnd(15), (row.naive / row.unique).toFixed(2));
+    cols.push(
+      (row.shared / row.unique).toFixed(3).padEnd(14),
+      String(row.naive).padEnd(15),
+      (row.naive / row.unique).toFixed(2),
+    );
     console.log(cols.join(' '));
   }
-  const ratio = (curve.get(TURNS) as { shared: number; unique: number }).shared / (curve.get(TURNS) as { unique: number }).unique;
+  const ratio =
+    (curve.get(TURNS) as { shared: number; unique: number }).shared / (curve.get(TURNS) as { unique: number }).unique;
 
   const firstRatios: number[] = [];
   const cursorRatios: number[] = [];
@@ -143,13 +168,17 @@ async function main(): Promise<void> {
   }
   const pageRatio = Math.max(median(firstRatios), median(cursorRatios));
   console.log(`\n(b) input_items page (limit ${PAGE}) latency, turn ${TURNS} ÷ turn 10, median of ${RUNS} runs`);
-  console.log(`first page: ${median(firstRatios).toFixed(2)}   cursor page: ${median(cursorRatios).toFixed(2)}   (first page µs, turn 10/turn 200, per run: ${samples.join(', ')})`);
+  console.log(
+    `first page: ${median(firstRatios).toFixed(2)}   cursor page: ${median(cursorRatios).toFixed(2)}   (first page µs, turn 10/turn 200, per run: ${samples.join(', ')})`,
+  );
   console.log(`\n(c) operations per second, median of ${RUNS} runs`);
   console.log(`store, continuing a ${TURNS}-turn chain (history + put + release): ${Math.round(median(chained))}/s`);
   console.log(`store, standalone response (put, replacing):              ${Math.round(median(single))}/s`);
   console.log(`retrieve (get):                                           ${Math.round(median(gets))}/s`);
   const isOk = ratio <= 1.2 && pageRatio <= 2;
-  console.log(`\ntargets: bytes ratio ${ratio.toFixed(3)} ≤ 1.2, page ratio ${pageRatio.toFixed(2)} ≤ 2 → ${isOk ? 'met' : 'MISSED'}`);
+  console.log(
+    `\ntargets: bytes ratio ${ratio.toFixed(3)} ≤ 1.2, page ratio ${pageRatio.toFixed(2)} ≤ 2 → ${isOk ? 'met' : 'MISSED'}`,
+  );
   if (!isOk) process.exitCode = 1;
 }
 

@@ -103,14 +103,17 @@ function installPythonStrip(): boolean {
   const getter = Object.getOwnPropertyDescriptor(proto, 'builtins')?.get;
   if (!getter) return false;
   const StringValue = sample.constructor as new (value: string) => unknown;
-  const FunctionValue = (env.set('f', () => null) as object).constructor as new (fn: (args: { value?: unknown }[]) => unknown) => unknown;
+  const FunctionValue = (env.set('f', () => null) as object).constructor as new (
+    fn: (args: { value?: unknown }[]) => unknown,
+  ) => unknown;
   Object.defineProperty(proto, 'builtins', {
     configurable: true,
     get(this: { value: string }) {
       const map = getter.call(this) as Map<string, unknown> & { [PATCHED]?: true };
       if (!map[PATCHED]) {
         const value = this.value;
-        const method = (side: Side) => new FunctionValue((args) => new StringValue(pythonStrip(value, args[0]?.value, side)));
+        const method = (side: Side) =>
+          new FunctionValue((args) => new StringValue(pythonStrip(value, args[0]?.value, side)));
         map.set('strip', method('both'));
         map.set('lstrip', method('start'));
         map.set('rstrip', method('end'));
@@ -129,7 +132,10 @@ export class ChatTemplate {
   private readonly template: Template;
 
   /** Parses once; throws ChatTemplateError on a syntax error. */
-  constructor(readonly source: string, readonly specialTokens: SpecialTokens = {}) {
+  constructor(
+    readonly source: string,
+    readonly specialTokens: SpecialTokens = {},
+  ) {
     try {
       this.template = new Template(source);
     } catch (err) {

@@ -51,8 +51,10 @@ export async function readModelDir(dirPath: string): Promise<ModelDir> {
   const architectures = config.architectures;
   const architecture = Array.isArray(architectures) && typeof architectures[0] === 'string' ? architectures[0] : '';
   if (!architecture) throw new ModelDirError(`${join(dir, 'config.json')}: "architectures" is missing`);
-  const eosIds = idList(generationConfig?.eos_token_id, 'generation_config.json eos_token_id') ??
-    idList(config.eos_token_id, 'config.json eos_token_id') ?? [];
+  const eosIds =
+    idList(generationConfig?.eos_token_id, 'generation_config.json eos_token_id') ??
+    idList(config.eos_token_id, 'config.json eos_token_id') ??
+    [];
   const hasTokenizer = (await stat(join(dir, 'tokenizer.json')).catch(() => null))?.isFile() ?? false;
   const template = await readCheckpointTemplate(dir).catch((err: Error) => {
     throw new ModelDirError(err.message);
@@ -80,7 +82,8 @@ function idList(value: unknown, what: string): number[] | undefined {
   if (value === undefined || value === null) return undefined;
   const list = Array.isArray(value) ? value : [value];
   for (const id of list) {
-    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0) throw new ModelDirError(`${what} must be token ids, got ${JSON.stringify(value)}`);
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0)
+      throw new ModelDirError(`${what} must be token ids, got ${JSON.stringify(value)}`);
   }
   return [...new Set(list as number[])];
 }
@@ -94,6 +97,7 @@ async function readJsonObject(path: string): Promise<Record<string, unknown> | n
   } catch (err) {
     throw new ModelDirError(`${path} is not valid JSON: ${(err as Error).message}`);
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ModelDirError(`${path} is not a JSON object`);
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new ModelDirError(`${path} is not a JSON object`);
   return parsed as Record<string, unknown>;
 }

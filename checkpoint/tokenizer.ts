@@ -186,7 +186,10 @@ interface TokenizerJsonShape {
  * raw bytes through the byte-level table and every added token to its UTF-8 content, so streaming
  * needs no re-decoding. Any other tokenizer returns undefined (the generic windowed path).
  */
-function byteLevelTable(json: TokenizerJsonShape, addedTokens: AddedTokenJson[]): Array<Uint8Array | undefined> | undefined {
+function byteLevelTable(
+  json: TokenizerJsonShape,
+  addedTokens: AddedTokenJson[],
+): Array<Uint8Array | undefined> | undefined {
   if (json.model?.type !== 'BPE' || json.decoder?.type !== 'ByteLevel' || !json.model.vocab) return undefined;
   const charToByte = byteLevelCharToByte();
   const table: Array<Uint8Array | undefined> = [];

@@ -48,7 +48,11 @@ interface Options {
 }
 
 function idList(text: string, flag: string): number[] {
-  const ids = text.split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number);
+  const ids = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .map(Number);
   if (ids.length === 0 || ids.some((id) => !Number.isInteger(id) || id < 0)) {
     throw new UsageError(`${flag} must be comma-separated token ids, got '${text}'`);
   }
@@ -66,10 +70,18 @@ function parseOptions(argv: string[]): Options | 'help' {
   const { values } = parseArgs({
     args: argv,
     options: {
-      model: { type: 'string' }, prompt: { type: 'string' }, 'prompt-ids': { type: 'string' },
-      'max-tokens': { type: 'string' }, temperature: { type: 'string' }, 'top-p': { type: 'string' },
-      seed: { type: 'string' }, 'stop-ids': { type: 'string' }, 'top-logits': { type: 'string' },
-      threads: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      model: { type: 'string' },
+      prompt: { type: 'string' },
+      'prompt-ids': { type: 'string' },
+      'max-tokens': { type: 'string' },
+      temperature: { type: 'string' },
+      'top-p': { type: 'string' },
+      seed: { type: 'string' },
+      'stop-ids': { type: 'string' },
+      'top-logits': { type: 'string' },
+      threads: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     },
     strict: true,
     allowPositionals: false,
@@ -121,7 +133,8 @@ interface Result {
 async function generate(o: Options): Promise<Result> {
   const model = await readModelDir(o.model);
   const tokenizer = model.hasTokenizer ? await Tokenizer.fromDir(model.dir) : null;
-  if (o.prompt !== undefined && !tokenizer) throw new UsageError(`${model.dir} has no tokenizer.json: use --prompt-ids`);
+  if (o.prompt !== undefined && !tokenizer)
+    throw new UsageError(`${model.dir} has no tokenizer.json: use --prompt-ids`);
   const promptIds = o.promptIds ?? tokenizer?.encode(o.prompt ?? '') ?? [];
   if (promptIds.length === 0) throw new UsageError('the prompt encodes to no tokens');
   const engine = await NativeEngine.load(model.dir, { numThreads: o.threads });
@@ -130,8 +143,13 @@ async function generate(o: Options): Promise<Result> {
   const steps: NonNullable<Result['steps']> = [];
   try {
     const gen = engine.generate({
-      promptIds, maxTokens: o.maxTokens, temperature: o.temperature, topP: o.topP, seed: o.seed,
-      stopIds: o.stopIds ?? model.eosIds, keepLogits: o.topLogits > 0,
+      promptIds,
+      maxTokens: o.maxTokens,
+      temperature: o.temperature,
+      topP: o.topP,
+      seed: o.seed,
+      stopIds: o.stopIds ?? model.eosIds,
+      keepLogits: o.topLogits > 0,
     });
     for (;;) {
       const r = await gen.next();
@@ -141,7 +159,11 @@ async function generate(o: Options): Promise<Result> {
       }
       if (r.value.type !== 'token') continue;
       ids.push(r.value.id);
-      if (r.value.logits) steps.push({ id: r.value.id, top: topK(r.value.logits, o.topLogits).map((t) => ({ ...t, piece: piece(t.id) })) });
+      if (r.value.logits)
+        steps.push({
+          id: r.value.id,
+          top: topK(r.value.logits, o.topLogits).map((t) => ({ ...t, piece: piece(t.id) })),
+        });
     }
   } finally {
     await engine.close();
@@ -150,7 +172,9 @@ async function generate(o: Options): Promise<Result> {
 
 function printText(r: Result, io: GenerateIo): void {
   r.steps?.forEach((s, i) => {
-    const tops = s.top.map((t) => `${t.id}:${t.logit.toFixed(4)}${t.piece === null ? '' : ` ${JSON.stringify(t.piece)}`}`);
+    const tops = s.top.map(
+      (t) => `${t.id}:${t.logit.toFixed(4)}${t.piece === null ? '' : ` ${JSON.stringify(t.piece)}`}`,
+    );
     io.out(`step ${i}: ${s.id}  [${tops.join(', ')}]\n`);
   });
   io.out(`prompt ids (${r.promptIds.length}): ${r.promptIds.join(',')}\n`);

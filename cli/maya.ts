@@ -64,8 +64,12 @@ async function serve(argv: string[]): Promise<number> {
     ({ values } = parseArgs({
       args: argv,
       options: {
-        model: { type: 'string' }, host: { type: 'string' }, port: { type: 'string' }, config: { type: 'string' },
-        'api-key': { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
+        model: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        config: { type: 'string' },
+        'api-key': { type: 'string', multiple: true },
+        help: { type: 'boolean', short: 'h' },
       },
       strict: true,
       allowPositionals: false,
@@ -101,7 +105,10 @@ async function serve(argv: string[]): Promise<number> {
       modelDir,
       loadRuntime: loadModelRuntime,
       onProgress: progressPrinter(),
-      onListening: (origin) => process.stderr.write(`maya: listening on ${origin} (auth ${server.apiKeys.length > 0 ? 'on' : 'off'}); loading ${modelDir}\n`),
+      onListening: (origin) =>
+        process.stderr.write(
+          `maya: listening on ${origin} (auth ${server.apiKeys.length > 0 ? 'on' : 'off'}); loading ${modelDir}\n`,
+        ),
     });
   } catch (err) {
     process.stderr.write(`maya: cannot listen on ${server.host}:${server.port}: ${(err as Error).message}\n`);
@@ -112,10 +119,13 @@ async function serve(argv: string[]): Promise<number> {
     const onSignal = (signal: NodeJS.Signals) => {
       if (++signals > 1) process.exit(1);
       process.stderr.write(`\nmaya: ${signal}, shutting down\n`);
-      service.stop().then(() => done(0), (err: unknown) => {
-        process.stderr.write(`maya: shutdown: ${(err as Error).message}\n`);
-        done(1);
-      });
+      service.stop().then(
+        () => done(0),
+        (err: unknown) => {
+          process.stderr.write(`maya: shutdown: ${(err as Error).message}\n`);
+          done(1);
+        },
+      );
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
@@ -125,7 +135,9 @@ async function serve(argv: string[]): Promise<number> {
     const runtime = await Promise.race([service.loaded, stopped.then(() => undefined)]);
     if (runtime === undefined) return stopped;
     if (process.stderr.isTTY) process.stderr.write('\n');
-    process.stderr.write(`maya: model ${runtime.id} ready in ${((Date.now() - started) / 1000).toFixed(1)} s (context ${runtime.contextLength})\n`);
+    process.stderr.write(
+      `maya: model ${runtime.id} ready in ${((Date.now() - started) / 1000).toFixed(1)} s (context ${runtime.contextLength})\n`,
+    );
   } catch (err) {
     if (signals > 0) return stopped;
     process.stderr.write(`\nmaya: cannot load the model from ${modelDir}: ${(err as Error).message}\n`);

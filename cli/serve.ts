@@ -14,7 +14,10 @@ import { JobManager } from '../store/jobs/job-manager.ts';
 import { MemoryResponseStore } from '../store/responses/memory-response-store.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 
-export type LoadModelRuntime = (dir: string, opts: { onProgress?: (p: LoadProgress) => void; dialect?: string }) => Promise<ModelRuntime>;
+export type LoadModelRuntime = (
+  dir: string,
+  opts: { onProgress?: (p: LoadProgress) => void; dialect?: string },
+) => Promise<ModelRuntime>;
 
 export interface ServeOptions {
   settings: ResponsesSettings;
@@ -74,14 +77,16 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const origin = `http://${host}:${address.port}`;
   options.onListening?.(origin);
   let isStopping = false;
-  const loaded = options.loadRuntime(options.modelDir, { onProgress: options.onProgress, dialect: serverSettings.dialect }).then(async (loadedRuntime) => {
-    if (isStopping) {
-      await loadedRuntime.close();
-      throw new Error('stopped while loading');
-    }
-    runtime = loadedRuntime;
-    return loadedRuntime;
-  });
+  const loaded = options
+    .loadRuntime(options.modelDir, { onProgress: options.onProgress, dialect: serverSettings.dialect })
+    .then(async (loadedRuntime) => {
+      if (isStopping) {
+        await loadedRuntime.close();
+        throw new Error('stopped while loading');
+      }
+      runtime = loadedRuntime;
+      return loadedRuntime;
+    });
   loaded.catch(() => {});
   let stopping: Promise<void> | undefined;
   const stop = () => {

@@ -12,7 +12,10 @@ export function readConfigFile(path: string): Record<string, string> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new SettingsError('--config', `--config ${path}: cannot read file (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new SettingsError(
+      '--config',
+      `--config ${path}: cannot read file (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
   let parsed: unknown;
   try {
@@ -28,7 +31,8 @@ export function parseConfigObject(path: string, parsed: unknown): Record<string,
     throw new SettingsError('--config', `--config ${path}: must be a JSON object like {"env": {...}}`);
   }
   const unknownKeys = Object.keys(parsed).filter((key) => key !== 'env');
-  if (unknownKeys.length > 0) throw new SettingsError('--config', `--config ${path}: unknown key "${unknownKeys[0]}" (only "env" is read)`);
+  if (unknownKeys.length > 0)
+    throw new SettingsError('--config', `--config ${path}: unknown key "${unknownKeys[0]}" (only "env" is read)`);
   const block = (parsed as { env?: unknown }).env;
   if (block === undefined) return {};
   if (block === null || typeof block !== 'object' || Array.isArray(block)) {
@@ -44,6 +48,9 @@ export function parseConfigObject(path: string, parsed: unknown): Record<string,
 }
 
 /** The file's block under the real environment (environment wins). */
-export function mergeEnv(fileEnv: Readonly<Record<string, string>>, processEnv: Env): Record<string, string | undefined> {
+export function mergeEnv(
+  fileEnv: Readonly<Record<string, string>>,
+  processEnv: Env,
+): Record<string, string | undefined> {
   return { ...fileEnv, ...Object.fromEntries(Object.entries(processEnv).filter(([, value]) => value !== undefined)) };
 }

@@ -56,7 +56,8 @@ function parseInteger(variable: string, raw: string, rule: string): number {
   const text = raw.trim();
   if (!/^\d+$/.test(text)) throw new SettingsError(variable, `${variable}=${JSON.stringify(raw)}: must be ${rule}`);
   const value = Number(text);
-  if (!Number.isSafeInteger(value)) throw new SettingsError(variable, `${variable}=${JSON.stringify(raw)}: must be ${rule} (too large)`);
+  if (!Number.isSafeInteger(value))
+    throw new SettingsError(variable, `${variable}=${JSON.stringify(raw)}: must be ${rule} (too large)`);
   return value;
 }
 
@@ -74,11 +75,17 @@ function ruleText(rule: { allowZero?: boolean; max?: number; min?: number }): st
  */
 export function loadResponsesSettings(env: Env): ResponsesSettings {
   const out: Record<string, number> = {};
-  for (const [name, spec] of Object.entries(RESPONSES_SETTINGS) as [ResponsesSettingName, (typeof RESPONSES_SETTINGS)[ResponsesSettingName]][]) {
+  for (const [name, spec] of Object.entries(RESPONSES_SETTINGS) as [
+    ResponsesSettingName,
+    (typeof RESPONSES_SETTINGS)[ResponsesSettingName],
+  ][]) {
     const rule = spec as { default: number; allowZero?: boolean; max?: number; min?: number };
     const mayaValue = env[MAYA_PREFIX + name];
     const legacyValue = env[LEGACY_PREFIX + name];
-    const [variable, raw] = mayaValue !== undefined && mayaValue !== '' ? [MAYA_PREFIX + name, mayaValue] : [LEGACY_PREFIX + name, legacyValue];
+    const [variable, raw] =
+      mayaValue !== undefined && mayaValue !== ''
+        ? [MAYA_PREFIX + name, mayaValue]
+        : [LEGACY_PREFIX + name, legacyValue];
     if (raw === undefined || raw === '') {
       out[name] = rule.default;
       continue;
@@ -86,8 +93,10 @@ export function loadResponsesSettings(env: Env): ResponsesSettings {
     const text = ruleText(rule);
     const value = parseInteger(variable, raw, text);
     if (value === 0 && !rule.allowZero) throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
-    if (rule.min !== undefined && value < rule.min) throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
-    if (rule.max !== undefined && value > rule.max) throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
+    if (rule.min !== undefined && value < rule.min)
+      throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
+    if (rule.max !== undefined && value > rule.max)
+      throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
     out[name] = value;
   }
   return out as ResponsesSettings;
@@ -114,7 +123,10 @@ export interface ServerSettings {
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 function splitList(raw: string | undefined): string[] {
-  return (raw ?? '').split(',').map((part) => part.trim()).filter((part) => part !== '');
+  return (raw ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
 }
 
 /** Resolves the server settings from `env`; `extraApiKeys` are the CLI's --api-key values. */
@@ -129,7 +141,8 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   const bodyRaw = env.MAYA_MAX_BODY_BYTES;
   if (bodyRaw !== undefined && bodyRaw !== '') {
     maxBodyBytes = parseInteger('MAYA_MAX_BODY_BYTES', bodyRaw, 'a positive integer');
-    if (maxBodyBytes === 0) throw new SettingsError('MAYA_MAX_BODY_BYTES', `MAYA_MAX_BODY_BYTES=${bodyRaw}: must be a positive integer`);
+    if (maxBodyBytes === 0)
+      throw new SettingsError('MAYA_MAX_BODY_BYTES', `MAYA_MAX_BODY_BYTES=${bodyRaw}: must be a positive integer`);
   }
   const origins = splitList(env.MAYA_CORS_ORIGINS);
   const model = env.MAYA_MODEL;

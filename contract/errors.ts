@@ -52,7 +52,13 @@ export function unknownRoute(method: string, path: string): ApiError {
 }
 
 export function methodNotAllowed(method: string, path: string): ApiError {
-  return new ApiError(405, `Method ${method} is not allowed for ${path}.`, 'invalid_request_error', 'method_not_allowed', null);
+  return new ApiError(
+    405,
+    `Method ${method} is not allowed for ${path}.`,
+    'invalid_request_error',
+    'method_not_allowed',
+    null,
+  );
 }
 
 export function conflict(message: string, code = 'conflict', param: string | null = null): ApiError {
@@ -82,7 +88,13 @@ export function unavailable(message: string, code = 'service_unavailable', retry
 }
 
 export function internalError(): ApiError {
-  return new ApiError(500, 'The server had an error while processing your request.', 'server_error', 'server_error', null);
+  return new ApiError(
+    500,
+    'The server had an error while processing your request.',
+    'server_error',
+    'server_error',
+    null,
+  );
 }
 
 /** Any thrown value as an ApiError; unknown errors become the generic 500 (message not exposed). */
@@ -95,7 +107,10 @@ export function toApiError(err: unknown): ApiError {
  * Flat `code/message/param` (OpenAI's ResponseErrorEvent) plus the nested `error` object (Open
  * Responses), so both openai SDK lines throw a proper APIError. The caller (sse.ts) owns framing.
  */
-export function sseErrorEvent(err: unknown, sequenceNumber: number): {
+export function sseErrorEvent(
+  err: unknown,
+  sequenceNumber: number,
+): {
   type: 'error';
   sequence_number: number;
   code: string | null;
@@ -105,5 +120,12 @@ export function sseErrorEvent(err: unknown, sequenceNumber: number): {
 } {
   const api = toApiError(err);
   const error = api.toJSON().error;
-  return { type: 'error', sequence_number: sequenceNumber, code: error.code, message: error.message, param: error.param, error };
+  return {
+    type: 'error',
+    sequence_number: sequenceNumber,
+    code: error.code,
+    message: error.message,
+    param: error.param,
+    error,
+  };
 }

@@ -73,16 +73,39 @@ export type DeleteResponseResult = Schemas['DeleteResponseResult'];
 export type ServerItemStatus = 'in_progress' | 'completed' | 'incomplete';
 export type OutputTextPart = { type: 'output_text'; text: string; annotations: never[]; logprobs: never[] };
 export type ReasoningTextPart = { type: 'reasoning_text'; text: string };
-export type MessageItem = { type: 'message'; id: string; status: ServerItemStatus; role: 'assistant'; content: OutputTextPart[] };
-export type ReasoningOutputItem = { type: 'reasoning'; id: string; status: ServerItemStatus; summary: never[]; content: ReasoningTextPart[] };
-export type FunctionCallItem = { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: ServerItemStatus };
+export type MessageItem = {
+  type: 'message';
+  id: string;
+  status: ServerItemStatus;
+  role: 'assistant';
+  content: OutputTextPart[];
+};
+export type ReasoningOutputItem = {
+  type: 'reasoning';
+  id: string;
+  status: ServerItemStatus;
+  summary: never[];
+  content: ReasoningTextPart[];
+};
+export type FunctionCallItem = {
+  type: 'function_call';
+  id: string;
+  call_id: string;
+  name: string;
+  arguments: string;
+  status: ServerItemStatus;
+};
 export type ServerOutputItem = MessageItem | ReasoningOutputItem | FunctionCallItem;
 /** The Response object as Maya builds, stores and publishes it. */
 export type ResponseObject = Omit<Response, 'output'> & { output: ServerOutputItem[] };
 export type ResponseFailure = NonNullable<Response['error']>;
 
 type Pin<Narrow extends Wide, Wide> = [Narrow, Wide];
-export type ContractPins = [Pin<ServerOutputItem, OutputItem>, Pin<ResponseObject, Response>, Pin<ServerItemStatus, ItemStatus>];
+export type ContractPins = [
+  Pin<ServerOutputItem, OutputItem>,
+  Pin<ResponseObject, Response>,
+  Pin<ServerItemStatus, ItemStatus>,
+];
 
 // ---- Responses: stream events
 export type ResponseStreamEvent = Schemas['ResponseStreamEvent'];

@@ -14,11 +14,25 @@
 import type { ChatTemplate, TemplateMessage } from '../checkpoint/chat-template.ts';
 import {
   DialectError,
-  type ChatTurn, type Dialect, type ParserOptions, type ReasoningEffort, type RenderOptions,
-  type RenderedPrompt, type ThinkingSetting, type ToolSpec,
+  type ChatTurn,
+  type Dialect,
+  type ParserOptions,
+  type ReasoningEffort,
+  type RenderOptions,
+  type RenderedPrompt,
+  type ThinkingSetting,
+  type ToolSpec,
 } from './dialect.ts';
 import {
-  CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_BEGIN_VARIANTS, CALLS_END, DEEPSEEK_EOS, SEP, THINK_END, deepseekV31OutputGrammar,
+  CALL_BEGIN,
+  CALL_END,
+  CALLS_BEGIN,
+  CALLS_BEGIN_VARIANTS,
+  CALLS_END,
+  DEEPSEEK_EOS,
+  SEP,
+  THINK_END,
+  deepseekV31OutputGrammar,
 } from './deepseek-grammar.ts';
 import { pythonJson } from './python-json.ts';
 import { StreamParser, TrimmedChannel } from './stream-parser.ts';
@@ -49,12 +63,14 @@ export function v31ToolsText(tools: readonly ToolSpec[]): string {
   for (const t of tools) {
     text += `\n### ${t.name}\nDescription: ${t.description ?? ''}\n\nParameters: ${pythonJson(t.parameters)}\n`;
   }
-  return `${text}\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n`
-    + `${CALLS_BEGIN}${CALL_BEGIN}tool_call_name${SEP}tool_call_arguments${CALL_END}{{additional_tool_calls}}${CALLS_END}\n\n`
-    + 'Where:\n\n'
-    + '- `tool_call_name` must be an exact match to one of the available tools\n'
-    + '- `tool_call_arguments` must be valid JSON that strictly follows the tool\'s Parameters Schema\n'
-    + '- For multiple tool calls, chain them directly without separators or spaces\n';
+  return (
+    `${text}\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n` +
+    `${CALLS_BEGIN}${CALL_BEGIN}tool_call_name${SEP}tool_call_arguments${CALL_END}{{additional_tool_calls}}${CALLS_END}\n\n` +
+    'Where:\n\n' +
+    '- `tool_call_name` must be an exact match to one of the available tools\n' +
+    "- `tool_call_arguments` must be valid JSON that strictly follows the tool's Parameters Schema\n" +
+    '- For multiple tool calls, chain them directly without separators or spaces\n'
+  );
 }
 
 function renderV31(template: ChatTemplate, turns: ChatTurn[], options: RenderOptions): RenderedPrompt {
@@ -90,7 +106,11 @@ function v31Message(turn: ChatTurn): TemplateMessage {
       return {
         role: 'assistant',
         content: turn.content === '' ? null : turn.content,
-        tool_calls: turn.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+        tool_calls: turn.toolCalls.map((c) => ({
+          id: c.id,
+          type: 'function',
+          function: { name: c.name, arguments: c.arguments },
+        })),
       };
   }
 }
@@ -116,11 +136,20 @@ class V31Parser extends StreamParser {
 
   protected step(final: boolean): boolean {
     switch (this.state) {
-      case 'reasoning': return this.stepOutside(final, [THINK_END, CALLS_BEGIN, ...CALLS_BEGIN_VARIANTS, CALL_BEGIN, DEEPSEEK_EOS], true);
-      case 'text': return this.stepOutside(final, [CALLS_BEGIN, ...CALLS_BEGIN_VARIANTS, CALL_BEGIN, DEEPSEEK_EOS], false);
-      case 'calls': return this.stepCalls(final);
-      case 'name': return this.stepName(final);
-      case 'args': return this.stepArgs(final);
+      case 'reasoning':
+        return this.stepOutside(
+          final,
+          [THINK_END, CALLS_BEGIN, ...CALLS_BEGIN_VARIANTS, CALL_BEGIN, DEEPSEEK_EOS],
+          true,
+        );
+      case 'text':
+        return this.stepOutside(final, [CALLS_BEGIN, ...CALLS_BEGIN_VARIANTS, CALL_BEGIN, DEEPSEEK_EOS], false);
+      case 'calls':
+        return this.stepCalls(final);
+      case 'name':
+        return this.stepName(final);
+      case 'args':
+        return this.stepArgs(final);
     }
   }
 

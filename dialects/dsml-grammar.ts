@@ -25,9 +25,10 @@ export function dsmlOutputGrammar(tags: DsmlTagList, options: GrammarOptions): G
   const value = (rules: RuleSet, schema: unknown, strict: boolean, limits?: JsonLimits): Expr => {
     const s = (schema && typeof schema === 'object' ? schema : {}) as Record<string, unknown>;
     if (s.type === 'string') {
-      const raw = Array.isArray(s.enum) && s.enum.every((v) => typeof v === 'string' && v !== '')
-        ? alt(...s.enum.map((v) => text(v as string)))
-        : rules.shared('dsml.raw', () => avoid(paramClose, DEEPSEEK_EOS));
+      const raw =
+        Array.isArray(s.enum) && s.enum.every((v) => typeof v === 'string' && v !== '')
+          ? alt(...s.enum.map((v) => text(v as string)))
+          : rules.shared('dsml.raw', () => avoid(paramClose, DEEPSEEK_EOS));
       return seq(text(' string="true">'), raw);
     }
     return seq(text(' string="false">'), jsonSchemaValue(rules, strict ? s : typesOnly(s), limits));
@@ -35,7 +36,12 @@ export function dsmlOutputGrammar(tags: DsmlTagList, options: GrammarOptions): G
   const afterName = (rules: RuleSet, tool: ToolSpec, limits?: JsonLimits): Expr => {
     const { entries, required } = toolParameters(tool);
     const params = entries.map(([key, schema]) => {
-      const param = seq(text(`${paramOpen} name="${key}"`), value(rules, schema, tool.strict === true, limits), text(paramClose), NL);
+      const param = seq(
+        text(`${paramOpen} name="${key}"`),
+        value(rules, schema, tool.strict === true, limits),
+        text(paramClose),
+        NL,
+      );
       return required.has(key) ? param : opt(param);
     });
     return seq(NL, ...params, text(invokeClose), NL);

@@ -14,8 +14,15 @@
  */
 import {
   DialectError,
-  type ChatTurn, type Dialect, type ParserOptions, type ReasoningEffort, type RenderOptions,
-  type RenderedPrompt, type ThinkingSetting, type ToolCallRecord, type ToolSpec,
+  type ChatTurn,
+  type Dialect,
+  type ParserOptions,
+  type ReasoningEffort,
+  type RenderOptions,
+  type RenderedPrompt,
+  type ThinkingSetting,
+  type ToolCallRecord,
+  type ToolSpec,
 } from './dialect.ts';
 import { argumentsObject } from './arg-typing.ts';
 import { DEEPSEEK_EOS, deepseekThinking } from './deepseek.ts';
@@ -34,7 +41,11 @@ const THINK = '<think>';
 const THINK_END = '</think>';
 const DSML = '｜DSML｜';
 
-interface Tags { block: string; invoke: string; param: string }
+interface Tags {
+  block: string;
+  invoke: string;
+  param: string;
+}
 const TAGS: Record<DsmlVersion, Tags> = {
   v32: { block: 'function_calls', invoke: 'invoke', param: 'parameter' },
   v4: { block: 'tool_calls', invoke: 'invoke', param: 'parameter' },
@@ -44,16 +55,30 @@ const TAGS: Record<DsmlVersion, Tags> = {
 /** The block, invoke and parameter tags, opening then closing (an opening invoke or parameter tag
  * continues with its attributes). */
 function dsmlTags(tags: Tags): [string, string, string, string, string, string] {
-  return [`<${DSML}${tags.block}>`, `</${DSML}${tags.block}>`, `<${DSML}${tags.invoke}`, `</${DSML}${tags.invoke}>`,
-    `<${DSML}${tags.param}`, `</${DSML}${tags.param}>`];
+  return [
+    `<${DSML}${tags.block}>`,
+    `</${DSML}${tags.block}>`,
+    `<${DSML}${tags.invoke}`,
+    `</${DSML}${tags.invoke}>`,
+    `<${DSML}${tags.param}`,
+    `</${DSML}${tags.param}>`,
+  ];
 }
 
 /** V4 only changes the prompt for `max` (a fixed preamble); V4.1 takes 1–100 (default 50). */
-const V41_EFFORT: Record<Exclude<ReasoningEffort, 'none'>, number> = { minimal: 10, low: 25, medium: 37, high: 50, xhigh: 75, max: 100 };
+const V41_EFFORT: Record<Exclude<ReasoningEffort, 'none'>, number> = {
+  minimal: 10,
+  low: 25,
+  medium: 37,
+  high: 50,
+  xhigh: 75,
+  max: 100,
+};
 const V41_DEFAULT_EFFORT = 50;
-const V4_EFFORT_MAX = 'Reasoning Effort: Absolute maximum with no shortcuts permitted.\n'
-  + 'You MUST be very thorough in your thinking and comprehensively decompose the problem to resolve the root cause, rigorously stress-testing your logic against all potential paths, edge cases, and adversarial scenarios.\n'
-  + 'Explicitly write out your entire deliberation process, documenting every intermediate step, considered alternative, and rejected hypothesis to ensure absolutely no assumption is left unchecked.\n\n';
+const V4_EFFORT_MAX =
+  'Reasoning Effort: Absolute maximum with no shortcuts permitted.\n' +
+  'You MUST be very thorough in your thinking and comprehensively decompose the problem to resolve the root cause, rigorously stress-testing your logic against all potential paths, edge cases, and adversarial scenarios.\n' +
+  'Explicitly write out your entire deliberation process, documenting every intermediate step, considered alternative, and rejected hypothesis to ensure absolutely no assumption is left unchecked.\n\n';
 
 export function createDsmlDialect(version: DsmlVersion): Dialect {
   const byDefault = version === 'v41';
@@ -83,9 +108,8 @@ function renderDsml(version: DsmlVersion, turns: ChatTurn[], options: RenderOpti
     throw new DialectError(`tool_choice names "${forcedName}", which is not among the tools`);
   }
   const thinking = options.thinking && !forced;
-  let text = version === 'v32'
-    ? encodeV32(turns, tools, thinking)
-    : encodeV4(version, turns, tools, thinking, options.effort);
+  let text =
+    version === 'v32' ? encodeV32(turns, tools, thinking) : encodeV4(version, turns, tools, thinking, options.effort);
   if (forced) {
     const t = TAGS[version];
     text += `\n\n<${DSML}${t.block}>\n${forcedName !== undefined ? `<${DSML}${t.invoke} name="${forcedName}">\n` : ''}`;
@@ -116,36 +140,46 @@ function toMessages(turns: ChatTurn[]): Message[] {
 }
 
 function toolSchemas(tools: readonly ToolSpec[]): string {
-  return tools.map((t) => pythonJson(t.description !== undefined
-    ? { name: t.name, description: t.description, parameters: t.parameters }
-    : { name: t.name, parameters: t.parameters })).join('\n');
+  return tools
+    .map((t) =>
+      pythonJson(
+        t.description !== undefined
+          ? { name: t.name, description: t.description, parameters: t.parameters }
+          : { name: t.name, parameters: t.parameters },
+      ),
+    )
+    .join('\n');
 }
 
 function v32ToolsText(tools: readonly ToolSpec[]): string {
   const d = DSML;
-  return '## Tools\nYou have access to a set of tools you can use to answer the user\'s question.\n'
-    + `You can invoke functions by writing a "<${d}function_calls>" block like the following as part of your reply to the user:\n`
-    + `<${d}function_calls>\n<${d}invoke name="$FUNCTION_NAME">\n`
-    + `<${d}parameter name="$PARAMETER_NAME" string="true|false">$PARAMETER_VALUE</${d}parameter>\n...\n</${d}invoke>\n`
-    + `<${d}invoke name="$FUNCTION_NAME2">\n...\n</${d}invoke>\n</${d}function_calls>\n`
-    + 'String and scalar parameters should be specified as is without any escaping or quotes, while lists and objects should use JSON format. '
-    + 'The "string" attribute should be set to "true" for string type parameters and "false" for other types (numbers, booleans, arrays, objects).\n'
-    + 'If the thinking_mode is enabled, then after function results you should strongly consider outputting a thinking block. Here is an example:\n'
-    + `<${d}function_calls>\n...\n</${d}function_calls>\n<function_results>\n...\n</function_results>\n${THINK}...thinking about results${THINK_END}\n`
-    + `Here are the functions available in JSONSchema format:\n<functions>\n${toolSchemas(tools)}\n</functions>\n`;
+  return (
+    "## Tools\nYou have access to a set of tools you can use to answer the user's question.\n" +
+    `You can invoke functions by writing a "<${d}function_calls>" block like the following as part of your reply to the user:\n` +
+    `<${d}function_calls>\n<${d}invoke name="$FUNCTION_NAME">\n` +
+    `<${d}parameter name="$PARAMETER_NAME" string="true|false">$PARAMETER_VALUE</${d}parameter>\n...\n</${d}invoke>\n` +
+    `<${d}invoke name="$FUNCTION_NAME2">\n...\n</${d}invoke>\n</${d}function_calls>\n` +
+    'String and scalar parameters should be specified as is without any escaping or quotes, while lists and objects should use JSON format. ' +
+    'The "string" attribute should be set to "true" for string type parameters and "false" for other types (numbers, booleans, arrays, objects).\n' +
+    'If the thinking_mode is enabled, then after function results you should strongly consider outputting a thinking block. Here is an example:\n' +
+    `<${d}function_calls>\n...\n</${d}function_calls>\n<function_results>\n...\n</function_results>\n${THINK}...thinking about results${THINK_END}\n` +
+    `Here are the functions available in JSONSchema format:\n<functions>\n${toolSchemas(tools)}\n</functions>\n`
+  );
 }
 
 function v4ToolsText(tags: Tags, tools: readonly ToolSpec[]): string {
   const d = DSML;
-  return `## Tools\n\nYou have access to a set of tools to help answer the user's question. You can invoke tools by writing a "<${d}${tags.block}>" block like the following:\n\n`
-    + `<${d}${tags.block}>\n<${d}${tags.invoke} name="$TOOL_NAME">\n`
-    + `<${d}${tags.param} name="$PARAMETER_NAME" string="true|false">$PARAMETER_VALUE</${d}${tags.param}>\n...\n</${d}${tags.invoke}>\n`
-    + `<${d}${tags.invoke} name="$TOOL_NAME2">\n...\n</${d}${tags.invoke}>\n</${d}${tags.block}>\n\n`
-    + 'String parameters should be specified as is and set `string="true"`. For all other types (numbers, booleans, arrays, objects), pass the value in JSON format and set `string="false"`.\n\n'
-    + `If thinking_mode is enabled (triggered by ${THINK}), you MUST output your complete reasoning inside ${THINK}...${THINK_END} BEFORE any tool calls or final response.\n\n`
-    + `Otherwise, output directly after ${THINK_END} with tool calls or final response.\n\n`
-    + `### Available Tool Schemas\n\n${toolSchemas(tools)}\n\n`
-    + 'You MUST strictly follow the above defined tool name and parameter schemas to invoke tool calls.\n';
+  return (
+    `## Tools\n\nYou have access to a set of tools to help answer the user's question. You can invoke tools by writing a "<${d}${tags.block}>" block like the following:\n\n` +
+    `<${d}${tags.block}>\n<${d}${tags.invoke} name="$TOOL_NAME">\n` +
+    `<${d}${tags.param} name="$PARAMETER_NAME" string="true|false">$PARAMETER_VALUE</${d}${tags.param}>\n...\n</${d}${tags.invoke}>\n` +
+    `<${d}${tags.invoke} name="$TOOL_NAME2">\n...\n</${d}${tags.invoke}>\n</${d}${tags.block}>\n\n` +
+    'String parameters should be specified as is and set `string="true"`. For all other types (numbers, booleans, arrays, objects), pass the value in JSON format and set `string="false"`.\n\n' +
+    `If thinking_mode is enabled (triggered by ${THINK}), you MUST output your complete reasoning inside ${THINK}...${THINK_END} BEFORE any tool calls or final response.\n\n` +
+    `Otherwise, output directly after ${THINK_END} with tool calls or final response.\n\n` +
+    `### Available Tool Schemas\n\n${toolSchemas(tools)}\n\n` +
+    'You MUST strictly follow the above defined tool name and parameter schemas to invoke tool calls.\n'
+  );
 }
 
 /** The DSML block for an assistant turn's calls (empty without calls). */
@@ -181,17 +215,22 @@ export function encodeV32(turns: ChatTurn[], tools: readonly ToolSpec[], thinkin
         prompt += `${USER}${m.content}${ASSISTANT}${i === lastUser && thinking ? THINK : THINK_END}`;
         break;
       case 'assistant':
-        prompt += (thinking && i > lastUser ? (m.reasoning ?? '') + THINK_END : '')
-          + m.content + callsBlock(TAGS.v32, m.toolCalls) + DEEPSEEK_EOS;
+        prompt +=
+          (thinking && i > lastUser ? (m.reasoning ?? '') + THINK_END : '') +
+          m.content +
+          callsBlock(TAGS.v32, m.toolCalls) +
+          DEEPSEEK_EOS;
         break;
       case 'tool': {
         const owner = lastIndex(messages.slice(0, i), (x) => x.role !== 'tool');
-        const calls = messages[owner]?.role === 'assistant' ? messages[owner]!.toolCalls ?? [] : [];
+        const calls = messages[owner]?.role === 'assistant' ? (messages[owner]!.toolCalls ?? []) : [];
         const position = i - owner;
-        if (position > calls.length) throw new DialectError('a tool result has no matching call in the preceding assistant turn');
+        if (position > calls.length)
+          throw new DialectError('a tool result has no matching call in the preceding assistant turn');
         if (position === 1) prompt += '\n\n<function_results>';
         prompt += `\n<result>${m.content}</result>`;
-        if (position === calls.length) prompt += `\n</function_results>\n\n${i >= lastUser && thinking ? THINK : THINK_END}`;
+        if (position === calls.length)
+          prompt += `\n</function_results>\n\n${i >= lastUser && thinking ? THINK : THINK_END}`;
         break;
       }
     }
@@ -205,7 +244,7 @@ function mergeToolMessages(messages: Message[]): Message[] {
   for (const m of messages) {
     const last = merged[merged.length - 1];
     if (m.role === 'tool' || m.role === 'user') {
-      const block = { kind: m.role === 'tool' ? 'tool_result' as const : 'text' as const, text: m.content };
+      const block = { kind: m.role === 'tool' ? ('tool_result' as const) : ('text' as const), text: m.content };
       if (last?.role === 'user' && last.blocks) last.blocks.push(block);
       else merged.push({ role: 'user', content: m.content, blocks: [block] });
     } else {
@@ -216,7 +255,13 @@ function mergeToolMessages(messages: Message[]): Message[] {
 }
 
 /** deepseek_v4_encoding.py / deepseek_v41_encoding.py `encode_messages` with vLLM's wrappers. */
-export function encodeV4(version: 'v4' | 'v41', turns: ChatTurn[], tools: readonly ToolSpec[], thinking: boolean, effort?: 'max' | number): string {
+export function encodeV4(
+  version: 'v4' | 'v41',
+  turns: ChatTurn[],
+  tools: readonly ToolSpec[],
+  thinking: boolean,
+  effort?: 'max' | number,
+): string {
   const tags = TAGS[version];
   const messages = toMessages(turns);
   if (tools.length > 0) {
@@ -226,7 +271,8 @@ export function encodeV4(version: 'v4' | 'v41', turns: ChatTurn[], tools: readon
     else messages.unshift({ role: 'system', content: '', tools });
   }
   const all = mergeToolMessages(messages);
-  const isUserLike = (m: Message, i: number) => m.role === 'user' || (version === 'v41' && m.role === 'system' && i > 0);
+  const isUserLike = (m: Message, i: number) =>
+    m.role === 'user' || (version === 'v41' && m.role === 'system' && i > 0);
   const lastUser = lastIndex(all, isUserLike);
   // Past reasoning is dropped before the last user turn, except when tools are declared.
   const dropThinking = tools.length === 0;
@@ -248,11 +294,19 @@ export function encodeV4(version: 'v4' | 'v41', turns: ChatTurn[], tools: readon
         prompt += m.content + (m.tools ? `\n\n${v4ToolsText(tags, m.tools)}` : '');
         break;
       case 'user':
-        prompt += USER + (m.blocks ?? []).map((b) => (b.kind === 'text' ? b.text : `<tool_result>${b.text}</tool_result>`)).join('\n\n');
+        prompt +=
+          USER +
+          (m.blocks ?? [])
+            .map((b) => (b.kind === 'text' ? b.text : `<tool_result>${b.text}</tool_result>`))
+            .join('\n\n');
         break;
       case 'assistant': {
         const keep = !dropThinking || i > lastUser;
-        prompt += (thinking && keep ? (m.reasoning ?? '') + THINK_END : '') + m.content + callsBlock(tags, m.toolCalls) + DEEPSEEK_EOS;
+        prompt +=
+          (thinking && keep ? (m.reasoning ?? '') + THINK_END : '') +
+          m.content +
+          callsBlock(tags, m.toolCalls) +
+          DEEPSEEK_EOS;
         break;
       }
       case 'tool':
@@ -285,7 +339,8 @@ class DsmlParser extends StreamParser {
 
   constructor(tags: Tags, options: ParserOptions) {
     super(options.tools);
-    [this.blockOpen, this.blockClose, this.invokeOpen, this.invokeClose, this.paramOpen, this.paramClose] = dsmlTags(tags);
+    [this.blockOpen, this.blockClose, this.invokeOpen, this.invokeClose, this.paramOpen, this.paramClose] =
+      dsmlTags(tags);
     this.state = options.startInReasoning ? 'reasoning' : 'text';
     if (options.startInToolCall) {
       const name = options.startInToolCall.name;
@@ -300,13 +355,20 @@ class DsmlParser extends StreamParser {
 
   protected step(final: boolean): boolean {
     switch (this.state) {
-      case 'reasoning': return this.stepOutside(final, true);
-      case 'text': return this.stepOutside(final, false);
-      case 'block': return this.stepBlock(final);
-      case 'invokeHead': return this.stepInvokeHead(final);
-      case 'params': return this.stepParams(final);
-      case 'paramHead': return this.stepParamHead(final);
-      case 'value': return this.stepValue(final);
+      case 'reasoning':
+        return this.stepOutside(final, true);
+      case 'text':
+        return this.stepOutside(final, false);
+      case 'block':
+        return this.stepBlock(final);
+      case 'invokeHead':
+        return this.stepInvokeHead(final);
+      case 'params':
+        return this.stepParams(final);
+      case 'paramHead':
+        return this.stepParamHead(final);
+      case 'value':
+        return this.stepValue(final);
     }
   }
 

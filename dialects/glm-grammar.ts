@@ -44,7 +44,16 @@ export function glmOutputGrammar(options: GrammarOptions): Grammar {
 function callBody(rules: RuleSet, tool: ToolSpec, limits?: JsonLimits): Expr {
   const { entries, required } = toolParameters(tool);
   const args = entries.map(([key, schema]) => {
-    const arg = seq(special(KEY), text(key), special(KEY_END), NL, special(VALUE), argValue(rules, schema, tool.strict === true, limits), special(VALUE_END), NL);
+    const arg = seq(
+      special(KEY),
+      text(key),
+      special(KEY_END),
+      NL,
+      special(VALUE),
+      argValue(rules, schema, tool.strict === true, limits),
+      special(VALUE_END),
+      NL,
+    );
     return required.has(key) ? arg : opt(arg);
   });
   return seq(NL, ...args, special(CALL_END));
@@ -54,7 +63,8 @@ function callBody(rules: RuleSet, tool: ToolSpec, limits?: JsonLimits): Expr {
 function argValue(rules: RuleSet, schema: unknown, strict: boolean, limits?: JsonLimits): Expr {
   const s = (schema && typeof schema === 'object' ? schema : {}) as Record<string, unknown>;
   if (s.type === 'string') {
-    if (Array.isArray(s.enum) && s.enum.every((v) => typeof v === 'string' && v.trim() === v && v !== '')) return alt(...s.enum.map((v) => text(v as string)));
+    if (Array.isArray(s.enum) && s.enum.every((v) => typeof v === 'string' && v.trim() === v && v !== ''))
+      return alt(...s.enum.map((v) => text(v as string)));
     return rules.shared('glm.rawValue', () => avoid(...MARKERS));
   }
   return jsonSchemaValue(rules, strict ? s : typesOnly(s), limits);

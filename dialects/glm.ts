@@ -15,11 +15,26 @@ import type { ChatTemplate, TemplateMessage, TemplateTool } from '../checkpoint/
 import { argumentsObject, isStringOnly, parameterTypes, typeArgValue } from './arg-typing.ts';
 import {
   DialectError,
-  type ChatTurn, type Dialect, type ParserOptions, type ReasoningEffort,
-  type RenderOptions, type RenderedPrompt, type ThinkingSetting, type ToolSpec,
+  type ChatTurn,
+  type Dialect,
+  type ParserOptions,
+  type ReasoningEffort,
+  type RenderOptions,
+  type RenderedPrompt,
+  type ThinkingSetting,
+  type ToolSpec,
 } from './dialect.ts';
 import {
-  CALL, CALL_END, GLM_STOP_TOKENS, KEY, KEY_END, THINK, THINK_END, VALUE, VALUE_END, glmOutputGrammar,
+  CALL,
+  CALL_END,
+  GLM_STOP_TOKENS,
+  KEY,
+  KEY_END,
+  THINK,
+  THINK_END,
+  VALUE,
+  VALUE_END,
+  glmOutputGrammar,
 } from './glm-grammar.ts';
 import { JsonArgsWriter, StreamParser, TrimmedChannel } from './stream-parser.ts';
 import { orderToolResults } from './tool-results.ts';
@@ -45,7 +60,12 @@ function glmThinking(effort: ReasoningEffort | null | undefined): ThinkingSettin
   return { thinking: effort !== 'none' };
 }
 
-function renderGlm(variant: GlmVariant, template: ChatTemplate, turns: ChatTurn[], options: RenderOptions): RenderedPrompt {
+function renderGlm(
+  variant: GlmVariant,
+  template: ChatTemplate,
+  turns: ChatTurn[],
+  options: RenderOptions,
+): RenderedPrompt {
   const tools = options.tools ?? [];
   const forced = options.forcedTool;
   const forcedName = typeof forced === 'object' ? forced.name : undefined;
@@ -74,7 +94,10 @@ function renderGlm(variant: GlmVariant, template: ChatTemplate, turns: ChatTurn[
 
 export function templateTool(tool: ToolSpec): TemplateTool {
   const { name, description, parameters } = tool;
-  return { type: 'function', function: description !== undefined ? { name, description, parameters } : { name, parameters } };
+  return {
+    type: 'function',
+    function: description !== undefined ? { name, description, parameters } : { name, parameters },
+  };
 }
 
 /** A model-neutral turn as the message HF chat templates expect (shared by the Jinja-rendered dialects). */
@@ -131,13 +154,20 @@ class GlmParser extends StreamParser {
 
   protected step(final: boolean): boolean {
     switch (this.state) {
-      case 'text': return this.stepText(final);
-      case 'reasoning': return this.stepReasoning(final);
-      case 'name': return this.stepName(final);
-      case 'args': return this.stepArgs(final);
-      case 'key': return this.stepKey(final);
-      case 'afterKey': return this.stepAfterKey(final);
-      case 'value': return this.stepValue(final);
+      case 'text':
+        return this.stepText(final);
+      case 'reasoning':
+        return this.stepReasoning(final);
+      case 'name':
+        return this.stepName(final);
+      case 'args':
+        return this.stepArgs(final);
+      case 'key':
+        return this.stepKey(final);
+      case 'afterKey':
+        return this.stepAfterKey(final);
+      case 'value':
+        return this.stepValue(final);
     }
   }
 

@@ -29,7 +29,18 @@ function hermesMarkup(stops: readonly string[], hasCalls: boolean): DialectMarku
     thinkEnd: THINK_END,
     callOpen: CALL,
     markers: hasCalls ? [THINK, THINK_END, CALL, CALL_END, ...stops] : [THINK, THINK_END, ...stops],
-    call: (rules, tool, limits) => seq(NL, text('{"name":'), SPACE, text(JSON.stringify(tool.name)), text(','), SPACE, text('"arguments":'), SPACE, afterArgs(rules, tool, limits)),
+    call: (rules, tool, limits) =>
+      seq(
+        NL,
+        text('{"name":'),
+        SPACE,
+        text(JSON.stringify(tool.name)),
+        text(','),
+        SPACE,
+        text('"arguments":'),
+        SPACE,
+        afterArgs(rules, tool, limits),
+      ),
     afterName: afterArgs,
   };
 }

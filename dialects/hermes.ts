@@ -14,11 +14,24 @@ import type { ChatTemplate } from '../checkpoint/chat-template.ts';
 import { argumentsObject } from './arg-typing.ts';
 import {
   DialectError,
-  type ChatTurn, type Dialect, type ParserOptions, type ReasoningEffort, type RenderOptions,
-  type RenderedPrompt, type ThinkingSetting,
+  type ChatTurn,
+  type Dialect,
+  type ParserOptions,
+  type ReasoningEffort,
+  type RenderOptions,
+  type RenderedPrompt,
+  type ThinkingSetting,
 } from './dialect.ts';
 import { templateMessage, templateTool } from './glm.ts';
-import { CALL, CALL_END, QWEN_STOP_TOKENS, THINK, THINK_END, plainOutputGrammar, qwenOutputGrammar } from './hermes-grammar.ts';
+import {
+  CALL,
+  CALL_END,
+  QWEN_STOP_TOKENS,
+  THINK,
+  THINK_END,
+  plainOutputGrammar,
+  qwenOutputGrammar,
+} from './hermes-grammar.ts';
 import { StreamParser } from './stream-parser.ts';
 import { orderToolResults } from './tool-results.ts';
 
@@ -74,7 +87,8 @@ function renderQwen(template: ChatTemplate, turns: ChatTurn[], options: RenderOp
     addGenerationPrompt: true,
     kwargs: thinking ? {} : { enable_thinking: false },
   });
-  if (forced) text += `${CALL}\n${forcedName !== undefined ? `{"name": ${JSON.stringify(forcedName)}, "arguments": ` : ''}`;
+  if (forced)
+    text += `${CALL}\n${forcedName !== undefined ? `{"name": ${JSON.stringify(forcedName)}, "arguments": ` : ''}`;
   const parser: ParserOptions = { tools, startInReasoning: !forced && text.trimEnd().endsWith(THINK) };
   if (forced) parser.startInToolCall = forcedName !== undefined ? { name: forcedName } : {};
   return { text, parser };
@@ -98,7 +112,11 @@ class HermesParser extends StreamParser {
   private argsEnd = -1;
   private named = false;
 
-  constructor(options: ParserOptions, private readonly stops: string[], private readonly hasTools: boolean) {
+  constructor(
+    options: ParserOptions,
+    private readonly stops: string[],
+    private readonly hasTools: boolean,
+  ) {
     super(options.tools);
     this.state = options.startInReasoning ? 'reasoning' : 'text';
     if (options.startInToolCall) {
@@ -112,7 +130,11 @@ class HermesParser extends StreamParser {
     if (this.state === 'call') return this.stepCall(final);
     const reasoning = this.state === 'reasoning';
     const calls = this.hasTools ? [CALL] : [];
-    const markers = reasoning ? [THINK_END, ...calls, ...this.stops] : this.sawContent ? [...calls, ...this.stops] : [THINK, THINK_END, ...calls, ...this.stops];
+    const markers = reasoning
+      ? [THINK_END, ...calls, ...this.stops]
+      : this.sawContent
+        ? [...calls, ...this.stops]
+        : [THINK, THINK_END, ...calls, ...this.stops];
     const r = this.scanner.take(markers, final);
     if (!r) return false;
     const late = !reasoning && (r.marker === THINK || r.marker === THINK_END) && r.text.trim() !== '';
@@ -229,4 +251,3 @@ function argumentsText(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(argumentsObject(value));
   return JSON.stringify(value);
 }
-

@@ -41,7 +41,8 @@ export function outputGrammar(markup: DialectMarkup, options: GrammarOptions): G
   const tools = parser.tools;
   const free = rules.shared('free', () => avoid(...markup.markers));
   const open = markup.afterOpen ? seq(special(markup.callOpen), markup.afterOpen) : special(markup.callOpen);
-  const one = tools.length > 0 ? rules.define('call', alt(...tools.map((tool) => markup.call(rules, tool, limits)))) : undefined;
+  const one =
+    tools.length > 0 ? rules.define('call', alt(...tools.map((tool) => markup.call(rules, tool, limits)))) : undefined;
   const group = markup.group;
   // The rest of a call block after its first call (nothing when calls are not grouped).
   const blockTail = group && one ? seq(rep(seq(special(group.callBegin), one), 0, -1), special(group.end)) : text('');
@@ -50,7 +51,11 @@ export function outputGrammar(markup: DialectMarkup, options: GrammarOptions): G
 
   if (parser.startInToolCall) {
     const tool = tools.find((t) => t.name === parser.startInToolCall!.name);
-    const first = tool ? markup.afterName(rules, tool, limits) : group?.requiredOpensBlock && one ? seq(markup.afterOpen ?? text(''), special(group.callBegin), one) : one ?? text('');
+    const first = tool
+      ? markup.afterName(rules, tool, limits)
+      : group?.requiredOpensBlock && one
+        ? seq(markup.afterOpen ?? text(''), special(group.callBegin), one)
+        : (one ?? text(''));
     return rules.grammar(seq(first, blockTail, moreCalls, WS));
   }
 
@@ -70,7 +75,9 @@ export function outputGrammar(markup: DialectMarkup, options: GrammarOptions): G
   const closeThink = seq(special(markup.thinkEnd), WS, answer);
   const afterReasoning = callAnswer ? alt(closeThink, callAnswer) : closeThink;
   if (parser.startInReasoning) return rules.grammar(seq(free, afterReasoning));
-  return rules.grammar(alt(seq(WS, special(markup.think), free, afterReasoning), seq(WS, opt(special(markup.thinkEnd)), WS, answer)));
+  return rules.grammar(
+    alt(seq(WS, special(markup.think), free, afterReasoning), seq(WS, opt(special(markup.thinkEnd)), WS, answer)),
+  );
 }
 
 /** A non-strict parameter keeps only its declared types (array item types included). */
@@ -91,7 +98,9 @@ export function argumentsGrammar(rules: RuleSet, tool: ToolSpec, limits?: JsonLi
   const { entries, required } = toolParameters(tool);
   if (entries.length === 0) return text('{}');
   const schema = {
-    type: 'object', additionalProperties: false, required: [...required],
+    type: 'object',
+    additionalProperties: false,
+    required: [...required],
     properties: Object.fromEntries(entries.map(([key, s]) => [key, typesOnly((s ?? {}) as Record<string, unknown>)])),
   };
   return jsonSchemaValue(rules, schema, limits);
@@ -101,5 +110,8 @@ export function argumentsGrammar(rules: RuleSet, tool: ToolSpec, limits?: JsonLi
 export function toolParameters(tool: ToolSpec): { entries: Array<[string, unknown]>; required: Set<string> } {
   const props = tool.parameters.properties;
   const entries = props && typeof props === 'object' ? Object.entries(props as Record<string, unknown>) : [];
-  return { entries, required: new Set(Array.isArray(tool.parameters.required) ? (tool.parameters.required as string[]) : []) };
+  return {
+    entries,
+    required: new Set(Array.isArray(tool.parameters.required) ? (tool.parameters.required as string[]) : []),
+  };
 }

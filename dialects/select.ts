@@ -13,7 +13,16 @@ import { createDsmlDialect } from './dsml.ts';
 import { createGlmDialect } from './glm.ts';
 import { createPlainDialect, createQwenDialect } from './hermes.ts';
 
-export const DIALECT_NAMES = ['glm45', 'glm47', 'deepseek-v31', 'deepseek-v32', 'deepseek-v4', 'deepseek-v41', 'qwen3', 'plain'] as const;
+export const DIALECT_NAMES = [
+  'glm45',
+  'glm47',
+  'deepseek-v31',
+  'deepseek-v32',
+  'deepseek-v4',
+  'deepseek-v41',
+  'qwen3',
+  'plain',
+] as const;
 export type DialectName = (typeof DIALECT_NAMES)[number];
 
 export interface CheckpointInfo {
@@ -72,11 +81,15 @@ export function selectDialect(info: CheckpointInfo, override?: string): Dialect 
     throw new DialectError(`no dialect recognised for this checkpoint (set one of: ${DIALECT_NAMES.join(', ')})`);
   }
   switch (name) {
-    case 'deepseek-v32': return createDsmlDialect('v32');
-    case 'deepseek-v4': return createDsmlDialect('v4');
-    case 'deepseek-v41': return createDsmlDialect('v41');
+    case 'deepseek-v32':
+      return createDsmlDialect('v32');
+    case 'deepseek-v4':
+      return createDsmlDialect('v4');
+    case 'deepseek-v41':
+      return createDsmlDialect('v41');
     default: {
-      if (!info.chatTemplate) throw new DialectError(`dialect ${name} renders through the checkpoint's chat template, and it has none`);
+      if (!info.chatTemplate)
+        throw new DialectError(`dialect ${name} renders through the checkpoint's chat template, and it has none`);
       const template = new ChatTemplate(info.chatTemplate, info.specialTokens);
       if (name === 'deepseek-v31') return createDeepseekV31Dialect(template);
       if (name === 'qwen3') return createQwenDialect(template);
@@ -97,7 +110,8 @@ export async function loadDialect(dir: string, override?: string): Promise<Diale
     throw new DialectError(`${join(dir, 'config.json')} is not valid JSON: ${(err as Error).message}`);
   }
   const info: CheckpointInfo = { chatTemplate: template.source, specialTokens: template.specialTokens };
-  if (Array.isArray(config.architectures)) info.architectures = config.architectures.filter((a): a is string => typeof a === 'string');
+  if (Array.isArray(config.architectures))
+    info.architectures = config.architectures.filter((a): a is string => typeof a === 'string');
   if (typeof config.model_type === 'string') info.modelType = config.model_type;
   return selectDialect(info, override);
 }

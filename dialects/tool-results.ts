@@ -11,7 +11,7 @@ import type { ChatTurn } from './dialect.ts';
 export function orderToolResults(turns: readonly ChatTurn[]): ChatTurn[] {
   const out: ChatTurn[] = [];
   let order = new Map<string, number>();
-  for (let i = 0; i < turns.length; ) {
+  for (let i = 0; i < turns.length;) {
     const turn = turns[i]!;
     if (turn.role !== 'tool') {
       if (turn.role === 'assistant' && turn.toolCalls?.length) order = new Map(turn.toolCalls.map((c, k) => [c.id, k]));
@@ -21,7 +21,9 @@ export function orderToolResults(turns: readonly ChatTurn[]): ChatTurn[] {
     }
     let j = i;
     while (j < turns.length && turns[j]!.role === 'tool') j++;
-    const run = turns.slice(i, j).map((t, k) => ({ t, k, rank: order.get(t.toolCallId ?? '') ?? Number.MAX_SAFE_INTEGER }));
+    const run = turns
+      .slice(i, j)
+      .map((t, k) => ({ t, k, rank: order.get(t.toolCallId ?? '') ?? Number.MAX_SAFE_INTEGER }));
     run.sort((a, b) => a.rank - b.rank || a.k - b.k);
     out.push(...run.map((r) => r.t));
     i = j;

@@ -27,8 +27,7 @@ export interface GenerateRequest {
 }
 
 export type TokenEvent =
-  | { type: 'prefilled'; cachedTokens: number }
-  | { type: 'token'; id: number; logits?: Float32Array };
+  { type: 'prefilled'; cachedTokens: number } | { type: 'token'; id: number; logits?: Float32Array };
 
 export interface FinishInfo {
   reason: FinishReason;
@@ -84,12 +83,24 @@ export interface Engine {
 }
 
 export type EngineErrorCode =
-  | 'invalid_arg' | 'io' | 'bad_checkpoint' | 'unsupported' | 'context_overflow'
-  | 'out_of_memory' | 'unknown_seq' | 'backend' | 'internal' | 'abi_mismatch' | 'closed';
+  | 'invalid_arg'
+  | 'io'
+  | 'bad_checkpoint'
+  | 'unsupported'
+  | 'context_overflow'
+  | 'out_of_memory'
+  | 'unknown_seq'
+  | 'backend'
+  | 'internal'
+  | 'abi_mismatch'
+  | 'closed';
 
 /** The one error type the engine boundary throws (made from C status codes in ffi.ts). */
 export class EngineError extends Error {
-  constructor(readonly code: EngineErrorCode, message: string) {
+  constructor(
+    readonly code: EngineErrorCode,
+    message: string,
+  ) {
     super(message);
     this.name = 'EngineError';
   }

@@ -17,27 +17,77 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
   ABI_VERSION: 2,
-  STATUS_OK: 0, STATUS_NO_KV_SPACE: 1, STATUS_INVALID_ARG: -1, STATUS_IO: -2, STATUS_BAD_CHECKPOINT: -3,
-  STATUS_UNSUPPORTED: -4, STATUS_CONTEXT_OVERFLOW: -5, STATUS_OUT_OF_MEMORY: -6, STATUS_UNKNOWN_SEQ: -7,
-  STATUS_BACKEND: -8, STATUS_INTERNAL: -9,
-  PARAM_BACKEND: 0, PARAM_N_THREADS: 1, PARAM_BLOCK_SIZE: 2, PARAM_N_BLOCKS: 3, PARAM_KV_BYTES: 4,
-  PARAM_MAX_BATCH: 5, PARAM_PREFILL_CHUNK: 6, PARAM_N_CTX: 7, PARAM_COUNT: 8,
-  INFO_N_VOCAB: 0, INFO_N_CTX: 1, INFO_N_LAYER: 2, INFO_N_EMBD: 3, INFO_N_HEAD: 4, INFO_N_HEAD_KV: 5,
-  INFO_HEAD_DIM: 6, INFO_BLOCK_SIZE: 7, INFO_N_BLOCKS: 8, INFO_BACKEND: 9, INFO_ARCH: 10, INFO_N_PARAMS: 11,
-  INFO_WEIGHT_BYTES: 12, INFO_SIMD: 13, INFO_COUNT: 14,
-  STAT_BLOCKS_TOTAL: 0, STAT_BLOCKS_FREE: 1, STAT_BLOCKS_CACHED: 2, STAT_SEQS_WAITING: 3, STAT_SEQS_RUNNING: 4,
-  STAT_STEPS: 5, STAT_PREFILL_TOKENS: 6, STAT_CACHED_TOKENS: 7, STAT_DECODE_TOKENS: 8, STAT_PREEMPTIONS: 9,
+  STATUS_OK: 0,
+  STATUS_NO_KV_SPACE: 1,
+  STATUS_INVALID_ARG: -1,
+  STATUS_IO: -2,
+  STATUS_BAD_CHECKPOINT: -3,
+  STATUS_UNSUPPORTED: -4,
+  STATUS_CONTEXT_OVERFLOW: -5,
+  STATUS_OUT_OF_MEMORY: -6,
+  STATUS_UNKNOWN_SEQ: -7,
+  STATUS_BACKEND: -8,
+  STATUS_INTERNAL: -9,
+  PARAM_BACKEND: 0,
+  PARAM_N_THREADS: 1,
+  PARAM_BLOCK_SIZE: 2,
+  PARAM_N_BLOCKS: 3,
+  PARAM_KV_BYTES: 4,
+  PARAM_MAX_BATCH: 5,
+  PARAM_PREFILL_CHUNK: 6,
+  PARAM_N_CTX: 7,
+  PARAM_COUNT: 8,
+  INFO_N_VOCAB: 0,
+  INFO_N_CTX: 1,
+  INFO_N_LAYER: 2,
+  INFO_N_EMBD: 3,
+  INFO_N_HEAD: 4,
+  INFO_N_HEAD_KV: 5,
+  INFO_HEAD_DIM: 6,
+  INFO_BLOCK_SIZE: 7,
+  INFO_N_BLOCKS: 8,
+  INFO_BACKEND: 9,
+  INFO_ARCH: 10,
+  INFO_N_PARAMS: 11,
+  INFO_WEIGHT_BYTES: 12,
+  INFO_SIMD: 13,
+  INFO_COUNT: 14,
+  STAT_BLOCKS_TOTAL: 0,
+  STAT_BLOCKS_FREE: 1,
+  STAT_BLOCKS_CACHED: 2,
+  STAT_SEQS_WAITING: 3,
+  STAT_SEQS_RUNNING: 4,
+  STAT_STEPS: 5,
+  STAT_PREFILL_TOKENS: 6,
+  STAT_CACHED_TOKENS: 7,
+  STAT_DECODE_TOKENS: 8,
+  STAT_PREEMPTIONS: 9,
   STAT_COUNT: 10,
-  EVENT_PREFILLED: 1, EVENT_TOKEN: 2, EVENT_FINISH: 3,
-  FINISH_STOP: 1, FINISH_LENGTH: 2, FINISH_CANCELLED: 3, FINISH_ERROR: 4,
+  EVENT_PREFILLED: 1,
+  EVENT_TOKEN: 2,
+  EVENT_FINISH: 3,
+  FINISH_STOP: 1,
+  FINISH_LENGTH: 2,
+  FINISH_CANCELLED: 3,
+  FINISH_ERROR: 4,
   EVENT_INTS: 4,
   SEQ_KEEP_LOGITS: 1,
 } as const;
 
 /** The exported functions of engine.h, in header order. */
 export const ENG_FUNCTIONS = [
-  'eng_abi_version', 'eng_status_str', 'eng_last_error', 'eng_ctx_create', 'eng_ctx_free', 'eng_ctx_info',
-  'eng_ctx_stats', 'eng_seq_add', 'eng_seq_cancel', 'eng_seq_logits', 'eng_seq_mask', 'eng_step',
+  'eng_abi_version',
+  'eng_status_str',
+  'eng_last_error',
+  'eng_ctx_create',
+  'eng_ctx_free',
+  'eng_ctx_info',
+  'eng_ctx_stats',
+  'eng_seq_add',
+  'eng_seq_cancel',
+  'eng_seq_logits',
+  'eng_seq_mask',
+  'eng_step',
 ] as const;
 
 const STATUS_CODES: Record<number, EngineErrorCode> = {
@@ -84,8 +134,17 @@ interface Symbols {
   eng_ctx_info(ctx: CtxHandle, out: BigInt64Array, cap: number): number;
   eng_ctx_stats(ctx: CtxHandle, out: BigInt64Array, cap: number): number;
   eng_seq_add(
-    ctx: CtxHandle, tokens: Int32Array, nTokens: number, stopIds: Int32Array, nStop: number, maxTokens: number,
-    temperature: number, topP: number, seed: bigint, flags: number, outSeqId: Int32Array,
+    ctx: CtxHandle,
+    tokens: Int32Array,
+    nTokens: number,
+    stopIds: Int32Array,
+    nStop: number,
+    maxTokens: number,
+    temperature: number,
+    topP: number,
+    seed: bigint,
+    flags: number,
+    outSeqId: Int32Array,
   ): number;
   eng_seq_cancel(ctx: CtxHandle, seqId: number): number;
   eng_seq_logits(ctx: CtxHandle, seqId: number, out: Float32Array, cap: number): number;
@@ -172,7 +231,9 @@ async function bindKoffi(path: string): Promise<Symbols> {
     ) as Symbols['eng_ctx_create'],
     eng_ctx_free: f('void eng_ctx_free(eng_ctx *ctx)') as Symbols['eng_ctx_free'],
     eng_ctx_info: f('int32_t eng_ctx_info(const eng_ctx *ctx, int64_t *out, int32_t cap)') as Symbols['eng_ctx_info'],
-    eng_ctx_stats: f('int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap)') as Symbols['eng_ctx_stats'],
+    eng_ctx_stats: f(
+      'int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap)',
+    ) as Symbols['eng_ctx_stats'],
     eng_seq_add: f(
       'int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids, ' +
         'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags, ' +
@@ -202,7 +263,10 @@ export class NativeLib {
   /** Loads and binds the library and checks its ABI version. Throws EngineError('io' | 'abi_mismatch'). */
   static async open(path: string = defaultLibraryPath()): Promise<NativeLib> {
     if (!existsSync(path)) {
-      throw new EngineError('io', `engine library not found at ${path} (run npm run engine:build or set MAYA_ENGINE_LIB)`);
+      throw new EngineError(
+        'io',
+        `engine library not found at ${path} (run npm run engine:build or set MAYA_ENGINE_LIB)`,
+      );
     }
     let version: number;
     let sym: Symbols;
@@ -224,7 +288,9 @@ export class NativeLib {
 
   /** Names of the bound C functions (the contract test compares them with engine.h). */
   get functions(): string[] {
-    return Object.keys(this.sym).filter((name) => typeof (this.sym as unknown as Record<string, unknown>)[name] === 'function');
+    return Object.keys(this.sym).filter(
+      (name) => typeof (this.sym as unknown as Record<string, unknown>)[name] === 'function',
+    );
   }
 
   abiVersion(): number {
@@ -317,8 +383,17 @@ export class NativeContext {
     const stop = Int32Array.from(args.stopIds ?? []);
     const seed = BigInt.asUintN(64, BigInt(args.seed ?? 0));
     const status = this.sym.eng_seq_add(
-      this.ctx, tokens, tokens.length, stop.length > 0 ? stop : new Int32Array(1), stop.length, args.maxTokens,
-      args.temperature ?? 0, args.topP ?? 1, seed, args.flags ?? 0, this.seqIdOut,
+      this.ctx,
+      tokens,
+      tokens.length,
+      stop.length > 0 ? stop : new Int32Array(1),
+      stop.length,
+      args.maxTokens,
+      args.temperature ?? 0,
+      args.topP ?? 1,
+      seed,
+      args.flags ?? 0,
+      this.seqIdOut,
     );
     this.lib.check(status, 'eng_seq_add');
     return this.seqIdOut[0] ?? -1;

@@ -91,7 +91,11 @@ function startWorker(init: WorkerInit): Worker {
   const url = new URL('./engine-worker.ts', import.meta.url);
   if (isBun || !url.pathname.endsWith('.ts')) return new Worker(url, { workerData: init });
   // tsx's ESM API entry sits beside the CommonJS one that require.resolve finds.
-  const tsxApi = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  const tsxApi = pathToFileURL(
+    createRequire(import.meta.url)
+      .resolve('tsx/esm/api')
+      .replace(/\.cjs$/, '.mjs'),
+  ).href;
   const code =
     `import(${JSON.stringify(tsxApi)}).then(({ tsImport }) => ` +
     `tsImport(${JSON.stringify(url.href)}, ${JSON.stringify(import.meta.url)}))`;
@@ -100,7 +104,10 @@ function startWorker(init: WorkerInit): Worker {
 
 export class NativeEngine implements Engine {
   private readonly seqs = new Map<number, SeqState>();
-  private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (e: Error) => void; state?: SeqState }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (value: unknown) => void; reject: (e: Error) => void; state?: SeqState }
+  >();
   private nextReqId = 1;
   private closed = false;
   private closing: Promise<void> | null = null;
@@ -172,23 +179,29 @@ export class NativeEngine implements Engine {
     this.validate(request);
     const signal = options.signal;
     if (signal?.aborted) {
-      return { reason: 'cancelled', usage: { inputTokens: request.promptIds.length, cachedTokens: 0, outputTokens: 0 } };
+      return {
+        reason: 'cancelled',
+        usage: { inputTokens: request.promptIds.length, cachedTokens: 0, outputTokens: 0 },
+      };
     }
     const state: SeqState = { queue: [], cachedTokens: 0, outputTokens: 0, wake: null };
-    const seqId = (await this.request({
-      op: 'add',
-      reqId: 0,
-      args: {
-        tokens: request.promptIds,
-        stopIds: request.stopIds,
-        maxTokens: request.maxTokens,
-        temperature: request.temperature ?? 0,
-        topP: request.topP ?? 1,
-        seed: request.seed ?? 0,
-        flags: request.keepLogits ? ENG.SEQ_KEEP_LOGITS : 0,
+    const seqId = (await this.request(
+      {
+        op: 'add',
+        reqId: 0,
+        args: {
+          tokens: request.promptIds,
+          stopIds: request.stopIds,
+          maxTokens: request.maxTokens,
+          temperature: request.temperature ?? 0,
+          topP: request.topP ?? 1,
+          seed: request.seed ?? 0,
+          flags: request.keepLogits ? ENG.SEQ_KEEP_LOGITS : 0,
+        },
+        ...(request.constraint ? { constraint: request.constraint } : {}),
       },
-      ...(request.constraint ? { constraint: request.constraint } : {}),
-    }, state)) as number;
+      state,
+    )) as number;
     let aborted = false;
     const onAbort = () => {
       aborted = true;
@@ -205,7 +218,11 @@ export class NativeEngine implements Engine {
         }
         if (state.finish) {
           const reason = aborted && state.finish.reason !== 'error' ? 'cancelled' : state.finish.reason;
-          const usage = { inputTokens: request.promptIds.length, cachedTokens: state.cachedTokens, outputTokens: state.outputTokens };
+          const usage = {
+            inputTokens: request.promptIds.length,
+            cachedTokens: state.cachedTokens,
+            outputTokens: state.outputTokens,
+          };
           return state.finish.error !== undefined ? { reason, usage, error: state.finish.error } : { reason, usage };
         }
         await new Promise<void>((resolve) => (state.wake = resolve));
@@ -297,7 +314,11 @@ export class NativeEngine implements Engine {
         state.queue.push(l ? { type: 'token', id, logits: l } : { type: 'token', id });
       } else if (kind === ENG.EVENT_FINISH) {
         const reason = FINISH_REASONS[events[o + 3] ?? 0] ?? 'error';
-        this.finishSeq(seqId, reason, reason === 'error' ? 'the engine reported an error for this sequence' : undefined);
+        this.finishSeq(
+          seqId,
+          reason,
+          reason === 'error' ? 'the engine reported an error for this sequence' : undefined,
+        );
         continue;
       }
       state.wake?.();

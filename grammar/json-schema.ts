@@ -51,9 +51,28 @@ function stringChar(rules: RuleSet): Expr {
       seq(bytes([0xf0, 0xf0]), bytes([0x90, 0xbf]), c, c),
       seq(bytes([0xf1, 0xf3]), c, c, c),
       seq(bytes([0xf4, 0xf4]), bytes([0x80, 0x8f]), c, c),
-      seq(text('\\'), alt(bytes([0x22, 0x22], [0x5c, 0x5c], [0x2f, 0x2f], [0x62, 0x62], [0x66, 0x66], [0x6e, 0x6e], [0x72, 0x72], [0x74, 0x74]),
-        seq(text('u'), alt(seq(bytes([0x30, 0x39], [0x61, 0x63], [0x41, 0x43], [0x65, 0x66], [0x45, 0x46]), hex, hex, hex),
-          seq(bytes([0x64, 0x64], [0x44, 0x44]), bytes([0x30, 0x37]), hex, hex))))),
+      seq(
+        text('\\'),
+        alt(
+          bytes(
+            [0x22, 0x22],
+            [0x5c, 0x5c],
+            [0x2f, 0x2f],
+            [0x62, 0x62],
+            [0x66, 0x66],
+            [0x6e, 0x6e],
+            [0x72, 0x72],
+            [0x74, 0x74],
+          ),
+          seq(
+            text('u'),
+            alt(
+              seq(bytes([0x30, 0x39], [0x61, 0x63], [0x41, 0x43], [0x65, 0x66], [0x45, 0x46]), hex, hex, hex),
+              seq(bytes([0x64, 0x64], [0x44, 0x44]), bytes([0x30, 0x37]), hex, hex),
+            ),
+          ),
+        ),
+      ),
     );
   });
 }
@@ -65,7 +84,8 @@ export function jsonString(rules: RuleSet, minLength = 0, maxLength = -1, limits
   const min = Math.min(minLength, LENGTH_CAP);
   const given = maxLength < 0 && limits.maxStringLength > 0 ? limits.maxStringLength : maxLength;
   const max = given < 0 || given > LENGTH_CAP ? -1 : Math.max(given, min);
-  if (min === 0 && max < 0) return rules.shared('json.string', () => seq(text('"'), rep(stringChar(rules), 0, -1), text('"')));
+  if (min === 0 && max < 0)
+    return rules.shared('json.string', () => seq(text('"'), rep(stringChar(rules), 0, -1), text('"')));
   return seq(text('"'), rep(stringChar(rules), min, max), text('"'));
 }
 
@@ -93,17 +113,38 @@ function bound(inclusive: unknown, exclusive: unknown, dir: 1 | -1): number | un
 }
 
 function jsonNumber(schema: Schema): Expr {
-  const lo = typeof schema.minimum === 'number' ? schema.minimum : typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum : undefined;
-  const hi = typeof schema.maximum === 'number' ? schema.maximum : typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum : undefined;
+  const lo =
+    typeof schema.minimum === 'number'
+      ? schema.minimum
+      : typeof schema.exclusiveMinimum === 'number'
+        ? schema.exclusiveMinimum
+        : undefined;
+  const hi =
+    typeof schema.maximum === 'number'
+      ? schema.maximum
+      : typeof schema.exclusiveMaximum === 'number'
+        ? schema.exclusiveMaximum
+        : undefined;
   const magnitude = seq(alt(text('0'), seq(NONZERO, rep(DIGIT, 0, 15))), opt(seq(text('.'), rep(DIGIT, 1, 16))));
   if (lo !== undefined && lo >= 0) return magnitude;
-  if (hi !== undefined && hi <= 0 && !(hi === 0 && typeof schema.maximum === 'number')) return seq(text('-'), magnitude);
+  if (hi !== undefined && hi <= 0 && !(hi === 0 && typeof schema.maximum === 'number'))
+    return seq(text('-'), magnitude);
   return seq(opt(text('-')), magnitude);
 }
 
 /** Any JSON value (recursive). */
 export function anyJson(rules: RuleSet): Expr {
-  return rules.shared('json.any', () => alt(anyObject(rules), anyArray(rules), jsonString(rules), jsonNumber({}), text('true'), text('false'), text('null')));
+  return rules.shared('json.any', () =>
+    alt(
+      anyObject(rules),
+      anyArray(rules),
+      jsonString(rules),
+      jsonNumber({}),
+      text('true'),
+      text('false'),
+      text('null'),
+    ),
+  );
 }
 
 export function anyObject(rules: RuleSet): Expr {
@@ -115,7 +156,9 @@ export function anyObject(rules: RuleSet): Expr {
 }
 
 function anyArray(rules: RuleSet): Expr {
-  return rules.shared('json.anyArray', () => seq(text('['), opt(seq(ref('json.any'), rep(seq(COMMA, ref('json.any')), 0, -1))), text(']')));
+  return rules.shared('json.anyArray', () =>
+    seq(text('['), opt(seq(ref('json.any'), rep(seq(COMMA, ref('json.any')), 0, -1))), text(']')),
+  );
 }
 
 function typesOf(schema: Schema): string[] | undefined {
@@ -143,14 +186,22 @@ export function jsonSchemaValue(rules: RuleSet, schema: unknown, limits: JsonLim
 
 function typed(rules: RuleSet, s: Schema, type: string, limits: JsonLimits): Expr {
   switch (type) {
-    case 'string': return jsonString(rules, num(s.minLength, 0), num(s.maxLength, -1), limits);
-    case 'integer': return jsonInteger(s);
-    case 'number': return jsonNumber(s);
-    case 'boolean': return alt(text('true'), text('false'));
-    case 'null': return text('null');
-    case 'array': return jsonArray(rules, s, limits);
-    case 'object': return jsonObject(rules, s, limits);
-    default: return anyJson(rules);
+    case 'string':
+      return jsonString(rules, num(s.minLength, 0), num(s.maxLength, -1), limits);
+    case 'integer':
+      return jsonInteger(s);
+    case 'number':
+      return jsonNumber(s);
+    case 'boolean':
+      return alt(text('true'), text('false'));
+    case 'null':
+      return text('null');
+    case 'array':
+      return jsonArray(rules, s, limits);
+    case 'object':
+      return jsonObject(rules, s, limits);
+    default:
+      return anyJson(rules);
   }
 }
 

@@ -13,7 +13,12 @@
  */
 import type { Expr, Grammar } from './grammar.ts';
 
-const BYTE = 0, EPS = 1, CALL = 2, RET = 3, SPECIAL = 4, ACCEPT = 5;
+const BYTE = 0,
+  EPS = 1,
+  CALL = 2,
+  RET = 3,
+  SPECIAL = 4,
+  ACCEPT = 5;
 const UNKNOWN = -1;
 export const DEAD = -2;
 
@@ -57,14 +62,19 @@ export class CompiledGrammar {
    * matched as text. maxTokenBytes: the longest token; a bounded repetition with more items left
    * than that behaves the same for every token, so such positions share one mask.
    */
-  constructor(readonly grammar: Grammar, readonly specialIds: ReadonlyMap<string, number>, maxTokenBytes = Infinity) {
+  constructor(
+    readonly grammar: Grammar,
+    readonly specialIds: ReadonlyMap<string, number>,
+    maxTokenBytes = Infinity,
+  ) {
     const accept = this.add({ kind: ACCEPT });
     this.start = this.compile(grammar.root, accept);
     if (Number.isFinite(maxTokenBytes)) {
       // A token of at most maxTokenBytes bytes completes at most that many items, so a position
       // with more items left accepts exactly the tokens the unbounded repetition accepts.
       const keep = maxTokenBytes + 1;
-      for (const { nodes, shadow } of this.chains) for (let r = keep; r <= nodes.length; r++) this.canon.set(nodes[r - 1]!, shadow);
+      for (const { nodes, shadow } of this.chains)
+        for (let r = keep; r <= nodes.length; r++) this.canon.set(nodes[r - 1]!, shadow);
     }
   }
 
@@ -93,21 +103,27 @@ export class CompiledGrammar {
 
   private compile(e: Expr, k: number): number {
     switch (e.k) {
-      case 'text': return this.bytesNode(encoder.encode(e.v), k);
+      case 'text':
+        return this.bytesNode(encoder.encode(e.v), k);
       case 'bytes': {
         const edges: number[] = [];
         for (let i = 0; i < e.ranges.length; i += 2) edges.push(e.ranges[i]!, e.ranges[i + 1]!, k);
         return this.add({ kind: BYTE, edges });
       }
-      case 'seq': return e.items.reduceRight((next, item) => this.compile(item, next), k);
-      case 'alt': return this.add({ kind: EPS, next: e.items.map((item) => this.compile(item, k)) });
-      case 'rep': return this.compileRep(e.item, e.min, e.max, k);
-      case 'ref': return this.add({ kind: CALL, rule: this.entry(e.name), ret: k });
+      case 'seq':
+        return e.items.reduceRight((next, item) => this.compile(item, next), k);
+      case 'alt':
+        return this.add({ kind: EPS, next: e.items.map((item) => this.compile(item, k)) });
+      case 'rep':
+        return this.compileRep(e.item, e.min, e.max, k);
+      case 'ref':
+        return this.add({ kind: CALL, rule: this.entry(e.name), ret: k });
       case 'special': {
         const id = this.specialIds.get(e.v);
         return id === undefined ? this.bytesNode(encoder.encode(e.v), k) : this.add({ kind: SPECIAL, id, ret: k });
       }
-      case 'avoid': return this.compileAvoid(e.markers, k);
+      case 'avoid':
+        return this.compileAvoid(e.markers, k);
     }
   }
 
@@ -244,10 +260,20 @@ export class GrammarRun {
       const node = nodes[this.frameNode[f]!]!;
       const parent = this.frameParent[f]!;
       switch (node.kind) {
-        case BYTE: case SPECIAL: case ACCEPT: leaves.add(f); break;
-        case EPS: for (const n of node.next!) stack.push(this.frame(n, parent)); break;
-        case CALL: stack.push(this.frame(node.rule!, this.frame(node.ret!, parent))); break;
-        case RET: if (parent >= 0) stack.push(parent); break;
+        case BYTE:
+        case SPECIAL:
+        case ACCEPT:
+          leaves.add(f);
+          break;
+        case EPS:
+          for (const n of node.next!) stack.push(this.frame(n, parent));
+          break;
+        case CALL:
+          stack.push(this.frame(node.rule!, this.frame(node.ret!, parent)));
+          break;
+        case RET:
+          if (parent >= 0) stack.push(parent);
+          break;
       }
     }
     const out = Int32Array.from([...leaves].sort((a, b) => a - b));

@@ -38,7 +38,9 @@ export class TokenTrie {
     this.numWords = (vocab.size + 31) >>> 5;
     // Sort ids by bytes; a trie node is then a run of equal prefixes (built without per-node maps).
     const ids: number[] = [];
-    vocab.tokens.forEach((b, id) => { if (b && b.length > 0) ids.push(id); });
+    vocab.tokens.forEach((b, id) => {
+      if (b && b.length > 0) ids.push(id);
+    });
     const tok = vocab.tokens as Uint8Array[];
     this.maxTokenBytes = ids.reduce((m, id) => Math.max(m, tok[id]!.length), 0);
     ids.sort((a, b) => compareBytes(tok[a]!, tok[b]!));
@@ -149,7 +151,11 @@ export class MaskBuilder {
   private stackNode = new Int32Array(1024);
   private stackState = new Int32Array(1024);
 
-  constructor(readonly run: GrammarRun, readonly trie: TokenTrie, readonly stopIds: readonly number[]) {}
+  constructor(
+    readonly run: GrammarRun,
+    readonly trie: TokenTrie,
+    readonly stopIds: readonly number[],
+  ) {}
 
   /** The mask of a live state, or null when it allows nothing (cached; do not modify it). */
   mask(state: number): Uint32Array | null {
@@ -290,7 +296,11 @@ export class TokenMatcher {
     if (this.state < 0) return false;
     const bytes = trie.vocab.tokens[id];
     const isSpecial = run.states[this.state]!.specials.includes(id);
-    const next = isSpecial ? run.stepSpecial(this.state, id) : bytes && bytes.length > 0 ? run.stepBytes(this.state, bytes) : DEAD;
+    const next = isSpecial
+      ? run.stepSpecial(this.state, id)
+      : bytes && bytes.length > 0
+        ? run.stepBytes(this.state, bytes)
+        : DEAD;
     this.state = next;
     return next !== DEAD;
   }

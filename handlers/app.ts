@@ -37,7 +37,12 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestS
   for (const id of ids) {
     const { method, koaPath } = operations[id];
     const handler = options.handlers?.[id] ?? defaultHandlers[id];
-    router.register(koaPath, [method.toUpperCase()], operationMiddleware(id, validators.get(id)!, handler, deps, authenticator), { name: id });
+    router.register(
+      koaPath,
+      [method.toUpperCase()],
+      operationMiddleware(id, validators.get(id)!, handler, deps, authenticator),
+      { name: id },
+    );
   }
   // Errors Koa sees after the middleware returned (a streamed body failing, a client reset).
   app.on('error', (err: unknown) => deps.logger.warn('response stream error', { error: errorSummary(err) }));
@@ -63,7 +68,11 @@ function errorMiddleware(deps: AppDeps, metrics: HttpMetrics): Koa.Middleware<Re
     const observe = () => {
       if (isObserved) return;
       isObserved = true;
-      metrics.observe(ctx.state.operationId ?? 'unmatched', ctx.res.statusCode, Number(process.hrtime.bigint() - started) / 1e9);
+      metrics.observe(
+        ctx.state.operationId ?? 'unmatched',
+        ctx.res.statusCode,
+        Number(process.hrtime.bigint() - started) / 1e9,
+      );
     };
     ctx.res.once('finish', observe);
     ctx.res.once('close', observe);
@@ -104,7 +113,8 @@ function operationMiddleware(
     ctx.state.params = validator.params((ctx as unknown as { params: Record<string, string> }).params ?? {});
     if (validator.hasBody) {
       const body = await readJsonBody(ctx as unknown as Koa.Context, deps.server.maxBodyBytes);
-      if (body === undefined && validator.isBodyRequired) throw badRequest(null, 'The request body must be a JSON object.', 'invalid_type');
+      if (body === undefined && validator.isBodyRequired)
+        throw badRequest(null, 'The request body must be a JSON object.', 'invalid_type');
       const value = body ?? {};
       const rejection = findRejection(rejections, value);
       if (rejection !== undefined) throw rejection;

@@ -53,7 +53,9 @@ export function createAuthenticator(keys: readonly string[]): Authenticator {
       if (digests.length === 0) return ANONYMOUS_SCOPE;
       const key = presentedKey(headers);
       if (key === undefined) {
-        throw unauthorized("You didn't provide an API key. Send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'.");
+        throw unauthorized(
+          "You didn't provide an API key. Send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'.",
+        );
       }
       const presented = digest(key);
       let isMatch = false;

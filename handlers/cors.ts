@@ -10,10 +10,25 @@ import type Koa from 'koa';
 const ALLOWED_METHODS = 'GET, POST, DELETE, OPTIONS';
 /** What browsers running the openai SDK send: its x-stainless-* and openai-* headers included. */
 const ALLOWED_HEADERS = [
-  'authorization', 'content-type', 'x-api-key', 'accept', 'idempotency-key', 'openai-organization', 'openai-project',
-  'openai-beta', 'x-stainless-arch', 'x-stainless-lang', 'x-stainless-os', 'x-stainless-package-version',
-  'x-stainless-retry-count', 'x-stainless-runtime', 'x-stainless-runtime-version', 'x-stainless-timeout',
-  'x-stainless-helper-method', 'x-stainless-poll-helper', 'x-stainless-custom-poll-interval',
+  'authorization',
+  'content-type',
+  'x-api-key',
+  'accept',
+  'idempotency-key',
+  'openai-organization',
+  'openai-project',
+  'openai-beta',
+  'x-stainless-arch',
+  'x-stainless-lang',
+  'x-stainless-os',
+  'x-stainless-package-version',
+  'x-stainless-retry-count',
+  'x-stainless-runtime',
+  'x-stainless-runtime-version',
+  'x-stainless-timeout',
+  'x-stainless-helper-method',
+  'x-stainless-poll-helper',
+  'x-stainless-custom-poll-interval',
 ];
 const ALLOWED_HEADER_SET = new Set(ALLOWED_HEADERS);
 const EXPOSED_HEADERS = 'x-request-id, retry-after';

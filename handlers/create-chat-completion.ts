@@ -23,14 +23,22 @@ function finishReason(response: ResponseObject): 'stop' | 'length' | 'tool_calls
 function usage(response: ResponseObject) {
   const u = response.usage!;
   return {
-    prompt_tokens: u.input_tokens, completion_tokens: u.output_tokens, total_tokens: u.total_tokens,
+    prompt_tokens: u.input_tokens,
+    completion_tokens: u.output_tokens,
+    total_tokens: u.total_tokens,
     prompt_tokens_details: { cached_tokens: u.input_tokens_details.cached_tokens },
     completion_tokens_details: { reasoning_tokens: u.output_tokens_details.reasoning_tokens },
   };
 }
 
 function failure(response: ResponseObject): ApiError {
-  return new ApiError(500, response.error?.message ?? 'Generation failed.', 'server_error', response.error?.code ?? 'server_error', null);
+  return new ApiError(
+    500,
+    response.error?.message ?? 'Generation failed.',
+    'server_error',
+    response.error?.code ?? 'server_error',
+    null,
+  );
 }
 
 function message(response: ResponseObject) {
@@ -43,30 +51,56 @@ function message(response: ResponseObject) {
     else calls.push(item);
   }
   return {
-    role: 'assistant', content: calls.length > 0 && content === '' ? null : content, refusal: null,
+    role: 'assistant',
+    content: calls.length > 0 && content === '' ? null : content,
+    refusal: null,
     ...(reasoning ? { reasoning_content: reasoning } : {}),
-    ...(calls.length > 0 ? { tool_calls: calls.map((call) => ({ id: call.call_id, type: 'function', function: { name: call.name, arguments: call.arguments } })) } : {}),
+    ...(calls.length > 0
+      ? {
+          tool_calls: calls.map((call) => ({
+            id: call.call_id,
+            type: 'function',
+            function: { name: call.name, arguments: call.arguments },
+          })),
+        }
+      : {}),
   };
 }
 
 /** One Responses stream event → the chat delta it carries, if any. */
 function delta(event: StreamEvent, callIndex: Map<string, number>): Chunk | undefined {
   switch (event.type) {
-    case 'response.output_text.delta': return { content: event.delta };
-    case 'response.reasoning_text.delta': return { reasoning_content: event.delta };
+    case 'response.output_text.delta':
+      return { content: event.delta };
+    case 'response.reasoning_text.delta':
+      return { reasoning_content: event.delta };
     case 'response.output_item.added': {
       const item = event.item as FunctionCallItem;
       if (item.type !== 'function_call') return undefined;
       callIndex.set(item.id, callIndex.size);
-      return { tool_calls: [{ index: callIndex.size - 1, id: item.call_id, type: 'function', function: { name: item.name, arguments: '' } }] };
+      return {
+        tool_calls: [
+          {
+            index: callIndex.size - 1,
+            id: item.call_id,
+            type: 'function',
+            function: { name: item.name, arguments: '' },
+          },
+        ],
+      };
     }
     case 'response.function_call_arguments.delta':
       return { tool_calls: [{ index: callIndex.get(event.item_id as string), function: { arguments: event.delta } }] };
-    default: return undefined;
+    default:
+      return undefined;
   }
 }
 
-async function* chunks(events: AsyncGenerator<StreamEvent, ResponseObject>, base: Chunk, includeUsage: boolean): AsyncGenerator<Chunk> {
+async function* chunks(
+  events: AsyncGenerator<StreamEvent, ResponseObject>,
+  base: Chunk,
+  includeUsage: boolean,
+): AsyncGenerator<Chunk> {
   const callIndex = new Map<string, number>();
   yield { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] };
   let step = await events.next();
@@ -85,7 +119,13 @@ export const createChatCompletion: Handler = async (ctx, deps) => {
   const chat = ctx.state.body as ChatRequest;
   const disconnect = new AbortController();
   const { runtime, response, events } = run(deps, chat, disconnect.signal);
-  const base = { id: newId('chatcmpl'), object: 'chat.completion.chunk', created: response.created_at, model: runtime.id, system_fingerprint: null };
+  const base = {
+    id: newId('chatcmpl'),
+    object: 'chat.completion.chunk',
+    created: response.created_at,
+    model: runtime.id,
+    system_fingerprint: null,
+  };
   if (chat.stream) {
     const frames = chunks(events, base, chat.stream_options?.include_usage === true);
     await streamSse(ctx, frames, { format: chatFormat, onDisconnect: disconnect });
@@ -95,7 +135,11 @@ export const createChatCompletion: Handler = async (ctx, deps) => {
   const final = await runToEnd(events);
   if (final.status === 'failed') throw failure(final);
   ctx.body = {
-    id: base.id, object: 'chat.completion', created: final.created_at, model: runtime.id, system_fingerprint: null,
+    id: base.id,
+    object: 'chat.completion',
+    created: final.created_at,
+    model: runtime.id,
+    system_fingerprint: null,
     choices: [{ index: 0, message: message(final), finish_reason: finishReason(final), logprobs: null }],
     usage: usage(final),
   };

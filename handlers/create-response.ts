@@ -19,7 +19,10 @@ export const createResponse: Handler = async (ctx, deps) => {
       ctx.body = created.response;
       return;
     case 'attached':
-      return streamSse(ctx, created.events, { onDisconnect: disconnect, writeTimeoutMs: deps.settings.STREAM_TIMEOUT_S * 1000 });
+      return streamSse(ctx, created.events, {
+        onDisconnect: disconnect,
+        writeTimeoutMs: deps.settings.STREAM_TIMEOUT_S * 1000,
+      });
     case 'foreground':
       if (created.stream) return streamSse(ctx, created.events, { onDisconnect: disconnect });
       abortOnDisconnect(ctx.res, disconnect);

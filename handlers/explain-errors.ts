@@ -42,7 +42,7 @@ function jsonType(value: unknown): string {
 }
 
 function quote(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
   return `'${text.length > 64 ? `${text.slice(0, 61)}...` : text}'`;
 }
 
@@ -72,14 +72,31 @@ function describeLeaf(error: ErrorObject, pointer: string): ApiError {
       return badRequest(name, `Unknown parameter: '${name}'.`, 'unknown_parameter');
     }
     case 'type':
-      return badRequest(param, `Invalid type for '${shown}': expected ${String(params.type).replace(/,/g, ' or ')}, but got ${jsonType(error.data)} instead.`, 'invalid_type');
+      return badRequest(
+        param,
+        `Invalid type for '${shown}': expected ${String(params.type).replace(/,/g, ' or ')}, but got ${jsonType(error.data)} instead.`,
+        'invalid_type',
+      );
     case 'enum':
-      return badRequest(param, `Invalid value for '${shown}': ${quote(error.data)}. Supported values are: ${(params.allowedValues as unknown[]).map(quote).join(', ')}.`, 'invalid_value');
+      return badRequest(
+        param,
+        `Invalid value for '${shown}': ${quote(error.data)}. Supported values are: ${(params.allowedValues as unknown[]).map(quote).join(', ')}.`,
+        'invalid_value',
+      );
     case 'const':
-      return badRequest(param, `Invalid value for '${shown}': ${quote(error.data)}. Supported value is: ${quote(params.allowedValue)}.`, 'invalid_value');
+      return badRequest(
+        param,
+        `Invalid value for '${shown}': ${quote(error.data)}. Supported value is: ${quote(params.allowedValue)}.`,
+        'invalid_value',
+      );
     default: {
       const limitCode = LIMIT_CODES[error.keyword];
-      const code = limitCode === undefined ? 'invalid_value' : limitCode.includes('value') ? `${Number.isInteger(error.data) ? 'integer' : 'decimal'}_${limitCode}` : limitCode;
+      const code =
+        limitCode === undefined
+          ? 'invalid_value'
+          : limitCode.includes('value')
+            ? `${Number.isInteger(error.data) ? 'integer' : 'decimal'}_${limitCode}`
+            : limitCode;
       return badRequest(param, `Invalid '${shown}': ${error.message ?? 'invalid value'}.`, code);
     }
   }
@@ -129,7 +146,11 @@ function explainUnion(error: ErrorObject, pointer: string, resolver: SchemaResol
     else {
       const allowed = [...new Set(tagged.flatMap((t) => t.tags ?? []))];
       const param = childParam(pointer, 'type');
-      return badRequest(param, `Invalid value for '${param}': ${quote(tag)}. Supported values are: ${allowed.map(quote).join(', ')}.`, 'invalid_value');
+      return badRequest(
+        param,
+        `Invalid value for '${param}': ${quote(tag)}. Supported values are: ${allowed.map(quote).join(', ')}.`,
+        'invalid_value',
+      );
     }
   }
   const results = candidates.map((branch) => {
@@ -138,11 +159,19 @@ function explainUnion(error: ErrorObject, pointer: string, resolver: SchemaResol
     return { fn, ok, errors: [...(fn.errors ?? [])] };
   });
   if (results.length === 0 || results.some((r) => r.ok)) return describeLeaf(error, pointer);
-  const rootTypeErrors = results.map((r) => r.errors.at(-1)).filter((e) => e?.keyword === 'type' && e.instancePath === '');
+  const rootTypeErrors = results
+    .map((r) => r.errors.at(-1))
+    .filter((e) => e?.keyword === 'type' && e.instancePath === '');
   if (rootTypeErrors.length === results.length) {
-    const expected = [...new Set(rootTypeErrors.flatMap((e) => String((e!.params as { type: string }).type).split(',')))];
+    const expected = [
+      ...new Set(rootTypeErrors.flatMap((e) => String((e!.params as { type: string }).type).split(','))),
+    ];
     const shown = paramPath(pointer) ?? 'body';
-    return badRequest(paramPath(pointer), `Invalid type for '${shown}': expected one of ${expected.join(', ')}, but got ${jsonType(data)} instead.`, 'invalid_type');
+    return badRequest(
+      paramPath(pointer),
+      `Invalid type for '${shown}': expected one of ${expected.join(', ')}, but got ${jsonType(data)} instead.`,
+      'invalid_type',
+    );
   }
   const best = results.reduce((a, b) => (maxDepth(b.errors) > maxDepth(a.errors) ? b : a));
   return explainList(best.errors, pointer, resolver, depth + 1);
@@ -152,7 +181,8 @@ function explainList(errors: readonly ErrorObject[], base: string, resolver: Sch
   const last = errors.at(-1);
   if (last === undefined) return badRequest(paramPath(base), 'Invalid request body.');
   const pointer = base + last.instancePath;
-  if ((last.keyword === 'anyOf' || last.keyword === 'oneOf') && depth < MAX_UNION_DEPTH) return explainUnion(last, pointer, resolver, depth);
+  if ((last.keyword === 'anyOf' || last.keyword === 'oneOf') && depth < MAX_UNION_DEPTH)
+    return explainUnion(last, pointer, resolver, depth);
   return describeLeaf(last, pointer);
 }
 

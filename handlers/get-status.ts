@@ -9,13 +9,23 @@ import { requireRuntime } from '../responses/service.ts';
 import { operations } from '../generated/operations.ts';
 
 const IDLE_JOBS = {
-  queued: 0, running: 0, records: 0, event_bytes: 0, readers: 0, admissions: 0, rejections: 0, cancellations: 0, deadline_failures: 0,
+  queued: 0,
+  running: 0,
+  records: 0,
+  event_bytes: 0,
+  readers: 0,
+  admissions: 0,
+  rejections: 0,
+  cancellations: 0,
+  deadline_failures: 0,
 };
 
 export const getStatus: Handler = async (ctx, deps) => {
   const runtime = requireRuntime(deps);
   const stats = await runtime.engine.stats();
-  const extra = await Promise.all(Object.entries(deps.statusProviders).map(async ([name, provide]) => [name, await provide()] as const));
+  const extra = await Promise.all(
+    Object.entries(deps.statusProviders).map(async ([name, provide]) => [name, await provide()] as const),
+  );
   ctx.body = {
     model: runtime.id,
     context_length: runtime.contextLength,

@@ -4,5 +4,8 @@ import { requireRuntime } from '../responses/service.ts';
 
 export const listModels: Handler = async (ctx, deps) => {
   const runtime = requireRuntime(deps);
-  ctx.body = { object: 'list', data: [{ id: runtime.id, object: 'model', created: runtime.createdAt, owned_by: 'maya' }] };
+  ctx.body = {
+    object: 'list',
+    data: [{ id: runtime.id, object: 'model', created: runtime.createdAt, owned_by: 'maya' }],
+  };
 };

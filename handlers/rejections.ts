@@ -20,7 +20,8 @@ export interface Rejection {
   find(body: Json): string | undefined;
 }
 
-const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isObject = (value: unknown): value is Json =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
 const isSet = (value: unknown): boolean => value !== undefined && value !== null;
 
 /** [path, item] for each object in an array-valued `input`. */
@@ -36,7 +37,8 @@ function contentParts(body: Json): [string, Json][] {
   for (const [path, item] of inputItems(body)) {
     for (const field of ['content', 'output'] as const) {
       const list = item[field];
-      if (Array.isArray(list)) list.forEach((part, j) => isObject(part) && parts.push([`${path}.${field}[${j}]`, part]));
+      if (Array.isArray(list))
+        list.forEach((part, j) => isObject(part) && parts.push([`${path}.${field}[${j}]`, part]));
     }
   }
   return parts;
@@ -53,7 +55,8 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'conversation',
     code: 'unsupported_parameter',
-    message: 'The Conversations API is not supported. Send the history in `input`, or use `store:true` with `previous_response_id`.',
+    message:
+      'The Conversations API is not supported. Send the history in `input`, or use `store:true` with `previous_response_id`.',
     find: (body) => (isSet(body.conversation) ? 'conversation' : undefined),
   },
   {
@@ -61,7 +64,13 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     code: 'unsupported_value',
     message: 'Item references are not supported. Send the item itself in `input`, or use `previous_response_id`.',
     find: (body) => {
-      const hit = inputItems(body).find(([, item]) => item.type === 'item_reference' || (!isSet(item.type) && typeof item.id === 'string' && Object.keys(item).every((k) => k === 'id' || k === 'type')));
+      const hit = inputItems(body).find(
+        ([, item]) =>
+          item.type === 'item_reference' ||
+          (!isSet(item.type) &&
+            typeof item.id === 'string' &&
+            Object.keys(item).every((k) => k === 'id' || k === 'type')),
+      );
       return hit === undefined ? undefined : hit[1].type === 'item_reference' ? `${hit[0]}.type` : hit[0];
       // (an item with only `id` is OpenAI's short form of an item reference)
     },
@@ -79,8 +88,10 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'hosted_tool_choice',
     code: 'unsupported_value',
-    message: "tool_choice must be 'auto', 'none', 'required' or {\"type\":\"function\",\"name\":...}; other tool choices are not supported.",
-    find: (body) => (isObject(body.tool_choice) && body.tool_choice.type !== 'function' ? 'tool_choice.type' : undefined),
+    message:
+      'tool_choice must be \'auto\', \'none\', \'required\' or {"type":"function","name":...}; other tool choices are not supported.',
+    find: (body) =>
+      isObject(body.tool_choice) && body.tool_choice.type !== 'function' ? 'tool_choice.type' : undefined,
   },
   {
     id: 'encrypted_reasoning',
@@ -94,9 +105,12 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'reasoning_summary_input',
     code: 'unsupported_value',
-    message: 'Reasoning summaries are not supported; replay reasoning items with an empty `summary` and their `content`.',
+    message:
+      'Reasoning summaries are not supported; replay reasoning items with an empty `summary` and their `content`.',
     find: (body) => {
-      const hit = inputItems(body).find(([, item]) => item.type === 'reasoning' && Array.isArray(item.summary) && item.summary.length > 0);
+      const hit = inputItems(body).find(
+        ([, item]) => item.type === 'reasoning' && Array.isArray(item.summary) && item.summary.length > 0,
+      );
       return hit === undefined ? undefined : `${hit[0]}.summary`;
     },
   },
@@ -109,7 +123,8 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'reasoning_generate_summary',
     code: 'unsupported_parameter',
-    message: 'Reasoning summaries (`generate_summary`) are not supported; Maya returns the model reasoning itself as `reasoning_text`.',
+    message:
+      'Reasoning summaries (`generate_summary`) are not supported; Maya returns the model reasoning itself as `reasoning_text`.',
     find: (body) => (isSet(reasoningOf(body).generate_summary) ? 'reasoning.generate_summary' : undefined),
   },
   {
@@ -138,7 +153,9 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     code: 'unsupported_value',
     message: "Only image detail 'auto' is supported.",
     find: (body) => {
-      const hit = contentParts(body).find(([, part]) => part.type === 'input_image' && isSet(part.detail) && part.detail !== 'auto');
+      const hit = contentParts(body).find(
+        ([, part]) => part.type === 'input_image' && isSet(part.detail) && part.detail !== 'auto',
+      );
       return hit === undefined ? undefined : `${hit[0]}.detail`;
     },
   },
@@ -152,7 +169,10 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     id: 'service_tier',
     code: 'unsupported_value',
     message: "Only service_tier 'auto' or 'default' is supported.",
-    find: (body) => (isSet(body.service_tier) && body.service_tier !== 'auto' && body.service_tier !== 'default' ? 'service_tier' : undefined),
+    find: (body) =>
+      isSet(body.service_tier) && body.service_tier !== 'auto' && body.service_tier !== 'default'
+        ? 'service_tier'
+        : undefined,
   },
   {
     id: 'include',
@@ -167,7 +187,8 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'include_encrypted_reasoning',
     code: 'unsupported_value',
-    message: "include 'reasoning.encrypted_content' needs explicit reasoning.effort 'none': reasoning encryption is not supported.",
+    message:
+      "include 'reasoning.encrypted_content' needs explicit reasoning.effort 'none': reasoning encryption is not supported.",
     find: (body) => {
       if (!Array.isArray(body.include) || reasoningOf(body).effort === 'none') return undefined;
       const i = body.include.indexOf('reasoning.encrypted_content');
@@ -184,7 +205,10 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     id: 'prompt_cache_key_length',
     code: 'string_above_max_length',
     message: 'prompt_cache_key is longer than 256 characters.',
-    find: (body) => (typeof body.prompt_cache_key === 'string' && [...body.prompt_cache_key].length > 256 ? 'prompt_cache_key' : undefined),
+    find: (body) =>
+      typeof body.prompt_cache_key === 'string' && [...body.prompt_cache_key].length > 256
+        ? 'prompt_cache_key'
+        : undefined,
   },
   {
     id: 'client_metadata_values',
@@ -210,7 +234,8 @@ function chatParts(body: Json): [string, Json][] {
   if (!Array.isArray(body.messages)) return parts;
   body.messages.forEach((message, i) => {
     const content = isObject(message) ? message.content : undefined;
-    if (Array.isArray(content)) content.forEach((part, j) => isObject(part) && parts.push([`messages[${i}].content[${j}]`, part]));
+    if (Array.isArray(content))
+      content.forEach((part, j) => isObject(part) && parts.push([`messages[${i}].content[${j}]`, part]));
   });
   return parts;
 }
@@ -221,7 +246,13 @@ export const CREATE_CHAT_COMPLETION_REJECTIONS: readonly Rejection[] = [
     code: 'unsupported_value',
     message: "Only image detail 'auto' is supported.",
     find: (body) => {
-      const hit = chatParts(body).find(([, part]) => part.type === 'image_url' && isObject(part.image_url) && isSet(part.image_url.detail) && part.image_url.detail !== 'auto');
+      const hit = chatParts(body).find(
+        ([, part]) =>
+          part.type === 'image_url' &&
+          isObject(part.image_url) &&
+          isSet(part.image_url.detail) &&
+          part.image_url.detail !== 'auto',
+      );
       return hit === undefined ? undefined : `${hit[0]}.image_url.detail`;
     },
   },

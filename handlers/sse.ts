@@ -11,7 +11,10 @@ import type { ServerResponse } from 'node:http';
 import type { MayaContext } from './app-deps.ts';
 import { sseErrorEvent, toApiError } from '../contract/errors.ts';
 
-export interface SseEvent { type: string; sequence_number: number }
+export interface SseEvent {
+  type: string;
+  sequence_number: number;
+}
 
 /** How items become frames. */
 export interface SseFormat<T> {
@@ -51,9 +54,18 @@ export function sseFrame(event: SseEvent): string {
 async function write(res: ServerResponse, chunk: string, timeoutMs: number | undefined): Promise<boolean> {
   if (res.destroyed || res.writableEnded) return false;
   if (res.write(chunk)) return true;
-  const drained = once(res, 'drain').then(() => true, () => false);
-  const closed = once(res, 'close').then(() => false, () => false);
-  const timer = timeoutMs === undefined ? undefined : new Promise<boolean>((resolve) => setTimeout(resolve, timeoutMs, false).unref());
+  const drained = once(res, 'drain').then(
+    () => true,
+    () => false,
+  );
+  const closed = once(res, 'close').then(
+    () => false,
+    () => false,
+  );
+  const timer =
+    timeoutMs === undefined
+      ? undefined
+      : new Promise<boolean>((resolve) => setTimeout(resolve, timeoutMs, false).unref());
   const ok = await Promise.race([drained, closed, ...(timer ? [timer] : [])]);
   if (!ok) res.destroy();
   return ok;
@@ -88,12 +100,15 @@ export async function streamSse<T = SseEvent>(
   if (options.onDisconnect) abortOnDisconnect(res, options.onDisconnect);
   let lastWrite = Date.now();
   const keepAliveMs = options.keepAliveMs ?? 15_000;
-  const keepAlive = setInterval(() => {
-    if (Date.now() - lastWrite >= keepAliveMs && !res.destroyed) {
-      res.write(': keep-alive\n\n');
-      lastWrite = Date.now();
-    }
-  }, Math.max(10, Math.floor(keepAliveMs / 2)));
+  const keepAlive = setInterval(
+    () => {
+      if (Date.now() - lastWrite >= keepAliveMs && !res.destroyed) {
+        res.write(': keep-alive\n\n');
+        lastWrite = Date.now();
+      }
+    },
+    Math.max(10, Math.floor(keepAliveMs / 2)),
+  );
   keepAlive.unref();
 
   let last: T | undefined;

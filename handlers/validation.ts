@@ -40,7 +40,9 @@ export interface OperationValidator {
 }
 
 // ajv-formats is CommonJS with `exports.default`; under NodeNext the default import is the module.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => Ajv2020;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv2020,
+) => Ajv2020;
 
 function createAjv(coerce: boolean): Ajv2020 {
   const ajv = new Ajv2020({
@@ -61,7 +63,8 @@ export function rebaseRefs(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
   const out: Json = {};
   for (const [key, inner] of Object.entries(value)) {
-    out[key] = key === '$ref' && typeof inner === 'string' && inner.startsWith('#') ? DOCUMENT_ID + inner : rebaseRefs(inner);
+    out[key] =
+      key === '$ref' && typeof inner === 'string' && inner.startsWith('#') ? DOCUMENT_ID + inner : rebaseRefs(inner);
   }
   return out;
 }
@@ -91,7 +94,8 @@ function deref(doc: OpenApiDocument, node: unknown): unknown {
 function findOperation(doc: OpenApiDocument, operationId: string): { op: Json; pathItem: Json } | undefined {
   for (const pathItem of Object.values(doc.paths ?? {})) {
     for (const [method, op] of Object.entries(pathItem)) {
-      if (['get', 'post', 'put', 'delete', 'patch'].includes(method) && op?.operationId === operationId) return { op, pathItem };
+      if (['get', 'post', 'put', 'delete', 'patch'].includes(method) && op?.operationId === operationId)
+        return { op, pathItem };
     }
   }
   return undefined;
@@ -152,7 +156,8 @@ class Compiled {
       const isRef = typeof ref === 'string' && Object.keys(node as Json).length === 1;
       const key = isRef ? (ref.startsWith('#') ? DOCUMENT_ID + ref : ref) : JSON.stringify(node);
       let fn = this.branches.get(key);
-      if (fn === undefined) this.branches.set(key, (fn = this.bodyAjv.compile(isRef ? { $ref: key } : (rebaseRefs(node) as Json))));
+      if (fn === undefined)
+        this.branches.set(key, (fn = this.bodyAjv.compile(isRef ? { $ref: key } : (rebaseRefs(node) as Json))));
       return fn;
     },
   };
@@ -200,13 +205,25 @@ function queryFailure(fn: ValidateFunction): ApiError {
   if (error === undefined) return badRequest(null, 'Invalid query parameters.');
   const params = error.params as { additionalProperty?: string; missingProperty?: string };
   if (error.keyword === 'additionalProperties' && params.additionalProperty !== undefined) {
-    return badRequest(params.additionalProperty, `Unknown parameter: '${params.additionalProperty}'.`, 'unknown_parameter');
+    return badRequest(
+      params.additionalProperty,
+      `Unknown parameter: '${params.additionalProperty}'.`,
+      'unknown_parameter',
+    );
   }
   if (error.keyword === 'required' && params.missingProperty !== undefined) {
-    return badRequest(params.missingProperty, `Missing required parameter: '${params.missingProperty}'.`, 'missing_required_parameter');
+    return badRequest(
+      params.missingProperty,
+      `Missing required parameter: '${params.missingProperty}'.`,
+      'missing_required_parameter',
+    );
   }
   const name = error.instancePath.split('/')[1] ?? null;
-  return badRequest(name, `Invalid value for '${name}': ${error.message ?? 'invalid'}.`, error.keyword === 'type' ? 'invalid_type' : 'invalid_value');
+  return badRequest(
+    name,
+    `Invalid value for '${name}': ${error.message ?? 'invalid'}.`,
+    error.keyword === 'type' ? 'invalid_type' : 'invalid_value',
+  );
 }
 
 /** Validators for every operationId in `ids`, compiled once per document. */

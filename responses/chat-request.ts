@@ -19,7 +19,10 @@ export interface ChatMessage {
 export interface ChatRequest {
   model: string;
   messages: ChatMessage[];
-  tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null } }>;
+  tools?: Array<{
+    type: 'function';
+    function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
+  }>;
   tool_choice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
   parallel_tool_calls?: boolean;
   temperature?: number | null;
@@ -30,16 +33,25 @@ export interface ChatRequest {
   stream_options?: { include_usage?: boolean } | null;
   seed?: number | null;
   reasoning_effort?: string | null;
-  response_format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null } };
+  response_format?:
+    | { type: 'text' }
+    | { type: 'json_object' }
+    | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null } };
 }
 
 function contentText(content: ChatContent, param: string): string {
   if (content === null || content === undefined) return '';
   if (typeof content === 'string') return content;
-  return content.map((part, index) => {
-    if (part.type === 'text') return part.text ?? '';
-    throw badRequest(`${param}[${index}]`, `Content of type '${part.type}' needs a vision encoder, and this model has none.`, 'unsupported_content');
-  }).join('');
+  return content
+    .map((part, index) => {
+      if (part.type === 'text') return part.text ?? '';
+      throw badRequest(
+        `${param}[${index}]`,
+        `Content of type '${part.type}' needs a vision encoder, and this model has none.`,
+        'unsupported_content',
+      );
+    })
+    .join('');
 }
 
 /** Chat messages → the Responses history items the pipeline folds into turns. */
@@ -53,9 +65,23 @@ export function chatHistory(messages: ChatMessage[]): HistoryItem[] {
       return;
     }
     if (message.role === 'assistant') {
-      if (message.reasoning_content) items.push({ type: 'reasoning', id: newId('rs'), summary: [], content: [{ type: 'reasoning_text', text: message.reasoning_content }] });
-      if (text !== '') items.push({ type: 'message', id: newId('msg'), role: 'assistant', content: [{ type: 'output_text', text }] });
-      for (const call of message.tool_calls ?? []) items.push({ type: 'function_call', id: newId('fc'), call_id: call.id, name: call.function.name, arguments: call.function.arguments });
+      if (message.reasoning_content)
+        items.push({
+          type: 'reasoning',
+          id: newId('rs'),
+          summary: [],
+          content: [{ type: 'reasoning_text', text: message.reasoning_content }],
+        });
+      if (text !== '')
+        items.push({ type: 'message', id: newId('msg'), role: 'assistant', content: [{ type: 'output_text', text }] });
+      for (const call of message.tool_calls ?? [])
+        items.push({
+          type: 'function_call',
+          id: newId('fc'),
+          call_id: call.id,
+          name: call.function.name,
+          arguments: call.function.arguments,
+        });
       return;
     }
     items.push({ type: 'message', id: newId('msg'), role: message.role, content: [{ type: 'input_text', text }] });
@@ -68,16 +94,32 @@ export function chatPlanRequest(chat: ChatRequest): PlanRequest {
   const choice = chat.tool_choice;
   return {
     model: chat.model,
-    tools: (chat.tools ?? []).map((tool) => ({ type: 'function', name: tool.function.name, description: tool.function.description, parameters: tool.function.parameters, strict: tool.function.strict ?? undefined })),
+    tools: (chat.tools ?? []).map((tool) => ({
+      type: 'function',
+      name: tool.function.name,
+      description: tool.function.description,
+      parameters: tool.function.parameters,
+      strict: tool.function.strict ?? undefined,
+    })),
     tool_choice: choice && typeof choice === 'object' ? { type: 'function', name: choice.function.name } : choice,
     parallel_tool_calls: chat.parallel_tool_calls,
     temperature: chat.temperature ?? undefined,
     top_p: chat.top_p ?? undefined,
     max_output_tokens: chat.max_completion_tokens ?? chat.max_tokens ?? undefined,
     reasoning: chat.reasoning_effort ? { effort: chat.reasoning_effort as never } : undefined,
-    text: format?.type === 'json_schema'
-      ? { format: { type: 'json_schema', name: format.json_schema.name, schema: format.json_schema.schema ?? { type: 'object' }, strict: format.json_schema.strict ?? false } }
-      : format ? { format: { type: format.type } } : undefined,
+    text:
+      format?.type === 'json_schema'
+        ? {
+            format: {
+              type: 'json_schema',
+              name: format.json_schema.name,
+              schema: format.json_schema.schema ?? { type: 'object' },
+              strict: format.json_schema.strict ?? false,
+            },
+          }
+        : format
+          ? { format: { type: format.type } }
+          : undefined,
     seed: chat.seed ?? undefined,
   };
 }

@@ -19,36 +19,76 @@ type RawItem = Record<string, unknown> & { type?: string; role?: string };
 
 function textParts(content: unknown, role: string): Part[] {
   if (typeof content === 'string') {
-    return [role === 'assistant' ? { type: 'output_text', text: content, annotations: [], logprobs: [] } : { type: 'input_text', text: content }];
+    return [
+      role === 'assistant'
+        ? { type: 'output_text', text: content, annotations: [], logprobs: [] }
+        : { type: 'input_text', text: content },
+    ];
   }
   return (content as Part[]).map((part) =>
-    part.type === 'output_text' ? { annotations: [], logprobs: [], ...part } : { ...part });
+    part.type === 'output_text' ? { annotations: [], logprobs: [], ...part } : { ...part },
+  );
 }
 
 /** Gives every input item its wire form and an id (kept when the client sent one). */
 export function normaliseInput(input: string | RawItem[]): HistoryItem[] {
   if (typeof input === 'string') {
-    return [{ type: 'message', id: newId('msg'), role: 'user', status: 'completed', content: [{ type: 'input_text', text: input }] }];
+    return [
+      {
+        type: 'message',
+        id: newId('msg'),
+        role: 'user',
+        status: 'completed',
+        content: [{ type: 'input_text', text: input }],
+      },
+    ];
   }
   return input.map((raw) => {
     const type = raw.type ?? 'message';
     if (type === 'message') {
       const role = String(raw.role);
-      return { ...raw, type, id: typeof raw.id === 'string' ? raw.id : newId('msg'), role, status: raw.status ?? 'completed', content: textParts(raw.content, role) };
+      return {
+        ...raw,
+        type,
+        id: typeof raw.id === 'string' ? raw.id : newId('msg'),
+        role,
+        status: raw.status ?? 'completed',
+        content: textParts(raw.content, role),
+      };
     }
-    if (type === 'function_call') return { ...raw, type, id: typeof raw.id === 'string' ? raw.id : newId('fc'), status: raw.status ?? 'completed' } as HistoryItem;
-    if (type === 'function_call_output') return { ...raw, type, id: typeof raw.id === 'string' ? raw.id : newId('fco'), status: raw.status ?? 'completed' } as HistoryItem;
-    if (type === 'reasoning') return { summary: [], ...raw, type, id: typeof raw.id === 'string' ? raw.id : newId('rs') } as HistoryItem;
+    if (type === 'function_call')
+      return {
+        ...raw,
+        type,
+        id: typeof raw.id === 'string' ? raw.id : newId('fc'),
+        status: raw.status ?? 'completed',
+      } as HistoryItem;
+    if (type === 'function_call_output')
+      return {
+        ...raw,
+        type,
+        id: typeof raw.id === 'string' ? raw.id : newId('fco'),
+        status: raw.status ?? 'completed',
+      } as HistoryItem;
+    if (type === 'reasoning')
+      return { summary: [], ...raw, type, id: typeof raw.id === 'string' ? raw.id : newId('rs') } as HistoryItem;
     return { ...raw, type, id: typeof raw.id === 'string' ? raw.id : newId('msg') } as HistoryItem;
   });
 }
 
 function partsText(parts: unknown, param: string): string {
   if (typeof parts === 'string') return parts;
-  return (parts as Part[]).map((part, index) => {
-    if (part.type === 'input_text' || part.type === 'output_text' || part.type === 'reasoning_text') return part.text ?? '';
-    throw badRequest(`${param}[${index}]`, `Content of type '${part.type}' needs a vision encoder, and this model has none.`, 'unsupported_content');
-  }).join('');
+  return (parts as Part[])
+    .map((part, index) => {
+      if (part.type === 'input_text' || part.type === 'output_text' || part.type === 'reasoning_text')
+        return part.text ?? '';
+      throw badRequest(
+        `${param}[${index}]`,
+        `Content of type '${part.type}' needs a vision encoder, and this model has none.`,
+        'unsupported_content',
+      );
+    })
+    .join('');
 }
 
 /**
@@ -85,10 +125,18 @@ export function toTurns(items: HistoryItem[], offset = 0): ChatTurnInput[] {
       turn.reasoning = (turn.reasoning ?? '') + text;
     } else if (item.type === 'function_call') {
       const turn = openAssistant();
-      (turn.toolCalls ??= []).push({ id: String(item.call_id), name: String(item.name), arguments: String(item.arguments ?? '') });
+      (turn.toolCalls ??= []).push({
+        id: String(item.call_id),
+        name: String(item.name),
+        arguments: String(item.arguments ?? ''),
+      });
     } else if (item.type === 'function_call_output') {
       assistant = undefined;
-      turns.push({ role: 'tool', content: partsText(item.output, `${param}.output`), toolCallId: String(item.call_id) });
+      turns.push({
+        role: 'tool',
+        content: partsText(item.output, `${param}.output`),
+        toolCallId: String(item.call_id),
+      });
     }
   });
   return orderToolResults(turns);
@@ -105,7 +153,12 @@ function checkCallPairs(items: HistoryItem[], offset: number): void {
       seen.add(String(item.call_id));
     } else if (item.type === 'function_call_output') {
       const callId = String(item.call_id);
-      if (!seen.has(callId)) throw badRequest(`${param}.call_id`, `No function_call with call_id '${callId}' precedes this function_call_output.`, 'unknown_call_id');
+      if (!seen.has(callId))
+        throw badRequest(
+          `${param}.call_id`,
+          `No function_call with call_id '${callId}' precedes this function_call_output.`,
+          'unknown_call_id',
+        );
       pending.delete(callId);
     } else if (item.type === 'message' && pending.size > 0 && item.role !== 'assistant') {
       throw missingOutput(pending, offset);
@@ -116,7 +169,11 @@ function checkCallPairs(items: HistoryItem[], offset: number): void {
 
 function missingOutput(pending: Map<string, number>, offset: number) {
   const [callId, index] = pending.entries().next().value as [string, number];
-  return badRequest(`input[${Math.max(0, index + offset)}]`, `function_call '${callId}' has no function_call_output in the input; every call needs its result before generation can continue.`, 'missing_function_call_output');
+  return badRequest(
+    `input[${Math.max(0, index + offset)}]`,
+    `function_call '${callId}' has no function_call_output in the input; every call needs its result before generation can continue.`,
+    'missing_function_call_output',
+  );
 }
 
 /** A group of tool results may arrive in any order: render them in their calls' order. */
@@ -127,7 +184,9 @@ function orderToolResults(turns: ChatTurnInput[]): ChatTurnInput[] {
     let end = i + 1;
     while (end < turns.length && turns[end]!.role === 'tool') end++;
     const order = new Map(calls.map((call, position) => [call.id, position]));
-    const group = turns.slice(i + 1, end).sort((a, b) => (order.get(a.toolCallId!) ?? 0) - (order.get(b.toolCallId!) ?? 0));
+    const group = turns
+      .slice(i + 1, end)
+      .sort((a, b) => (order.get(a.toolCallId!) ?? 0) - (order.get(b.toolCallId!) ?? 0));
     turns.splice(i + 1, group.length, ...group);
   }
   return turns;

@@ -9,7 +9,11 @@
  */
 import type { UnnumberedEvent } from '../contract/stream-events.ts';
 import type {
-  FunctionCallItem, MessageItem, OutputTextPart, ReasoningOutputItem, ReasoningTextPart,
+  FunctionCallItem,
+  MessageItem,
+  OutputTextPart,
+  ReasoningOutputItem,
+  ReasoningTextPart,
   ServerOutputItem as OutputItem,
 } from '../contract/types.ts';
 import type { ParserEvent } from '../dialects/dialect.ts';
@@ -18,9 +22,12 @@ import { newId } from './ids.ts';
 /** The parser's content events (everything but the reasoning end marker and errors), in model order. */
 export type ContentEvent = Exclude<ParserEvent, { type: 'reasoning_done' } | { type: 'error' }>;
 
-export type { FunctionCallItem, MessageItem, ReasoningOutputItem, ServerOutputItem as OutputItem } from '../contract/types.ts';
-
-
+export type {
+  FunctionCallItem,
+  MessageItem,
+  ReasoningOutputItem,
+  ServerOutputItem as OutputItem,
+} from '../contract/types.ts';
 
 const clone = <T>(value: T): T => structuredClone(value);
 
@@ -33,12 +40,18 @@ export class OutputAssembler {
 
   push(event: ContentEvent): void {
     switch (event.type) {
-      case 'reasoning_delta': return this.appendText('reasoning', event.text);
-      case 'text_delta': return this.appendText('message', event.text);
-      case 'tool_call_start': return this.startCall(event.index, event.name);
-      case 'tool_args_delta': return this.callDelta(event.index, event.delta);
-      case 'tool_call_done': return this.endCall(event.index, 'completed', event.arguments);
-      case 'tool_call_incomplete': return this.endCall(event.index, 'incomplete');
+      case 'reasoning_delta':
+        return this.appendText('reasoning', event.text);
+      case 'text_delta':
+        return this.appendText('message', event.text);
+      case 'tool_call_start':
+        return this.startCall(event.index, event.name);
+      case 'tool_args_delta':
+        return this.callDelta(event.index, event.delta);
+      case 'tool_call_done':
+        return this.endCall(event.index, 'completed', event.arguments);
+      case 'tool_call_incomplete':
+        return this.endCall(event.index, 'incomplete');
     }
   }
 
@@ -64,28 +77,65 @@ export class OutputAssembler {
     const outputIndex = this.output.length - 1;
     if (item.type === 'message') {
       item.content[0]!.text += text;
-      this.emit({ type: 'response.output_text.delta', item_id: item.id, output_index: outputIndex, content_index: 0, delta: text, logprobs: [] });
+      this.emit({
+        type: 'response.output_text.delta',
+        item_id: item.id,
+        output_index: outputIndex,
+        content_index: 0,
+        delta: text,
+        logprobs: [],
+      });
     } else if (item.type === 'reasoning') {
       item.content[0]!.text += text;
-      this.emit({ type: 'response.reasoning_text.delta', item_id: item.id, output_index: outputIndex, content_index: 0, delta: text });
+      this.emit({
+        type: 'response.reasoning_text.delta',
+        item_id: item.id,
+        output_index: outputIndex,
+        content_index: 0,
+        delta: text,
+      });
     }
   }
 
   private openMessage(): MessageItem {
-    const item: MessageItem = { type: 'message', id: newId('msg'), status: 'in_progress', role: 'assistant', content: [] };
+    const item: MessageItem = {
+      type: 'message',
+      id: newId('msg'),
+      status: 'in_progress',
+      role: 'assistant',
+      content: [],
+    };
     this.addItem(item);
     const part: OutputTextPart = { type: 'output_text', text: '', annotations: [], logprobs: [] };
     item.content.push(part);
-    this.emit({ type: 'response.content_part.added', item_id: item.id, output_index: this.output.length - 1, content_index: 0, part: clone(part) });
+    this.emit({
+      type: 'response.content_part.added',
+      item_id: item.id,
+      output_index: this.output.length - 1,
+      content_index: 0,
+      part: clone(part),
+    });
     return item;
   }
 
   private openReasoning(): ReasoningOutputItem {
-    const item: ReasoningOutputItem = { type: 'reasoning', id: newId('rs'), status: 'in_progress', summary: [], content: [] };
+    const item: ReasoningOutputItem = {
+      type: 'reasoning',
+      id: newId('rs'),
+      status: 'in_progress',
+      summary: [],
+      content: [],
+    };
     this.addItem(item);
     const part: ReasoningTextPart = { type: 'reasoning_text', text: '' };
     item.content.push(part);
-    this.emit({ type: 'response.content_part.added', item_id: item.id, output_index: this.output.length - 1, content_index: 0, part: clone(part) });
+    this.emit({
+      type: 'response.content_part.added',
+      item_id: item.id,
+      output_index: this.output.length - 1,
+      content_index: 0,
+      part: clone(part),
+    });
     return item;
   }
 
@@ -101,11 +151,30 @@ export class OutputAssembler {
     const outputIndex = this.output.indexOf(item);
     const part = item.content[0]!;
     if (item.type === 'message') {
-      this.emit({ type: 'response.output_text.done', item_id: item.id, output_index: outputIndex, content_index: 0, text: part.text, logprobs: [] });
+      this.emit({
+        type: 'response.output_text.done',
+        item_id: item.id,
+        output_index: outputIndex,
+        content_index: 0,
+        text: part.text,
+        logprobs: [],
+      });
     } else {
-      this.emit({ type: 'response.reasoning_text.done', item_id: item.id, output_index: outputIndex, content_index: 0, text: part.text });
+      this.emit({
+        type: 'response.reasoning_text.done',
+        item_id: item.id,
+        output_index: outputIndex,
+        content_index: 0,
+        text: part.text,
+      });
     }
-    this.emit({ type: 'response.content_part.done', item_id: item.id, output_index: outputIndex, content_index: 0, part: clone(part) });
+    this.emit({
+      type: 'response.content_part.done',
+      item_id: item.id,
+      output_index: outputIndex,
+      content_index: 0,
+      part: clone(part),
+    });
     item.status = status;
     this.emit({ type: 'response.output_item.done', output_index: outputIndex, item: clone(item) });
     this.open = undefined;
@@ -113,7 +182,14 @@ export class OutputAssembler {
 
   private startCall(index: number, name: string): void {
     this.finish('completed');
-    const item: FunctionCallItem = { type: 'function_call', id: newId('fc'), call_id: newId('call'), name, arguments: '', status: 'in_progress' };
+    const item: FunctionCallItem = {
+      type: 'function_call',
+      id: newId('fc'),
+      call_id: newId('call'),
+      name,
+      arguments: '',
+      status: 'in_progress',
+    };
     this.callItems.set(index, item);
     this.addItem(item);
   }
@@ -122,7 +198,12 @@ export class OutputAssembler {
     const item = this.callItems.get(index);
     if (!item || delta === '') return;
     item.arguments += delta;
-    this.emit({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index: this.output.indexOf(item), delta });
+    this.emit({
+      type: 'response.function_call_arguments.delta',
+      item_id: item.id,
+      output_index: this.output.indexOf(item),
+      delta,
+    });
   }
 
   private endCall(index: number, status: 'completed' | 'incomplete', args?: string): void {
@@ -132,7 +213,13 @@ export class OutputAssembler {
     item.status = status;
     if (status === 'completed') {
       item.arguments = args ?? item.arguments;
-      this.emit({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments });
+      this.emit({
+        type: 'response.function_call_arguments.done',
+        item_id: item.id,
+        output_index: outputIndex,
+        name: item.name,
+        arguments: item.arguments,
+      });
     }
     this.emit({ type: 'response.output_item.done', output_index: outputIndex, item: clone(item) });
     if (this.open === item) this.open = undefined;

@@ -24,7 +24,13 @@ export interface EchoedRequest {
   max_output_tokens?: number | null;
   max_tool_calls?: number | null;
   metadata?: Record<string, string> | null;
-  tools?: Array<{ type: string; name: string; description?: string | null; parameters?: Record<string, unknown> | null; strict?: boolean | null }>;
+  tools?: Array<{
+    type: string;
+    name: string;
+    description?: string | null;
+    parameters?: Record<string, unknown> | null;
+    strict?: boolean | null;
+  }>;
   tool_choice?: unknown;
   parallel_tool_calls?: boolean | null;
   text?: { format?: Record<string, unknown>; verbosity?: string | null } | null;
@@ -57,7 +63,12 @@ type TextFormat = Response['text']['format'];
 type Verbosity = Response['text']['verbosity'];
 
 /** A new Response for `request`; every field the contract requires is present. */
-export function newResponseObject(request: EchoedRequest, id: string, model: string, status: ResponseStatus): ResponseObject {
+export function newResponseObject(
+  request: EchoedRequest,
+  id: string,
+  model: string,
+  status: ResponseStatus,
+): ResponseObject {
   return {
     id,
     object: 'response',
@@ -97,7 +108,12 @@ export function newResponseObject(request: EchoedRequest, id: string, model: str
   };
 }
 
-export function makeUsage(inputTokens: number, cachedTokens: number, outputTokens: number, reasoningTokens: number): Usage {
+export function makeUsage(
+  inputTokens: number,
+  cachedTokens: number,
+  outputTokens: number,
+  reasoningTokens: number,
+): Usage {
   return {
     input_tokens: inputTokens,
     input_tokens_details: { cached_tokens: cachedTokens, cache_write_tokens: 0 },

@@ -14,7 +14,13 @@ import { compileTextFormat, type OutputValidator } from './structured-output.ts'
 
 /** The validated CreateResponse fields the pipeline reads. */
 export interface PlanRequest extends EchoedRequest {
-  tools?: Array<{ type: string; name: string; description?: string | null; parameters?: Record<string, unknown> | null; strict?: boolean | null }>;
+  tools?: Array<{
+    type: string;
+    name: string;
+    description?: string | null;
+    parameters?: Record<string, unknown> | null;
+    strict?: boolean | null;
+  }>;
   tool_choice?: 'auto' | 'none' | 'required' | { type: 'function'; name: string };
   text?: { format?: Record<string, unknown>; verbosity?: string | null } | null;
   reasoning?: { effort?: ReasoningEffort | null } | null;
@@ -54,7 +60,8 @@ function toolSpecs(request: PlanRequest): ToolSpec[] {
 function forcedTool(request: PlanRequest, tools: ToolSpec[]): ForcedTool | undefined {
   const choice = request.tool_choice;
   if (choice === 'required') {
-    if (tools.length === 0) throw badRequest('tool_choice', "tool_choice 'required' needs at least one function tool in 'tools'.");
+    if (tools.length === 0)
+      throw badRequest('tool_choice', "tool_choice 'required' needs at least one function tool in 'tools'.");
     return 'required';
   }
   if (choice && typeof choice === 'object') {
@@ -77,12 +84,25 @@ function withJsonInstruction(turns: ReturnType<typeof toTurns>, instruction: str
 }
 
 /** The grammar of what this request allows, when the runtime constrains and the dialect has a grammar. */
-function requestConstraint(runtime: GenerationRuntime, parser: ParserOptions, format: Record<string, unknown> | undefined, stopIds: number[]): Constraint | undefined {
+function requestConstraint(
+  runtime: GenerationRuntime,
+  parser: ParserOptions,
+  format: Record<string, unknown> | undefined,
+  stopIds: number[],
+): Constraint | undefined {
   if (!runtime.constrainedDecoding || !runtime.dialect.outputGrammar) return undefined;
   const type = format?.type;
-  const json = type === 'json_schema' ? { schema: format!.schema as Record<string, unknown> } : type === 'json_object' ? {} : undefined;
+  const json =
+    type === 'json_schema'
+      ? { schema: format!.schema as Record<string, unknown> }
+      : type === 'json_object'
+        ? {}
+        : undefined;
   const limits = runtime.grammarLimits;
-  return { grammar: runtime.dialect.outputGrammar({ parser, ...(limits ? { limits } : {}), ...(json ? { json } : {}) }), stopIds };
+  return {
+    grammar: runtime.dialect.outputGrammar({ parser, ...(limits ? { limits } : {}), ...(json ? { json } : {}) }),
+    stopIds,
+  };
 }
 
 /** Fills omitted temperature / top_p from the checkpoint's generation_config.json (as vLLM does). */
@@ -95,14 +115,31 @@ export function withSamplingDefaults<T extends PlanRequest>(runtime: GenerationR
   };
 }
 
-export function planResponse(runtime: GenerationRuntime, request: PlanRequest, history: HistoryItem[], offset: number): ResponsePlan {
+export function planResponse(
+  runtime: GenerationRuntime,
+  request: PlanRequest,
+  history: HistoryItem[],
+  offset: number,
+): ResponsePlan {
   const declared = toolSpecs(request);
   const forced = forcedTool(request, declared);
-  const allowedTools = request.tool_choice === 'none' ? [] : forced && forced !== 'required' ? declared.filter((t) => t.name === forced.name) : declared;
+  const allowedTools =
+    request.tool_choice === 'none'
+      ? []
+      : forced && forced !== 'required'
+        ? declared.filter((t) => t.name === forced.name)
+        : declared;
   const format = compileTextFormat(request.text?.format);
   const strictTools = new Map<string, OutputValidator>();
   declared.forEach((tool, index) => {
-    if (tool.strict) strictTools.set(tool.name, compileTextFormat({ type: 'json_schema', name: tool.name, schema: tool.parameters, strict: true }, `tools[${index}].parameters`).validator!);
+    if (tool.strict)
+      strictTools.set(
+        tool.name,
+        compileTextFormat(
+          { type: 'json_schema', name: tool.name, schema: tool.parameters, strict: true },
+          `tools[${index}].parameters`,
+        ).validator!,
+      );
   });
 
   let turns = toTurns(history, offset);
@@ -112,7 +149,12 @@ export function planResponse(runtime: GenerationRuntime, request: PlanRequest, h
   const thinking = runtime.dialect.thinkingControl(request.reasoning?.effort);
   let rendered;
   try {
-    rendered = runtime.dialect.renderPrompt(turns, { tools: request.tool_choice === 'none' ? [] : declared, thinking: thinking.thinking, effort: thinking.effort, forcedTool: forced });
+    rendered = runtime.dialect.renderPrompt(turns, {
+      tools: request.tool_choice === 'none' ? [] : declared,
+      thinking: thinking.thinking,
+      effort: thinking.effort,
+      forcedTool: forced,
+    });
   } catch (error) {
     if (error instanceof DialectError) throw badRequest('input', error.message, 'unsupported_history');
     throw error;
@@ -121,11 +163,15 @@ export function planResponse(runtime: GenerationRuntime, request: PlanRequest, h
   const room = runtime.contextLength - promptIds.length;
   const maxTokens = request.max_output_tokens ?? room;
   if (maxTokens > room || room <= 0) {
-    throw badRequest(request.max_output_tokens ? 'max_output_tokens' : 'input',
+    throw badRequest(
+      request.max_output_tokens ? 'max_output_tokens' : 'input',
       `The prompt (${promptIds.length} tokens) plus max_output_tokens (${maxTokens}) exceeds the model's context of ${runtime.contextLength} tokens.`,
-      'context_length_exceeded');
+      'context_length_exceeded',
+    );
   }
-  const stopIds = runtime.dialect.stopTokens.map((token) => runtime.tokenizer.tokenToId(token)).filter((id): id is number => id !== undefined);
+  const stopIds = runtime.dialect.stopTokens
+    .map((token) => runtime.tokenizer.tokenToId(token))
+    .filter((id): id is number => id !== undefined);
   const parser = { ...rendered.parser, tools: allowedTools };
   const constraint = requestConstraint(runtime, parser, request.text?.format, stopIds);
   return {

@@ -39,7 +39,10 @@ class RunState {
 }
 
 export async function* runResponse(
-  runtime: GenerationRuntime, plan: ResponsePlan, response: ResponseObject, hooks: RunHooks = {},
+  runtime: GenerationRuntime,
+  plan: ResponsePlan,
+  response: ResponseObject,
+  hooks: RunHooks = {},
   sequencer = new EventSequencer(),
 ): AsyncGenerator<StreamEvent, ResponseObject, void> {
   const lifecycle = (type: string): StreamEvent => sequencer.number({ type, response: structuredClone(response) });
@@ -53,7 +56,8 @@ export async function* runResponse(
   const assembler = new OutputAssembler((event) => {
     if (!plan.isBuffered) return void ready.push(sequencer.number(event));
     state.bufferBytes += JSON.stringify(event).length;
-    if (state.bufferBytes > PUBLISH_BUFFER_BYTES) state.failure ??= { code: 'output_buffer_exceeded', message: 'The output exceeded the 4 MiB validation buffer.' };
+    if (state.bufferBytes > PUBLISH_BUFFER_BYTES)
+      state.failure ??= { code: 'output_buffer_exceeded', message: 'The output exceeded the 4 MiB validation buffer.' };
     else buffered.push(event);
   });
   const parser = runtime.dialect.createParser(plan.parser);
@@ -77,16 +81,30 @@ export async function* runResponse(
     }
   };
 
-  const generation = runtime.engine.generate({
-    promptIds: plan.promptIds, maxTokens: plan.maxTokens, temperature: plan.temperature, topP: plan.topP,
-    stopIds: plan.stopIds, seed: hooks.seed, ...(plan.constraint ? { constraint: plan.constraint } : {}),
-  }, { signal: control.signal });
+  const generation = runtime.engine.generate(
+    {
+      promptIds: plan.promptIds,
+      maxTokens: plan.maxTokens,
+      temperature: plan.temperature,
+      topP: plan.topP,
+      stopIds: plan.stopIds,
+      seed: hooks.seed,
+      ...(plan.constraint ? { constraint: plan.constraint } : {}),
+    },
+    { signal: control.signal },
+  );
   try {
     while (true) {
       const step = await generation.next();
-      if (step.done) { finish = step.value; break; }
+      if (step.done) {
+        finish = step.value;
+        break;
+      }
       const event = step.value;
-      if (event.type === 'prefilled') { state.cachedTokens = event.cachedTokens; continue; }
+      if (event.type === 'prefilled') {
+        state.cachedTokens = event.cachedTokens;
+        continue;
+      }
       state.outputTokens++;
       if (plan.stopIds.includes(event.id)) continue;
       const wasReasoning = inReasoning;
@@ -96,7 +114,10 @@ export async function* runResponse(
       if (state.failure || state.stoppedAtCall) break;
     }
   } catch (error) {
-    state.failure ??= { code: 'server_error', message: error instanceof EngineError ? `The engine failed: ${error.message}` : 'The engine failed.' };
+    state.failure ??= {
+      code: 'server_error',
+      message: error instanceof EngineError ? `The engine failed: ${error.message}` : 'The engine failed.',
+    };
   } finally {
     hooks.signal?.removeEventListener('abort', onAbort);
     if (!finish) await generation.return(undefined as never).catch(() => undefined);
@@ -106,19 +127,26 @@ export async function* runResponse(
     return response;
   }
 
-  const reason = state.stoppedAtCall ? 'stop' : finish?.reason ?? 'error';
+  const reason = state.stoppedAtCall ? 'stop' : (finish?.reason ?? 'error');
   if (!state.failure) consume([...parser.push(decoder.flush()), ...parser.end(reason)]);
-  if (reason === 'error' && !state.failure) state.failure = { code: 'server_error', message: finish?.error ?? 'The engine failed.' };
+  if (reason === 'error' && !state.failure)
+    state.failure = { code: 'server_error', message: finish?.error ?? 'The engine failed.' };
   const isIncomplete = reason === 'length' && !state.failure;
   assembler.finish(isIncomplete ? 'incomplete' : 'completed');
   if (!state.failure) state.failure = checkCompleteness(plan, assembler, isIncomplete);
 
   if (plan.isBuffered && !state.failure && !isIncomplete) state.failure = validateText(plan, assembler);
-  if (!plan.isBuffered || (!state.failure && !isIncomplete)) for (const event of buffered) ready.push(sequencer.number(event));
+  if (!plan.isBuffered || (!state.failure && !isIncomplete))
+    for (const event of buffered) ready.push(sequencer.number(event));
   yield* ready.splice(0);
 
   response.output = plan.isBuffered && (state.failure || isIncomplete) ? [] : assembler.output;
-  response.usage = makeUsage(plan.promptIds.length, finish?.usage.cachedTokens ?? state.cachedTokens, state.outputTokens, state.reasoningTokens);
+  response.usage = makeUsage(
+    plan.promptIds.length,
+    finish?.usage.cachedTokens ?? state.cachedTokens,
+    state.outputTokens,
+    state.reasoningTokens,
+  );
   response.completed_at = Math.floor(Date.now() / 1000);
   if (state.failure) {
     response.status = 'failed';
@@ -135,25 +163,40 @@ export async function* runResponse(
 }
 
 /** strict:true tools: arguments must match the schema before the call is published. */
-function checkStrictArguments(plan: ResponsePlan, assembler: OutputAssembler, event: { index: number; arguments: string }, state: RunState): void {
+function checkStrictArguments(
+  plan: ResponsePlan,
+  assembler: OutputAssembler,
+  event: { index: number; arguments: string },
+  state: RunState,
+): void {
   const call = assembler.functionCalls.at(-1);
   const validator = call && plan.strictTools.get(call.name);
   if (!validator) return;
   const result = validator(event.arguments);
-  if (!result.ok) state.failure ??= { code: 'invalid_tool_arguments', message: `Arguments of '${call.name}' do not match its schema: ${result.message}` };
+  if (!result.ok)
+    state.failure ??= {
+      code: 'invalid_tool_arguments',
+      message: `Arguments of '${call.name}' do not match its schema: ${result.message}`,
+    };
 }
 
 /** required / named tool_choice needs a complete call; an end of turn without one fails. */
 function checkCompleteness(plan: ResponsePlan, assembler: OutputAssembler, isIncomplete: boolean): Failure | undefined {
   if (!plan.forced || isIncomplete) return undefined;
   const complete = assembler.functionCalls.filter((call) => call.status === 'completed');
-  if (complete.length === 0) return { code: 'missing_tool_call', message: 'tool_choice requires a function call, and the model produced no complete call.' };
+  if (complete.length === 0)
+    return {
+      code: 'missing_tool_call',
+      message: 'tool_choice requires a function call, and the model produced no complete call.',
+    };
   return undefined;
 }
 
 function validateText(plan: ResponsePlan, assembler: OutputAssembler): Failure | undefined {
   if (!plan.textValidator) return undefined;
-  const text = assembler.output.flatMap((item) => (item.type === 'message' ? item.content.map((part) => part.text) : [])).join('');
+  const text = assembler.output
+    .flatMap((item) => (item.type === 'message' ? item.content.map((part) => part.text) : []))
+    .join('');
   if (assembler.functionCalls.length > 0 && text === '') return undefined;
   const result = plan.textValidator(text);
   return result.ok ? undefined : { code: result.code, message: result.message };

@@ -119,15 +119,27 @@ async function* runForeground(
   }
 }
 
-async function prepare(deps: ServiceDeps, scope: string, body: CreateRequest, runtime: ModelRuntime): Promise<PreparedResponse> {
+async function prepare(
+  deps: ServiceDeps,
+  scope: string,
+  body: CreateRequest,
+  runtime: ModelRuntime,
+): Promise<PreparedResponse> {
   const request = withSamplingDefaults(runtime, body);
-  const previous = request.previous_response_id ? await continuation(deps, scope, request.previous_response_id) : undefined;
+  const previous = request.previous_response_id
+    ? await continuation(deps, scope, request.previous_response_id)
+    : undefined;
   try {
     const newItems = normaliseInput(request.input ?? []);
     const history: HistoryItem[] = [...((previous?.items ?? []) as HistoryItem[]), ...newItems];
     if (request.store) checkStorable(history, newItems, previous, deps.settings.ENTRY_BYTES);
     const plan = planResponse(runtime, request, history, -(previous?.items.length ?? 0));
-    const response = newResponseObject(request, newId('resp'), runtime.id, request.background ? 'queued' : 'in_progress');
+    const response = newResponseObject(
+      request,
+      newId('resp'),
+      runtime.id,
+      request.background ? 'queued' : 'in_progress',
+    );
     const save =
       request.store === true
         ? (final: ResponseObject) => deps.store.put(scope, { response: final, inputItems: newItems, previous })
@@ -151,7 +163,12 @@ async function continuation(deps: ServiceDeps, scope: string, id: string): Promi
  * A response that will be stored must be storable: unique item ids, and an expanded snapshot
  * within ENTRY_BYTES. Checked before generation so the model never runs for a refused save.
  */
-function checkStorable(history: HistoryItem[], newItems: HistoryItem[], previous: StoredHistory | undefined, entryBytes: number): void {
+function checkStorable(
+  history: HistoryItem[],
+  newItems: HistoryItem[],
+  previous: StoredHistory | undefined,
+  entryBytes: number,
+): void {
   const seen = new Set<string>();
   const previousCount = previous?.items.length ?? 0;
   history.forEach((item, index) => {
@@ -206,7 +223,11 @@ function jobSpec(prepared: PreparedResponse): JobSpec {
 }
 
 /** getResponse: the caller's task snapshot (queued, running or retained) or stored response; 404 otherwise. */
-export async function retrieveResponse(deps: ServiceDeps, scope: string, id: string): Promise<ResponseObject | StoredResponse> {
+export async function retrieveResponse(
+  deps: ServiceDeps,
+  scope: string,
+  id: string,
+): Promise<ResponseObject | StoredResponse> {
   const snapshot = locate(deps, scope, id) === 'jobs' ? deps.jobs!.snapshot(scope, id) : undefined;
   const found = snapshot ?? (await deps.store.get(scope, id));
   if (!found) throw notFound('response', id);
@@ -230,7 +251,11 @@ export async function streamResponse(
     if (events) return events;
   }
   if (!(await deps.store.get(scope, id))) throw notFound('response', id);
-  throw conflict(`Response '${id}' has no retained event stream; retrieve it without stream=true.`, 'stream_not_available', 'stream');
+  throw conflict(
+    `Response '${id}' has no retained event stream; retrieve it without stream=true.`,
+    'stream_not_available',
+    'stream',
+  );
 }
 
 /**
@@ -248,7 +273,11 @@ export async function deleteResponse(deps: ServiceDeps, scope: string, id: strin
  * response created without background → 400; a finished one whose record expired answers its
  * final state; unknown ids → 404.
  */
-export async function cancelResponse(deps: ServiceDeps, scope: string, id: string): Promise<ResponseObject | StoredResponse> {
+export async function cancelResponse(
+  deps: ServiceDeps,
+  scope: string,
+  id: string,
+): Promise<ResponseObject | StoredResponse> {
   if (locate(deps, scope, id) === 'jobs') {
     const snapshot = await deps.jobs!.cancel(scope, id);
     if (snapshot) return snapshot;

@@ -45,7 +45,10 @@ function samplingDefaults(config: Record<string, unknown> | null): { temperature
   if (!config) return {};
   // do_sample:false means greedy in transformers' generation_config.
   const temperature = config.do_sample === false ? 0 : number(config.temperature);
-  return { ...(temperature !== undefined ? { temperature } : {}), ...(number(config.top_p) !== undefined ? { topP: number(config.top_p) } : {}) };
+  return {
+    ...(temperature !== undefined ? { temperature } : {}),
+    ...(number(config.top_p) !== undefined ? { topP: number(config.top_p) } : {}),
+  };
 }
 
 export async function loadModelRuntime(dir: string, options: LoadOptions = {}): Promise<ModelRuntime> {
@@ -60,7 +63,9 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   const engine = await NativeEngine.load(modelDir.dir);
   // Masks need each token's bytes: a tokenizer without a byte-level vocabulary is not constrained.
   const vocabulary = tokenizer.vocabularyBytes();
-  const constrainedDecoding = (options.constrainedDecoding ?? process.env.MAYA_CONSTRAINED_DECODING !== '0') && vocabulary.tokens.some((bytes) => bytes !== undefined);
+  const constrainedDecoding =
+    (options.constrainedDecoding ?? process.env.MAYA_CONSTRAINED_DECODING !== '0') &&
+    vocabulary.tokens.some((bytes) => bytes !== undefined);
   if (constrainedDecoding) engine.setVocabulary(vocabulary);
   progress({ stage: 'ready', fraction: 1 });
   return {

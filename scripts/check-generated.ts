@@ -54,7 +54,8 @@ export async function checkGenerated(root: string): Promise<string[]> {
       }
       const banner = bannerProblem(current, generator, sha256);
       if (banner) problems.push(`${file}: ${banner}`);
-      if (current !== (await readFile(freshPath, 'utf8'))) problems.push(`${file}: differs from a fresh generation (run npm run gen)`);
+      if (current !== (await readFile(freshPath, 'utf8')))
+        problems.push(`${file}: differs from a fresh generation (run npm run gen)`);
     }
     const known = new Set(GENERATED.map((g) => path.basename(g.file)));
     const present = await readdir(path.join(root, 'generated')).catch(() => [] as string[]);

@@ -59,14 +59,20 @@ function deepEqual(a: unknown, b: unknown): boolean {
 function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
   if (v && typeof v === 'object') {
-    return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+    );
   }
   return v;
 }
 
 function outputText(output: ResponseOutput): string {
-  return output.flatMap((item) => (item.type === 'message' ? item.content : []))
-    .map((part) => (part.type === 'output_text' ? part.text : '')).join('');
+  return output
+    .flatMap((item) => (item.type === 'message' ? item.content : []))
+    .map((part) => (part.type === 'output_text' ? part.text : ''))
+    .join('');
 }
 
 /** Thinking on: reasoning text first, then an answer; no `<think>` markup in any text. */
@@ -77,7 +83,10 @@ function reasoningWellFormed(output: ResponseOutput): boolean {
   if (text.trim() === '' || /<\/?think>/.test(text)) return false;
   const rest = output.slice(1);
   if (rest.length === 0) return false;
-  return !/<\/?think>/.test(outputText(rest)) && rest.every((item) => item.type === 'message' || item.type === 'function_call');
+  return (
+    !/<\/?think>/.test(outputText(rest)) &&
+    rest.every((item) => item.type === 'message' || item.type === 'function_call')
+  );
 }
 
 type CreateParams = OpenAI.Responses.ResponseCreateParamsNonStreaming;
@@ -85,7 +94,15 @@ type Create = (params: CreateParams) => Promise<OpenAI.Responses.Response>;
 
 async function runCase(create: Create, model: string, c: EvalCase, ajv: Ajv2020): Promise<CaseResult> {
   const base = { model, temperature: 0, max_output_tokens: 300, store: false } as const;
-  const result: CaseResult = { id: c.id, kind: c.kind, thinking: c.thinking, pass: false, wellFormed: false, status: '', output: null };
+  const result: CaseResult = {
+    id: c.id,
+    kind: c.kind,
+    thinking: c.thinking,
+    pass: false,
+    wellFormed: false,
+    status: '',
+    output: null,
+  };
   try {
     let response: OpenAI.Responses.Response;
     if (c.kind === 'memory') {
@@ -110,24 +127,32 @@ async function runCase(create: Create, model: string, c: EvalCase, ajv: Ajv2020)
     if (c.kind === 'tool') {
       const calls = response.output.filter((item) => item.type === 'function_call');
       const parsed = calls.map((call) => ({ name: call.name, arguments: JSON.parse(call.arguments) as unknown }));
-      result.wellFormed = completed && calls.length > 0 && parsed.every((p) => p.arguments !== null && typeof p.arguments === 'object');
+      result.wellFormed =
+        completed && calls.length > 0 && parsed.every((p) => p.arguments !== null && typeof p.arguments === 'object');
       const want = [...(c.expect.calls ?? [])];
-      result.pass = result.wellFormed && parsed.length === want.length
-        && parsed.every((p) => {
+      result.pass =
+        result.wellFormed &&
+        parsed.length === want.length &&
+        parsed.every((p) => {
           const i = want.findIndex((w) => w.name === p.name && deepEqual(w.arguments, p.arguments));
           return i >= 0 && want.splice(i, 1).length === 1;
         });
     } else if (c.kind === 'json') {
       const format = (c.request.text as { format: { schema: object } }).format;
       let value: unknown;
-      try { value = JSON.parse(text); } catch { value = undefined; }
+      try {
+        value = JSON.parse(text);
+      } catch {
+        value = undefined;
+      }
       result.wellFormed = completed && value !== undefined;
       result.pass = result.wellFormed && ajv.validate(format.schema, value) === true;
       result.exact = result.pass && deepEqual(value, c.expect.value);
     } else if (c.kind === 'memory') {
       const want = String(c.expect.value);
       result.wellFormed = completed;
-      result.pass = completed && new RegExp(`(^|[^\\w])${want.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\w])`).test(text);
+      result.pass =
+        completed && new RegExp(`(^|[^\\w])${want.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\w])`).test(text);
     } else {
       result.wellFormed = completed && text.trim() !== '';
       result.pass = result.reasoningOk === true;
@@ -142,7 +167,7 @@ function rate(rows: CaseResult[], pick: (r: CaseResult) => boolean | undefined):
   const considered = rows.filter((r) => pick(r) !== undefined);
   if (considered.length === 0) return 'n/a';
   const ok = considered.filter((r) => pick(r) === true).length;
-  return `${(100 * ok / considered.length).toFixed(1)}% (${ok}/${considered.length})`;
+  return `${((100 * ok) / considered.length).toFixed(1)}% (${ok}/${considered.length})`;
 }
 
 async function main(): Promise<number> {
@@ -169,7 +194,13 @@ async function main(): Promise<number> {
 
   const settings = loadResponsesSettings({});
   const server = loadServerSettings({ MAYA_HOST: '127.0.0.1', MAYA_PORT: '0' });
-  const service = await startService({ settings, server, modelDir: values.model, loadRuntime: loadModelRuntime, logger: silentLogger });
+  const service = await startService({
+    settings,
+    server,
+    modelDir: values.model,
+    loadRuntime: loadModelRuntime,
+    logger: silentLogger,
+  });
   const started = Date.now();
   let runtime: ModelRuntime;
   try {
@@ -209,17 +240,27 @@ async function main(): Promise<number> {
     `| reasoning (every thinking-on case) | reasoning item, then answer | ${rate(thinkingRows, (r) => r.reasoningOk)} | ≥ 95% |`,
   ].join('\n');
   const path = 'POST /v1/responses over loopback (openai SDK)';
-  const summary = `model ${values.model}\nrequests: ${path}\nloader ${LOADER}; loaded in ${((t0 - started) / 1000).toFixed(1)} s; `
-    + `${results.length} cases in ${((Date.now() - t0) / 1000).toFixed(0)} s\n\n${table}\n`;
+  const summary =
+    `model ${values.model}\nrequests: ${path}\nloader ${LOADER}; loaded in ${((t0 - started) / 1000).toFixed(1)} s; ` +
+    `${results.length} cases in ${((Date.now() - t0) / 1000).toFixed(0)} s\n\n${table}\n`;
   process.stdout.write(summary);
   const failures = results.filter((r) => !r.pass).slice(0, 12);
-  for (const f of failures) process.stdout.write(`\nFAIL ${f.id} (${f.status}${f.error ? `: ${f.error}` : ''}): ${JSON.stringify(f.output).slice(0, 400)}`);
+  for (const f of failures)
+    process.stdout.write(
+      `\nFAIL ${f.id} (${f.status}${f.error ? `: ${f.error}` : ''}): ${JSON.stringify(f.output).slice(0, 400)}`,
+    );
   process.stdout.write('\n');
-  writeFileSync(values.out, `${JSON.stringify({ summary: table, loader: LOADER, requests: path, results }, null, 1)}\n`);
+  writeFileSync(
+    values.out,
+    `${JSON.stringify({ summary: table, loader: LOADER, requests: path, results }, null, 1)}\n`,
+  );
   return 0;
 }
 
-main().then((code) => process.exit(code), (err: unknown) => {
-  process.stderr.write(`eval:demo: ${(err as Error).stack ?? String(err)}\n`);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`eval:demo: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -9,9 +9,26 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 let seed = 20261201;
-const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
-const SYLLABLES = ['zor', 'blat', 'quux', 'fnord', 'wib', 'ble', 'snar', 'gle', 'plim', 'tok', 'vex', 'dra', 'mu', 'kel', 'oss', 'pry'];
+const SYLLABLES = [
+  'zor',
+  'blat',
+  'quux',
+  'fnord',
+  'wib',
+  'ble',
+  'snar',
+  'gle',
+  'plim',
+  'tok',
+  'vex',
+  'dra',
+  'mu',
+  'kel',
+  'oss',
+  'pry',
+];
 const word = () => Array.from({ length: 2 + Math.floor(rand() * 2) }, () => pick(SYLLABLES)).join('');
 const fieldName = () => (rand() < 0.5 ? word() : `${word()}_${word()}`);
 
@@ -43,10 +60,22 @@ function object(depth: number, n: number): Schema {
   return { type: 'object', properties, required, additionalProperties: false };
 }
 
-const TOPICS = ['a flurbish teapot', 'the quizzle festival', 'my snorkwhistle order', 'a zantrop report', 'the blibber expedition', 'order 77-X of plimtok', 'the vexdra census'];
+const TOPICS = [
+  'a flurbish teapot',
+  'the quizzle festival',
+  'my snorkwhistle order',
+  'a zantrop report',
+  'the blibber expedition',
+  'order 77-X of plimtok',
+  'the vexdra census',
+];
 const cases = Array.from({ length: 100 }, (_, i) => {
   const schema = object(0, 1 + Math.floor(rand() * 5));
-  const input = pick(['Describe', 'Summarise', 'Fill in the record for', 'Give me the details of', 'Make up data for']) + ' ' + pick(TOPICS) + '.';
+  const input =
+    pick(['Describe', 'Summarise', 'Fill in the record for', 'Give me the details of', 'Make up data for']) +
+    ' ' +
+    pick(TOPICS) +
+    '.';
   return { name: `schema_${String(i).padStart(3, '0')}`, input, schema };
 });
 const out = join(import.meta.dirname, '../test/demo-model/fixtures/constrained-schemas.json');

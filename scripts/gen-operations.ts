@@ -19,8 +19,14 @@ export const DOCUMENT_FILE = 'generated/openapi-document.ts';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
-interface Ref { $ref: string }
-interface Parameter { name: string; in: string; required?: boolean }
+interface Ref {
+  $ref: string;
+}
+interface Parameter {
+  name: string;
+  in: string;
+  required?: boolean;
+}
 interface OperationObject {
   operationId?: string;
   parameters?: (Parameter | Ref)[];
@@ -30,7 +36,10 @@ interface OperationObject {
 }
 interface Document {
   paths: Record<string, Record<string, unknown>>;
-  components?: { parameters?: Record<string, Parameter>; schemas?: Record<string, { properties?: Record<string, unknown> }> };
+  components?: {
+    parameters?: Record<string, Parameter>;
+    schemas?: Record<string, { properties?: Record<string, unknown> }>;
+  };
 }
 
 export interface OperationRow {
@@ -62,7 +71,12 @@ export function toKoaPath(openapiPath: string): string {
   return openapiPath.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
 }
 
-function streamMode(doc: Document, op: OperationObject, requestBody: string | null, query: string[]): OperationRow['stream'] {
+function streamMode(
+  doc: Document,
+  op: OperationObject,
+  requestBody: string | null,
+  query: string[],
+): OperationRow['stream'] {
   const ok = op.responses?.['200'];
   const sse = !!ok && !('$ref' in ok) && !!ok.content?.['text/event-stream'];
   if (!sse) return null;
@@ -94,7 +108,9 @@ export function operationRows(doc: Document): OperationRow[] {
         security: !(Array.isArray(op.security) && op.security.length === 0),
         query,
         pathParams: params.filter((p) => p.in === 'path').map((p) => p.name),
-        statuses: Object.keys(op.responses ?? {}).map(Number).sort((a, b) => a - b),
+        statuses: Object.keys(op.responses ?? {})
+          .map(Number)
+          .sort((a, b) => a - b),
       });
     }
   }
@@ -123,7 +139,7 @@ export function renderOperations(specText: string): string {
     '',
     '/**',
     ' * Every operation of the contract. `path` is the OpenAPI path, `koaPath` the same for',
-    " * @koa/router. `requestBody` names the JSON body schema (components.schemas), `stream` says",
+    ' * @koa/router. `requestBody` names the JSON body schema (components.schemas), `stream` says',
     " * which flag turns the 200 into text/event-stream ('body' → `stream: true` in the body,",
     " * 'query' → `?stream=true`), `security` is false for the public endpoints, `statuses` lists",
     ' * the declared response codes.',

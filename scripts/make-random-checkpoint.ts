@@ -32,7 +32,16 @@ export interface RandomCheckpointOptions {
 
 /** llama2.c's stories110M shape (dim 768, 12 layers, 12 heads, hidden 2048, vocab 32000, shared classifier). */
 export const LLAMA_110M: RandomCheckpointOptions = {
-  dim: 768, layers: 12, heads: 12, kvHeads: 12, hidden: 2048, vocab: 32000, ctx: 1024, dtype: 'f32', seed: 1, tied: true,
+  dim: 768,
+  layers: 12,
+  heads: 12,
+  kvHeads: 12,
+  hidden: 2048,
+  vocab: 32000,
+  ctx: 1024,
+  dtype: 'f32',
+  seed: 1,
+  tied: true,
 };
 
 interface TensorSpec {
@@ -66,7 +75,7 @@ function tensorSpecs(o: RandomCheckpointOptions): TensorSpec[] {
 
 /** xorshift32: a tiny deterministic generator (Marsaglia 2003). */
 function makeRandom(seed: number): () => number {
-  let s = (seed >>> 0) || 0x9e3779b9;
+  let s = seed >>> 0 || 0x9e3779b9;
   return () => {
     s ^= s << 13;
     s >>>= 0;
@@ -82,8 +91,12 @@ export function parameterCount(o: RandomCheckpointOptions): number {
 }
 
 /** Writes the checkpoint into dir; returns the parameter count and the weight bytes. */
-export async function makeRandomCheckpoint(dir: string, o: RandomCheckpointOptions): Promise<{ params: number; bytes: number }> {
-  if (o.dim % o.heads !== 0 || o.heads % o.kvHeads !== 0) throw new Error('dim must divide by heads, heads by kv-heads');
+export async function makeRandomCheckpoint(
+  dir: string,
+  o: RandomCheckpointOptions,
+): Promise<{ params: number; bytes: number }> {
+  if (o.dim % o.heads !== 0 || o.heads % o.kvHeads !== 0)
+    throw new Error('dim must divide by heads, heads by kv-heads');
   await mkdir(dir, { recursive: true });
   const specs = tensorSpecs(o);
   const elemBytes = o.dtype === 'f32' ? 4 : 2;
@@ -91,7 +104,11 @@ export async function makeRandomCheckpoint(dir: string, o: RandomCheckpointOptio
   let offset = 0;
   for (const t of specs) {
     const bytes = t.shape.reduce((a, b) => a * b, 1) * elemBytes;
-    header[t.name] = { dtype: o.dtype === 'f32' ? 'F32' : 'BF16', shape: t.shape, data_offsets: [offset, offset + bytes] };
+    header[t.name] = {
+      dtype: o.dtype === 'f32' ? 'F32' : 'BF16',
+      shape: t.shape,
+      data_offsets: [offset, offset + bytes],
+    };
     offset += bytes;
   }
   let headerText = JSON.stringify(header);
@@ -124,14 +141,29 @@ export async function makeRandomCheckpoint(dir: string, o: RandomCheckpointOptio
     await file.close();
   }
   const config = {
-    architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: o.dim, intermediate_size: o.hidden,
-    num_attention_heads: o.heads, num_key_value_heads: o.kvHeads, num_hidden_layers: o.layers, vocab_size: o.vocab,
-    max_position_embeddings: o.ctx, head_dim: o.dim / o.heads, hidden_act: 'silu', rms_norm_eps: 1e-5,
-    rope_theta: 10000.0, tie_word_embeddings: o.tied ?? false, bos_token_id: 1, eos_token_id: 2,
+    architectures: ['LlamaForCausalLM'],
+    model_type: 'llama',
+    hidden_size: o.dim,
+    intermediate_size: o.hidden,
+    num_attention_heads: o.heads,
+    num_key_value_heads: o.kvHeads,
+    num_hidden_layers: o.layers,
+    vocab_size: o.vocab,
+    max_position_embeddings: o.ctx,
+    head_dim: o.dim / o.heads,
+    hidden_act: 'silu',
+    rms_norm_eps: 1e-5,
+    rope_theta: 10000.0,
+    tie_word_embeddings: o.tied ?? false,
+    bos_token_id: 1,
+    eos_token_id: 2,
     torch_dtype: o.dtype === 'f32' ? 'float32' : 'bfloat16',
   };
   await writeFile(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
-  await writeFile(join(dir, 'generation_config.json'), `${JSON.stringify({ bos_token_id: 1, eos_token_id: 2 }, null, 2)}\n`);
+  await writeFile(
+    join(dir, 'generation_config.json'),
+    `${JSON.stringify({ bos_token_id: 1, eos_token_id: 2 }, null, 2)}\n`,
+  );
   return { params: parameterCount(o), bytes: offset };
 }
 
@@ -139,8 +171,14 @@ function parseArgs(argv: string[]): { out: string; options: RandomCheckpointOpti
   const o = { ...LLAMA_110M };
   let out = '';
   const numeric: Record<string, keyof RandomCheckpointOptions> = {
-    '--dim': 'dim', '--layers': 'layers', '--heads': 'heads', '--kv-heads': 'kvHeads', '--hidden': 'hidden',
-    '--vocab': 'vocab', '--ctx': 'ctx', '--seed': 'seed',
+    '--dim': 'dim',
+    '--layers': 'layers',
+    '--heads': 'heads',
+    '--kv-heads': 'kvHeads',
+    '--hidden': 'hidden',
+    '--vocab': 'vocab',
+    '--ctx': 'ctx',
+    '--seed': 'seed',
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i] ?? '';
@@ -149,7 +187,8 @@ function parseArgs(argv: string[]): { out: string; options: RandomCheckpointOpti
     if (flag === '--out') out = value;
     else if (flag === '--dtype' && (value === 'f32' || value === 'bf16')) o.dtype = value;
     else if (flag === '--tied' && (value === 'true' || value === 'false')) o.tied = value === 'true';
-    else if (numeric[flag] && Number.isInteger(Number(value)) && Number(value) > 0) (o as Record<string, unknown>)[numeric[flag]] = Number(value);
+    else if (numeric[flag] && Number.isInteger(Number(value)) && Number(value) > 0)
+      (o as Record<string, unknown>)[numeric[flag]] = Number(value);
     else throw new Error(`bad option ${flag} ${value}`);
   }
   if (!out) throw new Error('--out DIR is required');
@@ -160,7 +199,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   try {
     const { out, options } = parseArgs(process.argv.slice(2));
     const { params, bytes } = await makeRandomCheckpoint(out, options);
-    console.log(`wrote ${out}: ${(params / 1e6).toFixed(1)}M parameters, ${(bytes / 2 ** 20).toFixed(1)} MiB of weights`);
+    console.log(
+      `wrote ${out}: ${(params / 1e6).toFixed(1)}M parameters, ${(bytes / 2 ** 20).toFixed(1)} MiB of weights`,
+    );
   } catch (err) {
     console.error(`make-random-checkpoint: ${(err as Error).message}`);
     process.exitCode = 2;

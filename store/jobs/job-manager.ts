@@ -17,20 +17,48 @@
  */
 import type { Registry } from 'prom-client';
 import type { ResponsesSettings } from '../../config/settings.ts';
-import { ApiError, badRequest, conflict, gone, sseErrorEvent, tooLarge, tooManyRequests, unavailable } from '../../contract/errors.ts';
+import {
+  ApiError,
+  badRequest,
+  conflict,
+  gone,
+  sseErrorEvent,
+  tooLarge,
+  tooManyRequests,
+  unavailable,
+} from '../../contract/errors.ts';
 import { drainEvents, type StreamEvent, type UnnumberedEvent } from '../../contract/stream-events.ts';
 import type { ResponseFailure as ResponseError, ResponseObject, ResponseStatus } from '../../contract/types.ts';
 import { JobEventBuffer, eventBytes, type JobEvent } from './job-event-buffer.ts';
 import { JobMetrics, type JobRejection } from './job-metrics.ts';
 import { JobReaders, type ReaderLease } from './job-readers.ts';
 import { JobRecord, type JobSpec, type StopReason } from './job-record.ts';
-import { pageItems, StoreError, type InputItemPage, type ItemListing, type ListInputItemsOptions, type ResponseStore, type StoredHistory, type StoredItem } from '../responses/response-store.ts';
+import {
+  pageItems,
+  StoreError,
+  type InputItemPage,
+  type ItemListing,
+  type ListInputItemsOptions,
+  type ResponseStore,
+  type StoredHistory,
+  type StoredItem,
+} from '../responses/response-store.ts';
 
 export type { JobRunHooks, JobSpec } from './job-record.ts';
 
-export type JobSettings = Pick<ResponsesSettings,
-  'JOB_WORKERS' | 'JOB_ENTRIES' | 'JOB_OWNER_ENTRIES' | 'JOB_TIMEOUT_S' | 'JOB_TTL_S' | 'JOB_INPUT_BYTES' |
-  'EVENT_BYTES' | 'EVENT_COUNT' | 'STREAM_READERS' | 'STREAM_OWNER_READERS'>;
+export type JobSettings = Pick<
+  ResponsesSettings,
+  | 'JOB_WORKERS'
+  | 'JOB_ENTRIES'
+  | 'JOB_OWNER_ENTRIES'
+  | 'JOB_TIMEOUT_S'
+  | 'JOB_TTL_S'
+  | 'JOB_INPUT_BYTES'
+  | 'EVENT_BYTES'
+  | 'EVENT_COUNT'
+  | 'STREAM_READERS'
+  | 'STREAM_OWNER_READERS'
+>;
 
 export interface JobManagerOptions {
   settings: JobSettings;
@@ -56,7 +84,9 @@ export class JobCleanupError extends Error {
     readonly numTasks: number,
     readonly waitMs: number,
   ) {
-    super(`${numTasks} background task(s) still held resources ${waitMs} ms after cancellation; they were not cleanly cancelled.`);
+    super(
+      `${numTasks} background task(s) still held resources ${waitMs} ms after cancellation; they were not cleanly cancelled.`,
+    );
     this.name = 'JobCleanupError';
   }
 }
@@ -100,9 +130,17 @@ export class JobManager {
     this.schedule = options.schedule ?? defaultSchedule;
     this.metrics = new JobMetrics(options.registry, () => {
       this.expire();
-      return { queued: this.queue.length, running: this.running.size, records: this.records.size, eventBytes: this.eventBytes(), readers: this.readers.count };
+      return {
+        queued: this.queue.length,
+        running: this.running.size,
+        records: this.records.size,
+        eventBytes: this.eventBytes(),
+        readers: this.readers.count,
+      };
     });
-    this.readers = new JobReaders(options.settings.STREAM_READERS, options.settings.STREAM_OWNER_READERS, (reason) => this.metrics.reject(reason));
+    this.readers = new JobReaders(options.settings.STREAM_READERS, options.settings.STREAM_OWNER_READERS, (reason) =>
+      this.metrics.reject(reason),
+    );
   }
 
   /**
@@ -111,23 +149,60 @@ export class JobManager {
    * caller already has JOB_OWNER_ENTRIES active tasks or JOB_ENTRIES records are all active.
    */
   submit(scope: string, spec: JobSpec): ResponseObject {
-    if (this.isClosed) throw this.reject('shutting_down', unavailable('The server is shutting down; background tasks are not accepted.', 'shutting_down'));
+    if (this.isClosed)
+      throw this.reject(
+        'shutting_down',
+        unavailable('The server is shutting down; background tasks are not accepted.', 'shutting_down'),
+      );
     const inputBytes = eventBytes({ response: spec.response, input: spec.historyItems });
     if (inputBytes > this.settings.JOB_INPUT_BYTES) {
-      throw this.reject('input_too_large', tooLarge(`The background task's input snapshot is ${inputBytes} bytes; the limit is ${this.settings.JOB_INPUT_BYTES} (JOB_INPUT_BYTES).`, 'input_too_large', 'input'));
+      throw this.reject(
+        'input_too_large',
+        tooLarge(
+          `The background task's input snapshot is ${inputBytes} bytes; the limit is ${this.settings.JOB_INPUT_BYTES} (JOB_INPUT_BYTES).`,
+          'input_too_large',
+          'input',
+        ),
+      );
     }
-    const record = new JobRecord(scope, spec, new JobEventBuffer(this.settings.EVENT_COUNT, this.settings.EVENT_BYTES), this.now());
+    const record = new JobRecord(
+      scope,
+      spec,
+      new JobEventBuffer(this.settings.EVENT_COUNT, this.settings.EVENT_BYTES),
+      this.now(),
+    );
     for (const type of ['response.created', 'response.queued']) {
       if (!record.events.append(record.sequencer.number({ type, response: structuredClone(spec.response) }))) {
-        throw this.reject('input_too_large', tooLarge(`The background task's first event exceeds the event buffer of ${this.settings.EVENT_BYTES} bytes (EVENT_BYTES).`, 'input_too_large', 'input'));
+        throw this.reject(
+          'input_too_large',
+          tooLarge(
+            `The background task's first event exceeds the event buffer of ${this.settings.EVENT_BYTES} bytes (EVENT_BYTES).`,
+            'input_too_large',
+            'input',
+          ),
+        );
       }
     }
     this.expire();
     if ((this.activeByScope.get(scope) ?? 0) >= this.settings.JOB_OWNER_ENTRIES) {
-      throw this.reject('owner_entries', tooManyRequests(`This API key already has ${this.settings.JOB_OWNER_ENTRIES} active background tasks (JOB_OWNER_ENTRIES); wait for one to finish.`, 'too_many_tasks', 1));
+      throw this.reject(
+        'owner_entries',
+        tooManyRequests(
+          `This API key already has ${this.settings.JOB_OWNER_ENTRIES} active background tasks (JOB_OWNER_ENTRIES); wait for one to finish.`,
+          'too_many_tasks',
+          1,
+        ),
+      );
     }
     if (this.records.size >= this.settings.JOB_ENTRIES && !this.evictOldestFinished()) {
-      throw this.reject('entries', tooManyRequests(`All ${this.settings.JOB_ENTRIES} background task records are active (JOB_ENTRIES); retry later.`, 'too_many_tasks', 1));
+      throw this.reject(
+        'entries',
+        tooManyRequests(
+          `All ${this.settings.JOB_ENTRIES} background task records are active (JOB_ENTRIES); retry later.`,
+          'too_many_tasks',
+          1,
+        ),
+      );
     }
     this.records.set(record.id, record);
     this.activeByScope.set(scope, (this.activeByScope.get(scope) ?? 0) + 1);
@@ -168,7 +243,10 @@ export class JobManager {
     const record = this.find(scope, id);
     if (!record) return false;
     if (record.state !== 'done') {
-      throw conflict(`Response '${id}' is still ${record.status}; cancel it before deleting it.`, 'response_in_progress');
+      throw conflict(
+        `Response '${id}' is still ${record.status}; cancel it before deleting it.`,
+        'response_in_progress',
+      );
     }
     this.records.delete(id);
     return true;
@@ -183,10 +261,18 @@ export class JobManager {
     const record = this.find(scope, id);
     if (!record) return undefined;
     if (record.state !== 'done') {
-      throw conflict(`Response '${id}' is still ${record.status}; it can be continued once it has finished.`, 'response_in_progress', 'previous_response_id');
+      throw conflict(
+        `Response '${id}' is still ${record.status}; it can be continued once it has finished.`,
+        'response_in_progress',
+        'previous_response_id',
+      );
     }
     if (record.status === 'cancelled' || record.status === 'failed') {
-      throw badRequest('previous_response_id', `Response '${id}' ${record.status === 'failed' ? 'failed' : 'was cancelled'} and cannot be continued.`, 'invalid_previous_response');
+      throw badRequest(
+        'previous_response_id',
+        `Response '${id}' ${record.status === 'failed' ? 'failed' : 'was cancelled'} and cannot be continued.`,
+        'invalid_previous_response',
+      );
     }
     const items = [...record.historyItems, ...(record.response.output as unknown as StoredItem[])];
     const bytes = eventBytes(items);
@@ -221,16 +307,30 @@ export class JobManager {
    * retained window, 429 past the reader limits. While streaming, a window that slides past the
    * reader ends the iteration with a 410 ApiError (sse.ts turns it into the `error` event).
    */
-  openStream(scope: string, id: string, startingAfter: number | undefined, options: OpenStreamOptions = {}): AsyncIterable<JobEvent> | undefined {
+  openStream(
+    scope: string,
+    id: string,
+    startingAfter: number | undefined,
+    options: OpenStreamOptions = {},
+  ): AsyncIterable<JobEvent> | undefined {
     const record = this.find(scope, id);
     if (!record) return undefined;
     const after = startingAfter ?? -1;
     const events = record.events;
     const check = events.check(after);
     if (check === 'future') {
-      throw badRequest('starting_after', `starting_after=${after} is after the newest event of response '${id}' (sequence number ${events.lastSequence}).`, 'invalid_cursor');
+      throw badRequest(
+        'starting_after',
+        `starting_after=${after} is after the newest event of response '${id}' (sequence number ${events.lastSequence}).`,
+        'invalid_cursor',
+      );
     }
-    const behind = () => gone(`Events of response '${id}' up to sequence number ${events.droppedThrough} are no longer retained (EVENT_COUNT/EVENT_BYTES); the snapshot is still retrievable without stream=true.`, 'events_expired', 'starting_after');
+    const behind = () =>
+      gone(
+        `Events of response '${id}' up to sequence number ${events.droppedThrough} are no longer retained (EVENT_COUNT/EVENT_BYTES); the snapshot is still retrievable without stream=true.`,
+        'events_expired',
+        'starting_after',
+      );
     if (check === 'gone') throw behind();
     const lease = options.lease ?? this.readers.acquire(scope);
     return follow(events.read(after, behind, options.signal), lease);
@@ -363,7 +463,10 @@ export class JobManager {
   }
 
   private oversized(type: string): ResponseError {
-    return { code: 'event_too_large', message: `A ${type} event exceeded the task's event buffer of ${this.settings.EVENT_BYTES} bytes (EVENT_BYTES).` };
+    return {
+      code: 'event_too_large',
+      message: `A ${type} event exceeded the task's event buffer of ${this.settings.EVENT_BYTES} bytes (EVENT_BYTES).`,
+    };
   }
 
   /**
@@ -377,12 +480,20 @@ export class JobManager {
     const isStopped = final === undefined || final.status === 'cancelled';
     const isDeadline = !record.failure && isStopped && record.stopReason === 'deadline';
     if (isDeadline) {
-      record.failure = { code: 'job_timeout', message: `The background task did not finish within ${this.settings.JOB_TIMEOUT_S} s of its admission (JOB_TIMEOUT_S).` };
+      record.failure = {
+        code: 'job_timeout',
+        message: `The background task did not finish within ${this.settings.JOB_TIMEOUT_S} s of its admission (JOB_TIMEOUT_S).`,
+      };
     }
     let status: ResponseStatus;
     if (record.failure) {
       status = 'failed';
-      Object.assign(response, { status, error: record.failure, output: [], completed_at: Math.floor(this.now() / 1000) });
+      Object.assign(response, {
+        status,
+        error: record.failure,
+        output: [],
+        completed_at: Math.floor(this.now() / 1000),
+      });
       this.publishTerminal(record, { type: 'response.failed', response: structuredClone(response) });
     } else if (isStopped) {
       status = 'cancelled';
@@ -409,7 +520,15 @@ export class JobManager {
   /** A terminal event always fits: a failed event that cannot becomes the smaller error event. */
   private publishTerminal(record: JobRecord, event: UnnumberedEvent): void {
     if (record.events.append(record.sequencer.number(event))) return;
-    const { sequence_number: _unused, ...error } = sseErrorEvent(new ApiError(500, record.failure?.message ?? 'The background task failed.', 'server_error', record.failure?.code ?? 'server_error'), 0);
+    const { sequence_number: _unused, ...error } = sseErrorEvent(
+      new ApiError(
+        500,
+        record.failure?.message ?? 'The background task failed.',
+        'server_error',
+        record.failure?.code ?? 'server_error',
+      ),
+      0,
+    );
     record.events.append(record.sequencer.number(error));
   }
 }
@@ -422,7 +541,10 @@ function saveFailure(error: unknown): ResponseError {
   return { code: 'server_error', message: 'The background task failed.' };
 }
 
-async function* follow(events: AsyncGenerator<JobEvent, void, void>, lease: ReaderLease): AsyncGenerator<JobEvent, void, void> {
+async function* follow(
+  events: AsyncGenerator<JobEvent, void, void>,
+  lease: ReaderLease,
+): AsyncGenerator<JobEvent, void, void> {
   try {
     yield* events;
   } finally {

@@ -5,7 +5,8 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
-export type JobRejection = 'shutting_down' | 'input_too_large' | 'owner_entries' | 'entries' | 'readers' | 'owner_readers';
+export type JobRejection =
+  'shutting_down' | 'input_too_large' | 'owner_entries' | 'entries' | 'readers' | 'owner_readers';
 
 /** Occupancy read at scrape time. */
 export interface JobOccupancy {
@@ -23,7 +24,12 @@ export class JobMetrics {
   cancellations = 0;
   deadlineFailures = 0;
   readonly rejections: Record<JobRejection, number> = {
-    shutting_down: 0, input_too_large: 0, owner_entries: 0, entries: 0, readers: 0, owner_readers: 0,
+    shutting_down: 0,
+    input_too_large: 0,
+    owner_entries: 0,
+    entries: 0,
+    readers: 0,
+    owner_readers: 0,
   };
 
   private readonly series?: {
@@ -41,7 +47,14 @@ export class JobMetrics {
     const registers = [registry];
     const name = (suffix: string) => `maya:responses_jobs_${suffix}`;
     const gauge = (suffix: string, help: string, read: (o: JobOccupancy) => number) =>
-      new Gauge({ name: name(suffix), help, registers, collect() { this.set(read(occupancy())); } });
+      new Gauge({
+        name: name(suffix),
+        help,
+        registers,
+        collect() {
+          this.set(read(occupancy()));
+        },
+      });
     gauge('queued', 'Background tasks waiting for a worker', (o) => o.queued);
     gauge('running', 'Background tasks owned by a worker', (o) => o.running);
     gauge('records', 'Active plus retained background records', (o) => o.records);
@@ -49,12 +62,40 @@ export class JobMetrics {
     gauge('readers', 'Connected background stream readers', (o) => o.readers);
     this.series = {
       admissions: new Counter({ name: name('admissions_total'), help: 'Background tasks admitted', registers }),
-      rejections: new Counter({ name: name('rejections_total'), help: 'Refused task admissions and stream readers', labelNames: ['reason'], registers }),
-      cancellations: new Counter({ name: name('cancellations_total'), help: 'Background tasks that ended cancelled', registers }),
-      deadlineFailures: new Counter({ name: name('deadline_failures_total'), help: 'Background tasks failed by JOB_TIMEOUT_S', registers }),
-      finished: new Counter({ name: name('finished_total'), help: 'Background tasks by terminal status', labelNames: ['status'], registers }),
-      queueSeconds: new Histogram({ name: name('queue_seconds'), help: 'Admission to worker start', buckets: TIMING_BUCKETS, registers }),
-      runSeconds: new Histogram({ name: name('run_seconds'), help: 'Admission to terminal state', buckets: TIMING_BUCKETS, registers }),
+      rejections: new Counter({
+        name: name('rejections_total'),
+        help: 'Refused task admissions and stream readers',
+        labelNames: ['reason'],
+        registers,
+      }),
+      cancellations: new Counter({
+        name: name('cancellations_total'),
+        help: 'Background tasks that ended cancelled',
+        registers,
+      }),
+      deadlineFailures: new Counter({
+        name: name('deadline_failures_total'),
+        help: 'Background tasks failed by JOB_TIMEOUT_S',
+        registers,
+      }),
+      finished: new Counter({
+        name: name('finished_total'),
+        help: 'Background tasks by terminal status',
+        labelNames: ['status'],
+        registers,
+      }),
+      queueSeconds: new Histogram({
+        name: name('queue_seconds'),
+        help: 'Admission to worker start',
+        buckets: TIMING_BUCKETS,
+        registers,
+      }),
+      runSeconds: new Histogram({
+        name: name('run_seconds'),
+        help: 'Admission to terminal state',
+        buckets: TIMING_BUCKETS,
+        registers,
+      }),
     };
   }
 

@@ -29,11 +29,19 @@ export class JobReaders {
     const owned = this.byScope.get(scope) ?? 0;
     if (this.count >= this.maxReaders) {
       this.onReject('readers');
-      throw tooManyRequests(`Too many background stream readers (${this.maxReaders}); retry later.`, 'too_many_readers', 1);
+      throw tooManyRequests(
+        `Too many background stream readers (${this.maxReaders}); retry later.`,
+        'too_many_readers',
+        1,
+      );
     }
     if (owned >= this.maxOwnerReaders) {
       this.onReject('owner_readers');
-      throw tooManyRequests(`Too many background stream readers for this API key (${this.maxOwnerReaders}); close one first.`, 'too_many_readers', 1);
+      throw tooManyRequests(
+        `Too many background stream readers for this API key (${this.maxOwnerReaders}); close one first.`,
+        'too_many_readers',
+        1,
+      );
     }
     this.count++;
     this.byScope.set(scope, owned + 1);

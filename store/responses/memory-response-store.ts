@@ -112,7 +112,11 @@ export class MemoryResponseStore implements ResponseStore {
     });
   }
 
-  async listInputItems(scope: string, id: string, options: ListInputItemsOptions = {}): Promise<InputItemPage | undefined> {
+  async listInputItems(
+    scope: string,
+    id: string,
+    options: ListInputItemsOptions = {},
+  ): Promise<InputItemPage | undefined> {
     return this.timed('list_input_items', () => {
       const snapshot = this.lookup(scope, id);
       return snapshot && pageOf(snapshot, options);
@@ -133,7 +137,10 @@ export class MemoryResponseStore implements ResponseStore {
   reserveAssembly(bytes: number): AssemblyReservation {
     if (this.assemblyBytes + bytes > this.settings.ASSEMBLY_BYTES) {
       this.metrics.reject('assembly_busy');
-      throw new StoreError('assembly_busy', 'Too many conversation histories are being assembled at once; retry shortly.');
+      throw new StoreError(
+        'assembly_busy',
+        'Too many conversation histories are being assembled at once; retry shortly.',
+      );
     }
     this.assemblyBytes += bytes;
     this.publish();
@@ -193,7 +200,13 @@ export class MemoryResponseStore implements ResponseStore {
     const inputEnd = spine.length;
     for (const item of outputs) this.append(scope, spine, item);
     const snapshot: Snapshot = {
-      id: response.id, scope, meta, metaBytes, spine, inputEnd, end: spine.length,
+      id: response.id,
+      scope,
+      meta,
+      metaBytes,
+      spine,
+      inputEnd,
+      end: spine.length,
       expiresAt: this.now() + this.settings.CACHE_TTL_S * 1000,
     };
     const replaced = scope.snapshots.get(snapshot.id);
@@ -350,7 +363,8 @@ function firstOther(snapshots: Set<Snapshot>, except: Snapshot): Snapshot | unde
 
 function responseOf(snapshot: Snapshot): StoredResponse {
   const response = JSON.parse(snapshot.meta) as { output: StoredItem[] } & StoredResponse;
-  for (let slot = snapshot.inputEnd; slot < snapshot.end; slot++) response.output.push(JSON.parse(snapshot.spine.at(slot).json));
+  for (let slot = snapshot.inputEnd; slot < snapshot.end; slot++)
+    response.output.push(JSON.parse(snapshot.spine.at(slot).json));
   return response;
 }
 

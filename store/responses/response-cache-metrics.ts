@@ -36,14 +36,39 @@ export class ResponseCacheMetrics {
     const name = (suffix: string) => `maya:responses_cache_${suffix}`;
     this.series = {
       entries: new Gauge({ name: name('entries'), help: 'Stored responses', registers }),
-      bytes: new Gauge({ name: name('bytes'), help: 'Serialised unique item blocks plus metadata and reference bytes', registers }),
-      assemblyBytes: new Gauge({ name: name('assembly_bytes'), help: 'Expanded history bytes held by in-flight requests', registers }),
+      bytes: new Gauge({
+        name: name('bytes'),
+        help: 'Serialised unique item blocks plus metadata and reference bytes',
+        registers,
+      }),
+      assemblyBytes: new Gauge({
+        name: name('assembly_bytes'),
+        help: 'Expanded history bytes held by in-flight requests',
+        registers,
+      }),
       hits: new Counter({ name: name('hits_total'), help: 'Lookups that found a stored response', registers }),
-      misses: new Counter({ name: name('misses_total'), help: 'Lookups of unknown, expired, evicted, deleted or other-key ids', registers }),
+      misses: new Counter({
+        name: name('misses_total'),
+        help: 'Lookups of unknown, expired, evicted, deleted or other-key ids',
+        registers,
+      }),
       writes: new Counter({ name: name('writes_total'), help: 'Responses stored', registers }),
-      rejections: new Counter({ name: name('rejections_total'), help: 'Refused stores and assemblies', labelNames: ['reason'], registers }),
-      evictions: new Counter({ name: name('evictions_total'), help: 'Responses evicted by capacity pressure', registers }),
-      expirations: new Counter({ name: name('expirations_total'), help: 'Responses discarded after CACHE_TTL_S', registers }),
+      rejections: new Counter({
+        name: name('rejections_total'),
+        help: 'Refused stores and assemblies',
+        labelNames: ['reason'],
+        registers,
+      }),
+      evictions: new Counter({
+        name: name('evictions_total'),
+        help: 'Responses evicted by capacity pressure',
+        registers,
+      }),
+      expirations: new Counter({
+        name: name('expirations_total'),
+        help: 'Responses discarded after CACHE_TTL_S',
+        registers,
+      }),
       duration: new Histogram({
         name: name('operation_duration_seconds'),
         help: 'Store operation time',

@@ -171,12 +171,7 @@ export interface ResponseStore {
 }
 
 export type StoreErrorCode =
-  | 'snapshot_too_large'
-  | 'assembly_busy'
-  | 'duplicate_item'
-  | 'invalid_item'
-  | 'unknown_cursor'
-  | 'invalid_page';
+  'snapshot_too_large' | 'assembly_busy' | 'duplicate_item' | 'invalid_item' | 'unknown_cursor' | 'invalid_page';
 
 const STORE_ERROR_STATUS: Record<StoreErrorCode, number> = {
   snapshot_too_large: 413,
@@ -198,7 +193,14 @@ export class StoreError extends ApiError {
   constructor(code: StoreErrorCode, message: string, param: string | null = null) {
     const status = STORE_ERROR_STATUS[code];
     const isServer = status >= 500;
-    super(status, message, isServer ? 'server_error' : 'invalid_request_error', code, isServer ? null : param, isServer ? { 'retry-after': '1' } : {});
+    super(
+      status,
+      message,
+      isServer ? 'server_error' : 'invalid_request_error',
+      code,
+      isServer ? null : param,
+      isServer ? { 'retry-after': '1' } : {},
+    );
     this.name = 'StoreError';
   }
 }

@@ -30,9 +30,17 @@ describe('readModelDir', () => {
 
   it('falls back to config.json eos_token_id and reads tokenizer_config.json chat_template', async () => {
     const dir = makeDir('llama-like', {
-      'config.json': { architectures: ['LlamaForCausalLM'], eos_token_id: 7, max_position_embeddings: 2048, vocab_size: 100 },
+      'config.json': {
+        architectures: ['LlamaForCausalLM'],
+        eos_token_id: 7,
+        max_position_embeddings: 2048,
+        vocab_size: 100,
+      },
       'tokenizer.json': {},
-      'tokenizer_config.json': { chat_template: '{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}', bos_token: '<s>' },
+      'tokenizer_config.json': {
+        chat_template: '{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}',
+        bos_token: '<s>',
+      },
     });
     const m = await readModelDir(dir);
     expect(m.eosIds).toEqual([7]);

@@ -9,7 +9,11 @@ import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 describe('byte-level streaming decoder', () => {
   it('concatenated pushes equal decode(ids) and contain no U+FFFD for valid text', async () => {
     const tokenizer = await Tokenizer.fromDir('models/maya-demo');
-    const texts = ['Hello, wörld! 你好 🙂🚀 <think>x</think>', '<|user|>\nRemember the value 73<|assistant|>', 'naïve café — “quotes” ∑∫ 𝄞'];
+    const texts = [
+      'Hello, wörld! 你好 🙂🚀 <think>x</think>',
+      '<|user|>\nRemember the value 73<|assistant|>',
+      'naïve café — “quotes” ∑∫ 𝄞',
+    ];
     for (const text of texts) {
       const ids = tokenizer.encode(text);
       const decoder = tokenizer.createDecoder();
@@ -25,7 +29,7 @@ describe('byte-level streaming decoder', () => {
     const tokenizer = await Tokenizer.fromDir('models/maya-demo');
     const vocabSize = Math.max(...tokenizer.specialTokens().values()) + 1; // the special tokens come last
     let seed = 7;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let round = 0; round < 50; round++) {
       const ids = Array.from({ length: 40 }, () => Math.floor(random() * vocabSize));
       const decoder = tokenizer.createDecoder();

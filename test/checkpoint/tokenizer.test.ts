@@ -74,20 +74,51 @@ function sentencePieceTokenizer(): Tokenizer {
   for (const t of ['▁', 'h', 'e', 'l', 'o', 'w', 'r', 'd', '▁h', 'he', 'll', 'hell', 'hello', '▁hello', '▁w']) {
     vocab[t] = Object.keys(vocab).length;
   }
-  const special = (id: number, content: string) => ({ id, content, special: true, normalized: false, lstrip: false, rstrip: false, single_word: false });
-  return new Tokenizer({
-    version: '1.0', added_tokens: [special(0, '<unk>'), special(1, '<s>'), special(2, '</s>')],
-    normalizer: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '▁' }, { type: 'Replace', pattern: { String: ' ' }, content: '▁' }] },
-    pre_tokenizer: null, post_processor: null,
-    decoder: {
-      type: 'Sequence',
-      decoders: [{ type: 'Replace', pattern: { String: '▁' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }],
+  const special = (id: number, content: string) => ({
+    id,
+    content,
+    special: true,
+    normalized: false,
+    lstrip: false,
+    rstrip: false,
+    single_word: false,
+  });
+  return new Tokenizer(
+    {
+      version: '1.0',
+      added_tokens: [special(0, '<unk>'), special(1, '<s>'), special(2, '</s>')],
+      normalizer: {
+        type: 'Sequence',
+        normalizers: [
+          { type: 'Prepend', prepend: '▁' },
+          { type: 'Replace', pattern: { String: ' ' }, content: '▁' },
+        ],
+      },
+      pre_tokenizer: null,
+      post_processor: null,
+      decoder: {
+        type: 'Sequence',
+        decoders: [
+          { type: 'Replace', pattern: { String: '▁' }, content: ' ' },
+          { type: 'ByteFallback' },
+          { type: 'Fuse' },
+          { type: 'Strip', content: ' ', start: 1, stop: 0 },
+        ],
+      },
+      model: {
+        type: 'BPE',
+        dropout: null,
+        unk_token: '<unk>',
+        continuing_subword_prefix: null,
+        end_of_word_suffix: null,
+        fuse_unk: true,
+        byte_fallback: true,
+        vocab,
+        merges: ['h e', 'l l', 'he ll', 'hell o', '▁ hello', '▁ w', '▁ h'],
+      },
     },
-    model: {
-      type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true,
-      byte_fallback: true, vocab, merges: ['h e', 'l l', 'he ll', 'hell o', '▁ hello', '▁ w', '▁ h'],
-    },
-  }, { clean_up_tokenization_spaces: false });
+    { clean_up_tokenization_spaces: false },
+  );
 }
 
 describe('Tokenizer.createDecoder with a byte-fallback sentencepiece tokenizer', () => {

@@ -15,7 +15,11 @@ describe('vocabularyBytes', () => {
     expect(Object.keys(vocab.specials)).toHaveLength(24);
     for (const id of Object.values(vocab.specials)) expect(vocab.tokens[id]).toBeUndefined();
     const decoder = new TextDecoder();
-    expect(decoder.decode(Uint8Array.from(tokenizer.encode('Hello, 北京 {"a": [1, 2]}').flatMap((id) => [...vocab.tokens[id]!])))).toBe('Hello, 北京 {"a": [1, 2]}');
+    expect(
+      decoder.decode(
+        Uint8Array.from(tokenizer.encode('Hello, 北京 {"a": [1, 2]}').flatMap((id) => [...vocab.tokens[id]!])),
+      ),
+    ).toBe('Hello, 北京 {"a": [1, 2]}');
     expect(vocab.tokens.filter((t) => t !== undefined)).toHaveLength(1000);
   });
 });

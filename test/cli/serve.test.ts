@@ -25,7 +25,11 @@ function deferredLoader() {
   return { load, resolve, reject, progress, dirs };
 }
 
-async function start(load: ReturnType<typeof deferredLoader>['load'], onProgress?: (p: LoadProgress) => void, onListening?: (origin: string) => void) {
+async function start(
+  load: ReturnType<typeof deferredLoader>['load'],
+  onProgress?: (p: LoadProgress) => void,
+  onListening?: (origin: string) => void,
+) {
   service = await startService({
     onListening,
     settings: DEFAULT_RESPONSES_SETTINGS,
@@ -42,7 +46,11 @@ describe('startService', () => {
   it('listens at once: /health 503 while loading, 200 after; progress reported', async () => {
     const loader = deferredLoader();
     const seen: (LoadProgress | string)[] = [];
-    const running = await start(loader.load, (p) => seen.push(p), (origin) => seen.push(origin));
+    const running = await start(
+      loader.load,
+      (p) => seen.push(p),
+      (origin) => seen.push(origin),
+    );
     expect(running.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(loader.dirs).toEqual(['/models/x']);
     expect(seen).toEqual([running.origin, { stage: 'weights', fraction: 0.5 }]);

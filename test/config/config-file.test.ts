@@ -18,7 +18,10 @@ describe('config file', () => {
   });
 
   it('the real environment wins over the file', () => {
-    const merged = mergeEnv({ MAYA_GLM_RESPONSES_CACHE_ENTRIES: '9', MAYA_GLM_RESPONSES_JOB_WORKERS: '4' }, { MAYA_GLM_RESPONSES_CACHE_ENTRIES: '3' });
+    const merged = mergeEnv(
+      { MAYA_GLM_RESPONSES_CACHE_ENTRIES: '9', MAYA_GLM_RESPONSES_JOB_WORKERS: '4' },
+      { MAYA_GLM_RESPONSES_CACHE_ENTRIES: '3' },
+    );
     expect(loadResponsesSettings(merged)).toMatchObject({ CACHE_ENTRIES: 3, JOB_WORKERS: 4 });
   });
 

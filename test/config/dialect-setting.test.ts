@@ -9,6 +9,8 @@ describe('MAYA_DIALECT', () => {
   });
   it('rejects an unknown dialect with a message naming the variable and the choices', () => {
     expect(() => loadServerSettings({ MAYA_DIALECT: 'llama9' })).toThrow(SettingsError);
-    expect(() => loadServerSettings({ MAYA_DIALECT: 'llama9' })).toThrow(/MAYA_DIALECT=llama9: must be one of glm45, glm47/);
+    expect(() => loadServerSettings({ MAYA_DIALECT: 'llama9' })).toThrow(
+      /MAYA_DIALECT=llama9: must be one of glm45, glm47/,
+    );
   });
 });

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
-  DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS, RESPONSES_SETTINGS, SettingsError, loadResponsesSettings, loadServerSettings,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_RESPONSES_SETTINGS,
+  RESPONSES_SETTINGS,
+  SettingsError,
+  loadResponsesSettings,
+  loadServerSettings,
 } from '../../config/settings.ts';
 
 const M = 'MAYA_GLM_RESPONSES_';
@@ -20,15 +25,33 @@ describe('loadResponsesSettings', () => {
   it('every setting of the spec table has its default when unset', () => {
     expect(loadResponsesSettings({})).toEqual(DEFAULT_RESPONSES_SETTINGS);
     expect(DEFAULT_RESPONSES_SETTINGS).toMatchObject({
-      CACHE_ENTRIES: 128, CACHE_BYTES: 67108864, CACHE_TTL_S: 3600, ENTRY_BYTES: 67108864, OWNER_ENTRIES: 0, OWNER_BYTES: 0,
-      ASSEMBLY_BYTES: 67108864, JOB_WORKERS: 2, JOB_ENTRIES: 16, JOB_OWNER_ENTRIES: 4, JOB_TIMEOUT_S: 300, JOB_TTL_S: 900,
-      JOB_INPUT_BYTES: 2097152, EVENT_BYTES: 2097152, EVENT_COUNT: 4096, STREAM_READERS: 32, STREAM_OWNER_READERS: 8, STREAM_TIMEOUT_S: 5,
+      CACHE_ENTRIES: 128,
+      CACHE_BYTES: 67108864,
+      CACHE_TTL_S: 3600,
+      ENTRY_BYTES: 67108864,
+      OWNER_ENTRIES: 0,
+      OWNER_BYTES: 0,
+      ASSEMBLY_BYTES: 67108864,
+      JOB_WORKERS: 2,
+      JOB_ENTRIES: 16,
+      JOB_OWNER_ENTRIES: 4,
+      JOB_TIMEOUT_S: 300,
+      JOB_TTL_S: 900,
+      JOB_INPUT_BYTES: 2097152,
+      EVENT_BYTES: 2097152,
+      EVENT_COUNT: 4096,
+      STREAM_READERS: 32,
+      STREAM_OWNER_READERS: 8,
+      STREAM_TIMEOUT_S: 5,
     });
     expect(Object.keys(RESPONSES_SETTINGS)).toHaveLength(18);
   });
 
   it('reads MAYA_ values', () => {
-    expect(loadResponsesSettings({ [`${M}CACHE_ENTRIES`]: '7', [`${M}JOB_TTL_S`]: ' 60 ' })).toMatchObject({ CACHE_ENTRIES: 7, JOB_TTL_S: 60 });
+    expect(loadResponsesSettings({ [`${M}CACHE_ENTRIES`]: '7', [`${M}JOB_TTL_S`]: ' 60 ' })).toMatchObject({
+      CACHE_ENTRIES: 7,
+      JOB_TTL_S: 60,
+    });
   });
 
   it('legacy STRATA_ spellings work', () => {
@@ -43,12 +66,15 @@ describe('loadResponsesSettings', () => {
     expect(loadResponsesSettings({ [`${M}JOB_WORKERS`]: '' }).JOB_WORKERS).toBe(2);
   });
 
-  it.each([['0'], ['-1'], ['1.5'], ['1e3'], ['abc'], ['12abc'], ['0x10']])('positive integers only: CACHE_ENTRIES=%s is refused', (raw) => {
-    const err = errorOf(() => loadResponsesSettings({ [`${M}CACHE_ENTRIES`]: raw }));
-    expect(err.variable).toBe(`${M}CACHE_ENTRIES`);
-    expect(err.message).toContain(`${M}CACHE_ENTRIES`);
-    expect(err.message).toContain('positive integer');
-  });
+  it.each([['0'], ['-1'], ['1.5'], ['1e3'], ['abc'], ['12abc'], ['0x10']])(
+    'positive integers only: CACHE_ENTRIES=%s is refused',
+    (raw) => {
+      const err = errorOf(() => loadResponsesSettings({ [`${M}CACHE_ENTRIES`]: raw }));
+      expect(err.variable).toBe(`${M}CACHE_ENTRIES`);
+      expect(err.message).toContain(`${M}CACHE_ENTRIES`);
+      expect(err.message).toContain('positive integer');
+    },
+  );
 
   it.each([['OWNER_ENTRIES'], ['OWNER_BYTES']])('owner quota %s may be 0 but not negative', (name) => {
     expect(loadResponsesSettings({ [`${M}${name}`]: '0' })[name as 'OWNER_ENTRIES']).toBe(0);
@@ -64,12 +90,16 @@ describe('loadResponsesSettings', () => {
 
   it('JOB_ENTRIES <= 4096', () => {
     expect(loadResponsesSettings({ [`${M}JOB_ENTRIES`]: '4096' }).JOB_ENTRIES).toBe(4096);
-    expect(errorOf(() => loadResponsesSettings({ [`${M}JOB_ENTRIES`]: '4097' })).message).toMatch(/JOB_ENTRIES.*<= 4096/);
+    expect(errorOf(() => loadResponsesSettings({ [`${M}JOB_ENTRIES`]: '4097' })).message).toMatch(
+      /JOB_ENTRIES.*<= 4096/,
+    );
   });
 
   it('EVENT_BYTES >= 4096', () => {
     expect(loadResponsesSettings({ [`${M}EVENT_BYTES`]: '4096' }).EVENT_BYTES).toBe(4096);
-    expect(errorOf(() => loadResponsesSettings({ [`${M}EVENT_BYTES`]: '4095' })).message).toMatch(/EVENT_BYTES.*>= 4096/);
+    expect(errorOf(() => loadResponsesSettings({ [`${M}EVENT_BYTES`]: '4095' })).message).toMatch(
+      /EVENT_BYTES.*>= 4096/,
+    );
   });
 
   it('a bad legacy value names the legacy variable', () => {
@@ -81,28 +111,50 @@ describe('loadResponsesSettings', () => {
   });
 
   it('values beyond 2^53 are refused', () => {
-    expect(errorOf(() => loadResponsesSettings({ [`${M}CACHE_BYTES`]: '99999999999999999999' })).message).toContain('CACHE_BYTES');
+    expect(errorOf(() => loadResponsesSettings({ [`${M}CACHE_BYTES`]: '99999999999999999999' })).message).toContain(
+      'CACHE_BYTES',
+    );
   });
 });
 
 describe('loadServerSettings', () => {
   it('defaults: 127.0.0.1:8080, no keys, loopback CORS, 16 MiB bodies', () => {
     expect(loadServerSettings({})).toEqual({
-      host: '127.0.0.1', port: 8080, model: undefined, apiKeys: [], corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+      host: '127.0.0.1',
+      port: 8080,
+      model: undefined,
+      apiKeys: [],
+      corsOrigins: undefined,
+      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
     });
     expect(DEFAULT_MAX_BODY_BYTES).toBe(16 * 1024 * 1024);
   });
 
   it('reads MAYA_HOST, MAYA_PORT, MAYA_MODEL, MAYA_API_KEYS (+ --api-key), MAYA_CORS_ORIGINS, MAYA_MAX_BODY_BYTES', () => {
     const env = {
-      MAYA_HOST: '0.0.0.0', MAYA_PORT: '9000', MAYA_MODEL: '/m', MAYA_API_KEYS: 'a, b,,a', MAYA_CORS_ORIGINS: 'https://x.example, *', MAYA_MAX_BODY_BYTES: '1024',
+      MAYA_HOST: '0.0.0.0',
+      MAYA_PORT: '9000',
+      MAYA_MODEL: '/m',
+      MAYA_API_KEYS: 'a, b,,a',
+      MAYA_CORS_ORIGINS: 'https://x.example, *',
+      MAYA_MAX_BODY_BYTES: '1024',
     };
     expect(loadServerSettings(env, ['c', 'a'])).toEqual({
-      host: '0.0.0.0', port: 9000, model: '/m', apiKeys: ['a', 'b', 'c'], corsOrigins: ['https://x.example', '*'], maxBodyBytes: 1024,
+      host: '0.0.0.0',
+      port: 9000,
+      model: '/m',
+      apiKeys: ['a', 'b', 'c'],
+      corsOrigins: ['https://x.example', '*'],
+      maxBodyBytes: 1024,
     });
   });
 
-  it.each([['MAYA_PORT', '70000'], ['MAYA_PORT', 'http'], ['MAYA_MAX_BODY_BYTES', '0'], ['MAYA_MAX_BODY_BYTES', '-5']])('%s=%s is refused', (name, raw) => {
+  it.each([
+    ['MAYA_PORT', '70000'],
+    ['MAYA_PORT', 'http'],
+    ['MAYA_MAX_BODY_BYTES', '0'],
+    ['MAYA_MAX_BODY_BYTES', '-5'],
+  ])('%s=%s is refused', (name, raw) => {
     expect(errorOf(() => loadServerSettings({ [name]: raw })).variable).toBe(name);
   });
 });

@@ -1,13 +1,26 @@
 import { describe, expect, it, expectTypeOf } from 'vitest';
 import {
-  ApiError, badRequest, conflict, gone, internalError, notFound, sseErrorEvent, toApiError, tooLarge, tooManyRequests, unauthorized, unavailable,
+  ApiError,
+  badRequest,
+  conflict,
+  gone,
+  internalError,
+  notFound,
+  sseErrorEvent,
+  toApiError,
+  tooLarge,
+  tooManyRequests,
+  unauthorized,
+  unavailable,
 } from '../../contract/errors.ts';
 import type { ErrorResponse } from '../../contract/types.ts';
 
 describe('ApiError', () => {
   it('toJSON is exactly {error:{message,type,param,code}}', () => {
     const err = badRequest('input[0].content', 'bad content', 'invalid_type');
-    expect(JSON.parse(JSON.stringify(err))).toEqual({ error: { message: 'bad content', type: 'invalid_request_error', param: 'input[0].content', code: 'invalid_type' } });
+    expect(JSON.parse(JSON.stringify(err))).toEqual({
+      error: { message: 'bad content', type: 'invalid_request_error', param: 'input[0].content', code: 'invalid_type' },
+    });
     expect(err.status).toBe(400);
     expect(err).toBeInstanceOf(Error);
   });

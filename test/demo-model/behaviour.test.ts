@@ -19,18 +19,38 @@ beforeAll(async () => {
 afterAll(async () => demo?.stop());
 
 const weather: OpenAI.Responses.FunctionTool = {
-  type: 'function', name: 'get_weather', description: 'Get the current weather for a city', strict: false,
-  parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] },
+  type: 'function',
+  name: 'get_weather',
+  description: 'Get the current weather for a city',
+  strict: false,
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' }, days: { type: 'integer' } },
+    required: ['city'],
+  },
 };
 const email: OpenAI.Responses.FunctionTool = {
-  type: 'function', name: 'send_email', description: 'Send an email', strict: false,
-  parameters: { type: 'object', properties: { to: { type: 'string' }, subject: { type: 'string' }, body: { type: 'string' } }, required: ['to', 'subject', 'body'] },
+  type: 'function',
+  name: 'send_email',
+  description: 'Send an email',
+  strict: false,
+  parameters: {
+    type: 'object',
+    properties: { to: { type: 'string' }, subject: { type: 'string' }, body: { type: 'string' } },
+    required: ['to', 'subject', 'body'],
+  },
 };
 
 describe('the demo model on the spec examples (greedy)', () => {
   it('answers "Hello" with plain text, thinking on and off', async () => {
     for (const reasoning of [undefined, { effort: 'none' as const }]) {
-      const r = await client.responses.create({ model, input: 'Hello', temperature: 0, store: false, ...(reasoning ? { reasoning } : {}) });
+      const r = await client.responses.create({
+        model,
+        input: 'Hello',
+        temperature: 0,
+        store: false,
+        ...(reasoning ? { reasoning } : {}),
+      });
       expect(r.status).toBe('completed');
       expect(r.output_text.trim().length).toBeGreaterThan(0);
       expect(r.output_text).not.toMatch(/<\/?think>|<\|/);
@@ -42,7 +62,11 @@ describe('the demo model on the spec examples (greedy)', () => {
     const first = await client.responses.create({ model, input: 'Remember the value 73', temperature: 0, store: true });
     expect(first.status).toBe('completed');
     const second = await client.responses.create({
-      model, previous_response_id: first.id, input: 'What value did I give you?', temperature: 0, store: true,
+      model,
+      previous_response_id: first.id,
+      input: 'What value did I give you?',
+      temperature: 0,
+      store: true,
     });
     expect(second.status).toBe('completed');
     expect(second.output_text).toMatch(/\b73\b/);
@@ -50,13 +74,33 @@ describe('the demo model on the spec examples (greedy)', () => {
 
   it('calls the right function with the city from the request, then answers from the tool result', async () => {
     const input: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: "What's the weather in Paris?" }];
-    const first = await client.responses.create({ model, input, tools: [email, weather], temperature: 0, store: false, reasoning: { effort: 'none' } });
+    const first = await client.responses.create({
+      model,
+      input,
+      tools: [email, weather],
+      temperature: 0,
+      store: false,
+      reasoning: { effort: 'none' },
+    });
     expect(first.status).toBe('completed');
     const calls = first.output.filter((item) => item.type === 'function_call');
-    expect(calls.map((c) => [c.name, JSON.parse(c.arguments) as unknown])).toEqual([['get_weather', { city: 'Paris' }]]);
+    expect(calls.map((c) => [c.name, JSON.parse(c.arguments) as unknown])).toEqual([
+      ['get_weather', { city: 'Paris' }],
+    ]);
     input.push(...(first.output as OpenAI.Responses.ResponseInputItem[]));
-    input.push({ type: 'function_call_output', call_id: calls[0]!.call_id, output: '{"city": "Paris", "temperature": 21, "condition": "sunny"}' });
-    const second = await client.responses.create({ model, input, tools: [email, weather], temperature: 0, store: false, reasoning: { effort: 'none' } });
+    input.push({
+      type: 'function_call_output',
+      call_id: calls[0]!.call_id,
+      output: '{"city": "Paris", "temperature": 21, "condition": "sunny"}',
+    });
+    const second = await client.responses.create({
+      model,
+      input,
+      tools: [email, weather],
+      temperature: 0,
+      store: false,
+      reasoning: { effort: 'none' },
+    });
     expect(second.status).toBe('completed');
     expect(second.output.some((item) => item.type === 'function_call')).toBe(false);
     expect(second.output_text).toMatch(/21/);
@@ -65,8 +109,24 @@ describe('the demo model on the spec examples (greedy)', () => {
   it('returns JSON valid against the spec example json_schema (thinking on and off)', async () => {
     for (const reasoning of [undefined, { effort: 'none' as const }]) {
       const count = await client.responses.create({
-        model, input: 'Return the count', temperature: 0, store: false, ...(reasoning ? { reasoning } : {}),
-        text: { format: { type: 'json_schema', name: 'count', strict: true, schema: { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'], additionalProperties: false } } },
+        model,
+        input: 'Return the count',
+        temperature: 0,
+        store: false,
+        ...(reasoning ? { reasoning } : {}),
+        text: {
+          format: {
+            type: 'json_schema',
+            name: 'count',
+            strict: true,
+            schema: {
+              type: 'object',
+              properties: { count: { type: 'integer' } },
+              required: ['count'],
+              additionalProperties: false,
+            },
+          },
+        },
       });
       expect(count.status).toBe('completed');
       expect(Object.keys(JSON.parse(count.output_text) as object)).toEqual(['count']);
@@ -80,10 +140,15 @@ describe('the demo model on the spec examples (greedy)', () => {
     const schema = {
       type: 'object',
       properties: { name: { type: 'string' }, age: { type: 'integer' }, active: { type: 'boolean' } },
-      required: ['name', 'age', 'active'], additionalProperties: false,
+      required: ['name', 'age', 'active'],
+      additionalProperties: false,
     };
     const record = await client.responses.create({
-      model, input: 'Create a record with name Alice, age 31, active yes.', temperature: 0, store: false, reasoning: { effort: 'none' },
+      model,
+      input: 'Create a record with name Alice, age 31, active yes.',
+      temperature: 0,
+      store: false,
+      reasoning: { effort: 'none' },
       text: { format: { type: 'json_schema', name: 'record', strict: true, schema } },
     });
     if (record.status === 'completed') {
@@ -101,14 +166,22 @@ describe('the demo model on the spec examples (greedy)', () => {
     // may even write tool-call markup with no tools offered, which the spec answers with a failed
     // response naming the model's error. The engine must run the whole prompt and end cleanly: no
     // engine or server error, usage counted, and no role markers in the text.
-    const input = Array.from({ length: 300 }, (_, i) => `Note ${i}: the market opens at ${i % 12}.`).join(' ')
-      + ' Hello';
-    const r = await client.responses.create({ model, input, temperature: 0, store: false, max_output_tokens: 48, reasoning: { effort: 'none' } });
+    const input =
+      Array.from({ length: 300 }, (_, i) => `Note ${i}: the market opens at ${i % 12}.`).join(' ') + ' Hello';
+    const r = await client.responses.create({
+      model,
+      input,
+      temperature: 0,
+      store: false,
+      max_output_tokens: 48,
+      reasoning: { effort: 'none' },
+    });
     expect(r.usage!.input_tokens).toBeGreaterThan(6000);
     expect(r.usage!.input_tokens).toBeLessThan(8192);
     expect(['completed', 'incomplete', 'failed']).toContain(r.status);
     if (r.status === 'incomplete') expect(r.incomplete_details?.reason).toBe('max_output_tokens');
-    if (r.status === 'failed') expect(['undeclared_tool', 'unfinished_tool_call', 'malformed_tool_call']).toContain(r.error?.code);
+    if (r.status === 'failed')
+      expect(['undeclared_tool', 'unfinished_tool_call', 'malformed_tool_call']).toContain(r.error?.code);
     else expect(r.error).toBeNull();
     expect(r.usage!.output_tokens).toBeGreaterThan(0);
     expect(r.output_text).not.toMatch(/<\/?think>|<\|/);

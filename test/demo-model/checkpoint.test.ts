@@ -12,7 +12,11 @@ const dir = `${root}models/maya-demo/`;
 const readJson = (name: string): Record<string, unknown> =>
   JSON.parse(readFileSync(`${dir}${name}`, 'utf8')) as Record<string, unknown>;
 
-interface TensorMeta { dtype: string; shape: number[]; data_offsets: [number, number] }
+interface TensorMeta {
+  dtype: string;
+  shape: number[];
+  data_offsets: [number, number];
+}
 
 function safetensorsHeader(path: string): { header: Record<string, TensorMeta>; dataBytes: number } {
   const buf = readFileSync(path);
@@ -25,8 +29,14 @@ function safetensorsHeader(path: string): { header: Record<string, TensorMeta>; 
 describe('models/maya-demo', () => {
   const config = readJson('config.json');
   const c = config as unknown as {
-    hidden_size: number; head_dim: number; num_attention_heads: number; num_key_value_heads: number;
-    intermediate_size: number; vocab_size: number; num_hidden_layers: number; [field: string]: unknown;
+    hidden_size: number;
+    head_dim: number;
+    num_attention_heads: number;
+    num_key_value_heads: number;
+    intermediate_size: number;
+    vocab_size: number;
+    num_hidden_layers: number;
+    [field: string]: unknown;
   };
 
   it('declares a GLM-4-0414 architecture with an 8192-token context', () => {
@@ -40,18 +50,27 @@ describe('models/maya-demo', () => {
 
   it('stores every tensor with the shape config.json implies, tightly packed', () => {
     const { header, dataBytes } = safetensorsHeader(`${dir}model.safetensors`);
-    const C = c.hidden_size, D = c.head_dim, H = c.num_attention_heads, KV = c.num_key_value_heads;
-    const I = c.intermediate_size, V = c.vocab_size;
+    const C = c.hidden_size,
+      D = c.head_dim,
+      H = c.num_attention_heads,
+      KV = c.num_key_value_heads;
+    const I = c.intermediate_size,
+      V = c.vocab_size;
     const want: Record<string, number[]> = {
-      'model.embed_tokens.weight': [V, C], 'model.norm.weight': [C], 'lm_head.weight': [V, C],
+      'model.embed_tokens.weight': [V, C],
+      'model.norm.weight': [C],
+      'lm_head.weight': [V, C],
     };
     for (let i = 0; i < c.num_hidden_layers; i++) {
       const p = `model.layers.${i}.`;
       Object.assign(want, {
         [`${p}input_layernorm.weight`]: [C],
-        [`${p}self_attn.q_proj.weight`]: [H * D, C], [`${p}self_attn.q_proj.bias`]: [H * D],
-        [`${p}self_attn.k_proj.weight`]: [KV * D, C], [`${p}self_attn.k_proj.bias`]: [KV * D],
-        [`${p}self_attn.v_proj.weight`]: [KV * D, C], [`${p}self_attn.v_proj.bias`]: [KV * D],
+        [`${p}self_attn.q_proj.weight`]: [H * D, C],
+        [`${p}self_attn.q_proj.bias`]: [H * D],
+        [`${p}self_attn.k_proj.weight`]: [KV * D, C],
+        [`${p}self_attn.k_proj.bias`]: [KV * D],
+        [`${p}self_attn.v_proj.weight`]: [KV * D, C],
+        [`${p}self_attn.v_proj.bias`]: [KV * D],
         [`${p}self_attn.o_proj.weight`]: [C, H * D],
         [`${p}post_self_attn_layernorm.weight`]: [C],
         [`${p}post_attention_layernorm.weight`]: [C],
@@ -74,7 +93,14 @@ describe('models/maya-demo', () => {
   });
 
   it('fits the 30 MB budget for the whole directory', () => {
-    const files = ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json', 'README.md'];
+    const files = [
+      'config.json',
+      'generation_config.json',
+      'model.safetensors',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'README.md',
+    ];
     const bytes = files.reduce((sum, f) => sum + statSync(`${dir}${f}`).size, 0);
     expect(bytes).toBeLessThan(30 * 1024 * 1024);
   });

@@ -28,7 +28,9 @@ afterAll(async () => {
 });
 
 const tool = (name: string, properties: Record<string, unknown>): OpenAI.Responses.FunctionTool => ({
-  type: 'function', name, strict: false,
+  type: 'function',
+  name,
+  strict: false,
   parameters: { type: 'object', properties, required: Object.keys(properties) },
 });
 const NEW_TOOLS = [
@@ -36,7 +38,13 @@ const NEW_TOOLS = [
   tool('quantize_zorp', { zorp_id: { type: 'string' }, ratio: { type: 'number' }, is_final: { type: 'boolean' } }),
   tool('plonk', { target_planet: { type: 'string', enum: ['vexdra', 'muoss'] } }),
 ];
-const INPUTS = ['Check the weather in Paris', 'Send an email to bob about lunch', 'Flibber the gadget please', 'What is 2+2?', 'Plonk something on a planet'];
+const INPUTS = [
+  'Check the weather in Paris',
+  'Send an email to bob about lunch',
+  'Flibber the gadget please',
+  'What is 2+2?',
+  'Plonk something on a planet',
+];
 
 function checkCall(response: OpenAI.Responses.Response, allowed: OpenAI.Responses.FunctionTool[]): void {
   expect(response.status, JSON.stringify(response.error)).toBe('completed');
@@ -54,7 +62,15 @@ describe('constrained tool calls on the demo model', () => {
   it('tool_choice required: a call to a declared tool with exactly its parameter names (greedy and sampled)', async () => {
     for (const input of INPUTS) {
       for (const sampling of [{ temperature: 0 }, { temperature: 1, top_p: 0.95 }]) {
-        const r = await on.client.responses.create({ model, input, tools: NEW_TOOLS, tool_choice: 'required', store: false, max_output_tokens: 200, ...sampling });
+        const r = await on.client.responses.create({
+          model,
+          input,
+          tools: NEW_TOOLS,
+          tool_choice: 'required',
+          store: false,
+          max_output_tokens: 200,
+          ...sampling,
+        });
         checkCall(r, NEW_TOOLS);
       }
     }
@@ -64,7 +80,13 @@ describe('constrained tool calls on the demo model', () => {
     for (const input of INPUTS) {
       for (const named of NEW_TOOLS) {
         const r = await on.client.responses.create({
-          model, input, tools: NEW_TOOLS, tool_choice: { type: 'function', name: named.name }, temperature: 0, store: false, max_output_tokens: 200,
+          model,
+          input,
+          tools: NEW_TOOLS,
+          tool_choice: { type: 'function', name: named.name },
+          temperature: 0,
+          store: false,
+          max_output_tokens: 200,
         });
         checkCall(r, [named]);
         expect(r.output.filter((item) => item.type === 'function_call')[0]).toMatchObject({ name: named.name });
@@ -73,46 +95,89 @@ describe('constrained tool calls on the demo model', () => {
   }, 120_000);
 
   it('tools with auto: calls name only declared tools with their parameter names (unconstrained, the model calls its trained tools)', async () => {
-    const prompts = ['Paris', 'Tokyo', 'Lima', 'Oslo', 'Cairo'].flatMap((city) => [`What's the weather in ${city}?`, `What time is it in ${city}?`]);
+    const prompts = ['Paris', 'Tokyo', 'Lima', 'Oslo', 'Cairo'].flatMap((city) => [
+      `What's the weather in ${city}?`,
+      `What time is it in ${city}?`,
+    ]);
     const undeclared = { on: 0, off: 0 };
     for (const input of prompts) {
-      for (const [label, demo] of [['on', on], ['off', off]] as const) {
-        const r = await demo.client.responses.create({ model, input, tools: NEW_TOOLS, temperature: 0, store: false, max_output_tokens: 300 });
+      for (const [label, demo] of [
+        ['on', on],
+        ['off', off],
+      ] as const) {
+        const r = await demo.client.responses.create({
+          model,
+          input,
+          tools: NEW_TOOLS,
+          temperature: 0,
+          store: false,
+          max_output_tokens: 300,
+        });
         if ((r.error?.code as string | undefined) === 'undeclared_tool') undeclared[label]++;
         if (label === 'on' && r.output.some((item) => item.type === 'function_call')) checkCall(r, NEW_TOOLS);
         if (label === 'on') expect(r.status).toBe('completed');
       }
     }
-    console.log(`undeclared_tool failures over ${prompts.length} auto requests with new tools: constrained ${undeclared.on}, unconstrained ${undeclared.off}`);
+    console.log(
+      `undeclared_tool failures over ${prompts.length} auto requests with new tools: constrained ${undeclared.on}, unconstrained ${undeclared.off}`,
+    );
     expect(undeclared.on).toBe(0);
     expect(undeclared.off).toBeGreaterThan(0); // the failure mode constraining removes is real on this model
   }, 120_000);
 
   it('no tools declared: no request fails with undeclared_tool (constraining off is counted beside it)', async () => {
-    const prompts = [...INPUTS, "What's the weather in Tokyo?", 'Email alice the report', 'Look up the population of Rome', 'Book a table for two'];
+    const prompts = [
+      ...INPUTS,
+      "What's the weather in Tokyo?",
+      'Email alice the report',
+      'Look up the population of Rome',
+      'Book a table for two',
+    ];
     const undeclared = { on: 0, off: 0 };
     for (const input of prompts) {
-      for (const [label, demo] of [['on', on], ['off', off]] as const) {
+      for (const [label, demo] of [
+        ['on', on],
+        ['off', off],
+      ] as const) {
         for (const reasoning of [undefined, { effort: 'none' as const }]) {
-          const r = await demo.client.responses.create({ model, input, temperature: 0, store: false, max_output_tokens: 300, ...(reasoning ? { reasoning } : {}) });
+          const r = await demo.client.responses.create({
+            model,
+            input,
+            temperature: 0,
+            store: false,
+            max_output_tokens: 300,
+            ...(reasoning ? { reasoning } : {}),
+          });
           if ((r.error?.code as string | undefined) === 'undeclared_tool') undeclared[label]++;
           if (label === 'on') expect(r.status).toBe('completed');
         }
       }
     }
-    console.log(`undeclared_tool failures over ${prompts.length * 2} requests without tools: constrained ${undeclared.on}, unconstrained ${undeclared.off}`);
+    console.log(
+      `undeclared_tool failures over ${prompts.length * 2} requests without tools: constrained ${undeclared.on}, unconstrained ${undeclared.off}`,
+    );
     expect(undeclared.on).toBe(0);
   }, 180_000);
 });
 
-interface SchemaCase { name: string; input: string; schema: Record<string, unknown> }
-const { cases } = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures/constrained-schemas.json'), 'utf8')) as { cases: SchemaCase[] };
+interface SchemaCase {
+  name: string;
+  input: string;
+  schema: Record<string, unknown>;
+}
+const { cases } = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures/constrained-schemas.json'), 'utf8')) as {
+  cases: SchemaCase[];
+};
 
 describe('constrained json_schema on the demo model', () => {
   it('validate-before-publish stays: a constrained answer cut by max_output_tokens is incomplete, publishes nothing, and usage counts every token', async () => {
     const schema = cases[0]!.schema;
     const r = await on.client.responses.create({
-      model, input: cases[0]!.input, temperature: 0, store: false, max_output_tokens: 20,
+      model,
+      input: cases[0]!.input,
+      temperature: 0,
+      store: false,
+      max_output_tokens: 20,
       text: { format: { type: 'json_schema', name: 'cut', schema, strict: false } },
     });
     expect(r.status).toBe('incomplete');
@@ -126,9 +191,16 @@ describe('constrained json_schema on the demo model', () => {
     const valid = { on: 0, off: 0 };
     const failures: string[] = [];
     for (const c of cases) {
-      for (const [label, demo] of [['on', on], ['off', off]] as const) {
+      for (const [label, demo] of [
+        ['on', on],
+        ['off', off],
+      ] as const) {
         const r = await demo.client.responses.create({
-          model, input: c.input, temperature: 0, store: false, max_output_tokens: 600,
+          model,
+          input: c.input,
+          temperature: 0,
+          store: false,
+          max_output_tokens: 600,
           text: { format: { type: 'json_schema', name: c.name, schema: c.schema, strict: false } },
         });
         if (r.status === 'completed') {
@@ -139,7 +211,9 @@ describe('constrained json_schema on the demo model', () => {
         }
       }
     }
-    console.log(`json_schema valid on 100 new schemas: constrained ${valid.on}%, unconstrained ${valid.off}%; constrained failures: ${failures.join('; ') || 'none'}`);
+    console.log(
+      `json_schema valid on 100 new schemas: constrained ${valid.on}%, unconstrained ${valid.off}%; constrained failures: ${failures.join('; ') || 'none'}`,
+    );
     expect(valid.on).toBeGreaterThanOrEqual(99);
   }, 600_000);
 });

@@ -20,9 +20,26 @@ const fixtures = readJson(`${root}test/demo-model/fixtures/tokenizer-cases.json`
 };
 const tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig);
 
-const SPECIALS = ['[gMASK]', '<sop>', '<|system|>', '<|user|>', '<|assistant|>', '<|observation|>',
-  '<|endoftext|>', '<think>', '</think>', '<tool_call>', '</tool_call>', '<arg_key>', '</arg_key>',
-  '<arg_value>', '</arg_value>', '<tool_response>', '</tool_response>', '/nothink'];
+const SPECIALS = [
+  '[gMASK]',
+  '<sop>',
+  '<|system|>',
+  '<|user|>',
+  '<|assistant|>',
+  '<|observation|>',
+  '<|endoftext|>',
+  '<think>',
+  '</think>',
+  '<tool_call>',
+  '</tool_call>',
+  '<arg_key>',
+  '</arg_key>',
+  '<arg_value>',
+  '</arg_value>',
+  '<tool_response>',
+  '</tool_response>',
+  '/nothink',
+];
 
 describe('demo tokenizer', () => {
   it('encodes every fixture exactly as the Python BPE did, and decodes it back', () => {
@@ -46,10 +63,11 @@ describe('demo tokenizer', () => {
   });
 
   it('round-trips a rendered tool-calling conversation with its markers intact', () => {
-    const text = '[gMASK]<sop><|user|>\nWeather in Paris?<|assistant|>\n<think>The user asks.</think>\n'
-      + '<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>'
-      + '<|observation|>\n<tool_response>\n{"temperature": 21}\n</tool_response><|assistant|>\n<think></think>\n'
-      + 'It is 21 degrees in Paris.<|user|>';
+    const text =
+      '[gMASK]<sop><|user|>\nWeather in Paris?<|assistant|>\n<think>The user asks.</think>\n' +
+      '<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>' +
+      '<|observation|>\n<tool_response>\n{"temperature": 21}\n</tool_response><|assistant|>\n<think></think>\n' +
+      'It is 21 degrees in Paris.<|user|>';
     const { ids } = tokenizer.encode(text, { add_special_tokens: false });
     expect(tokenizer.decode(ids, { skip_special_tokens: false })).toBe(text);
     expect(ids.filter((id: number) => id === fixtures.special['<arg_value>'])).toHaveLength(1);

@@ -21,19 +21,103 @@ const v31Template = new ChatTemplate(readFileSync(join(FIXTURES, 'deepseek-v3.1.
 const qwenTemplate = new ChatTemplate(readFileSync(join(FIXTURES, 'qwen3-0.6b.jinja'), 'utf8'));
 
 const TOOLS: ToolSpec[] = [
-  { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } } } },
+  {
+    name: 'get_weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } } },
+  },
   { name: 'get_time', parameters: { type: 'object', properties: {} } },
 ];
-const COMMON = ['\n', '\n\n', ' ', 'a', 'Hi', '北京', '😀', '<', '>', '"', 'get_weather', 'get_time', 'city', 'days', '2', 'true', '{"city": "x"}', '</think>', '<think>'];
+const COMMON = [
+  '\n',
+  '\n\n',
+  ' ',
+  'a',
+  'Hi',
+  '北京',
+  '😀',
+  '<',
+  '>',
+  '"',
+  'get_weather',
+  'get_time',
+  'city',
+  'days',
+  '2',
+  'true',
+  '{"city": "x"}',
+  '</think>',
+  '<think>',
+];
 const PIECES: Record<string, string[]> = {
-  glm: [...COMMON, '<tool_call>', '</tool_call>', '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>', '<tool', '</arg', '<|user|>', '<|obs'],
-  v31: [...COMMON, '<｜tool▁calls▁begin｜>', '<｜tool▁call▁begin｜>', '<｜tool▁sep｜>', '<｜tool▁call▁end｜>', '<｜tool▁calls▁end｜>', '<｜tool', '<｜end▁of▁sentence｜>'],
-  dsml: [...COMMON, '<｜DSML｜function_calls>', '</｜DSML｜function_calls>', '<｜DSML｜invoke', ' name="get_time">', ' name="get_weather">', '</｜DSML｜invoke>',
-    '<｜DSML｜parameter', ' name="city" string="true">', ' name="days" string="false">', '</｜DSML｜parameter>', '<｜DSML', '<｜end▁of▁sentence｜>'],
-  dsml41: [...COMMON, '<｜DSML｜ calls>', '</｜DSML｜ calls>', '<｜DSML｜ invoke', ' name="get_time">', '</｜DSML｜ invoke>',
-    '<｜DSML｜ parameter', ' name="city" string="true">', ' name="days" string="false">', '</｜DSML｜ parameter>', '<｜DSML｜', '<｜end▁of▁sentence｜>'],
-  qwen: [...COMMON, '<tool_call>', '</tool_call>', '{"name": "get_time", "arguments": ', '{"name": "get_weather", "arguments": ', '{', '}', '[', ']',
-    '"city": "x"', ', ', '\\', '"{\\"a\\": 1}"', '<|im_end|>', '<tool'],
+  glm: [
+    ...COMMON,
+    '<tool_call>',
+    '</tool_call>',
+    '<arg_key>',
+    '</arg_key>',
+    '<arg_value>',
+    '</arg_value>',
+    '<tool',
+    '</arg',
+    '<|user|>',
+    '<|obs',
+  ],
+  v31: [
+    ...COMMON,
+    '<｜tool▁calls▁begin｜>',
+    '<｜tool▁call▁begin｜>',
+    '<｜tool▁sep｜>',
+    '<｜tool▁call▁end｜>',
+    '<｜tool▁calls▁end｜>',
+    '<｜tool',
+    '<｜end▁of▁sentence｜>',
+  ],
+  dsml: [
+    ...COMMON,
+    '<｜DSML｜function_calls>',
+    '</｜DSML｜function_calls>',
+    '<｜DSML｜invoke',
+    ' name="get_time">',
+    ' name="get_weather">',
+    '</｜DSML｜invoke>',
+    '<｜DSML｜parameter',
+    ' name="city" string="true">',
+    ' name="days" string="false">',
+    '</｜DSML｜parameter>',
+    '<｜DSML',
+    '<｜end▁of▁sentence｜>',
+  ],
+  dsml41: [
+    ...COMMON,
+    '<｜DSML｜ calls>',
+    '</｜DSML｜ calls>',
+    '<｜DSML｜ invoke',
+    ' name="get_time">',
+    '</｜DSML｜ invoke>',
+    '<｜DSML｜ parameter',
+    ' name="city" string="true">',
+    ' name="days" string="false">',
+    '</｜DSML｜ parameter>',
+    '<｜DSML｜',
+    '<｜end▁of▁sentence｜>',
+  ],
+  qwen: [
+    ...COMMON,
+    '<tool_call>',
+    '</tool_call>',
+    '{"name": "get_time", "arguments": ',
+    '{"name": "get_weather", "arguments": ',
+    '{',
+    '}',
+    '[',
+    ']',
+    '"city": "x"',
+    ', ',
+    '\\',
+    '"{\\"a\\": 1}"',
+    '<|im_end|>',
+    '<tool',
+  ],
 };
 const DIALECTS: [string, Dialect, string][] = [
   ['glm45', createGlmDialect('glm45', glmTemplate), 'glm'],
@@ -86,7 +170,8 @@ describe('parsers are chunking-independent on random outputs', () => {
           const events = feed(dialect.createParser(options), randomSplit(output, rand), reason);
           assertInvariants(events, []);
           const got = merge(events);
-          if (JSON.stringify(got) !== JSON.stringify(expected)) expect({ output, got }).toEqual({ output, got: expected });
+          if (JSON.stringify(got) !== JSON.stringify(expected))
+            expect({ output, got }).toEqual({ output, got: expected });
         }
       }
     });

@@ -20,9 +20,18 @@ export function merge(events: readonly ParserEvent[]): ParserEvent[] {
   for (const e of events) {
     const last = out[out.length - 1];
     if (last && last.type === e.type) {
-      if (e.type === 'text_delta' && last.type === 'text_delta') { last.text += e.text; continue; }
-      if (e.type === 'reasoning_delta' && last.type === 'reasoning_delta') { last.text += e.text; continue; }
-      if (e.type === 'tool_args_delta' && last.type === 'tool_args_delta' && last.index === e.index) { last.delta += e.delta; continue; }
+      if (e.type === 'text_delta' && last.type === 'text_delta') {
+        last.text += e.text;
+        continue;
+      }
+      if (e.type === 'reasoning_delta' && last.type === 'reasoning_delta') {
+        last.text += e.text;
+        continue;
+      }
+      if (e.type === 'tool_args_delta' && last.type === 'tool_args_delta' && last.index === e.index) {
+        last.delta += e.delta;
+        continue;
+      }
     }
     out.push({ ...e });
   }
@@ -81,7 +90,8 @@ export function assertInvariants(events: readonly ParserEvent[], forbidden: read
     if (e.type === 'text_delta' || e.type === 'reasoning_delta') {
       expect(e.text).not.toBe('');
       for (const f of forbidden) {
-        if (e.text.includes(f)) expect.fail(`delta ${JSON.stringify(e.text)} contains marker material ${JSON.stringify(f)}`);
+        if (e.text.includes(f))
+          expect.fail(`delta ${JSON.stringify(e.text)} contains marker material ${JSON.stringify(f)}`);
       }
     }
     if (e.type === 'tool_args_delta') args.set(e.index, (args.get(e.index) ?? '') + e.delta);

@@ -54,10 +54,18 @@ describe('loadDialect', () => {
 
   it('reads the template and config of a model directory and renders with it', async () => {
     dir = await mkdtemp(join(tmpdir(), 'maya-dialect-'));
-    await writeFile(join(dir, 'config.json'), JSON.stringify({ architectures: ['Glm4ForCausalLM'], model_type: 'glm4' }));
-    await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: template('glm-4.5.jinja'), eos_token: '<|endoftext|>' }));
+    await writeFile(
+      join(dir, 'config.json'),
+      JSON.stringify({ architectures: ['Glm4ForCausalLM'], model_type: 'glm4' }),
+    );
+    await writeFile(
+      join(dir, 'tokenizer_config.json'),
+      JSON.stringify({ chat_template: template('glm-4.5.jinja'), eos_token: '<|endoftext|>' }),
+    );
     const dialect = await loadDialect(dir);
     expect(dialect.name).toBe('glm45');
-    expect(dialect.renderPrompt([{ role: 'user', content: 'Hi' }], { thinking: false }).text).toBe('[gMASK]<sop><|user|>\nHi/nothink<|assistant|>\n<think></think>');
+    expect(dialect.renderPrompt([{ role: 'user', content: 'Hi' }], { thinking: false }).text).toBe(
+      '[gMASK]<sop><|user|>\nHi/nothink<|assistant|>\n<think></think>',
+    );
   });
 });

@@ -12,7 +12,13 @@ import OpenAI from 'openai';
 import { checkResponseStream, type WireEvent } from './stream-contract.ts';
 import { freePort, ROOT, waitForReady } from './start-demo-service.ts';
 
-interface Spawned { name: string; child: ChildProcess; exited: Promise<number | null>; client: OpenAI; origin: string }
+interface Spawned {
+  name: string;
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  client: OpenAI;
+  origin: string;
+}
 
 const RUNTIMES: Record<string, string[]> = {
   bun: [path.join(ROOT, 'node_modules/.bin/bun'), 'cli/maya.ts'],
@@ -23,12 +29,20 @@ async function serve(name: string): Promise<Spawned> {
   const port = await freePort();
   const [command, ...args] = RUNTIMES[name]!;
   const child = spawn(command!, [...args, 'serve', '--port', String(port)], {
-    cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, MAYA_API_KEYS: '', MAYA_MODEL: '' },
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, MAYA_API_KEYS: '', MAYA_MODEL: '' },
   });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   await waitForReady(child.stderr!, exited);
   const origin = `http://127.0.0.1:${port}`;
-  return { name, child, exited, origin, client: new OpenAI({ baseURL: `${origin}/v1`, apiKey: 'unused', maxRetries: 0 }) };
+  return {
+    name,
+    child,
+    exited,
+    origin,
+    client: new OpenAI({ baseURL: `${origin}/v1`, apiKey: 'unused', maxRetries: 0 }),
+  };
 }
 
 const servers: Spawned[] = [];
@@ -40,11 +54,14 @@ afterAll(async () => {
   for (const server of servers) if (server.child.exitCode === null) server.child.kill('SIGKILL');
 });
 
-const withoutIds = (value: unknown) => JSON.parse(JSON.stringify(value, (key, inner) => (key === 'id' || key === 'call_id' ? undefined : inner))) as unknown;
+const withoutIds = (value: unknown) =>
+  JSON.parse(JSON.stringify(value, (key, inner) => (key === 'id' || key === 'call_id' ? undefined : inner))) as unknown;
 
 describe('bun and node serve the same API', () => {
   it('/v1/models lists the same model', async () => {
-    const [node, bun] = await Promise.all(servers.map(async (s) => (await s.client.models.list()).data.map(({ created: _created, ...rest }) => rest)));
+    const [node, bun] = await Promise.all(
+      servers.map(async (s) => (await s.client.models.list()).data.map(({ created: _created, ...rest }) => rest)),
+    );
     expect(node).toEqual([{ id: 'maya-demo', object: 'model', owned_by: 'maya' }]);
     expect(bun).toEqual(node);
   });
@@ -59,21 +76,38 @@ describe('bun and node serve the same API', () => {
   });
 
   it('a greedy stream has the same event types and deltas, and is contract-valid under bun', async () => {
-    const body = JSON.stringify({ model: 'maya-demo', input: 'Tell me about the sea.', temperature: 0, max_output_tokens: 32, stream: true });
-    const [node, bun] = await Promise.all(servers.map(async (s) => {
-      const res = await fetch(`${s.origin}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      return checkResponseStream(await res.text());
-    }));
+    const body = JSON.stringify({
+      model: 'maya-demo',
+      input: 'Tell me about the sea.',
+      temperature: 0,
+      max_output_tokens: 32,
+      stream: true,
+    });
+    const [node, bun] = await Promise.all(
+      servers.map(async (s) => {
+        const res = await fetch(`${s.origin}/v1/responses`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
+        return checkResponseStream(await res.text());
+      }),
+    );
     expect(bun!.problems).toEqual([]);
     expect(node!.problems).toEqual([]);
-    const summary = (events: WireEvent[]) => events.map((e) => `${e.type}:${typeof e.delta === 'string' ? e.delta : ''}`);
+    const summary = (events: WireEvent[]) =>
+      events.map((e) => `${e.type}:${typeof e.delta === 'string' ? e.delta : ''}`);
     expect(summary(bun!.events)).toEqual(summary(node!.events));
   });
 
   it("the spec's curl example body streams a valid event sequence from both (as `npm start` / `npm run start:bun` serve it)", async () => {
     const body = '{"input":"Hello","store":false,"stream":true,"max_output_tokens":256}';
     for (const server of servers) {
-      const res = await fetch(`${server.origin}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+      const res = await fetch(`${server.origin}/v1/responses`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body,
+      });
       expect(res.status).toBe(200);
       const { events, problems } = checkResponseStream(await res.text());
       expect(problems, server.name).toEqual([]);
@@ -82,7 +116,12 @@ describe('bun and node serve the same API', () => {
   });
 
   it('chat.completions.create gives the same message', async () => {
-    const params = { model: 'maya-demo', messages: [{ role: 'user' as const, content: 'What is 7 plus 5?' }], temperature: 0, max_tokens: 32 };
+    const params = {
+      model: 'maya-demo',
+      messages: [{ role: 'user' as const, content: 'What is 7 plus 5?' }],
+      temperature: 0,
+      max_tokens: 32,
+    };
     const [node, bun] = await Promise.all(servers.map((s) => s.client.chat.completions.create(params)));
     expect(bun!.choices[0]!.message).toEqual(node!.choices[0]!.message);
     expect(bun!.choices[0]!.finish_reason).toBe(node!.choices[0]!.finish_reason);

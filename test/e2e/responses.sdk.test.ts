@@ -33,12 +33,34 @@ afterAll(async () => {
 });
 
 /** Output items without their random ids, for comparing two greedy generations. */
-const shape = (output: unknown[]) => JSON.parse(JSON.stringify(output, (key, value) => (key === 'id' || key === 'call_id' ? undefined : value))) as unknown;
-const allText = (response: OpenAI.Responses.Response) => response.output.flatMap((item) =>
-  item.type === 'message' ? item.content.map((part) => (part.type === 'output_text' ? part.text : '')) : item.type === 'reasoning' ? (item.content ?? []).map((part) => part.text) : []).join('');
+const shape = (output: unknown[]) =>
+  JSON.parse(
+    JSON.stringify(output, (key, value) => (key === 'id' || key === 'call_id' ? undefined : value)),
+  ) as unknown;
+const allText = (response: OpenAI.Responses.Response) =>
+  response.output
+    .flatMap((item) =>
+      item.type === 'message'
+        ? item.content.map((part) => (part.type === 'output_text' ? part.text : ''))
+        : item.type === 'reasoning'
+          ? (item.content ?? []).map((part) => part.text)
+          : [],
+    )
+    .join('');
 
-const WEATHER_PARAMS = { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'], additionalProperties: false } as const;
-const WEATHER: OpenAI.Responses.FunctionTool = { type: 'function', name: 'get_weather', description: 'Weather forecast for a city', parameters: WEATHER_PARAMS, strict: true };
+const WEATHER_PARAMS = {
+  type: 'object',
+  properties: { city: { type: 'string' }, days: { type: 'integer' } },
+  required: ['city', 'days'],
+  additionalProperties: false,
+} as const;
+const WEATHER: OpenAI.Responses.FunctionTool = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'Weather forecast for a city',
+  parameters: WEATHER_PARAMS,
+  strict: true,
+};
 const validWeatherArgs = new Ajv2020().compile(WEATHER_PARAMS);
 
 describe('models and plain generation', () => {
@@ -50,7 +72,14 @@ describe('models and plain generation', () => {
   it('responses.create (JSON, temperature 0): a contract-valid Response with consistent usage; greedy output repeats exactly', async () => {
     // Instructions long enough to fill whole KV blocks, so the repeat can be served from the prefix cache.
     const instructions = 'You are the guide of Arden, a small city by the sea. Answer briefly and kindly. '.repeat(4);
-    const params = { model, instructions, input: 'Hello! Who are you?', temperature: 0, max_output_tokens: 48, store: false } as const;
+    const params = {
+      model,
+      instructions,
+      input: 'Hello! Who are you?',
+      temperature: 0,
+      max_output_tokens: 48,
+      store: false,
+    } as const;
     const first = await client.responses.create(params);
     expect(schemaProblems('Response', first)).toBe('');
     expect(first.id).toMatch(/^resp_/);
@@ -84,13 +113,17 @@ describe('models and plain generation', () => {
     const final = events.at(-1)!.response as OpenAI.Responses.Response;
     expect(final.status).toBe(json.status);
     expect(shape(final.output)).toEqual(shape(json.output));
-    const deltas = events.filter((e) => e.type.endsWith('_text.delta')).map((e) => e.delta).join('');
+    const deltas = events
+      .filter((e) => e.type.endsWith('_text.delta'))
+      .map((e) => e.delta)
+      .join('');
     expect(deltas).toBe(allText(json));
   });
 
   it('raw SSE of the spec example body: frames, schemas, lifecycle and [DONE]', async () => {
     const res = await fetch(`${demo.origin}/v1/responses`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ input: 'Hello', store: false, stream: true, max_output_tokens: 256 }),
     });
     expect(res.status).toBe(200);
@@ -106,7 +139,8 @@ describe('models and plain generation', () => {
     const runner = client.responses.stream({ model, input: 'Hi there', temperature: 0, max_output_tokens: 32 });
     runner.on('event', (event) => {
       seen.push(event.type);
-      if (event.type === 'response.output_text.delta' || event.type === 'response.reasoning_text.delta') textFromDeltas += event.delta;
+      if (event.type === 'response.output_text.delta' || event.type === 'response.reasoning_text.delta')
+        textFromDeltas += event.delta;
     });
     const final = await runner.finalResponse();
     expect(final.id).toMatch(/^resp_/);
@@ -125,7 +159,14 @@ describe('chat completions', () => {
     expect(['stop', 'length', 'tool_calls']).toContain(choice.finish_reason);
     expect(json.usage!.completion_tokens).toBeLessThanOrEqual(40);
 
-    const stream = await client.chat.completions.create({ model, messages, temperature: 0, max_tokens: 40, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model,
+      messages,
+      temperature: 0,
+      max_tokens: 40,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let content = '';
     let reasoning = '';
     let finish: string | null = null;
@@ -154,8 +195,15 @@ describe('chat completions', () => {
 
   it('raw chat stream frames are valid chunks ending with [DONE]', async () => {
     const res = await fetch(`${demo.origin}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 24, stream: true, stream_options: { include_usage: true } }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model,
+        messages: [{ role: 'user', content: 'Hello' }],
+        max_tokens: 24,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
     });
     const { chunks, problems } = checkChatStream(await res.text());
     expect(problems).toEqual([]);
@@ -165,19 +213,41 @@ describe('chat completions', () => {
 
 describe('conversation state', () => {
   it('previous_response_id with store:true; input_items lists first input + first output + second input', async () => {
-    const first = await client.responses.create({ model, input: 'Remember the value 73.', store: true, temperature: 0, max_output_tokens: 24 });
-    const second = await client.responses.create({ model, previous_response_id: first.id, input: 'What value did I give you?', store: true, temperature: 0, max_output_tokens: 24 });
+    const first = await client.responses.create({
+      model,
+      input: 'Remember the value 73.',
+      store: true,
+      temperature: 0,
+      max_output_tokens: 24,
+    });
+    const second = await client.responses.create({
+      model,
+      previous_response_id: first.id,
+      input: 'What value did I give you?',
+      store: true,
+      temperature: 0,
+      max_output_tokens: 24,
+    });
     expect(second.previous_response_id).toBe(first.id);
     expect(second.usage!.input_tokens).toBeGreaterThan(first.usage!.input_tokens);
     const saved = await client.responses.retrieve(second.id);
     expect(shape(saved.output)).toEqual(shape(second.output));
 
     const items: Array<{ id?: string; type: string } & Record<string, unknown>> = [];
-    for await (const item of client.responses.inputItems.list(second.id, { order: 'asc', limit: 2 })) items.push(item as never);
+    for await (const item of client.responses.inputItems.list(second.id, { order: 'asc', limit: 2 }))
+      items.push(item as never);
     const firstInput = items[0] as { type: string; role: string; content: Array<{ text: string }> };
-    expect(firstInput).toMatchObject({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Remember the value 73.' }] });
+    expect(firstInput).toMatchObject({
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'input_text', text: 'Remember the value 73.' }],
+    });
     expect(items.slice(1, -1).map((item) => item.id)).toEqual(first.output.map((item) => item.id));
-    expect(items.at(-1)).toMatchObject({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'What value did I give you?' }] });
+    expect(items.at(-1)).toMatchObject({
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'input_text', text: 'What value did I give you?' }],
+    });
     await client.responses.delete(first.id);
     await expect(client.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
@@ -188,8 +258,12 @@ describe('forced tool calls (strict) and the function-calling loop', () => {
    * tool_choice required/named opens the call in the prompt. With strict:true the call is
    * published only when complete and valid against its schema; otherwise nothing of it is.
    */
-  function expectForcedOutcome(response: OpenAI.Responses.Response): OpenAI.Responses.ResponseFunctionToolCall | undefined {
-    const calls = response.output.filter((item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === 'function_call');
+  function expectForcedOutcome(
+    response: OpenAI.Responses.Response,
+  ): OpenAI.Responses.ResponseFunctionToolCall | undefined {
+    const calls = response.output.filter(
+      (item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === 'function_call',
+    );
     if (response.status === 'completed') {
       expect(calls.length).toBeGreaterThan(0);
       for (const call of calls) {
@@ -201,13 +275,30 @@ describe('forced tool calls (strict) and the function-calling loop', () => {
     }
     // Not completed: no call (and no unvalidated text) is published.
     expect(response.output).toEqual([]);
-    if (response.status === 'failed') expect(['missing_tool_call', 'unfinished_tool_call', 'invalid_tool_arguments', 'invalid_json', 'schema_violation']).toContain(response.error!.code);
+    if (response.status === 'failed')
+      expect([
+        'missing_tool_call',
+        'unfinished_tool_call',
+        'invalid_tool_arguments',
+        'invalid_json',
+        'schema_violation',
+      ]).toContain(response.error!.code);
     else expect(response.status).toBe('incomplete');
     return undefined;
   }
 
-  it.each([['named', { type: 'function', name: 'get_weather' } as const], ['required', 'required' as const]])('tool_choice %s: complete and schema-valid, or nothing published', async (_label, toolChoice) => {
-    const response = await client.responses.create({ model, input: 'What will the weather be in Oslo for the next 3 days?', tools: [WEATHER], tool_choice: toolChoice, temperature: 0, max_output_tokens: 64 });
+  it.each([
+    ['named', { type: 'function', name: 'get_weather' } as const],
+    ['required', 'required' as const],
+  ])('tool_choice %s: complete and schema-valid, or nothing published', async (_label, toolChoice) => {
+    const response = await client.responses.create({
+      model,
+      input: 'What will the weather be in Oslo for the next 3 days?',
+      tools: [WEATHER],
+      tool_choice: toolChoice,
+      temperature: 0,
+      max_output_tokens: 64,
+    });
     expect(schemaProblems('Response', response)).toBe('');
     expectForcedOutcome(response);
   });
@@ -215,7 +306,12 @@ describe('forced tool calls (strict) and the function-calling loop', () => {
   it('the forced call is opened in the real prompt: named → `<tool_call>NAME\\n`, required → `<tool_call>`', async () => {
     const tokenizer = await Tokenizer.fromDir(DEMO_MODEL_DIR);
     const history = normaliseInput('Weather in Oslo for 3 days?');
-    const named = planResponse(demo.runtime, { model, tools: [WEATHER], tool_choice: { type: 'function', name: 'get_weather' } }, history, 0);
+    const named = planResponse(
+      demo.runtime,
+      { model, tools: [WEATHER], tool_choice: { type: 'function', name: 'get_weather' } },
+      history,
+      0,
+    );
     expect(tokenizer.decode(named.promptIds)).toMatch(/<\|assistant\|>\n<think><\/think>\n<tool_call>get_weather\n$/);
     expect(named.forced).toEqual({ name: 'get_weather' });
     const required = planResponse(demo.runtime, { model, tools: [WEATHER], tool_choice: 'required' }, history, 0);
@@ -223,8 +319,17 @@ describe('forced tool calls (strict) and the function-calling loop', () => {
   });
 
   it('named tool_choice, not strict: any call published is to the named function; a completed one has JSON arguments', async () => {
-    const response = await client.responses.create({ model, input: 'Weather in Oslo for 3 days?', tools: [{ ...WEATHER, strict: false }], tool_choice: { type: 'function', name: 'get_weather' }, temperature: 0, max_output_tokens: 64 });
-    const calls = response.output.filter((item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === 'function_call');
+    const response = await client.responses.create({
+      model,
+      input: 'Weather in Oslo for 3 days?',
+      tools: [{ ...WEATHER, strict: false }],
+      tool_choice: { type: 'function', name: 'get_weather' },
+      temperature: 0,
+      max_output_tokens: 64,
+    });
+    const calls = response.output.filter(
+      (item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === 'function_call',
+    );
     for (const call of calls) {
       expect(call.name).toBe('get_weather');
       if (call.status === 'completed') expect(() => JSON.parse(call.arguments)).not.toThrow();
@@ -235,19 +340,46 @@ describe('forced tool calls (strict) and the function-calling loop', () => {
 
   it('store:false loop: call → execute locally → function_call_output → second request completes', async () => {
     const tools = [WEATHER];
-    const history: OpenAI.Responses.ResponseInput = [{ role: 'user', content: 'What will the weather be in Oslo for the next 3 days?' }];
-    const first = await client.responses.create({ model, input: history, tools, tool_choice: { type: 'function', name: 'get_weather' }, store: false, temperature: 0, max_output_tokens: 64 });
+    const history: OpenAI.Responses.ResponseInput = [
+      { role: 'user', content: 'What will the weather be in Oslo for the next 3 days?' },
+    ];
+    const first = await client.responses.create({
+      model,
+      input: history,
+      tools,
+      tool_choice: { type: 'function', name: 'get_weather' },
+      store: false,
+      temperature: 0,
+      max_output_tokens: 64,
+    });
     let call = expectForcedOutcome(first);
     history.push(...(first.output as OpenAI.Responses.ResponseInputItem[]));
     if (!call) {
       // The demo checkpoint did not complete the call: continue with the call a client would
       // have received, so the second half of the loop (history with call + result) still runs.
-      call = { type: 'function_call', call_id: 'call_client_1', name: 'get_weather', arguments: '{"city":"Oslo","days":3}' };
+      call = {
+        type: 'function_call',
+        call_id: 'call_client_1',
+        name: 'get_weather',
+        arguments: '{"city":"Oslo","days":3}',
+      };
       history.push(call);
     }
-    const execute = (args: { city: string; days: number }) => JSON.stringify({ city: args.city, forecast: Array.from({ length: args.days }, () => 'sunny') });
-    history.push({ type: 'function_call_output', call_id: call.call_id, output: execute(JSON.parse(call.arguments) as { city: string; days: number }) });
-    const second = await client.responses.create({ model, input: history, tools, store: false, temperature: 0, max_output_tokens: 48 });
+    const execute = (args: { city: string; days: number }) =>
+      JSON.stringify({ city: args.city, forecast: Array.from({ length: args.days }, () => 'sunny') });
+    history.push({
+      type: 'function_call_output',
+      call_id: call.call_id,
+      output: execute(JSON.parse(call.arguments) as { city: string; days: number }),
+    });
+    const second = await client.responses.create({
+      model,
+      input: history,
+      tools,
+      store: false,
+      temperature: 0,
+      max_output_tokens: 48,
+    });
     expect(schemaProblems('Response', second)).toBe('');
     expect(['completed', 'incomplete']).toContain(second.status);
     expect(second.usage!.input_tokens).toBeGreaterThan(first.usage!.input_tokens);
@@ -255,8 +387,13 @@ describe('forced tool calls (strict) and the function-calling loop', () => {
   });
 
   it('a function_call without its output in store:false history is a 400 (BadRequestError)', async () => {
-    const input: OpenAI.Responses.ResponseInput = [{ role: 'user', content: 'Weather?' }, { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' }];
-    await expect(client.responses.create({ model, input, tools: [WEATHER] })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    const input: OpenAI.Responses.ResponseInput = [
+      { role: 'user', content: 'Weather?' },
+      { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' },
+    ];
+    await expect(client.responses.create({ model, input, tools: [WEATHER] })).rejects.toBeInstanceOf(
+      OpenAI.BadRequestError,
+    );
   });
 });
 
@@ -266,8 +403,12 @@ describe('the context limit of the real model', () => {
     const before = await engine.stats();
     const long = 'Arden market street. '.repeat(3000);
     const viaResponses = await client.responses.create({ model, input: long }).catch((error: unknown) => error);
-    const viaChat = await client.chat.completions.create({ model, messages: [{ role: 'user', content: long }] }).catch((error: unknown) => error);
-    const exact = await client.responses.create({ model, input: 'Hello', max_output_tokens: demo.runtime.contextLength }).catch((error: unknown) => error);
+    const viaChat = await client.chat.completions
+      .create({ model, messages: [{ role: 'user', content: long }] })
+      .catch((error: unknown) => error);
+    const exact = await client.responses
+      .create({ model, input: 'Hello', max_output_tokens: demo.runtime.contextLength })
+      .catch((error: unknown) => error);
     for (const error of [viaResponses, viaChat, exact]) {
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
       expect((error as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
@@ -282,7 +423,10 @@ describe('structured output with responses.parse + zodTextFormat', () => {
 
   it('parses to the schema, or the response is not completed and publishes no text', async () => {
     const response = await client.responses.parse({
-      model, input: 'Make a person record for Ada, aged 36.', temperature: 0, max_output_tokens: 64,
+      model,
+      input: 'Make a person record for Ada, aged 36.',
+      temperature: 0,
+      max_output_tokens: 64,
       text: { format: zodTextFormat(Person, 'person') },
     });
     if (response.status === 'completed') {
@@ -297,8 +441,16 @@ describe('structured output with responses.parse + zodTextFormat', () => {
 
   it('streamed json_schema output is buffered: no text delta unless the whole output validated', async () => {
     const res = await fetch(`${demo.origin}/v1/responses`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model, input: 'Make a person record for Ada, aged 36.', stream: true, temperature: 0, max_output_tokens: 64, text: { format: zodTextFormat(Person, 'person') } }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model,
+        input: 'Make a person record for Ada, aged 36.',
+        stream: true,
+        temperature: 0,
+        max_output_tokens: 64,
+        text: { format: zodTextFormat(Person, 'person') },
+      }),
     });
     const { events, problems } = checkResponseStream(await res.text());
     expect(problems).toEqual([]);
@@ -318,21 +470,29 @@ describe('a client that disconnects mid-stream', () => {
     const input = `${Array.from({ length: 150 }, (_, i) => `Street ${i} of Arden has a market.`).join(' ')} ${Date.now()} Hello`;
     const abort = new AbortController();
     const res = await fetch(`${demo.origin}/v1/responses`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, signal: abort.signal,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      signal: abort.signal,
       body: JSON.stringify({ model, input, stream: true, temperature: 0, max_output_tokens: maxTokens }),
     });
     expect(res.status).toBe(200);
     let leastFree = before.blocksFree;
-    await vi.waitFor(async () => {
-      leastFree = Math.min(leastFree, (await engine.stats()).blocksFree);
-      expect(leastFree).toBeLessThan(before.blocksFree - 10);
-    }, { timeout: 20_000, interval: 2 });
+    await vi.waitFor(
+      async () => {
+        leastFree = Math.min(leastFree, (await engine.stats()).blocksFree);
+        expect(leastFree).toBeLessThan(before.blocksFree - 10);
+      },
+      { timeout: 20_000, interval: 2 },
+    );
     abort.abort();
-    await vi.waitFor(async () => {
-      const after = await engine.stats();
-      expect(after.seqsRunning + after.seqsWaiting).toBe(0);
-      expect(after.blocksFree).toBe(before.blocksFree);
-    }, { timeout: 20_000, interval: 25 });
+    await vi.waitFor(
+      async () => {
+        const after = await engine.stats();
+        expect(after.seqsRunning + after.seqsWaiting).toBe(0);
+        expect(after.blocksFree).toBe(before.blocksFree);
+      },
+      { timeout: 20_000, interval: 25 },
+    );
     const after = await engine.stats();
     expect(after.decodeTokens - before.decodeTokens).toBeLessThan(maxTokens);
   });

@@ -27,13 +27,26 @@ export interface DemoService {
   stop(): Promise<void>;
 }
 
-export async function startDemoService(apiKeys: string[] = [], options: { constrainedDecoding?: boolean } = {}): Promise<DemoService> {
+export async function startDemoService(
+  apiKeys: string[] = [],
+  options: { constrainedDecoding?: boolean } = {},
+): Promise<DemoService> {
   const { constrainedDecoding } = options;
   const service = await startService({
     settings: DEFAULT_RESPONSES_SETTINGS,
-    server: { host: '127.0.0.1', port: 0, model: undefined, apiKeys, corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES },
+    server: {
+      host: '127.0.0.1',
+      port: 0,
+      model: undefined,
+      apiKeys,
+      corsOrigins: undefined,
+      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+    },
     modelDir: DEMO_MODEL_DIR,
-    loadRuntime: constrainedDecoding === undefined ? loadModelRuntime : (dir, load) => loadModelRuntime(dir, { ...load, constrainedDecoding }),
+    loadRuntime:
+      constrainedDecoding === undefined
+        ? loadModelRuntime
+        : (dir, load) => loadModelRuntime(dir, { ...load, constrainedDecoding }),
     logger: silentLogger,
   });
   const runtime = await service.loaded;

@@ -21,12 +21,17 @@ export interface CheckedStream {
 
 let mapping: Record<string, string> | undefined;
 function eventSchemaName(type: string): string | undefined {
-  mapping ??= (loadDocument().components.schemas.ResponseStreamEvent as { discriminator: { mapping: Record<string, string> } }).discriminator.mapping;
+  mapping ??= (
+    loadDocument().components.schemas.ResponseStreamEvent as { discriminator: { mapping: Record<string, string> } }
+  ).discriminator.mapping;
   return mapping[type]?.split('/').pop();
 }
 
 /** Splits raw SSE text into blocks and checks the frame shape; `data` blocks are returned parsed. */
-function frames(text: string, problems: string[]): { blocks: Array<{ event?: string; data: string }>; keepAlives: number } {
+function frames(
+  text: string,
+  problems: string[],
+): { blocks: Array<{ event?: string; data: string }>; keepAlives: number } {
   const blocks: Array<{ event?: string; data: string }> = [];
   let keepAlives = 0;
   if (!text.endsWith('\n\n')) problems.push('stream does not end with a blank line');
@@ -40,7 +45,8 @@ function frames(text: string, problems: string[]): { blocks: Array<{ event?: str
     }
     const lines = block.split('\n');
     const match = /^event: (\S+)$/.exec(lines[0] ?? '');
-    if (match && lines.length === 2 && lines[1]!.startsWith('data: ')) blocks.push({ event: match[1], data: lines[1]!.slice(6) });
+    if (match && lines.length === 2 && lines[1]!.startsWith('data: '))
+      blocks.push({ event: match[1], data: lines[1]!.slice(6) });
     else if (lines.length === 1 && lines[0]!.startsWith('data: ')) blocks.push({ data: lines[0]!.slice(6) });
     else problems.push(`malformed frame: ${JSON.stringify(block.slice(0, 120))}`);
   }
@@ -52,7 +58,8 @@ export function checkResponseStream(text: string): CheckedStream {
   const problems: string[] = [];
   const { blocks, keepAlives } = frames(text, problems);
   const last = blocks.at(-1);
-  if (!last || last.data !== '[DONE]' || last.event !== undefined) problems.push('the last frame is not `data: [DONE]`');
+  if (!last || last.data !== '[DONE]' || last.event !== undefined)
+    problems.push('the last frame is not `data: [DONE]`');
   const events: WireEvent[] = [];
   const union = schemaValidator('ResponseStreamEvent');
   blocks.slice(0, last?.data === '[DONE]' ? -1 : undefined).forEach((block, index) => {
@@ -89,7 +96,8 @@ export function checkChatStream(text: string): { chunks: Array<Record<string, un
   for (const [index, block] of blocks.slice(0, -1).entries()) {
     if (block.event !== undefined) problems.push(`chunk ${index} has an event: line`);
     const chunk = JSON.parse(block.data) as Record<string, unknown>;
-    if (!('error' in chunk) && !validate(chunk)) problems.push(`chunk ${index} fails CreateChatCompletionStreamResponse: ${errorsOf(validate)}`);
+    if (!('error' in chunk) && !validate(chunk))
+      problems.push(`chunk ${index} fails CreateChatCompletionStreamResponse: ${errorsOf(validate)}`);
     chunks.push(chunk);
   }
   return { chunks, problems };

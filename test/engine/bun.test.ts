@@ -10,7 +10,12 @@ describe('the same generation under Bun (bun:ffi) and Node (koffi)', () => {
   it.each(['glm4-bf16', 'qwen3-f16'])('%s: identical greedy ids', async (name) => {
     const prompt = [5, 17, 99, 3, 42, 8];
     const fromNode = await greedyIds(fixtureDir(name), prompt, 12);
-    const { stdout } = await run('./node_modules/.bin/bun', ['test/engine/greedy-script.ts', fixtureDir(name), prompt.join(','), '12']);
+    const { stdout } = await run('./node_modules/.bin/bun', [
+      'test/engine/greedy-script.ts',
+      fixtureDir(name),
+      prompt.join(','),
+      '12',
+    ]);
     const fromBun = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { runtime: string; ids: number[] };
     expect(fromBun.runtime).toBe('bun');
     expect(fromNode).toHaveLength(12);
@@ -24,7 +29,14 @@ describe('the same generation under Bun (bun:ffi) and Node (koffi)', () => {
     const fromNode = await greedyIds(dir, prompt, 16, 1.5, seed);
     const otherSeed = await greedyIds(dir, prompt, 16, 1.5, seed - 2 ** 32); // same low 32 bits
     expect(otherSeed).not.toEqual(fromNode);
-    const { stdout } = await run('./node_modules/.bin/bun', ['test/engine/greedy-script.ts', dir, prompt.join(','), '16', '1.5', String(seed)]);
+    const { stdout } = await run('./node_modules/.bin/bun', [
+      'test/engine/greedy-script.ts',
+      dir,
+      prompt.join(','),
+      '16',
+      '1.5',
+      String(seed),
+    ]);
     expect((JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { ids: number[] }).ids).toEqual(fromNode);
   });
 });

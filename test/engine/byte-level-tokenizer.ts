@@ -36,16 +36,36 @@ export function makeByteLevelTokenizer(padTo = 0): { tokenizerJson: object; toke
   const extra = Math.max(0, padTo - base - ADDED_TOKENS.length);
   for (let i = 0; i < extra; i++) vocab[`<extra_${i}>`] = base + ADDED_TOKENS.length + i;
   const added_tokens = ADDED_TOKENS.map((t, i) => ({
-    id: base + i, content: t.content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: t.special,
+    id: base + i,
+    content: t.content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: t.special,
   }));
   const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
   return {
     tokenizerJson: {
-      version: '1.0', truncation: null, padding: null, added_tokens, normalizer: null,
-      pre_tokenizer: byteLevel, post_processor: byteLevel, decoder: byteLevel,
+      version: '1.0',
+      truncation: null,
+      padding: null,
+      added_tokens,
+      normalizer: null,
+      pre_tokenizer: byteLevel,
+      post_processor: byteLevel,
+      decoder: byteLevel,
       model: {
-        type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null,
-        fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges,
+        type: 'BPE',
+        dropout: null,
+        unk_token: null,
+        continuing_subword_prefix: null,
+        end_of_word_suffix: null,
+        fuse_unk: false,
+        byte_fallback: false,
+        ignore_merges: false,
+        vocab,
+        merges,
       },
     },
     tokenizerConfig: { eos_token: '<|endoftext|>', clean_up_tokenization_spaces: false },

@@ -27,7 +27,15 @@ export async function drain(gen: AsyncGenerator<TokenEvent, FinishInfo, void>): 
 
 /** ~5M parameters, 20 MiB f32: big enough that a step costs real work, small enough for CI. */
 export const SMALL_LLAMA: RandomCheckpointOptions = {
-  dim: 256, layers: 4, heads: 4, kvHeads: 2, hidden: 768, vocab: 4096, ctx: 1024, dtype: 'f32', seed: 7,
+  dim: 256,
+  layers: 4,
+  heads: 4,
+  kvHeads: 2,
+  hidden: 768,
+  vocab: 4096,
+  ctx: 1024,
+  dtype: 'f32',
+  seed: 7,
 };
 
 export async function makeSmallModel(options: RandomCheckpointOptions = SMALL_LLAMA): Promise<string> {

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { FakeEngine } from '../helpers/fake-engine.ts';
 import { EngineError, type FinishInfo, type TokenEvent } from '../../engine-cuda/engine.ts';
 
-async function drain(gen: AsyncGenerator<TokenEvent, FinishInfo, void>): Promise<{ ids: number[]; finish: FinishInfo }> {
+async function drain(
+  gen: AsyncGenerator<TokenEvent, FinishInfo, void>,
+): Promise<{ ids: number[]; finish: FinishInfo }> {
   const ids: number[] = [];
   for (;;) {
     const r = await gen.next();
@@ -22,7 +24,12 @@ describe('FakeEngine', () => {
     expect(b.finish.reason).toBe('length');
     expect(b.finish.usage.cachedTokens).toBe(0);
     expect(engine.calls.map((c) => c.promptIds)).toEqual([[1, 2, 3], [1]]);
-    const c = await drain(new FakeEngine({ script: { tokens: [4], usage: { inputTokens: 99 } } }).generate({ promptIds: [1], maxTokens: 3 }));
+    const c = await drain(
+      new FakeEngine({ script: { tokens: [4], usage: { inputTokens: 99 } } }).generate({
+        promptIds: [1],
+        maxTokens: 3,
+      }),
+    );
     expect(c.finish.usage).toEqual({ inputTokens: 99, cachedTokens: 0, outputTokens: 1 });
   });
 
@@ -36,7 +43,9 @@ describe('FakeEngine', () => {
   });
 
   it('counts break and abort as cancellations', async () => {
-    const engine = new FakeEngine({ script: (_req, i) => ({ tokens: [10 + i, 11, 12, 13], finishReason: 'error', error: 'boom' }) });
+    const engine = new FakeEngine({
+      script: (_req, i) => ({ tokens: [10 + i, 11, 12, 13], finishReason: 'error', error: 'boom' }),
+    });
     for await (const ev of engine.generate({ promptIds: [1], maxTokens: 9 })) if (ev.type === 'token') break;
     const controller = new AbortController();
     const gen = engine.generate({ promptIds: [1], maxTokens: 9 }, { signal: controller.signal });

@@ -24,7 +24,17 @@ const llama = JSON.parse(readFileSync(join(fixtureDir('llama-f32'), 'fixtures.js
 describe('maya generate', () => {
   it('--prompt-ids --json prints the greedy ids of the oracle fixture', async () => {
     const p = llama.prompts[0]!;
-    const r = await cli(['--model', fixtureDir('llama-f32'), '--prompt-ids', p.ids.join(','), '--max-tokens', '20', '--stop-ids', 'none', '--json']);
+    const r = await cli([
+      '--model',
+      fixtureDir('llama-f32'),
+      '--prompt-ids',
+      p.ids.join(','),
+      '--max-tokens',
+      '20',
+      '--stop-ids',
+      'none',
+      '--json',
+    ]);
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
     const json = JSON.parse(r.out) as { ids: number[]; text: null; promptIds: number[]; finish: { reason: string } };
@@ -36,7 +46,19 @@ describe('maya generate', () => {
 
   it('--top-logits K prints the K largest logits of each step', async () => {
     const p = llama.prompts[1]!;
-    const r = await cli(['--model', fixtureDir('llama-f32'), '--prompt-ids', p.ids.join(','), '--max-tokens', '3', '--top-logits', '4', '--stop-ids', 'none', '--json']);
+    const r = await cli([
+      '--model',
+      fixtureDir('llama-f32'),
+      '--prompt-ids',
+      p.ids.join(','),
+      '--max-tokens',
+      '3',
+      '--top-logits',
+      '4',
+      '--stop-ids',
+      'none',
+      '--json',
+    ]);
     expect(r.code).toBe(0);
     const json = JSON.parse(r.out) as { steps: { id: number; top: { id: number; logit: number }[] }[] };
     expect(json.steps).toHaveLength(3);
@@ -44,7 +66,16 @@ describe('maya generate', () => {
     expect(json.steps[0]!.top.map((t) => t.id)).toEqual(golden.map((t) => t.id));
     expect(json.steps[0]!.top[0]!.logit).toBeCloseTo(golden[0]!.logit, 3);
     expect(json.steps.map((s) => s.id)).toEqual(p.greedy.slice(0, 3));
-    const text = await cli(['--model', fixtureDir('llama-f32'), '--prompt-ids', p.ids.join(','), '--max-tokens', '2', '--top-logits', '2']);
+    const text = await cli([
+      '--model',
+      fixtureDir('llama-f32'),
+      '--prompt-ids',
+      p.ids.join(','),
+      '--max-tokens',
+      '2',
+      '--top-logits',
+      '2',
+    ]);
     expect(text.out).toMatch(/^step 0: \d+ {2}\[\d+:-?\d+\.\d{4}, \d+:-?\d+\.\d{4}\]$/m);
     expect(text.out).toContain(`ids (2): ${p.greedy.slice(0, 2).join(',')}`);
   });
@@ -85,7 +116,9 @@ describe('maya generate', () => {
 
   it('topK orders by logit and breaks ties to the lower id', () => {
     expect(topK(Float32Array.from([1, 5, 3, 5, -1]), 3)).toEqual([
-      { id: 1, logit: 5 }, { id: 3, logit: 5 }, { id: 2, logit: 3 },
+      { id: 1, logit: 5 },
+      { id: 3, logit: 5 },
+      { id: 2, logit: 3 },
     ]);
   });
 });

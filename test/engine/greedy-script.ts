@@ -8,7 +8,13 @@ import { pathToFileURL } from 'node:url';
 import { NativeEngine } from '../../engine-cuda/native-engine.ts';
 import { isBun } from '../../engine-cuda/ffi.ts';
 
-export async function greedyIds(dir: string, promptIds: number[], maxTokens: number, temperature = 0, seed = 0): Promise<number[]> {
+export async function greedyIds(
+  dir: string,
+  promptIds: number[],
+  maxTokens: number,
+  temperature = 0,
+  seed = 0,
+): Promise<number[]> {
   const engine = await NativeEngine.load(dir);
   try {
     const ids: number[] = [];

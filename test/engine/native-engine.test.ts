@@ -66,7 +66,10 @@ describe('cancellation', () => {
     const idle = await idleStats();
     expect(idle.blocksFree).toBe(idle.blocksTotal);
     const controller = new AbortController();
-    const gen = engine.generate({ promptIds: Array.from({ length: 40 }, (_, i) => i + 100), maxTokens: 500 }, { signal: controller.signal });
+    const gen = engine.generate(
+      { promptIds: Array.from({ length: 40 }, (_, i) => i + 100), maxTokens: 500 },
+      { signal: controller.signal },
+    );
     let tokens = 0;
     let during = idle;
     for (;;) {
@@ -90,7 +93,10 @@ describe('cancellation', () => {
 
   it('breaking out of for-await cancels the sequence and frees its blocks', async () => {
     let tokens = 0;
-    for await (const event of engine.generate({ promptIds: Array.from({ length: 40 }, (_, i) => i + 200), maxTokens: 500 })) {
+    for await (const event of engine.generate({
+      promptIds: Array.from({ length: 40 }, (_, i) => i + 200),
+      maxTokens: 500,
+    })) {
       if (event.type === 'token' && ++tokens === 3) break;
     }
     const after = await idleStats();
@@ -138,7 +144,8 @@ describe('request errors before any work', () => {
       { promptIds: [1], maxTokens: 2, topP: 0 },
       { promptIds: [1], maxTokens: 2, temperature: Number.NaN },
     ];
-    for (const request of bad) await expect(engine.generate(request).next()).rejects.toMatchObject({ code: 'invalid_arg' });
+    for (const request of bad)
+      await expect(engine.generate(request).next()).rejects.toMatchObject({ code: 'invalid_arg' });
   });
 
   it("passes the library's own refusal (through the worker) to the first next()", async () => {
@@ -148,7 +155,10 @@ describe('request errors before any work', () => {
     unchecked.validate = () => {};
     try {
       const overflow = engine.generate({ promptIds: [1, 2], maxTokens: engine.info.contextLength });
-      await expect(overflow.next()).rejects.toMatchObject({ code: 'context_overflow', message: expect.stringContaining('eng_seq_add') });
+      await expect(overflow.next()).rejects.toMatchObject({
+        code: 'context_overflow',
+        message: expect.stringContaining('eng_seq_add'),
+      });
       const outOfVocab = engine.generate({ promptIds: [engine.info.numVocab], maxTokens: 2 });
       await expect(outOfVocab.next()).rejects.toMatchObject({ code: 'invalid_arg' });
     } finally {
@@ -158,7 +168,17 @@ describe('request errors before any work', () => {
   });
 
   it('refuses work after close(), and loading a missing directory fails with io', async () => {
-    const tiny = { dim: 64, layers: 1, heads: 2, kvHeads: 2, hidden: 64, vocab: 64, ctx: 64, dtype: 'bf16', seed: 1 } as const;
+    const tiny = {
+      dim: 64,
+      layers: 1,
+      heads: 2,
+      kvHeads: 2,
+      hidden: 64,
+      vocab: 64,
+      ctx: 64,
+      dtype: 'bf16',
+      seed: 1,
+    } as const;
     const other = await NativeEngine.load(await makeSmallModel(tiny));
     expect(other.info.numVocab).toBe(64);
     await other.close();
@@ -167,7 +187,17 @@ describe('request errors before any work', () => {
   });
 
   it('a worker that dies finishes live generations with error and refuses new ones', async () => {
-    const tiny = { dim: 64, layers: 1, heads: 2, kvHeads: 2, hidden: 64, vocab: 64, ctx: 1024, dtype: 'f32', seed: 3 } as const;
+    const tiny = {
+      dim: 64,
+      layers: 1,
+      heads: 2,
+      kvHeads: 2,
+      hidden: 64,
+      vocab: 64,
+      ctx: 1024,
+      dtype: 'f32',
+      seed: 3,
+    } as const;
     const other = await NativeEngine.load(await makeSmallModel(tiny));
     const gen = other.generate({ promptIds: [1, 2, 3], maxTokens: 1000 });
     await gen.next();

@@ -45,7 +45,9 @@ describe.each(FIXTURES)('oracle fixture %s through NativeEngine', (name) => {
   });
 
   it('gives the same greedy continuations when all prompts run concurrently', async () => {
-    const runs = await Promise.all(fx.prompts.map((p) => drain(engine.generate({ promptIds: p.ids, maxTokens: fx.greedy_tokens }))));
+    const runs = await Promise.all(
+      fx.prompts.map((p) => drain(engine.generate({ promptIds: p.ids, maxTokens: fx.greedy_tokens }))),
+    );
     expect(runs.map((r) => r.ids)).toEqual(fx.prompts.map((p) => p.greedy));
   });
 });

@@ -25,9 +25,13 @@ const name = fc.stringMatching(/^[a-z_]{1,8}$/);
 const leaf: fc.Arbitrary<Schema> = fc.oneof(
   fc.record({ type: fc.constant('string') }),
   fc.tuple(fc.nat(4), fc.nat(6)).map(([min, extra]) => ({ type: 'string', minLength: min, maxLength: min + extra })),
-  fc.uniqueArray(fc.string({ minLength: 0, maxLength: 6 }), { minLength: 1, maxLength: 4 }).map((values) => ({ type: 'string', enum: values })),
+  fc
+    .uniqueArray(fc.string({ minLength: 0, maxLength: 6 }), { minLength: 1, maxLength: 4 })
+    .map((values) => ({ type: 'string', enum: values })),
   fc.record({ type: fc.constant('integer') }),
-  fc.tuple(fc.integer({ min: -50, max: 50 }), fc.nat(100)).map(([lo, span]) => ({ type: 'integer', minimum: lo, maximum: lo + span })),
+  fc
+    .tuple(fc.integer({ min: -50, max: 50 }), fc.nat(100))
+    .map(([lo, span]) => ({ type: 'integer', minimum: lo, maximum: lo + span })),
   fc.constant({ type: 'integer', minimum: 0 }),
   fc.constant({ type: 'number' }),
   fc.constant({ type: 'number', minimum: 0 }),
@@ -39,9 +43,17 @@ const leaf: fc.Arbitrary<Schema> = fc.oneof(
 );
 const schemaArb: fc.Arbitrary<Schema> = fc.letrec<{ node: Schema; object: Schema; array: Schema }>((tie) => ({
   node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, tie('object'), tie('array')),
-  array: fc.tuple(tie('node'), fc.nat(3), fc.nat(3), fc.boolean()).map(([items, min, extra, bounded]) =>
-    bounded ? { type: 'array', items, minItems: min, maxItems: min + extra } : { type: 'array', items }),
-  object: fc.tuple(fc.uniqueArray(fc.tuple(name, tie('node')), { minLength: 0, maxLength: 4, selector: ([n]) => n }), fc.func(fc.boolean()), fc.boolean())
+  array: fc
+    .tuple(tie('node'), fc.nat(3), fc.nat(3), fc.boolean())
+    .map(([items, min, extra, bounded]) =>
+      bounded ? { type: 'array', items, minItems: min, maxItems: min + extra } : { type: 'array', items },
+    ),
+  object: fc
+    .tuple(
+      fc.uniqueArray(fc.tuple(name, tie('node')), { minLength: 0, maxLength: 4, selector: ([n]) => n }),
+      fc.func(fc.boolean()),
+      fc.boolean(),
+    )
     .map(([props, isRequired, closed]) => ({
       type: 'object',
       properties: Object.fromEntries(props),
@@ -53,19 +65,27 @@ const schemaArb: fc.Arbitrary<Schema> = fc.letrec<{ node: Schema; object: Schema
 describe('JSON Schema grammars', () => {
   it('every sentence the grammar admits validates (fast-check: schemas from the subset, seeded walks)', () => {
     let sentences = 0;
-    fc.assert(fc.property(schemaArb, fc.array(fc.integer({ min: 1, max: 2 ** 31 - 1 }), { minLength: 8, maxLength: 8 }), (schema, seeds) => {
-      const { validator } = compileTextFormat({ type: 'json_schema', name: 's', schema });
-      const run = runFor(schema);
-      for (const seed of seeds) {
-        const sentence = randomSentence(run, seed);
-        expect(sentence).not.toBe('dead_end');
-        if (typeof sentence === 'string') continue;
-        const text = new TextDecoder('utf-8', { fatal: true }).decode(sentence);
-        const result = validator!(text);
-        if (!result.ok) throw new Error(`${JSON.stringify(schema)} admitted ${JSON.stringify(text)}: ${result.message}`);
-        sentences++;
-      }
-    }), { numRuns: 150, seed: 19 });
+    fc.assert(
+      fc.property(
+        schemaArb,
+        fc.array(fc.integer({ min: 1, max: 2 ** 31 - 1 }), { minLength: 8, maxLength: 8 }),
+        (schema, seeds) => {
+          const { validator } = compileTextFormat({ type: 'json_schema', name: 's', schema });
+          const run = runFor(schema);
+          for (const seed of seeds) {
+            const sentence = randomSentence(run, seed);
+            expect(sentence).not.toBe('dead_end');
+            if (typeof sentence === 'string') continue;
+            const text = new TextDecoder('utf-8', { fatal: true }).decode(sentence);
+            const result = validator!(text);
+            if (!result.ok)
+              throw new Error(`${JSON.stringify(schema)} admitted ${JSON.stringify(text)}: ${result.message}`);
+            sentences++;
+          }
+        },
+      ),
+      { numRuns: 150, seed: 19 },
+    );
     expect(sentences).toBeGreaterThan(900);
   });
 
@@ -80,12 +100,18 @@ describe('JSON Schema grammars', () => {
   });
 
   const schema = {
-    type: 'object', additionalProperties: false, required: ['name', 'tags', 'size', 'owner'],
+    type: 'object',
+    additionalProperties: false,
+    required: ['name', 'tags', 'size', 'owner'],
     properties: {
       name: { type: 'string', maxLength: 10 },
       tags: { type: 'array', items: { type: 'string', enum: ['red', 'blue'] }, maxItems: 2 },
       size: { type: ['integer', 'null'], minimum: 0 },
-      owner: { type: 'object', properties: { id: { type: 'integer', minimum: 1, maximum: 9 }, note: { type: 'string' } }, required: ['id'] },
+      owner: {
+        type: 'object',
+        properties: { id: { type: 'integer', minimum: 1, maximum: 9 }, note: { type: 'string' } },
+        required: ['id'],
+      },
       ratio: { type: 'number' },
     },
   };
@@ -95,7 +121,8 @@ describe('JSON Schema grammars', () => {
     for (const ok of [
       '{"name": "Zoë \\"Q\\"", "tags": ["red", "blue"], "size": null, "owner": {"id": 3}}',
       '{"name":"","tags":[],"size":12,"owner":{"id":9,"note":"x\\u00e9"},"ratio":-0.25}',
-    ]) expect(run.matches(ok)).toBe(true);
+    ])
+      expect(run.matches(ok)).toBe(true);
   });
 
   it('rejects missing required keys, extra keys, wrong types, bounds, enum misses and bad JSON', () => {
@@ -111,6 +138,7 @@ describe('JSON Schema grammars', () => {
       '{"tags": [], "name": "a", "size": 1, "owner": {"id": 3}}',
       '{"name": "a",  "tags": [], "size": 1, "owner": {"id": 3}}',
       '{"name": "a\u0001", "tags": [], "size": 1, "owner": {"id": 3}}',
-    ]) expect(run.matches(bad)).toBe(false);
+    ])
+      expect(run.matches(bad)).toBe(false);
   });
 });

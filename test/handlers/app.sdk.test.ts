@@ -57,7 +57,9 @@ describe('openai SDK error classes', () => {
 
   it('BadRequestError for a schema violation names the JSON path', async () => {
     const input = [{ role: 'user', content: [{ type: 'input_text' }] }] as unknown as OpenAI.Responses.ResponseInput;
-    const err = (await caught(client.responses.create({ model: 'maya-test', input }))) as InstanceType<typeof OpenAI.BadRequestError>;
+    const err = (await caught(client.responses.create({ model: 'maya-test', input }))) as InstanceType<
+      typeof OpenAI.BadRequestError
+    >;
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect(err.param).toBe('input[0].content[0].text');
     expect(err.code).toBe('missing_required_parameter');
@@ -93,7 +95,9 @@ describe('openai SDK error classes', () => {
   });
 
   it('APIError with status 413 for an oversized body', async () => {
-    const err = (await caught(client.responses.create({ model: 'maya-test', input: 'x'.repeat(10_000) }))) as InstanceType<typeof OpenAI.APIError>;
+    const err = (await caught(
+      client.responses.create({ model: 'maya-test', input: 'x'.repeat(10_000) }),
+    )) as InstanceType<typeof OpenAI.APIError>;
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect(err.status).toBe(413);
     expect(err.code).toBe('request_too_large');

@@ -33,7 +33,12 @@ describe('routing', () => {
     const { request } = createTestApp({ handlers: { cancelResponse: notImplemented('cancelResponse') } });
     const res = await request.post('/v1/responses/resp_1/cancel');
     expect(res.status).toBe(501);
-    expect(res.body.error).toEqual({ message: expect.any(String), type: 'server_error', param: null, code: 'not_implemented' });
+    expect(res.body.error).toEqual({
+      message: expect.any(String),
+      type: 'server_error',
+      param: null,
+      code: 'not_implemented',
+    });
   });
 
   it('every response carries an x-request-id', async () => {
@@ -72,7 +77,10 @@ describe('body reading', () => {
   it('body over MAYA_MAX_BODY_BYTES → 413 (declared length)', async () => {
     const handler = spy();
     const { request } = createTestApp({ server: { maxBodyBytes: 1024 }, handlers: { createResponse: handler } });
-    const res = await request.post('/v1/responses').set('content-type', 'application/json').send({ input: 'x'.repeat(2000) });
+    const res = await request
+      .post('/v1/responses')
+      .set('content-type', 'application/json')
+      .send({ input: 'x'.repeat(2000) });
     expect(res.status).toBe(413);
     expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'request_too_large' });
     expect(handler).not.toHaveBeenCalled();
@@ -82,10 +90,14 @@ describe('body reading', () => {
     const served = await listenTestApp({ server: { maxBodyBytes: 1024 } });
     try {
       const status = await new Promise<number>((resolve, reject) => {
-        const req = httpRequest(`${served.origin}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = httpRequest(
+          `${served.origin}/v1/responses`,
+          { method: 'POST', headers: { 'content-type': 'application/json' } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('error', reject);
         for (let i = 0; i < 10; i++) req.write('{"input":"'.padEnd(600, 'y'));
         req.end();
@@ -99,7 +111,10 @@ describe('body reading', () => {
   it('a body at the limit is accepted', async () => {
     const handler = spy();
     const body = JSON.stringify({ input: 'z'.repeat(50) });
-    const { request } = createTestApp({ server: { maxBodyBytes: Buffer.byteLength(body) }, handlers: { createResponse: handler } });
+    const { request } = createTestApp({
+      server: { maxBodyBytes: Buffer.byteLength(body) },
+      handlers: { createResponse: handler },
+    });
     const res = await request.post('/v1/responses').set('content-type', 'application/json').send(body);
     expect(res.status).toBe(200);
     expect(res.body.body).toEqual({ input: 'z'.repeat(50) });
@@ -108,7 +123,10 @@ describe('body reading', () => {
   it('JSON is read whatever the Content-Type (curl -d)', async () => {
     const handler = spy();
     const { request } = createTestApp({ handlers: { createResponse: handler } });
-    const res = await request.post('/v1/responses').set('content-type', 'application/x-www-form-urlencoded').send('{"input":"Hello"}');
+    const res = await request
+      .post('/v1/responses')
+      .set('content-type', 'application/x-www-form-urlencoded')
+      .send('{"input":"Hello"}');
     expect(res.status).toBe(200);
     expect(res.body.body).toEqual({ input: 'Hello' });
   });
@@ -134,14 +152,18 @@ describe('schema validation', () => {
 
   it('a content part with a missing field → names the missing field', async () => {
     const { request } = createTestApp();
-    const res = await request.post('/v1/responses').send({ input: [{ role: 'user', content: [{ type: 'input_text' }] }] });
+    const res = await request
+      .post('/v1/responses')
+      .send({ input: [{ role: 'user', content: [{ type: 'input_text' }] }] });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 'missing_required_parameter', param: 'input[0].content[0].text' });
   });
 
   it('an unknown content-part type → param ends in .type', async () => {
     const { request } = createTestApp();
-    const res = await request.post('/v1/responses').send({ input: [{ role: 'user', content: [{ type: 'input_video', url: 'x' }] }] });
+    const res = await request
+      .post('/v1/responses')
+      .send({ input: [{ role: 'user', content: [{ type: 'input_video', url: 'x' }] }] });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 'invalid_value', param: 'input[0].content[0].type' });
   });
@@ -171,7 +193,11 @@ describe('schema validation', () => {
   it('a valid request reaches the handler with the body on ctx.state', async () => {
     const handler = spy();
     const { request } = createTestApp({ handlers: { createResponse: handler } });
-    const body = { input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }], max_output_tokens: 64, store: false };
+    const body = {
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }],
+      max_output_tokens: 64,
+      store: false,
+    };
     const res = await request.post('/v1/responses').send(body);
     expect(res.status).toBe(200);
     expect(res.body.body).toEqual(body);
@@ -196,7 +222,9 @@ describe('query and path parameters', () => {
     expect(list.status).toBe(200);
     expect(list.body.query).toMatchObject({ limit: 5, order: 'asc' });
     expect(list.body.params).toEqual({ response_id: 'resp_1' });
-    const get = await request.get('/v1/responses/resp_2?stream=true&starting_after=3&include%5B%5D=reasoning.encrypted_content');
+    const get = await request.get(
+      '/v1/responses/resp_2?stream=true&starting_after=3&include%5B%5D=reasoning.encrypted_content',
+    );
     expect(get.status).toBe(200);
     expect(get.body.query).toMatchObject({ stream: true, starting_after: 3, include: ['reasoning.encrypted_content'] });
   });
@@ -219,7 +247,11 @@ describe('query and path parameters', () => {
 describe('unexpected errors', () => {
   it('→ 500 server_error with a generic message, logged without content', async () => {
     const errors: unknown[] = [];
-    const logger = { info: () => {}, warn: () => {}, error: (_m: string, fields?: Record<string, unknown>) => errors.push(fields) };
+    const logger = {
+      info: () => {},
+      warn: () => {},
+      error: (_m: string, fields?: Record<string, unknown>) => errors.push(fields),
+    };
     const { request } = createTestApp({
       deps: { logger },
       handlers: {
@@ -230,7 +262,9 @@ describe('unexpected errors', () => {
     });
     const res = await request.post('/v1/responses').send({ input: 'SECRET PROMPT TEXT' });
     expect(res.status).toBe(500);
-    expect(res.body).toEqual({ error: { message: expect.any(String), type: 'server_error', param: null, code: 'server_error' } });
+    expect(res.body).toEqual({
+      error: { message: expect.any(String), type: 'server_error', param: null, code: 'server_error' },
+    });
     expect(res.body.error.message).not.toContain('boom');
     expect(errors).toHaveLength(1);
     expect(JSON.stringify(errors)).toContain('TypeError: boom');

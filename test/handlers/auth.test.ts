@@ -33,7 +33,9 @@ describe('API keys', () => {
     const { request, handler } = scopedApp(['key-a']);
     const res = await request.get('/v1/models');
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+    expect(res.body).toEqual({
+      error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: 'invalid_api_key' },
+    });
     expect(handler).not.toHaveBeenCalled();
   });
 
@@ -70,10 +72,13 @@ describe('API keys', () => {
     expect(res.status).toBe(401);
   });
 
-  it.each([['/health'], ['/openapi.json'], ['/metrics/prometheus']])('%s needs no key (security: [] in the contract)', async (path) => {
-    const { request } = createTestApp({ server: { apiKeys: ['k'] } });
-    expect((await request.get(path)).status).toBe(200);
-  });
+  it.each([['/health'], ['/openapi.json'], ['/metrics/prometheus']])(
+    '%s needs no key (security: [] in the contract)',
+    async (path) => {
+      const { request } = createTestApp({ server: { apiKeys: ['k'] } });
+      expect((await request.get(path)).status).toBe(200);
+    },
+  );
 
   it.each([['/v1/status'], ['/v1/models']])('%s needs a key', async (path) => {
     const { request } = createTestApp({ server: { apiKeys: ['k'] } });

@@ -108,5 +108,7 @@ export function parseSse(text: string): SseMessage[] {
 
 /** The JSON events of an SSE body (the trailing [DONE] dropped). */
 export function sseEvents(text: string): Array<{ type: string; sequence_number: number } & Record<string, unknown>> {
-  return parseSse(text).filter((message) => message.data !== '[DONE]').map((message) => JSON.parse(message.data));
+  return parseSse(text)
+    .filter((message) => message.data !== '[DONE]')
+    .map((message) => JSON.parse(message.data));
 }

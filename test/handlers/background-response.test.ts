@@ -3,7 +3,13 @@ import { createJobsApp, says, sseEvents } from './background-fixtures.ts';
 
 const KEYS = ['key-a', 'key-b'];
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
-const body = (extra: Record<string, unknown> = {}) => ({ model: 'maya-test', input: 'Hi', background: true, store: true, ...extra });
+const body = (extra: Record<string, unknown> = {}) => ({
+  model: 'maya-test',
+  input: 'Hi',
+  background: true,
+  store: true,
+  ...extra,
+});
 
 async function until(check: () => boolean | Promise<boolean>, rounds = 2000): Promise<void> {
   for (let i = 0; i < rounds; i++) {
@@ -45,7 +51,11 @@ describe('POST /v1/responses background:true', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toContain('text/event-stream');
     const events = sseEvents(res.text);
-    expect(events.slice(0, 3).map((event) => event.type)).toEqual(['response.created', 'response.queued', 'response.in_progress']);
+    expect(events.slice(0, 3).map((event) => event.type)).toEqual([
+      'response.created',
+      'response.queued',
+      'response.in_progress',
+    ]);
     expect(events.filter((event) => event.type === 'response.created')).toHaveLength(1);
     expect((events[0]!.response as { status: string }).status).toBe('queued');
     expect(events.at(-1)!.type).toBe('response.completed');
@@ -63,7 +73,11 @@ describe('POST /v1/responses background:true', () => {
   });
 
   it('answers 429 past JOB_OWNER_ENTRIES active tasks for one key, not for another key', async () => {
-    const { request, jobs } = createJobsApp({ server: { apiKeys: KEYS }, engine: slowEngine, jobSettings: { JOB_OWNER_ENTRIES: 1 } });
+    const { request, jobs } = createJobsApp({
+      server: { apiKeys: KEYS },
+      engine: slowEngine,
+      jobSettings: { JOB_OWNER_ENTRIES: 1 },
+    });
     expect((await request.post('/v1/responses').set(auth('key-a')).send(body())).status).toBe(200);
     const second = await request.post('/v1/responses').set(auth('key-a')).send(body());
     expect(second.status).toBe(429);
@@ -115,7 +129,10 @@ describe('GET /v1/responses/{id} for a background task', () => {
 
   it('answers 409 for stream=true on a stored non-background response, 404 for unknown and other-key ids', async () => {
     const { request } = createJobsApp({ server: { apiKeys: KEYS } });
-    const plain = await request.post('/v1/responses').set(auth('key-a')).send({ model: 'maya-test', input: 'Hi', store: true });
+    const plain = await request
+      .post('/v1/responses')
+      .set(auth('key-a'))
+      .send({ model: 'maya-test', input: 'Hi', store: true });
     expect(plain.status).toBe(200);
     const streamed = await request.get(`/v1/responses/${plain.body.id}?stream=true`).set(auth('key-a'));
     expect(streamed.status).toBe(409);
@@ -132,7 +149,9 @@ describe('GET /v1/responses/{id} for a background task', () => {
     await request.post('/v1/responses').send({ model: 'maya-test', input: 'evict it', store: true });
     expect(await store.get('anonymous', id)).toBeUndefined();
     expect((await request.get(`/v1/responses/${id}`)).body.status).toBe('completed');
-    const next = await request.post('/v1/responses').send({ model: 'maya-test', input: 'more', previous_response_id: id, store: true });
+    const next = await request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'more', previous_response_id: id, store: true });
     expect(next.status).toBe(200);
     const items = await request.get(`/v1/responses/${next.body.id}/input_items?order=asc`);
     expect(items.body.data.map((item: { role: string }) => item.role)).toEqual(['user', 'assistant', 'user']);
@@ -147,7 +166,9 @@ describe('GET /v1/responses/{id}/input_items for a background task', () => {
     const texts: string[] = [];
     let after: string | undefined;
     for (let page = 0; page < 5; page++) {
-      const res = await request.get(`/v1/responses/${id}/input_items?order=asc&limit=20${after ? `&after=${after}` : ''}`).set(auth('key-a'));
+      const res = await request
+        .get(`/v1/responses/${id}/input_items?order=asc&limit=20${after ? `&after=${after}` : ''}`)
+        .set(auth('key-a'));
       expect(res.status).toBe(200);
       texts.push(...res.body.data.map((item: { content: Array<{ text: string }> }) => item.content[0]!.text));
       after = res.body.last_id;
@@ -180,31 +201,45 @@ describe('rules', () => {
     const { request, jobs } = createJobsApp({ engine: slowEngine });
     const id = (await request.post('/v1/responses').send(body())).body.id as string;
     await until(() => jobs.snapshot('anonymous', id)?.status === 'in_progress');
-    const running = await request.post('/v1/responses').send({ model: 'maya-test', input: 'next', previous_response_id: id });
+    const running = await request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'next', previous_response_id: id });
     expect(running.status).toBe(409);
     expect(running.body.error.param).toBe('previous_response_id');
     await request.post(`/v1/responses/${id}/cancel`);
-    const cancelled = await request.post('/v1/responses').send({ model: 'maya-test', input: 'next', previous_response_id: id });
+    const cancelled = await request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'next', previous_response_id: id });
     expect(cancelled.status).toBe(400);
     expect(cancelled.body.error).toMatchObject({ param: 'previous_response_id', code: 'invalid_previous_response' });
   });
 
   it('a failed task cannot be continued (400)', async () => {
-    const { request, jobs } = createJobsApp({ engine: { script: { tokens: [104], finishReason: 'error', error: 'boom' } } });
+    const { request, jobs } = createJobsApp({
+      engine: { script: { tokens: [104], finishReason: 'error', error: 'boom' } },
+    });
     const id = (await request.post('/v1/responses').send(body())).body.id as string;
     await until(() => jobs.snapshot('anonymous', id)?.status === 'failed');
-    const res = await request.post('/v1/responses').send({ model: 'maya-test', input: 'next', previous_response_id: id });
+    const res = await request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'next', previous_response_id: id });
     expect(res.status).toBe(400);
   });
 });
 
 describe('deadline', () => {
   it('fails a task still running JOB_TIMEOUT_S after admission, once its engine sequence is freed', async () => {
-    const { request, engine, jobs } = createJobsApp({ engine: { script: { tokens: says('x'.repeat(4000)) }, tokenDelayMs: 5 }, jobSettings: { JOB_TIMEOUT_S: 1 } });
+    const { request, engine, jobs } = createJobsApp({
+      engine: { script: { tokens: says('x'.repeat(4000)) }, tokenDelayMs: 5 },
+      jobSettings: { JOB_TIMEOUT_S: 1 },
+    });
     const res = await request.post('/v1/responses').send(body({ stream: true, max_output_tokens: 3000 }));
     const events = sseEvents(res.text);
     const terminal = events.at(-1)!;
-    expect(terminal).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'job_timeout' } } });
+    expect(terminal).toMatchObject({
+      type: 'response.failed',
+      response: { status: 'failed', error: { code: 'job_timeout' } },
+    });
     expect(engine.activeCount).toBe(0);
     expect(engine.cancelledCount).toBe(1);
     expect((await request.get(`/v1/responses/${(terminal.response as { id: string }).id}`)).body.status).toBe('failed');
@@ -215,7 +250,10 @@ describe('deadline', () => {
 describe('shutdown', () => {
   it('cancels running and queued tasks (their readers get response_cancelled) and refuses new ones with 503', async () => {
     const { request, engine, jobs } = createJobsApp({ engine: slowEngine, jobSettings: { JOB_WORKERS: 1 } });
-    const live = request.post('/v1/responses').send(body({ stream: true })).then((res) => res);
+    const live = request
+      .post('/v1/responses')
+      .send(body({ stream: true }))
+      .then((res) => res);
     await until(() => engine.activeCount === 1);
     const queued = (await request.post('/v1/responses').send(body())).body.id as string;
     await jobs.shutdown(10_000);
@@ -232,13 +270,24 @@ describe('shutdown', () => {
 
 describe('/v1/status responses_jobs', () => {
   it('reports admissions, rejections and cancellations without credential identifiers', async () => {
-    const { request } = createJobsApp({ server: { apiKeys: KEYS }, engine: slowEngine, jobSettings: { JOB_OWNER_ENTRIES: 1 } });
+    const { request } = createJobsApp({
+      server: { apiKeys: KEYS },
+      engine: slowEngine,
+      jobSettings: { JOB_OWNER_ENTRIES: 1 },
+    });
     const id = (await request.post('/v1/responses').set(auth('key-a')).send(body())).body.id as string;
     await request.post('/v1/responses').set(auth('key-a')).send(body());
     await request.post(`/v1/responses/${id}/cancel`).set(auth('key-a'));
     const status = await request.get('/v1/status').set(auth('key-a'));
     expect(status.status).toBe(200);
-    expect(status.body.responses_jobs).toMatchObject({ admissions: 1, rejections: 1, cancellations: 1, records: 1, queued: 0, running: 0 });
+    expect(status.body.responses_jobs).toMatchObject({
+      admissions: 1,
+      rejections: 1,
+      cancellations: 1,
+      records: 1,
+      queued: 0,
+      running: 0,
+    });
     const metrics = await request.get('/metrics/prometheus').set(auth('key-a'));
     expect(metrics.text).toContain('maya:responses_jobs_cancellations_total 1');
     expect(metrics.text).not.toContain('key-a');

@@ -4,7 +4,13 @@ import { createJobsApp, listenJobsApp, says, sseEvents } from './background-fixt
 
 const KEYS = ['key-a', 'key-b'];
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
-const body = (extra: Record<string, unknown> = {}) => ({ model: 'maya-test', input: 'Hi', background: true, store: true, ...extra });
+const body = (extra: Record<string, unknown> = {}) => ({
+  model: 'maya-test',
+  input: 'Hi',
+  background: true,
+  store: true,
+  ...extra,
+});
 const slowEngine = { script: { tokens: says('x'.repeat(400)) }, tokenDelayMs: 5 };
 
 async function until(check: () => boolean | Promise<boolean>, rounds = 2000): Promise<void> {
@@ -40,7 +46,11 @@ describe('POST /v1/responses/{id}/cancel', () => {
     expect(engine.activeCount).toBe(0);
     expect(engine.cancelledCount).toBe(1);
     const events = sseEvents((await request.get(`/v1/responses/${id}?stream=true`)).text);
-    expect(events.at(-1)).toMatchObject({ type: 'error', code: 'response_cancelled', error: { code: 'response_cancelled' } });
+    expect(events.at(-1)).toMatchObject({
+      type: 'error',
+      code: 'response_cancelled',
+      error: { code: 'response_cancelled' },
+    });
     expect(events.map((event) => event.type)).not.toContain('response.cancelled');
     expect(jobs.stats()).toMatchObject({ cancellations: 1, running: 0 });
   });
@@ -65,7 +75,10 @@ describe('POST /v1/responses/{id}/cancel', () => {
 
   it('is a 400 for a response created without background, 404 for unknown and other-key ids', async () => {
     const { request } = createJobsApp({ server: { apiKeys: KEYS }, engine: slowEngine });
-    const plain = await request.post('/v1/responses').set(auth('key-a')).send({ model: 'maya-test', input: 'Hi', store: true, max_output_tokens: 16 });
+    const plain = await request
+      .post('/v1/responses')
+      .set(auth('key-a'))
+      .send({ model: 'maya-test', input: 'Hi', store: true, max_output_tokens: 16 });
     expect(plain.status).toBe(200);
     const notBackground = await request.post(`/v1/responses/${plain.body.id}/cancel`).set(auth('key-a'));
     expect(notBackground.status).toBe(400);
@@ -84,7 +97,13 @@ describe('client.responses.cancel (openai SDK)', () => {
     const app = await listenJobsApp({ engine: slowEngine });
     try {
       const client = new OpenAI({ apiKey: 'unused', baseURL: `${app.origin}/v1`, maxRetries: 0 });
-      const stream = await client.responses.create({ model: 'maya-test', input: 'Hi', background: true, store: true, stream: true });
+      const stream = await client.responses.create({
+        model: 'maya-test',
+        input: 'Hi',
+        background: true,
+        store: true,
+        stream: true,
+      });
       const seen: string[] = [];
       let id = '';
       const reading = (async () => {
@@ -92,7 +111,10 @@ describe('client.responses.cancel (openai SDK)', () => {
           if (event.type === 'response.created') id = event.response.id;
           seen.push(event.type);
         }
-      })().then(() => undefined, (err: unknown) => err);
+      })().then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       await until(() => seen.includes('response.output_text.delta'));
       const cancelled = await client.responses.cancel(id);
       expect(cancelled.status).toBe('cancelled');

@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { createTestApp } from '../helpers/test-app.ts';
 import { isOriginAllowed } from '../../handlers/cors.ts';
 
-function preflight(request: ReturnType<typeof createTestApp>['request'], origin: string, headers = 'authorization, content-type') {
+function preflight(
+  request: ReturnType<typeof createTestApp>['request'],
+  origin: string,
+  headers = 'authorization, content-type',
+) {
   return request
     .options('/v1/responses')
     .set('origin', origin)
@@ -13,12 +17,24 @@ function preflight(request: ReturnType<typeof createTestApp>['request'], origin:
 describe('CORS', () => {
   it('default: a loopback origin gets a 204 preflight with methods and headers, without a key', async () => {
     const { request } = createTestApp({ server: { apiKeys: ['k'] } });
-    const res = await preflight(request, 'http://localhost:5173', 'authorization, content-type, x-stainless-os, x-stainless-foo, openai-beta');
+    const res = await preflight(
+      request,
+      'http://localhost:5173',
+      'authorization, content-type, x-stainless-os, x-stainless-foo, openai-beta',
+    );
     expect(res.status).toBe(204);
     expect(res.headers['access-control-allow-origin']).toBe('http://localhost:5173');
     expect(res.headers['access-control-allow-methods']).toContain('POST');
     const allowed = String(res.headers['access-control-allow-headers']).split(', ');
-    for (const name of ['authorization', 'content-type', 'x-api-key', 'x-stainless-os', 'x-stainless-foo', 'openai-beta']) expect(allowed).toContain(name);
+    for (const name of [
+      'authorization',
+      'content-type',
+      'x-api-key',
+      'x-stainless-os',
+      'x-stainless-foo',
+      'openai-beta',
+    ])
+      expect(allowed).toContain(name);
   });
 
   it('default: a non-loopback origin gets no CORS headers', async () => {
@@ -41,13 +57,17 @@ describe('CORS', () => {
 
   it('MAYA_CORS_ORIGINS lists the allowed origins exactly', async () => {
     const { request } = createTestApp({ server: { corsOrigins: ['https://app.example'] } });
-    expect((await preflight(request, 'https://app.example')).headers['access-control-allow-origin']).toBe('https://app.example');
+    expect((await preflight(request, 'https://app.example')).headers['access-control-allow-origin']).toBe(
+      'https://app.example',
+    );
     expect((await preflight(request, 'http://localhost:3000')).headers['access-control-allow-origin']).toBeUndefined();
   });
 
   it('`*` allows any origin', async () => {
     const { request } = createTestApp({ server: { corsOrigins: ['*'] } });
-    expect((await preflight(request, 'https://anything.example')).headers['access-control-allow-origin']).toBe('https://anything.example');
+    expect((await preflight(request, 'https://anything.example')).headers['access-control-allow-origin']).toBe(
+      'https://anything.example',
+    );
   });
 
   it('loopback matching is exact about the host', () => {

@@ -16,24 +16,64 @@ import { checkChatStream, schemaProblems } from '../e2e/stream-contract.ts';
 
 type Script = { pieces: string[]; finishReason?: FakeScript['finishReason']; cachedTokens?: number };
 
-function appWith(scripts: Script[], options: { contextLength?: number; apiKeys?: string[]; tokenDelayMs?: number } = {}) {
+function appWith(
+  scripts: Script[],
+  options: { contextLength?: number; apiKeys?: string[]; tokenDelayMs?: number } = {},
+) {
   const base = scriptedRuntime(scripts, options.contextLength);
-  const engine = options.tokenDelayMs === undefined
-    ? base.engine
-    : new FakeEngine({ script: scripts.map((s) => ({ tokens: base.ids(s.pieces) })), tokenDelayMs: options.tokenDelayMs, info: { contextLength: base.contextLength } });
+  const engine =
+    options.tokenDelayMs === undefined
+      ? base.engine
+      : new FakeEngine({
+          script: scripts.map((s) => ({ tokens: base.ids(s.pieces) })),
+          tokenDelayMs: options.tokenDelayMs,
+          info: { contextLength: base.contextLength },
+        });
   const runtime = stubRuntime({ ...base, engine, id: 'maya-test' });
   return { ...createTestApp({ runtime, server: { apiKeys: options.apiKeys ?? [] } }), engine, runtime };
 }
 
-const THINK_TEXT: Script = { pieces: ['<think>', 'The user', ' greets.', '</think>', '\n', 'Hello', ' there!', '<|user|>'], cachedTokens: 2 };
-const CALL = ['<tool_call>', 'get_weather', '\n', '<arg_key>', 'city', '</arg_key>', '\n', '<arg_value>', 'Paris', '</arg_value>', '\n', '</tool_call>'];
-const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+const THINK_TEXT: Script = {
+  pieces: ['<think>', 'The user', ' greets.', '</think>', '\n', 'Hello', ' there!', '<|user|>'],
+  cachedTokens: 2,
+};
+const CALL = [
+  '<tool_call>',
+  'get_weather',
+  '\n',
+  '<arg_key>',
+  'city',
+  '</arg_key>',
+  '\n',
+  '<arg_value>',
+  'Paris',
+  '</arg_value>',
+  '\n',
+  '</tool_call>',
+];
+const WEATHER = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Weather for a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
 const USER = [{ role: 'user', content: 'Hello' }];
 
-type Chunk = { id: string; object: string; choices: Array<{ index: number; delta: Record<string, unknown>; finish_reason: string | null }>; usage?: Record<string, unknown> };
+type Chunk = {
+  id: string;
+  object: string;
+  choices: Array<{ index: number; delta: Record<string, unknown>; finish_reason: string | null }>;
+  usage?: Record<string, unknown>;
+};
 
 async function streamChunks(app: ReturnType<typeof appWith>, body: Record<string, unknown>) {
-  const res = await app.request.post('/v1/chat/completions').send({ model: 'maya-test', stream: true, ...body }).buffer(true).parse(rawText);
+  const res = await app.request
+    .post('/v1/chat/completions')
+    .send({ model: 'maya-test', stream: true, ...body })
+    .buffer(true)
+    .parse(rawText);
   expect(res.status).toBe(200);
   expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
   const { chunks, problems } = checkChatStream(res.body as string);
@@ -41,7 +81,11 @@ async function streamChunks(app: ReturnType<typeof appWith>, body: Record<string
   return chunks as unknown as Chunk[];
 }
 
-const deltas = (chunks: Chunk[], field: string) => chunks.flatMap((c) => c.choices.map((choice) => choice.delta[field])).filter((v) => typeof v === 'string').join('');
+const deltas = (chunks: Chunk[], field: string) =>
+  chunks
+    .flatMap((c) => c.choices.map((choice) => choice.delta[field]))
+    .filter((v) => typeof v === 'string')
+    .join('');
 
 describe('createChatCompletion JSON', () => {
   it('a chat.completion with content, reasoning_content, finish_reason stop and usage, valid against the contract', async () => {
@@ -51,27 +95,47 @@ describe('createChatCompletion JSON', () => {
     expect(schemaProblems('CreateChatCompletionResponse', res.body)).toBe('');
     expect(res.body.id).toMatch(/^chatcmpl/);
     expect(res.body).toMatchObject({ object: 'chat.completion', model: 'maya-test' });
-    expect(res.body.choices).toEqual([{ index: 0, message: { role: 'assistant', content: 'Hello there!', refusal: null, reasoning_content: 'The user greets.' }, finish_reason: 'stop', logprobs: null }]);
+    expect(res.body.choices).toEqual([
+      {
+        index: 0,
+        message: { role: 'assistant', content: 'Hello there!', refusal: null, reasoning_content: 'The user greets.' },
+        finish_reason: 'stop',
+        logprobs: null,
+      },
+    ]);
     const input = app.engine.calls[0]!.promptIds.length;
     expect(res.body.usage).toEqual({
-      prompt_tokens: input, completion_tokens: 8, total_tokens: input + 8,
-      prompt_tokens_details: { cached_tokens: 2 }, completion_tokens_details: { reasoning_tokens: 3 },
+      prompt_tokens: input,
+      completion_tokens: 8,
+      total_tokens: input + 8,
+      prompt_tokens_details: { cached_tokens: 2 },
+      completion_tokens_details: { reasoning_tokens: 3 },
     });
   });
 
   it('a tool call: content null, tool_calls with JSON arguments, finish_reason tool_calls', async () => {
     const app = appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]);
-    const res = await app.request.post('/v1/chat/completions').send({ model: 'maya-test', messages: USER, tools: [WEATHER], reasoning_effort: 'none' });
+    const res = await app.request
+      .post('/v1/chat/completions')
+      .send({ model: 'maya-test', messages: USER, tools: [WEATHER], reasoning_effort: 'none' });
     expect(schemaProblems('CreateChatCompletionResponse', res.body)).toBe('');
     const choice = res.body.choices[0];
     expect(choice.finish_reason).toBe('tool_calls');
     expect(choice.message.content).toBeNull();
-    expect(choice.message.tool_calls).toEqual([{ id: expect.stringMatching(/^call_/), type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }]);
+    expect(choice.message.tool_calls).toEqual([
+      {
+        id: expect.stringMatching(/^call_/),
+        type: 'function',
+        function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+      },
+    ]);
   });
 
   it('max_tokens cut → finish_reason length', async () => {
     const app = appWith([{ pieces: ['\n', ...Array.from({ length: 30 }, (_, i) => ` w${i}`)] }]);
-    const res = await app.request.post('/v1/chat/completions').send({ model: 'maya-test', messages: USER, max_tokens: 16, reasoning_effort: 'none' });
+    const res = await app.request
+      .post('/v1/chat/completions')
+      .send({ model: 'maya-test', messages: USER, max_tokens: 16, reasoning_effort: 'none' });
     expect(res.body.choices[0].finish_reason).toBe('length');
     expect(res.body.usage.completion_tokens).toBe(16);
     expect(app.engine.calls[0]!.maxTokens).toBe(16);
@@ -81,17 +145,27 @@ describe('createChatCompletion JSON', () => {
     const app = appWith([{ pieces: ['\n', 'Sunny.', '<|user|>'] }]);
     const messages = [
       ...USER,
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+        ],
+      },
       { role: 'tool', tool_call_id: 'call_1', content: '22 C' },
     ];
-    const res = await app.request.post('/v1/chat/completions').send({ model: 'maya-test', messages, tools: [WEATHER], reasoning_effort: 'none' });
+    const res = await app.request
+      .post('/v1/chat/completions')
+      .send({ model: 'maya-test', messages, tools: [WEATHER], reasoning_effort: 'none' });
     expect(res.status).toBe(200);
     expect(res.body.choices[0].message.content).toBe('Sunny.');
   });
 
   it('an engine failure is a 500 server_error in the error shape', async () => {
     const app = appWith([{ pieces: ['\n', 'Hi'], finishReason: 'error' }]);
-    const res = await app.request.post('/v1/chat/completions').send({ model: 'maya-test', messages: USER, reasoning_effort: 'none' });
+    const res = await app.request
+      .post('/v1/chat/completions')
+      .send({ model: 'maya-test', messages: USER, reasoning_effort: 'none' });
     expect(res.status).toBe(500);
     expect(res.body.error).toMatchObject({ type: 'server_error' });
   });
@@ -99,19 +173,31 @@ describe('createChatCompletion JSON', () => {
 
 describe('createChatCompletion streaming', () => {
   it('role first, reasoning_content then content deltas, finish_reason, then the usage chunk and [DONE]', async () => {
-    const chunks = await streamChunks(appWith([THINK_TEXT]), { messages: USER, stream_options: { include_usage: true } });
+    const chunks = await streamChunks(appWith([THINK_TEXT]), {
+      messages: USER,
+      stream_options: { include_usage: true },
+    });
     expect(chunks[0]!.choices[0]!.delta).toEqual({ role: 'assistant', content: '' });
     expect(deltas(chunks, 'reasoning_content')).toBe('The user greets.');
     expect(deltas(chunks, 'content')).toBe('Hello there!');
-    const firstContent = chunks.findIndex((c) => typeof c.choices[0]?.delta.content === 'string' && c.choices[0]!.delta.content !== '');
-    const lastReasoning = chunks.reduce((last, c, index) => (typeof c.choices[0]?.delta.reasoning_content === 'string' ? index : last), -1);
+    const firstContent = chunks.findIndex(
+      (c) => typeof c.choices[0]?.delta.content === 'string' && c.choices[0]!.delta.content !== '',
+    );
+    const lastReasoning = chunks.reduce(
+      (last, c, index) => (typeof c.choices[0]?.delta.reasoning_content === 'string' ? index : last),
+      -1,
+    );
     expect(lastReasoning).toBeLessThan(firstContent);
     const finals = chunks.filter((c) => c.choices[0]?.finish_reason);
     expect(finals).toHaveLength(1);
     expect(finals[0]!.choices[0]).toEqual({ index: 0, delta: {}, finish_reason: 'stop' });
     const last = chunks.at(-1)!;
     expect(last.choices).toEqual([]);
-    expect(last.usage).toMatchObject({ completion_tokens: 8, prompt_tokens_details: { cached_tokens: 2 }, completion_tokens_details: { reasoning_tokens: 3 } });
+    expect(last.usage).toMatchObject({
+      completion_tokens: 8,
+      prompt_tokens_details: { cached_tokens: 2 },
+      completion_tokens_details: { reasoning_tokens: 3 },
+    });
     expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
     expect(chunks.every((c) => c.object === 'chat.completion.chunk')).toBe(true);
   });
@@ -123,22 +209,42 @@ describe('createChatCompletion streaming', () => {
   });
 
   it('tool_calls deltas: name and id first, argument fragments that concatenate to the JSON, finish_reason tool_calls', async () => {
-    const chunks = await streamChunks(appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), { messages: USER, tools: [WEATHER], reasoning_effort: 'none' });
-    const calls = chunks.flatMap((c) => (c.choices[0]?.delta.tool_calls as Array<{ index: number; id?: string; function: { name?: string; arguments: string } }> | undefined) ?? []);
-    expect(calls[0]).toMatchObject({ index: 0, id: expect.stringMatching(/^call_/), type: 'function', function: { name: 'get_weather', arguments: '' } });
+    const chunks = await streamChunks(appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), {
+      messages: USER,
+      tools: [WEATHER],
+      reasoning_effort: 'none',
+    });
+    const calls = chunks.flatMap(
+      (c) =>
+        (c.choices[0]?.delta.tool_calls as
+          Array<{ index: number; id?: string; function: { name?: string; arguments: string } }> | undefined) ?? [],
+    );
+    expect(calls[0]).toMatchObject({
+      index: 0,
+      id: expect.stringMatching(/^call_/),
+      type: 'function',
+      function: { name: 'get_weather', arguments: '' },
+    });
     expect(calls.every((call) => call.index === 0)).toBe(true);
     expect(calls.map((call) => call.function.arguments).join('')).toBe('{"city":"Paris"}');
     expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('tool_calls');
   });
 
   it('the output limit ends with finish_reason length', async () => {
-    const chunks = await streamChunks(appWith([{ pieces: ['\n', ...Array.from({ length: 30 }, (_, i) => ` w${i}`)] }]), { messages: USER, max_completion_tokens: 16, reasoning_effort: 'none' });
+    const chunks = await streamChunks(
+      appWith([{ pieces: ['\n', ...Array.from({ length: 30 }, (_, i) => ` w${i}`)] }]),
+      { messages: USER, max_completion_tokens: 16, reasoning_effort: 'none' },
+    );
     expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('length');
   });
 
   it('an engine failure after headers becomes an error chunk, then [DONE]', async () => {
     const app = appWith([{ pieces: ['\n', 'Hi'], finishReason: 'error' }]);
-    const res = await app.request.post('/v1/chat/completions').send({ model: 'maya-test', messages: USER, stream: true, reasoning_effort: 'none' }).buffer(true).parse(rawText);
+    const res = await app.request
+      .post('/v1/chat/completions')
+      .send({ model: 'maya-test', messages: USER, stream: true, reasoning_effort: 'none' })
+      .buffer(true)
+      .parse(rawText);
     const { chunks, problems } = checkChatStream(res.body as string);
     expect(problems).toEqual([]);
     expect(chunks.at(-1)).toMatchObject({ error: { type: 'server_error' } });
@@ -149,13 +255,19 @@ describe('the same context limit and auth as /v1/responses', () => {
   it('prompt + max tokens over the context → 400 context_length_exceeded on both endpoints, no engine work', async () => {
     const app = appWith([{ pieces: ['x'] }], { contextLength: 128 });
     const long = 'x'.repeat(400);
-    const chat = await app.request.post('/v1/chat/completions').send({ model: 'maya-test', messages: [{ role: 'user', content: long }], max_tokens: 100 });
-    const responses = await app.request.post('/v1/responses').send({ model: 'maya-test', input: long, max_output_tokens: 100 });
+    const chat = await app.request
+      .post('/v1/chat/completions')
+      .send({ model: 'maya-test', messages: [{ role: 'user', content: long }], max_tokens: 100 });
+    const responses = await app.request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: long, max_output_tokens: 100 });
     for (const res of [chat, responses]) {
       expect(res.status).toBe(400);
       expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'context_length_exceeded' });
     }
-    const chatStream = await app.request.post('/v1/chat/completions').send({ model: 'maya-test', messages: [{ role: 'user', content: 'x'.repeat(1000) }], stream: true });
+    const chatStream = await app.request
+      .post('/v1/chat/completions')
+      .send({ model: 'maya-test', messages: [{ role: 'user', content: 'x'.repeat(1000) }], stream: true });
     expect(chatStream.status).toBe(400);
     expect(chatStream.body.error.code).toBe('context_length_exceeded');
     expect(app.engine.calls).toEqual([]);
@@ -165,7 +277,10 @@ describe('the same context limit and auth as /v1/responses', () => {
     const app = appWith([THINK_TEXT, THINK_TEXT], { apiKeys: ['sk-one'] });
     const chatBody = { model: 'maya-test', messages: USER };
     const respBody = { model: 'maya-test', input: 'Hello' };
-    for (const [path, body] of [['/v1/chat/completions', chatBody], ['/v1/responses', respBody]] as const) {
+    for (const [path, body] of [
+      ['/v1/chat/completions', chatBody],
+      ['/v1/responses', respBody],
+    ] as const) {
       const missing = await app.request.post(path).send(body);
       expect(missing.status).toBe(401);
       expect(missing.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_api_key' });
@@ -173,7 +288,9 @@ describe('the same context limit and auth as /v1/responses', () => {
       expect(wrong.status).toBe(401);
     }
     expect(app.engine.calls).toEqual([]);
-    expect((await app.request.post('/v1/chat/completions').set('Authorization', 'Bearer sk-one').send(chatBody)).status).toBe(200);
+    expect(
+      (await app.request.post('/v1/chat/completions').set('Authorization', 'Bearer sk-one').send(chatBody)).status,
+    ).toBe(200);
     expect((await app.request.post('/v1/responses').set('x-api-key', 'sk-one').send(respBody)).status).toBe(200);
     expect(app.engine.calls).toHaveLength(2);
   });
@@ -184,8 +301,18 @@ describe('the same context limit and auth as /v1/responses', () => {
     const calls = [
       app.request.post('/v1/chat/completions').set('Origin', origin).send({ model: 'maya-test', messages: USER }),
       app.request.post('/v1/responses').set('Origin', origin).send({ model: 'maya-test', input: 'Hello' }),
-      app.request.post('/v1/chat/completions').set('Origin', origin).send({ model: 'maya-test', messages: USER, stream: true }).buffer(true).parse(rawText),
-      app.request.post('/v1/responses').set('Origin', origin).send({ model: 'maya-test', input: 'Hello', stream: true }).buffer(true).parse(rawText),
+      app.request
+        .post('/v1/chat/completions')
+        .set('Origin', origin)
+        .send({ model: 'maya-test', messages: USER, stream: true })
+        .buffer(true)
+        .parse(rawText),
+      app.request
+        .post('/v1/responses')
+        .set('Origin', origin)
+        .send({ model: 'maya-test', input: 'Hello', stream: true })
+        .buffer(true)
+        .parse(rawText),
     ];
     for (const res of await Promise.all(calls)) {
       expect(res.status).toBe(200);
@@ -193,11 +320,18 @@ describe('the same context limit and auth as /v1/responses', () => {
       expect(res.headers['access-control-expose-headers']).toContain('x-request-id');
     }
     for (const path of ['/v1/chat/completions', '/v1/responses']) {
-      const preflight = await app.request.options(path).set('Origin', origin).set('Access-Control-Request-Method', 'POST').set('Access-Control-Request-Headers', 'authorization, content-type');
+      const preflight = await app.request
+        .options(path)
+        .set('Origin', origin)
+        .set('Access-Control-Request-Method', 'POST')
+        .set('Access-Control-Request-Headers', 'authorization, content-type');
       expect(preflight.status).toBe(204);
       expect(preflight.headers['access-control-allow-methods']).toContain('POST');
     }
-    const foreign = await app.request.post('/v1/chat/completions').set('Origin', 'https://evil.example').send({ model: 'maya-test', messages: USER });
+    const foreign = await app.request
+      .post('/v1/chat/completions')
+      .set('Origin', 'https://evil.example')
+      .send({ model: 'maya-test', messages: USER });
     expect(foreign.headers['access-control-allow-origin']).toBeUndefined();
   });
 });
@@ -209,25 +343,32 @@ describe('createChatCompletion: a client that disconnects mid-stream stops gener
     const served = await listenTestApp({ runtime: base.runtime });
     try {
       await new Promise<void>((resolve, reject) => {
-        const req = httpRequest(`${served.origin}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
-            text += chunk;
-            if (text.includes(' w1')) {
-              req.destroy();
-              resolve();
-            }
-          });
-          res.on('error', () => {});
-        });
+        const req = httpRequest(
+          `${served.origin}/v1/chat/completions`,
+          { method: 'POST', headers: { 'content-type': 'application/json' } },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => {
+              text += chunk;
+              if (text.includes(' w1')) {
+                req.destroy();
+                resolve();
+              }
+            });
+            res.on('error', () => {});
+          },
+        );
         req.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
         req.end(JSON.stringify({ model: 'maya-test', messages: USER, stream: true, reasoning_effort: 'none' }));
       });
-      await vi.waitFor(() => {
-        expect(base.engine.cancelledCount).toBe(1);
-        expect(base.engine.activeCount).toBe(0);
-      }, { timeout: 10_000, interval: 20 });
+      await vi.waitFor(
+        () => {
+          expect(base.engine.cancelledCount).toBe(1);
+          expect(base.engine.activeCount).toBe(0);
+        },
+        { timeout: 10_000, interval: 20 },
+      );
       expect((await base.engine.stats()).decodeTokens).toBeLessThan(long.pieces.length);
     } finally {
       await served.close();

@@ -16,26 +16,75 @@ import { checkResponseStream, schemaProblems, type WireEvent } from '../e2e/stre
 type Script = { pieces: string[]; finishReason?: FakeScript['finishReason']; cachedTokens?: number };
 
 /** An app whose model replays `scripts` (one per request, in order) over the GLM-4.5 dialect. */
-function appWith(scripts: Script[], options: { contextLength?: number; tokenDelayMs?: number; apiKeys?: string[] } = {}) {
+function appWith(
+  scripts: Script[],
+  options: { contextLength?: number; tokenDelayMs?: number; apiKeys?: string[] } = {},
+) {
   const base = scriptedRuntime(scripts, options.contextLength);
-  const engine = options.tokenDelayMs === undefined
-    ? base.engine
-    : new FakeEngine({ script: scripts.map((s) => ({ tokens: base.ids(s.pieces), finishReason: s.finishReason })), tokenDelayMs: options.tokenDelayMs, info: { contextLength: base.contextLength } });
+  const engine =
+    options.tokenDelayMs === undefined
+      ? base.engine
+      : new FakeEngine({
+          script: scripts.map((s) => ({ tokens: base.ids(s.pieces), finishReason: s.finishReason })),
+          tokenDelayMs: options.tokenDelayMs,
+          info: { contextLength: base.contextLength },
+        });
   const runtime = stubRuntime({ ...base, engine, id: 'maya-test' });
   return { ...createTestApp({ runtime, server: { apiKeys: options.apiKeys ?? [] } }), engine, runtime };
 }
 
 /** 20 words: longer than the smallest max_output_tokens the contract allows (16). */
 const LONG_WORDS: Script = { pieces: ['\n', ...Array.from({ length: 20 }, (_, i) => ` w${i}`)] };
-const THINK_TEXT: Script = { pieces: ['<think>', 'The user', ' greets.', '</think>', '\n', 'Hello', ' there!', '<|user|>'], cachedTokens: 2 };
+const THINK_TEXT: Script = {
+  pieces: ['<think>', 'The user', ' greets.', '</think>', '\n', 'Hello', ' there!', '<|user|>'],
+  cachedTokens: 2,
+};
 const TEXT: Script = { pieces: ['\n', 'Hello', ' there', '!', '<|user|>'] };
-const CALL = ['<tool_call>', 'get_weather', '\n', '<arg_key>', 'city', '</arg_key>', '\n', '<arg_value>', 'Paris', '</arg_value>', '\n', '</tool_call>'];
-const WEATHER = { type: 'function', name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }, strict: true };
-const COUNT_FORMAT = { type: 'json_schema', name: 'count', strict: true, schema: { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'], additionalProperties: false } };
+const CALL = [
+  '<tool_call>',
+  'get_weather',
+  '\n',
+  '<arg_key>',
+  'city',
+  '</arg_key>',
+  '\n',
+  '<arg_value>',
+  'Paris',
+  '</arg_value>',
+  '\n',
+  '</tool_call>',
+];
+const WEATHER = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'Weather for a city',
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' } },
+    required: ['city'],
+    additionalProperties: false,
+  },
+  strict: true,
+};
+const COUNT_FORMAT = {
+  type: 'json_schema',
+  name: 'count',
+  strict: true,
+  schema: {
+    type: 'object',
+    properties: { count: { type: 'integer' } },
+    required: ['count'],
+    additionalProperties: false,
+  },
+};
 const NO_THINKING = { reasoning: { effort: 'none' } };
 
 async function stream(app: ReturnType<typeof appWith>, body: Record<string, unknown>) {
-  const res = await app.request.post('/v1/responses').send({ model: 'maya-test', stream: true, ...body }).buffer(true).parse(rawText);
+  const res = await app.request
+    .post('/v1/responses')
+    .send({ model: 'maya-test', stream: true, ...body })
+    .buffer(true)
+    .parse(rawText);
   expect(res.status).toBe(200);
   expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
   const checked = checkResponseStream(res.body as string);
@@ -44,32 +93,61 @@ async function stream(app: ReturnType<typeof appWith>, body: Record<string, unkn
 }
 
 const types = (events: WireEvent[]) => events.map((event) => event.type);
-const terminal = (events: WireEvent[]) => events.at(-1)!.response as Record<string, unknown> & { output: Array<Record<string, unknown>> };
+const terminal = (events: WireEvent[]) =>
+  events.at(-1)!.response as Record<string, unknown> & { output: Array<Record<string, unknown>> };
 
 describe('createResponse JSON', () => {
   it('answers a Response that validates against the contract, with reasoning and message items and usage', async () => {
     const app = appWith([THINK_TEXT]);
-    const res = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'Hello', metadata: { run: '7' }, prompt_cache_key: 'k1', client_metadata: { trace: 'abc' } });
+    const res = await app.request
+      .post('/v1/responses')
+      .send({
+        model: 'maya-test',
+        input: 'Hello',
+        metadata: { run: '7' },
+        prompt_cache_key: 'k1',
+        client_metadata: { trace: 'abc' },
+      });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(schemaProblems('Response', res.body)).toBe('');
-    expect(res.body).toMatchObject({ object: 'response', status: 'completed', model: 'maya-test', metadata: { run: '7' }, prompt_cache_key: 'k1', store: false });
+    expect(res.body).toMatchObject({
+      object: 'response',
+      status: 'completed',
+      model: 'maya-test',
+      metadata: { run: '7' },
+      prompt_cache_key: 'k1',
+      store: false,
+    });
     expect(res.body).not.toHaveProperty('client_metadata');
     expect(res.body.id).toMatch(/^resp_/);
     const [reasoning, message] = res.body.output;
-    expect(reasoning).toMatchObject({ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'The user greets.' }] });
+    expect(reasoning).toMatchObject({
+      type: 'reasoning',
+      content: [{ type: 'reasoning_text', text: 'The user greets.' }],
+    });
     expect(reasoning.id).toMatch(/^rs_/);
-    expect(message).toMatchObject({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello there!', annotations: [], logprobs: [] }] });
+    expect(message).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: 'Hello there!', annotations: [], logprobs: [] }],
+    });
     expect(message.id).toMatch(/^msg_/);
     expect(res.body.usage).toEqual({
-      input_tokens: app.engine.calls[0]!.promptIds.length, input_tokens_details: { cached_tokens: 2, cache_write_tokens: 0 },
-      output_tokens: 8, output_tokens_details: { reasoning_tokens: 3 }, total_tokens: app.engine.calls[0]!.promptIds.length + 8,
+      input_tokens: app.engine.calls[0]!.promptIds.length,
+      input_tokens_details: { cached_tokens: 2, cache_write_tokens: 0 },
+      output_tokens: 8,
+      output_tokens_details: { reasoning_tokens: 3 },
+      total_tokens: app.engine.calls[0]!.promptIds.length + 8,
     });
   });
 
   it('passes temperature, top_p and max_output_tokens to the engine', async () => {
     const app = appWith([TEXT]);
-    const res = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'Hi', temperature: 0, top_p: 0.5, max_output_tokens: 20, ...NO_THINKING });
+    const res = await app.request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'Hi', temperature: 0, top_p: 0.5, max_output_tokens: 20, ...NO_THINKING });
     expect(res.status).toBe(200);
     expect(app.engine.calls[0]).toMatchObject({ temperature: 0, topP: 0.5, maxTokens: 20 });
     expect(res.body).toMatchObject({ temperature: 0, top_p: 0.5, max_output_tokens: 20 });
@@ -77,9 +155,15 @@ describe('createResponse JSON', () => {
 
   it('the output limit answers status incomplete with incomplete_details', async () => {
     const app = appWith([LONG_WORDS]);
-    const res = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'Count', max_output_tokens: 16, ...NO_THINKING });
+    const res = await app.request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'Count', max_output_tokens: 16, ...NO_THINKING });
     expect(schemaProblems('Response', res.body)).toBe('');
-    expect(res.body).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, usage: { output_tokens: 16 } });
+    expect(res.body).toMatchObject({
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+      usage: { output_tokens: 16 },
+    });
   });
 
   it('an engine failure answers status failed with an error (HTTP 200: the response object exists)', async () => {
@@ -95,34 +179,63 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
   it('text', async () => {
     const events = await stream(appWith([TEXT]), { input: 'Hello', ...NO_THINKING });
     expect(types(events)).toEqual([
-      'response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added',
-      'response.output_text.delta', 'response.output_text.delta', 'response.output_text.delta',
-      'response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed',
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
     ]);
     expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
-    expect(terminal(events)).toMatchObject({ status: 'completed', output: [{ type: 'message', content: [{ text: 'Hello there!' }] }] });
+    expect(terminal(events)).toMatchObject({
+      status: 'completed',
+      output: [{ type: 'message', content: [{ text: 'Hello there!' }] }],
+    });
   });
 
   it('reasoning + text', async () => {
     const events = await stream(appWith([THINK_TEXT]), { input: 'Hello' });
-    expect(types(events).filter((t) => t.startsWith('response.reasoning_text'))).toEqual(['response.reasoning_text.delta', 'response.reasoning_text.delta', 'response.reasoning_text.done']);
+    expect(types(events).filter((t) => t.startsWith('response.reasoning_text'))).toEqual([
+      'response.reasoning_text.delta',
+      'response.reasoning_text.delta',
+      'response.reasoning_text.done',
+    ]);
     expect(terminal(events).output.map((item) => item.type)).toEqual(['reasoning', 'message']);
     expect(terminal(events).usage).toMatchObject({ output_tokens_details: { reasoning_tokens: 3 } });
   });
 
   it('tool call (strict tool: buffered, published whole once the arguments validate)', async () => {
-    const events = await stream(appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), { input: 'Weather in Paris?', tools: [WEATHER], ...NO_THINKING });
+    const events = await stream(appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), {
+      input: 'Weather in Paris?',
+      tools: [WEATHER],
+      ...NO_THINKING,
+    });
     const done = events.find((e) => e.type === 'response.function_call_arguments.done')!;
     expect(done).toMatchObject({ name: 'get_weather', arguments: '{"city":"Paris"}' });
-    const deltas = events.filter((e) => e.type === 'response.function_call_arguments.delta').map((e) => e.delta).join('');
+    const deltas = events
+      .filter((e) => e.type === 'response.function_call_arguments.delta')
+      .map((e) => e.delta)
+      .join('');
     expect(deltas).toBe('{"city":"Paris"}');
-    expect(terminal(events)).toMatchObject({ status: 'completed', output: [{ type: 'function_call', name: 'get_weather', status: 'completed' }] });
+    expect(terminal(events)).toMatchObject({
+      status: 'completed',
+      output: [{ type: 'function_call', name: 'get_weather', status: 'completed' }],
+    });
     const call = terminal(events).output[0]!;
     expect(call.call_id).toMatch(/^call_/);
   });
 
   it('tool call, not strict (streamed as generated)', async () => {
-    const events = await stream(appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), { input: 'Weather?', tools: [{ ...WEATHER, strict: false }], ...NO_THINKING });
+    const events = await stream(appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), {
+      input: 'Weather?',
+      tools: [{ ...WEATHER, strict: false }],
+      ...NO_THINKING,
+    });
     expect(types(events)).toContain('response.function_call_arguments.delta');
     expect(terminal(events).output).toMatchObject([{ type: 'function_call', arguments: '{"city":"Paris"}' }]);
   });
@@ -130,36 +243,80 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
   it('incomplete (output limit mid-message)', async () => {
     const events = await stream(appWith([LONG_WORDS]), { input: 'Count', max_output_tokens: 16, ...NO_THINKING });
     expect(events.at(-1)!.type).toBe('response.incomplete');
-    expect(terminal(events)).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: [{ status: 'incomplete' }] });
+    expect(terminal(events)).toMatchObject({
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+      output: [{ status: 'incomplete' }],
+    });
   });
 
   it('failed (engine error after some text)', async () => {
-    const events = await stream(appWith([{ pieces: ['\n', 'Hi', ' there'], finishReason: 'error' }]), { input: 'Hello', ...NO_THINKING });
+    const events = await stream(appWith([{ pieces: ['\n', 'Hi', ' there'], finishReason: 'error' }]), {
+      input: 'Hello',
+      ...NO_THINKING,
+    });
     expect(events.at(-1)!.type).toBe('response.failed');
     expect(terminal(events)).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
     expect(types(events).filter((t) => t === 'response.completed')).toEqual([]);
   });
 
   it('json_schema buffered: deltas only after validation; a violation publishes nothing', async () => {
-    const ok = await stream(appWith([{ pieces: ['\n', '{"count"', ': 3}', '<|user|>'] }]), { input: 'Count', text: { format: COUNT_FORMAT }, ...NO_THINKING });
-    expect(ok.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('')).toBe('{"count": 3}');
-    expect(terminal(ok)).toMatchObject({ status: 'completed', text: { format: { type: 'json_schema', name: 'count' } } });
+    const ok = await stream(appWith([{ pieces: ['\n', '{"count"', ': 3}', '<|user|>'] }]), {
+      input: 'Count',
+      text: { format: COUNT_FORMAT },
+      ...NO_THINKING,
+    });
+    expect(
+      ok
+        .filter((e) => e.type === 'response.output_text.delta')
+        .map((e) => e.delta)
+        .join(''),
+    ).toBe('{"count": 3}');
+    expect(terminal(ok)).toMatchObject({
+      status: 'completed',
+      text: { format: { type: 'json_schema', name: 'count' } },
+    });
 
-    const bad = await stream(appWith([{ pieces: ['\n', '{"count"', ': "three"}', '<|user|>'] }]), { input: 'Count', text: { format: COUNT_FORMAT }, ...NO_THINKING });
+    const bad = await stream(appWith([{ pieces: ['\n', '{"count"', ': "three"}', '<|user|>'] }]), {
+      input: 'Count',
+      text: { format: COUNT_FORMAT },
+      ...NO_THINKING,
+    });
     expect(types(bad)).toEqual(['response.created', 'response.in_progress', 'response.failed']);
-    expect(terminal(bad)).toMatchObject({ status: 'failed', error: { code: 'schema_violation' }, output: [], usage: { output_tokens: 4 } });
+    expect(terminal(bad)).toMatchObject({
+      status: 'failed',
+      error: { code: 'schema_violation' },
+      output: [],
+      usage: { output_tokens: 4 },
+    });
   });
 
   it('a schema carrying $schema (draft-07, as openai/helpers/zod zodTextFormat sends) is accepted and enforced', async () => {
-    const format = { ...COUNT_FORMAT, schema: { $schema: 'http://json-schema.org/draft-07/schema#', ...COUNT_FORMAT.schema } };
-    const ok = await stream(appWith([{ pieces: ['\n', '{"count"', ': 3}', '<|user|>'] }]), { input: 'Count', text: { format }, ...NO_THINKING });
+    const format = {
+      ...COUNT_FORMAT,
+      schema: { $schema: 'http://json-schema.org/draft-07/schema#', ...COUNT_FORMAT.schema },
+    };
+    const ok = await stream(appWith([{ pieces: ['\n', '{"count"', ': 3}', '<|user|>'] }]), {
+      input: 'Count',
+      text: { format },
+      ...NO_THINKING,
+    });
     expect(terminal(ok)).toMatchObject({ status: 'completed' });
-    const bad = await stream(appWith([{ pieces: ['\n', '{"count"', ': 3.5}', '<|user|>'] }]), { input: 'Count', text: { format }, ...NO_THINKING });
+    const bad = await stream(appWith([{ pieces: ['\n', '{"count"', ': 3.5}', '<|user|>'] }]), {
+      input: 'Count',
+      text: { format },
+      ...NO_THINKING,
+    });
     expect(terminal(bad)).toMatchObject({ status: 'failed', error: { code: 'schema_violation' } });
   });
 
   it('the spec example body (no model, store:false, max_output_tokens:256) streams a valid sequence', async () => {
-    const events = await stream(appWith([THINK_TEXT]), { model: undefined, input: 'Hello', store: false, max_output_tokens: 256 });
+    const events = await stream(appWith([THINK_TEXT]), {
+      model: undefined,
+      input: 'Hello',
+      store: false,
+      max_output_tokens: 256,
+    });
     expect(events.at(-1)!.type).toBe('response.completed');
   });
 });
@@ -172,25 +329,32 @@ describe('createResponse: a client that disconnects mid-stream stops generation'
     const served = await listenTestApp({ runtime: base.runtime });
     try {
       await new Promise<void>((resolve, reject) => {
-        const req = httpRequest(`${served.origin}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
-            text += chunk;
-            if (text.includes('response.output_text.delta')) {
-              req.destroy();
-              resolve();
-            }
-          });
-          res.on('error', () => {});
-        });
+        const req = httpRequest(
+          `${served.origin}/v1/responses`,
+          { method: 'POST', headers: { 'content-type': 'application/json' } },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => {
+              text += chunk;
+              if (text.includes('response.output_text.delta')) {
+                req.destroy();
+                resolve();
+              }
+            });
+            res.on('error', () => {});
+          },
+        );
         req.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
         req.end(JSON.stringify({ model: 'maya-test', input: 'Talk', stream: true, ...NO_THINKING }));
       });
-      await vi.waitFor(() => {
-        expect(base.engine.cancelledCount).toBe(1);
-        expect(base.engine.activeCount).toBe(0);
-      }, { timeout: 10_000, interval: 20 });
+      await vi.waitFor(
+        () => {
+          expect(base.engine.cancelledCount).toBe(1);
+          expect(base.engine.activeCount).toBe(0);
+        },
+        { timeout: 10_000, interval: 20 },
+      );
       const stats = await base.engine.stats();
       expect(stats.decodeTokens).toBeLessThan(long.pieces.length);
     } finally {
@@ -202,15 +366,24 @@ describe('createResponse: a client that disconnects mid-stream stops generation'
     const base = appWith([long], { tokenDelayMs: 5 });
     const served = await listenTestApp({ runtime: base.runtime });
     try {
-      const req = httpRequest(`${served.origin}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+      const req = httpRequest(`${served.origin}/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+      });
       req.on('error', () => {});
       req.end(JSON.stringify({ model: 'maya-test', input: 'Talk', ...NO_THINKING }));
-      await vi.waitFor(async () => expect((await base.engine.stats()).decodeTokens).toBeGreaterThan(2), { timeout: 10_000, interval: 10 });
+      await vi.waitFor(async () => expect((await base.engine.stats()).decodeTokens).toBeGreaterThan(2), {
+        timeout: 10_000,
+        interval: 10,
+      });
       req.destroy();
-      await vi.waitFor(() => {
-        expect(base.engine.cancelledCount).toBe(1);
-        expect(base.engine.activeCount).toBe(0);
-      }, { timeout: 10_000, interval: 20 });
+      await vi.waitFor(
+        () => {
+          expect(base.engine.cancelledCount).toBe(1);
+          expect(base.engine.activeCount).toBe(0);
+        },
+        { timeout: 10_000, interval: 20 },
+      );
       expect((await base.engine.stats()).decodeTokens).toBeLessThan(long.pieces.length);
     } finally {
       await served.close();
@@ -230,22 +403,74 @@ describe('createResponse: 400s answer before any engine work', () => {
     expect(app.engine.activeCount).toBe(0);
   }
 
-  it('prompt + max_output_tokens over the context', () => rejected(appWith([TEXT], { contextLength: 128 }), { input: 'x'.repeat(400), max_output_tokens: 100 }, 'max_output_tokens', 'context_length_exceeded'));
-  it('a prompt alone over the context', () => rejected(appWith([TEXT], { contextLength: 128 }), { input: 'x'.repeat(1000) }, 'input', 'context_length_exceeded'));
-  it('a function_call_output whose call_id matches no call', () => rejected(appWith([TEXT]), { input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }] }, 'input[0].call_id', 'unknown_call_id'));
-  it('a function_call without its output', () => rejected(appWith([TEXT]), {
-    input: [{ role: 'user', content: 'x' }, { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' }], tools: [WEATHER],
-  }, 'input[1]', 'missing_function_call_output'));
-  it('a schema with $ref', () => rejected(appWith([TEXT]), {
-    input: 'x', text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object', properties: { a: { $ref: '#/x' } } } } },
-  }, 'text.format.schema.properties.a.$ref', 'unsupported_schema_keyword'));
-  it('a strict schema without additionalProperties:false', () => rejected(appWith([TEXT]), {
-    input: 'x', text: { format: { ...COUNT_FORMAT, schema: { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'] } } },
-  }, 'text.format.schema.additionalProperties', 'invalid_schema'));
-  it('tool_choice naming an undeclared function', () => rejected(appWith([TEXT]), { input: 'x', tools: [WEATHER], tool_choice: { type: 'function', name: 'other' } }, 'tool_choice.name', 'invalid_value'));
+  it('prompt + max_output_tokens over the context', () =>
+    rejected(
+      appWith([TEXT], { contextLength: 128 }),
+      { input: 'x'.repeat(400), max_output_tokens: 100 },
+      'max_output_tokens',
+      'context_length_exceeded',
+    ));
+  it('a prompt alone over the context', () =>
+    rejected(appWith([TEXT], { contextLength: 128 }), { input: 'x'.repeat(1000) }, 'input', 'context_length_exceeded'));
+  it('a function_call_output whose call_id matches no call', () =>
+    rejected(
+      appWith([TEXT]),
+      { input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }] },
+      'input[0].call_id',
+      'unknown_call_id',
+    ));
+  it('a function_call without its output', () =>
+    rejected(
+      appWith([TEXT]),
+      {
+        input: [
+          { role: 'user', content: 'x' },
+          { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' },
+        ],
+        tools: [WEATHER],
+      },
+      'input[1]',
+      'missing_function_call_output',
+    ));
+  it('a schema with $ref', () =>
+    rejected(
+      appWith([TEXT]),
+      {
+        input: 'x',
+        text: {
+          format: { type: 'json_schema', name: 'x', schema: { type: 'object', properties: { a: { $ref: '#/x' } } } },
+        },
+      },
+      'text.format.schema.properties.a.$ref',
+      'unsupported_schema_keyword',
+    ));
+  it('a strict schema without additionalProperties:false', () =>
+    rejected(
+      appWith([TEXT]),
+      {
+        input: 'x',
+        text: {
+          format: {
+            ...COUNT_FORMAT,
+            schema: { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'] },
+          },
+        },
+      },
+      'text.format.schema.additionalProperties',
+      'invalid_schema',
+    ));
+  it('tool_choice naming an undeclared function', () =>
+    rejected(
+      appWith([TEXT]),
+      { input: 'x', tools: [WEATHER], tool_choice: { type: 'function', name: 'other' } },
+      'tool_choice.name',
+      'invalid_value',
+    ));
   it('an unknown previous_response_id is a 404 before engine work', async () => {
     const app = appWith([TEXT]);
-    const res = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'x', previous_response_id: 'resp_nope' });
+    const res = await app.request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'x', previous_response_id: 'resp_nope' });
     expect(res.status).toBe(404);
     expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param: 'previous_response_id' });
     expect(app.engine.calls).toEqual([]);
@@ -255,15 +480,27 @@ describe('createResponse: 400s answer before any engine work', () => {
 describe('createResponse: store:true and previous_response_id', () => {
   it('the second turn renders the first turn history; input_items lists this turn', async () => {
     const app = appWith([TEXT, { pieces: ['\n', 'Again', '<|user|>'] }]);
-    const first = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'Remember 73', store: true, ...NO_THINKING });
+    const first = await app.request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'Remember 73', store: true, ...NO_THINKING });
     expect(first.body.status).toBe('completed');
-    const second = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'What value?', previous_response_id: first.body.id, store: true, ...NO_THINKING });
+    const second = await app.request
+      .post('/v1/responses')
+      .send({
+        model: 'maya-test',
+        input: 'What value?',
+        previous_response_id: first.body.id,
+        store: true,
+        ...NO_THINKING,
+      });
     expect(second.body).toMatchObject({ status: 'completed', previous_response_id: first.body.id });
     expect(app.engine.calls[1]!.promptIds.length).toBeGreaterThan(app.engine.calls[0]!.promptIds.length);
     const items = await app.request.get(`/v1/responses/${second.body.id}/input_items?order=asc`);
     expect(items.status).toBe(200);
     expect(schemaProblems('ResponseItemList', items.body)).toBe('');
-    const texts = items.body.data.map((item: { role: string; content: Array<{ text: string }> }) => `${item.role}:${item.content[0]!.text}`);
+    const texts = items.body.data.map(
+      (item: { role: string; content: Array<{ text: string }> }) => `${item.role}:${item.content[0]!.text}`,
+    );
     expect(texts).toEqual(['user:Remember 73', 'assistant:Hello there!', 'user:What value?']);
   });
 });
@@ -271,10 +508,14 @@ describe('createResponse: store:true and previous_response_id', () => {
 describe('createResponse: request fields', () => {
   it('prompt_cache_key: up to 256 characters echoed, longer is a 400 before engine work', async () => {
     const app = appWith([TEXT]);
-    const ok = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'x', prompt_cache_key: 'k'.repeat(256), ...NO_THINKING });
+    const ok = await app.request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'x', prompt_cache_key: 'k'.repeat(256), ...NO_THINKING });
     expect(ok.body.prompt_cache_key).toBe('k'.repeat(256));
     const long = appWith([TEXT]);
-    const res = await long.request.post('/v1/responses').send({ model: 'maya-test', input: 'x', prompt_cache_key: 'k'.repeat(257) });
+    const res = await long.request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'x', prompt_cache_key: 'k'.repeat(257) });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param: 'prompt_cache_key' });
     expect(long.engine.calls).toEqual([]);
@@ -283,11 +524,24 @@ describe('createResponse: request fields', () => {
   it('instructions apply to this request only; history (with reasoning) is replayed into the next prompt', async () => {
     const base = scriptedRuntime([THINK_TEXT, TEXT]);
     const prompts: string[] = [];
-    const tokenizer = { ...base.tokenizer, encode: (text: string) => (prompts.push(text), base.tokenizer.encode(text)) };
+    const tokenizer = {
+      ...base.tokenizer,
+      encode: (text: string) => (prompts.push(text), base.tokenizer.encode(text)),
+    };
     const { request } = createTestApp({ runtime: stubRuntime({ ...base, tokenizer, id: 'maya-test' }) });
-    const first = await request.post('/v1/responses').send({ model: 'maya-test', instructions: 'INSTRUCTION-ONE', input: 'Remember 73', store: true });
+    const first = await request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', instructions: 'INSTRUCTION-ONE', input: 'Remember 73', store: true });
     expect(first.body.status).toBe('completed');
-    const second = await request.post('/v1/responses').send({ model: 'maya-test', instructions: 'INSTRUCTION-TWO', input: 'What value?', previous_response_id: first.body.id, ...NO_THINKING });
+    const second = await request
+      .post('/v1/responses')
+      .send({
+        model: 'maya-test',
+        instructions: 'INSTRUCTION-TWO',
+        input: 'What value?',
+        previous_response_id: first.body.id,
+        ...NO_THINKING,
+      });
     expect(second.body.status).toBe('completed');
     expect(prompts[0]).toContain('INSTRUCTION-ONE');
     expect(prompts[1]).not.toContain('INSTRUCTION-ONE');
@@ -302,11 +556,17 @@ describe('createResponse: request fields', () => {
 describe('createResponse: what store:true keeps', () => {
   it('a failed foreground response is not stored; a completed and an output-limited one are', async () => {
     const app = appWith([{ pieces: ['\n', 'Hi'], finishReason: 'error' }, TEXT, LONG_WORDS]);
-    const failed = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'x', store: true, ...NO_THINKING });
+    const failed = await app.request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'x', store: true, ...NO_THINKING });
     expect(failed.body.status).toBe('failed');
     expect((await app.request.get(`/v1/responses/${failed.body.id}`)).status).toBe(404);
-    const completed = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'x', store: true, ...NO_THINKING });
-    const cut = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'x', store: true, max_output_tokens: 16, ...NO_THINKING });
+    const completed = await app.request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'x', store: true, ...NO_THINKING });
+    const cut = await app.request
+      .post('/v1/responses')
+      .send({ model: 'maya-test', input: 'x', store: true, max_output_tokens: 16, ...NO_THINKING });
     expect([completed.body.status, cut.body.status]).toEqual(['completed', 'incomplete']);
     for (const stored of [completed, cut]) {
       const got = await app.request.get(`/v1/responses/${stored.body.id}`);
@@ -317,12 +577,16 @@ describe('createResponse: what store:true keeps', () => {
   });
 
   it('a streamed store:true response that the client abandons is not stored', async () => {
-    const base = appWith([{ pieces: ['\n', ...Array.from({ length: 200 }, (_, i) => ` w${i}`), '<|user|>'] }], { tokenDelayMs: 5 });
+    const base = appWith([{ pieces: ['\n', ...Array.from({ length: 200 }, (_, i) => ` w${i}`), '<|user|>'] }], {
+      tokenDelayMs: 5,
+    });
     const served = await listenTestApp({ runtime: base.runtime, deps: { store: base.deps.store } });
     try {
       const abort = new AbortController();
       const res = await fetch(`${served.origin}/v1/responses`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, signal: abort.signal,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        signal: abort.signal,
         body: JSON.stringify({ model: 'maya-test', input: 'Talk', stream: true, store: true, ...NO_THINKING }),
       });
       const reader = res.body!.getReader();

@@ -3,7 +3,12 @@ import { bearer, createStoreApp, KEY_A, KEY_B, SCOPE_A } from '../store/store-ap
 import { makeTurn, storeTurn } from '../store/responses/store-fixtures.ts';
 
 const notFound = (id: string) => ({
-  error: { message: `No response found with id '${id}'.`, type: 'invalid_request_error', param: null, code: 'not_found' },
+  error: {
+    message: `No response found with id '${id}'.`,
+    type: 'invalid_request_error',
+    param: null,
+    code: 'not_found',
+  },
 });
 
 describe('GET /v1/responses/{id}', () => {
@@ -23,7 +28,10 @@ describe('GET /v1/responses/{id}', () => {
     const { request, store } = createStoreApp();
     const turn = makeTurn('g', 0);
     await storeTurn(store, SCOPE_A, turn);
-    for (const [id, key] of [['resp_nope', KEY_A], [turn.id, KEY_B]] as const) {
+    for (const [id, key] of [
+      ['resp_nope', KEY_A],
+      [turn.id, KEY_B],
+    ] as const) {
       const res = await request.get(`/v1/responses/${id}`).set(bearer(key));
       expect([res.status, res.body]).toEqual([404, notFound(id)]);
     }

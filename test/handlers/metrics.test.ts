@@ -22,6 +22,7 @@ describe('GET /metrics/prometheus', () => {
     expect(text).toMatch(/maya:http_request_duration_seconds_count\{operation="listModels"\} 3/);
     expect(text).toContain('process_cpu_user_seconds_total');
     expect(text).toContain('maya:responses_cache_');
-    for (const secret of ['sk-very-secret-key', 'sk-wrong-key-text', 'PROMPT-CANARY-42', 'key_']) expect(text).not.toContain(secret);
+    for (const secret of ['sk-very-secret-key', 'sk-wrong-key-text', 'PROMPT-CANARY-42', 'key_'])
+      expect(text).not.toContain(secret);
   });
 });

@@ -7,6 +7,9 @@ describe('GET /v1/models', () => {
     const res = await request.get('/v1/models');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.body).toEqual({ object: 'list', data: [{ id: 'maya-demo', object: 'model', created: 1_750_000_000, owned_by: 'maya' }] });
+    expect(res.body).toEqual({
+      object: 'list',
+      data: [{ id: 'maya-demo', object: 'model', created: 1_750_000_000, owned_by: 'maya' }],
+    });
   });
 });

@@ -4,13 +4,25 @@ import type { Handler } from '../../handlers/app-deps.ts';
 import { CREATE_CHAT_COMPLETION_REJECTIONS, CREATE_RESPONSE_REJECTIONS } from '../../handlers/rejections.ts';
 
 const user = (content: unknown) => ({ role: 'user', content });
-const image = (extra: Record<string, unknown>) => ({ type: 'input_image', image_url: 'data:image/png;base64,AAAA', ...extra });
+const image = (extra: Record<string, unknown>) => ({
+  type: 'input_image',
+  image_url: 'data:image/png;base64,AAAA',
+  ...extra,
+});
 
 /** One case per row: a body that only that row refuses, and the exact param it must name. */
 const CASES: { id: string; body: Record<string, unknown>; param: string }[] = [
   { id: 'conversation', body: { input: 'hi', conversation: 'conv_1' }, param: 'conversation' },
-  { id: 'item_reference', body: { input: [user('hi'), { type: 'item_reference', id: 'msg_1' }] }, param: 'input[1].type' },
-  { id: 'hosted_tool', body: { input: 'hi', tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }] }, param: 'tools[1].type' },
+  {
+    id: 'item_reference',
+    body: { input: [user('hi'), { type: 'item_reference', id: 'msg_1' }] },
+    param: 'input[1].type',
+  },
+  {
+    id: 'hosted_tool',
+    body: { input: 'hi', tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }] },
+    param: 'tools[1].type',
+  },
   { id: 'hosted_tool_choice', body: { input: 'hi', tool_choice: { type: 'file_search' } }, param: 'tool_choice.type' },
   {
     id: 'encrypted_reasoning',
@@ -22,19 +34,62 @@ const CASES: { id: string; body: Record<string, unknown>; param: string }[] = [
     body: { input: [user('hi'), { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'x' }] }] },
     param: 'input[1].summary',
   },
-  { id: 'reasoning_summary', body: { input: 'hi', reasoning: { effort: 'low', summary: 'auto' } }, param: 'reasoning.summary' },
-  { id: 'reasoning_generate_summary', body: { input: 'hi', reasoning: { generate_summary: 'concise' } }, param: 'reasoning.generate_summary' },
-  { id: 'input_file', body: { input: [user([{ type: 'input_text', text: 'read' }, { type: 'input_file', file_id: 'file_1' }])] }, param: 'input[0].content[1].type' },
-  { id: 'image_file_id', body: { input: [user([{ type: 'input_image', file_id: 'file_1' }])] }, param: 'input[0].content[0].file_id' },
-  { id: 'audio', body: { input: [user([{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }])] }, param: 'input[0].content[0].type' },
+  {
+    id: 'reasoning_summary',
+    body: { input: 'hi', reasoning: { effort: 'low', summary: 'auto' } },
+    param: 'reasoning.summary',
+  },
+  {
+    id: 'reasoning_generate_summary',
+    body: { input: 'hi', reasoning: { generate_summary: 'concise' } },
+    param: 'reasoning.generate_summary',
+  },
+  {
+    id: 'input_file',
+    body: {
+      input: [
+        user([
+          { type: 'input_text', text: 'read' },
+          { type: 'input_file', file_id: 'file_1' },
+        ]),
+      ],
+    },
+    param: 'input[0].content[1].type',
+  },
+  {
+    id: 'image_file_id',
+    body: { input: [user([{ type: 'input_image', file_id: 'file_1' }])] },
+    param: 'input[0].content[0].file_id',
+  },
+  {
+    id: 'audio',
+    body: { input: [user([{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }])] },
+    param: 'input[0].content[0].type',
+  },
   { id: 'image_detail', body: { input: [user([image({ detail: 'high' })])] }, param: 'input[0].content[0].detail' },
   { id: 'truncation', body: { input: 'hi', truncation: 'auto' }, param: 'truncation' },
   { id: 'service_tier', body: { input: 'hi', service_tier: 'flex' }, param: 'service_tier' },
-  { id: 'include', body: { input: 'hi', include: ['reasoning.encrypted_content', 'message.output_text.logprobs'] }, param: 'include[1]' },
-  { id: 'include_encrypted_reasoning', body: { input: 'hi', include: ['reasoning.encrypted_content'] }, param: 'include[0]' },
+  {
+    id: 'include',
+    body: { input: 'hi', include: ['reasoning.encrypted_content', 'message.output_text.logprobs'] },
+    param: 'include[1]',
+  },
+  {
+    id: 'include_encrypted_reasoning',
+    body: { input: 'hi', include: ['reasoning.encrypted_content'] },
+    param: 'include[0]',
+  },
   { id: 'background_without_store', body: { input: 'hi', background: true }, param: 'background' },
-  { id: 'prompt_cache_key_length', body: { input: 'hi', prompt_cache_key: 'k'.repeat(257) }, param: 'prompt_cache_key' },
-  { id: 'client_metadata_values', body: { input: 'hi', client_metadata: { app: 'x', build: 7 } }, param: 'client_metadata.build' },
+  {
+    id: 'prompt_cache_key_length',
+    body: { input: 'hi', prompt_cache_key: 'k'.repeat(257) },
+    param: 'prompt_cache_key',
+  },
+  {
+    id: 'client_metadata_values',
+    body: { input: 'hi', client_metadata: { app: 'x', build: 7 } },
+    param: 'client_metadata.build',
+  },
   { id: 'prompt_template', body: { input: 'hi', prompt: { id: 'pmpt_1' } }, param: 'prompt' },
 ];
 
@@ -56,7 +111,9 @@ describe('rejection table', () => {
       const { handler, request } = setup();
       const res = await request.post('/v1/responses').send(body);
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: { message: row.message, type: 'invalid_request_error', param, code: row.code } });
+      expect(res.body).toEqual({
+        error: { message: row.message, type: 'invalid_request_error', param, code: row.code },
+      });
       expect(handler).not.toHaveBeenCalled();
     });
   }
@@ -64,7 +121,10 @@ describe('rejection table', () => {
 
 describe('supported neighbours of each rejection pass', () => {
   const ACCEPTED: [string, Record<string, unknown>][] = [
-    ['include with explicit effort none', { input: 'hi', include: ['reasoning.encrypted_content'], reasoning: { effort: 'none' } }],
+    [
+      'include with explicit effort none',
+      { input: 'hi', include: ['reasoning.encrypted_content'], reasoning: { effort: 'none' } },
+    ],
     ['background with store:true', { input: 'hi', background: true, store: true }],
     ['background:false without store', { input: 'hi', background: false }],
     ['service_tier auto', { input: 'hi', service_tier: 'auto' }],
@@ -74,9 +134,21 @@ describe('supported neighbours of each rejection pass', () => {
     ['image without detail', { input: [user([image({})])] }],
     ['prompt_cache_key of 256 characters', { input: 'hi', prompt_cache_key: 'k'.repeat(256) }],
     ['string client_metadata', { input: 'hi', client_metadata: { app: 'x' } }],
-    ['reasoning item replayed without summary or encryption', { input: [user('hi'), { type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text: 't' }] }, user('next')] }],
+    [
+      'reasoning item replayed without summary or encryption',
+      {
+        input: [
+          user('hi'),
+          { type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text: 't' }] },
+          user('next'),
+        ],
+      },
+    ],
     ['reasoning with null summary', { input: 'hi', reasoning: { effort: 'high', summary: null } }],
-    ['function tools and a function tool_choice', { input: 'hi', tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', name: 'f' } }],
+    [
+      'function tools and a function tool_choice',
+      { input: 'hi', tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', name: 'f' } },
+    ],
     ['conversation null', { input: 'hi', conversation: null }],
   ];
   for (const [name, body] of ACCEPTED) {
@@ -90,11 +162,31 @@ describe('supported neighbours of each rejection pass', () => {
 });
 
 describe('chat completions rejection table', () => {
-  const chatUser = (content: unknown) => ({ messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content }] });
+  const chatUser = (content: unknown) => ({
+    messages: [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content },
+    ],
+  });
   const CHAT_CASES: { id: string; body: Record<string, unknown>; param: string }[] = [
-    { id: 'chat_image_detail', body: chatUser([{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA', detail: 'low' } }]), param: 'messages[1].content[0].image_url.detail' },
-    { id: 'chat_file', body: chatUser([{ type: 'text', text: 'read' }, { type: 'file', file: { file_id: 'f' } }]), param: 'messages[1].content[1].type' },
-    { id: 'chat_audio', body: chatUser([{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }]), param: 'messages[1].content[0].type' },
+    {
+      id: 'chat_image_detail',
+      body: chatUser([{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA', detail: 'low' } }]),
+      param: 'messages[1].content[0].image_url.detail',
+    },
+    {
+      id: 'chat_file',
+      body: chatUser([
+        { type: 'text', text: 'read' },
+        { type: 'file', file: { file_id: 'f' } },
+      ]),
+      param: 'messages[1].content[1].type',
+    },
+    {
+      id: 'chat_audio',
+      body: chatUser([{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }]),
+      param: 'messages[1].content[0].type',
+    },
   ];
 
   it('has a case here for every row', () => {
@@ -110,7 +202,9 @@ describe('chat completions rejection table', () => {
       const { request } = createTestApp({ handlers: { createChatCompletion: handler } });
       const res = await request.post('/v1/chat/completions').send(body);
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: { message: row.message, type: 'invalid_request_error', param, code: row.code } });
+      expect(res.body).toEqual({
+        error: { message: row.message, type: 'invalid_request_error', param, code: row.code },
+      });
       expect(handler).not.toHaveBeenCalled();
     });
   }
@@ -120,7 +214,9 @@ describe('chat completions rejection table', () => {
       ctx.body = { ok: true };
     });
     const { request } = createTestApp({ handlers: { createChatCompletion: handler } });
-    const res = await request.post('/v1/chat/completions').send(chatUser([{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA', detail: 'auto' } }]));
+    const res = await request
+      .post('/v1/chat/completions')
+      .send(chatUser([{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA', detail: 'auto' } }]));
     expect(res.body).toEqual({ ok: true });
   });
 });

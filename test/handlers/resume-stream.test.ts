@@ -40,7 +40,9 @@ describe('client.responses.retrieve(id, {stream:true, starting_after}) (openai S
     const app = await listenJobsApp();
     try {
       const client = sdk(app.origin);
-      const live = await drain(await client.responses.create({ model: 'maya-test', input: 'Hi', background: true, store: true, stream: true }));
+      const live = await drain(
+        await client.responses.create({ model: 'maya-test', input: 'Hi', background: true, store: true, stream: true }),
+      );
       const id = (live[0] as { response: { id: string } }).response.id;
       expect(live.at(-1)!.type).toBe('response.completed');
       const replay = await drain(await client.responses.retrieve(id, { stream: true }));
@@ -73,9 +75,15 @@ describe('client.responses.retrieve(id, {stream:true, starting_after}) (openai S
       const client = sdk(app.origin);
       const queued = await client.responses.create({ model: 'maya-test', input: 'Hi', background: true, store: true });
       await until(() => app.jobs.snapshot('anonymous', queued.id)?.status === 'completed');
-      const future = await client.responses.retrieve(queued.id, { stream: true, starting_after: 500 }).then(() => undefined, (err: unknown) => err);
+      const future = await client.responses.retrieve(queued.id, { stream: true, starting_after: 500 }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       expect(future).toBeInstanceOf(OpenAI.BadRequestError);
-      const behind = await client.responses.retrieve(queued.id, { stream: true, starting_after: 1 }).then(() => undefined, (err: unknown) => err);
+      const behind = await client.responses.retrieve(queued.id, { stream: true, starting_after: 1 }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       expect(behind).toBeInstanceOf(OpenAI.APIError);
       expect((behind as InstanceType<typeof OpenAI.APIError>).status).toBe(410);
     } finally {
@@ -88,7 +96,12 @@ describe('stream readers', () => {
   it('a reader that disconnects frees its slot and never stops the task', async () => {
     const app = await listenJobsApp({ engine: slowEngine });
     try {
-      const queued = await sdk(app.origin).responses.create({ model: 'maya-test', input: 'Hi', background: true, store: true });
+      const queued = await sdk(app.origin).responses.create({
+        model: 'maya-test',
+        input: 'Hi',
+        background: true,
+        store: true,
+      });
       const reader = await openRawStream(app.origin, `/v1/responses/${queued.id}?stream=true`);
       expect(app.jobs.stats()).toMatchObject({ readers: 1 });
       reader.drop();
@@ -102,7 +115,11 @@ describe('stream readers', () => {
   });
 
   it('admits STREAM_OWNER_READERS per key and STREAM_READERS in all, 429 past them, creation included', async () => {
-    const app = await listenJobsApp({ engine: slowEngine, server: { apiKeys: ['key-a', 'key-b', 'key-c'] }, jobSettings: { STREAM_OWNER_READERS: 1, STREAM_READERS: 2 } });
+    const app = await listenJobsApp({
+      engine: slowEngine,
+      server: { apiKeys: ['key-a', 'key-b', 'key-c'] },
+      jobSettings: { STREAM_OWNER_READERS: 1, STREAM_READERS: 2 },
+    });
     try {
       const a = sdk(app.origin, 'key-a');
       const b = sdk(app.origin, 'key-b');
@@ -110,20 +127,40 @@ describe('stream readers', () => {
       const first = await a.responses.retrieve(jobA.id, { stream: true });
       const iterator = first[Symbol.asyncIterator]();
       await iterator.next();
-      const ownerLimit = await a.responses.retrieve(jobA.id, { stream: true }).then(() => undefined, (err: unknown) => err);
+      const ownerLimit = await a.responses.retrieve(jobA.id, { stream: true }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       expect(ownerLimit).toBeInstanceOf(OpenAI.RateLimitError);
       expect((ownerLimit as InstanceType<typeof OpenAI.APIError>).code).toBe('too_many_readers');
-      const creation = await a.responses.create({ model: 'maya-test', input: 'Hi', background: true, store: true, stream: true }).then(() => undefined, (err: unknown) => err);
+      const creation = await a.responses
+        .create({ model: 'maya-test', input: 'Hi', background: true, store: true, stream: true })
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
       expect(creation).toBeInstanceOf(OpenAI.RateLimitError);
       expect(app.jobs.stats()).toMatchObject({ admissions: 1 });
-      const second = await b.responses.create({ model: 'maya-test', input: 'Hi', background: true, store: true, stream: true });
+      const second = await b.responses.create({
+        model: 'maya-test',
+        input: 'Hi',
+        background: true,
+        store: true,
+        stream: true,
+      });
       const secondIterator = second[Symbol.asyncIterator]();
       await secondIterator.next();
-      const global = await b.responses.retrieve(jobA.id, { stream: true }).then(() => undefined, (err: unknown) => err);
+      const global = await b.responses.retrieve(jobA.id, { stream: true }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       expect(global).toBeInstanceOf(OpenAI.NotFoundError);
       const c = sdk(app.origin, 'key-c');
       const jobC = await c.responses.create({ model: 'maya-test', input: 'Hi', background: true, store: true });
-      const globalLimit = await c.responses.retrieve(jobC.id, { stream: true }).then(() => undefined, (err: unknown) => err);
+      const globalLimit = await c.responses.retrieve(jobC.id, { stream: true }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       expect(globalLimit).toBeInstanceOf(OpenAI.RateLimitError);
       first.controller.abort();
       second.controller.abort();
@@ -141,7 +178,13 @@ describe('stream readers', () => {
     });
     try {
       // Each lifecycle event echoes 1.5 MB of instructions: more than the socket buffers hold.
-      const queued = await sdk(app.origin).responses.create({ model: 'maya-test', input: 'Hi', instructions: 'i'.repeat(1_500_000), background: true, store: true });
+      const queued = await sdk(app.origin).responses.create({
+        model: 'maya-test',
+        input: 'Hi',
+        instructions: 'i'.repeat(1_500_000),
+        background: true,
+        store: true,
+      });
       let response: IncomingMessage | undefined;
       const req = httpRequest(`${app.origin}/v1/responses/${queued.id}?stream=true`, (res) => {
         response = res;
@@ -175,12 +218,23 @@ describe('stream readers', () => {
     });
     try {
       // The creating request is the reader: its first write (1.5 MB) blocks while it is paused.
-      const payload = JSON.stringify({ model: 'maya-test', input: 'Hi', instructions: 'i'.repeat(1_500_000), background: true, store: true, stream: true });
-      let response: IncomingMessage | undefined;
-      const req = httpRequest(`${app.origin}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' } }, (res) => {
-        response = res;
-        res.pause();
+      const payload = JSON.stringify({
+        model: 'maya-test',
+        input: 'Hi',
+        instructions: 'i'.repeat(1_500_000),
+        background: true,
+        store: true,
+        stream: true,
       });
+      let response: IncomingMessage | undefined;
+      const req = httpRequest(
+        `${app.origin}/v1/responses`,
+        { method: 'POST', headers: { 'Content-Type': 'application/json' } },
+        (res) => {
+          response = res;
+          res.pause();
+        },
+      );
       req.on('error', () => {});
       req.end(payload);
       await until(() => response !== undefined && app.jobs.stats().readers === 1);

@@ -48,9 +48,9 @@ describe('streamSse', () => {
     expect(res.headers['content-type']).toBe('text/event-stream; charset=utf-8');
     expect(res.headers['cache-control']).toBe('no-cache');
     expect(res.body).toBe(
-      'event: response.created\ndata: {"type":"response.created","sequence_number":0}\n\n'
-      + 'event: response.completed\ndata: {"type":"response.completed","sequence_number":1}\n\n'
-      + 'data: [DONE]\n\n',
+      'event: response.created\ndata: {"type":"response.created","sequence_number":0}\n\n' +
+        'event: response.completed\ndata: {"type":"response.completed","sequence_number":1}\n\n' +
+        'data: [DONE]\n\n',
     );
   });
 
@@ -58,7 +58,8 @@ describe('streamSse', () => {
     const writes: string[] = [];
     const source: Source = async function* () {
       yield { type: 'response.created', sequence_number: 0 };
-      for (let i = 1; i < 50; i++) yield { type: 'response.output_text.delta', sequence_number: i, delta: `piece ${i} `.repeat(i) };
+      for (let i = 1; i < 50; i++)
+        yield { type: 'response.output_text.delta', sequence_number: i, delta: `piece ${i} `.repeat(i) };
       yield { type: 'response.completed', sequence_number: 50 };
     };
     const handlers = {
@@ -76,15 +77,20 @@ describe('streamSse', () => {
     expect(frames).toHaveLength(51);
     for (const frame of frames) expect(frame).toMatch(/^event: [a-z_.]+\ndata: \{[^\n]*\}\n\n$/);
     expect(writes.join('')).toBe(res.body);
-    expect(frames.map((frame) => JSON.parse(frame.split('\ndata: ')[1]!).sequence_number)).toEqual(Array.from({ length: 51 }, (_, i) => i));
+    expect(frames.map((frame) => JSON.parse(frame.split('\ndata: ')[1]!).sequence_number)).toEqual(
+      Array.from({ length: 51 }, (_, i) => i),
+    );
   });
 
   it('writes `: keep-alive` comments during a silence longer than keepAliveMs, between whole frames', async () => {
-    const { handlers } = appStreaming(async function* () {
-      yield { type: 'response.created', sequence_number: 0 };
-      await sleep(300);
-      yield { type: 'response.completed', sequence_number: 1 };
-    }, { keepAliveMs: 40 });
+    const { handlers } = appStreaming(
+      async function* () {
+        yield { type: 'response.created', sequence_number: 0 };
+        await sleep(300);
+        yield { type: 'response.completed', sequence_number: 1 };
+      },
+      { keepAliveMs: 40 },
+    );
     const res = await post(createTestApp({ handlers }).request);
     const blocks = (res.body as string).split('\n\n').slice(0, -1);
     expect(blocks[0]).toMatch(/^event: response.created\n/);
@@ -96,9 +102,12 @@ describe('streamSse', () => {
   });
 
   it('writes no keep-alive while events flow faster than keepAliveMs', async () => {
-    const { handlers } = appStreaming(async function* () {
-      for (let i = 0; i < 20; i++) yield { type: 'response.output_text.delta', sequence_number: i };
-    }, { keepAliveMs: 10_000 });
+    const { handlers } = appStreaming(
+      async function* () {
+        for (let i = 0; i < 20; i++) yield { type: 'response.output_text.delta', sequence_number: i };
+      },
+      { keepAliveMs: 10_000 },
+    );
     const res = await post(createTestApp({ handlers }).request);
     expect(res.body).not.toContain('keep-alive');
   });
@@ -116,7 +125,11 @@ describe('streamSse', () => {
     expect(blocks[2]).toMatch(/^event: error\ndata: /);
     const error = JSON.parse(blocks[2]!.split('\ndata: ')[1]!) as Record<string, unknown>;
     expect(error).toEqual({
-      type: 'error', sequence_number: 2, code: 'bad_thing', message: 'Nope.', param: 'input',
+      type: 'error',
+      sequence_number: 2,
+      code: 'bad_thing',
+      message: 'Nope.',
+      param: 'input',
       error: { type: 'invalid_request_error', code: 'bad_thing', message: 'Nope.', param: 'input' },
     });
     expect(schemaProblems('ResponseErrorEvent', error)).toBe('');
@@ -150,25 +163,32 @@ describe('streamSse', () => {
     const served = await listenTestApp({ handlers });
     try {
       await new Promise<void>((resolve, reject) => {
-        const req = httpRequest(`${served.origin}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-          let count = 0;
-          res.on('data', (chunk: Buffer) => {
-            count += chunk.toString().split('\n\n').length - 1;
-            if (count >= 3) {
-              req.destroy();
-              resolve();
-            }
-          });
-          res.on('error', () => {});
-        });
+        const req = httpRequest(
+          `${served.origin}/v1/responses`,
+          { method: 'POST', headers: { 'content-type': 'application/json' } },
+          (res) => {
+            let count = 0;
+            res.on('data', (chunk: Buffer) => {
+              count += chunk.toString().split('\n\n').length - 1;
+              if (count >= 3) {
+                req.destroy();
+                resolve();
+              }
+            });
+            res.on('error', () => {});
+          },
+        );
         req.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
         req.end(JSON.stringify({ model: 'maya-test', input: 'x', stream: true }));
       });
-      await vi.waitFor(() => {
-        expect(state.disconnect.signal.aborted).toBe(true);
-        expect(finalised).toBe(true);
-        expect(state.finished).toBe(true);
-      }, { timeout: 10_000, interval: 10 });
+      await vi.waitFor(
+        () => {
+          expect(state.disconnect.signal.aborted).toBe(true);
+          expect(finalised).toBe(true);
+          expect(state.finished).toBe(true);
+        },
+        { timeout: 10_000, interval: 10 },
+      );
       expect(produced).toBeLessThan(10_000);
     } finally {
       await served.close();

@@ -37,8 +37,20 @@ describe('GET /v1/status', () => {
   it('the job manager and named providers fill their sections', async () => {
     const store = new MemoryResponseStore({ settings: DEFAULT_RESPONSES_SETTINGS });
     const jobs = new JobManager({ settings: DEFAULT_RESPONSES_SETTINGS, store });
-    jobs.stats = () => ({ queued: 2, running: 1, records: 3, event_bytes: 10, readers: 0, admissions: 3, rejections: 0, cancellations: 0, deadline_failures: 0 });
-    const { request } = createTestApp({ deps: { store, jobs, statusProviders: { vision: () => ({ encoder: 'none' }) } } });
+    jobs.stats = () => ({
+      queued: 2,
+      running: 1,
+      records: 3,
+      event_bytes: 10,
+      readers: 0,
+      admissions: 3,
+      rejections: 0,
+      cancellations: 0,
+      deadline_failures: 0,
+    });
+    const { request } = createTestApp({
+      deps: { store, jobs, statusProviders: { vision: () => ({ encoder: 'none' }) } },
+    });
     const res = await request.get('/v1/status');
     expect(res.body.responses_jobs).toMatchObject({ queued: 2, running: 1, records: 3 });
     expect(res.body.vision).toEqual({ encoder: 'none' });

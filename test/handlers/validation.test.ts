@@ -30,7 +30,11 @@ describe('paramPath', () => {
 
 describe('normaliseQuery', () => {
   it('folds include[] and repeated names into arrays, keeps scalars', () => {
-    expect(normaliseQuery({ 'include[]': 'a', limit: '5', order: ['asc', 'desc'] })).toEqual({ include: ['a'], limit: '5', order: ['asc', 'desc'] });
+    expect(normaliseQuery({ 'include[]': 'a', limit: '5', order: ['asc', 'desc'] })).toEqual({
+      include: ['a'],
+      limit: '5',
+      order: ['asc', 'desc'],
+    });
     expect(normaliseQuery({ 'include[]': ['a', 'b'], include: 'c' })).toEqual({ include: ['a', 'b', 'c'] });
   });
 });
@@ -47,13 +51,38 @@ describe('every operation has a validator', () => {
 
 describe('body errors name the field', () => {
   it.each([
-    ['unknown tag of a text format', { input: 'hi', text: { format: { type: 'yaml' } } }, 'text.format.type', 'invalid_value'],
-    ['json_schema format without a name', { input: 'hi', text: { format: { type: 'json_schema', schema: { type: 'object' } } } }, 'text.format.name', 'missing_required_parameter'],
-    ['function output without call_id', { input: [{ type: 'function_call_output', output: 'x' }] }, 'input[0].call_id', 'missing_required_parameter'],
+    [
+      'unknown tag of a text format',
+      { input: 'hi', text: { format: { type: 'yaml' } } },
+      'text.format.type',
+      'invalid_value',
+    ],
+    [
+      'json_schema format without a name',
+      { input: 'hi', text: { format: { type: 'json_schema', schema: { type: 'object' } } } },
+      'text.format.name',
+      'missing_required_parameter',
+    ],
+    [
+      'function output without call_id',
+      { input: [{ type: 'function_call_output', output: 'x' }] },
+      'input[0].call_id',
+      'missing_required_parameter',
+    ],
     ['unknown tool_choice option', { input: 'hi', tool_choice: 'sometimes' }, 'tool_choice', 'invalid_value'],
-    ['metadata value too long', { input: 'hi', metadata: { k: 'v'.repeat(600) } }, 'metadata.k', 'string_above_max_length'],
+    [
+      'metadata value too long',
+      { input: 'hi', metadata: { k: 'v'.repeat(600) } },
+      'metadata.k',
+      'string_above_max_length',
+    ],
     ['unknown role', { input: [{ role: 'robot', content: 'hi' }] }, 'input[0].role', 'invalid_value'],
-    ['extra key in a content part', { input: [{ role: 'user', content: [{ type: 'input_text', text: 'a', lang: 'en' }] }] }, 'input[0].content[0].lang', 'unknown_parameter'],
+    [
+      'extra key in a content part',
+      { input: [{ role: 'user', content: [{ type: 'input_text', text: 'a', lang: 'en' }] }] },
+      'input[0].content[0].lang',
+      'unknown_parameter',
+    ],
     ['temperature above 2', { input: 'hi', temperature: 3 }, 'temperature', 'integer_above_max_value'],
     ['top_p above 1 (decimal)', { input: 'hi', top_p: 1.5 }, 'top_p', 'decimal_above_max_value'],
   ])('%s → %s', (_name, body, param, code) => {
@@ -77,7 +106,9 @@ describe('body errors name the field', () => {
 
 describe('query errors name the parameter', () => {
   it('an unsupported include value', () => {
-    expect(() => validators.get('getResponse')!.query({ 'include[]': 'file_search_call.results' })).toThrow(expect.objectContaining({ param: 'include' }));
+    expect(() => validators.get('getResponse')!.query({ 'include[]': 'file_search_call.results' })).toThrow(
+      expect.objectContaining({ param: 'include' }),
+    );
   });
 
   it('defaults are applied', () => {
@@ -85,6 +116,8 @@ describe('query errors name the parameter', () => {
   });
 
   it('a negative starting_after', () => {
-    expect(() => validators.get('getResponse')!.query({ starting_after: '-1' })).toThrow(expect.objectContaining({ param: 'starting_after' }));
+    expect(() => validators.get('getResponse')!.query({ starting_after: '-1' })).toThrow(
+      expect.objectContaining({ param: 'starting_after' }),
+    );
   });
 });

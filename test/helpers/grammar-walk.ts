@@ -8,7 +8,11 @@ import { DEAD, type GrammarRun } from '../../grammar/matcher.ts';
 export function randomSentence(run: GrammarRun, seed: number, maxBytes = 4000): Uint8Array | 'dead_end' | 'too_long' {
   let s = seed >>> 0 || 1;
   const rand = () => {
-    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
     return s / 0x100000000;
   };
   const out: number[] = [];

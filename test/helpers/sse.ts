@@ -7,7 +7,10 @@ import type { Test } from 'supertest';
 
 type Parser = Parameters<Test['parse']>[0];
 
-export const rawText = ((res: NodeJS.ReadableStream & { setEncoding(e: string): void }, done: (err: Error | null, body: string) => void) => {
+export const rawText = ((
+  res: NodeJS.ReadableStream & { setEncoding(e: string): void },
+  done: (err: Error | null, body: string) => void,
+) => {
   let text = '';
   res.setEncoding('utf8');
   res.on('data', (chunk: string) => (text += chunk));

@@ -10,7 +10,12 @@ import supertest from 'supertest';
 import { createRegistry } from '../../metrics/http-metrics.ts';
 import { createApp, type AppOptions } from '../../handlers/app.ts';
 import { silentLogger, type AppDeps, type RequestState } from '../../handlers/app-deps.ts';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings, type ServerSettings } from '../../config/settings.ts';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_RESPONSES_SETTINGS,
+  type ResponsesSettings,
+  type ServerSettings,
+} from '../../config/settings.ts';
 import { FakeEngine } from './fake-engine.ts';
 import { MemoryResponseStore } from '../../store/responses/memory-response-store.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
@@ -47,13 +52,24 @@ export interface TestApp {
   setRuntime(runtime: ModelRuntime | undefined): void;
 }
 
-export function createTestDeps(options: TestAppOptions = {}): { deps: AppDeps; setRuntime(runtime: ModelRuntime | undefined): void } {
+export function createTestDeps(options: TestAppOptions = {}): {
+  deps: AppDeps;
+  setRuntime(runtime: ModelRuntime | undefined): void;
+} {
   let runtime: ModelRuntime | undefined = options.runtime === null ? undefined : (options.runtime ?? stubRuntime());
   const settings = { ...DEFAULT_RESPONSES_SETTINGS, ...options.settings };
   const registry = options.deps?.registry ?? createRegistry();
   const deps: AppDeps = {
     settings,
-    server: { host: '127.0.0.1', port: 0, model: undefined, apiKeys: [], corsOrigins: undefined, maxBodyBytes: DEFAULT_MAX_BODY_BYTES, ...options.server },
+    server: {
+      host: '127.0.0.1',
+      port: 0,
+      model: undefined,
+      apiKeys: [],
+      corsOrigins: undefined,
+      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+      ...options.server,
+    },
     registry,
     getRuntime: () => runtime,
     store: new MemoryResponseStore({ settings, registry }),
@@ -87,9 +103,10 @@ export async function listenTestApp(options: TestAppOptions = {}): Promise<Liste
     ...testApp,
     origin: `http://127.0.0.1:${port}`,
     server,
-    close: () => new Promise<void>((resolve, reject) => {
-      server.closeAllConnections();
-      server.close((err) => (err ? reject(err) : resolve()));
-    }),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((err) => (err ? reject(err) : resolve()));
+      }),
   };
 }

@@ -13,8 +13,21 @@ import type { StreamEvent } from '../../contract/stream-events.ts';
 import { scriptedRuntime, type ScriptedRuntime } from './scripted-runtime.ts';
 import { streamViolations } from './stream-rules.ts';
 
-const WEATHER = { type: 'function', name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] } };
-const TIME = { type: 'function', name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string' } }, required: ['zone'] } };
+const WEATHER = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'Weather for a city',
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' }, days: { type: 'integer' } },
+    required: ['city'],
+  },
+};
+const TIME = {
+  type: 'function',
+  name: 'get_time',
+  parameters: { type: 'object', properties: { zone: { type: 'string' } }, required: ['zone'] },
+};
 
 async function run(runtime: ScriptedRuntime, request: PlanRequest & { input: unknown }) {
   const items = normaliseInput(request.input as string);
@@ -28,20 +41,58 @@ async function run(runtime: ScriptedRuntime, request: PlanRequest & { input: unk
 }
 
 const types = (events: StreamEvent[]) => events.map((event) => event.type);
-const CALL = ['<tool_call>', 'get_weather', '\n', '<arg_key>', 'city', '</arg_key>', '\n', '<arg_value>', 'Paris', '</arg_value>', '\n', '<arg_key>', 'days', '</arg_key>', '\n', '<arg_value>', '3', '</arg_value>', '\n', '</tool_call>'];
+const CALL = [
+  '<tool_call>',
+  'get_weather',
+  '\n',
+  '<arg_key>',
+  'city',
+  '</arg_key>',
+  '\n',
+  '<arg_value>',
+  'Paris',
+  '</arg_value>',
+  '\n',
+  '<arg_key>',
+  'days',
+  '</arg_key>',
+  '\n',
+  '<arg_value>',
+  '3',
+  '</arg_value>',
+  '\n',
+  '</tool_call>',
+];
 
 describe('text and reasoning', () => {
   it('streams a reasoning item then a message in OpenAI lifecycle order, with usage', async () => {
-    const runtime = scriptedRuntime([{ pieces: ['<think>', 'The user', ' greets.', '</think>', '\n', 'Hello', ' there!', '<|user|>'], cachedTokens: 4 }]);
+    const runtime = scriptedRuntime([
+      {
+        pieces: ['<think>', 'The user', ' greets.', '</think>', '\n', 'Hello', ' there!', '<|user|>'],
+        cachedTokens: 4,
+      },
+    ]);
     const { events, response } = await run(runtime, { input: 'Hello' });
     expect(streamViolations(events)).toEqual([]);
-    expect(types(events).slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    expect(types(events).slice(0, 4)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+    ]);
     expect(response.status).toBe('completed');
     expect(response.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
-    const [reasoning, message] = response.output as unknown as [{ content: Array<{ type: string; text: string }> }, { content: Array<{ type: string; text: string; annotations: unknown[]; logprobs: unknown[] }> }];
+    const [reasoning, message] = response.output as unknown as [
+      { content: Array<{ type: string; text: string }> },
+      { content: Array<{ type: string; text: string; annotations: unknown[]; logprobs: unknown[] }> },
+    ];
     expect(reasoning.content[0]).toEqual({ type: 'reasoning_text', text: 'The user greets.' });
     expect(message.content[0]).toEqual({ type: 'output_text', text: 'Hello there!', annotations: [], logprobs: [] });
-    expect(response.usage).toMatchObject({ output_tokens: 8, input_tokens_details: { cached_tokens: 4 }, output_tokens_details: { reasoning_tokens: 3 } });
+    expect(response.usage).toMatchObject({
+      output_tokens: 8,
+      input_tokens_details: { cached_tokens: 4 },
+      output_tokens_details: { reasoning_tokens: 3 },
+    });
     expect(response.usage!.total_tokens).toBe(response.usage!.input_tokens + 8);
   });
 
@@ -55,7 +106,11 @@ describe('text and reasoning', () => {
 
   it('max_output_tokens cut → incomplete with reason max_output_tokens', async () => {
     const runtime = scriptedRuntime([{ pieces: ['\n', 'One', ' two', ' three', ' four'] }]);
-    const { events, response } = await run(runtime, { input: 'Count', max_output_tokens: 3, reasoning: { effort: 'none' } });
+    const { events, response } = await run(runtime, {
+      input: 'Count',
+      max_output_tokens: 3,
+      reasoning: { effort: 'none' },
+    });
     expect(streamViolations(events)).toEqual([]);
     expect(events.at(-1)!.type).toBe('response.incomplete');
     expect(response.status).toBe('incomplete');
@@ -76,19 +131,33 @@ describe('text and reasoning', () => {
 describe('function calls', () => {
   it('a GLM call becomes a function_call item with typed JSON arguments and matching deltas', async () => {
     const runtime = scriptedRuntime([{ pieces: ['\n', ...CALL, '<|observation|>'] }]);
-    const { events, response } = await run(runtime, { input: 'Weather in Paris for 3 days?', tools: [WEATHER], reasoning: { effort: 'none' } });
+    const { events, response } = await run(runtime, {
+      input: 'Weather in Paris for 3 days?',
+      tools: [WEATHER],
+      reasoning: { effort: 'none' },
+    });
     expect(streamViolations(events)).toEqual([]);
     const call = response.output.find((item) => item.type === 'function_call')!;
     expect(call).toMatchObject({ name: 'get_weather', status: 'completed' });
     expect(JSON.parse((call as { arguments: string }).arguments)).toEqual({ city: 'Paris', days: 3 });
-    const deltas = events.filter((e) => e.type === 'response.function_call_arguments.delta').map((e) => e.delta).join('');
+    const deltas = events
+      .filter((e) => e.type === 'response.function_call_arguments.delta')
+      .map((e) => e.delta)
+      .join('');
     expect(deltas).toBe((call as { arguments: string }).arguments);
-    expect(events.find((e) => e.type === 'response.function_call_arguments.done')).toMatchObject({ name: 'get_weather' });
+    expect(events.find((e) => e.type === 'response.function_call_arguments.done')).toMatchObject({
+      name: 'get_weather',
+    });
   });
 
   it('a call cut by the output limit is incomplete and has no arguments.done event', async () => {
     const runtime = scriptedRuntime([{ pieces: ['\n', ...CALL.slice(0, 9)] }]);
-    const { events, response } = await run(runtime, { input: 'Weather?', tools: [WEATHER], max_output_tokens: 9, reasoning: { effort: 'none' } });
+    const { events, response } = await run(runtime, {
+      input: 'Weather?',
+      tools: [WEATHER],
+      max_output_tokens: 9,
+      reasoning: { effort: 'none' },
+    });
     expect(streamViolations(events)).toEqual([]);
     expect(response.status).toBe('incomplete');
     expect(response.output.find((item) => item.type === 'function_call')).toMatchObject({ status: 'incomplete' });
@@ -103,24 +172,73 @@ describe('function calls', () => {
   });
 
   it('a call to an undeclared function fails the response', async () => {
-    const runtime = scriptedRuntime([{ pieces: ['\n', '<tool_call>', 'rm_rf', '\n', '</tool_call>', '<|observation|>'] }]);
+    const runtime = scriptedRuntime([
+      { pieces: ['\n', '<tool_call>', 'rm_rf', '\n', '</tool_call>', '<|observation|>'] },
+    ]);
     const { response, events } = await run(runtime, { input: 'x', tools: [WEATHER], reasoning: { effort: 'none' } });
     expect(response.status).toBe('failed');
     expect(response.error!.code).toBe('undeclared_tool');
-    expect(events.some((e) => e.type === 'response.output_item.added' && (e.item as { name?: string }).name === 'rm_rf')).toBe(false);
+    expect(
+      events.some((e) => e.type === 'response.output_item.added' && (e.item as { name?: string }).name === 'rm_rf'),
+    ).toBe(false);
   });
 
   it('tool_choice names one function: a call to another declared one fails (disallowed)', async () => {
-    const runtime = scriptedRuntime([{ pieces: ['<arg_key>', 'city', '</arg_key>', '\n', '<arg_value>', 'Oslo', '</arg_value>', '\n', '</tool_call>', '\n', '<tool_call>', 'get_time', '\n', '</tool_call>', '<|observation|>'] }]);
-    const { response } = await run(runtime, { input: 'x', tools: [WEATHER, TIME], tool_choice: { type: 'function', name: 'get_weather' } });
+    const runtime = scriptedRuntime([
+      {
+        pieces: [
+          '<arg_key>',
+          'city',
+          '</arg_key>',
+          '\n',
+          '<arg_value>',
+          'Oslo',
+          '</arg_value>',
+          '\n',
+          '</tool_call>',
+          '\n',
+          '<tool_call>',
+          'get_time',
+          '\n',
+          '</tool_call>',
+          '<|observation|>',
+        ],
+      },
+    ]);
+    const { response } = await run(runtime, {
+      input: 'x',
+      tools: [WEATHER, TIME],
+      tool_choice: { type: 'function', name: 'get_weather' },
+    });
     expect(response.status).toBe('failed');
   });
 
   it('tool_choice named opens the call in the prompt; the model completes it', async () => {
-    const runtime = scriptedRuntime([{ pieces: ['<arg_key>', 'city', '</arg_key>', '\n', '<arg_value>', 'Oslo', '</arg_value>', '\n', '</tool_call>', '<|observation|>'] }]);
-    const { response } = await run(runtime, { input: 'Weather in Oslo', tools: [WEATHER, TIME], tool_choice: { type: 'function', name: 'get_weather' } });
+    const runtime = scriptedRuntime([
+      {
+        pieces: [
+          '<arg_key>',
+          'city',
+          '</arg_key>',
+          '\n',
+          '<arg_value>',
+          'Oslo',
+          '</arg_value>',
+          '\n',
+          '</tool_call>',
+          '<|observation|>',
+        ],
+      },
+    ]);
+    const { response } = await run(runtime, {
+      input: 'Weather in Oslo',
+      tools: [WEATHER, TIME],
+      tool_choice: { type: 'function', name: 'get_weather' },
+    });
     expect(response.status).toBe('completed');
-    expect(response.output).toEqual([expect.objectContaining({ type: 'function_call', name: 'get_weather', arguments: '{"city":"Oslo"}' })]);
+    expect(response.output).toEqual([
+      expect.objectContaining({ type: 'function_call', name: 'get_weather', arguments: '{"city":"Oslo"}' }),
+    ]);
   });
 
   it('tool_choice required without a complete call fails the response', async () => {
@@ -131,9 +249,28 @@ describe('function calls', () => {
   });
 
   it('parallel_tool_calls:false stops at the first complete call and reports the tokens consumed', async () => {
-    const second = ['\n', '<tool_call>', 'get_time', '\n', '<arg_key>', 'zone', '</arg_key>', '\n', '<arg_value>', 'UTC', '</arg_value>', '\n', '</tool_call>'];
+    const second = [
+      '\n',
+      '<tool_call>',
+      'get_time',
+      '\n',
+      '<arg_key>',
+      'zone',
+      '</arg_key>',
+      '\n',
+      '<arg_value>',
+      'UTC',
+      '</arg_value>',
+      '\n',
+      '</tool_call>',
+    ];
     const runtime = scriptedRuntime([{ pieces: ['\n', ...CALL, ...second, '<|observation|>'] }]);
-    const { response } = await run(runtime, { input: 'x', tools: [WEATHER, TIME], parallel_tool_calls: false, reasoning: { effort: 'none' } });
+    const { response } = await run(runtime, {
+      input: 'x',
+      tools: [WEATHER, TIME],
+      parallel_tool_calls: false,
+      reasoning: { effort: 'none' },
+    });
     expect(response.status).toBe('completed');
     expect(response.output.filter((item) => item.type === 'function_call')).toHaveLength(1);
     expect(response.usage!.output_tokens).toBe(1 + CALL.length);
@@ -141,7 +278,16 @@ describe('function calls', () => {
   });
 
   it('strict tools: invalid arguments fail before anything is published', async () => {
-    const strict = { ...WEATHER, strict: true, parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'string' } }, required: ['city', 'days'], additionalProperties: false } };
+    const strict = {
+      ...WEATHER,
+      strict: true,
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string' }, days: { type: 'string' } },
+        required: ['city', 'days'],
+        additionalProperties: false,
+      },
+    };
     const runtime = scriptedRuntime([{ pieces: ['\n', ...CALL.slice(0, 11), '</tool_call>', '<|observation|>'] }]);
     const { events, response } = await run(runtime, { input: 'x', tools: [strict], reasoning: { effort: 'none' } });
     expect(response.status).toBe('failed');
@@ -151,19 +297,39 @@ describe('function calls', () => {
 });
 
 describe('structured output (validate-before-publish)', () => {
-  const format = { type: 'json_schema', name: 'count', strict: true, schema: { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'], additionalProperties: false } };
+  const format = {
+    type: 'json_schema',
+    name: 'count',
+    strict: true,
+    schema: {
+      type: 'object',
+      properties: { count: { type: 'integer' } },
+      required: ['count'],
+      additionalProperties: false,
+    },
+  };
 
   it('valid JSON is published after validation, alone in output_text', async () => {
     const runtime = scriptedRuntime([{ pieces: ['\n', '{"count"', ': 3}', '<|user|>'] }]);
-    const { events, response } = await run(runtime, { input: 'Return the count', text: { format }, reasoning: { effort: 'none' } });
+    const { events, response } = await run(runtime, {
+      input: 'Return the count',
+      text: { format },
+      reasoning: { effort: 'none' },
+    });
     expect(streamViolations(events)).toEqual([]);
     expect(response.status).toBe('completed');
-    expect(JSON.parse((response.output[0] as { content: Array<{ text: string }> }).content[0]!.text)).toEqual({ count: 3 });
+    expect(JSON.parse((response.output[0] as { content: Array<{ text: string }> }).content[0]!.text)).toEqual({
+      count: 3,
+    });
   });
 
   it('a schema violation fails with usage and no deltas', async () => {
     const runtime = scriptedRuntime([{ pieces: ['\n', '{"count"', ': "three"}', '<|user|>'] }]);
-    const { events, response } = await run(runtime, { input: 'Return the count', text: { format }, reasoning: { effort: 'none' } });
+    const { events, response } = await run(runtime, {
+      input: 'Return the count',
+      text: { format },
+      reasoning: { effort: 'none' },
+    });
     expect(response.status).toBe('failed');
     expect(response.error!.code).toBe('schema_violation');
     expect(response.output).toEqual([]);
@@ -173,9 +339,16 @@ describe('structured output (validate-before-publish)', () => {
 
   it('invalid JSON fails; the output limit gives incomplete with no unvalidated content', async () => {
     const bad = scriptedRuntime([{ pieces: ['\n', '{"count": 3', '<|user|>'] }]);
-    expect((await run(bad, { input: 'x', text: { format }, reasoning: { effort: 'none' } })).response.error!.code).toBe('invalid_json');
+    expect((await run(bad, { input: 'x', text: { format }, reasoning: { effort: 'none' } })).response.error!.code).toBe(
+      'invalid_json',
+    );
     const cut = scriptedRuntime([{ pieces: ['\n', '{"count"', ': 3', '}'] }]);
-    const { events, response } = await run(cut, { input: 'x', text: { format }, max_output_tokens: 3, reasoning: { effort: 'none' } });
+    const { events, response } = await run(cut, {
+      input: 'x',
+      text: { format },
+      max_output_tokens: 3,
+      reasoning: { effort: 'none' },
+    });
     expect(response.status).toBe('incomplete');
     expect(response.output).toEqual([]);
     expect(types(events)).toEqual(['response.created', 'response.in_progress', 'response.incomplete']);
@@ -183,7 +356,11 @@ describe('structured output (validate-before-publish)', () => {
 
   it('json_object requires a JSON object', async () => {
     const runtime = scriptedRuntime([{ pieces: ['\n', '[1, 2]', '<|user|>'] }]);
-    const { response } = await run(runtime, { input: 'x', text: { format: { type: 'json_object' } }, reasoning: { effort: 'none' } });
+    const { response } = await run(runtime, {
+      input: 'x',
+      text: { format: { type: 'json_object' } },
+      reasoning: { effort: 'none' },
+    });
     expect(response.error!.code).toBe('invalid_json');
   });
 });
@@ -204,27 +381,101 @@ describe('400 before any generation', () => {
   };
   const schema = (s: Record<string, unknown>) => ({ format: { type: 'json_schema', name: 'x', schema: s } });
 
-  it('prompt + max_output_tokens beyond the context', () => rejects({ input: 'x'.repeat(400), max_output_tokens: 100 }, 'max_output_tokens', 128));
+  it('prompt + max_output_tokens beyond the context', () =>
+    rejects({ input: 'x'.repeat(400), max_output_tokens: 100 }, 'max_output_tokens', 128));
   it('a prompt alone beyond the context', () => rejects({ input: 'x'.repeat(1000) }, 'input', 128));
-  it('a function_call_output whose call_id matches no call', () => rejects({ input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }] as never }, 'input[0].call_id'));
-  it('a call without its result', () => rejects({ input: [{ role: 'user', content: 'x' }, { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' }] as never, tools: [WEATHER] }, 'input[1]'));
-  it('tool_choice names an undeclared function', () => rejects({ input: 'x', tools: [WEATHER], tool_choice: { type: 'function', name: 'other' } }, 'tool_choice.name'));
+  it('a function_call_output whose call_id matches no call', () =>
+    rejects({ input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }] as never }, 'input[0].call_id'));
+  it('a call without its result', () =>
+    rejects(
+      {
+        input: [
+          { role: 'user', content: 'x' },
+          { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' },
+        ] as never,
+        tools: [WEATHER],
+      },
+      'input[1]',
+    ));
+  it('tool_choice names an undeclared function', () =>
+    rejects({ input: 'x', tools: [WEATHER], tool_choice: { type: 'function', name: 'other' } }, 'tool_choice.name'));
   it('tool_choice required without tools', () => rejects({ input: 'x', tool_choice: 'required' }, 'tool_choice'));
-  it('schema references', () => rejects({ input: 'x', text: schema({ type: 'object', properties: { a: { $ref: '#/x' } } }) }, 'text.format.schema.properties.a.$ref'));
-  it('schema definitions', () => rejects({ input: 'x', text: schema({ type: 'object', $defs: {} }) }, 'text.format.schema.$defs'));
-  it('schema patterns', () => rejects({ input: 'x', text: schema({ type: 'object', properties: { a: { type: 'string', pattern: 'x' } } }) }, 'text.format.schema.properties.a.pattern'));
-  it('schema formats', () => rejects({ input: 'x', text: schema({ type: 'object', properties: { a: { type: 'string', format: 'email' } } }) }, 'text.format.schema.properties.a.format'));
-  it('schema conditionals', () => rejects({ input: 'x', text: schema({ type: 'object', if: {} }) }, 'text.format.schema.if'));
-  it('unknown schema keywords', () => rejects({ input: 'x', text: schema({ type: 'object', propertyNames: {} }) }, 'text.format.schema.propertyNames'));
-  it('a root that is not an object', () => rejects({ input: 'x', text: schema({ type: 'array' }) }, 'text.format.schema.type'));
-  it('strict without additionalProperties:false', () => rejects({ input: 'x', text: { format: { type: 'json_schema', name: 'x', strict: true, schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } } } }, 'text.format.schema.additionalProperties'));
-  it('strict without every property required', () => rejects({ input: 'x', text: { format: { type: 'json_schema', name: 'x', strict: true, schema: { type: 'object', properties: { a: { type: 'string' }, b: { type: ['string', 'null'] } }, required: ['a'], additionalProperties: false } } } }, 'text.format.schema.required'));
-  it('more than 512 schema nodes', () => rejects({ input: 'x', text: schema({ type: 'object', properties: Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`p${i}`, { type: 'string' }])) }) }, 'text.format.schema.properties.p511'));
+  it('schema references', () =>
+    rejects(
+      { input: 'x', text: schema({ type: 'object', properties: { a: { $ref: '#/x' } } }) },
+      'text.format.schema.properties.a.$ref',
+    ));
+  it('schema definitions', () =>
+    rejects({ input: 'x', text: schema({ type: 'object', $defs: {} }) }, 'text.format.schema.$defs'));
+  it('schema patterns', () =>
+    rejects(
+      { input: 'x', text: schema({ type: 'object', properties: { a: { type: 'string', pattern: 'x' } } }) },
+      'text.format.schema.properties.a.pattern',
+    ));
+  it('schema formats', () =>
+    rejects(
+      { input: 'x', text: schema({ type: 'object', properties: { a: { type: 'string', format: 'email' } } }) },
+      'text.format.schema.properties.a.format',
+    ));
+  it('schema conditionals', () =>
+    rejects({ input: 'x', text: schema({ type: 'object', if: {} }) }, 'text.format.schema.if'));
+  it('unknown schema keywords', () =>
+    rejects({ input: 'x', text: schema({ type: 'object', propertyNames: {} }) }, 'text.format.schema.propertyNames'));
+  it('a root that is not an object', () =>
+    rejects({ input: 'x', text: schema({ type: 'array' }) }, 'text.format.schema.type'));
+  it('strict without additionalProperties:false', () =>
+    rejects(
+      {
+        input: 'x',
+        text: {
+          format: {
+            type: 'json_schema',
+            name: 'x',
+            strict: true,
+            schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] },
+          },
+        },
+      },
+      'text.format.schema.additionalProperties',
+    ));
+  it('strict without every property required', () =>
+    rejects(
+      {
+        input: 'x',
+        text: {
+          format: {
+            type: 'json_schema',
+            name: 'x',
+            strict: true,
+            schema: {
+              type: 'object',
+              properties: { a: { type: 'string' }, b: { type: ['string', 'null'] } },
+              required: ['a'],
+              additionalProperties: false,
+            },
+          },
+        },
+      },
+      'text.format.schema.required',
+    ));
+  it('more than 512 schema nodes', () =>
+    rejects(
+      {
+        input: 'x',
+        text: schema({
+          type: 'object',
+          properties: Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`p${i}`, { type: 'string' }])),
+        }),
+      },
+      'text.format.schema.properties.p511',
+    ));
   it('more than 24 levels', () => {
     let node: Record<string, unknown> = { type: 'string' };
     for (let i = 0; i < 25; i++) node = { type: 'object', properties: { a: node } };
     rejects({ input: 'x', text: schema(node) }, `text.format.schema${'.properties.a'.repeat(24)}`);
   });
-  it('a schema over 64 KiB', () => rejects({ input: 'x', text: schema({ type: 'object', description: 'd'.repeat(70_000) }) }, 'text.format.schema'));
-  it('strict tool schemas are checked too', () => rejects({ input: 'x', tools: [{ ...WEATHER, strict: true }] }, 'tools[0].parameters.additionalProperties'));
+  it('a schema over 64 KiB', () =>
+    rejects({ input: 'x', text: schema({ type: 'object', description: 'd'.repeat(70_000) }) }, 'text.format.schema'));
+  it('strict tool schemas are checked too', () =>
+    rejects({ input: 'x', tools: [{ ...WEATHER, strict: true }] }, 'tools[0].parameters.additionalProperties'));
 });

@@ -18,7 +18,10 @@ export interface ScriptedRuntime extends GenerationRuntime {
   ids(pieces: string[]): number[];
 }
 
-export function scriptedRuntime(scripts: Array<{ pieces: string[]; finishReason?: FakeScript['finishReason']; cachedTokens?: number }>, contextLength = 4096): ScriptedRuntime {
+export function scriptedRuntime(
+  scripts: Array<{ pieces: string[]; finishReason?: FakeScript['finishReason']; cachedTokens?: number }>,
+  contextLength = 4096,
+): ScriptedRuntime {
   const vocab = [...SPECIALS];
   const idOf = (piece: string) => {
     let id = vocab.indexOf(piece);
@@ -26,7 +29,11 @@ export function scriptedRuntime(scripts: Array<{ pieces: string[]; finishReason?
     return id;
   };
   const ids = (pieces: string[]) => pieces.map(idOf);
-  const resolved = scripts.map((s) => ({ tokens: ids(s.pieces), finishReason: s.finishReason, cachedTokens: s.cachedTokens }));
+  const resolved = scripts.map((s) => ({
+    tokens: ids(s.pieces),
+    finishReason: s.finishReason,
+    cachedTokens: s.cachedTokens,
+  }));
   const engine = new FakeEngine({ script: resolved, info: { contextLength } });
   const tokenizer: PipelineTokenizer = {
     // One id per 4 characters: prompt length scales with the text, which the context check reads.

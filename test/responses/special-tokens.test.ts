@@ -24,7 +24,10 @@ const config = JSON.parse(readFileSync(new URL('tokenizer_config.json', DIR), 'u
 async function generate(output: string, request: Record<string, unknown>) {
   const engine = new FakeEngine({ script: [{ tokens: tokenizer.encode(output) }], info: { contextLength: 8192 } });
   const runtime: GenerationRuntime = {
-    id: 'demo', contextLength: 8192, engine, tokenizer: pipelineTokenizer(tokenizer),
+    id: 'demo',
+    contextLength: 8192,
+    engine,
+    tokenizer: pipelineTokenizer(tokenizer),
     dialect: createGlmDialect('glm45', new ChatTemplate(config.chat_template)),
   };
   const plan = planResponse(runtime, request, normaliseInput(request.input as string), 0);
@@ -36,16 +39,29 @@ async function generate(output: string, request: Record<string, unknown>) {
 
 describe('special tokens in generated text', () => {
   it('drops role and template tokens from the answer and keeps the words around them', async () => {
-    for (const token of ['<|assistant|>', '<|system|>', '[gMASK]', '<sop>', '/nothink']) expect(tokenizer.isSpecial(tokenizer.tokenId(token)!)).toBe(true);
-    const response = await generate('\n<think></think>\nHello/nothink<|assistant|> there[gMASK]<sop>!<|user|>', { input: 'Hi', reasoning: { effort: 'none' } });
+    for (const token of ['<|assistant|>', '<|system|>', '[gMASK]', '<sop>', '/nothink'])
+      expect(tokenizer.isSpecial(tokenizer.tokenId(token)!)).toBe(true);
+    const response = await generate('\n<think></think>\nHello/nothink<|assistant|> there[gMASK]<sop>!<|user|>', {
+      input: 'Hi',
+      reasoning: { effort: 'none' },
+    });
     expect(response.status).toBe('completed');
     expect(response.output).toHaveLength(1);
     expect((response.output[0] as { content: Array<{ text: string }> }).content[0]!.text).toBe('Hello there!');
   });
 
   it('still reads the dialect markers, which are special tokens here too: reasoning and a tool call', async () => {
-    const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
-    const response = await generate('\n<think>Weather<|assistant|> needed.</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n</tool_call><|observation|>', { input: 'Weather in Oslo?', tools });
+    const tools = [
+      {
+        type: 'function',
+        name: 'get_weather',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
+    ];
+    const response = await generate(
+      '\n<think>Weather<|assistant|> needed.</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n</tool_call><|observation|>',
+      { input: 'Weather in Oslo?', tools },
+    );
     expect(response.status).toBe('completed');
     expect(response.output.map((item) => item.type)).toEqual(['reasoning', 'function_call']);
     expect((response.output[0] as { content: Array<{ text: string }> }).content[0]!.text).toBe('Weather needed.');

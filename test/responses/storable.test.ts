@@ -12,7 +12,10 @@ function appWith(settings: Record<string, number> = {}) {
 describe('store:true requests are storable before generation', () => {
   it('an item id repeated in the history → 400 duplicate_item, no engine work', async () => {
     const { request, engine } = appWith();
-    const input = [{ type: 'message', id: 'msg_same', role: 'user', content: [{ type: 'input_text', text: 'a' }] }, { type: 'message', id: 'msg_same', role: 'user', content: [{ type: 'input_text', text: 'b' }] }];
+    const input = [
+      { type: 'message', id: 'msg_same', role: 'user', content: [{ type: 'input_text', text: 'a' }] },
+      { type: 'message', id: 'msg_same', role: 'user', content: [{ type: 'input_text', text: 'b' }] },
+    ];
     const res = await request.post('/v1/responses').send({ model: 'm', input, store: true });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 'duplicate_item', param: 'input[1].id' });
@@ -21,8 +24,13 @@ describe('store:true requests are storable before generation', () => {
 
   it('the same ids are fine when nothing is stored', async () => {
     const { request } = appWith();
-    const input = [{ type: 'message', id: 'msg_same', role: 'user', content: [{ type: 'input_text', text: 'a' }] }, { type: 'message', id: 'msg_same', role: 'user', content: [{ type: 'input_text', text: 'b' }] }];
-    const res = await request.post('/v1/responses').send({ model: 'm', input, store: false, reasoning: { effort: 'none' } });
+    const input = [
+      { type: 'message', id: 'msg_same', role: 'user', content: [{ type: 'input_text', text: 'a' }] },
+      { type: 'message', id: 'msg_same', role: 'user', content: [{ type: 'input_text', text: 'b' }] },
+    ];
+    const res = await request
+      .post('/v1/responses')
+      .send({ model: 'm', input, store: false, reasoning: { effort: 'none' } });
     expect(res.status).toBe(200);
   });
 

@@ -10,11 +10,14 @@ const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response
 export function streamViolations(events: Event[]): string[] {
   const problems: string[] = [];
   const fail = (index: number, message: string) => problems.push(`#${index} ${events[index]?.type}: ${message}`);
-  events.forEach((event, index) => { if (event.sequence_number !== index) fail(index, `sequence_number ${event.sequence_number} != ${index}`); });
+  events.forEach((event, index) => {
+    if (event.sequence_number !== index) fail(index, `sequence_number ${event.sequence_number} != ${index}`);
+  });
   if (events[0]?.type !== 'response.created') fail(0, 'first event must be response.created');
   const last = events.at(-1);
   const terminalCount = events.filter((event) => TERMINAL.has(event.type) || event.type === 'error').length;
-  if (!last || !(TERMINAL.has(last.type) || last.type === 'error')) fail(events.length - 1, 'last event must be terminal');
+  if (!last || !(TERMINAL.has(last.type) || last.type === 'error'))
+    fail(events.length - 1, 'last event must be terminal');
   if (terminalCount !== 1) fail(events.length - 1, `${terminalCount} terminal events`);
   const responseId = (events[0]?.response as { id?: string } | undefined)?.id;
 
@@ -41,7 +44,8 @@ export function streamViolations(events: Event[]): string[] {
       case 'response.output_item.done': {
         const done = event.item as Item;
         if (!item || !open.has(outputIndex!)) fail(index, 'done for an item that is not open');
-        else if (done.id !== item.id || done.type !== item.type || done.call_id !== item.call_id) fail(index, 'done item changed identity');
+        else if (done.id !== item.id || done.type !== item.type || done.call_id !== item.call_id)
+          fail(index, 'done item changed identity');
         if (openParts.has(outputIndex!)) fail(index, 'content part still open');
         open.delete(outputIndex!);
         items[outputIndex!] = done;
@@ -60,8 +64,13 @@ export function streamViolations(events: Event[]): string[] {
       case 'response.output_text.delta':
       case 'response.reasoning_text.delta':
       case 'response.function_call_arguments.delta': {
-        const wanted = event.type.includes('output_text') ? 'message' : event.type.includes('reasoning') ? 'reasoning' : 'function_call';
-        if (!item || !open.has(outputIndex!) || event.item_id !== item.id || item.type !== wanted) fail(index, `delta for a closed or wrong item (want ${wanted})`);
+        const wanted = event.type.includes('output_text')
+          ? 'message'
+          : event.type.includes('reasoning')
+            ? 'reasoning'
+            : 'function_call';
+        if (!item || !open.has(outputIndex!) || event.item_id !== item.id || item.type !== wanted)
+          fail(index, `delta for a closed or wrong item (want ${wanted})`);
         if (wanted !== 'function_call' && !openParts.has(outputIndex!)) fail(index, 'delta before content_part.added');
         text.set(`${outputIndex}`, (text.get(`${outputIndex}`) ?? '') + String(event.delta));
         break;
@@ -71,7 +80,8 @@ export function streamViolations(events: Event[]): string[] {
         if (event.text !== (text.get(`${outputIndex}`) ?? '')) fail(index, 'done text differs from the deltas');
         break;
       case 'response.function_call_arguments.done':
-        if (event.arguments !== (text.get(`${outputIndex}`) ?? '')) fail(index, 'done arguments differ from the deltas');
+        if (event.arguments !== (text.get(`${outputIndex}`) ?? ''))
+          fail(index, 'done arguments differ from the deltas');
         break;
       default:
         break;
@@ -80,7 +90,8 @@ export function streamViolations(events: Event[]): string[] {
   if (open.size > 0) fail(events.length - 1, 'items left open');
   const finalOutput = (last?.response as { output?: Item[] } | undefined)?.output;
   if (last && TERMINAL.has(last.type) && last.type !== 'response.failed') {
-    if (JSON.stringify(finalOutput) !== JSON.stringify(items)) fail(events.length - 1, 'final output differs from the streamed items');
+    if (JSON.stringify(finalOutput) !== JSON.stringify(items))
+      fail(events.length - 1, 'final output differs from the streamed items');
   }
   return problems;
 }

@@ -9,9 +9,22 @@ describe('validator loading', () => {
   it('stays unloaded for text and tool requests, loads for json_schema', () => {
     const runtime = scriptedRuntime([]);
     planResponse(runtime, { input: 'x' } as never, normaliseInput('x'), 0);
-    planResponse(runtime, { text: { format: { type: 'text' } }, tools: [{ type: 'function', name: 'f', parameters: { type: 'object', properties: {} } }] }, normaliseInput('x'), 0);
+    planResponse(
+      runtime,
+      {
+        text: { format: { type: 'text' } },
+        tools: [{ type: 'function', name: 'f', parameters: { type: 'object', properties: {} } }],
+      },
+      normaliseInput('x'),
+      0,
+    );
     expect(isValidatorLoaded()).toBe(false);
-    planResponse(runtime, { text: { format: { type: 'json_schema', name: 'n', schema: { type: 'object' } } } }, normaliseInput('x'), 0);
+    planResponse(
+      runtime,
+      { text: { format: { type: 'json_schema', name: 'n', schema: { type: 'object' } } } },
+      normaliseInput('x'),
+      0,
+    );
     expect(isValidatorLoaded()).toBe(true);
   });
 });

@@ -9,7 +9,13 @@ import { grammarLimits } from '../../runtime/load-model-runtime.ts';
 describe('grammarLimits', () => {
   it('defaults, explicit values, zero and bad values', () => {
     expect(grammarLimits({})).toEqual({ maxStringLength: 128, maxItems: 16 });
-    expect(grammarLimits({ MAYA_GRAMMAR_MAX_STRING: '40', MAYA_GRAMMAR_MAX_ITEMS: '0' })).toEqual({ maxStringLength: 40, maxItems: 0 });
-    expect(grammarLimits({ MAYA_GRAMMAR_MAX_STRING: '-3', MAYA_GRAMMAR_MAX_ITEMS: 'x' })).toEqual({ maxStringLength: 128, maxItems: 16 });
+    expect(grammarLimits({ MAYA_GRAMMAR_MAX_STRING: '40', MAYA_GRAMMAR_MAX_ITEMS: '0' })).toEqual({
+      maxStringLength: 40,
+      maxItems: 0,
+    });
+    expect(grammarLimits({ MAYA_GRAMMAR_MAX_STRING: '-3', MAYA_GRAMMAR_MAX_ITEMS: 'x' })).toEqual({
+      maxStringLength: 128,
+      maxItems: 16,
+    });
   });
 });

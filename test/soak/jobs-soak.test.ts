@@ -14,8 +14,14 @@ type Event = { type: string; sequence_number: number } & Record<string, unknown>
 const KEYS = ['soak-1', 'soak-2', 'soak-3', 'soak-4'];
 const TASKS_PER_KEY = 50;
 const SETTINGS = {
-  JOB_WORKERS: 4, JOB_ENTRIES: 96, JOB_OWNER_ENTRIES: 6, JOB_TTL_S: 600,
-  STREAM_READERS: 24, STREAM_OWNER_READERS: 5, EVENT_COUNT: 4096, EVENT_BYTES: 2_097_152,
+  JOB_WORKERS: 4,
+  JOB_ENTRIES: 96,
+  JOB_OWNER_ENTRIES: 6,
+  JOB_TTL_S: 600,
+  STREAM_READERS: 24,
+  STREAM_OWNER_READERS: 5,
+  EVENT_COUNT: 4096,
+  EVENT_BYTES: 2_097_152,
 };
 
 /** mulberry32: a small deterministic PRNG. */
@@ -60,7 +66,11 @@ async function readSse(url: string, init: RequestInit, maxEvents = Infinity): Pr
       while ((cut = text.indexOf('\n\n')) >= 0) {
         const block = text.slice(0, cut);
         text = text.slice(cut + 2);
-        const data = block.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice(6)).join('\n');
+        const data = block
+          .split('\n')
+          .filter((line) => line.startsWith('data: '))
+          .map((line) => line.slice(6))
+          .join('\n');
         if (data === '') continue;
         if (data === '[DONE]') return { status: res.status, events, isFinished: true };
         events.push(JSON.parse(data) as Event);
@@ -91,7 +101,10 @@ describe('background jobs soak', () => {
       server: { apiKeys: KEYS },
       jobSettings: SETTINGS,
       now: () => Date.now() + clock.offset,
-      engine: { script: (_request, index) => ({ tokens: says(`t${index}:${'abcdefgh'.repeat(1 + (index % 5))}`) }), tokenDelayMs: 1 },
+      engine: {
+        script: (_request, index) => ({ tokens: says(`t${index}:${'abcdefgh'.repeat(1 + (index % 5))}`) }),
+        tokenDelayMs: 1,
+      },
     });
     const base = `${app.origin}/v1/responses`;
     const logs: TaskLog[] = [];
@@ -104,7 +117,11 @@ describe('background jobs soak', () => {
         const last = stitched.at(-1)?.sequence_number;
         const query = last === undefined ? 'stream=true' : `stream=true&starting_after=${last}`;
         const cut = random() < 0.5 ? 1 + Math.floor(random() * 8) : Infinity;
-        const read = await readSse(`${base}/${log.id}?${query}`, { headers: { Authorization: `Bearer ${log.key}` } }, cut);
+        const read = await readSse(
+          `${base}/${log.id}?${query}`,
+          { headers: { Authorization: `Bearer ${log.key}` } },
+          cut,
+        );
         if (read.status === 429) {
           counts.readers429++;
           await sleep(2);
@@ -129,12 +146,26 @@ describe('background jobs soak', () => {
       for (let n = 0; n < TASKS_PER_KEY; n++) {
         const isStream = random() < 0.3;
         const headers = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
-        const body = JSON.stringify({ model: 'maya-test', input: `task ${n}`, background: true, store: true, stream: isStream });
+        const body = JSON.stringify({
+          model: 'maya-test',
+          input: `task ${n}`,
+          background: true,
+          store: true,
+          stream: isStream,
+        });
         let log: TaskLog | undefined;
         while (!log) {
           if (isStream) {
-            const read = await readSse(base, { method: 'POST', headers, body }, random() < 0.5 ? 2 + Math.floor(random() * 6) : Infinity);
-            if (read.status === 429) { counts.rejected429++; await sleep(3); continue; }
+            const read = await readSse(
+              base,
+              { method: 'POST', headers, body },
+              random() < 0.5 ? 2 + Math.floor(random() * 6) : Infinity,
+            );
+            if (read.status === 429) {
+              counts.rejected429++;
+              await sleep(3);
+              continue;
+            }
             expect(read.status).toBe(200);
             log = { key, id: (read.events[0]!.response as { id: string }).id, stitched: [], wasCancelRequested: false };
             const current = log;
@@ -142,7 +173,12 @@ describe('background jobs soak', () => {
             else pending.push(follow(current, random, read.events));
           } else {
             const res = await fetch(base, { method: 'POST', headers, body });
-            if (res.status === 429) { counts.rejected429++; await res.text(); await sleep(3); continue; }
+            if (res.status === 429) {
+              counts.rejected429++;
+              await res.text();
+              await sleep(3);
+              continue;
+            }
             expect(res.status).toBe(200);
             const created = (await res.json()) as { id: string; status: string };
             expect(created.status).toBe('queued');
@@ -157,11 +193,18 @@ describe('background jobs soak', () => {
           const target = log;
           target.wasCancelRequested = true;
           counts.cancels++;
-          pending.push(sleep(Math.floor(random() * 10)).then(async () => {
-            const res = await fetch(`${base}/${target.id}/cancel`, { method: 'POST', headers: { Authorization: `Bearer ${key}` } });
-            expect(res.status).toBe(200);
-            expect(['cancelled', 'completed', 'in_progress']).toContain(((await res.json()) as { status: string }).status);
-          }));
+          pending.push(
+            sleep(Math.floor(random() * 10)).then(async () => {
+              const res = await fetch(`${base}/${target.id}/cancel`, {
+                method: 'POST',
+                headers: { Authorization: `Bearer ${key}` },
+              });
+              expect(res.status).toBe(200);
+              expect(['cancelled', 'completed', 'in_progress']).toContain(
+                ((await res.json()) as { status: string }).status,
+              );
+            }),
+          );
         }
       }
       await Promise.all(pending);
@@ -171,7 +214,8 @@ describe('background jobs soak', () => {
       await Promise.all(KEYS.map((key, index) => runKey(key, 17 + index)));
       expect(counts.created).toBe(200);
 
-      for (let i = 0; i < 2000 && (app.jobs.stats().running as number) + (app.jobs.stats().queued as number) > 0; i++) await sleep(5);
+      for (let i = 0; i < 2000 && (app.jobs.stats().running as number) + (app.jobs.stats().queued as number) > 0; i++)
+        await sleep(5);
       const stats = app.jobs.stats() as Record<string, number>;
       expect(stats).toMatchObject({ running: 0, queued: 0, readers: 0, admissions: 200 });
       expect(app.engine.activeCount).toBe(0);
@@ -181,10 +225,17 @@ describe('background jobs soak', () => {
       let verified = 0;
       for (const log of logs) {
         const res = await fetch(`${base}/${log.id}`, { headers: { Authorization: `Bearer ${log.key}` } });
-        if (res.status === 404) { await res.text(); continue; } // evicted early to admit newer tasks
+        if (res.status === 404) {
+          await res.text();
+          continue;
+        } // evicted early to admit newer tasks
         const snapshot = (await res.json()) as { status: string };
-        expect(snapshot.status === 'completed' || (log.wasCancelRequested && snapshot.status === 'cancelled')).toBe(true);
-        const replay = await readSse(`${base}/${log.id}?stream=true`, { headers: { Authorization: `Bearer ${log.key}` } });
+        expect(snapshot.status === 'completed' || (log.wasCancelRequested && snapshot.status === 'cancelled')).toBe(
+          true,
+        );
+        const replay = await readSse(`${base}/${log.id}?stream=true`, {
+          headers: { Authorization: `Bearer ${log.key}` },
+        });
         if (replay.status !== 200) continue; // record evicted between the two requests
         expect(replay.isFinished).toBe(true);
         expect(replay.events.length).toBeLessThanOrEqual(SETTINGS.EVENT_COUNT);

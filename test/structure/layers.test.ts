@@ -13,7 +13,20 @@ import { afterAll, describe, expect, it } from 'vitest';
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
 const BIN = join(ROOT, 'node_modules/.bin/depcruise');
-const FOLDERS = ['cli', 'handlers', 'responses', 'store', 'runtime', 'config', 'dialects', 'engine-cuda', 'checkpoint', 'contract', 'metrics', 'grammar'];
+const FOLDERS = [
+  'cli',
+  'handlers',
+  'responses',
+  'store',
+  'runtime',
+  'config',
+  'dialects',
+  'engine-cuda',
+  'checkpoint',
+  'contract',
+  'metrics',
+  'grammar',
+];
 
 async function cruise(cwd: string, folders: string[]): Promise<{ code: number; output: string }> {
   try {
@@ -30,7 +43,10 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 function tree(files: Record<string, string>): string {
   const dir = mkdtempSync(join(scratch, 'tree-'));
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { allowImportingTsExtensions: true, noEmit: true }, include: ['**/*.ts'] }));
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { allowImportingTsExtensions: true, noEmit: true }, include: ['**/*.ts'] }),
+  );
   for (const [path, text] of Object.entries(files)) {
     mkdirSync(join(dir, path, '..'), { recursive: true });
     writeFileSync(join(dir, path), text);

@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { JobEventBuffer, eventBytes, type JobEvent } from '../../../store/jobs/job-event-buffer.ts';
 
-const event = (n: number, text = ''): JobEvent => ({ type: 'response.output_text.delta', sequence_number: n, delta: text });
+const event = (n: number, text = ''): JobEvent => ({
+  type: 'response.output_text.delta',
+  sequence_number: n,
+  delta: text,
+});
 const gone = () => new Error('gone');
 
 async function take(iterator: AsyncIterator<JobEvent>, count: number): Promise<number[]> {

@@ -61,10 +61,22 @@ export function newQueuedResponse(): ResponseObject {
 export function scriptedTask(options: ScriptOptions = {}): ScriptedTask {
   const response = newQueuedResponse();
   const task: ScriptedTask = {
-    response, runs: 0, released: 0, saved: [], isHolding: false,
+    response,
+    runs: 0,
+    released: 0,
+    saved: [],
+    isHolding: false,
     spec: {
       response,
-      historyItems: [{ id: newId('msg'), type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'hello' }] }],
+      historyItems: [
+        {
+          id: newId('msg'),
+          type: 'message',
+          role: 'user',
+          status: 'completed',
+          content: [{ type: 'input_text', text: 'hello' }],
+        },
+      ],
       run: (hooks) => {
         task.runs++;
         return scriptedRun(task, options, hooks);
@@ -76,7 +88,11 @@ export function scriptedTask(options: ScriptOptions = {}): ScriptedTask {
   return task;
 }
 
-async function* scriptedRun(task: ScriptedTask, options: ScriptOptions, hooks: JobRunHooks): AsyncGenerator<StreamEvent, ResponseObject, void> {
+async function* scriptedRun(
+  task: ScriptedTask,
+  options: ScriptOptions,
+  hooks: JobRunHooks,
+): AsyncGenerator<StreamEvent, ResponseObject, void> {
   const { signal, sequencer } = hooks;
   const response = task.response;
   const lifecycle = (type: string) => sequencer.number({ type, response: structuredClone(response) });
@@ -88,7 +104,14 @@ async function* scriptedRun(task: ScriptedTask, options: ScriptOptions, hooks: J
     for (let i = 0; i < (options.deltas ?? 3); i++) {
       await options.gate?.wait(signal);
       if (signal.aborted) break;
-      yield sequencer.number({ type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, content_index: 0, delta: options.text ?? `d${i}`, logprobs: [] });
+      yield sequencer.number({
+        type: 'response.output_text.delta',
+        item_id: 'msg_1',
+        output_index: 0,
+        content_index: 0,
+        delta: options.text ?? `d${i}`,
+        logprobs: [],
+      });
     }
     if (signal.aborted) {
       await options.cleanup?.wait();
@@ -96,7 +119,15 @@ async function* scriptedRun(task: ScriptedTask, options: ScriptOptions, hooks: J
       return response;
     }
     response.status = options.status ?? 'completed';
-    response.output = [{ type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: options.outputText ?? 'done', annotations: [], logprobs: [] }] }] as never;
+    response.output = [
+      {
+        type: 'message',
+        id: 'msg_1',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: options.outputText ?? 'done', annotations: [], logprobs: [] }],
+      },
+    ] as never;
     if (response.status !== 'failed') await hooks.beforeTerminal(response);
     yield lifecycle(`response.${response.status}`);
     return response;

@@ -40,8 +40,12 @@ describe('creation and states', () => {
     expect(queued.id).toBe(task.response.id);
     const events = await collect(jobs.openStream(A, task.response.id, undefined)!);
     expect(types(events)).toEqual([
-      'response.created', 'response.queued', 'response.in_progress',
-      'response.output_text.delta', 'response.output_text.delta', 'response.completed',
+      'response.created',
+      'response.queued',
+      'response.in_progress',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.completed',
     ]);
     expect(events.map((event) => event.sequence_number)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(events[0]).toMatchObject({ response: { status: 'queued' } });
@@ -73,14 +77,20 @@ describe('creation and states', () => {
     expect(tasks.map((task) => task.runs)).toEqual([1, 1, 0]);
     gate.open();
     await flush(30);
-    expect(tasks.map((task) => jobs.snapshot(A, task.response.id)!.status)).toEqual(['completed', 'completed', 'completed']);
+    expect(tasks.map((task) => jobs.snapshot(A, task.response.id)!.status)).toEqual([
+      'completed',
+      'completed',
+      'completed',
+    ]);
     expect(jobs.stats()).toMatchObject({ running: 0, queued: 0 });
   });
 
   it('rejects an input snapshot over JOB_INPUT_BYTES with 413 before admitting it', () => {
     const { jobs } = createManager({ JOB_INPUT_BYTES: 4096 });
     const task = scriptedTask();
-    task.spec.historyItems = [{ id: 'msg_big', type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x'.repeat(5000) }] }];
+    task.spec.historyItems = [
+      { id: 'msg_big', type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x'.repeat(5000) }] },
+    ];
     const error = apiError(() => jobs.submit(A, task.spec));
     expect(error.status).toBe(413);
     expect(error.code).toBe('input_too_large');
@@ -103,7 +113,11 @@ describe('cancellation', () => {
     expect(second.released).toBe(1);
     const events = await collect(jobs.openStream(A, second.response.id, undefined)!);
     expect(types(events)).toEqual(['response.created', 'response.queued', 'error']);
-    expect(events[2]).toMatchObject({ code: 'response_cancelled', sequence_number: 2, error: { code: 'response_cancelled' } });
+    expect(events[2]).toMatchObject({
+      code: 'response_cancelled',
+      sequence_number: 2,
+      error: { code: 'response_cancelled' },
+    });
     expect(types(events)).not.toContain('response.cancelled');
     gate.open();
   });
@@ -188,13 +202,16 @@ describe('deadline (JOB_TIMEOUT_S from admission)', () => {
     await flush(10);
     expect(jobs.snapshot(A, task.response.id)!.status).toBe('failed');
     const events = await collect(jobs.openStream(A, task.response.id, undefined)!);
-    expect(events.at(-1)).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'job_timeout' } } });
+    expect(events.at(-1)).toMatchObject({
+      type: 'response.failed',
+      response: { status: 'failed', error: { code: 'job_timeout' } },
+    });
     expect(task.saved).toHaveLength(0);
   });
 });
 
 describe('deadline timer', () => {
-  it('never fires early for a deadline beyond setTimeout\'s range', async () => {
+  it("never fires early for a deadline beyond setTimeout's range", async () => {
     const store = new MemoryResponseStore({ settings: DEFAULT_RESPONSES_SETTINGS });
     const jobs = new JobManager({ settings: { ...DEFAULT_RESPONSES_SETTINGS, JOB_TIMEOUT_S: 10_000_000 }, store });
     const gate = new Gate();
@@ -259,7 +276,10 @@ describe('rules: delete and continuation', () => {
     const task = scriptedTask();
     jobs.submit(A, task.spec);
     await flush(20);
-    expect(await apiErrorAsync(jobs.continuationHistory(A, task.response.id))).toMatchObject({ status: 503, code: 'assembly_busy' });
+    expect(await apiErrorAsync(jobs.continuationHistory(A, task.response.id))).toMatchObject({
+      status: 503,
+      code: 'assembly_busy',
+    });
   });
 });
 
@@ -329,9 +349,15 @@ describe('resumable event streams', () => {
     const task = scriptedTask({ deltas: 4 });
     jobs.submit(A, task.spec);
     await flush(20);
-    expect(apiError(() => jobs.openStream(A, task.response.id, 8))).toMatchObject({ status: 400, param: 'starting_after' });
+    expect(apiError(() => jobs.openStream(A, task.response.id, 8))).toMatchObject({
+      status: 400,
+      param: 'starting_after',
+    });
     expect(apiError(() => jobs.openStream(A, task.response.id, undefined))).toMatchObject({ status: 410 });
-    expect(apiError(() => jobs.openStream(A, task.response.id, 3))).toMatchObject({ status: 410, param: 'starting_after' });
+    expect(apiError(() => jobs.openStream(A, task.response.id, 3))).toMatchObject({
+      status: 410,
+      param: 'starting_after',
+    });
     const tail = await collect(jobs.openStream(A, task.response.id, 4)!);
     expect(tail.map((event) => event.sequence_number)).toEqual([5, 6, 7]);
   });
@@ -399,7 +425,10 @@ describe('readers', () => {
     const firstDone = collect(first);
     const second = collect(jobs.openStream(A, a.response.id, undefined)!);
     await flush();
-    expect(apiError(() => jobs.openStream(A, a.response.id, undefined))).toMatchObject({ status: 429, code: 'too_many_readers' });
+    expect(apiError(() => jobs.openStream(A, a.response.id, undefined))).toMatchObject({
+      status: 429,
+      code: 'too_many_readers',
+    });
     const third = collect(jobs.openStream(B, b.response.id, undefined)!);
     await flush();
     expect(apiError(() => jobs.openStream(B, b.response.id, undefined))).toMatchObject({ status: 429 });
@@ -416,7 +445,7 @@ describe('readers', () => {
 });
 
 describe('isolation', () => {
-  it('treats another scope\'s ids as unknown on every operation', async () => {
+  it("treats another scope's ids as unknown on every operation", async () => {
     const { jobs } = createManager();
     const task = scriptedTask({ gate: new Gate() });
     jobs.submit(A, task.spec);

@@ -40,11 +40,14 @@ async function run(seed: number, overrides: Partial<ResponsesSettings>, steps: n
     const id = `resp_${step}`;
     if (roll < 0.6) {
       const scope = pick(scopes)!;
-      const parentId = random() < 0.8 ? pick([...expected.keys()].filter((key) => expected.get(key)!.scope === scope)) : undefined;
+      const parentId =
+        random() < 0.8 ? pick([...expected.keys()].filter((key) => expected.get(key)!.scope === scope)) : undefined;
       const previous = parentId === undefined ? undefined : await store.history(scope, parentId);
       const base = previous ? [...previous.items] : [];
       // Repeated text on purpose: equal content under different ids must stay distinct items.
-      const input = Array.from({ length: 1 + Math.floor(random() * 3) }, (_, n) => userMessage(`msg_${step}_${n}`, `text ${n % 2}`));
+      const input = Array.from({ length: 1 + Math.floor(random() * 3) }, (_, n) =>
+        userMessage(`msg_${step}_${n}`, `text ${n % 2}`),
+      );
       const output = [assistantMessage(`out_${step}`, random() < 0.5 ? 'same answer' : `answer ${step}`)];
       try {
         await store.put(scope, { response: responseObject(id, output), inputItems: input, previous });
@@ -83,7 +86,8 @@ async function run(seed: number, overrides: Partial<ResponsesSettings>, steps: n
     const history = await store.history(want.scope, id);
     history?.release();
     expect(history?.items).toEqual([...want.input, ...want.output]);
-    for (const other of scopes.filter((name) => name !== want.scope)) expect(await store.get(other, id)).toBeUndefined();
+    for (const other of scopes.filter((name) => name !== want.scope))
+      expect(await store.get(other, id)).toBeUndefined();
   }
 
   const stats = await store.stats();
@@ -118,7 +122,11 @@ describe('MemoryResponseStore against a copy-history reference', () => {
 
   it('agrees under expiry, entry and byte eviction, and owner quotas', async () => {
     for (const seed of [4, 5, 6]) {
-      const stats = await run(seed, { CACHE_TTL_S: 3, CACHE_ENTRIES: 12, CACHE_BYTES: 40_000, OWNER_ENTRIES: 6, ENTRY_BYTES: 30_000 }, 400);
+      const stats = await run(
+        seed,
+        { CACHE_TTL_S: 3, CACHE_ENTRIES: 12, CACHE_BYTES: 40_000, OWNER_ENTRIES: 6, ENTRY_BYTES: 30_000 },
+        400,
+      );
       expect(stats.evictions).toBeGreaterThan(0);
       expect(stats.expirations).toBeGreaterThan(0);
     }

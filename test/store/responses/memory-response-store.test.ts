@@ -42,7 +42,8 @@ describe('MemoryResponseStore byte accounting', () => {
     const store = new MemoryResponseStore({ settings: { ...DEFAULT_RESPONSES_SETTINGS, CACHE_ENTRIES: 1000 } });
     const turns = await storeChain(store, 'a', 'long', 200);
     const unique = turns.reduce(
-      (sum, turn) => sum + jsonBytes(turn.input[0]) + jsonBytes(turn.output[0]) + jsonBytes({ ...turn.response, output: [] }),
+      (sum, turn) =>
+        sum + jsonBytes(turn.input[0]) + jsonBytes(turn.output[0]) + jsonBytes({ ...turn.response, output: [] }),
       0,
     );
     const { bytes, entries } = await store.stats();
@@ -86,7 +87,13 @@ describe('MemoryResponseStore metrics', () => {
     clock += 5_000;
     await store.get('secret-scope', 'resp_secret_2');
     const text = await registry.metrics();
-    const value = (line: string) => Number(text.split('\n').find((row) => row.startsWith(`${line} `))?.split(' ')[1]);
+    const value = (line: string) =>
+      Number(
+        text
+          .split('\n')
+          .find((row) => row.startsWith(`${line} `))
+          ?.split(' ')[1],
+      );
     expect(during).toContain(`maya:responses_cache_assembly_bytes ${held!.bytes}`);
     expect(value('maya:responses_cache_writes_total')).toBe(3);
     expect(value('maya:responses_cache_hits_total')).toBe(4);

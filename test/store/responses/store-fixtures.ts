@@ -35,7 +35,13 @@ export function responseObject(id: string, output: StoredItem[], extra: Record<s
     tools: [],
     temperature: 1,
     top_p: 1,
-    usage: { input_tokens: 10, input_tokens_details: { cached_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 15 },
+    usage: {
+      input_tokens: 10,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 5,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 15,
+    },
     ...extra,
   };
 }

@@ -35,7 +35,13 @@ async function storeError(promise: Promise<unknown> | (() => unknown)): Promise<
   throw new Error('expected a StoreError');
 }
 
-async function allInputIds(store: ResponseStore, scope: string, id: string, order: 'asc' | 'desc', limit: number): Promise<string[]> {
+async function allInputIds(
+  store: ResponseStore,
+  scope: string,
+  id: string,
+  order: 'asc' | 'desc',
+  limit: number,
+): Promise<string[]> {
   const ids: string[] = [];
   let after: string | undefined;
   for (;;) {
@@ -118,7 +124,7 @@ export function runStoreContract(makeStore: StoreFactory): void {
   });
 
   describe('isolation across credential scopes', () => {
-    it('hides another scope\'s responses on every operation', async () => {
+    it("hides another scope's responses on every operation", async () => {
       const store = make();
       const turn = makeTurn('a', 0);
       await storeTurn(store, A, turn);
@@ -208,7 +214,10 @@ export function runStoreContract(makeStore: StoreFactory): void {
     beforeEach(async () => {
       store = make();
       const output = [assistantMessage('msg_out', 'done')];
-      await store.put(A, { response: responseObject('resp_p', output), inputItems: ids.map((id) => userMessage(id, id)) });
+      await store.put(A, {
+        response: responseObject('resp_p', output),
+        inputItems: ids.map((id) => userMessage(id, id)),
+      });
     });
 
     it('defaults to newest first, 20 per page', async () => {
@@ -250,7 +259,7 @@ export function runStoreContract(makeStore: StoreFactory): void {
       expect((await store.stats()).evictions).toBe(2);
     });
 
-    it('evicts across scopes under the global bound, keeping a descendant\'s history', async () => {
+    it("evicts across scopes under the global bound, keeping a descendant's history", async () => {
       const store = make({ CACHE_ENTRIES: 2 });
       await storeTurn(store, B, makeTurn('b', 0));
       const turns = await storeChain(store, A, 'e', 2);
@@ -258,7 +267,11 @@ export function runStoreContract(makeStore: StoreFactory): void {
       await storeTurn(store, A, makeTurn('e', 2), turns[1]!.id);
       expect(await store.get(A, turns[0]!.id)).toBeUndefined();
       expect(await allInputIds(store, A, 'resp_e_2', 'asc', 2)).toEqual([
-        'msg_e_in_0', 'msg_e_out_0', 'msg_e_in_1', 'msg_e_out_1', 'msg_e_in_2',
+        'msg_e_in_0',
+        'msg_e_out_0',
+        'msg_e_in_1',
+        'msg_e_out_1',
+        'msg_e_in_2',
       ]);
     });
 
@@ -310,7 +323,7 @@ export function runStoreContract(makeStore: StoreFactory): void {
   });
 
   describe('owner quotas', () => {
-    it('OWNER_ENTRIES evicts only the owner\'s own least recently used responses', async () => {
+    it("OWNER_ENTRIES evicts only the owner's own least recently used responses", async () => {
       const store = make({ OWNER_ENTRIES: 2 });
       await storeTurn(store, B, makeTurn('b', 0));
       for (const n of [0, 1, 2]) await storeTurn(store, A, makeTurn('o', n));
@@ -320,7 +333,7 @@ export function runStoreContract(makeStore: StoreFactory): void {
       expect((await store.stats()).entries).toBe(3);
     });
 
-    it('OWNER_BYTES bounds one owner\'s bytes without touching others', async () => {
+    it("OWNER_BYTES bounds one owner's bytes without touching others", async () => {
       const big = (n: number) => makeTurn('ob', n, 'y'.repeat(3000));
       const store = make({ OWNER_BYTES: 14_000 });
       await storeTurn(store, B, makeTurn('b', 0, 'z'.repeat(3000)));
@@ -355,7 +368,9 @@ export function runStoreContract(makeStore: StoreFactory): void {
     it('fails a snapshot that could not fit in CACHE_BYTES even alone, evicting nothing', async () => {
       const store = make({ CACHE_BYTES: 4_000 });
       await storeTurn(store, A, makeTurn('c', 0));
-      expect((await storeError(storeTurn(store, A, makeTurn('c', 1, 'v'.repeat(4_000))))).code).toBe('snapshot_too_large');
+      expect((await storeError(storeTurn(store, A, makeTurn('c', 1, 'v'.repeat(4_000))))).code).toBe(
+        'snapshot_too_large',
+      );
       expect(await store.get(A, 'resp_c_0')).toBeDefined();
     });
   });
@@ -401,7 +416,8 @@ export function runStoreContract(makeStore: StoreFactory): void {
       const store = make();
       const turns = await storeChain(store, A, 'u', 50);
       let unique = 0;
-      for (const turn of turns) unique += jsonBytes(turn.input[0]) + jsonBytes(turn.output[0]) + jsonBytes({ ...turn.response, output: [] });
+      for (const turn of turns)
+        unique += jsonBytes(turn.input[0]) + jsonBytes(turn.output[0]) + jsonBytes({ ...turn.response, output: [] });
       const { bytes } = await store.stats();
       expect(bytes).toBeGreaterThanOrEqual(unique);
       expect(bytes / unique).toBeLessThanOrEqual(1.2);
