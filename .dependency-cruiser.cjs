@@ -12,6 +12,7 @@ const LAYERS = [
   ['config'],
   ['dialects'],
   ['engine-cuda', 'checkpoint', 'contract', 'metrics'],
+  ['grammar'],
   ['generated'],
 ];
 

@@ -192,6 +192,19 @@ export class Tokenizer {
     return out;
   }
 
+  /**
+   * The vocabulary as constrained decoding sees it: each ordinary token's bytes by id (undefined
+   * for special tokens, and for every id when the tokenizer is not a byte-level BPE, whose pieces
+   * have no fixed bytes) and the special tokens by content. size: ids covered (the model's own
+   * vocabulary may be larger; the engine pads to it).
+   */
+  vocabularyBytes(): { tokens: Array<Uint8Array | undefined>; specials: Record<string, number>; size: number } {
+    const specials = Object.fromEntries(this.specialTokens());
+    const specialIds = new Set(Object.values(specials));
+    const tokens = (this.idBytes ?? []).map((bytes, id) => (specialIds.has(id) ? undefined : bytes));
+    return { tokens, specials, size: Math.max(tokens.length, ...[...specialIds].map((id) => id + 1)) };
+  }
+
   createDecoder(options: DecodeOptions = {}): StreamDecoder {
     const dropped = this.droppedIds(options);
     if (this.idBytes) return byteLevelDecoder(this.idBytes, dropped);

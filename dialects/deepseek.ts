@@ -23,20 +23,22 @@ import {
   type ThinkingSetting,
   type ToolSpec,
 } from './dialect.ts';
+import {
+  CALL_BEGIN,
+  CALL_END,
+  CALLS_BEGIN,
+  CALLS_BEGIN_VARIANTS,
+  CALLS_END,
+  DEEPSEEK_EOS,
+  SEP,
+  THINK_END,
+  deepseekV31OutputGrammar,
+} from './deepseek-grammar.ts';
 import { pythonJson } from './python-json.ts';
 import { StreamParser, TrimmedChannel } from './stream-parser.ts';
 import { orderToolResults } from './tool-results.ts';
 
-export const DEEPSEEK_EOS = '<｜end▁of▁sentence｜>';
-const CALLS_BEGIN = '<｜tool▁calls▁begin｜>';
-const CALLS_END = '<｜tool▁calls▁end｜>';
-const CALL_BEGIN = '<｜tool▁call▁begin｜>';
-const CALL_END = '<｜tool▁call▁end｜>';
-const SEP = '<｜tool▁sep｜>';
-const THINK_END = '</think>';
-/** Misspellings of the calls-begin token that the model is known to produce (llama.cpp
- * `common_chat_params_init_deepseek_v3_1` accepts the same set). */
-const CALLS_BEGIN_VARIANTS = ['<｜tool_calls_begin｜>', '<｜tool calls begin｜>', '<｜tool▁calls｜>'];
+export { DEEPSEEK_EOS };
 
 export function createDeepseekV31Dialect(template: ChatTemplate): Dialect {
   return {
@@ -46,6 +48,7 @@ export function createDeepseekV31Dialect(template: ChatTemplate): Dialect {
     thinkingControl: deepseekThinking(false),
     renderPrompt: (turns, options) => renderV31(template, turns, options),
     createParser: (options) => new V31Parser(options),
+    outputGrammar: deepseekV31OutputGrammar,
   };
 }
 

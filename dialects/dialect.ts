@@ -55,9 +55,15 @@
  * Implementations: glm.ts (glm45, glm47), deepseek.ts (deepseek-v31), dsml.ts (deepseek-v32,
  * deepseek-v4, deepseek-v41), hermes.ts (qwen3, and `plain` for any other template: chat and
  * `<think>` reasoning, no function tools); select.ts picks one for a checkpoint.
+ *
+ * Constrained decoding: `outputGrammar` gives the grammar of what a request allows, built in the
+ * dialect's *-grammar.ts file, which also owns the markup constants its parser reads (one source
+ * for both); output-grammar.ts holds the think-then-answer skeleton they share.
  */
 import type { ReasoningEffort as ContractReasoningEffort } from '../contract/types.ts';
 import type { FinishReason } from '../engine-cuda/engine.ts';
+import type { Grammar } from '../grammar/grammar.ts';
+import type { JsonLimits } from '../grammar/json-schema.ts';
 
 export type TurnRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
@@ -148,6 +154,16 @@ export type ParserEvent =
 
 export type ParserErrorCode = 'undeclared_tool' | 'unfinished_tool_call' | 'malformed_tool_call';
 
+/** What a request allows, for Dialect.outputGrammar (constrained decoding). */
+export interface GrammarOptions {
+  /** As renderPrompt returned it, with `tools` = the tools the model may call ([] for none). */
+  parser: ParserOptions;
+  /** The answer must be JSON: of `schema` (json_schema), or any object (json_object). */
+  json?: { schema?: Record<string, unknown> };
+  /** Soft limits for unbounded strings/arrays in JSON answers and JSON arguments (grammar/json-schema.ts). */
+  limits?: JsonLimits;
+}
+
 export interface OutputParser {
   /** Feeds the next detokenised text; returns the events it completes. */
   push(chunk: string): ParserEvent[];
@@ -173,6 +189,12 @@ export interface Dialect {
   /** Renders the conversation plus an open assistant turn (the generation prompt). */
   renderPrompt(turns: ChatTurn[], options: RenderOptions): RenderedPrompt;
   createParser(options: ParserOptions): OutputParser;
+  /**
+   * The grammar of every output this dialect's parser reads as allowed by `options` (declared
+   * tools only, their parameter names and value types; JSON answers of the schema), written in
+   * the same markup the parser reads. Absent: the dialect is not constrained.
+   */
+  outputGrammar?(options: GrammarOptions): Grammar;
 }
 
 /** Thrown by renderPrompt for a conversation the dialect cannot express. */

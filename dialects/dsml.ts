@@ -26,6 +26,7 @@ import {
 } from './dialect.ts';
 import { argumentsObject } from './arg-typing.ts';
 import { DEEPSEEK_EOS, deepseekThinking } from './deepseek.ts';
+import { dsmlOutputGrammar } from './dsml-grammar.ts';
 import { pythonJson } from './python-json.ts';
 import { JsonArgsWriter, StreamParser } from './stream-parser.ts';
 import { orderToolResults } from './tool-results.ts';
@@ -95,6 +96,7 @@ export function createDsmlDialect(version: DsmlVersion): Dialect {
     },
     renderPrompt: (turns, options) => renderDsml(version, turns, options),
     createParser: (options) => new DsmlParser(TAGS[version], options),
+    outputGrammar: (options) => dsmlOutputGrammar(dsmlTags(TAGS[version]), options),
   };
 }
 

@@ -24,13 +24,24 @@ import {
   type ThinkingSetting,
   type ToolSpec,
 } from './dialect.ts';
+import {
+  CALL,
+  CALL_END,
+  GLM_STOP_TOKENS,
+  KEY,
+  KEY_END,
+  THINK,
+  THINK_END,
+  VALUE,
+  VALUE_END,
+  glmOutputGrammar,
+} from './glm-grammar.ts';
 import { JsonArgsWriter, StreamParser, TrimmedChannel } from './stream-parser.ts';
 import { orderToolResults } from './tool-results.ts';
 
 export type GlmVariant = 'glm45' | 'glm47';
 
-/** `generation_config.json` eos ids of GLM-4.x: `<|endoftext|>`, `<|user|>`, `<|observation|>`. */
-export const GLM_STOP_TOKENS = ['<|endoftext|>', '<|user|>', '<|observation|>'] as const;
+export { GLM_STOP_TOKENS };
 
 export function createGlmDialect(variant: GlmVariant, template: ChatTemplate): Dialect {
   return {
@@ -40,6 +51,7 @@ export function createGlmDialect(variant: GlmVariant, template: ChatTemplate): D
     thinkingControl: glmThinking,
     renderPrompt: (turns, options) => renderGlm(variant, template, turns, options),
     createParser: (options) => new GlmParser(options),
+    outputGrammar: glmOutputGrammar,
   };
 }
 
@@ -113,14 +125,6 @@ export function templateMessage(turn: ChatTurn): TemplateMessage {
   }
 }
 
-const THINK = '<think>';
-const THINK_END = '</think>';
-const CALL = '<tool_call>';
-const CALL_END = '</tool_call>';
-const KEY = '<arg_key>';
-const KEY_END = '</arg_key>';
-const VALUE = '<arg_value>';
-const VALUE_END = '</arg_value>';
 const STOPS: readonly string[] = GLM_STOP_TOKENS;
 /** Longest name we wait for before declaring the call malformed. */
 const MAX_NAME = 256;

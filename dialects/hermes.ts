@@ -23,16 +23,19 @@ import {
   type ThinkingSetting,
 } from './dialect.ts';
 import { templateMessage, templateTool } from './glm.ts';
+import {
+  CALL,
+  CALL_END,
+  QWEN_STOP_TOKENS,
+  THINK,
+  THINK_END,
+  plainOutputGrammar,
+  qwenOutputGrammar,
+} from './hermes-grammar.ts';
 import { StreamParser } from './stream-parser.ts';
 import { orderToolResults } from './tool-results.ts';
 
-/** Qwen turn ends (`<|im_end|>`) and end of text. */
-export const QWEN_STOP_TOKENS = ['<|im_end|>', '<|endoftext|>'] as const;
-
-const THINK = '<think>';
-const THINK_END = '</think>';
-const CALL = '<tool_call>';
-const CALL_END = '</tool_call>';
+export { QWEN_STOP_TOKENS };
 
 export function createQwenDialect(template: ChatTemplate): Dialect {
   return {
@@ -42,6 +45,7 @@ export function createQwenDialect(template: ChatTemplate): Dialect {
     thinkingControl: onUnlessNone,
     renderPrompt: (turns, options) => renderQwen(template, turns, options),
     createParser: (options) => new HermesParser(options, [...QWEN_STOP_TOKENS], true),
+    outputGrammar: qwenOutputGrammar,
   };
 }
 
@@ -62,6 +66,7 @@ export function createPlainDialect(template: ChatTemplate): Dialect {
       return { text, parser: { tools: [], startInReasoning: text.trimEnd().endsWith(THINK) } };
     },
     createParser: (options) => new HermesParser(options, stops, false),
+    outputGrammar: (options) => plainOutputGrammar(stops, options),
   };
 }
 

@@ -6,6 +6,8 @@
  * step boundaries; when nothing is live it sleeps until the next add.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { ConstraintCache, type Constraint } from '../grammar/constraint.ts';
+import type { TokenMatcher, VocabularyData } from '../grammar/token-mask.ts';
 import { EngineError } from './engine.ts';
 import { ENG, NativeLib, type ContextParams, type NativeContext, type SeqAddArgs } from './ffi.ts';
 
@@ -16,7 +18,10 @@ export interface WorkerInit {
 }
 
 export type ToWorker =
-  | { op: 'add'; reqId: number; args: SeqAddArgs }
+  /** constraint: the grammar the sequence's output must follow (needs a 'vocab' first). */
+  | { op: 'add'; reqId: number; args: SeqAddArgs; constraint?: Constraint }
+  /** The tokenizer's vocabulary as bytes, for constrained decoding (sent once). */
+  | { op: 'vocab'; vocab: VocabularyData }
   | { op: 'cancel'; seqId: number }
   | { op: 'stats'; reqId: number }
   | { op: 'close'; reqId: number };
@@ -46,6 +51,10 @@ function wireError(err: unknown): WireError {
 class Pump {
   /** Live sequence id -> keeps logits. */
   private readonly live = new Map<number, boolean>();
+  /** Constrained sequences: their matcher sets the mask of their next token after every step. */
+  private readonly matchers = new Map<number, TokenMatcher>();
+  private vocab: VocabularyData | undefined;
+  private constraints: ConstraintCache | undefined;
   private events = new Int32Array(64 * ENG.EVENT_INTS);
   private scheduled = false;
   private closed = false;
@@ -63,6 +72,7 @@ class Pump {
         try {
           const seqId = this.ctx.seqAdd(msg.args);
           this.live.set(seqId, ((msg.args.flags ?? 0) & ENG.SEQ_KEEP_LOGITS) !== 0);
+          if (msg.constraint) this.constrain(seqId, msg.constraint);
           this.post({ op: 'added', reqId: msg.reqId, seqId });
           this.schedule();
         } catch (err) {
@@ -78,6 +88,11 @@ class Pump {
           if (!(err instanceof EngineError && err.code === 'unknown_seq')) throw err;
         }
         return;
+      case 'vocab':
+        // The mask covers the model's vocabulary, which may be larger than the tokenizer's.
+        this.vocab = { ...msg.vocab, size: this.numVocab };
+        this.constraints = undefined;
+        return;
       case 'stats':
         this.post({ op: 'stats', reqId: msg.reqId, stats: this.ctx.stats() });
         return;
@@ -87,6 +102,39 @@ class Pump {
         this.post({ op: 'closed', reqId: msg.reqId });
         return;
     }
+  }
+
+  /** Starts a constraint (without a vocabulary the sequence runs unconstrained). */
+  private constrain(seqId: number, constraint: Constraint): void {
+    if (!this.vocab) return;
+    try {
+      this.constraints ??= new ConstraintCache(this.vocab);
+      const matcher = this.constraints.matcher(constraint);
+      this.matchers.set(seqId, matcher);
+      this.applyMask(seqId, matcher);
+    } catch {
+      // A grammar that cannot be compiled leaves the sequence unconstrained: validation still decides.
+      this.matchers.delete(seqId);
+    }
+  }
+
+  /** Sets the sequence's next-token mask; a dead end (nothing allowed) lifts the constraint. */
+  private applyMask(seqId: number, matcher: TokenMatcher): void {
+    const mask = matcher.mask();
+    this.ctx.seqMask(seqId, mask);
+    if (!mask) this.matchers.delete(seqId);
+  }
+
+  /** Advances a constrained sequence by its sampled token and sets the next mask. */
+  private advance(seqId: number, token: number): void {
+    const matcher = this.matchers.get(seqId);
+    if (!matcher) return;
+    if (!matcher.advance(token)) {
+      this.matchers.delete(seqId);
+      this.ctx.seqMask(seqId, null);
+      return;
+    }
+    this.applyMask(seqId, matcher);
   }
 
   private schedule(): void {
@@ -124,6 +172,18 @@ class Pump {
         logits.push([i, out]);
       } else if (kind === ENG.EVENT_FINISH) {
         this.live.delete(seqId);
+        this.matchers.delete(seqId);
+      }
+    }
+    // Masks for the next step, set before it runs (a finished sequence has no matcher left).
+    for (let i = 0; i < n; i++) {
+      const o = i * ENG.EVENT_INTS;
+      const seqId = events[o] ?? -1;
+      if (events[o + 1] !== ENG.EVENT_TOKEN || !this.matchers.has(seqId)) continue;
+      try {
+        this.advance(seqId, events[o + 2] ?? -1);
+      } catch {
+        this.matchers.delete(seqId);
       }
     }
     this.post({ op: 'events', events, logits }, [events.buffer, ...logits.map(([, l]) => l.buffer as ArrayBuffer)]);

@@ -3,6 +3,8 @@
  * token events and ends with usage and a finish reason. Implementations: NativeEngine
  * (native-engine.ts, the C library through ffi.ts) and FakeEngine (tests of handler logic only).
  */
+import type { Constraint } from '../grammar/constraint.ts';
+import type { VocabularyData } from '../grammar/token-mask.ts';
 
 export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
 
@@ -20,6 +22,8 @@ export interface GenerateRequest {
   stopIds?: number[];
   /** Keep each step's logits (debug CLI `--top-logits`, oracle tests). */
   keepLogits?: boolean;
+  /** Constrained decoding: every sampled token keeps the output inside this grammar (needs setVocabulary). */
+  constraint?: Constraint;
 }
 
 export type TokenEvent =
@@ -75,6 +79,8 @@ export interface Engine {
    */
   generate(request: GenerateRequest, options?: GenerateOptions): AsyncGenerator<TokenEvent, FinishInfo, void>;
   stats(): Promise<EngineStats>;
+  /** The tokenizer's vocabulary as bytes; enables GenerateRequest.constraint. Optional for test doubles. */
+  setVocabulary?(vocab: VocabularyData): void;
   close(): Promise<void>;
 }
 

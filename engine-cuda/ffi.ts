@@ -16,7 +16,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 1,
+  ABI_VERSION: 2,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -87,6 +87,7 @@ export const ENG_FUNCTIONS = [
   'eng_seq_add',
   'eng_seq_cancel',
   'eng_seq_logits',
+  'eng_seq_mask',
   'eng_step',
 ] as const;
 
@@ -148,6 +149,7 @@ interface Symbols {
   ): number;
   eng_seq_cancel(ctx: CtxHandle, seqId: number): number;
   eng_seq_logits(ctx: CtxHandle, seqId: number, out: Float32Array, cap: number): number;
+  eng_seq_mask(ctx: CtxHandle, seqId: number, mask: Uint32Array, nWords: number): number;
   eng_step(ctx: CtxHandle, out: Int32Array, cap: number): number;
 }
 type CtxHandle = bigint | number;
@@ -198,6 +200,7 @@ async function bindBun(path: string): Promise<Symbols> {
     },
     eng_seq_cancel: { args: [T.ptr, T.i32], returns: T.i32 },
     eng_seq_logits: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
+    eng_seq_mask: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
     eng_step: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
   });
   const s = lib.symbols;
@@ -241,6 +244,9 @@ async function bindKoffi(path: string): Promise<Symbols> {
     eng_seq_logits: f(
       'int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int32_t cap)',
     ) as Symbols['eng_seq_logits'],
+    eng_seq_mask: f(
+      'int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask, int32_t n_words)',
+    ) as Symbols['eng_seq_mask'],
     eng_step: f('int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap)') as Symbols['eng_step'],
   };
 }
@@ -402,6 +408,12 @@ export class NativeContext {
   /** Copies the latest logits of a KEEP_LOGITS sequence into out; returns the vocabulary size. */
   seqLogits(seqId: number, out: Float32Array): number {
     return this.lib.check(this.sym.eng_seq_logits(this.ctx, seqId, out, out.length), 'eng_seq_logits');
+  }
+
+  /** Restricts the sequence's next samples to the ids set in mask (ceil(V/32) words); null lifts it. */
+  seqMask(seqId: number, mask: Uint32Array | null): void {
+    const words = mask ?? new Uint32Array(1);
+    this.lib.check(this.sym.eng_seq_mask(this.ctx, seqId, words, mask ? mask.length : 0), 'eng_seq_mask');
   }
 
   /** One step; writes events (ENG.EVENT_INTS ints each) into buf and returns how many. */

@@ -20,6 +20,7 @@ import {
   type GenerateRequest,
   type TokenEvent,
 } from './engine.ts';
+import type { VocabularyData } from '../grammar/token-mask.ts';
 import { ENG, defaultLibraryPath, type ContextParams } from './ffi.ts';
 import { startModuleWorker } from './module-worker.ts';
 import type { FromWorker, ToWorker, WireError, WorkerInit } from './engine-worker.ts';
@@ -192,6 +193,7 @@ export class NativeEngine implements Engine {
           seed: request.seed ?? 0,
           flags: request.keepLogits ? ENG.SEQ_KEEP_LOGITS : 0,
         },
+        ...(request.constraint ? { constraint: request.constraint } : {}),
       },
       state,
     )) as number;
@@ -334,6 +336,10 @@ export class NativeEngine implements Engine {
     for (const seqId of [...this.seqs.keys()]) this.finishSeq(seqId, 'error', err.message);
     this.closed = true;
     this.refresh();
+  }
+
+  setVocabulary(vocab: VocabularyData): void {
+    if (!this.closed) this.post({ op: 'vocab', vocab });
   }
 
   async stats(): Promise<EngineStats> {

@@ -4,6 +4,7 @@
  * a plan that exists never fails for a reason the client could have fixed.
  */
 import type { ForcedTool, ParserOptions, ReasoningEffort, RenderOptions, ToolSpec } from '../dialects/dialect.ts';
+import type { Constraint } from '../grammar/constraint.ts';
 import { DialectError } from '../dialects/dialect.ts';
 import { badRequest } from '../contract/errors.ts';
 import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
@@ -55,6 +56,8 @@ export interface ResponsePlan {
   /** True when generated events are buffered until validation. */
   isBuffered: boolean;
   parallelToolCalls: boolean;
+  /** Constrained decoding: the grammar of every output this request allows (validation still runs). */
+  constraint?: Constraint;
 }
 
 function toolSpecs(request: PlanRequest): ToolSpec[] {
@@ -118,6 +121,28 @@ function argumentStrings(json: string): string[] {
     else if (typeof node === 'object' && node !== null) stack.push(...Object.values(node));
   }
   return out;
+}
+
+/** The grammar of what this request allows, when the runtime constrains and the dialect has a grammar. */
+function requestConstraint(
+  runtime: GenerationRuntime,
+  parser: ParserOptions,
+  format: Record<string, unknown> | undefined,
+  stopIds: number[],
+): Constraint | undefined {
+  if (!runtime.constrainedDecoding || !runtime.dialect.outputGrammar) return undefined;
+  const type = format?.type;
+  const json =
+    type === 'json_schema'
+      ? { schema: format!.schema as Record<string, unknown> }
+      : type === 'json_object'
+        ? {}
+        : undefined;
+  const limits = runtime.grammarLimits;
+  return {
+    grammar: runtime.dialect.outputGrammar({ parser, ...(limits ? { limits } : {}), ...(json ? { json } : {}) }),
+    stopIds,
+  };
 }
 
 /** 400 context_length_exceeded, naming the output limit only when the client set one. */
@@ -271,6 +296,8 @@ function finishPlan(
   const stopIds = runtime.dialect.stopTokens
     .map((token) => runtime.tokenizer.tokenToId(token))
     .filter((id): id is number => id !== undefined);
+  const parser = { ...rendered.parser, tools: draft.allowedTools };
+  const constraint = requestConstraint(runtime, parser, request.text?.format, stopIds);
   return {
     promptIds,
     maxTokens,
@@ -278,13 +305,14 @@ function finishPlan(
     // top_p 0 keeps only the most likely token: greedy, as OpenAI treats it.
     temperature: request.top_p === 0 ? 0 : (request.temperature ?? 1),
     topP: request.top_p === 0 ? 1 : (request.top_p ?? 1),
-    parser: { ...rendered.parser, tools: draft.allowedTools },
+    parser,
     allowedTools: draft.allowedTools,
     forced: draft.forced,
     textValidator: draft.format.validator,
     strictTools: draft.strictTools,
     isBuffered: draft.format.validator !== undefined || draft.strictTools.size > 0,
     parallelToolCalls: request.parallel_tool_calls ?? true,
+    ...(constraint ? { constraint } : {}),
   };
 }
 

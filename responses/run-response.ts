@@ -94,6 +94,7 @@ export async function* runResponse(
       topP: plan.topP,
       stopIds: plan.stopIds,
       seed: hooks.seed,
+      ...(plan.constraint ? { constraint: plan.constraint } : {}),
     },
     { signal: control.signal },
   );

@@ -4,6 +4,7 @@
  */
 import type { ChatTurn, Dialect, ParserOptions, RenderOptions } from '../dialects/dialect.ts';
 import type { Engine } from '../engine-cuda/engine.ts';
+import type { JsonLimits } from '../grammar/json-schema.ts';
 
 export interface StreamingDecoder {
   /** Text completed by this token (never a broken UTF-8 sequence). */
@@ -45,4 +46,9 @@ export interface GenerationRuntime {
   readonly samplingDefaults?: { temperature?: number; topP?: number };
   /** Renders large inputs off the main thread; absent = always on the calling thread. */
   readonly promptWorkers?: PromptRenderer;
+  /** Grammar-constrained decoding (tool calls, JSON output) where the dialect has a grammar;
+   * off with MAYA_CONSTRAINED_DECODING=0. */
+  readonly constrainedDecoding?: boolean;
+  /** Soft limits on unbounded JSON strings/arrays under constraint (MAYA_GRAMMAR_MAX_STRING / _MAX_ITEMS). */
+  readonly grammarLimits?: JsonLimits;
 }

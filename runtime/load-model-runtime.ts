@@ -7,6 +7,7 @@ import { loadDialect } from '../dialects/select.ts';
 import { NativeEngine } from '../engine-cuda/native-engine.ts';
 import { readModelDir } from '../checkpoint/model-dir.ts';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
+import type { JsonLimits } from '../grammar/json-schema.ts';
 import type { PipelineTokenizer } from './generation-runtime.ts';
 import type { LoadProgress, ModelRuntime } from './model-runtime.ts';
 import { PromptPool } from './prompt-pool.ts';
@@ -18,6 +19,8 @@ export interface LoadOptions {
   onProgress?: (progress: LoadProgress) => void;
   /** Dialect override (MAYA_DIALECT, from the environment or the config file), e.g. 'glm47'. */
   dialect?: string;
+  /** Constrained decoding; default: on unless MAYA_CONSTRAINED_DECODING=0. */
+  constrainedDecoding?: boolean;
 }
 
 export function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
@@ -27,6 +30,19 @@ export function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
     ...(tokenizer.maxTokenBytes ? { maxTokenBytes: tokenizer.maxTokenBytes } : {}),
     createDecoder: (markers) => tokenizer.createDecoder({ skipSpecialTokens: true, keepTokens: markers }),
   };
+}
+
+/**
+ * Soft limits for JSON strings and arrays whose schema sets no maximum: 128 characters and 16
+ * items unless MAYA_GRAMMAR_MAX_STRING / MAYA_GRAMMAR_MAX_ITEMS say otherwise (0 = none). They
+ * bound the loops of a model forced to stay inside a value (see grammar/json-schema.ts).
+ */
+export function grammarLimits(env: NodeJS.ProcessEnv = process.env): JsonLimits {
+  const read = (value: string | undefined, fallback: number) => {
+    const n = value === undefined || value === '' ? fallback : Number(value);
+    return Number.isInteger(n) && n >= 0 ? n : fallback;
+  };
+  return { maxStringLength: read(env.MAYA_GRAMMAR_MAX_STRING, 128), maxItems: read(env.MAYA_GRAMMAR_MAX_ITEMS, 16) };
 }
 
 function samplingDefaults(config: Record<string, unknown> | null): { temperature?: number; topP?: number } {
@@ -54,6 +70,12 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
     { dir: modelDir.dir, ...(options.dialect ? { dialect: options.dialect } : {}) },
     PROMPT_WORKERS,
   );
+  // Masks need each token's bytes: a tokenizer without a byte-level vocabulary is not constrained.
+  const vocabulary = tokenizer.vocabularyBytes();
+  const constrainedDecoding =
+    (options.constrainedDecoding ?? process.env.MAYA_CONSTRAINED_DECODING !== '0') &&
+    vocabulary.tokens.some((bytes) => bytes !== undefined);
+  if (constrainedDecoding) engine.setVocabulary(vocabulary);
   progress({ stage: `ready (engine backend: ${engine.info.backend})`, fraction: 1 });
   return {
     id: modelDir.id,
@@ -65,6 +87,8 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
     tokenizer: pipelineTokenizer(tokenizer),
     dialect,
     samplingDefaults: samplingDefaults(modelDir.generationConfig),
+    constrainedDecoding,
+    grammarLimits: grammarLimits(),
     promptWorkers,
     close: async () => {
       await promptWorkers.close();

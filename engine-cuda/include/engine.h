@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 1
+#define ENG_ABI_VERSION 2
 
 typedef struct eng_ctx eng_ctx;
 
@@ -121,6 +121,12 @@ ENG_API int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id);
 /* Copies the logits (V floats) of the latest sampled position of a KEEP_LOGITS sequence.
  * Valid after the TOKEN event, until the next eng_step. Returns V, or a negative status. */
 ENG_API int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int32_t cap);
+
+/* Restricts the next samples of a sequence to the ids set in mask (constrained decoding): a bitset
+ * of n_words = ceil(V / 32) words, bit i % 32 of word i / 32 = id i allowed, at least one set; it
+ * is copied and stays in force until replaced. n_words = 0 lifts it. The host sets the mask for the
+ * next token between eng_step calls. Returns OK, INVALID_ARG (size, no id allowed), UNKNOWN_SEQ. */
+ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask, int32_t n_words);
 
 /* One bounded unit of work: schedule (admit, chunk prefill, batch decode) -> run -> sample.
  * Writes at most cap / ENG_EVENT_INTS events into out and returns how many, or a negative status.

@@ -282,6 +282,27 @@ ENG_API int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, i
     return V;
 }
 
+ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask, int32_t n_words) {
+    if (!ctx || n_words < 0 || (n_words > 0 && !mask)) return fail(ENG_STATUS_INVALID_ARG, "eng_seq_mask: null argument");
+    // find() is const for the readers; the sequence itself is owned mutably by the scheduler.
+    Sequence *s = const_cast<Sequence *>(ctx->sched.find(seq_id));
+    if (!s) return fail(ENG_STATUS_UNKNOWN_SEQ, "no sequence %d", seq_id);
+    int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB], words = (V + 31) / 32;
+    if (n_words == 0) {
+        s->mask.clear();
+        return ENG_STATUS_OK;
+    }
+    if (n_words != words) return fail(ENG_STATUS_INVALID_ARG, "mask has %d words, needs %d", n_words, words);
+    if (V % 32 != 0 && (mask[words - 1] >> (V % 32)) != 0) return fail(ENG_STATUS_INVALID_ARG, "mask allows ids beyond the vocabulary");
+    uint32_t any = 0;
+    for (int32_t i = 0; i < words; i++) any |= mask[i];
+    if (!any) return fail(ENG_STATUS_INVALID_ARG, "mask allows no token");
+    ABI_GUARD({
+        s->mask.assign(mask, mask + words);
+        return ENG_STATUS_OK;
+    })
+}
+
 ENG_API int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap) {
     if (!ctx || !out || cap < ENG_EVENT_INTS) return fail(ENG_STATUS_INVALID_ARG, "eng_step: buffer of at least one event required");
     ABI_GUARD({

@@ -45,10 +45,16 @@ void Sampler::init(int32_t n_vocab) {
     n_vocab_ = n_vocab;
     probs_.resize((size_t)n_vocab);
     idx_.resize((size_t)n_vocab);
+    masked_.resize((size_t)n_vocab);
 }
 
-int32_t Sampler::sample(const float *logits, const SamplerParams &p, Rng *rng) {
+int32_t Sampler::sample(const float *logits, const SamplerParams &p, Rng *rng, const uint32_t *allowed) {
     int32_t n = n_vocab_;
+    if (allowed) {
+        for (int32_t i = 0; i < n; i++)
+            masked_[(size_t)i] = (allowed[i >> 5] >> (i & 31)) & 1u ? logits[i] : -INFINITY;
+        logits = masked_.data();
+    }
     if (p.temperature <= 0) return argmax(logits, n);
     float mx = logits[argmax(logits, n)], inv_t = 1.0f / p.temperature;
     double sum = 0;

@@ -28,12 +28,15 @@ class Sampler {
   public:
     /* Reserves scratch for a vocabulary of n_vocab (so sample() does not allocate). */
     void init(int32_t n_vocab);
-    /* Samples from logits (n_vocab floats, not modified). */
-    int32_t sample(const float *logits, const SamplerParams &p, Rng *rng);
+    /* Samples from logits (n_vocab floats, not modified). allowed: null, or a bitset of
+     * ceil(n_vocab / 32) words (bit i of word i / 32 = id i may be sampled, at least one set);
+     * disallowed ids get probability 0 under greedy, temperature and top-p alike. */
+    int32_t sample(const float *logits, const SamplerParams &p, Rng *rng, const uint32_t *allowed = nullptr);
 
   private:
     std::vector<float> probs_;
     std::vector<int32_t> idx_;
+    std::vector<float> masked_; // (V) logits with disallowed ids at -inf
     int32_t n_vocab_ = 0;
 };
 

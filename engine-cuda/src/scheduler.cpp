@@ -156,7 +156,9 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
             s->is_prefill_reported = true;
         }
         const int32_t *am = backend_->argmax_rows();
-        int32_t tok = am && batch_.row_is_greedy[(size_t)row] ? am[row] : sampler_.sample(lg, s->sampling, &s->rng);
+        // A constrained sequence samples on the host, where its token mask applies.
+        const uint32_t *mask = s->mask.empty() ? nullptr : s->mask.data();
+        int32_t tok = am && !mask && batch_.row_is_greedy[(size_t)row] ? am[row] : sampler_.sample(lg, s->sampling, &s->rng, mask);
         if (s->flags & ENG_SEQ_KEEP_LOGITS) s->logits.assign(lg, lg + cfg_.n_vocab);
         s->tokens.push_back(tok);
         emit(events, s->id, ENG_EVENT_TOKEN, tok, s->n_generated());

@@ -31,6 +31,7 @@ struct Sequence {
     bool is_cancelled = false;
     bool is_prefill_reported = false;
     std::vector<float> logits;         // (V) latest sampled position, when ENG_SEQ_KEEP_LOGITS
+    std::vector<uint32_t> mask;        // (ceil(V/32)) ids the next sample may take; empty = all (eng_seq_mask)
 
     int32_t n_generated() const { return (int32_t)tokens.size() - n_prompt; }
 };

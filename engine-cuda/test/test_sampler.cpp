@@ -76,3 +76,27 @@ TEST(sampler_top_p_truncates) {
     p.top_p = 1e-6f;
     for (int i = 0; i < 100; i++) CHECK(s.sample(l, p, &rng) == 1);
 }
+
+TEST(sampler_mask_restricts_every_mode) {
+    Sampler s;
+    s.init(40);
+    std::vector<float> l(40);
+    for (int i = 0; i < 40; i++) l[(size_t)i] = (float)i * 0.25f; // id 39 is the argmax
+    uint32_t allowed[2] = {0, 0};
+    allowed[0] |= 1u << 3;
+    allowed[1] |= 1u << (33 - 32);
+    SamplerParams p;
+    Rng rng;
+    rng.seed(7);
+    CHECK(s.sample(l.data(), p, &rng) == 39);
+    CHECK(s.sample(l.data(), p, &rng, allowed) == 33); // greedy: best allowed id
+    for (float top_p : {1.0f, 0.5f}) {
+        p.temperature = 2.0f;
+        p.top_p = top_p;
+        for (int i = 0; i < 300; i++) {
+            int32_t t = s.sample(l.data(), p, &rng, allowed);
+            CHECK(t == 3 || t == 33);
+        }
+    }
+    CHECK(l[39] == 39 * 0.25f); // logits not modified
+}

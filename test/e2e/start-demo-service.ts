@@ -27,7 +27,11 @@ export interface DemoService {
   stop(): Promise<void>;
 }
 
-export async function startDemoService(apiKeys: string[] = []): Promise<DemoService> {
+export async function startDemoService(
+  apiKeys: string[] = [],
+  options: { constrainedDecoding?: boolean } = {},
+): Promise<DemoService> {
+  const { constrainedDecoding } = options;
   const service = await startService({
     settings: DEFAULT_RESPONSES_SETTINGS,
     server: {
@@ -39,7 +43,10 @@ export async function startDemoService(apiKeys: string[] = []): Promise<DemoServ
       maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
     },
     modelDir: DEMO_MODEL_DIR,
-    loadRuntime: loadModelRuntime,
+    loadRuntime:
+      constrainedDecoding === undefined
+        ? loadModelRuntime
+        : (dir, load) => loadModelRuntime(dir, { ...load, constrainedDecoding }),
     logger: silentLogger,
   });
   const runtime = await service.loaded;

@@ -25,6 +25,7 @@ const FOLDERS = [
   'checkpoint',
   'contract',
   'metrics',
+  'grammar',
 ];
 
 async function cruise(cwd: string, folders: string[]): Promise<{ code: number; output: string }> {

@@ -1,0 +1,311 @@
+/**
+ * Token masks: which vocabulary ids a grammar state may take next, as a bitset (bit i of word
+ * i >> 5 set = id i allowed), the layout eng_seq_mask() reads.
+ *
+ * Ordinary tokens are byte strings, arranged once per vocabulary in a trie (children in flat
+ * arrays). A mask walks the trie from the state: a child byte the state cannot take prunes the
+ * whole subtree, and a token is allowed when the walk reaches its node alive, so a token that
+ * closes a string, writes `",` and opens the next key is checked byte by byte across grammar
+ * symbols. Special tokens are allowed only where the grammar names them; stop tokens only where
+ * the grammar accepts. Masks are cached per state (states recur: the inside of a string, the
+ * digits of a number), so most steps are one lookup.
+ */
+import { DEAD, type GrammarRun } from './matcher.ts';
+
+export interface VocabularyData {
+  /** Bytes of each ordinary token by id (undefined: special, unused or unknown). */
+  tokens: Array<Uint8Array | undefined>;
+  /** Special tokens by content. */
+  specials: Record<string, number>;
+  size: number;
+}
+
+export class TokenTrie {
+  /** Children of node n: childByte/childNode[childStart[n] .. childStart[n + 1]). */
+  readonly childStart: Int32Array;
+  readonly childByte: Uint8Array;
+  readonly childNode: Int32Array;
+  /** Token ids ending at node n: tokenIds[tokenStart[n] .. tokenStart[n + 1]). */
+  readonly tokenStart: Int32Array;
+  readonly tokenIds: Int32Array;
+  readonly specialIds: Map<string, number>;
+  readonly numWords: number;
+  /** Bytes of the longest ordinary token. */
+  readonly maxTokenBytes: number;
+
+  constructor(readonly vocab: VocabularyData) {
+    this.specialIds = new Map(Object.entries(vocab.specials));
+    this.numWords = (vocab.size + 31) >>> 5;
+    // Sort ids by bytes; a trie node is then a run of equal prefixes (built without per-node maps).
+    const ids: number[] = [];
+    vocab.tokens.forEach((b, id) => {
+      if (b && b.length > 0) ids.push(id);
+    });
+    const tok = vocab.tokens as Uint8Array[];
+    this.maxTokenBytes = ids.reduce((m, id) => Math.max(m, tok[id]!.length), 0);
+    ids.sort((a, b) => compareBytes(tok[a]!, tok[b]!));
+    const parentOf: number[] = [-1];
+    const byteOf: number[] = [0];
+    const endsHere: number[][] = [[]];
+    const path: number[] = [0]; // path[d] = node at depth d for the previous token
+    let prev: Uint8Array = new Uint8Array(0);
+    for (const id of ids) {
+      const t = tok[id]!;
+      let common = 0;
+      while (common < t.length && common < prev.length && t[common] === prev[common]) common++;
+      path.length = common + 1;
+      for (let d = common; d < t.length; d++) {
+        const node = parentOf.length;
+        parentOf.push(path[d]!);
+        byteOf.push(t[d]!);
+        endsHere.push([]);
+        path.push(node);
+      }
+      endsHere[path[t.length]!]!.push(id);
+      prev = t;
+    }
+    const n = parentOf.length;
+    const counts = new Int32Array(n + 1);
+    for (let i = 1; i < n; i++) counts[parentOf[i]! + 1]!++;
+    this.childStart = new Int32Array(n + 1);
+    for (let i = 0; i < n; i++) this.childStart[i + 1] = this.childStart[i]! + counts[i + 1]!;
+    this.childByte = new Uint8Array(n);
+    this.childNode = new Int32Array(n);
+    const fill = this.childStart.slice(0, n);
+    // Nodes were created in sorted order, so children come out sorted by byte.
+    for (let i = 1; i < n; i++) {
+      const p = parentOf[i]!;
+      const at = fill[p]!++;
+      this.childByte[at] = byteOf[i]!;
+      this.childNode[at] = i;
+    }
+    this.tokenStart = new Int32Array(n + 1);
+    for (let i = 0; i < n; i++) this.tokenStart[i + 1] = this.tokenStart[i]! + endsHere[i]!.length;
+    this.tokenIds = Int32Array.from(endsHere.flat());
+  }
+
+  get numNodes(): number {
+    return this.childByte.length;
+  }
+
+  private readonly loops = new Map<string, LoopIndex>();
+
+  /**
+   * For a byte class C (a state's self-loop bytes): the tokens made only of C bytes, and every
+   * place a token leaves C (the trie child reached by its first non-C byte). Built once per class
+   * and vocabulary, shared by every grammar (the inside of a JSON string, a dialect's free text).
+   */
+  loopIndex(cls: Uint8Array): LoopIndex {
+    const key = Buffer.from(cls).toString('latin1');
+    let index = this.loops.get(key);
+    if (index) return index;
+    const allIn = new Uint32Array(this.numWords);
+    const exitChild: number[] = [];
+    const exitByte: number[] = [];
+    const stack = [0];
+    while (stack.length > 0) {
+      const node = stack.pop()!;
+      for (let c = this.childStart[node]!, end = this.childStart[node + 1]!; c < end; c++) {
+        const b = this.childByte[c]!;
+        const child = this.childNode[c]!;
+        if (!cls[b]) {
+          exitChild.push(child);
+          exitByte.push(b);
+          continue;
+        }
+        for (let t = this.tokenStart[child]!, te = this.tokenStart[child + 1]!; t < te; t++) {
+          const id = this.tokenIds[t]!;
+          allIn[id >>> 5]! |= 1 << (id & 31);
+        }
+        stack.push(child);
+      }
+    }
+    index = { allIn, exitChild: Int32Array.from(exitChild), exitByte: Uint8Array.from(exitByte) };
+    if (this.loops.size >= 64) this.loops.clear();
+    this.loops.set(key, index);
+    return index;
+  }
+}
+
+export interface LoopIndex {
+  allIn: Uint32Array;
+  exitChild: Int32Array;
+  exitByte: Uint8Array;
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+
+/** A state looping on at least this many bytes takes the loop-class path (TokenTrie.loopIndex). */
+const LOOP_MIN_BYTES = 32;
+
+/** Masks kept per grammar run (each is V/8 bytes: 19 KiB for a 150k vocabulary). */
+const MAX_MASKS = 512;
+
+/** Masks of one GrammarRun over one vocabulary, cached per state (cleared when MAX_MASKS fill up). */
+export class MaskBuilder {
+  private readonly cache = new Map<number, Uint32Array | null>();
+  private stackNode = new Int32Array(1024);
+  private stackState = new Int32Array(1024);
+
+  constructor(
+    readonly run: GrammarRun,
+    readonly trie: TokenTrie,
+    readonly stopIds: readonly number[],
+  ) {}
+
+  /** The mask of a live state, or null when it allows nothing (cached; do not modify it). */
+  mask(state: number): Uint32Array | null {
+    let m = this.cache.get(state);
+    if (m === undefined) {
+      const canonical = this.run.canonical(state);
+      m = canonical === state ? undefined : this.cache.get(canonical);
+      if (m === undefined) {
+        const computed = this.compute(canonical);
+        m = computed.some((word) => word !== 0) ? computed : null;
+        if (this.cache.size >= MAX_MASKS) this.cache.clear();
+        this.cache.set(canonical, m);
+      }
+      this.cache.set(state, m);
+    }
+    return m;
+  }
+
+  private compute(state: number): Uint32Array {
+    const trie = this.trie;
+    const run = this.run;
+    const { childStart, childByte, childNode, tokenStart, tokenIds } = trie;
+    let mask: Uint32Array;
+    let top = 0;
+    const loop = this.selfLoop(state);
+    if (loop) {
+      // Tokens made only of bytes that keep this state are allowed as a block; the walk starts
+      // where a token first leaves the loop class.
+      const index = trie.loopIndex(loop);
+      mask = index.allIn.slice();
+      const trans = run.states[state]!.trans;
+      for (let e = 0; e < index.exitChild.length; e++) {
+        const next = trans[index.exitByte[e]!]!;
+        if (next === DEAD) continue;
+        top = this.visit(mask, index.exitChild[e]!, next, top);
+      }
+    } else {
+      mask = new Uint32Array(trie.numWords);
+      this.stackNode[0] = 0;
+      this.stackState[0] = state;
+      top = 1;
+    }
+    while (top > 0) {
+      top--;
+      const node = this.stackNode[top]!;
+      const s = this.stackState[top]!;
+      const trans = run.states[s]!.trans;
+      for (let c = childStart[node]!, end = childStart[node + 1]!; c < end; c++) {
+        const b = childByte[c]!;
+        let next = trans[b]!;
+        if (next === -1) next = run.stepByte(s, b);
+        if (next === DEAD) continue;
+        const child = childNode[c]!;
+        for (let t = tokenStart[child]!, te = tokenStart[child + 1]!; t < te; t++) {
+          const id = tokenIds[t]!;
+          mask[id >>> 5]! |= 1 << (id & 31);
+        }
+        if (childStart[child + 1]! > childStart[child]!) {
+          if (top === this.stackNode.length) this.grow();
+          this.stackNode[top] = child;
+          this.stackState[top] = next;
+          top++;
+        }
+      }
+    }
+    const info = run.states[state]!;
+    for (const id of info.specials) mask[id >>> 5]! |= 1 << (id & 31);
+    if (info.isAccepting) for (const id of this.stopIds) mask[id >>> 5]! |= 1 << (id & 31);
+    return mask;
+  }
+
+  /** Marks the tokens ending at a live trie node and queues its children; returns the new stack top. */
+  private visit(mask: Uint32Array, child: number, state: number, top: number): number {
+    const { childStart, tokenStart, tokenIds } = this.trie;
+    for (let t = tokenStart[child]!, te = tokenStart[child + 1]!; t < te; t++) {
+      const id = tokenIds[t]!;
+      mask[id >>> 5]! |= 1 << (id & 31);
+    }
+    if (childStart[child + 1]! > childStart[child]!) {
+      if (top === this.stackNode.length) this.grow();
+      this.stackNode[top] = child;
+      this.stackState[top] = state;
+      top++;
+    }
+    return top;
+  }
+
+  /** The bytes that lead from `state` back to itself, when there are many (wide states such as
+   * the inside of a string or free text); undefined otherwise (the plain walk is cheap then). */
+  private selfLoop(state: number): Uint8Array | undefined {
+    // Probe two common bytes first: a narrow state (punctuation, keys, numbers) skips the 256 steps.
+    if (this.run.stepByte(state, 0x61) !== state || this.run.stepByte(state, 0x20) !== state) return undefined;
+    const loop = new Uint8Array(256);
+    let count = 0;
+    for (let b = 0; b < 256; b++) {
+      if (this.run.stepByte(state, b) === state) {
+        loop[b] = 1;
+        count++;
+      }
+    }
+    return count >= LOOP_MIN_BYTES ? loop : undefined;
+  }
+
+  private grow(): void {
+    const n = this.stackNode.length * 2;
+    const a = new Int32Array(n);
+    a.set(this.stackNode);
+    const b = new Int32Array(n);
+    b.set(this.stackState);
+    this.stackNode = a;
+    this.stackState = b;
+  }
+}
+
+/** Bit test on a mask. */
+export function isAllowed(mask: Uint32Array, id: number): boolean {
+  return ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
+}
+
+/**
+ * One sequence's constraint: the current state, advanced by each sampled id, and its mask.
+ * `advance` returns false when the id was not allowed (the caller then drops the constraint).
+ */
+export class TokenMatcher {
+  state: number;
+
+  constructor(readonly builder: MaskBuilder) {
+    this.state = builder.run.initial;
+  }
+
+  /** The ids allowed next; null once nothing is (a dead end: the caller lifts the constraint). */
+  mask(): Uint32Array | null {
+    return this.state < 0 ? null : this.builder.mask(this.state);
+  }
+
+  advance(id: number): boolean {
+    const { run, trie } = this.builder;
+    if (this.state < 0) return false;
+    const bytes = trie.vocab.tokens[id];
+    const isSpecial = run.states[this.state]!.specials.includes(id);
+    const next = isSpecial
+      ? run.stepSpecial(this.state, id)
+      : bytes && bytes.length > 0
+        ? run.stepBytes(this.state, bytes)
+        : DEAD;
+    this.state = next;
+    return next !== DEAD;
+  }
+
+  get isAccepting(): boolean {
+    return this.builder.run.isAccepting(this.state);
+  }
+}
