@@ -19,7 +19,12 @@ import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 
 export type LoadModelRuntime = (
   dir: string,
-  opts: { onProgress?: (p: LoadProgress) => void; dialect?: string },
+  opts: {
+    onProgress?: (p: LoadProgress) => void;
+    dialect?: string;
+    constrainedDecoding?: boolean;
+    grammarLimits?: { maxStringLength: number; maxItems: number };
+  },
 ) => Promise<ModelRuntime>;
 
 export interface ServeOptions {
@@ -107,7 +112,19 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   options.onListening?.(origin);
   let isStopping = false;
   const loaded = options
-    .loadRuntime(options.modelDir, { onProgress: options.onProgress, dialect: serverSettings.dialect })
+    .loadRuntime(options.modelDir, {
+      onProgress: options.onProgress,
+      dialect: serverSettings.dialect,
+      ...(serverSettings.decoding
+        ? {
+            constrainedDecoding: serverSettings.decoding.constrained,
+            grammarLimits: {
+              maxStringLength: serverSettings.decoding.maxString,
+              maxItems: serverSettings.decoding.maxItems,
+            },
+          }
+        : {}),
+    })
     .then(async (loadedRuntime) => {
       if (isStopping) {
         await loadedRuntime.close();

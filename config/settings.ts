@@ -127,6 +127,8 @@ export interface ServerSettings {
   readonly maxBodyBytes: number;
   /** MAYA_DIALECT: overrides the dialect detected from the checkpoint (e.g. glm47); undefined = detect. */
   readonly dialect?: string;
+  /** MAYA_CONSTRAINED_DECODING (0|1, default 1) and MAYA_GRAMMAR_MAX_STRING / _MAX_ITEMS (>= 0, 0 = no limit). */
+  readonly decoding?: DecodingSettings;
   /** Connection and shutdown limits (SERVER_LIMITS); absent = DEFAULT_SERVER_LIMITS. */
   readonly limits?: ServerLimits;
   /** MAYA_LOG_LEVEL, default `info` (`silent` = none): the access log's level; undefined = no access log. */
@@ -175,6 +177,31 @@ function loadServerLimits(env: Env): ServerLimits {
     out[name] = ruledInteger(variable, raw, rule);
   }
   return out as ServerLimits;
+}
+
+/** Grammar-constrained decoding: on/off and the soft limits of unbounded JSON strings and arrays. */
+export interface DecodingSettings {
+  readonly constrained: boolean;
+  /** Most characters of a JSON string whose schema sets no maxLength (0 = no limit). */
+  readonly maxString: number;
+  /** Most items of a JSON array whose schema sets no maxItems (0 = no limit). */
+  readonly maxItems: number;
+}
+
+function loadDecodingSettings(env: Env): DecodingSettings {
+  const raw = env.MAYA_CONSTRAINED_DECODING;
+  if (raw !== undefined && raw !== '' && raw !== '0' && raw !== '1') {
+    throw new SettingsError('MAYA_CONSTRAINED_DECODING', `MAYA_CONSTRAINED_DECODING=${raw}: must be 0 or 1`);
+  }
+  const count = (variable: string, fallback: number) => {
+    const value = env[variable];
+    return value === undefined || value === '' ? fallback : ruledInteger(variable, value, { allowZero: true });
+  };
+  return {
+    constrained: raw !== '0',
+    maxString: count('MAYA_GRAMMAR_MAX_STRING', 128),
+    maxItems: count('MAYA_GRAMMAR_MAX_ITEMS', 16),
+  };
 }
 
 /** pino's levels, lowest first, plus `silent`. */
@@ -226,6 +253,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     ...(dialect !== undefined ? { dialect } : {}),
     limits: loadServerLimits(env),
     logLevel: logLevel as LogLevel,
+    decoding: loadDecodingSettings(env),
     ...(storeUrl !== undefined ? { storeUrl } : {}),
   };
 }

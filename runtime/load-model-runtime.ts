@@ -21,6 +21,8 @@ export interface LoadOptions {
   dialect?: string;
   /** Constrained decoding; default: on unless MAYA_CONSTRAINED_DECODING=0. */
   constrainedDecoding?: boolean;
+  /** Soft limits under constraint; default from MAYA_GRAMMAR_MAX_STRING / _MAX_ITEMS (grammarLimits()). */
+  grammarLimits?: JsonLimits;
 }
 
 export function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
@@ -88,7 +90,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
     dialect,
     samplingDefaults: samplingDefaults(modelDir.generationConfig),
     constrainedDecoding,
-    grammarLimits: grammarLimits(),
+    grammarLimits: options.grammarLimits ?? grammarLimits(),
     promptWorkers,
     close: async () => {
       await promptWorkers.close();

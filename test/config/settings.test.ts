@@ -129,6 +129,7 @@ describe('loadServerSettings', () => {
       maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
       logLevel: 'info',
       limits: DEFAULT_SERVER_LIMITS,
+      decoding: { constrained: true, maxString: 128, maxItems: 16 },
     });
     expect(DEFAULT_SERVER_LIMITS).toEqual({
       MAX_CONNECTIONS: 1024,
@@ -159,7 +160,13 @@ describe('loadServerSettings', () => {
       maxBodyBytes: 1024,
       logLevel: 'warn',
       limits: DEFAULT_SERVER_LIMITS,
+      decoding: { constrained: true, maxString: 128, maxItems: 16 },
     });
+  });
+
+  it('reads the constrained-decoding settings (config file env blocks reach them too)', () => {
+    const env = { MAYA_CONSTRAINED_DECODING: '0', MAYA_GRAMMAR_MAX_STRING: '0', MAYA_GRAMMAR_MAX_ITEMS: '4' };
+    expect(loadServerSettings(env).decoding).toEqual({ constrained: false, maxString: 0, maxItems: 4 });
   });
 
   it('reads the connection and shutdown limits (MAYA_MAX_CONNECTIONS, timeouts, MAYA_SHUTDOWN_GRACE_S; grace may be 0)', () => {
@@ -188,6 +195,8 @@ describe('loadServerSettings', () => {
     ['MAYA_MAX_CONNECTIONS', '0'],
     ['MAYA_HEADERS_TIMEOUT_S', '1.5'],
     ['MAYA_SHUTDOWN_GRACE_S', '-1'],
+    ['MAYA_CONSTRAINED_DECODING', 'yes'],
+    ['MAYA_GRAMMAR_MAX_ITEMS', '-2'],
   ])('%s=%s is refused', (name, raw) => {
     expect(errorOf(() => loadServerSettings({ [name]: raw })).variable).toBe(name);
   });
