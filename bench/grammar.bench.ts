@@ -277,14 +277,12 @@ async function decodeBench(): Promise<void> {
     'Fill in the record for the blibber expedition.',
     'Give me the details of order 7.',
   ];
-  const request = (input: string): PlanRequest =>
-    ({
-      input,
-      temperature: 0,
-      max_output_tokens: 160,
-      text: { format: { type: 'json_schema', name: 'order', schema: SCHEMA } },
-    }) as unknown as PlanRequest;
-  const plans = prompts.map((p) => planResponse(runtime, request(p), normaliseInput(p), 0));
+  const request = (): PlanRequest => ({
+    temperature: 0,
+    max_output_tokens: 160,
+    text: { format: { type: 'json_schema', name: 'order', schema: SCHEMA } },
+  });
+  const plans = prompts.map((p) => planResponse(runtime, request(), normaliseInput(p), 0));
   const rate: Record<'on' | 'off', number[]> = { on: [], off: [] };
   for (let r = 0; r < arg('runs', 5); r++) {
     for (const mode of ['off', 'on'] as const) {

@@ -204,6 +204,8 @@ async function bindBun(path: string): Promise<Symbols> {
     eng_step: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
   });
   const s = lib.symbols;
+  // The one type bridge at the FFI boundary: bun:ffi types pointer arguments as its branded
+  // Pointer, the ABI table (Symbols, mirrored 1:1 from engine.h) as the context handle number.
   return {
     ...(s as unknown as Symbols),
     eng_status_str: (status) => String(s.eng_status_str(status)),
@@ -289,9 +291,9 @@ export class NativeLib {
 
   /** Names of the bound C functions (the contract test compares them with engine.h). */
   get functions(): string[] {
-    return Object.keys(this.sym).filter(
-      (name) => typeof (this.sym as unknown as Record<string, unknown>)[name] === 'function',
-    );
+    return Object.entries(this.sym)
+      .filter(([, value]) => typeof value === 'function')
+      .map(([name]) => name);
   }
 
   abiVersion(): number {

@@ -129,9 +129,11 @@ function operationMiddleware(
     ctx.state.operationId = id;
     ctx.state.scope = validator.isOpen ? ANONYMOUS_SCOPE : authenticator.scopeFor(ctx.headers);
     ctx.state.query = validator.query(ctx.query);
-    ctx.state.params = validator.params((ctx as unknown as { params: Record<string, string> }).params ?? {});
+    // @koa/router sets ctx.params; Koa's context type does not declare it.
+    const params: unknown = Reflect.get(ctx, 'params');
+    ctx.state.params = validator.params(typeof params === 'object' && params !== null ? { ...params } : {});
     if (validator.hasBody) {
-      const body = await readJsonBody(ctx as unknown as Koa.Context, deps.server.maxBodyBytes);
+      const body = await readJsonBody(ctx.req, deps.server.maxBodyBytes);
       if (body === undefined && validator.isBodyRequired)
         throw badRequest(null, 'The request body must be a JSON object.', 'invalid_type');
       const value = body ?? {};

@@ -7,7 +7,7 @@
  * `curl -d` sends x-www-form-urlencoded by default and every body Maya accepts is JSON.
  */
 import type { Worker } from 'node:worker_threads';
-import type Koa from 'koa';
+import type { IncomingMessage } from 'node:http';
 import { badRequest, tooLarge } from '../contract/errors.ts';
 import { startModuleWorker } from '../engine-cuda/module-worker.ts';
 
@@ -18,18 +18,18 @@ function limitError(limit: number): Error {
   return tooLarge(`Request body is larger than the server's limit of ${limit} bytes (MAYA_MAX_BODY_BYTES).`);
 }
 
-export async function readRawBody(ctx: Koa.Context, limit: number): Promise<Buffer> {
-  const declared = Number(ctx.get('content-length'));
+export async function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
-    ctx.req.resume();
+    req.resume();
     throw limitError(limit);
   }
   const chunks: Buffer[] = [];
   let total = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+  for await (const chunk of req as AsyncIterable<Buffer>) {
     total += chunk.length;
     if (total > limit) {
-      ctx.req.resume();
+      req.resume();
       throw limitError(limit);
     }
     chunks.push(chunk);
@@ -38,8 +38,8 @@ export async function readRawBody(ctx: Koa.Context, limit: number): Promise<Buff
 }
 
 /** The parsed JSON object, or undefined for an empty body. */
-export async function readJsonBody(ctx: Koa.Context, limit: number): Promise<Record<string, unknown> | undefined> {
-  const raw = await readRawBody(ctx, limit);
+export async function readJsonBody(req: IncomingMessage, limit: number): Promise<Record<string, unknown> | undefined> {
+  const raw = await readRawBody(req, limit);
   const parsed = raw.length >= OFF_THREAD_BODY_BYTES ? await parseOffThread(raw) : parseHere(raw);
   // A fixed message: parser messages differ between Node and Bun and may quote the body.
   if (parsed === INVALID)

@@ -24,7 +24,15 @@ export interface OpenApiDocument {
 }
 
 /** The contract (openapi/openapi.yaml, generated into generated/openapi-document.ts). */
-export const defaultDocument = openapiDocument as unknown as OpenApiDocument;
+export const defaultDocument = contractDocument(openapiDocument);
+
+/** The generated document, checked to have the shape the validators read. */
+function contractDocument(document: Readonly<Record<string, unknown>>): OpenApiDocument {
+  if (typeof document.openapi !== 'string' || typeof document.paths !== 'object' || document.paths === null) {
+    throw new Error('generated/openapi-document.ts is not an OpenAPI document (run npm run gen)');
+  }
+  return document as OpenApiDocument;
+}
 
 export interface OperationValidator {
   /** The operation declares a JSON request body. */
@@ -40,9 +48,10 @@ export interface OperationValidator {
 }
 
 // ajv-formats is CommonJS with `exports.default`; under NodeNext the default import is the module.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
-  ajv: Ajv2020,
-) => Ajv2020;
+const formatsModule: unknown = addFormatsModule;
+const addFormats = (
+  typeof formatsModule === 'function' ? formatsModule : (formatsModule as { default: unknown }).default
+) as (ajv: Ajv2020) => Ajv2020;
 
 function createAjv(coerce: boolean): Ajv2020 {
   const ajv = new Ajv2020({

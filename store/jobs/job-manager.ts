@@ -288,7 +288,7 @@ export class JobManager {
         'invalid_previous_response',
       );
     }
-    const items = [...record.historyItems, ...(record.response.output as unknown as StoredItem[])];
+    const items: StoredItem[] = [...record.historyItems, ...record.response.output];
     const bytes = eventBytes(items);
     const reservation = this.store.reserveAssembly(bytes);
     return { responseId: id, items, bytes, release: () => reservation.release() };

@@ -256,7 +256,7 @@ export class RedisJobMirror implements JobObserver {
     }
     const history = await this.history(id);
     if (!history) return undefined;
-    const items = [...history, ...(record.snapshot.output as unknown as StoredItem[])];
+    const items: StoredItem[] = [...history, ...record.snapshot.output];
     const bytes = eventBytes(items);
     const reservation = this.store.reserveAssembly(bytes);
     return { responseId: id, items, bytes, release: () => reservation.release() };
