@@ -3,7 +3,8 @@
  * truncated foreground responses as completed). The engine ending a sequence as 'cancelled'
  * without a client abort fails the response with `server_shutdown`; stop() lets foreground
  * requests run on for MAYA_SHUTDOWN_GRACE_S and then closes the model, so a generation still
- * running ends `failed` (Responses: response.failed; Chat: an error, never finish_reason "stop").
+ * running ends `failed` (Responses: response.failed; Chat: an error, never finish_reason "stop");
+ * background tasks are cancelled by shutdown, as the spec says, and say so.
  * The model here is FakeEngine (shutdown is handler/service logic); test/e2e covers the real one.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -117,6 +118,30 @@ describe('stop() with generations in flight', () => {
     const chatAnswer = await chat;
     expect(chatAnswer.status).toBe(503);
     expect(((await chatAnswer.json()) as { error: { code: string } }).error.code).toBe('server_shutdown');
+    await stopped;
+  });
+
+  it("a background task in flight is cancelled by shutdown (the spec's rule): its stream ends with response_cancelled", async () => {
+    const running = await serve(2000, 5, 30);
+    const headers = { 'content-type': 'application/json' };
+    const created = await fetch(`${running.origin}/v1/responses`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        input: 'Write a lot',
+        background: true,
+        store: true,
+        stream: true,
+        reasoning: { effort: 'none' },
+      }),
+    });
+    const { reader, text: head } = await firstChunk(created);
+    const stopped = running.stop();
+    const events = sseEvents(head + (await rest(reader)));
+    const last = events.at(-1)!;
+    expect(last.type).toBe('error');
+    expect((last as { code?: string }).code).toBe('response_cancelled');
+    expect(events.map((e) => e.type)).not.toContain('response.completed');
     await stopped;
   });
 
