@@ -5,7 +5,7 @@
  * requests run on for MAYA_SHUTDOWN_GRACE_S and then closes the model, so a generation still
  * running ends `failed` (Responses: response.failed; Chat: an error, never finish_reason "stop");
  * background tasks are cancelled by shutdown, as the spec says, and say so.
- * The model here is FakeEngine (shutdown is handler/service logic); test/e2e covers the real one.
+ * The model here is FakeEngine (shutdown is handler/service logic); CI sends SIGTERM to the real one.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../cli/serve.ts';
