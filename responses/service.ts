@@ -7,7 +7,7 @@
  *   Response object → a foreground run (events to drain or stream) or a queued background task.
  * - createChatCompletion: the same plan and run for a Chat Completions request.
  * - The resource operations (retrieve, stream, delete, cancel, input items, continuation) find a
- *   response id in one place, `locate`: a background task's record first (it is the newer and
+ *   response id in one place, `taskRecords`: a background task's record first (it is the newer and
  *   fuller copy while it is retained), then the store.
  */
 import { conflict, badRequest, notFound, tooLarge, unavailable } from '../contract/errors.ts';
@@ -73,12 +73,34 @@ export function runToEnd(events: AsyncGenerator<StreamEvent, ResponseObject, voi
   return drainEvents(events);
 }
 
+/** What the resource operations ask of background-task records (this process's, or shared through Redis). */
+interface TaskRecords {
+  snapshot(scope: string, id: string): ResponseObject | undefined | Promise<ResponseObject | undefined>;
+  continuationHistory(scope: string, id: string): Promise<StoredHistory | undefined>;
+  openStream(
+    scope: string,
+    id: string,
+    startingAfter: number | undefined,
+    options: { signal: AbortSignal },
+  ): AsyncIterable<JobEvent> | undefined | Promise<AsyncIterable<JobEvent> | undefined>;
+  remove(scope: string, id: string): boolean | Promise<boolean>;
+  cancel(scope: string, id: string): Promise<ResponseObject | undefined>;
+  listInputItems(
+    scope: string,
+    id: string,
+    options: ListInputItemsOptions,
+  ): InputItemPage | undefined | Promise<InputItemPage | undefined>;
+}
+
 /**
- * The one lookup of a response id: 'jobs' when it is a background task record of `scope`, else
- * 'store' (which answers undefined for unknown, expired, deleted and other-scope ids).
+ * The one lookup of a response id: the task records to ask first (replicas sharing Redis ask the
+ * shared ones, which answer undefined for ids they do not hold; otherwise this process's job
+ * manager when it holds `id` for `scope`), then the store, which answers undefined for unknown,
+ * expired, deleted and other-scope ids.
  */
-function locate(deps: ServiceDeps, scope: string, id: string): 'jobs' | 'store' {
-  return deps.jobs?.has(scope, id) === true ? 'jobs' : 'store';
+function taskRecords(deps: ServiceDeps, scope: string, id: string): TaskRecords | undefined {
+  if (deps.sharedJobs) return deps.sharedJobs;
+  return deps.jobs?.has(scope, id) === true ? deps.jobs : undefined;
 }
 
 /** A request ready to run: everything a foreground run or a background task needs. */
@@ -159,11 +181,7 @@ async function prepare(
 
 /** The continued response's history (404 for unknown, expired, deleted or other-key ids). */
 async function continuation(deps: ServiceDeps, scope: string, id: string): Promise<StoredHistory> {
-  const fromJobs = deps.sharedJobs
-    ? await deps.sharedJobs.continuationHistory(scope, id)
-    : locate(deps, scope, id) === 'jobs'
-      ? await deps.jobs!.continuationHistory(scope, id)
-      : undefined;
+  const fromJobs = await taskRecords(deps, scope, id)?.continuationHistory(scope, id);
   const history = fromJobs ?? (await deps.store.history(scope, id));
   if (!history) throw notFound('response', id, 'previous_response_id');
   return history;
@@ -246,11 +264,7 @@ export async function retrieveResponse(
   scope: string,
   id: string,
 ): Promise<ResponseObject | StoredResponse> {
-  const snapshot = deps.sharedJobs
-    ? await deps.sharedJobs.snapshot(scope, id)
-    : locate(deps, scope, id) === 'jobs'
-      ? deps.jobs!.snapshot(scope, id)
-      : undefined;
+  const snapshot = await taskRecords(deps, scope, id)?.snapshot(scope, id);
   const found = snapshot ?? (await deps.store.get(scope, id));
   if (!found) throw notFound('response', id);
   return found;
@@ -268,12 +282,8 @@ export async function streamResponse(
   startingAfter: number | undefined,
   signal: AbortSignal,
 ): Promise<AsyncIterable<JobEvent>> {
-  const shared = await deps.sharedJobs?.openStream(scope, id, startingAfter, { signal });
-  if (shared) return shared;
-  if (!deps.sharedJobs && locate(deps, scope, id) === 'jobs') {
-    const events = deps.jobs!.openStream(scope, id, startingAfter, { signal });
-    if (events) return events;
-  }
+  const events = await taskRecords(deps, scope, id)?.openStream(scope, id, startingAfter, { signal });
+  if (events) return events;
   if (!(await deps.store.get(scope, id))) throw notFound('response', id);
   throw conflict(
     `Response '${id}' has no retained event stream; retrieve it without stream=true.`,
@@ -287,9 +297,7 @@ export async function streamResponse(
  * stored copy; 404 when neither existed.
  */
 export async function deleteResponse(deps: ServiceDeps, scope: string, id: string): Promise<void> {
-  const isRecordDeleted = deps.sharedJobs
-    ? await deps.sharedJobs.remove(scope, id)
-    : locate(deps, scope, id) === 'jobs' && deps.jobs!.remove(scope, id);
+  const isRecordDeleted = (await taskRecords(deps, scope, id)?.remove(scope, id)) === true;
   if (!(await deps.store.delete(scope, id)) && !isRecordDeleted) throw notFound('response', id);
 }
 
@@ -304,11 +312,7 @@ export async function cancelResponse(
   scope: string,
   id: string,
 ): Promise<ResponseObject | StoredResponse> {
-  const snapshot = deps.sharedJobs
-    ? await deps.sharedJobs.cancel(scope, id)
-    : locate(deps, scope, id) === 'jobs'
-      ? await deps.jobs!.cancel(scope, id)
-      : undefined;
+  const snapshot = await taskRecords(deps, scope, id)?.cancel(scope, id);
   if (snapshot) return snapshot;
   const stored = await deps.store.get(scope, id);
   if (!stored) throw notFound('response', id);
@@ -329,11 +333,7 @@ export async function listInputItems(
   id: string,
   options: ListInputItemsOptions,
 ): Promise<InputItemPage> {
-  const fromJobs = deps.sharedJobs
-    ? await deps.sharedJobs.listInputItems(scope, id, options)
-    : locate(deps, scope, id) === 'jobs'
-      ? deps.jobs!.listInputItems(scope, id, options)
-      : undefined;
+  const fromJobs = await taskRecords(deps, scope, id)?.listInputItems(scope, id, options);
   const page = fromJobs ?? (await deps.store.listInputItems(scope, id, options));
   if (!page) throw notFound('response', id);
   return page;
