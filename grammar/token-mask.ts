@@ -177,7 +177,7 @@ export class MaskBuilder {
   private compute(state: number): Uint32Array {
     const trie = this.trie;
     const run = this.run;
-    const { childStart, childByte, childNode, tokenStart, tokenIds } = trie;
+    const { childStart, childByte, childNode } = trie;
     let mask: Uint32Array;
     let top = 0;
     const loop = this.selfLoop(state);
@@ -208,17 +208,7 @@ export class MaskBuilder {
         let next = trans[b]!;
         if (next === -1) next = run.stepByte(s, b);
         if (next === DEAD) continue;
-        const child = childNode[c]!;
-        for (let t = tokenStart[child]!, te = tokenStart[child + 1]!; t < te; t++) {
-          const id = tokenIds[t]!;
-          mask[id >>> 5]! |= 1 << (id & 31);
-        }
-        if (childStart[child + 1]! > childStart[child]!) {
-          if (top === this.stackNode.length) this.grow();
-          this.stackNode[top] = child;
-          this.stackState[top] = next;
-          top++;
-        }
+        top = this.visit(mask, childNode[c]!, next, top);
       }
     }
     const info = run.states[state]!;
