@@ -1,0 +1,26 @@
+/**
+ * `npm start` delivers SIGTERM to the server (a probe once found npm exiting while node kept
+ * serving, orphaned): the start script execs node, so signalling npm stops the server, which exits
+ * cleanly and frees its port.
+ */
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { freePort, ROOT, waitForReady } from '../e2e/start-demo-service.ts';
+
+describe('npm start', () => {
+  it('SIGTERM to npm stops the server it started', async () => {
+    const port = await freePort();
+    const npm = spawn('npm', ['start', '--silent', '--', '--port', String(port)], {
+      cwd: ROOT,
+      env: { ...process.env, MAYA_LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
+    await waitForReady(npm.stderr!, exited);
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    npm.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    // Nothing answers on the port any more: the server went with npm, not orphaned behind it.
+    await expect(fetch(`http://127.0.0.1:${port}/health`)).rejects.toThrow();
+  }, 120_000);
+});
