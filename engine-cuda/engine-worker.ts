@@ -114,7 +114,17 @@ class Pump {
       this.applyMask(seqId, matcher);
     } catch {
       // A grammar that cannot be compiled leaves the sequence unconstrained: validation still decides.
-      this.matchers.delete(seqId);
+      this.unconstrain(seqId);
+    }
+  }
+
+  /** Drops a sequence's matcher and lifts any mask it had set (the engine keeps a mask until replaced). */
+  private unconstrain(seqId: number): void {
+    this.matchers.delete(seqId);
+    try {
+      this.ctx.seqMask(seqId, null);
+    } catch {
+      // The sequence is gone already: nothing to lift.
     }
   }
 
@@ -157,6 +167,7 @@ class Pump {
     } catch (err) {
       const seqIds = [...this.live.keys()];
       this.live.clear();
+      this.matchers.clear();
       this.post({ op: 'step_failed', seqIds, error: wireError(err) });
       return;
     }
@@ -183,7 +194,8 @@ class Pump {
       try {
         this.advance(seqId, events[o + 2] ?? -1);
       } catch {
-        this.matchers.delete(seqId);
+        // A matcher that fails (e.g. its grammar's limits) lifts the constraint: validation decides.
+        this.unconstrain(seqId);
       }
     }
     this.post({ op: 'events', events, logits }, [events.buffer, ...logits.map(([, l]) => l.buffer as ArrayBuffer)]);

@@ -34,12 +34,14 @@ export class TokenTrie {
   readonly maxTokenBytes: number;
 
   constructor(readonly vocab: VocabularyData) {
-    this.specialIds = new Map(Object.entries(vocab.specials));
+    // Ids the model's vocabulary cannot produce (a tokenizer listing more ids than the model has)
+    // never enter a mask: the engine rejects masks with bits beyond its vocabulary.
+    this.specialIds = new Map(Object.entries(vocab.specials).filter(([, id]) => id < vocab.size));
     this.numWords = (vocab.size + 31) >>> 5;
     // Sort ids by bytes; a trie node is then a run of equal prefixes (built without per-node maps).
     const ids: number[] = [];
     vocab.tokens.forEach((b, id) => {
-      if (b && b.length > 0) ids.push(id);
+      if (b && b.length > 0 && id < vocab.size) ids.push(id);
     });
     const tok = vocab.tokens as Uint8Array[];
     this.maxTokenBytes = ids.reduce((m, id) => Math.max(m, tok[id]!.length), 0);

@@ -179,7 +179,10 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
     for (size_t e = 0; e < entries_.size(); e++) {
         const Sequence *s = entries_[e].seq;
         int32_t row = batch_.seqs[e].logits_row;
-        if (row >= 0) batch_.row_is_greedy[(size_t)row] = s->sampling.temperature <= 0 && !(s->flags & ENG_SEQ_KEEP_LOGITS);
+        // A masked (constrained) row samples on the host, so the backend must return its logits.
+        if (row >= 0)
+            batch_.row_is_greedy[(size_t)row] =
+                s->sampling.temperature <= 0 && !(s->flags & ENG_SEQ_KEEP_LOGITS) && s->mask.empty();
     }
     int32_t st = backend_->forward(batch_, logits_.data());
     if (st < 0) {
