@@ -92,8 +92,11 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const inflight = trackRequests(server);
   deps.shutdown = async () => {
     try {
-      await Promise.all([jobs.close(), inflight.settled(limits.SHUTDOWN_GRACE_S * 1000)]);
+      // A task that does not release in time is reported (JobCleanupError) only after the grace
+      // period has run out and the model has closed, which is what frees such a task.
+      const [cleanup] = await Promise.allSettled([jobs.close(), inflight.settled(limits.SHUTDOWN_GRACE_S * 1000)]);
       await runtime?.close();
+      if (cleanup.status === 'rejected') throw cleanup.reason;
     } finally {
       await sharedJobs?.close();
       await backend.close();

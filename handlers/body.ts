@@ -10,6 +10,7 @@ import type { Worker } from 'node:worker_threads';
 import type { IncomingMessage } from 'node:http';
 import { badRequest, tooLarge } from '../contract/errors.ts';
 import { startModuleWorker } from '../engine-cuda/module-worker.ts';
+import { MAX_BODY_DEPTH, parseBody, type ParsedBody } from './json-body.ts';
 
 /** Bodies at least this large are decoded and parsed on a worker thread (json-worker.ts). */
 export const OFF_THREAD_BODY_BYTES = 1024 * 1024;
@@ -40,82 +41,71 @@ export async function readRawBody(req: IncomingMessage, limit: number): Promise<
 /** The parsed JSON object, or undefined for an empty body. */
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<Record<string, unknown> | undefined> {
   const raw = await readRawBody(req, limit);
-  const parsed = raw.length >= OFF_THREAD_BODY_BYTES ? await parseOffThread(raw) : parseHere(raw);
-  // A fixed message: parser messages differ between Node and Bun and may quote the body.
-  if (parsed === INVALID)
-    throw badRequest(null, 'We could not parse the JSON body of your request. It must be valid JSON.', 'invalid_json');
-  if (parsed === EMPTY) return undefined;
-  const value = parsed.value;
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw badRequest(null, 'The request body must be a JSON object.', 'invalid_type');
+  const parsed = raw.length >= OFF_THREAD_BODY_BYTES ? await parseOffThread(raw) : parseBody(raw);
+  switch (parsed.kind) {
+    case 'empty':
+      return undefined;
+    case 'invalid':
+      // A fixed message: parser messages differ between Node and Bun and may quote the body.
+      throw badRequest(
+        null,
+        'We could not parse the JSON body of your request. It must be valid JSON.',
+        'invalid_json',
+      );
+    case 'too_deep':
+      throw badRequest(
+        parsed.path || null,
+        `The request body nests deeper than ${MAX_BODY_DEPTH} levels.`,
+        'nested_too_deep',
+      );
+    case 'value': {
+      const value = parsed.value;
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+        throw badRequest(null, 'The request body must be a JSON object.', 'invalid_type');
+      }
+      return value as Record<string, unknown>;
+    }
   }
-  checkDepth(value);
-  return value as Record<string, unknown>;
 }
 
-const INVALID = Symbol('invalid');
-const EMPTY = Symbol('empty');
-type Parsed = typeof INVALID | typeof EMPTY | { value: unknown };
-
-function parseHere(raw: Buffer): Parsed {
-  const text = raw.toString('utf8').replace(/^\uFEFF/, '');
-  if (text.trim() === '') return EMPTY;
-  try {
-    return { value: JSON.parse(text) };
-  } catch {
-    return INVALID;
-  }
+interface JsonWorker {
+  worker: Worker;
+  jobs: Map<number, { resolve: (parsed: ParsedBody) => void; reject: (error: Error) => void }>;
 }
-
-let jsonWorker: Worker | undefined;
+let current: JsonWorker | undefined;
 let nextJob = 1;
-const jobs = new Map<number, (parsed: Parsed) => void>();
 
-/** The same as parseHere on the JSON worker (started on first use, shared, never blocking exit). */
-function parseOffThread(raw: Buffer): Promise<Parsed> {
-  if (!jsonWorker) {
-    const worker = startModuleWorker(new URL('./json-worker.ts', import.meta.url), null);
-    worker.unref();
-    worker.on('message', (msg: { id: number; error?: true; empty?: boolean; value?: unknown }) => {
-      jobs.get(msg.id)?.(msg.error ? INVALID : msg.empty ? EMPTY : { value: msg.value });
-      jobs.delete(msg.id);
-    });
-    const fail = () => {
-      for (const done of jobs.values()) done(INVALID);
-      jobs.clear();
-      jsonWorker = undefined;
+/** parseBody on the JSON worker (started on first use, shared, never blocking exit; replaced if it dies). */
+function parseOffThread(raw: Buffer): Promise<ParsedBody> {
+  if (!current) {
+    const started: JsonWorker = {
+      worker: startModuleWorker(new URL('./json-worker.ts', import.meta.url), null),
+      jobs: new Map(),
     };
-    worker.on('error', fail);
-    worker.on('exit', fail);
-    jsonWorker = worker;
+    started.worker.unref();
+    started.worker.on('message', (msg: { id: number; parsed: ParsedBody }) => {
+      started.jobs.get(msg.id)?.resolve(msg.parsed);
+      started.jobs.delete(msg.id);
+    });
+    // A worker that fails or dies fails its own jobs (a server error, not the client's) and only
+    // its own: a worker started after it keeps its jobs.
+    const fail = () => {
+      for (const job of started.jobs.values()) job.reject(new Error('the JSON body worker failed'));
+      started.jobs.clear();
+      if (current === started) current = undefined;
+    };
+    started.worker.on('error', fail);
+    started.worker.on('messageerror', fail);
+    started.worker.on('exit', fail);
+    current = started;
   }
+  const target = current;
   const id = nextJob++;
   // Transfer the body's own memory when it has it whole (large Buffer.concat results do); else copy.
   const owned = raw.byteOffset === 0 && raw.buffer.byteLength === raw.length && raw.buffer instanceof ArrayBuffer;
   const bytes = owned ? new Uint8Array(raw.buffer as ArrayBuffer) : new Uint8Array(raw);
-  return new Promise((resolve) => {
-    jobs.set(id, resolve);
-    jsonWorker!.postMessage({ id, bytes }, [bytes.buffer]);
+  return new Promise((resolve, reject) => {
+    target.jobs.set(id, { resolve, reject });
+    target.worker.postMessage({ id, bytes }, [bytes.buffer]);
   });
-}
-
-/**
- * Deepest nesting of objects/arrays a body may have. The deepest legitimate bodies are schemas
- * (the spec allows 24 schema levels, each a `properties.<name>` pair) inside `text.format` or
- * `tools[i].parameters`: well under 64.
- */
-export const MAX_BODY_DEPTH = 64;
-
-/** Throws 400 `nested_too_deep` naming the path where the body passes MAX_BODY_DEPTH. */
-function checkDepth(body: object): void {
-  const stack: Array<[unknown, number, string]> = [[body, 0, '']];
-  while (stack.length > 0) {
-    const [node, depth, path] = stack.pop()!;
-    if (typeof node !== 'object' || node === null) continue;
-    if (depth >= MAX_BODY_DEPTH) {
-      throw badRequest(path || null, `The request body nests deeper than ${MAX_BODY_DEPTH} levels.`, 'nested_too_deep');
-    }
-    if (Array.isArray(node)) node.forEach((child, i) => stack.push([child, depth + 1, `${path}[${i}]`]));
-    else for (const [key, child] of Object.entries(node)) stack.push([child, depth + 1, path ? `${path}.${key}` : key]);
-  }
 }

@@ -119,7 +119,8 @@ async function* chunks(
 
 export const createChatCompletion: Handler = async (ctx, deps) => {
   const chat = ctx.state.body as ChatRequest;
-  const disconnect = new AbortController();
+  // Watched from the start: a client gone during planning stops the run before it generates.
+  const disconnect = abortOnDisconnect(ctx.res);
   const { runtime, response, events } = await run(deps, chat, disconnect.signal);
   const base = {
     id: newId('chatcmpl'),
@@ -133,7 +134,6 @@ export const createChatCompletion: Handler = async (ctx, deps) => {
     await streamSse(ctx, frames, { format: chatFormat, onDisconnect: disconnect });
     return;
   }
-  abortOnDisconnect(ctx.res, disconnect);
   const final = await runToEnd(events);
   if (final.status === 'failed') throw failure(final);
   ctx.body = {

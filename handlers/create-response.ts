@@ -12,7 +12,8 @@ import { createResponse as create, runToEnd } from '../responses/service.ts';
 
 export const createResponse: Handler = async (ctx, deps) => {
   const body: CreateResponseBody = ctx.state.body as CreateResponseBody;
-  const disconnect = new AbortController();
+  // Watched from the start: a client gone during planning stops the run before it generates.
+  const disconnect = abortOnDisconnect(ctx.res);
   const created = await create(deps, ctx.state.scope, body, disconnect.signal);
   switch (created.kind) {
     case 'queued':
@@ -25,7 +26,6 @@ export const createResponse: Handler = async (ctx, deps) => {
       });
     case 'foreground':
       if (created.stream) return streamSse(ctx, created.events, { onDisconnect: disconnect });
-      abortOnDisconnect(ctx.res, disconnect);
       ctx.body = await runToEnd(created.events);
   }
 };

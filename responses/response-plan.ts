@@ -195,8 +195,10 @@ interface Draft {
   renderOptions: RenderOptions;
   /** The conversation's own text (tokenised as plain text, see Tokenizer.encodePrompt). */
   plain: string[];
-  /** UTF-8 bytes of the message contents: the prompt has at least this many bytes. */
+  /** UTF-8 bytes of the message contents and tool calls: the prompt has at least this many bytes. */
   inputBytes: number;
+  /** inputBytes plus reasoning (which a template may drop): how much text rendering may have to handle. */
+  renderBytes: number;
 }
 
 function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: HistoryItem[], offset: number): Draft {
@@ -226,7 +228,17 @@ function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: Hi
   let turns = toTurns(history, offset, wire.itemParam);
   if (request.instructions) turns = [{ role: 'system', content: request.instructions }, ...turns];
   turns = withJsonInstruction(turns, format.instruction);
-  const inputBytes = turns.reduce((sum, turn) => sum + Buffer.byteLength(turn.content), 0);
+  let inputBytes = 0;
+  let reasoningBytes = 0;
+  for (const turn of turns) {
+    inputBytes += Buffer.byteLength(turn.content);
+    // A call's argument values are rendered at least once, however the template spells the JSON.
+    for (const call of turn.toolCalls ?? []) {
+      inputBytes += Buffer.byteLength(call.name);
+      for (const value of argumentStrings(call.arguments)) inputBytes += Buffer.byteLength(value);
+    }
+    reasoningBytes += Buffer.byteLength(turn.reasoning ?? '');
+  }
   checkCanFit(runtime, inputBytes, wire);
 
   const thinking = runtime.dialect.thinkingControl(request.reasoning?.effort);
@@ -247,6 +259,7 @@ function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: Hi
     renderOptions,
     plain: plainStrings(turns),
     inputBytes,
+    renderBytes: inputBytes + reasoningBytes,
   };
 }
 
@@ -337,7 +350,7 @@ export async function planResponseAsync(
   const draft = draftPlan(runtime, request, history, offset);
   const workers = runtime.promptWorkers;
   const rendered =
-    workers && draft.inputBytes >= OFF_THREAD_INPUT_BYTES
+    workers && draft.renderBytes >= OFF_THREAD_INPUT_BYTES
       ? await workers.render(draft.turns, draft.renderOptions, draft.plain).catch((error: unknown) => {
           throw asRequestError(error, draft.wire);
         })

@@ -70,6 +70,8 @@ export async function* runResponse(
   const control = new AbortController();
   const onAbort = () => control.abort();
   hooks.signal?.addEventListener('abort', onAbort, { once: true });
+  // A client gone before the run started (e.g. during planning): no event will come, stop at once.
+  if (hooks.signal?.aborted) control.abort();
 
   let finish: FinishInfo | undefined;
   let inReasoning = plan.parser.startInReasoning;

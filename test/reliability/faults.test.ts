@@ -73,3 +73,44 @@ describe('faults', () => {
     expect(stats.blocksFree).toBe(stats.blocksTotal);
   }, 60_000);
 });
+
+describe('a client that leaves while its request is being planned', () => {
+  it('stops the run before it generates and nothing is stored (a JSON request with store:true)', async () => {
+    const { scriptedRuntime } = await import('../responses/scripted-runtime.ts');
+    const { listenTestApp, stubRuntime } = await import('../helpers/test-app.ts');
+    const base = scriptedRuntime([{ pieces: ['\n', 'Hi', '<|user|>'] }]);
+    let planned = 0;
+    // Large inputs are planned on prompt workers; this one takes 300 ms, and the client leaves at 100.
+    const promptWorkers = {
+      render: async (
+        turns: Parameters<typeof base.dialect.renderPrompt>[0],
+        options: Parameters<typeof base.dialect.renderPrompt>[1],
+      ) => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        planned++;
+        const rendered = base.dialect.renderPrompt(turns, options);
+        return { promptIds: base.tokenizer.encode(rendered.text), parser: rendered.parser };
+      },
+    };
+    const served = await listenTestApp({ runtime: stubRuntime({ ...base, id: 'maya-test', promptWorkers }) });
+    try {
+      const controller = new AbortController();
+      const request = fetch(`${served.origin}/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ input: 'x'.repeat(10_000), store: true, reasoning: { effort: 'none' } }),
+        signal: controller.signal,
+      });
+      setTimeout(() => controller.abort(), 100);
+      await expect(request).rejects.toThrow();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(planned).toBe(1);
+      // Whatever reached the engine was cancelled before a token (no generation), and nothing was saved.
+      expect(base.engine.calls.length).toBeLessThanOrEqual(1);
+      expect(base.engine.cancelledCount).toBe(base.engine.calls.length);
+      expect((await served.deps.store.stats()).entries).toBe(0);
+    } finally {
+      await served.close();
+    }
+  });
+});

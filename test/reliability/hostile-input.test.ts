@@ -175,3 +175,17 @@ describe('large bodies', () => {
     expect(deep.body.error.code).toBe('nested_too_deep');
   });
 });
+
+describe('large bodies nested deeply', () => {
+  it('a 1 MiB+ body nested 8,000 levels is the same 400 nested_too_deep as a small one (never a hang)', async () => {
+    const { request } = app();
+    const deep = (padding: string) =>
+      `{"input":"hi","instructions":"${padding}","metadata":${'['.repeat(8000)}${']'.repeat(8000)}}`;
+    for (const body of [deep(''), deep('x'.repeat(1024 * 1024))]) {
+      const res = await request.post('/v1/responses').set('content-type', 'application/json').send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe('nested_too_deep');
+      expect(res.body.error.param).toMatch(/^metadata(\[0\])+$/);
+    }
+  }, 30_000);
+});
