@@ -114,6 +114,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const origin = `http://${host}:${address.port}`;
   options.onListening?.(origin);
   let isStopping = false;
+  deps.isStopping = () => isStopping;
   const loaded = options
     .loadRuntime(options.modelDir, {
       onProgress: options.onProgress,

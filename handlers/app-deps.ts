@@ -32,6 +32,8 @@ export interface AppDeps {
   readonly registry: Registry;
   /** The loaded model, or undefined while it is still loading (/health then answers 503). */
   readonly getRuntime: () => ModelRuntime | undefined;
+  /** True once shutdown began (the CLI's stop()): generation endpoints answer 503 shutting_down. */
+  isStopping?: () => boolean;
   /** Stored responses (store:true, previous_response_id, retrieve/delete/input_items). */
   readonly store: ResponseStore;
   /** Background jobs (`background:true`); /v1/status shows zeros when absent. */

@@ -45,6 +45,8 @@ export interface ServiceDeps {
   readonly settings: Pick<ResponsesSettings, 'ENTRY_BYTES'>;
   /** The loaded model, or undefined while it is still loading. */
   readonly getRuntime: () => ModelRuntime | undefined;
+  /** True once shutdown began: nothing new is generated (503 shutting_down). */
+  readonly isStopping?: () => boolean;
 }
 
 /** The validated CreateResponse fields the service reads. */
@@ -62,7 +64,14 @@ export type Created =
   | { kind: 'attached'; events: AsyncIterable<JobEvent> };
 
 /** The loaded model, or 503 `model_loading` (Retry-After: 5) while it is still loading. */
-export function requireRuntime(deps: Pick<ServiceDeps, 'getRuntime'>): ModelRuntime {
+export function requireRuntime(deps: Pick<ServiceDeps, 'getRuntime' | 'isStopping'>): ModelRuntime {
+  if (deps.isStopping?.() === true) {
+    throw unavailable(
+      'The server is shutting down; retry on another instance or after it restarts.',
+      'shutting_down',
+      1,
+    );
+  }
   const runtime = deps.getRuntime();
   if (runtime === undefined) throw unavailable('The model is still loading; retry shortly.', 'model_loading', 5);
   return runtime;
@@ -242,8 +251,12 @@ async function startBackground(deps: ServiceDeps, prepared: PreparedResponse, si
     await jobs.cancel(prepared.scope, queued.id);
     throw error;
   }
-  if (!lease) return { kind: 'queued', response: queued };
-  return { kind: 'attached', events: jobs.openStream(prepared.scope, queued.id, undefined, { signal, lease })! };
+  const events = lease ? jobs.openStream(prepared.scope, queued.id, undefined, { signal, lease }) : undefined;
+  if (events) return { kind: 'attached', events };
+  // No stream asked for, or the record already went (it finished and was evicted meanwhile): the
+  // queued snapshot, and the reader slot goes back.
+  lease?.release();
+  return { kind: 'queued', response: queued };
 }
 
 function jobSpec(prepared: PreparedResponse): JobSpec {
@@ -341,7 +354,7 @@ export async function listInputItems(
 
 /** createChatCompletion: the Responses plan and run for a Chat Completions request. */
 export async function createChatCompletion(
-  deps: Pick<ServiceDeps, 'getRuntime'>,
+  deps: Pick<ServiceDeps, 'getRuntime' | 'isStopping'>,
   chat: ChatRequest,
   signal: AbortSignal,
 ): Promise<{

@@ -160,3 +160,27 @@ describe('stop() with generations in flight', () => {
     await stopped;
   });
 });
+
+describe('requests that arrive once shutdown began', () => {
+  it('are refused with 503 shutting_down (Retry-After), not started and not a 500', async () => {
+    const { createTestApp } = await import('../helpers/test-app.ts');
+    const base = scriptedRuntime([{ pieces: ['\n', 'Hi', '<|user|>'] }]);
+    let stopping = false;
+    const { request } = createTestApp({
+      runtime: stubRuntime({ ...base, id: 'maya-test' }),
+      deps: { isStopping: () => stopping },
+    });
+    expect((await request.post('/v1/responses').send({ input: 'Hi', reasoning: { effort: 'none' } })).status).toBe(200);
+    stopping = true;
+    for (const [path, body] of [
+      ['/v1/responses', { input: 'Hi' }],
+      ['/v1/chat/completions', { messages: [{ role: 'user', content: 'Hi' }] }],
+    ] as const) {
+      const res = await request.post(path).send(body);
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe('shutting_down');
+      expect(res.headers['retry-after']).toBe('1');
+    }
+    expect(base.engine.calls).toHaveLength(1);
+  });
+});
