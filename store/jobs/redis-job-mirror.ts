@@ -231,8 +231,10 @@ export class RedisJobMirror implements JobObserver {
         `Response '${id}' is still ${record.status}; cancel it before deleting it.`,
         'response_in_progress',
       );
-    await this.call(() => this.client.del(this.key('job', id), this.key('job', id, 'ev'), this.key('job', id, 'eb')));
+    // The local record first: if this replica still runs it (the shared one was marked finished by
+    // another replica), that is a 409 and the shared record stays.
     if (this.jobs.has(scope, id)) this.jobs.remove(scope, id);
+    await this.call(() => this.client.del(this.key('job', id), this.key('job', id, 'ev'), this.key('job', id, 'eb')));
     return true;
   }
 
