@@ -135,6 +135,8 @@ export interface ServerSettings {
   readonly logLevel?: LogLevel;
   /** MAYA_STORE_URL: `redis://…` or `rediss://…` shares stored responses through Redis; undefined = in memory. */
   readonly storeUrl?: string;
+  /** Opt-in client-compatibility features beyond the spec (loadResponsesOptIns); absent = all off. */
+  readonly optIns?: ResponsesOptIns;
 }
 
 /**
@@ -255,6 +257,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     logLevel: logLevel as LogLevel,
     decoding: loadDecodingSettings(env),
     ...(storeUrl !== undefined ? { storeUrl } : {}),
+    ...optInsField(env),
   };
 }
 
@@ -274,4 +277,66 @@ function loadStoreUrl(raw: string | undefined): string | undefined {
     );
   }
   return raw.trim();
+}
+
+/**
+ * Opt-in features beyond the spec's Limits, for real clients (issue 21). Off by default, so the
+ * default server answers as the spec says (400). Read from MAYA_GLM_RESPONSES_* (legacy STRATA_
+ * spellings too, MAYA_ wins), like the integer settings.
+ */
+export interface ResponsesOptIns {
+  /** ITEM_REFERENCES=on: `item_reference` input items resolve to the caller's stored items. */
+  readonly itemReferences: boolean;
+  /** ENCRYPTED_REASONING=on: include `reasoning.encrypted_content`, encrypted reasoning input, `reasoning.summary`. */
+  readonly encryptedReasoning: boolean;
+  /** REASONING_KEY: the 32-byte AES-256-GCM key; undefined = a random key made at start-up. Never logged. */
+  readonly reasoningKey?: Uint8Array;
+}
+
+function responsesValue(env: Env, name: string): [variable: string, raw: string | undefined] {
+  const mayaValue = env[MAYA_PREFIX + name];
+  if (mayaValue !== undefined && mayaValue !== '') return [MAYA_PREFIX + name, mayaValue];
+  return [LEGACY_PREFIX + name, env[LEGACY_PREFIX + name] === '' ? undefined : env[LEGACY_PREFIX + name]];
+}
+
+function onOff(env: Env, name: string): boolean {
+  const [variable, raw] = responsesValue(env, name);
+  if (raw === undefined) return false;
+  const text = raw.trim().toLowerCase();
+  if (text !== 'on' && text !== 'off') throw new SettingsError(variable, `${variable}=${raw}: must be on or off`);
+  return text === 'on';
+}
+
+/** A 32-byte key as 64 hex digits or base64 (44 characters); the message never echoes the value. */
+function reasoningKey(env: Env): Uint8Array | undefined {
+  const [variable, raw] = responsesValue(env, 'REASONING_KEY');
+  if (raw === undefined) return undefined;
+  const text = raw.trim();
+  const key = /^[0-9a-fA-F]{64}$/.test(text)
+    ? Buffer.from(text, 'hex')
+    : /^[A-Za-z0-9+/]{43}=$/.test(text)
+      ? Buffer.from(text, 'base64')
+      : undefined;
+  if (key?.length !== 32)
+    throw new SettingsError(
+      variable,
+      `${variable}: must be 32 bytes as 64 hex digits or base64 (the value is not shown)`,
+    );
+  return new Uint8Array(key);
+}
+
+/** Resolves the opt-ins; SettingsError names the variable. */
+export function loadResponsesOptIns(env: Env): ResponsesOptIns {
+  const key = reasoningKey(env);
+  return {
+    itemReferences: onOff(env, 'ITEM_REFERENCES'),
+    encryptedReasoning: onOff(env, 'ENCRYPTED_REASONING'),
+    ...(key !== undefined ? { reasoningKey: key } : {}),
+  };
+}
+
+/** `{optIns}` when any opt-in is set, else nothing (the default server settings stay as they were). */
+function optInsField(env: Env): { optIns?: ResponsesOptIns } {
+  const optIns = loadResponsesOptIns(env);
+  return optIns.itemReferences || optIns.encryptedReasoning || optIns.reasoningKey ? { optIns } : {};
 }

@@ -129,3 +129,37 @@ export function sseErrorEvent(
     error,
   };
 }
+
+/** Failed-response codes caused by the request itself (its history, images or storage limits). */
+const REQUEST_FAILURE_CODES = new Set([
+  'invalid_prompt',
+  'invalid_image',
+  'invalid_image_format',
+  'invalid_base64_image',
+  'invalid_image_url',
+  'image_too_large',
+  'image_too_small',
+  'image_parse_error',
+  'invalid_image_mode',
+  'unsupported_image_media_type',
+  'empty_image_file',
+  'failed_to_download_image',
+  'snapshot_too_large',
+  'duplicate_item',
+  'invalid_item',
+]);
+
+/**
+ * A failed Response's `error` with its `type`: OpenAI's ResponseError is `code` + `message` and
+ * open; `type` (the category, as in HTTP error bodies) is what the Vercel AI SDK needs to report it.
+ */
+export function typedFailure<Failure extends { code: string; message: string }>(
+  failure: Failure,
+): Failure & { type: 'invalid_request_error' | 'requests' | 'server_error' } {
+  const type = REQUEST_FAILURE_CODES.has(failure.code)
+    ? 'invalid_request_error'
+    : failure.code === 'rate_limit_exceeded'
+      ? 'requests'
+      : 'server_error';
+  return { ...failure, type };
+}

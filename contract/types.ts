@@ -85,6 +85,8 @@ export type ReasoningOutputItem = {
   status: ServerItemStatus;
   summary: never[];
   content: ReasoningTextPart[];
+  /** With include reasoning.encrypted_content (opt-in): the content, sealed; set when the item is done. */
+  encrypted_content?: string;
 };
 export type FunctionCallItem = {
   type: 'function_call';
@@ -97,7 +99,8 @@ export type FunctionCallItem = {
 export type ServerOutputItem = MessageItem | ReasoningOutputItem | FunctionCallItem;
 /** The Response object as Maya builds, stores and publishes it. */
 export type ResponseObject = Omit<Response, 'output'> & { output: ServerOutputItem[] };
-export type ResponseFailure = NonNullable<Response['error']>;
+/** Why a response failed, before `typedFailure` (contract/errors.ts) adds its `type`. */
+export type ResponseFailure = Omit<NonNullable<Response['error']>, 'type'>;
 
 type Pin<Narrow extends Wide, Wide> = [Narrow, Wide];
 export type ContractPins = [

@@ -16,7 +16,7 @@ import { readJsonBody } from './body.ts';
 import { corsMiddleware } from './cors.ts';
 import { ApiError, badRequest, methodNotAllowed, toApiError, unknownRoute } from '../contract/errors.ts';
 import { handlers as defaultHandlers } from './index.ts';
-import { findRejection, REJECTIONS } from './rejections.ts';
+import { findRejection, rejectionsFor } from './rejections.ts';
 import { compileValidators, defaultDocument, type OpenApiDocument, type OperationValidator } from './validation.ts';
 import { createHttpMetrics, type HttpMetrics } from '../metrics/http-metrics.ts';
 import { operations, type OperationId } from '../generated/operations.ts';
@@ -124,7 +124,7 @@ function operationMiddleware(
   deps: AppDeps,
   authenticator: ReturnType<typeof createAuthenticator>,
 ): Koa.Middleware<RequestState> {
-  const rejections = REJECTIONS[id] ?? [];
+  const rejections = rejectionsFor(id, deps.server.optIns);
   return async (ctx) => {
     ctx.state.operationId = id;
     ctx.state.scope = validator.isOpen ? ANONYMOUS_SCOPE : authenticator.scopeFor(ctx.headers);

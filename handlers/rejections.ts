@@ -6,6 +6,7 @@
  * feature is named as such even where the contract's schema would also refuse it (files, audio,
  * hosted tools). A test per row lives in test/handlers/rejections.test.ts.
  */
+import type { ResponsesOptIns } from '../config/settings.ts';
 import { badRequest, type ApiError } from '../contract/errors.ts';
 
 type Json = Record<string, unknown>;
@@ -23,6 +24,8 @@ export interface Rejection {
   readonly message: string;
   /** The offending field's path when the row applies to `body`, else undefined. */
   find(body: Json): string | undefined;
+  /** The opt-in setting that lifts this row (config/settings.ts ResponsesOptIns); none = always applies. */
+  readonly liftedBy?: keyof Pick<ResponsesOptIns, 'itemReferences' | 'encryptedReasoning'>;
 }
 
 const isObject = (value: unknown): value is Json =>
@@ -92,7 +95,8 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     id: 'item_reference',
     code: 'unsupported_value',
     message:
-      'Item references are not supported. Send the item itself in `input` (clients that replay by reference, such as the Vercel AI SDK, send items in full with `store: false`), or use `previous_response_id`.',
+      'Item references are off on this server. Send the item itself in `input` (clients that replay by reference, such as the Vercel AI SDK, send items in full with `store: false`), use `previous_response_id`, or have the server started with MAYA_GLM_RESPONSES_ITEM_REFERENCES=on.',
+    liftedBy: 'itemReferences',
     find: (body) => {
       const hit = inputItems(body).find(
         ([, item]) =>
@@ -126,7 +130,9 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'encrypted_reasoning',
     code: 'unsupported_parameter',
-    message: 'Encrypted reasoning input is not supported; replay reasoning items with their `content` instead.',
+    message:
+      'Encrypted reasoning is off on this server; replay reasoning items with their `content` instead, or have the server started with MAYA_GLM_RESPONSES_ENCRYPTED_REASONING=on.',
+    liftedBy: 'encryptedReasoning',
     find: (body) => {
       const hit = inputItems(body).find(([, item]) => item.type === 'reasoning' && isSet(item.encrypted_content));
       return hit === undefined ? undefined : `${hit[0]}.encrypted_content`;
@@ -147,14 +153,17 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
   {
     id: 'reasoning_summary',
     code: 'unsupported_parameter',
-    message: 'Reasoning summaries are not supported; Maya returns the model reasoning itself as `reasoning_text`.',
+    message:
+      'Reasoning summaries are not supported; Maya returns the model reasoning itself as `reasoning_text`. (With MAYA_GLM_RESPONSES_ENCRYPTED_REASONING=on the setting is accepted and no summary is made.)',
+    liftedBy: 'encryptedReasoning',
     find: (body) => (isSet(reasoningOf(body).summary) ? 'reasoning.summary' : undefined),
   },
   {
     id: 'reasoning_generate_summary',
     code: 'unsupported_parameter',
     message:
-      'Reasoning summaries (`generate_summary`) are not supported; Maya returns the model reasoning itself as `reasoning_text`.',
+      'Reasoning summaries (`generate_summary`) are not supported; Maya returns the model reasoning itself as `reasoning_text`. (With MAYA_GLM_RESPONSES_ENCRYPTED_REASONING=on the setting is accepted and no summary is made.)',
+    liftedBy: 'encryptedReasoning',
     find: (body) => (isSet(reasoningOf(body).generate_summary) ? 'reasoning.generate_summary' : undefined),
   },
   {
@@ -210,7 +219,8 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     id: 'include_encrypted_reasoning',
     code: 'unsupported_value',
     message:
-      "include 'reasoning.encrypted_content' needs explicit reasoning.effort 'none': reasoning encryption is not supported.",
+      "include 'reasoning.encrypted_content' needs explicit reasoning.effort 'none': reasoning encryption is off on this server (MAYA_GLM_RESPONSES_ENCRYPTED_REASONING=on turns it on).",
+    liftedBy: 'encryptedReasoning',
     find: (body) => {
       if (!Array.isArray(body.include) || reasoningOf(body).effort === 'none') return undefined;
       const i = body.include.indexOf('reasoning.encrypted_content');
@@ -325,6 +335,11 @@ export const REJECTIONS: Readonly<Record<string, readonly Rejection[]>> = {
   createResponse: CREATE_RESPONSE_REJECTIONS,
   createChatCompletion: CREATE_CHAT_COMPLETION_REJECTIONS,
 };
+
+/** The rows of `operationId` that apply with these opt-ins (a row an opt-in lifts is dropped). */
+export function rejectionsFor(operationId: string, optIns?: ResponsesOptIns): readonly Rejection[] {
+  return (REJECTIONS[operationId] ?? []).filter((row) => row.liftedBy === undefined || optIns?.[row.liftedBy] !== true);
+}
 
 /** The 400 for the first row that applies to `body`, or undefined. */
 export function findRejection(rows: readonly Rejection[], body: Json): ApiError | undefined {

@@ -36,7 +36,11 @@ export class OutputAssembler {
   private open: OutputItem | undefined;
   private readonly callItems = new Map<number, FunctionCallItem>();
 
-  constructor(private readonly emit: (event: UnnumberedEvent) => void) {}
+  /** `sealReasoning`: when set, a finished reasoning item carries `encrypted_content` (its content, sealed). */
+  constructor(
+    private readonly emit: (event: UnnumberedEvent) => void,
+    private readonly sealReasoning?: (content: ReasoningTextPart[]) => string,
+  ) {}
 
   push(event: ContentEvent): void {
     switch (event.type) {
@@ -176,6 +180,7 @@ export class OutputAssembler {
       part: clone(part),
     });
     item.status = status;
+    if (item.type === 'reasoning' && this.sealReasoning) item.encrypted_content = this.sealReasoning(item.content);
     this.emit({ type: 'response.output_item.done', output_index: outputIndex, item: clone(item) });
     this.open = undefined;
   }

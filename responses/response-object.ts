@@ -34,7 +34,7 @@ export interface EchoedRequest {
   tool_choice?: unknown;
   parallel_tool_calls?: boolean | null;
   text?: { format?: Record<string, unknown>; verbosity?: string | null } | null;
-  reasoning?: { effort?: string | null } | null;
+  reasoning?: { effort?: string | null; summary?: string | null; generate_summary?: string | null } | null;
   prompt_cache_key?: string | null;
   safety_identifier?: string | null;
   user?: string | null;
@@ -59,6 +59,7 @@ function echoTools(tools: EchoedRequest['tools']): Response['tools'] {
 
 // The request's values passed the contract's schema before the pipeline ran; these name their wire types.
 type ReasoningEffort = NonNullable<Response['reasoning']>['effort'];
+type ReasoningSummary = NonNullable<Response['reasoning']>['summary'];
 type TextFormat = Response['text']['format'];
 type Verbosity = Response['text']['verbosity'];
 
@@ -86,7 +87,11 @@ export function newResponseObject(
     parallel_tool_calls: request.parallel_tool_calls ?? true,
     previous_response_id: request.previous_response_id ?? null,
     prompt_cache_key: request.prompt_cache_key ?? null,
-    reasoning: { effort: (request.reasoning?.effort ?? null) as ReasoningEffort, summary: null },
+    // A summary setting reaches here only with encrypted reasoning on; it is echoed, and none is made.
+    reasoning: {
+      effort: (request.reasoning?.effort ?? null) as ReasoningEffort,
+      summary: (request.reasoning?.summary ?? request.reasoning?.generate_summary ?? null) as ReasoningSummary,
+    },
     safety_identifier: request.safety_identifier ?? null,
     service_tier: 'default',
     store: request.store ?? false,

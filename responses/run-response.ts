@@ -11,9 +11,10 @@
 import type { FinishInfo } from '../engine-cuda/engine.ts';
 import { EngineError } from '../engine-cuda/engine.ts';
 import type { ParserEvent } from '../dialects/dialect.ts';
+import { typedFailure } from '../contract/errors.ts';
 import { EventSequencer, type StreamEvent, type UnnumberedEvent } from '../contract/stream-events.ts';
 import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
-import { OutputAssembler } from './output-assembler.ts';
+import { OutputAssembler, type ReasoningOutputItem } from './output-assembler.ts';
 import type { ResponsePlan } from './response-plan.ts';
 import { makeUsage, type ResponseError, type ResponseObject } from './response-object.ts';
 
@@ -25,6 +26,8 @@ export interface RunHooks {
   /** Called with the final response before its terminal event is published (the store's put). */
   beforeTerminal?: (response: ResponseObject) => Promise<void>;
   seed?: number;
+  /** When set, each finished reasoning item gets `encrypted_content` = this of its content. */
+  sealReasoning?: (content: ReasoningOutputItem['content']) => string;
 }
 
 type Failure = ResponseError;
@@ -64,7 +67,7 @@ export async function* runResponse(
     if (state.bufferBytes > PUBLISH_BUFFER_BYTES)
       state.failure ??= { code: 'output_buffer_exceeded', message: 'The output exceeded the 4 MiB validation buffer.' };
     else buffered.push(event);
-  });
+  }, hooks.sealReasoning);
   const parser = runtime.dialect.createParser(plan.parser);
   const decoder = runtime.tokenizer.createDecoder(runtime.dialect.markerTokens);
   const control = new AbortController();
@@ -160,7 +163,7 @@ export async function* runResponse(
   response.completed_at = Math.floor(Date.now() / 1000);
   if (state.failure) {
     response.status = 'failed';
-    response.error = state.failure;
+    response.error = typedFailure(state.failure);
   } else if (isIncomplete) {
     response.status = 'incomplete';
     response.incomplete_details = { reason: 'max_output_tokens' };

@@ -13,7 +13,7 @@
 import { conflict, badRequest, notFound, tooLarge, unavailable } from '../contract/errors.ts';
 import { drainEvents, type StreamEvent } from '../contract/stream-events.ts';
 import type { ResponseObject } from '../contract/types.ts';
-import type { ResponsesSettings } from '../config/settings.ts';
+import type { ResponsesOptIns, ResponsesSettings } from '../config/settings.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 import type { JobManager, JobSpec } from '../store/jobs/job-manager.ts';
 import type { JobEvent } from '../store/jobs/job-event-buffer.ts';
@@ -27,8 +27,10 @@ import type {
   StoredResponse,
 } from '../store/responses/response-store.ts';
 import { chatHistory, chatPlanRequest, type ChatRequest } from './chat-request.ts';
+import { ReasoningCipher, type ReasoningContent } from './encrypted-reasoning.ts';
 import { newId } from './ids.ts';
 import { normaliseInput, type HistoryItem } from './input-history.ts';
+import { ItemIndex, resolveItemReferences } from './item-references.ts';
 import { newResponseObject } from './response-object.ts';
 import { planResponseAsync, withSamplingDefaults, type PlanRequest, type ResponsePlan } from './response-plan.ts';
 import { runResponse } from './run-response.ts';
@@ -47,6 +49,8 @@ export interface ServiceDeps {
   readonly getRuntime: () => ModelRuntime | undefined;
   /** True once shutdown began: nothing new is generated (503 shutting_down). */
   readonly isStopping?: () => boolean;
+  /** The opt-in features (item references, encrypted reasoning); absent = all off. */
+  readonly server?: { readonly optIns?: ResponsesOptIns };
 }
 
 /** The validated CreateResponse fields the service reads. */
@@ -55,6 +59,7 @@ export type CreateRequest = PlanRequest & {
   stream?: boolean | null;
   background?: boolean | null;
   store?: boolean | null;
+  include?: string[] | null;
 };
 
 /** A created response: a foreground run to drain or stream, or a queued background task. */
@@ -112,6 +117,60 @@ function taskRecords(deps: ServiceDeps, scope: string, id: string): TaskRecords 
   return deps.jobs?.has(scope, id) === true ? deps.jobs : undefined;
 }
 
+/** The item index of a store (item references), one per store instance. */
+const itemIndexes = new WeakMap<ResponseStore, ItemIndex>();
+function itemIndexOf(store: ResponseStore): ItemIndex {
+  let index = itemIndexes.get(store);
+  if (!index) itemIndexes.set(store, (index = new ItemIndex()));
+  return index;
+}
+
+/** The reasoning cipher, one per configured key (the process key when none is set). */
+const ciphers = new WeakMap<ResponsesOptIns, ReasoningCipher>();
+function cipherOf(optIns: ResponsesOptIns): ReasoningCipher {
+  let cipher = ciphers.get(optIns);
+  if (!cipher) ciphers.set(optIns, (cipher = new ReasoningCipher(optIns.reasoningKey)));
+  return cipher;
+}
+
+/**
+ * The request's input with the opt-in features applied: encrypted reasoning decrypted into
+ * `content` (400 invalid_encrypted_content when it does not open for this scope), then item
+ * references replaced by the stored items they name (404 for an id the caller has no item for).
+ */
+async function resolveInput(
+  deps: ServiceDeps,
+  scope: string,
+  input: CreateRequest['input'],
+): Promise<string | Record<string, unknown>[]> {
+  const optIns = deps.server?.optIns;
+  if (input === undefined || typeof input === 'string' || optIns === undefined) return input ?? [];
+  let items = input;
+  if (optIns.encryptedReasoning) {
+    const cipher = cipherOf(optIns);
+    items = items.map((item, i) =>
+      item.type === 'reasoning' && typeof item.encrypted_content === 'string'
+        ? { ...item, content: cipher.open(scope, item.encrypted_content, `input[${i}].encrypted_content`) }
+        : item,
+    );
+  }
+  if (optIns.itemReferences) items = await resolveItemReferences(deps.store, itemIndexOf(deps.store), scope, items);
+  return items;
+}
+
+/** Seals output reasoning when the request asked for `reasoning.encrypted_content` and it is on. */
+function reasoningSealer(
+  deps: ServiceDeps,
+  scope: string,
+  request: CreateRequest,
+): ((content: ReasoningContent) => string) | undefined {
+  const optIns = deps.server?.optIns;
+  if (optIns?.encryptedReasoning !== true || request.include?.includes('reasoning.encrypted_content') !== true)
+    return undefined;
+  const cipher = cipherOf(optIns);
+  return (content) => cipher.seal(scope, content);
+}
+
 /** A request ready to run: everything a foreground run or a background task needs. */
 interface PreparedResponse {
   scope: string;
@@ -126,6 +185,8 @@ interface PreparedResponse {
   previous?: StoredHistory;
   /** Saves the final response (store:true); undefined when nothing is stored. */
   save?: (final: ResponseObject) => Promise<void>;
+  /** Seals reasoning output as `encrypted_content` (include reasoning.encrypted_content). */
+  sealReasoning?: (content: ReasoningContent) => string;
 }
 
 /**
@@ -148,9 +209,14 @@ async function* runForeground(
   prepared: PreparedResponse,
   signal: AbortSignal,
 ): AsyncGenerator<StreamEvent, ResponseObject, void> {
-  const { runtime, plan, response, request, save } = prepared;
+  const { runtime, plan, response, request, save, sealReasoning } = prepared;
   try {
-    return yield* runResponse(runtime, plan, response, { signal, beforeTerminal: save, seed: request.seed });
+    return yield* runResponse(runtime, plan, response, {
+      signal,
+      beforeTerminal: save,
+      seed: request.seed,
+      sealReasoning,
+    });
   } finally {
     prepared.previous?.release();
   }
@@ -167,7 +233,7 @@ async function prepare(
     ? await continuation(deps, scope, request.previous_response_id)
     : undefined;
   try {
-    const newItems = normaliseInput(request.input ?? []);
+    const newItems = normaliseInput(await resolveInput(deps, scope, request.input));
     const history: HistoryItem[] = [...((previous?.items ?? []) as HistoryItem[]), ...newItems];
     if (request.store) checkStorable(history, newItems, previous, deps.settings.ENTRY_BYTES);
     const plan = await planResponseAsync(runtime, request, history, -(previous?.items.length ?? 0));
@@ -177,15 +243,27 @@ async function prepare(
       runtime.id,
       request.background ? 'queued' : 'in_progress',
     );
-    const save =
-      request.store === true
-        ? (final: ResponseObject) => deps.store.put(scope, { response: final, inputItems: newItems, previous })
-        : undefined;
-    return { scope, request, runtime, plan, response, newItems, previous, save };
+    const save = request.store === true ? saver(deps, scope, newItems, previous) : undefined;
+    const sealReasoning = reasoningSealer(deps, scope, request);
+    return { scope, request, runtime, plan, response, newItems, previous, save, sealReasoning };
   } catch (error) {
     previous?.release();
     throw error;
   }
+}
+
+/** Stores the final response; with item references on, indexes its items for later references. */
+function saver(
+  deps: ServiceDeps,
+  scope: string,
+  newItems: HistoryItem[],
+  previous: StoredHistory | undefined,
+): (final: ResponseObject) => Promise<void> {
+  return async (final) => {
+    await deps.store.put(scope, { response: final, inputItems: newItems, previous });
+    if (deps.server?.optIns?.itemReferences === true)
+      itemIndexOf(deps.store).add(scope, final.id, [...(previous?.items ?? []), ...newItems, ...final.output]);
+  };
 }
 
 /** The continued response's history (404 for unknown, expired, deleted or other-key ids). */
@@ -260,12 +338,12 @@ async function startBackground(deps: ServiceDeps, prepared: PreparedResponse, si
 }
 
 function jobSpec(prepared: PreparedResponse): JobSpec {
-  const { runtime, plan, response, request } = prepared;
+  const { runtime, plan, response, request, sealReasoning } = prepared;
   return {
     response,
     historyItems: [...(prepared.previous?.items ?? []), ...prepared.newItems],
     run: ({ signal, sequencer, beforeTerminal }) =>
-      runResponse(runtime, plan, response, { signal, beforeTerminal, seed: request.seed }, sequencer),
+      runResponse(runtime, plan, response, { signal, beforeTerminal, seed: request.seed, sealReasoning }, sequencer),
     save: prepared.save,
     release: () => prepared.previous?.release(),
   };

@@ -25,6 +25,7 @@ import {
   sseErrorEvent,
   tooLarge,
   tooManyRequests,
+  typedFailure,
   unavailable,
 } from '../../contract/errors.ts';
 import { drainEvents, type StreamEvent, type UnnumberedEvent } from '../../contract/stream-events.ts';
@@ -505,7 +506,7 @@ export class JobManager {
       status = 'failed';
       Object.assign(response, {
         status,
-        error: record.failure,
+        error: typedFailure(record.failure),
         output: [],
         completed_at: Math.floor(this.now() / 1000),
       });

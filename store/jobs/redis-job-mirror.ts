@@ -443,6 +443,7 @@ export class RedisJobMirror implements JobObserver {
     const error = {
       code: 'server_error',
       message: 'The replica running this background task stopped (its lease expired) before the task finished.',
+      type: 'server_error',
     };
     const failed = {
       ...record.snapshot,

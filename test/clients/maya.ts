@@ -14,8 +14,9 @@ export interface Maya {
   stop(): Promise<void>;
 }
 
-export async function startMaya(): Promise<Maya> {
-  const demo = await startDemoService();
+/** `options`: the opt-in settings (item references, encrypted reasoning) and decoding, as `maya serve` would read them. */
+export async function startMaya(options: Parameters<typeof startDemoService>[1] = {}): Promise<Maya> {
+  const demo = await startDemoService([], options);
   return { demo, baseURL: `${demo.origin}/v1`, model: demo.runtime.id, stop: () => demo.stop() };
 }
 

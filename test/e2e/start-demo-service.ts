@@ -10,7 +10,7 @@ import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { startService, type RunningService } from '../../cli/serve.ts';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS, type ResponsesOptIns } from '../../config/settings.ts';
 import { silentLogger } from '../../handlers/app-deps.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
@@ -29,9 +29,9 @@ export interface DemoService {
 
 export async function startDemoService(
   apiKeys: string[] = [],
-  options: { constrainedDecoding?: boolean } = {},
+  options: { constrainedDecoding?: boolean; optIns?: ResponsesOptIns } = {},
 ): Promise<DemoService> {
-  const { constrainedDecoding } = options;
+  const { constrainedDecoding, optIns } = options;
   const service = await startService({
     settings: DEFAULT_RESPONSES_SETTINGS,
     server: {
@@ -41,6 +41,7 @@ export async function startDemoService(
       apiKeys,
       corsOrigins: undefined,
       maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+      ...(optIns ? { optIns } : {}),
     },
     modelDir: DEMO_MODEL_DIR,
     loadRuntime:

@@ -42,7 +42,7 @@ const callStream: ResponseStreamEvent[] = [
 ];
 
 const failures: ResponseStreamEvent[] = [
-  { type: 'response.failed', sequence_number: 6, response: { ...response, status: 'failed', output: [], error: { code: 'server_error', message: 'engine failure' } } },
+  { type: 'response.failed', sequence_number: 6, response: { ...response, status: 'failed', output: [], error: { code: 'server_error', message: 'engine failure', type: 'server_error' } } },
   { type: 'error', sequence_number: 7, code: 'response_cancelled', message: 'The response was cancelled.', param: null,
     error: { type: 'invalid_request_error', code: 'response_cancelled', message: 'The response was cancelled.', param: null } },
   { type: 'error', sequence_number: 0, code: null, message: 'Reader fell behind.', param: null },
