@@ -12,7 +12,7 @@
  * expired, evicted, deleted or other-key response resolves like an unknown id (404 naming it).
  * With a shared store (MAYA_STORE_URL) a reference resolves on the replica that saved the response.
  */
-import { notFound } from '../contract/errors.ts';
+import { ApiError } from '../contract/errors.ts';
 import type { ResponseStore, StoredItem } from '../store/responses/response-store.ts';
 
 type RawItem = Record<string, unknown>;
@@ -84,7 +84,7 @@ export async function resolveItemReferences(
       await readItems(store, scope, responseId, found);
     }
     const target = found.get(id);
-    if (target === undefined) throw notFound('item', id, `input[${i}].id`);
+    if (target === undefined) throw unknownItem(id, `input[${i}].id`);
     resolved.push(structuredClone(target) as RawItem);
   }
   return resolved;
@@ -104,4 +104,15 @@ async function readItems(
   } finally {
     history.release();
   }
+}
+
+/** 404 `not_found` in the shape of an unknown previous_response_id, saying where references point. */
+function unknownItem(id: string, param: string): ApiError {
+  return new ApiError(
+    404,
+    `No item found with id '${id}'. Item references name items of this API key's stored responses (created with \`store: true\`; Maya stores nothing by default); send the item itself otherwise.`,
+    'invalid_request_error',
+    'not_found',
+    param,
+  );
 }

@@ -1,9 +1,12 @@
 /**
- * Codex CLI against Maya: starts Maya on the demo model (real engine) on a loopback port behind a
- * recording proxy, writes a CODEX_HOME from scripts/codex/config.toml, runs
- * `codex exec "Hello"` and checks that the turn completed (exit 0) over POST /v1/responses
- * with `store:false` and a streamed 200. Not part of `npm test`: the Codex npm package carries a
- * ~424 MB binary, so it is not a devDependency. Run:
+ * Codex CLI against Maya: starts Maya on the demo model (real engine) with encrypted reasoning on
+ * (MAYA_GLM_RESPONSES_ENCRYPTED_REASONING) on a loopback port behind a recording proxy, writes a
+ * CODEX_HOME from scripts/codex/config.toml (thinking on), runs `codex exec "Hello"` and checks
+ * that the turn completed (exit 0) over POST /v1/responses with `store:false`, a streamed 200,
+ * reasoning asked for with include `reasoning.encrypted_content`, and reasoning items that came
+ * back with `encrypted_content`; then `codex exec resume --last` for a second turn, which must
+ * replay that reasoning by its `encrypted_content` and succeed. Not part of `npm test`: the Codex npm package carries a ~424 MB
+ * binary, so it is not a devDependency. Run:
  *
  *   npm install --no-save @openai/codex@0.171.0 && npm run clients:codex
  *   CODEX_BIN=/path/to/codex npm run clients:codex
@@ -30,9 +33,24 @@ interface Seen {
   status: number;
   store: unknown;
   stream: unknown;
+  reasoning: unknown;
+  include: unknown;
+  /** Input reasoning items replayed by their encrypted_content. */
+  encryptedInputs: number;
+  /** Reasoning items in the answer (output_item.done) carrying encrypted_content. */
+  encryptedOutputs: number;
 }
 
-/** A loopback proxy to `target` that records each request's method, path, status, store and stream. */
+const countEncrypted = (items: unknown): number =>
+  Array.isArray(items)
+    ? items.filter(
+        (item) =>
+          (item as Record<string, unknown>)?.type === 'reasoning' &&
+          typeof (item as Record<string, unknown>).encrypted_content === 'string',
+      ).length
+    : 0;
+
+/** A loopback proxy to `target` that records each request's method, path, status, store, stream, reasoning and encrypted reasoning in and out. */
 async function recordingProxy(target: string, seen: Seen[]): Promise<{ url: string; close(): void }> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -46,12 +64,26 @@ async function recordingProxy(target: string, seen: Seen[]): Promise<{ url: stri
         /* not JSON */
       }
       const upstream = request(target + req.url, { method: req.method, headers: req.headers }, (answer) => {
-        seen.push({
+        const entry: Seen = {
           method: req.method ?? '',
           path: req.url ?? '',
           status: answer.statusCode ?? 0,
           store: parsed.store,
           stream: parsed.stream,
+          reasoning: parsed.reasoning,
+          include: parsed.include,
+          encryptedInputs: countEncrypted(parsed.input),
+          encryptedOutputs: 0,
+        };
+        seen.push(entry);
+        let text = '';
+        answer.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+        answer.on('end', () => {
+          const done = text
+            .split('\n')
+            .filter((line) => line.startsWith('data: ') && line.includes('"response.output_item.done"'))
+            .map((line) => (JSON.parse(line.slice(6)) as { item: unknown }).item);
+          entry.encryptedOutputs = countEncrypted(done);
         });
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
@@ -63,9 +95,10 @@ async function recordingProxy(target: string, seen: Seen[]): Promise<{ url: stri
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
-function runCodex(home: string, work: string): Promise<{ code: number | null; output: string }> {
+/** `codex exec` (`args` after its options: a prompt, or `resume --last PROMPT` for a second turn). */
+function runCodex(home: string, work: string, args: string[]): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(CODEX, ['exec', '--skip-git-repo-check', '-C', work, 'Hello'], {
+    const child = spawn(CODEX, ['exec', '--skip-git-repo-check', '-C', work, ...args], {
       env: { ...process.env, CODEX_HOME: home },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -78,6 +111,17 @@ function runCodex(home: string, work: string): Promise<{ code: number | null; ou
       resolve({ code, output });
     });
   });
+}
+
+/** Reasoning asked for (effort other than none) together with include reasoning.encrypted_content. */
+function thinks(t: Seen): boolean {
+  const effort = (t.reasoning as { effort?: unknown } | undefined)?.effort;
+  return (
+    typeof effort === 'string' &&
+    effort !== 'none' &&
+    Array.isArray(t.include) &&
+    t.include.includes('reasoning.encrypted_content')
+  );
 }
 
 if (!existsSync(CODEX)) {
@@ -95,6 +139,8 @@ const service = await startService({
     apiKeys: [],
     corsOrigins: undefined,
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+    // What README "Codex CLI" asks of the server for thinking on (Codex replays reasoning encrypted).
+    optIns: { itemReferences: false, encryptedReasoning: true },
   },
   modelDir: path.join(ROOT, 'models/maya-demo'),
   loadRuntime: loadModelRuntime,
@@ -118,7 +164,12 @@ try {
       .replaceAll('{{BASE_URL}}', `${proxy.url}/v1`)
       .replaceAll('{{INSTRUCTIONS}}', path.join(ROOT, 'scripts/codex/instructions.md')),
   );
-  const { code, output } = await runCodex(home, work);
+  // Two turns: the second resumes the session, so Codex replays the first turn's reasoning item
+  // by its encrypted_content (store:false), which Maya must decrypt for the turn to succeed.
+  const first = await runCodex(home, work, ['Hello']);
+  const second = first.code === 0 ? await runCodex(home, work, ['resume', '--last', 'Thanks']) : first;
+  const code = second.code;
+  const output = first.output + second.output;
   const turns = seen.filter((s) => s.method === 'POST' && s.path === '/v1/responses');
   const problems = [
     ...(code === 0 ? [] : [`codex exited ${code}`]),
@@ -127,15 +178,26 @@ try {
     ...turns
       .filter((t) => t.store !== false || t.stream !== true)
       .map((t) => `a request had store=${String(t.store)} stream=${String(t.stream)}`),
+    ...turns
+      .filter((t) => !thinks(t))
+      .map(
+        (t) =>
+          `a request did not ask for reasoning with encrypted content: reasoning=${JSON.stringify(t.reasoning)} include=${JSON.stringify(t.include)}`,
+      ),
+    ...(turns.some((t) => t.encryptedOutputs > 0) ? [] : ['no reasoning item came back with encrypted_content']),
+    ...(turns.some((t) => t.encryptedInputs > 0) ? [] : ['the second turn replayed no encrypted reasoning']),
   ];
   console.log(
-    `codex-smoke: ${turns.length} POST /v1/responses (${turns.map((t) => t.status).join(', ')}), exit ${code}`,
+    `codex-smoke: ${turns.length} POST /v1/responses (${turns.map((t) => t.status).join(', ')}), exit ${code}; ` +
+      `reasoning ${JSON.stringify(turns[0]?.reasoning)}, encrypted reasoning items out ${turns.map((t) => t.encryptedOutputs).join(', ')}, replayed in ${turns.map((t) => t.encryptedInputs).join(', ')}`,
   );
   if (problems.length > 0) {
     console.error(`codex-smoke FAILED: ${problems.join('; ')}\n${output.slice(-4000)}`);
     process.exitCode = 1;
   } else {
-    console.log('codex-smoke: ok (codex exec completed a turn against Maya with store:false)');
+    console.log(
+      'codex-smoke: ok (codex exec completed a turn against Maya with thinking on, store:false and encrypted reasoning)',
+    );
   }
 } finally {
   proxy.close();
