@@ -1,7 +1,11 @@
 import { describe, expect, it, vi } from 'vitest';
 import { createTestApp } from '../helpers/test-app.ts';
 import type { Handler } from '../../handlers/app-deps.ts';
-import { CREATE_CHAT_COMPLETION_REJECTIONS, CREATE_RESPONSE_REJECTIONS } from '../../handlers/rejections.ts';
+import {
+  CREATE_CHAT_COMPLETION_REJECTIONS,
+  CREATE_RESPONSE_REJECTIONS,
+  rejectionsFor,
+} from '../../handlers/rejections.ts';
 
 const user = (content: unknown) => ({ role: 'user', content });
 const image = (extra: Record<string, unknown>) => ({
@@ -234,4 +238,57 @@ describe('chat completions rejection table', () => {
       .send(chatUser([{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA', detail: 'auto' } }]));
     expect(res.body).toEqual({ ok: true });
   });
+});
+
+describe('opt-in settings lift their rows (and only those)', () => {
+  const LIFTED = {
+    itemReferences: ['item_reference'],
+    encryptedReasoning: [
+      'encrypted_reasoning',
+      'reasoning_summary',
+      'reasoning_generate_summary',
+      'include_encrypted_reasoning',
+    ],
+  } as const;
+
+  it('the lifted rows are exactly the item-reference and encrypted-reasoning rows', () => {
+    const lifted = CREATE_RESPONSE_REJECTIONS.filter((row) => row.liftedBy !== undefined).map((row) => [
+      row.liftedBy,
+      row.id,
+    ]);
+    expect(lifted.sort()).toEqual(
+      Object.entries(LIFTED)
+        .flatMap(([setting, ids]) => ids.map((id) => [setting, id]))
+        .sort(),
+    );
+    expect(rejectionsFor('createResponse')).toEqual(CREATE_RESPONSE_REJECTIONS);
+  });
+
+  it('off (the default): each lifted row still refuses, its message naming the setting that lifts it', () => {
+    for (const row of CREATE_RESPONSE_REJECTIONS.filter((r) => r.liftedBy !== undefined))
+      expect(row.message).toMatch(/MAYA_GLM_RESPONSES_(ITEM_REFERENCES|ENCRYPTED_REASONING)=on/);
+  });
+
+  for (const [setting, ids] of Object.entries(LIFTED) as [keyof typeof LIFTED, readonly string[]][]) {
+    it(`${setting} on: ${ids.join(', ')} reach the handler; the other opt-in's rows still refuse`, async () => {
+      const handler = vi.fn<Handler>(async (ctx) => {
+        ctx.body = { ok: true };
+      });
+      const optIns = {
+        itemReferences: setting === 'itemReferences',
+        encryptedReasoning: setting === 'encryptedReasoning',
+      };
+      const { request } = createTestApp({ handlers: { createResponse: handler }, server: { optIns } });
+      for (const { id, body, param } of CASES.filter(
+        (c) => CREATE_RESPONSE_REJECTIONS.find((r) => r.id === c.id)!.liftedBy,
+      )) {
+        const res = await request.post('/v1/responses').send(body);
+        if (ids.includes(id)) expect(res.body, id).toEqual({ ok: true });
+        else expect(res.body.error, id).toMatchObject({ param });
+      }
+      // A row no opt-in lifts still applies.
+      const res = await request.post('/v1/responses').send({ input: 'hi', truncation: 'auto' });
+      expect(res.body.error).toMatchObject({ param: 'truncation' });
+    });
+  }
 });
