@@ -1,13 +1,14 @@
 /**
  * The Vercel AI SDK (`ai` 6 + `@ai-sdk/openai` 3), unmodified, against Maya on the demo model:
  * `openai(model)` speaks the Responses API, `openai.chat(model)` Chat Completions. Settings
- * Maya needs: `baseURL` = Maya's `/v1`, any `apiKey` without configured keys, and
- * `providerOptions.openai.store: false` for multi-step and multi-turn calls (the default replays
- * earlier output as `item_reference` items, which Maya refuses: README "Clients").
+ * Maya needs: `baseURL` = Maya's `/v1`, any `apiKey` without configured keys, and for multi-step
+ * and multi-turn calls either `providerOptions.openai.store: false` (items replayed in full) or
+ * `store: true` with MAYA_GLM_RESPONSES_ITEM_REFERENCES=on (the SDK replays earlier output as
+ * `item_reference` items, which a default Maya refuses: README "Clients").
  * Asserts the protocol (requests sent, finish reasons, steps, stream parts), not the wording.
  */
 import { createOpenAI } from '@ai-sdk/openai';
-import { APICallError, generateObject, generateText, stepCountIs, streamText, tool } from 'ai';
+import { APICallError, generateObject, generateText, Output, stepCountIs, streamText, tool } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { recordingFetch, startMaya, type Fetch, type Maya, type RecordedRequest } from './maya.ts';
@@ -114,6 +115,7 @@ describe('AI SDK on the Responses API', () => {
       param: expect.stringMatching(/^input\[\d+\]\.type$/),
     });
     expect(apiError.message).toContain('store: false');
+    expect(apiError.message).toContain('MAYA_GLM_RESPONSES_ITEM_REFERENCES=on');
   });
 
   it('multi-turn messages (store:false): the earlier response replayed as an assistant message with its id and no type', async () => {
@@ -173,5 +175,120 @@ describe('AI SDK on Chat Completions (openai.chat)', () => {
     expect(result.steps.at(-1)!.finishReason).toBe('stop');
     const messages = requests[1]!.body!.messages as Array<Record<string, unknown>>;
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+  });
+});
+
+describe('AI SDK with item references on (MAYA_GLM_RESPONSES_ITEM_REFERENCES=on)', () => {
+  let refsMaya: Maya;
+  let refsRecorded: { fetch: Fetch; requests: RecordedRequest[] };
+  let refsOpenai: ReturnType<typeof createOpenAI>;
+
+  beforeAll(async () => {
+    refsMaya = await startMaya({ optIns: { itemReferences: true, encryptedReasoning: false } });
+    refsRecorded = recordingFetch();
+    refsOpenai = createOpenAI({
+      baseURL: refsMaya.baseURL,
+      apiKey: 'unused',
+      fetch: refsRecorded.fetch as typeof globalThis.fetch,
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await refsMaya?.stop();
+  });
+
+  it('tool loop with store:true: later steps replay earlier output as item_reference, resolved from the store', async () => {
+    executed.length = 0;
+    refsRecorded.requests.splice(0);
+    const result = await generateText({
+      model: refsOpenai(refsMaya.model),
+      prompt: "What's the weather in Paris?",
+      tools: { get_weather: getWeather },
+      stopWhen: stepCountIs(4),
+      maxRetries: 0,
+      providerOptions: { openai: { store: true } },
+    });
+    const requests = refsRecorded.requests.splice(0);
+    expect(requests.map((r) => r.status)).toEqual(requests.map(() => 200));
+    expect(requests.every((r) => r.body!.store === true)).toBe(true);
+    expect(result.steps.length).toBeGreaterThanOrEqual(2);
+    expect(result.steps[0]!.finishReason).toBe('tool-calls');
+    expect(executed.length).toBe(result.steps[0]!.toolCalls.length);
+    expect(result.steps.at(-1)!.finishReason).toBe('stop');
+    // The second request names the first response's output items by id instead of sending them.
+    const input = requests[1]!.body!.input as Array<Record<string, unknown>>;
+    const references = input.filter((item) => item.type === 'item_reference').map((item) => item.id);
+    expect(references.length).toBeGreaterThan(0);
+    const firstOutput = (result.steps[0]!.response.body as { output: Array<{ id: string }> }).output.map(
+      (item) => item.id,
+    );
+    expect(firstOutput).toEqual(expect.arrayContaining(references));
+    // Maya stored the second turn with the referenced items resolved in place.
+    const stored = await refsMaya.demo.client.responses.inputItems.list(result.steps[1]!.response.id, { order: 'asc' });
+    const storedIds = stored.data.map((item) => item.id);
+    expect(storedIds).toEqual(expect.arrayContaining(references));
+    expect(stored.data.find((item) => item.type === 'function_call')).toMatchObject({ name: 'get_weather' });
+  });
+
+  it("with the SDK's default store (omitted: Maya stores nothing) the reference is a 404 naming the id and the fix", async () => {
+    const error = await generateText({
+      model: refsOpenai(refsMaya.model),
+      prompt: "What's the weather in Paris?",
+      tools: { get_weather: getWeather },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(APICallError.isInstance(error)).toBe(true);
+    const apiError = error as APICallError;
+    expect(apiError.statusCode).toBe(404);
+    const body = JSON.parse(apiError.responseBody!).error;
+    expect(body).toMatchObject({ code: 'not_found', param: expect.stringMatching(/^input\[\d+\]\.id$/) });
+    expect(apiError.message).toContain('store: true');
+  });
+});
+
+describe('AI SDK and a failed response (the error surfaces with its message)', () => {
+  let failMaya: Maya;
+  let failOpenai: ReturnType<typeof createOpenAI>;
+  // Unconstrained decoding: the greedy demo model's answer to this prompt does not match the
+  // schema, so the response fails (schema_violation) after generation, as a real model's might.
+  const request = {
+    prompt: 'Hello',
+    maxRetries: 0,
+    output: Output.object({ schema: z.object({ a: z.number() }) }),
+  };
+
+  beforeAll(async () => {
+    failMaya = await startMaya({ constrainedDecoding: false });
+    failOpenai = createOpenAI({ baseURL: failMaya.baseURL, apiKey: 'unused' });
+  }, 120_000);
+
+  afterAll(async () => {
+    await failMaya?.stop();
+  });
+
+  it("generateText: a 200 failed Response → APICallError carrying Maya's error message (not a parse error)", async () => {
+    const error = await generateText({ model: failOpenai(failMaya.model), ...request }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(APICallError.isInstance(error)).toBe(true);
+    const apiError = error as APICallError;
+    // Before failed responses carried error.type, the SDK's response schema refused the body and
+    // threw a bare "Invalid JSON response" instead.
+    expect(apiError.message).toMatch(/^The model output does not match the schema/);
+    expect(apiError.isRetryable).toBe(false);
+  });
+
+  it('streamText: response.failed → an error part with the message and code', async () => {
+    // onError: the parts are read below; without it the SDK also logs the error to stderr.
+    const result = streamText({ model: failOpenai(failMaya.model), ...request, onError: () => undefined });
+    const errors: unknown[] = [];
+    for await (const part of result.fullStream) if (part.type === 'error') errors.push(part.error);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ message: expect.stringContaining('does not match the schema') });
   });
 });

@@ -14,9 +14,15 @@ export interface Maya {
   stop(): Promise<void>;
 }
 
-/** `options`: the opt-in settings (item references, encrypted reasoning) and decoding, as `maya serve` would read them. */
-export async function startMaya(options: Parameters<typeof startDemoService>[1] = {}): Promise<Maya> {
-  const demo = await startDemoService([], options);
+/**
+ * `options`: API keys (none = no authentication), and the opt-in settings (item references,
+ * encrypted reasoning) and decoding, as `maya serve` would read them.
+ */
+export async function startMaya(
+  options: { apiKeys?: string[] } & Parameters<typeof startDemoService>[1] = {},
+): Promise<Maya> {
+  const { apiKeys = [], ...rest } = options;
+  const demo = await startDemoService(apiKeys, rest);
   return { demo, baseURL: `${demo.origin}/v1`, model: demo.runtime.id, stop: () => demo.stop() };
 }
 
