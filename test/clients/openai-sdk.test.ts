@@ -232,3 +232,147 @@ describe('chat.completions', () => {
     expect(Person.parse(message.parsed)).toEqual(message.parsed);
   });
 });
+
+describe('encrypted reasoning with store:false (MAYA_GLM_RESPONSES_ENCRYPTED_REASONING=on)', () => {
+  let encMaya: Maya;
+  let clientA: OpenAI;
+  let clientB: OpenAI;
+  const tools: OpenAI.Responses.FunctionTool[] = [
+    {
+      type: 'function',
+      name: 'get_weather',
+      description: 'Weather for a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      strict: false,
+    },
+  ];
+  const user = { role: 'user' as const, content: "What's the weather in Paris?" };
+  const thinking = {
+    store: false,
+    include: ['reasoning.encrypted_content' as const],
+    reasoning: { effort: 'medium' as const, summary: 'auto' as const },
+  };
+  type Item = OpenAI.Responses.ResponseInputItem;
+  let first: OpenAI.Responses.Response;
+  let reasoning: OpenAI.Responses.ResponseReasoningItem;
+  let call: OpenAI.Responses.ResponseFunctionToolCall;
+  let output: Item;
+
+  beforeAll(async () => {
+    encMaya = await startMaya({
+      apiKeys: ['key-a', 'key-b'],
+      optIns: { itemReferences: false, encryptedReasoning: true },
+    });
+    clientA = new OpenAI({ baseURL: encMaya.baseURL, apiKey: 'key-a', maxRetries: 0 });
+    clientB = new OpenAI({ baseURL: encMaya.baseURL, apiKey: 'key-b', maxRetries: 0 });
+    first = await clientA.responses.create({ model: encMaya.model, input: [user], tools, ...thinking });
+    reasoning = first.output.find((item) => item.type === 'reasoning')!;
+    call = first.output.find((item) => item.type === 'function_call')!;
+    output = { type: 'function_call_output', call_id: call.call_id, output: '{"temperature":21}' };
+  }, 120_000);
+
+  afterAll(async () => {
+    await encMaya?.stop();
+  });
+
+  /** The next turn's input tokens with `replayed` standing for the reasoning item. */
+  const nextTurnInputTokens = async (replayed: Item[]) =>
+    (
+      await clientA.responses.create({
+        model: encMaya.model,
+        input: [user, ...replayed, call, output],
+        tools,
+        max_output_tokens: 16,
+        ...thinking,
+      })
+    ).usage!.input_tokens;
+
+  it('reasoning items come back with encrypted_content; summary:auto is accepted, echoed, and makes no summary', () => {
+    expect(first.status).toBe('completed');
+    expect(first.reasoning).toMatchObject({ effort: 'medium', summary: 'auto' });
+    expect(reasoning.summary).toEqual([]);
+    expect(reasoning.content![0]!.text.length).toBeGreaterThan(0);
+    expect(typeof reasoning.encrypted_content).toBe('string');
+    expect(reasoning.encrypted_content).not.toContain(reasoning.content![0]!.text.slice(0, 12));
+    expect(call.name).toBe('get_weather');
+  });
+
+  it('streaming: absent from output_item.added, set on output_item.done and in the final response', async () => {
+    const stream = clientA.responses.stream({
+      model: encMaya.model,
+      input: 'Hello',
+      max_output_tokens: 128,
+      ...thinking,
+    });
+    const added: unknown[] = [];
+    const done: Array<Record<string, unknown>> = [];
+    for await (const event of stream) {
+      if (event.type === 'response.output_item.added' && event.item.type === 'reasoning') added.push(event.item);
+      if (event.type === 'response.output_item.done' && event.item.type === 'reasoning')
+        done.push(event.item as unknown as Record<string, unknown>);
+    }
+    const final = await stream.finalResponse();
+    expect(added.length).toBe(1);
+    expect(added[0]).not.toHaveProperty('encrypted_content');
+    expect(typeof done[0]!.encrypted_content).toBe('string');
+    expect(final.output.find((item) => item.type === 'reasoning')).toMatchObject({
+      encrypted_content: done[0]!.encrypted_content,
+    });
+  });
+
+  it('replayed by encrypted_content alone, the reasoning is rendered exactly as the plain item would be', async () => {
+    const { content: _content, ...encryptedOnly } = reasoning;
+    const plain = await nextTurnInputTokens([{ ...reasoning, encrypted_content: null }]);
+    const sealed = await nextTurnInputTokens([encryptedOnly]);
+    const without = await nextTurnInputTokens([]);
+    // The same prompt as replaying the reasoning in full, and longer than leaving it out: the
+    // decrypted reasoning reached the chat template (it renders reasoning after the last user turn).
+    expect(sealed).toBe(plain);
+    expect(sealed).toBeGreaterThan(without);
+  });
+
+  it('tampered encrypted_content → 400 invalid_encrypted_content naming the item', async () => {
+    const bytes = Buffer.from(reasoning.encrypted_content!, 'base64');
+    bytes[bytes.length - 20]! ^= 0x01;
+    const { content: _content, ...encryptedOnly } = reasoning;
+    const error = await rejection(
+      clientA.responses.create({
+        model: encMaya.model,
+        input: [user, { ...encryptedOnly, encrypted_content: bytes.toString('base64') }, call, output],
+        tools,
+        ...thinking,
+      }),
+    );
+    expect(error.status).toBe(400);
+    expect(error).toMatchObject({ code: 'invalid_encrypted_content', param: 'input[1].encrypted_content' });
+  });
+
+  it("another API key cannot replay it: 400 invalid_encrypted_content (bound to the caller's key scope)", async () => {
+    const { content: _content, ...encryptedOnly } = reasoning;
+    const error = await rejection(
+      clientB.responses.create({
+        model: encMaya.model,
+        input: [user, encryptedOnly, call, output],
+        tools,
+        ...thinking,
+      }),
+    );
+    expect(error.status).toBe(400);
+    expect(error).toMatchObject({ code: 'invalid_encrypted_content', param: 'input[1].encrypted_content' });
+  });
+
+  it('a default server (setting off) refuses encrypted input, summaries and include with thinking, naming the setting', async () => {
+    const { content: _content, ...encryptedOnly } = reasoning;
+    const cases: Array<[OpenAI.Responses.ResponseCreateParamsNonStreaming, string]> = [
+      [{ model: maya.model, input: [user, encryptedOnly, call, output], tools }, 'input[1].encrypted_content'],
+      [{ model: maya.model, input: 'Hello', reasoning: { effort: 'medium', summary: 'auto' } }, 'reasoning.summary'],
+      [{ model: maya.model, input: 'Hello', include: ['reasoning.encrypted_content'] }, 'include[0]'],
+    ];
+    for (const [body, param] of cases) {
+      const error = await rejection(client.responses.create(body));
+      expect(error.status).toBe(400);
+      expect(error).toMatchObject({ param });
+      expect(error.message).toContain('MAYA_GLM_RESPONSES_ENCRYPTED_REASONING=on');
+    }
+  });
+});
