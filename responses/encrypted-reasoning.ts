@@ -58,13 +58,12 @@ export class ReasoningCipher {
     const decipher = createDecipheriv('aes-256-gcm', this.key, nonce);
     decipher.setAAD(additionalData(scope));
     decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
-    let text: string;
+    let content: unknown;
     try {
-      text = Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8');
+      content = JSON.parse(Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8'));
     } catch {
-      throw invalid(param);
+      throw invalid(param); // the tag did not verify (or, under a misused key, not JSON)
     }
-    const content: unknown = JSON.parse(text);
     if (!isReasoningContent(content)) throw invalid(param);
     return content;
   }

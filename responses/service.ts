@@ -27,10 +27,10 @@ import type {
   StoredResponse,
 } from '../store/responses/response-store.ts';
 import { chatHistory, chatPlanRequest, type ChatRequest } from './chat-request.ts';
-import { ReasoningCipher, type ReasoningContent } from './encrypted-reasoning.ts';
+import { indexStoredItems, reasoningSealer, resolveInput } from './client-features.ts';
+import type { ReasoningContent } from './encrypted-reasoning.ts';
 import { newId } from './ids.ts';
 import { normaliseInput, type HistoryItem } from './input-history.ts';
-import { ItemIndex, resolveItemReferences } from './item-references.ts';
 import { newResponseObject } from './response-object.ts';
 import { planResponseAsync, withSamplingDefaults, type PlanRequest, type ResponsePlan } from './response-plan.ts';
 import { runResponse } from './run-response.ts';
@@ -117,60 +117,6 @@ function taskRecords(deps: ServiceDeps, scope: string, id: string): TaskRecords 
   return deps.jobs?.has(scope, id) === true ? deps.jobs : undefined;
 }
 
-/** The item index of a store (item references), one per store instance. */
-const itemIndexes = new WeakMap<ResponseStore, ItemIndex>();
-function itemIndexOf(store: ResponseStore): ItemIndex {
-  let index = itemIndexes.get(store);
-  if (!index) itemIndexes.set(store, (index = new ItemIndex()));
-  return index;
-}
-
-/** The reasoning cipher, one per configured key (the process key when none is set). */
-const ciphers = new WeakMap<ResponsesOptIns, ReasoningCipher>();
-function cipherOf(optIns: ResponsesOptIns): ReasoningCipher {
-  let cipher = ciphers.get(optIns);
-  if (!cipher) ciphers.set(optIns, (cipher = new ReasoningCipher(optIns.reasoningKey)));
-  return cipher;
-}
-
-/**
- * The request's input with the opt-in features applied: encrypted reasoning decrypted into
- * `content` (400 invalid_encrypted_content when it does not open for this scope), then item
- * references replaced by the stored items they name (404 for an id the caller has no item for).
- */
-async function resolveInput(
-  deps: ServiceDeps,
-  scope: string,
-  input: CreateRequest['input'],
-): Promise<string | Record<string, unknown>[]> {
-  const optIns = deps.server?.optIns;
-  if (input === undefined || typeof input === 'string' || optIns === undefined) return input ?? [];
-  let items = input;
-  if (optIns.encryptedReasoning) {
-    const cipher = cipherOf(optIns);
-    items = items.map((item, i) =>
-      item.type === 'reasoning' && typeof item.encrypted_content === 'string'
-        ? { ...item, content: cipher.open(scope, item.encrypted_content, `input[${i}].encrypted_content`) }
-        : item,
-    );
-  }
-  if (optIns.itemReferences) items = await resolveItemReferences(deps.store, itemIndexOf(deps.store), scope, items);
-  return items;
-}
-
-/** Seals output reasoning when the request asked for `reasoning.encrypted_content` and it is on. */
-function reasoningSealer(
-  deps: ServiceDeps,
-  scope: string,
-  request: CreateRequest,
-): ((content: ReasoningContent) => string) | undefined {
-  const optIns = deps.server?.optIns;
-  if (optIns?.encryptedReasoning !== true || request.include?.includes('reasoning.encrypted_content') !== true)
-    return undefined;
-  const cipher = cipherOf(optIns);
-  return (content) => cipher.seal(scope, content);
-}
-
 /** A request ready to run: everything a foreground run or a background task needs. */
 interface PreparedResponse {
   scope: string;
@@ -233,7 +179,7 @@ async function prepare(
     ? await continuation(deps, scope, request.previous_response_id)
     : undefined;
   try {
-    const newItems = normaliseInput(await resolveInput(deps, scope, request.input));
+    const newItems = normaliseInput(await resolveInput(deps, scope, request.input ?? []));
     const history: HistoryItem[] = [...((previous?.items ?? []) as HistoryItem[]), ...newItems];
     if (request.store) checkStorable(history, newItems, previous, deps.settings.ENTRY_BYTES);
     const plan = await planResponseAsync(runtime, request, history, -(previous?.items.length ?? 0));
@@ -261,8 +207,7 @@ function saver(
 ): (final: ResponseObject) => Promise<void> {
   return async (final) => {
     await deps.store.put(scope, { response: final, inputItems: newItems, previous });
-    if (deps.server?.optIns?.itemReferences === true)
-      itemIndexOf(deps.store).add(scope, final.id, [...(previous?.items ?? []), ...newItems, ...final.output]);
+    indexStoredItems(deps, scope, final.id, [...(previous?.items ?? []), ...newItems, ...final.output]);
   };
 }
 
