@@ -331,6 +331,37 @@ describe('encrypted reasoning with store:false (MAYA_GLM_RESPONSES_ENCRYPTED_REA
     expect(sealed).toBeGreaterThan(without);
   });
 
+  it('a background task seals its reasoning too (stored with the response, retrieved as it was made)', async () => {
+    const queued = await clientA.responses.create({
+      model: encMaya.model,
+      input: 'Hello',
+      max_output_tokens: 128,
+      ...thinking,
+      store: true,
+      background: true,
+    });
+    let final = queued;
+    while (final.status === 'queued' || final.status === 'in_progress') {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      final = await clientA.responses.retrieve(queued.id);
+    }
+    expect(final.status).toBe('completed');
+    const item = final.output.find((entry) => entry.type === 'reasoning')!;
+    expect(typeof item.encrypted_content).toBe('string');
+    const { content: _content, ...encryptedOnly } = item;
+    // The stored copy's content opens for its key scope: replayed, it renders like the plain item.
+    const replay = (reasoningItem: Item) =>
+      clientA.responses.create({
+        model: encMaya.model,
+        input: [{ role: 'user', content: 'Hello' }, reasoningItem],
+        max_output_tokens: 16,
+        ...thinking,
+      });
+    expect((await replay(encryptedOnly)).usage!.input_tokens).toBe(
+      (await replay({ ...item, encrypted_content: null })).usage!.input_tokens,
+    );
+  });
+
   it('tampered encrypted_content → 400 invalid_encrypted_content naming the item', async () => {
     const bytes = Buffer.from(reasoning.encrypted_content!, 'base64');
     bytes[bytes.length - 20]! ^= 0x01;
