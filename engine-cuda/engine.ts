@@ -24,6 +24,19 @@ export interface GenerateRequest {
   keepLogits?: boolean;
   /** Constrained decoding: every sampled token keeps the output inside this grammar (needs setVocabulary). */
   constraint?: Constraint;
+  /** The prompt's images in order (EngineInfo.vision models only): see EngineImage. */
+  images?: EngineImage[];
+}
+
+/**
+ * One image for a vision model: HF Glm4vImageProcessor's `pixel_values` rows and `image_grid_thw`
+ * for it (checkpoint/image-processor.ts), and a hash of those pixels that keys the prefix cache.
+ * The prompt holds t·h·w / merge_size² copies of the model's image token for it.
+ */
+export interface EngineImage {
+  pixels: Float32Array;
+  grid: [t: number, h: number, w: number];
+  hash: bigint;
 }
 
 export type TokenEvent =
@@ -50,6 +63,8 @@ export interface EngineInfo {
   blockSize: number;
   numBlocks: number;
   simd: 'scalar' | 'avx2';
+  /** The checkpoint has a vision encoder (GenerateRequest.images accepted); absent = false. */
+  vision?: boolean;
 }
 
 export interface EngineStats {
