@@ -119,9 +119,11 @@ export function templateMessage(turn: ChatTurn): TemplateMessage {
     case 'user':
       return { role: 'user', content: turn.parts ? templateParts(turn.parts) : turn.content };
     case 'tool':
+      // A result with images takes the list form GLM templates read as tool results (each item's
+      // `output` rendered through the template's part loop), so image parts render there.
       return {
         role: 'tool',
-        content: turn.parts ? templateParts(turn.parts) : turn.content,
+        content: turn.parts ? [{ type: 'tool_result', output: templateParts(turn.parts) }] : turn.content,
         tool_call_id: turn.toolCallId,
       };
     case 'assistant': {
