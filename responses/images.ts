@@ -205,7 +205,8 @@ export async function decodeImage(source: ImageSource, bytes: Buffer, settings: 
   let width = 0;
   let height = 0;
   try {
-    const meta = await sharp(bytes, options).metadata();
+    // Headers only: the pixel limit is checked below, with its own code.
+    const meta = await sharp(bytes, { ...options, limitInputPixels: false }).metadata();
     format = meta.format;
     width = meta.width ?? 0;
     height = meta.height ?? 0;
