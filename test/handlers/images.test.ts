@@ -137,6 +137,18 @@ describe('input_image accepted', () => {
     expect(res.body.usage.input_tokens).toBe(visionFixtures.prompts[0]!.ids.length);
   });
 
+  it('the same request streamed (SSE): the engine gets the same prompt and image, the stream completes', async () => {
+    const { request, engine } = await app();
+    const res = await request
+      .post('/v1/responses')
+      .send({ ...ask(image(fixtureDataUrl(0)), text('What is in this image?')), stream: true });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toContain('text/event-stream');
+    expect(res.text).toContain('event: response.completed');
+    expect(engine.calls[0]!.promptIds).toEqual(visionFixtures.prompts[0]!.ids);
+    expect(engine.calls[0]!.images).toHaveLength(1);
+  });
+
   for (const format of ['jpeg', 'webp', 'gif'] as const) {
     it(`${format}: decoded (GIF: its first frame) to the same grid`, async () => {
       const bytes = await sharp(png)[format]().toBuffer();
