@@ -24,18 +24,22 @@ export interface GenerateRequest {
   keepLogits?: boolean;
   /** Constrained decoding: every sampled token keeps the output inside this grammar (needs setVocabulary). */
   constraint?: Constraint;
-  /** The prompt's images in order (EngineInfo.vision models only): see EngineImage. */
+  /**
+   * Images of a multimodal prompt (needs EngineInfo.vision), in prompt order: image i takes the i-th
+   * run of grid t*h*w / 4 image placeholder ids (config.json image_token_id) in promptIds. The native
+   * engine transfers each pixel buffer to its worker (the caller's Float32Array is detached after
+   * generate() when it spans its whole ArrayBuffer; otherwise it is copied).
+   */
   images?: EngineImage[];
 }
 
-/**
- * One image for a vision model: HF Glm4vImageProcessor's `pixel_values` rows and `image_grid_thw`
- * for it (checkpoint/image-processor.ts), and a hash of those pixels that keys the prefix cache.
- * The prompt holds t·h·w / merge_size² copies of the model's image token for it.
- */
+/** One image as the engine takes it: Glm4vImageProcessor's output for it. */
 export interface EngineImage {
+  /** pixel_values rows: t*h*w patches of 3*2*14*14 floats, in the processor's merge-window order. */
   pixels: Float32Array;
+  /** Grid in patches (image_grid_thw): t (1 for an image), h, w (multiples of the merge size 2). */
   grid: [t: number, h: number, w: number];
+  /** A hash of the pixels: equal hashes share prefix-cache blocks, different ones never do. */
   hash: bigint;
 }
 
@@ -50,7 +54,7 @@ export interface FinishInfo {
 }
 
 export interface EngineInfo {
-  arch: 'glm4' | 'llama' | 'qwen3' | 'glm4_moe' | 'deepseek_v3';
+  arch: 'glm4' | 'llama' | 'qwen3' | 'glm4_moe' | 'deepseek_v3' | 'glm4v';
   backend: 'cpu' | 'cuda';
   numVocab: number;
   /** Context limit in tokens (prompt + output). */
@@ -63,8 +67,8 @@ export interface EngineInfo {
   blockSize: number;
   numBlocks: number;
   simd: 'scalar' | 'avx2';
-  /** The checkpoint has a vision encoder (GenerateRequest.images accepted); absent = false. */
-  vision?: boolean;
+  /** The checkpoint has a vision encoder: GenerateRequest.images is accepted. */
+  vision: boolean;
 }
 
 export interface EngineStats {

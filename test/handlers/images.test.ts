@@ -27,7 +27,7 @@ async function app(images: Partial<ImageSettings> = {}) {
 }
 
 /** Sends `body`; expects the 400 with `code` naming `param`, and no engine work queued. */
-async function refused(body: unknown, code: string, param: string, images: Partial<ImageSettings> = {}) {
+async function refused(body: object, code: string, param: string, images: Partial<ImageSettings> = {}) {
   const { request, engine } = await app(images);
   const res = await request.post('/v1/responses').send(body);
   expect(res.status).toBe(400);
