@@ -91,39 +91,47 @@ export function normaliseInput(input: string | RawItem[]): HistoryItem[] {
   });
 }
 
-function partsText(parts: unknown, param: string): string {
-  return turnContent(parts, param, false).content;
+function partsText(parts: unknown, param: string, images: ImageUse = 'no_vision'): string {
+  return turnContent(parts, param, images).content;
 }
 
-/** Text of one content part; throws for parts without text (images are handled by the caller). */
-function partText(part: Part, param: string): string {
+/**
+ * Where an input_image may go: `allowed` (user messages and function outputs of a vision model),
+ * `not_here` (a vision model, but another role), `no_vision` (a text-only model).
+ */
+type ImageUse = 'allowed' | 'not_here' | 'no_vision';
+
+/** Text of one content part; throws for parts without text (allowed images are handled by the caller). */
+function partText(part: Part, param: string, images: ImageUse): string {
   if (part.type === 'input_text' || part.type === 'output_text' || part.type === 'reasoning_text')
     return part.text ?? '';
   if (part.type === 'refusal') return typeof part.refusal === 'string' ? part.refusal : '';
   throw badRequest(
     param,
-    `Content of type '${part.type}' needs a vision encoder, and this model has none.`,
+    part.type === 'input_image' && images === 'not_here'
+      ? 'Images are supported in user messages and function_call_output items only.'
+      : `Content of type '${part.type}' needs a vision encoder, and this model has none.`,
     'unsupported_content',
   );
 }
 
-/** A turn's text, and with `images` its text and image parts in order plus each image's source. */
+/** A turn's text, and with allowed images its text and image parts in order plus each image's source. */
 function turnContent(
   content: unknown,
   param: string,
-  images: boolean,
+  images: ImageUse,
 ): { content: string; parts?: TurnPart[]; images?: ImageSource[] } {
   if (typeof content === 'string') return { content };
   const parts: TurnPart[] = [];
   const sources: ImageSource[] = [];
   let text = '';
   (content as Part[]).forEach((part, index) => {
-    if (images && part.type === 'input_image') {
+    if (images === 'allowed' && part.type === 'input_image') {
       sources.push({ url: String(part.image_url ?? ''), param: `${param}[${index}].image_url` });
       parts.push({ type: 'image' });
       return;
     }
-    const piece = partText(part, `${param}[${index}]`);
+    const piece = partText(part, `${param}[${index}]`, images);
     text += piece;
     if (piece !== '') parts.push({ type: 'text', text: piece });
   });
@@ -156,7 +164,7 @@ export function toTurns(
       const content = turnContent(
         item.content,
         itemParam(index, 'content'),
-        role === 'user' && options.images === true,
+        options.images !== true ? 'no_vision' : role === 'user' ? 'allowed' : 'not_here',
       );
       if (role === 'assistant') {
         const turn = openAssistant();
@@ -166,7 +174,11 @@ export function toTurns(
         turns.push({ role, ...content });
       }
     } else if (item.type === 'reasoning') {
-      const text = partsText(item.content ?? [], itemParam(index, 'content'));
+      const text = partsText(
+        item.content ?? [],
+        itemParam(index, 'content'),
+        options.images ? 'not_here' : 'no_vision',
+      );
       if (assistant && (assistant.content !== '' || assistant.toolCalls)) assistant = undefined;
       const turn = openAssistant();
       turn.reasoning = (turn.reasoning ?? '') + text;
@@ -181,7 +193,7 @@ export function toTurns(
       assistant = undefined;
       turns.push({
         role: 'tool',
-        ...turnContent(item.output, itemParam(index, 'output'), options.images === true),
+        ...turnContent(item.output, itemParam(index, 'output'), options.images === true ? 'allowed' : 'no_vision'),
         toolCallId: String(item.call_id),
       });
     }

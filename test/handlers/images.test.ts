@@ -113,6 +113,18 @@ describe('input_image errors: 400 before any engine work', () => {
     await refused(body, 'empty_image_file', 'input[2].output[1].image_url');
   });
 
+  it('images outside user messages and function outputs: 400 unsupported_content', async () => {
+    const body = {
+      model: 'glm4v-tiny',
+      input: [
+        { role: 'system', content: [image(fixtureDataUrl(0))] },
+        { role: 'user', content: 'hi' },
+      ],
+    };
+    const message = await refused(body, 'unsupported_content', 'input[0].content[0]');
+    expect(message).toContain('user messages and function_call_output');
+  });
+
   it("detail other than 'auto' and file_id images stay refused by the rejection table", async () => {
     await refused(ask(image(fixtureDataUrl(0), { detail: 'low' })), 'unsupported_value', 'input[0].content[0].detail');
     await refused(
