@@ -8,10 +8,9 @@
  *    (rounded), then scaled down to fit `longest_edge` (max pixels, counted over the
  *    temporal_patch_size frames) or up to reach `shortest_edge` (min pixels); sides shorter than
  *    the factor are first scaled up to it; an aspect ratio above 200 is refused.
- * 2. resize with a bicubic kernel (sharp/libvips `cubic`, Catmull-Rom). transformers resizes with
- *    PIL's or torchvision's bicubic, whose kernels and antialiasing differ slightly, so a resized
- *    image's values are close to the reference's, not equal. An image already at its target size
- *    is not resampled, and then its values are exact.
+ * 2. resize with Pillow's bicubic resampling (resizeBicubic below: what the PIL processor does,
+ *    byte for byte; torchvision's bicubic in the default fast processor differs slightly). An image
+ *    already at its target size is not resampled.
  * 3. rescale by `rescale_factor` (1/255) and normalise with `image_mean` / `image_std` per channel.
  * 4. a still image is repeated over `temporal_patch_size` frames, and the patches are flattened in
  *    the processor's order: rows are patches grouped by merge window (grid row block, grid column
@@ -23,7 +22,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import sharp from 'sharp';
 
 export interface ImageProcessorConfig {
   patchSize: number;
@@ -210,13 +208,105 @@ export function imageGrid(
   return { grid, tokens: (grid[0] * grid[1] * grid[2]) / (config.mergeSize * config.mergeSize) };
 }
 
-async function resize(image: RgbImage, height: number, width: number): Promise<RgbImage> {
-  if (image.height === height && image.width === width) return image;
-  const data = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } })
-    .resize(width, height, { kernel: 'cubic', fit: 'fill' })
-    .raw()
-    .toBuffer();
-  return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width, height };
+/** Pillow's bicubic kernel (a = -0.5), support 2 (libImaging/Resample.c `bicubic_filter`). */
+function bicubic(x: number): number {
+  const a = -0.5;
+  const t = Math.abs(x);
+  if (t < 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2) return (((t - 5) * t + 8) * t - 4) * a;
+  return 0;
+}
+
+/** Pillow's fixed-point precision for 8-bit resampling (PRECISION_BITS = 32 - 8 - 2). */
+const PRECISION_BITS = 22;
+const ONE = 2 ** PRECISION_BITS;
+
+/**
+ * Per output pixel: the first input pixel, how many it reads, and their fixed-point weights, as
+ * Pillow computes them: centre (i + 0.5)·scale, a kernel widened by the scale when shrinking
+ * (antialiasing), weights normalised to sum 1, then rounded to PRECISION_BITS fixed point.
+ */
+function resampleWeights(inSize: number, outSize: number) {
+  const scale = inSize / outSize;
+  const filterScale = Math.max(scale, 1);
+  const support = 2 * filterScale;
+  const taps = Math.ceil(support) * 2 + 1;
+  const first = new Int32Array(outSize);
+  const count = new Int32Array(outSize);
+  const weights = new Float64Array(outSize * taps);
+  for (let i = 0; i < outSize; i++) {
+    const centre = (i + 0.5) * scale;
+    const lo = Math.max(0, Math.trunc(centre - support + 0.5));
+    const hi = Math.min(inSize, Math.trunc(centre + support + 0.5));
+    let sum = 0;
+    const raw: number[] = [];
+    for (let x = lo; x < hi; x++) {
+      const w = bicubic((x - centre + 0.5) / filterScale);
+      raw.push(w);
+      sum += w;
+    }
+    raw.forEach((w, k) => {
+      const normal = sum !== 0 ? w / sum : w;
+      weights[i * taps + k] = Math.trunc(normal * ONE + (normal < 0 ? -0.5 : 0.5));
+    });
+    first[i] = lo;
+    count[i] = hi - lo;
+  }
+  return { first, count, weights, taps };
+}
+
+/** Pillow's clip8: a fixed-point sum (with its rounding half already added) → 0..255. */
+function clip8(sum: number): number {
+  if (sum >= ONE * 256) return 255;
+  if (sum <= 0) return 0;
+  return Math.floor(sum / ONE);
+}
+
+/** One separable pass over 8-bit RGB: along rows (horizontal) or columns (vertical). */
+function resamplePass(src: RgbImage, width: number, height: number, horizontal: boolean): RgbImage {
+  const out = new Uint8Array(width * height * 3);
+  const { first, count, weights, taps } = horizontal
+    ? resampleWeights(src.width, width)
+    : resampleWeights(src.height, height);
+  const data = src.data;
+  // Step between the input pixels one output pixel reads: the next column, or the next row.
+  const step = horizontal ? 3 : src.width * 3;
+  let o = 0;
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) {
+      const i = horizontal ? x : y;
+      let at = horizontal ? (y * src.width + first[i]!) * 3 : (first[i]! * src.width + x) * 3;
+      let r = ONE / 2;
+      let g = ONE / 2;
+      let b = ONE / 2;
+      for (let k = i * taps, end = k + count[i]!; k < end; k++, at += step) {
+        const w = weights[k]!;
+        r += data[at]! * w;
+        g += data[at + 1]! * w;
+        b += data[at + 2]! * w;
+      }
+      out[o++] = clip8(r);
+      out[o++] = clip8(g);
+      out[o++] = clip8(b);
+    }
+  return { data: out, width, height };
+}
+
+/**
+ * Bicubic resize as Pillow's `Image.resize(size, Image.BICUBIC)` does it for an RGB image (the
+ * resize of transformers' PIL image processor, Glm4vImageProcessorPil): a horizontal pass, then a
+ * vertical one, each rounding to 8 bits, with Pillow's kernel, antialiasing and fixed-point
+ * weights, so the bytes equal Pillow's (test/checkpoint/image-processor.test.ts). sharp's
+ * (libvips) resize was measured against Pillow on the fixture image: within 4/255 when shrinking,
+ * but up to 115/255 apart when enlarging (1000x800 → 1008x812), so it is not used here.
+ * transformers' torchvision processor resizes with torch's bicubic (a = -0.75, float), which
+ * differs slightly from Pillow's.
+ */
+export function resizeBicubic(image: RgbImage, width: number, height: number): RgbImage {
+  let out = image;
+  if (width !== image.width) out = resamplePass(out, width, out.height, true);
+  if (height !== image.height) out = resamplePass(out, width, height, false);
+  return out;
 }
 
 /** Glm4vImageProcessor on one RGB image: pixel_values rows, grid_thw and the image's token count. */
@@ -227,7 +317,7 @@ export async function processImage(config: ImageProcessorConfig, image: RgbImage
     throw new ImageProcessorError(
       `a ${width}x${height} image is not a multiple of ${p * m} pixels (the processor's do_resize is off)`,
     );
-  const resized = await resize(image, height, width);
+  const resized = resizeBicubic(image, width, height);
   // Per channel: value = (byte * rescale - mean) / std, computed in f64 and stored as f32.
   const scale = config.doRescale ? config.rescaleFactor : 1;
   const mean = config.doNormalize ? config.imageMean : [0, 0, 0];

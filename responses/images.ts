@@ -24,7 +24,9 @@ import type { ImageSettings } from '../config/settings.ts';
 import {
   ImageProcessorError,
   processImage,
+  targetSize,
   type ImageProcessorConfig,
+  type ProcessedImage,
   type RgbImage,
 } from '../checkpoint/image-processor.ts';
 import type { EngineImage } from '../engine-cuda/engine.ts';
@@ -264,17 +266,33 @@ export interface PreparedImage extends EngineImage {
   tokens: number;
 }
 
+/** Images at least this large (pixels after the resize) are processed on a prompt worker. */
+export const OFF_THREAD_IMAGE_PIXELS = 256 * 1024;
+
+/** Runs the image processor: on the calling thread, or on a worker (PromptRenderer.processImage). */
+export type ProcessImage = (config: ImageProcessorConfig, image: RgbImage) => Promise<ProcessedImage>;
+
 /** An image URL → the engine's pixel rows, grid, hash and token count (or the 400). */
 export async function prepareImage(
   source: ImageSource,
   processor: ImageProcessorConfig,
   settings: ImageSettings,
   signal?: AbortSignal,
+  offThread?: ProcessImage,
 ): Promise<PreparedImage> {
   const image = await loadImage(source, settings, signal);
-  let processed;
+  let target: [number, number];
   try {
-    processed = await processImage(processor, image);
+    target = targetSize(processor, image.height, image.width);
+  } catch (error) {
+    if (error instanceof ImageProcessorError)
+      throw imageError(source, 'invalid_image', `The image cannot be used: ${error.message}.`);
+    throw error;
+  }
+  const run = offThread && target[0] * target[1] >= OFF_THREAD_IMAGE_PIXELS ? offThread : processImage;
+  let processed: ProcessedImage;
+  try {
+    processed = await run(processor, image);
   } catch (error) {
     if (error instanceof ImageProcessorError)
       throw imageError(source, 'invalid_image', `The image cannot be used: ${error.message}.`);

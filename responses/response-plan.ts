@@ -322,6 +322,7 @@ function asRequestError(error: unknown, wire: WireNames): unknown {
  * check of their number.
  */
 async function prepareImages(
+  runtime: GenerationRuntime,
   vision: VisionConfig,
   sources: ImageSource[],
   options: PlanOptions,
@@ -335,7 +336,10 @@ async function prepareImages(
     );
   }
   const prepared: PreparedImage[] = [];
-  for (const source of sources) prepared.push(await prepareImage(source, vision.processor, settings, options.signal));
+  const workers = runtime.promptWorkers;
+  const offThread = workers?.processImage ? workers.processImage.bind(workers) : undefined;
+  for (const source of sources)
+    prepared.push(await prepareImage(source, vision.processor, settings, options.signal, offThread));
   return prepared;
 }
 
@@ -432,7 +436,9 @@ export async function planResponseAsync(
   const draft = draftPlan(runtime, request, history, offset);
   // Every image is decoded and checked before anything is rendered or generated.
   const images =
-    runtime.vision && draft.images.length > 0 ? await prepareImages(runtime.vision, draft.images, options) : [];
+    runtime.vision && draft.images.length > 0
+      ? await prepareImages(runtime, runtime.vision, draft.images, options)
+      : [];
   const workers = runtime.promptWorkers;
   const rendered =
     workers && draft.renderBytes >= OFF_THREAD_INPUT_BYTES

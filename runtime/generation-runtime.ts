@@ -5,7 +5,7 @@
 import type { ChatTurn, Dialect, ParserOptions, RenderOptions } from '../dialects/dialect.ts';
 import type { Engine } from '../engine-cuda/engine.ts';
 import type { JsonLimits } from '../grammar/json-schema.ts';
-import type { ImageProcessorConfig } from '../checkpoint/image-processor.ts';
+import type { ImageProcessorConfig, ProcessedImage, RgbImage } from '../checkpoint/image-processor.ts';
 
 /** A model with a vision path: how images become pixel rows and prompt tokens. */
 export interface VisionConfig {
@@ -36,8 +36,10 @@ export interface PipelineTokenizer {
   createDecoder(markers: readonly string[]): StreamingDecoder;
 }
 
-/** Renders and tokenises conversations on other threads (runtime/prompt-pool.ts). */
+/** Renders and tokenises conversations, and processes images, on other threads (runtime/prompt-pool.ts). */
 export interface PromptRenderer {
+  /** The image processor off the main thread; absent = on the calling thread. */
+  processImage?(config: ImageProcessorConfig, image: RgbImage): Promise<ProcessedImage>;
   render(
     turns: ChatTurn[],
     options: RenderOptions,

@@ -1,6 +1,7 @@
 /**
  * checkpoint/image-processor.ts against the GLM-4.1V fixture: the committed PNGs' pixel_values
- * equal the PyTorch reference's (scripts/oracle/make_glm4v_fixtures.py) within 1e-6, and the
+ * equal the PyTorch reference's (scripts/oracle/make_glm4v_fixtures.py) within 1e-6; the bicubic
+ * resize equals Pillow's byte for byte (goldens from fixtures/make-pil-resize.py); the
  * smart_resize rule gives the sizes worked out by hand from image_processing_glm4v.py's rule.
  */
 import { readFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import {
   imageGrid,
   processImage,
   readImageProcessorConfig,
+  resizeBicubic,
   smartResize,
   type ImageProcessorConfig,
   type RgbImage,
@@ -133,5 +135,29 @@ describe('smart_resize (worked by hand from image_processing_glm4v.py)', () => {
     expect(imageGrid(config, height, width)).toEqual({ grid: [1, 36, 72], tokens: 648 });
     // Both temporal frames of a still image hold the same values (first row: 3 channels x 2 frames x 196).
     expect(out.pixels.subarray(0, 196)).toEqual(out.pixels.subarray(196, 392));
+  });
+});
+
+describe("bicubic resize: Pillow's bytes (Image.resize BICUBIC, as transformers' PIL processor)", () => {
+  for (const [width, height] of [
+    [168, 140],
+    [84, 56],
+  ] as const) {
+    it(`140x112 → ${width}x${height} equals Pillow's output exactly`, async () => {
+      const source = await rgb(new URL('glm4v-tiny-image.png', FIXTURES));
+      const pil = await rgb(new URL(`fixtures/pil-bicubic-${width}x${height}.png`, import.meta.url));
+      const out = resizeBicubic(source, width, height);
+      expect([out.width, out.height]).toEqual([width, height]);
+      let differing = 0;
+      for (let i = 0; i < out.data.length; i++) if (out.data[i] !== pil.data[i]) differing++;
+      expect(differing).toBe(0);
+    });
+  }
+
+  it('leaves an image at its size untouched, and resizes one axis alone', async () => {
+    const source = await rgb(new URL('glm4v-tiny-image.png', FIXTURES));
+    expect(resizeBicubic(source, 140, 112)).toBe(source);
+    const wider = resizeBicubic(source, 168, 112);
+    expect([wider.width, wider.height]).toEqual([168, 112]);
   });
 });

@@ -10,6 +10,8 @@ import { normaliseInput } from '../../responses/input-history.ts';
 import { planResponseAsync, type PlanRequest } from '../../responses/response-plan.ts';
 import { PromptPool } from '../../runtime/prompt-pool.ts';
 import { ApiError } from '../../contract/errors.ts';
+import { OFF_THREAD_IMAGE_PIXELS } from '../../responses/images.ts';
+import sharp from 'sharp';
 import { VISION_DIR, fixtureDataUrl, goldenPixels, visionFixtures, visionRuntime } from '../helpers/vision-runtime.ts';
 
 const image = (index = 0) => ({ type: 'input_image', image_url: fixtureDataUrl(index) });
@@ -86,6 +88,40 @@ describe('images in the plan (glm4v-tiny fixture)', () => {
     expect(error).toBeInstanceOf(ApiError);
     expect((error as ApiError).code).toBe('context_length_exceeded');
     expect((error as ApiError).message).toContain(`(${length} tokens)`);
+  });
+
+  it('a large image is processed on a prompt worker, to the same pixels as on the calling thread', async () => {
+    const runtime = { ...(await visionRuntime({ info: { contextLength: 8192 } })), promptWorkers: pool };
+    const width = 600;
+    const height = 500;
+    const raw = Buffer.from(new Uint8Array(width * height * 3).map((_, i) => (i * 2654435761) >>> 24));
+    const png = await sharp(raw, { raw: { width, height, channels: 3 } })
+      .png()
+      .toBuffer();
+    const input = normaliseInput([
+      {
+        role: 'user',
+        content: [{ type: 'input_image', image_url: `data:image/png;base64,${png.toString('base64')}` }],
+      },
+    ]);
+    const [h, w] = [504, 588]; // smart_resize: round(500/28)·28, round(600/28)·28 (within the fixture's budget)
+    expect(h * w).toBeGreaterThanOrEqual(OFF_THREAD_IMAGE_PIXELS);
+    let calls = 0;
+    const counting = {
+      render: pool.render.bind(pool),
+      processImage: (...args: Parameters<PromptPool['processImage']>) => (calls++, pool.processImage(...args)),
+    };
+    const offThread = await planResponseAsync(
+      { ...runtime, promptWorkers: counting },
+      { model: 'glm4v-tiny' },
+      input,
+      0,
+    );
+    const inline = await planResponseAsync({ ...runtime, promptWorkers: undefined }, { model: 'glm4v-tiny' }, input, 0);
+    expect(calls).toBe(1);
+    expect(offThread.images![0]!.grid).toEqual([1, h / 14, w / 14]);
+    expect(offThread.images![0]!.hash).toBe(inline.images![0]!.hash);
+    expect(offThread.promptIds).toEqual(inline.promptIds);
   });
 
   it('the prompt worker path renders the same ids for a large input with an image', async () => {
