@@ -202,7 +202,8 @@ export async function imageBytes(source: ImageSource, settings: ImageSettings, s
 
 /** Decodes PNG, JPEG, WebP or GIF (first frame) bytes to 8-bit RGB, within the pixel limit. */
 export async function decodeImage(source: ImageSource, bytes: Buffer, settings: ImageSettings): Promise<RgbImage> {
-  const options = { limitInputPixels: settings.maxPixels, pages: 1, failOn: 'error' as const };
+  // ignoreIcc: Pillow (transformers' image loader) does not colour-manage, so neither does this.
+  const options = { limitInputPixels: settings.maxPixels, pages: 1, failOn: 'error' as const, ignoreIcc: true };
   let format: string | undefined;
   let width = 0;
   let height = 0;
