@@ -82,6 +82,10 @@ export interface EngineStats {
   cachedTokens: number;
   decodeTokens: number;
   preemptions: number;
+  /** Images run through the vision encoder (a cached image is not re-encoded). */
+  imagesEncoded: number;
+  /** Time spent encoding them, in microseconds. */
+  encodeMicros: number;
 }
 
 export interface GenerateOptions {

@@ -101,6 +101,8 @@ export function engineStatsFromFields(f: number[]): EngineStats {
     cachedTokens: at(ENG.STAT_CACHED_TOKENS),
     decodeTokens: at(ENG.STAT_DECODE_TOKENS),
     preemptions: at(ENG.STAT_PREEMPTIONS),
+    imagesEncoded: at(ENG.STAT_IMAGES_ENCODED),
+    encodeMicros: at(ENG.STAT_ENCODE_US),
   };
 }
 

@@ -80,7 +80,9 @@ enum {
     ENG_STAT_SEQS_WAITING = 3, ENG_STAT_SEQS_RUNNING = 4, ENG_STAT_STEPS = 5,
     ENG_STAT_PREFILL_TOKENS = 6, ENG_STAT_CACHED_TOKENS = 7, ENG_STAT_DECODE_TOKENS = 8,
     ENG_STAT_PREEMPTIONS = 9,
-    ENG_STAT_COUNT = 10
+    ENG_STAT_IMAGES_ENCODED = 10, /* images run through the vision encoder */
+    ENG_STAT_ENCODE_US = 11,      /* microseconds spent encoding them */
+    ENG_STAT_COUNT = 12
 };
 
 /* A step writes events of 4 int32 each: { seq_id, kind, token, value }. */

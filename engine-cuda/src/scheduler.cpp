@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "common.h" // defines: fail, ENG_FINISH_*, ENG_EVENT_*
 
@@ -186,7 +187,9 @@ void Scheduler::prepare_mm() {
             if (img.tok0 >= z || img.tok0 + img.n_tok <= a) continue;
             if (img.embd.empty()) {
                 img.embd.resize((size_t)img.n_tok * (size_t)n_embd_);
+                auto t0 = std::chrono::steady_clock::now();
                 vision_->encode(img.pixels.data(), img.grid[0], img.grid[1], img.grid[2], img.embd.data());
+                stats_.encode_us += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
                 std::vector<float>().swap(img.pixels);
                 stats_.images_encoded++;
             }

@@ -195,12 +195,17 @@ TEST(vision_prefix_cache_keys_on_image_hash) {
     std::vector<Run> again = run_all(ctx, {add_prompt(ctx, g, 0, {0xAAAA}, (int)greedy.size())}, {});
     CHECK_MSG(again[0].cached == (n_prompt - 1) / 16 * 16, "cached %d", again[0].cached);
     CHECK(again[0].tokens == greedy);
+    int64_t stats[ENG_STAT_COUNT];
+    CHECK(eng_ctx_stats(ctx, stats, ENG_STAT_COUNT) == ENG_STAT_COUNT);
+    CHECK(stats[ENG_STAT_IMAGES_ENCODED] == 1); // the cached image was not encoded again
+    CHECK(stats[ENG_STAT_ENCODE_US] > 0);
     // Other pixels under another hash: same placeholder tokens, but block 0 already holds image
     // tokens (positions 5..24), so nothing is shared, and the answer follows the new pixels.
     std::vector<float> other = g.pixels[0];
     for (float &x : other) x = -x;
     std::vector<Run> diff = run_all(ctx, {add_prompt(ctx, g, 0, {0xBBBB}, (int)greedy.size(), &other)}, {});
     CHECK_MSG(diff[0].cached == 0, "cached %d", diff[0].cached);
+    CHECK(eng_ctx_stats(ctx, stats, ENG_STAT_COUNT) == ENG_STAT_COUNT && stats[ENG_STAT_IMAGES_ENCODED] == 2);
     CHECK(diff[0].tokens != greedy);
     // Chunked prefill served from the cache: prompt 1 (49 tokens, images at 10..29 and 35..46) with
     // chunks of 7, then again: 48 tokens cached, the rest computed, same greedy tokens.

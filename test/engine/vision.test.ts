@@ -87,18 +87,25 @@ describe('GLM-4.1V vision through NativeEngine', () => {
 
   it('reuses the cache for the same image hash and never for another', async () => {
     const p0 = fx.prompts[0]!;
+    const before = await engine.stats();
     const first = await drain(engine.generate(request(0, [0xfeedn])));
     expect(first.ids).toEqual(p0.greedy);
+    const afterFirst = await engine.stats();
+    expect(afterFirst.imagesEncoded).toBe(before.imagesEncoded + 1);
+    expect(afterFirst.encodeMicros).toBeGreaterThan(before.encodeMicros);
     const again = await drain(engine.generate(request(0, [0xfeedn])));
     expect(again.cachedTokens).toBe(Math.floor((p0.ids.length - 1) / 16) * 16);
     expect(again.finish.usage.cachedTokens).toBe(again.cachedTokens);
     expect(again.ids).toEqual(p0.greedy);
+    // The cached blocks cover the whole image (positions 5..24 < 32): it is not encoded again.
+    expect((await engine.stats()).imagesEncoded).toBe(afterFirst.imagesEncoded);
     // Other pixels, other hash: the image starts in block 0, so no block is shared.
     const other = await drain(
       engine.generate({ promptIds: p0.ids, maxTokens: fx.greedy_tokens, images: [image(0, 0xbeefn, (x) => -x)] }),
     );
     expect(other.cachedTokens).toBe(0);
     expect(other.ids).not.toEqual(p0.greedy);
+    expect((await engine.stats()).imagesEncoded).toBe(afterFirst.imagesEncoded + 1);
   });
 
   it('moves whole pixel buffers to the worker instead of copying them', async () => {

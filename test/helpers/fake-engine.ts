@@ -175,6 +175,8 @@ export class FakeEngine implements Engine {
       seqsRunning: this.activeCount,
       ...this.counters,
       preemptions: 0,
+      imagesEncoded: this.imagesEncoded,
+      encodeMicros: this.imagesEncoded * this.imageEncodeMs * 1000,
     };
   }
 
