@@ -86,6 +86,8 @@ export interface EngineStats {
   imagesEncoded: number;
   /** Time spent encoding them, in microseconds. */
   encodeMicros: number;
+  /** CPU time of the engine's process meanwhile (all threads), in microseconds. */
+  encodeCpuMicros: number;
 }
 
 export interface GenerateOptions {

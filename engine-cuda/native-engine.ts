@@ -103,6 +103,7 @@ export function engineStatsFromFields(f: number[]): EngineStats {
     preemptions: at(ENG.STAT_PREEMPTIONS),
     imagesEncoded: at(ENG.STAT_IMAGES_ENCODED),
     encodeMicros: at(ENG.STAT_ENCODE_US),
+    encodeCpuMicros: at(ENG.STAT_ENCODE_CPU_US),
   };
 }
 

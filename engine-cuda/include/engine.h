@@ -81,8 +81,9 @@ enum {
     ENG_STAT_PREFILL_TOKENS = 6, ENG_STAT_CACHED_TOKENS = 7, ENG_STAT_DECODE_TOKENS = 8,
     ENG_STAT_PREEMPTIONS = 9,
     ENG_STAT_IMAGES_ENCODED = 10, /* images run through the vision encoder */
-    ENG_STAT_ENCODE_US = 11,      /* microseconds spent encoding them */
-    ENG_STAT_COUNT = 12
+    ENG_STAT_ENCODE_US = 11,      /* microseconds spent encoding them (wall clock) */
+    ENG_STAT_ENCODE_CPU_US = 12,  /* CPU microseconds of the whole process meanwhile (all threads) */
+    ENG_STAT_COUNT = 13
 };
 
 /* A step writes events of 4 int32 each: { seq_id, kind, token, value }. */

@@ -177,6 +177,7 @@ export class FakeEngine implements Engine {
       preemptions: 0,
       imagesEncoded: this.imagesEncoded,
       encodeMicros: this.imagesEncoded * this.imageEncodeMs * 1000,
+      encodeCpuMicros: 0,
     };
   }
 
