@@ -54,6 +54,7 @@ const ARCHS: Record<number, EngineInfo['arch']> = {
   4: 'glm4_moe',
   5: 'deepseek_v3',
   6: 'glm4v',
+  7: 'glm4v_moe',
 };
 
 /** Maps eng_ctx_info() fields to EngineInfo. */

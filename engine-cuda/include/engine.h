@@ -66,7 +66,7 @@ enum {
     ENG_INFO_N_VOCAB = 0, ENG_INFO_N_CTX = 1, ENG_INFO_N_LAYER = 2, ENG_INFO_N_EMBD = 3,
     ENG_INFO_N_HEAD = 4, ENG_INFO_N_HEAD_KV = 5, ENG_INFO_HEAD_DIM = 6, ENG_INFO_BLOCK_SIZE = 7,
     ENG_INFO_N_BLOCKS = 8, ENG_INFO_BACKEND = 9,
-    ENG_INFO_ARCH = 10, /* 1 glm4, 2 llama, 3 qwen3, 4 glm4_moe, 5 deepseek_v3, 6 glm4v */
+    ENG_INFO_ARCH = 10, /* 1 glm4, 2 llama, 3 qwen3, 4 glm4_moe, 5 deepseek_v3, 6 glm4v, 7 glm4v_moe */
     ENG_INFO_N_PARAMS = 11, ENG_INFO_WEIGHT_BYTES = 12, /* bytes of weights one decoded token reads */
     ENG_INFO_SIMD = 13, /* 0 scalar, 1 avx2 */
     ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */

@@ -1,4 +1,5 @@
-/* test_vision.cpp: GLM-4.1V (test/fixtures/engine/glm4v-tiny) against the PyTorch golden files:
+/* test_vision.cpp: GLM-4.1V and GLM-4.5V (test/fixtures/engine/glm4v-tiny, glm45v-tiny) against the
+ * PyTorch golden files:
  * the vision tower's embeddings within 1e-3, last-prompt logits within 1e-3 and identical greedy
  * tokens through eng_seq_add_mm (whole and chunked prefill, a chunk boundary inside an image),
  * the prefix cache keyed by image hashes, M-RoPE positions, and the argument checks. */
@@ -22,15 +23,17 @@ struct Golden {
     std::vector<std::vector<int32_t>> grids;
 };
 
-std::string vision_dir() { return test_repo_root() + "/test/fixtures/engine/glm4v-tiny"; }
+std::string vision_dir(const char *name = "glm4v-tiny") { return test_repo_root() + "/test/fixtures/engine/" + name; }
 
-bool load_golden(Golden *g) {
+const char *const kVisionFixtures[] = {"glm4v-tiny", "glm45v-tiny"};
+
+bool load_golden(Golden *g, const char *name = "glm4v-tiny") {
     std::string text, err;
-    if (maya::read_text_file(vision_dir() + "/fixtures.json", &text) != 0) return false;
+    if (maya::read_text_file(vision_dir(name) + "/fixtures.json", &text) != 0) return false;
     if (!maya::json_parse(text.data(), text.size(), &g->fx, &err)) return false;
     for (const auto &img : g->fx.get("images")->items) {
         std::string raw;
-        if (maya::read_text_file(vision_dir() + "/" + img.get("pixel_values")->string, &raw) != 0) return false;
+        if (maya::read_text_file(vision_dir(name) + "/" + img.get("pixel_values")->string, &raw) != 0) return false;
         g->pixels.emplace_back(raw.size() / 4);
         memcpy(g->pixels.back().data(), raw.data(), raw.size());
         std::vector<int32_t> grid;
@@ -124,14 +127,18 @@ std::vector<int32_t> ints(const maya::JsonValue &a) {
 } // namespace
 
 TEST(vision_embeddings_match_golden) {
+  for (const char *name : kVisionFixtures) {
     Golden g;
-    CHECK(load_golden(&g));
+    CHECK(load_golden(&g, name));
     maya::Model m;
-    int32_t st = maya::model_load(vision_dir(), &m);
+    int32_t st = maya::model_load(vision_dir(name), &m);
     CHECK_MSG(st == 0, "%s", maya::last_error());
     if (st != 0 || !m.vision) return;
-    CHECK(m.cfg.arch == maya::ARCH_GLM4V && m.cfg.mrope_section[0] == 2 && m.cfg.mrope_section[2] == 3);
+    bool moe = strcmp(name, "glm45v-tiny") == 0;
+    CHECK(m.cfg.arch == (moe ? maya::ARCH_GLM4V_MOE : maya::ARCH_GLM4V));
+    CHECK(m.cfg.mrope_section[0] == 2 && m.cfg.mrope_section[2] == 3 && m.cfg.is_rope_interleaved == !moe);
     CHECK(m.cfg.image_token_id == 1012 && m.cfg.head_dim == 32 && m.cfg.rotary_dim == 16);
+    CHECK(m.cfg.has_sandwich_norms == !moe && m.cfg.n_expert == (moe ? 8 : 0) && m.cfg.has_qkv_bias);
     for (int threads : {1, 2}) {
         maya::VisionEncoder enc;
         CHECK(enc.init(*m.vision, threads) == 0);
@@ -144,25 +151,29 @@ TEST(vision_embeddings_match_golden) {
             enc.encode(g.pixels[i].data(), gr[0], gr[1], gr[2], out.data());
             double worst = 0;
             for (size_t j = 0; j < out.size(); j++) worst = fmax(worst, fabs((double)out[j] - ref[j].number));
-            fprintf(stderr, "  image %zu (%d x %d patches), %d threads: max |dembed| %.3g\n", i, gr[1], gr[2], threads, worst);
+            fprintf(stderr, "  %s image %zu (%d x %d patches), %d threads: max |dembed| %.3g\n", name, i, gr[1], gr[2], threads,
+                    worst);
             CHECK(worst <= 1e-3);
         }
     }
+  }
 }
 
 TEST(vision_greedy_matches_golden_whole_and_chunked) {
+  for (const char *name : kVisionFixtures) {
     Golden g;
-    CHECK(load_golden(&g));
+    CHECK(load_golden(&g, name));
     const maya::JsonValue *prompts = g.fx.get("prompts");
     int n_greedy = (int)g.fx.get("greedy_tokens")->integer;
     // 256: one chunk per prompt; 7: chunk boundaries inside every image's tokens (prompt 0's image
     // covers positions 5..24, prompt 1's images 10..29 and 35..46).
     for (int64_t chunk : {256, 7}) {
-        eng_ctx *ctx = open_ctx(vision_dir(), chunk);
+        eng_ctx *ctx = open_ctx(vision_dir(name), chunk);
         if (!ctx) return;
         int64_t info[ENG_INFO_COUNT];
         CHECK(eng_ctx_info(ctx, info, ENG_INFO_COUNT) == ENG_INFO_COUNT);
-        CHECK(info[ENG_INFO_VISION] == 1 && info[ENG_INFO_ARCH] == 6 && info[ENG_INFO_BACKEND] == 1);
+        CHECK(info[ENG_INFO_VISION] == 1 && info[ENG_INFO_ARCH] == (strcmp(name, "glm4v-tiny") == 0 ? 6 : 7));
+        CHECK(info[ENG_INFO_BACKEND] == 1);
         std::vector<int32_t> ids;
         std::vector<const maya::JsonValue *> logits;
         for (size_t p = 0; p < prompts->items.size(); p++) {
@@ -173,12 +184,13 @@ TEST(vision_greedy_matches_golden_whole_and_chunked) {
         }
         std::vector<Run> runs = run_all(ctx, ids, logits);
         for (size_t p = 0; p < runs.size(); p++) {
-            fprintf(stderr, "  chunk %lld prompt %zu: max |dlogit| %.3g\n", (long long)chunk, p, runs[p].worst_logit);
+            fprintf(stderr, "  %s chunk %lld prompt %zu: max |dlogit| %.3g\n", name, (long long)chunk, p, runs[p].worst_logit);
             CHECK(runs[p].worst_logit <= 1e-3);
             CHECK(runs[p].tokens == ints(*prompts->items[p].get("greedy")));
         }
         eng_ctx_free(ctx);
     }
+  }
 }
 
 TEST(vision_prefix_cache_keys_on_image_hash) {
@@ -287,12 +299,13 @@ TEST(vision_argument_checks) {
     eng_ctx_free(ctx);
 }
 
-TEST(vision_glm45v_is_refused_by_name) {
+TEST(vision_unknown_vision_architecture_is_refused_by_name) {
     std::string err;
     maya::JsonValue c;
-    const char *json = "{\"architectures\":[\"Glm4vMoeForConditionalGeneration\"],\"text_config\":{}}";
+    const char *json = "{\"architectures\":[\"Qwen2VLForConditionalGeneration\"],\"text_config\":{}}";
     CHECK(maya::json_parse(json, strlen(json), &c, &err));
     maya::ModelConfig m;
     CHECK(maya::model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED);
-    CHECK(strstr(maya::last_error(), "Glm4vMoeForConditionalGeneration") != nullptr);
+    CHECK(strstr(maya::last_error(), "Qwen2VLForConditionalGeneration") != nullptr);
+    CHECK(strstr(maya::last_error(), "Glm4vMoeForConditionalGeneration") != nullptr); // in the supported list
 }
