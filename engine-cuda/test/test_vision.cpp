@@ -236,6 +236,31 @@ TEST(vision_prefix_cache_keys_on_image_hash) {
     eng_ctx_free(ctx);
 }
 
+TEST(vision_preempted_sequences_keep_their_images) {
+    // 8 KV blocks of 16 for two copies of prompt 1 (49 tokens: 4 blocks each at admission, a 5th
+    // once 16 tokens are generated): one is preempted and recomputed; the first 16 greedy tokens stay
+    // the golden ones and no image is encoded twice (the embeddings stay with the sequence).
+    Golden g;
+    CHECK(load_golden(&g));
+    const maya::JsonValue &p1 = g.fx.get("prompts")->items[1];
+    int64_t params[ENG_PARAM_COUNT] = {0};
+    params[ENG_PARAM_N_THREADS] = 2;
+    params[ENG_PARAM_N_BLOCKS] = 8;
+    params[ENG_PARAM_PREFILL_CHUNK] = 64;
+    eng_ctx *ctx = nullptr;
+    CHECK(eng_ctx_create(vision_dir().c_str(), params, ENG_PARAM_COUNT, &ctx) == 0);
+    if (!ctx) return;
+    int n = (int)p1.get("greedy")->items.size();
+    std::vector<int32_t> ids = {add_prompt(ctx, g, 1, {0x51, 0x52}, n + 8), add_prompt(ctx, g, 1, {0x61, 0x62}, n + 8)};
+    std::vector<Run> runs = run_all(ctx, ids, {});
+    int64_t stats[ENG_STAT_COUNT];
+    eng_ctx_stats(ctx, stats, ENG_STAT_COUNT);
+    CHECK_MSG(stats[ENG_STAT_PREEMPTIONS] > 0, "preemptions %lld", (long long)stats[ENG_STAT_PREEMPTIONS]);
+    CHECK(stats[ENG_STAT_IMAGES_ENCODED] == 4);
+    for (const Run &r : runs) CHECK(std::vector<int32_t>(r.tokens.begin(), r.tokens.begin() + n) == ints(*p1.get("greedy")));
+    eng_ctx_free(ctx);
+}
+
 TEST(vision_mrope_positions) {
     // [text x2][image 1x4x6 patches -> 2x3 tokens][text][image 1x6x2 -> 3x1 tokens][text]
     int32_t grids[6] = {1, 4, 6, 1, 6, 2};
