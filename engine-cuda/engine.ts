@@ -54,7 +54,7 @@ export interface FinishInfo {
 }
 
 export interface EngineInfo {
-  arch: 'glm4' | 'llama' | 'qwen3' | 'glm4_moe' | 'deepseek_v3' | 'glm4v';
+  arch: 'glm4' | 'llama' | 'qwen3' | 'glm4_moe' | 'deepseek_v3' | 'glm4v' | 'glm4v_moe';
   backend: 'cpu' | 'cuda';
   numVocab: number;
   /** Context limit in tokens (prompt + output). */
@@ -82,6 +82,12 @@ export interface EngineStats {
   cachedTokens: number;
   decodeTokens: number;
   preemptions: number;
+  /** Images run through the vision encoder (a cached image is not re-encoded). */
+  imagesEncoded: number;
+  /** Time spent encoding them, in microseconds. */
+  encodeMicros: number;
+  /** CPU time of the engine's process meanwhile (all threads), in microseconds. */
+  encodeCpuMicros: number;
 }
 
 export interface GenerateOptions {

@@ -54,6 +54,7 @@ const ARCHS: Record<number, EngineInfo['arch']> = {
   4: 'glm4_moe',
   5: 'deepseek_v3',
   6: 'glm4v',
+  7: 'glm4v_moe',
 };
 
 /** Maps eng_ctx_info() fields to EngineInfo. */
@@ -101,6 +102,9 @@ export function engineStatsFromFields(f: number[]): EngineStats {
     cachedTokens: at(ENG.STAT_CACHED_TOKENS),
     decodeTokens: at(ENG.STAT_DECODE_TOKENS),
     preemptions: at(ENG.STAT_PREEMPTIONS),
+    imagesEncoded: at(ENG.STAT_IMAGES_ENCODED),
+    encodeMicros: at(ENG.STAT_ENCODE_US),
+    encodeCpuMicros: at(ENG.STAT_ENCODE_CPU_US),
   };
 }
 

@@ -66,7 +66,7 @@ enum {
     ENG_INFO_N_VOCAB = 0, ENG_INFO_N_CTX = 1, ENG_INFO_N_LAYER = 2, ENG_INFO_N_EMBD = 3,
     ENG_INFO_N_HEAD = 4, ENG_INFO_N_HEAD_KV = 5, ENG_INFO_HEAD_DIM = 6, ENG_INFO_BLOCK_SIZE = 7,
     ENG_INFO_N_BLOCKS = 8, ENG_INFO_BACKEND = 9,
-    ENG_INFO_ARCH = 10, /* 1 glm4, 2 llama, 3 qwen3, 4 glm4_moe, 5 deepseek_v3, 6 glm4v */
+    ENG_INFO_ARCH = 10, /* 1 glm4, 2 llama, 3 qwen3, 4 glm4_moe, 5 deepseek_v3, 6 glm4v, 7 glm4v_moe */
     ENG_INFO_N_PARAMS = 11, ENG_INFO_WEIGHT_BYTES = 12, /* bytes of weights one decoded token reads */
     ENG_INFO_SIMD = 13, /* 0 scalar, 1 avx2 */
     ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
@@ -80,7 +80,10 @@ enum {
     ENG_STAT_SEQS_WAITING = 3, ENG_STAT_SEQS_RUNNING = 4, ENG_STAT_STEPS = 5,
     ENG_STAT_PREFILL_TOKENS = 6, ENG_STAT_CACHED_TOKENS = 7, ENG_STAT_DECODE_TOKENS = 8,
     ENG_STAT_PREEMPTIONS = 9,
-    ENG_STAT_COUNT = 10
+    ENG_STAT_IMAGES_ENCODED = 10, /* images run through the vision encoder */
+    ENG_STAT_ENCODE_US = 11,      /* microseconds spent encoding them (wall clock) */
+    ENG_STAT_ENCODE_CPU_US = 12,  /* CPU microseconds of the whole process meanwhile (all threads) */
+    ENG_STAT_COUNT = 13
 };
 
 /* A step writes events of 4 int32 each: { seq_id, kind, token, value }. */

@@ -245,6 +245,9 @@ ENG_API int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap) {
     v[ENG_STAT_CACHED_TOKENS] = s.cached_tokens;
     v[ENG_STAT_DECODE_TOKENS] = s.decode_tokens;
     v[ENG_STAT_PREEMPTIONS] = s.preemptions;
+    v[ENG_STAT_IMAGES_ENCODED] = s.images_encoded;
+    v[ENG_STAT_ENCODE_US] = s.encode_us;
+    v[ENG_STAT_ENCODE_CPU_US] = s.encode_cpu_us;
     int32_t n = cap < ENG_STAT_COUNT ? cap : ENG_STAT_COUNT;
     memcpy(out, v, (size_t)n * sizeof(int64_t));
     return n;

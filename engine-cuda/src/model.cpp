@@ -192,7 +192,7 @@ static int32_t parse_mla(const JsonValue &c, ModelConfig *m) {
     return ENG_STATUS_OK;
 }
 
-/* GLM-4.1V: mrope_section of rope_scaling / rope_parameters (Glm4vTextRotaryEmbedding's default
+/* GLM-4.1V / GLM-4.5V: mrope_section of rope_scaling / rope_parameters (Glm4vTextRotaryEmbedding's default
  * [8, 12, 12]) must split the rotary_dim / 2 frequencies; image_token_id from the root config. */
 static int32_t parse_glm4v(const JsonValue &root, const JsonValue &c, ModelConfig *m) {
     const JsonValue *sc = field(c, "rope_scaling");
@@ -234,19 +234,20 @@ int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
     else if (a == "Glm4MoeForCausalLM") m->arch = ARCH_GLM4_MOE;
     else if (a == "DeepseekV3ForCausalLM") m->arch = ARCH_DEEPSEEK_V3;
     else if (a == "Glm4vForConditionalGeneration") m->arch = ARCH_GLM4V;
-    else if (a == "Glm4vMoeForConditionalGeneration")
-        return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture Glm4vMoeForConditionalGeneration (GLM-4.5V): its vision "
-                                            "tower runs (Glm4vForConditionalGeneration) but the MoE language model with M-RoPE "
-                                            "is not wired to it yet");
+    else if (a == "Glm4vMoeForConditionalGeneration") m->arch = ARCH_GLM4V_MOE;
     else if (a == "DeepseekV32ForCausalLM")
         return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture DeepseekV32ForCausalLM: DeepSeek sparse attention "
                                             "(the lightning indexer) is not implemented");
     else return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture %s (supported: Glm4ForCausalLM, LlamaForCausalLM, "
-                                             "Qwen3ForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, Glm4vForConditionalGeneration)", a.c_str());
-    bool ds = m->arch == ARCH_DEEPSEEK_V3, glm_moe = m->arch == ARCH_GLM4_MOE, glm4v = m->arch == ARCH_GLM4V;
-    bool glm4 = m->arch == ARCH_GLM4 || glm4v; // GLM-4.1V's language model is GLM-4-0414's
-    // GLM-4.1V keeps the language model's fields in text_config (older configs: at the top level).
-    const JsonValue *tc = glm4v ? field(root, "text_config") : nullptr;
+                                             "Qwen3ForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, Glm4vForConditionalGeneration, "
+                                             "Glm4vMoeForConditionalGeneration)", a.c_str());
+    bool ds = m->arch == ARCH_DEEPSEEK_V3;
+    bool vision = m->arch == ARCH_GLM4V || m->arch == ARCH_GLM4V_MOE;       // GLM-4.1V / GLM-4.5V
+    bool glm4v = m->arch == ARCH_GLM4V;                                      // its text: GLM-4-0414's layer
+    bool glm_moe = m->arch == ARCH_GLM4_MOE || m->arch == ARCH_GLM4V_MOE;    // GLM-4.5V's text: GLM-4.5's
+    bool glm4 = m->arch == ARCH_GLM4 || glm4v;
+    // The vision models keep the language model's fields in text_config (older configs: at the top level).
+    const JsonValue *tc = vision ? field(root, "text_config") : nullptr;
     const JsonValue &c = tc && tc->kind == JsonValue::OBJECT ? *tc : root;
     if (ds && (field(c, "index_topk") || field(c, "index_n_heads")))
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: index_topk/index_n_heads (DeepSeek-V3.2 sparse attention) "
@@ -284,14 +285,16 @@ int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
     if (m->is_yarn && !ds) return fail(ENG_STATUS_UNSUPPORTED, "config.json: yarn rope scaling is only supported for DeepseekV3");
     m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
     ENG_TRY(parse_quant(root));
-    if (glm4v) ENG_TRY(parse_glm4v(root, c, m));
+    if (vision) ENG_TRY(parse_glm4v(root, c, m));
 
     m->is_tied = get_bool(root, "tie_word_embeddings", get_bool(c, "tie_word_embeddings", false));
-    bool attn_bias = glm4v || get_bool(c, "attention_bias", m->arch == ARCH_GLM4); // Glm4vTextAttention: always
+    // Glm4vTextAttention: always; Glm4vMoeTextConfig: attention_bias defaults to true.
+    bool attn_bias = glm4v || get_bool(c, "attention_bias", m->arch == ARCH_GLM4 || m->arch == ARCH_GLM4V_MOE);
     m->has_qkv_bias = attn_bias;
     m->has_o_bias = !glm4 && !glm_moe && attn_bias; // GLM-4 / GLM-4.5 o_proj never has a bias
     m->has_mlp_bias = m->arch == ARCH_LLAMA && get_bool(c, "mlp_bias", false);
-    m->has_qk_norm = m->arch == ARCH_QWEN3 || (glm_moe && get_bool(c, "use_qk_norm", false));
+    // Glm4vMoeTextConfig removes use_qk_norm: GLM-4.5V has no QK-norm.
+    m->has_qk_norm = m->arch == ARCH_QWEN3 || (m->arch == ARCH_GLM4_MOE && get_bool(c, "use_qk_norm", false));
     m->has_sandwich_norms = glm4;
     m->is_rope_interleaved = glm4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe); GLM-4.1V pairs (rotate_half_llm)
     if (ds && attn_bias) return fail(ENG_STATUS_UNSUPPORTED, "config.json: attention_bias true is not supported for DeepseekV3");
@@ -541,7 +544,8 @@ int32_t model_load(const std::string &dir, Model *m) {
     const ModelConfig &c = m->cfg;
     Binder b{m};
     // GLM-4.1V: model.language_model.* (transformers >= 4.52), or model.* as older saves name it.
-    std::string lm = c.arch == ARCH_GLM4V && m->ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+    bool vision = c.arch == ARCH_GLM4V || c.arch == ARCH_GLM4V_MOE;
+    std::string lm = vision && m->ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     ENG_TRY(b.matrix(lm + "embed_tokens.weight", c.n_vocab, c.n_embd, &m->embed));
     // Only one embedding row is read per token; count the rest as parameters, not bytes read.
     m->weight_bytes -= (int64_t)c.n_vocab * c.n_embd * (int64_t)dtype_size(m->embed.dtype);
@@ -564,7 +568,7 @@ int32_t model_load(const std::string &dir, Model *m) {
             m->weight_bytes += bytes * c.n_expert_used;
         }
     }
-    if (c.arch == ARCH_GLM4V) ENG_TRY(vision_load(m)); // adds its parameters to n_params only
+    if (vision) ENG_TRY(vision_load(m)); // adds its parameters to n_params only
     return ENG_STATUS_OK;
 }
 

@@ -4,7 +4,8 @@
  * only vectors (norms, biases) and FP8 block scales are converted to f32 at load. Supported:
  * Glm4ForCausalLM (GLM-4-0414), LlamaForCausalLM, Qwen3ForCausalLM, Glm4MoeForCausalLM
  * (GLM-4.5/4.6/4.7: MoE), DeepseekV3ForCausalLM (DeepSeek-V3/V3.1: MLA + MoE) and
- * Glm4vForConditionalGeneration (GLM-4.1V: GLM-4 text with M-RoPE + the vision tower of vision.h), with Hugging
+ * Glm4vForConditionalGeneration (GLM-4.1V: GLM-4 text with M-RoPE + the vision tower of vision.h) and
+ * Glm4vMoeForConditionalGeneration (GLM-4.5V: GLM-4.5 MoE text with M-RoPE + the same tower), with Hugging
  * Face tensor names; weights BF16/F16/F32 or FP8 e4m3 with 128x128 block scales.
  */
 #ifndef MAYA_MODEL_H
@@ -19,7 +20,8 @@
 
 namespace maya {
 
-enum Arch : int32_t { ARCH_GLM4 = 1, ARCH_LLAMA = 2, ARCH_QWEN3 = 3, ARCH_GLM4_MOE = 4, ARCH_DEEPSEEK_V3 = 5, ARCH_GLM4V = 6 };
+enum Arch : int32_t { ARCH_GLM4 = 1, ARCH_LLAMA = 2, ARCH_QWEN3 = 3, ARCH_GLM4_MOE = 4, ARCH_DEEPSEEK_V3 = 5, ARCH_GLM4V = 6,
+                     ARCH_GLM4V_MOE = 7 };
 
 struct VisionModel; // vision.h: GLM-4.1V's vision tower
 

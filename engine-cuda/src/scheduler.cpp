@@ -2,8 +2,10 @@
 #include "scheduler.h"
 
 #include <string.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "common.h" // defines: fail, ENG_FINISH_*, ENG_EVENT_*
 
@@ -186,7 +188,13 @@ void Scheduler::prepare_mm() {
             if (img.tok0 >= z || img.tok0 + img.n_tok <= a) continue;
             if (img.embd.empty()) {
                 img.embd.resize((size_t)img.n_tok * (size_t)n_embd_);
+                auto t0 = std::chrono::steady_clock::now();
+                timespec c0, c1;
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
                 vision_->encode(img.pixels.data(), img.grid[0], img.grid[1], img.grid[2], img.embd.data());
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+                stats_.encode_us += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+                stats_.encode_cpu_us += (int64_t)(c1.tv_sec - c0.tv_sec) * 1000000 + (c1.tv_nsec - c0.tv_nsec) / 1000;
                 std::vector<float>().swap(img.pixels);
                 stats_.images_encoded++;
             }

@@ -37,7 +37,7 @@ struct SchedulerConfig {
 
 struct SchedulerStats {
     int64_t steps = 0, prefill_tokens = 0, cached_tokens = 0, decode_tokens = 0, preemptions = 0;
-    int64_t images_encoded = 0;
+    int64_t images_encoded = 0, encode_us = 0, encode_cpu_us = 0;
 };
 
 class Scheduler {

@@ -99,30 +99,32 @@ void mat_task(void *arg, int task, int worker) {
 
 struct AttnTask {
     const Kernels *k;
-    const float *qkv; // (N, 3 Cv)
-    float *out;       // (N, Cv)
-    int Cv, Dv, H, L; // L: patches per frame (attention span)
+    const float *qkv;     // (N, 3 Cv): q rows used in place
+    const float *kh, *vh; // (H, N, Dv): keys and values repacked per head
+    float *out;           // (N, Cv)
+    int Cv, Dv, H, N, L;  // L: patches per frame (attention span)
     float scale;
     float *const *scores; // per worker: (L)
 };
 
-/* One (head, query patch): softmax over the keys of its frame, then the weighted sum of values. */
+/* One (head, query patch): scores against the keys of its frame, softmax, weighted sum of values
+ * (the kernel table's attention loops over contiguous per-head rows). */
 void attn_task(void *arg, int task, int worker) {
     const AttnTask &a = *(const AttnTask *)arg;
-    int n = task / a.H, h = task % a.H, f0 = n / a.L * a.L, ld = 3 * a.Cv;
-    const float *q = a.qkv + (int64_t)n * ld + h * a.Dv;
+    int n = task / a.H, h = task % a.H, f0 = n / a.L * a.L;
+    const float *q = a.qkv + (int64_t)n * 3 * a.Cv + h * a.Dv;
+    const float *kr = a.kh + ((int64_t)h * a.N + f0) * a.Dv, *vr = a.vh + ((int64_t)h * a.N + f0) * a.Dv;
     float *sc = a.scores[worker], mx = -INFINITY, sum = 0;
-    for (int j = 0; j < a.L; j++) {
-        sc[j] = a.k->dot(q, a.qkv + (int64_t)(f0 + j) * ld + a.Cv + h * a.Dv, a.Dv) * a.scale;
-        mx = sc[j] > mx ? sc[j] : mx;
-    }
+    a.k->attn_scores(sc, a.L, 0, q, 1, kr, a.L, a.Dv, a.scale);
+    for (int j = 0; j < a.L; j++) mx = sc[j] > mx ? sc[j] : mx;
     for (int j = 0; j < a.L; j++) {
         sc[j] = expf(sc[j] - mx);
         sum += sc[j];
     }
+    a.k->scale(sc, 1.0f / sum, a.L);
     float *o = a.out + (int64_t)n * a.Cv + h * a.Dv;
     memset(o, 0, sizeof(float) * (size_t)a.Dv);
-    for (int j = 0; j < a.L; j++) a.k->axpy(o, sc[j] / sum, a.qkv + (int64_t)(f0 + j) * ld + 2 * a.Cv + h * a.Dv, a.Dv);
+    a.k->attn_accum(o, sc, a.L, 0, 1, vr, a.L, a.Dv);
 }
 
 } // namespace
@@ -232,6 +234,8 @@ void VisionEncoder::encode(const float *pixels, int t, int h, int w, float *out)
     x_.resize((size_t)N * Cv);
     h_.resize((size_t)N * Cv);
     qkv_.resize((size_t)N * 3 * Cv);
+    kh_.resize((size_t)N * Cv);
+    vh_.resize((size_t)N * Cv);
     att_.resize((size_t)N * Cv);
     ff_.resize((size_t)N * 2 * O);
     ff2_.resize((size_t)N * O);
@@ -306,7 +310,14 @@ void VisionEncoder::encode(const float *pixels, int t, int h, int w, float *out)
                     }
                 }
         }
-        AttnTask at{&k, qkv_.data(), att_.data(), Cv, Dv, c.n_head, L, 1.0f / sqrtf((float)Dv), scratch_ptr_.data()};
+        for (int n = 0; n < N; n++)
+            for (int hd = 0; hd < c.n_head; hd++) {
+                const float *row = &qkv_[(size_t)n * 3 * Cv + (size_t)hd * Dv];
+                memcpy(&kh_[((size_t)hd * N + n) * Dv], row + Cv, sizeof(float) * (size_t)Dv);
+                memcpy(&vh_[((size_t)hd * N + n) * Dv], row + 2 * Cv, sizeof(float) * (size_t)Dv);
+            }
+        AttnTask at{&k, qkv_.data(), kh_.data(), vh_.data(), att_.data(), Cv, Dv, c.n_head, N, L, 1.0f / sqrtf((float)Dv),
+                    scratch_ptr_.data()};
         pool_.run(N * c.n_head, attn_task, &at);
         linear(B.proj, att_.data(), Cv, N, h_.data(), Cv, nullptr);
         for (size_t i = 0; i < (size_t)N * Cv; i++) x_[i] += h_[i];

@@ -83,7 +83,7 @@ class VisionEncoder {
     const VisionModel *v_ = nullptr;
     const Kernels *k_ = nullptr;
     ThreadPool pool_;
-    std::vector<float> x_, h_, qkv_, att_, ff_, ff2_, cos_, sin_, win_, y_, z_;
+    std::vector<float> x_, h_, qkv_, kh_, vh_, att_, ff_, ff2_, cos_, sin_, win_, y_, z_;
     std::vector<int32_t> rows_, cols_;
     std::vector<std::vector<float>> scratch_;
     std::vector<float *> scratch_ptr_;

@@ -1,4 +1,5 @@
-/* test_vision.cpp: GLM-4.1V (test/fixtures/engine/glm4v-tiny) against the PyTorch golden files:
+/* test_vision.cpp: GLM-4.1V and GLM-4.5V (test/fixtures/engine/glm4v-tiny, glm45v-tiny) against the
+ * PyTorch golden files:
  * the vision tower's embeddings within 1e-3, last-prompt logits within 1e-3 and identical greedy
  * tokens through eng_seq_add_mm (whole and chunked prefill, a chunk boundary inside an image),
  * the prefix cache keyed by image hashes, M-RoPE positions, and the argument checks. */
@@ -22,15 +23,17 @@ struct Golden {
     std::vector<std::vector<int32_t>> grids;
 };
 
-std::string vision_dir() { return test_repo_root() + "/test/fixtures/engine/glm4v-tiny"; }
+std::string vision_dir(const char *name = "glm4v-tiny") { return test_repo_root() + "/test/fixtures/engine/" + name; }
 
-bool load_golden(Golden *g) {
+const char *const kVisionFixtures[] = {"glm4v-tiny", "glm45v-tiny"};
+
+bool load_golden(Golden *g, const char *name = "glm4v-tiny") {
     std::string text, err;
-    if (maya::read_text_file(vision_dir() + "/fixtures.json", &text) != 0) return false;
+    if (maya::read_text_file(vision_dir(name) + "/fixtures.json", &text) != 0) return false;
     if (!maya::json_parse(text.data(), text.size(), &g->fx, &err)) return false;
     for (const auto &img : g->fx.get("images")->items) {
         std::string raw;
-        if (maya::read_text_file(vision_dir() + "/" + img.get("pixel_values")->string, &raw) != 0) return false;
+        if (maya::read_text_file(vision_dir(name) + "/" + img.get("pixel_values")->string, &raw) != 0) return false;
         g->pixels.emplace_back(raw.size() / 4);
         memcpy(g->pixels.back().data(), raw.data(), raw.size());
         std::vector<int32_t> grid;
@@ -124,14 +127,18 @@ std::vector<int32_t> ints(const maya::JsonValue &a) {
 } // namespace
 
 TEST(vision_embeddings_match_golden) {
+  for (const char *name : kVisionFixtures) {
     Golden g;
-    CHECK(load_golden(&g));
+    CHECK(load_golden(&g, name));
     maya::Model m;
-    int32_t st = maya::model_load(vision_dir(), &m);
+    int32_t st = maya::model_load(vision_dir(name), &m);
     CHECK_MSG(st == 0, "%s", maya::last_error());
     if (st != 0 || !m.vision) return;
-    CHECK(m.cfg.arch == maya::ARCH_GLM4V && m.cfg.mrope_section[0] == 2 && m.cfg.mrope_section[2] == 3);
+    bool moe = strcmp(name, "glm45v-tiny") == 0;
+    CHECK(m.cfg.arch == (moe ? maya::ARCH_GLM4V_MOE : maya::ARCH_GLM4V));
+    CHECK(m.cfg.mrope_section[0] == 2 && m.cfg.mrope_section[2] == 3 && m.cfg.is_rope_interleaved == !moe);
     CHECK(m.cfg.image_token_id == 1012 && m.cfg.head_dim == 32 && m.cfg.rotary_dim == 16);
+    CHECK(m.cfg.has_sandwich_norms == !moe && m.cfg.n_expert == (moe ? 8 : 0) && m.cfg.has_qkv_bias);
     for (int threads : {1, 2}) {
         maya::VisionEncoder enc;
         CHECK(enc.init(*m.vision, threads) == 0);
@@ -144,25 +151,29 @@ TEST(vision_embeddings_match_golden) {
             enc.encode(g.pixels[i].data(), gr[0], gr[1], gr[2], out.data());
             double worst = 0;
             for (size_t j = 0; j < out.size(); j++) worst = fmax(worst, fabs((double)out[j] - ref[j].number));
-            fprintf(stderr, "  image %zu (%d x %d patches), %d threads: max |dembed| %.3g\n", i, gr[1], gr[2], threads, worst);
+            fprintf(stderr, "  %s image %zu (%d x %d patches), %d threads: max |dembed| %.3g\n", name, i, gr[1], gr[2], threads,
+                    worst);
             CHECK(worst <= 1e-3);
         }
     }
+  }
 }
 
 TEST(vision_greedy_matches_golden_whole_and_chunked) {
+  for (const char *name : kVisionFixtures) {
     Golden g;
-    CHECK(load_golden(&g));
+    CHECK(load_golden(&g, name));
     const maya::JsonValue *prompts = g.fx.get("prompts");
     int n_greedy = (int)g.fx.get("greedy_tokens")->integer;
     // 256: one chunk per prompt; 7: chunk boundaries inside every image's tokens (prompt 0's image
     // covers positions 5..24, prompt 1's images 10..29 and 35..46).
     for (int64_t chunk : {256, 7}) {
-        eng_ctx *ctx = open_ctx(vision_dir(), chunk);
+        eng_ctx *ctx = open_ctx(vision_dir(name), chunk);
         if (!ctx) return;
         int64_t info[ENG_INFO_COUNT];
         CHECK(eng_ctx_info(ctx, info, ENG_INFO_COUNT) == ENG_INFO_COUNT);
-        CHECK(info[ENG_INFO_VISION] == 1 && info[ENG_INFO_ARCH] == 6 && info[ENG_INFO_BACKEND] == 1);
+        CHECK(info[ENG_INFO_VISION] == 1 && info[ENG_INFO_ARCH] == (strcmp(name, "glm4v-tiny") == 0 ? 6 : 7));
+        CHECK(info[ENG_INFO_BACKEND] == 1);
         std::vector<int32_t> ids;
         std::vector<const maya::JsonValue *> logits;
         for (size_t p = 0; p < prompts->items.size(); p++) {
@@ -173,12 +184,13 @@ TEST(vision_greedy_matches_golden_whole_and_chunked) {
         }
         std::vector<Run> runs = run_all(ctx, ids, logits);
         for (size_t p = 0; p < runs.size(); p++) {
-            fprintf(stderr, "  chunk %lld prompt %zu: max |dlogit| %.3g\n", (long long)chunk, p, runs[p].worst_logit);
+            fprintf(stderr, "  %s chunk %lld prompt %zu: max |dlogit| %.3g\n", name, (long long)chunk, p, runs[p].worst_logit);
             CHECK(runs[p].worst_logit <= 1e-3);
             CHECK(runs[p].tokens == ints(*prompts->items[p].get("greedy")));
         }
         eng_ctx_free(ctx);
     }
+  }
 }
 
 TEST(vision_prefix_cache_keys_on_image_hash) {
@@ -195,12 +207,17 @@ TEST(vision_prefix_cache_keys_on_image_hash) {
     std::vector<Run> again = run_all(ctx, {add_prompt(ctx, g, 0, {0xAAAA}, (int)greedy.size())}, {});
     CHECK_MSG(again[0].cached == (n_prompt - 1) / 16 * 16, "cached %d", again[0].cached);
     CHECK(again[0].tokens == greedy);
+    int64_t stats[ENG_STAT_COUNT];
+    CHECK(eng_ctx_stats(ctx, stats, ENG_STAT_COUNT) == ENG_STAT_COUNT);
+    CHECK(stats[ENG_STAT_IMAGES_ENCODED] == 1); // the cached image was not encoded again
+    CHECK(stats[ENG_STAT_ENCODE_US] > 0);
     // Other pixels under another hash: same placeholder tokens, but block 0 already holds image
     // tokens (positions 5..24), so nothing is shared, and the answer follows the new pixels.
     std::vector<float> other = g.pixels[0];
     for (float &x : other) x = -x;
     std::vector<Run> diff = run_all(ctx, {add_prompt(ctx, g, 0, {0xBBBB}, (int)greedy.size(), &other)}, {});
     CHECK_MSG(diff[0].cached == 0, "cached %d", diff[0].cached);
+    CHECK(eng_ctx_stats(ctx, stats, ENG_STAT_COUNT) == ENG_STAT_COUNT && stats[ENG_STAT_IMAGES_ENCODED] == 2);
     CHECK(diff[0].tokens != greedy);
     // Chunked prefill served from the cache: prompt 1 (49 tokens, images at 10..29 and 35..46) with
     // chunks of 7, then again: 48 tokens cached, the rest computed, same greedy tokens.
@@ -216,6 +233,31 @@ TEST(vision_prefix_cache_keys_on_image_hash) {
     // only text and the first image; block 2 holds the second image's tokens.
     std::vector<Run> r2 = run_all(ctx, {add_prompt(ctx, g, 1, {0x1, 0x3}, 2)}, {});
     CHECK_MSG(r2[0].cached == 32, "cached %d", r2[0].cached);
+    eng_ctx_free(ctx);
+}
+
+TEST(vision_preempted_sequences_keep_their_images) {
+    // 8 KV blocks of 16 for two copies of prompt 1 (49 tokens: 4 blocks each at admission, a 5th
+    // once 16 tokens are generated): one is preempted and recomputed; the first 16 greedy tokens stay
+    // the golden ones and no image is encoded twice (the embeddings stay with the sequence).
+    Golden g;
+    CHECK(load_golden(&g));
+    const maya::JsonValue &p1 = g.fx.get("prompts")->items[1];
+    int64_t params[ENG_PARAM_COUNT] = {0};
+    params[ENG_PARAM_N_THREADS] = 2;
+    params[ENG_PARAM_N_BLOCKS] = 8;
+    params[ENG_PARAM_PREFILL_CHUNK] = 64;
+    eng_ctx *ctx = nullptr;
+    CHECK(eng_ctx_create(vision_dir().c_str(), params, ENG_PARAM_COUNT, &ctx) == 0);
+    if (!ctx) return;
+    int n = (int)p1.get("greedy")->items.size();
+    std::vector<int32_t> ids = {add_prompt(ctx, g, 1, {0x51, 0x52}, n + 8), add_prompt(ctx, g, 1, {0x61, 0x62}, n + 8)};
+    std::vector<Run> runs = run_all(ctx, ids, {});
+    int64_t stats[ENG_STAT_COUNT];
+    eng_ctx_stats(ctx, stats, ENG_STAT_COUNT);
+    CHECK_MSG(stats[ENG_STAT_PREEMPTIONS] > 0, "preemptions %lld", (long long)stats[ENG_STAT_PREEMPTIONS]);
+    CHECK(stats[ENG_STAT_IMAGES_ENCODED] == 4);
+    for (const Run &r : runs) CHECK(std::vector<int32_t>(r.tokens.begin(), r.tokens.begin() + n) == ints(*p1.get("greedy")));
     eng_ctx_free(ctx);
 }
 
@@ -282,12 +324,13 @@ TEST(vision_argument_checks) {
     eng_ctx_free(ctx);
 }
 
-TEST(vision_glm45v_is_refused_by_name) {
+TEST(vision_unknown_vision_architecture_is_refused_by_name) {
     std::string err;
     maya::JsonValue c;
-    const char *json = "{\"architectures\":[\"Glm4vMoeForConditionalGeneration\"],\"text_config\":{}}";
+    const char *json = "{\"architectures\":[\"Qwen2VLForConditionalGeneration\"],\"text_config\":{}}";
     CHECK(maya::json_parse(json, strlen(json), &c, &err));
     maya::ModelConfig m;
     CHECK(maya::model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED);
-    CHECK(strstr(maya::last_error(), "Glm4vMoeForConditionalGeneration") != nullptr);
+    CHECK(strstr(maya::last_error(), "Qwen2VLForConditionalGeneration") != nullptr);
+    CHECK(strstr(maya::last_error(), "Glm4vMoeForConditionalGeneration") != nullptr); // in the supported list
 }

@@ -1,6 +1,7 @@
-"""Reference forward pass of GLM-4.1V (Glm4vForConditionalGeneration) in plain PyTorch: the image
-processor's pixel layout, the vision tower (ViT + 2x2 downsample + merger) and the language model
-with 3-section M-RoPE positions.
+"""Reference forward pass of GLM-4.1V (Glm4vForConditionalGeneration) and GLM-4.5V
+(Glm4vMoeForConditionalGeneration) in plain PyTorch: the image processor's pixel layout, the vision
+tower (ViT + 2x2 downsample + merger) and the language model with 3-section M-RoPE positions
+(GLM-4.1V: GLM-4-0414 layers, interleaved pairs; GLM-4.5V: GLM-4.5 MoE layers, half-split).
 
 Written from the semantics of Hugging Face transformers' `models/glm4v/modeling_glm4v.py`,
 `image_processing_glm4v.py` and `configuration_glm4v.py` (facts cited per function; no code
@@ -23,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from reference import linear, rms_norm, rotate_interleaved, rotate_neox
+from reference_moe import causal_softmax_attend, lin, moe, swiglu
 
 # OPENAI_CLIP_MEAN / OPENAI_CLIP_STD (transformers image_utils.py), Glm4vImageProcessor's defaults.
 CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
@@ -262,14 +264,47 @@ def mrope_cos_sin(cfg: dict, positions: torch.Tensor, opts: dict) -> tuple[torch
     i % 3); then each is `repeat_interleave(2)`-ed: adjacent pairs (GLM-4.1V's `rotate_half_llm`).
     """
     tc = cfg["text_config"]
-    hd = tc["hidden_size"] // tc["num_attention_heads"]
+    hd = tc.get("head_dim") or tc["hidden_size"] // tc["num_attention_heads"]
     rot = int(hd * tc.get("partial_rotary_factor", 1.0))
     inv_freq = 1.0 / (tc["rope_theta"] ** (torch.arange(0, rot, 2, dtype=torch.float32) / rot))
     section = opts.get("mrope_section", tc["rope_scaling"]["mrope_section"])
     which = torch.cat([torch.full((n,), k % 3, dtype=torch.int64) for k, n in enumerate(section)])
     pos = positions.to(torch.float32)  # [3, T]
     freqs = pos[which].T * inv_freq  # [T, rot/2]: frequency j uses the position of its section
+    if is_moe(cfg):  # Glm4vMoeTextRotaryEmbedding: cat(freqs, freqs), NeoX halves (`rotate_half`)
+        return torch.cat([freqs.cos(), freqs.cos()], dim=-1), torch.cat([freqs.sin(), freqs.sin()], dim=-1)
     return freqs.cos().repeat_interleave(2, dim=-1), freqs.sin().repeat_interleave(2, dim=-1)
+
+
+def is_moe(cfg: dict) -> bool:
+    return cfg["architectures"][0] == "Glm4vMoeForConditionalGeneration"
+
+
+def moe_text_layer(x: torch.Tensor, cfg: dict, w: dict, i: int, cos: torch.Tensor, sin: torch.Tensor,
+                   margins: list) -> torch.Tensor:
+    """GLM-4.5V's layer (`Glm4vMoeTextDecoderLayer` = `Glm4MoeDecoderLayer`): x += attn(input_layernorm
+    x); x += mlp(post_attention_layernorm x), the MLP dense for layers < first_k_dense_replace, else
+    the routed experts + shared experts of reference_moe.moe. Attention (`Glm4vMoeTextAttention`):
+    q/k/v with bias, no QK-norm, M-RoPE on the leading rot dims as NeoX halves, GQA, o_proj without
+    bias, head_dim from the config."""
+    tc = cfg["text_config"]
+    p = f"model.language_model.layers.{i}."
+    eps = tc["rms_norm_eps"]
+    T = x.shape[0]
+    H, Hkv, D = tc["num_attention_heads"], tc["num_key_value_heads"], tc["head_dim"]
+    rot = cos.shape[-1]
+    h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+    q = lin(h, w, p + "self_attn.q_proj").view(T, H, D).transpose(0, 1)
+    k = lin(h, w, p + "self_attn.k_proj").view(T, Hkv, D).transpose(0, 1)
+    v = lin(h, w, p + "self_attn.v_proj").view(T, Hkv, D).transpose(0, 1)
+    q = torch.cat([q[..., :rot] * cos + rotate_neox(q[..., :rot]) * sin, q[..., rot:]], dim=-1)
+    k = torch.cat([k[..., :rot] * cos + rotate_neox(k[..., :rot]) * sin, k[..., rot:]], dim=-1)
+    k, v = k.repeat_interleave(H // Hkv, dim=0), v.repeat_interleave(H // Hkv, dim=0)
+    x = x + lin(causal_softmax_attend(q, k, v, D ** -0.5), w, p + "self_attn.o_proj")
+    h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+    if i >= tc["first_k_dense_replace"]:
+        return x + moe(h, tc, w, p + "mlp.", {}, margins)
+    return x + swiglu(h, w, p + "mlp.")
 
 
 def text_layer(x: torch.Tensor, cfg: dict, w: dict, i: int, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -307,7 +342,7 @@ def text_layer(x: torch.Tensor, cfg: dict, w: dict, i: int, cos: torch.Tensor, s
 
 @torch.no_grad()
 def forward(cfg: dict, w: dict, ids: list[int], image_embeds: torch.Tensor, grids: list[list[int]],
-            **opts) -> torch.Tensor:
+            margins: list | None = None, **opts) -> torch.Tensor:
     """Logits [T, V] for ids whose image tokens take image_embeds' rows in order
     (`Glm4vModel.forward`: embed_tokens, then `masked_scatter` at image_token_id positions)."""
     tc = cfg["text_config"]
@@ -321,21 +356,22 @@ def forward(cfg: dict, w: dict, ids: list[int], image_embeds: torch.Tensor, grid
     else:
         positions = rope_index(cfg, ids, grids)
     cos, sin = mrope_cos_sin(cfg, positions, opts)
+    margins = [] if margins is None else margins
     for i in range(tc["num_hidden_layers"]):
-        x = text_layer(x, cfg, w, i, cos, sin)
+        x = moe_text_layer(x, cfg, w, i, cos, sin, margins) if is_moe(cfg) else text_layer(x, cfg, w, i, cos, sin)
     x = rms_norm(x, w["model.language_model.norm.weight"], tc["rms_norm_eps"])
     return x @ w["lm_head.weight"].T
 
 
 def greedy(cfg: dict, w: dict, ids: list[int], image_embeds: torch.Tensor, grids: list[list[int]],
-           n: int, **opts) -> tuple[list[int], float]:
+           n: int, margins: list | None = None, **opts) -> tuple[list[int], float]:
     """n greedy tokens by full recomputation (no cache); ties to the lowest id. Generated tokens are
     text: their positions continue from the running start (`rope_deltas` in transformers)."""
     seq = list(ids)
     out: list[int] = []
     margin = math.inf
     for _ in range(n):
-        logits = forward(cfg, w, seq, image_embeds, grids, **opts)[-1]
+        logits = forward(cfg, w, seq, image_embeds, grids, margins, **opts)[-1]
         top2 = torch.topk(logits, 2).values
         margin = min(margin, float(top2[0] - top2[1]))
         tok = int(torch.argmax(logits))

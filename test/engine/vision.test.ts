@@ -20,9 +20,9 @@ const dir = fixtureDir('glm4v-tiny');
 const fx = JSON.parse(readFileSync(`${dir}/fixtures.json`, 'utf8')) as VisionFixture;
 
 /** A fresh copy of image i's golden pixel_values (the engine takes ownership of the buffer). */
-function image(i: number, hash: bigint, transform?: (x: number) => number): EngineImage {
-  const spec = fx.images[i]!;
-  const raw = readFileSync(`${dir}/${spec.pixel_values}`);
+function image(i: number, hash: bigint, transform?: (x: number) => number, from = fx, at = dir): EngineImage {
+  const spec = from.images[i]!;
+  const raw = readFileSync(`${at}/${spec.pixel_values}`);
   const pixels = new Float32Array(raw.byteLength / 4);
   new Uint8Array(pixels.buffer).set(raw);
   if (transform) for (let j = 0; j < pixels.length; j++) pixels[j] = transform(pixels[j]!);
@@ -87,18 +87,25 @@ describe('GLM-4.1V vision through NativeEngine', () => {
 
   it('reuses the cache for the same image hash and never for another', async () => {
     const p0 = fx.prompts[0]!;
+    const before = await engine.stats();
     const first = await drain(engine.generate(request(0, [0xfeedn])));
     expect(first.ids).toEqual(p0.greedy);
+    const afterFirst = await engine.stats();
+    expect(afterFirst.imagesEncoded).toBe(before.imagesEncoded + 1);
+    expect(afterFirst.encodeMicros).toBeGreaterThan(before.encodeMicros);
     const again = await drain(engine.generate(request(0, [0xfeedn])));
     expect(again.cachedTokens).toBe(Math.floor((p0.ids.length - 1) / 16) * 16);
     expect(again.finish.usage.cachedTokens).toBe(again.cachedTokens);
     expect(again.ids).toEqual(p0.greedy);
+    // The cached blocks cover the whole image (positions 5..24 < 32): it is not encoded again.
+    expect((await engine.stats()).imagesEncoded).toBe(afterFirst.imagesEncoded);
     // Other pixels, other hash: the image starts in block 0, so no block is shared.
     const other = await drain(
       engine.generate({ promptIds: p0.ids, maxTokens: fx.greedy_tokens, images: [image(0, 0xbeefn, (x) => -x)] }),
     );
     expect(other.cachedTokens).toBe(0);
     expect(other.ids).not.toEqual(p0.greedy);
+    expect((await engine.stats()).imagesEncoded).toBe(afterFirst.imagesEncoded + 1);
   });
 
   it('moves whole pixel buffers to the worker instead of copying them', async () => {
@@ -115,6 +122,30 @@ describe('GLM-4.1V vision through NativeEngine', () => {
     const ids = fx.prompts[0]!.ids.filter((_, i) => i !== 6); // one <|image|> fewer
     const gen = engine.generate({ promptIds: ids, maxTokens: 2, images: [image(0, 1n)] });
     await expect(gen.next()).rejects.toMatchObject({ code: 'invalid_arg' });
+  });
+});
+
+describe('GLM-4.5V (MoE language model, half-split M-RoPE) through NativeEngine', () => {
+  const moeDir = fixtureDir('glm45v-tiny');
+  const moeFx = JSON.parse(readFileSync(`${moeDir}/fixtures.json`, 'utf8')) as VisionFixture;
+  let engine: NativeEngine;
+  beforeAll(async () => {
+    engine = await NativeEngine.load(moeDir, { prefillChunk: 7, numThreads: 2 });
+  });
+  afterAll(() => engine.close());
+
+  it('matches the golden logits and greedy tokens', async () => {
+    expect(engine.info.arch).toBe('glm4v_moe');
+    expect(engine.info.vision).toBe(true);
+    expect(engine.info.numActiveParams).toBeLessThan(engine.info.numParams);
+    for (const prompt of moeFx.prompts) {
+      const images = prompt.images.map((i) => image(i, BigInt(300 + i), undefined, moeFx, moeDir));
+      const r = await drain(
+        engine.generate({ promptIds: prompt.ids, maxTokens: moeFx.greedy_tokens, images, keepLogits: true }),
+      );
+      expect(maxAbsDiff(r.logits[0]!, prompt.last_logits)).toBeLessThanOrEqual(moeFx.tolerance.max_abs_logit_diff);
+      expect(r.ids).toEqual(prompt.greedy);
+    }
   });
 });
 

@@ -175,6 +175,9 @@ export class FakeEngine implements Engine {
       seqsRunning: this.activeCount,
       ...this.counters,
       preemptions: 0,
+      imagesEncoded: this.imagesEncoded,
+      encodeMicros: this.imagesEncoded * this.imageEncodeMs * 1000,
+      encodeCpuMicros: 0,
     };
   }
 
