@@ -1,6 +1,6 @@
 /**
- * End to end on the GLM-4.1V fixture: the real service (startService, as `maya serve --model
- * test/fixtures/engine/glm4v-tiny` builds it: NativeEngine, the checkpoint's tokenizer, template
+ * End to end on the GLM-4.1V and GLM-4.5V fixtures: the real service (startService, as `maya serve
+ * --model test/fixtures/engine/glm4v-tiny` builds it: NativeEngine, the checkpoint's tokenizer, template
  * and image processor) answers POST /v1/responses with an input_image data URL of the fixture PNG,
  * in JSON and SSE, and the engine's generated token ids equal the PyTorch reference's greedy
  * tokens. The prefix cache: a stored conversation that continues after an image reports cached
@@ -14,7 +14,9 @@ import type { FinishInfo, TokenEvent } from '../../engine-cuda/engine.ts';
 import { silentLogger } from '../../handlers/app-deps.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
-import { VISION_DIR, fixtureDataUrl, fixturePng, visionFixtures } from '../helpers/vision-runtime.ts';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { fixtureDataUrl, fixturePng, type VisionFixtures } from '../helpers/vision-runtime.ts';
 
 /** Records the token ids the engine generates, one list per generation. */
 function recordTokens(runtime: ModelRuntime, into: number[][]): ModelRuntime {
@@ -42,14 +44,17 @@ function recordTokens(runtime: ModelRuntime, into: number[][]): ModelRuntime {
 
 const PROMPT = 'What is in this image?';
 const image = (url: string) => ({ type: 'input_image', image_url: url });
-const ask = (url: string, extra: Record<string, unknown> = {}) => ({
-  model: 'glm4v-tiny',
-  input: [{ role: 'user', content: [image(url), { type: 'input_text', text: PROMPT }] }],
-  max_output_tokens: visionFixtures.prompts[0]!.greedy.length,
-  ...extra,
-});
 
-describe('vision end to end: maya serve on glm4v-tiny', () => {
+// GLM-4.1V and GLM-4.5V (its MoE language model), each with its own reference tokens.
+describe.each(['glm4v-tiny', 'glm45v-tiny'])('vision end to end: maya serve on %s', (name) => {
+  const dir = fileURLToPath(new URL(`../fixtures/engine/${name}/`, import.meta.url));
+  const visionFixtures = JSON.parse(readFileSync(`${dir}/fixtures.json`, 'utf8')) as VisionFixtures;
+  const ask = (url: string, extra: Record<string, unknown> = {}) => ({
+    model: name,
+    input: [{ role: 'user', content: [image(url), { type: 'input_text', text: PROMPT }] }],
+    max_output_tokens: visionFixtures.prompts[0]!.greedy.length,
+    ...extra,
+  });
   let service: RunningService;
   const generated: number[][] = [];
   const post = (body: unknown) =>
@@ -70,7 +75,7 @@ describe('vision end to end: maya serve on glm4v-tiny', () => {
         corsOrigins: undefined,
         maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
       },
-      modelDir: VISION_DIR,
+      modelDir: dir,
       loadRuntime: async (dir, load) => recordTokens(await loadModelRuntime(dir, load), generated),
       logger: silentLogger,
     });
@@ -103,7 +108,7 @@ describe('vision end to end: maya serve on glm4v-tiny', () => {
   it('a stored conversation continuing after the image reports cached tokens covering it', async () => {
     const first = (await (await post(ask(fixtureDataUrl(0), { store: true }))).json()) as { id: string };
     const res = await post({
-      model: 'glm4v-tiny',
+      model: name,
       previous_response_id: first.id,
       input: 'And the colours?',
       max_output_tokens: 16,
