@@ -473,6 +473,7 @@ async function main(argv: string[]): Promise<void> {
       if (r.engineActive !== r.activeParams)
         console.log(`note: ${r.model}: engine counts ${r.engineActive} active parameters, the bench ${r.activeParams}`);
   }
+  if (!argv.includes('--moe-only')) await (await import('./vision.bench.ts')).runVisionBench(runs, threads);
   const runC = flag('--llama2c');
   let llama2c: number | undefined;
   if (runC) {

@@ -137,6 +137,68 @@ export interface ServerSettings {
   readonly storeUrl?: string;
   /** Opt-in client-compatibility features beyond the spec (loadResponsesOptIns); absent = all off. */
   readonly optIns?: ResponsesOptIns;
+  /** MAYA_IMAGE_*: limits on `input_image` URLs and images (IMAGE_LIMITS); absent = DEFAULT_IMAGE_SETTINGS. */
+  readonly images?: ImageSettings;
+}
+
+/**
+ * Integer limits on input images: name (after MAYA_IMAGE_) → default and rule. MAX_BYTES bounds
+ * the encoded image (a data URL's decoded bytes, or a download), MAX_PIXELS its decoded width ×
+ * height (before the model's own resize), MAX_COUNT the images of one request (history included);
+ * a download gets FETCH_TIMEOUT_MS in all and at most MAX_REDIRECTS redirects.
+ */
+export const IMAGE_LIMITS = {
+  MAX_BYTES: { default: 10 * 1024 * 1024 },
+  MAX_PIXELS: { default: 32 * 1024 * 1024 },
+  MAX_COUNT: { default: 16 },
+  FETCH_TIMEOUT_MS: { default: 10_000 },
+  MAX_REDIRECTS: { default: 3, allowZero: true },
+} as const satisfies Record<string, { default: number; allowZero?: boolean }>;
+
+export interface ImageSettings {
+  /**
+   * MAYA_IMAGE_URL_ALLOW (comma-separated host names, or host:port): the hosts whose http(s) image
+   * URLs are fetched, redirects included. Empty (the default) = remote image URLs are refused.
+   */
+  readonly urlAllow: readonly string[];
+  readonly maxBytes: number;
+  readonly maxPixels: number;
+  readonly maxCount: number;
+  readonly fetchTimeoutMs: number;
+  readonly maxRedirects: number;
+}
+
+export const DEFAULT_IMAGE_SETTINGS: ImageSettings = {
+  urlAllow: [],
+  maxBytes: IMAGE_LIMITS.MAX_BYTES.default,
+  maxPixels: IMAGE_LIMITS.MAX_PIXELS.default,
+  maxCount: IMAGE_LIMITS.MAX_COUNT.default,
+  fetchTimeoutMs: IMAGE_LIMITS.FETCH_TIMEOUT_MS.default,
+  maxRedirects: IMAGE_LIMITS.MAX_REDIRECTS.default,
+};
+
+/** The MAYA_IMAGE_* settings from `env`; unset or empty = the default. */
+export function loadImageSettings(env: Env): ImageSettings {
+  const value = (name: keyof typeof IMAGE_LIMITS) => {
+    const rule = IMAGE_LIMITS[name] as { default: number; allowZero?: boolean };
+    const raw = env[`MAYA_IMAGE_${name}`];
+    return raw === undefined || raw === '' ? rule.default : ruledInteger(`MAYA_IMAGE_${name}`, raw, rule);
+  };
+  const urlAllow = splitList(env.MAYA_IMAGE_URL_ALLOW).map((host) => host.toLowerCase());
+  const bad = urlAllow.find((host) => !/^[a-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-f:.]+\](:\d{1,5})?$/.test(host));
+  if (bad !== undefined)
+    throw new SettingsError(
+      'MAYA_IMAGE_URL_ALLOW',
+      `MAYA_IMAGE_URL_ALLOW: ${JSON.stringify(bad)} is not a host name (comma-separated hosts, optionally host:port)`,
+    );
+  return {
+    urlAllow,
+    maxBytes: value('MAX_BYTES'),
+    maxPixels: value('MAX_PIXELS'),
+    maxCount: value('MAX_COUNT'),
+    fetchTimeoutMs: value('FETCH_TIMEOUT_MS'),
+    maxRedirects: value('MAX_REDIRECTS'),
+  };
 }
 
 /**
@@ -258,6 +320,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     decoding: loadDecodingSettings(env),
     ...(storeUrl !== undefined ? { storeUrl } : {}),
     ...optInsField(env),
+    images: loadImageSettings(env),
   };
 }
 

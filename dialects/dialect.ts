@@ -84,8 +84,13 @@ export interface ToolCallRecord {
  */
 export interface ChatTurn {
   role: TurnRole;
-  /** Plain text (input_text/output_text parts joined). Images are out of scope here. */
+  /** Plain text (input_text/output_text parts joined, without the images). */
   content: string;
+  /**
+   * User and tool turns that carry images: the text and image parts in their order (a template
+   * renders each image part as its image placeholder). Absent for text-only turns.
+   */
+  parts?: TurnPart[];
   /** Assistant only: the model's reasoning for this turn. */
   reasoning?: string;
   /** Assistant only. */
@@ -93,6 +98,9 @@ export interface ChatTurn {
   /** Tool only: the call this result answers. */
   toolCallId?: string;
 }
+
+/** A content part of a turn with images; the image itself travels beside the turns (by order). */
+export type TurnPart = { type: 'text'; text: string } | { type: 'image' };
 
 /** A function tool, in the flat Responses shape. */
 export interface ToolSpec {

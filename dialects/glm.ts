@@ -11,7 +11,7 @@
  * `</tool_call>`; whitespace between tags is ignored). Argument values are typed through the
  * tool's schema (arg-typing.ts); string-typed values stream as JSON string fragments.
  */
-import type { ChatTemplate, TemplateMessage, TemplateTool } from '../checkpoint/chat-template.ts';
+import type { ChatTemplate, TemplateContentPart, TemplateMessage, TemplateTool } from '../checkpoint/chat-template.ts';
 import { argumentsObject, isStringOnly, parameterTypes, typeArgValue } from './arg-typing.ts';
 import {
   DialectError,
@@ -23,6 +23,7 @@ import {
   type RenderedPrompt,
   type ThinkingSetting,
   type ToolSpec,
+  type TurnPart,
 } from './dialect.ts';
 import {
   CALL,
@@ -100,6 +101,15 @@ export function templateTool(tool: ToolSpec): TemplateTool {
   };
 }
 
+/**
+ * Text and image parts in the chat-completions list shape HF multimodal templates read: an image
+ * part is `{type:'image'}` (GLM-4.1V/4.5V-style templates test `item.type == 'image'`,
+ * research/dialects.md §2.5) and renders as the template's placeholder.
+ */
+function templateParts(parts: TurnPart[]): TemplateContentPart[] {
+  return parts.map((part) => (part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image' }));
+}
+
 /** A model-neutral turn as the message HF chat templates expect (shared by the Jinja-rendered dialects). */
 export function templateMessage(turn: ChatTurn): TemplateMessage {
   switch (turn.role) {
@@ -107,9 +117,15 @@ export function templateMessage(turn: ChatTurn): TemplateMessage {
     case 'developer':
       return { role: 'system', content: turn.content };
     case 'user':
-      return { role: 'user', content: turn.content };
+      return { role: 'user', content: turn.parts ? templateParts(turn.parts) : turn.content };
     case 'tool':
-      return { role: 'tool', content: turn.content, tool_call_id: turn.toolCallId };
+      // A result with images takes the list form GLM templates read as tool results (each item's
+      // `output` rendered through the template's part loop), so image parts render there.
+      return {
+        role: 'tool',
+        content: turn.parts ? [{ type: 'tool_result', output: templateParts(turn.parts) }] : turn.content,
+        tool_call_id: turn.toolCallId,
+      };
     case 'assistant': {
       const m: TemplateMessage = { role: 'assistant', content: turn.content };
       if (turn.reasoning !== undefined) m.reasoning_content = turn.reasoning;

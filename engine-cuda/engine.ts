@@ -24,6 +24,23 @@ export interface GenerateRequest {
   keepLogits?: boolean;
   /** Constrained decoding: every sampled token keeps the output inside this grammar (needs setVocabulary). */
   constraint?: Constraint;
+  /**
+   * Images of a multimodal prompt (needs EngineInfo.vision), in prompt order: image i takes the i-th
+   * run of grid t*h*w / 4 image placeholder ids (config.json image_token_id) in promptIds. The native
+   * engine transfers each pixel buffer to its worker (the caller's Float32Array is detached after
+   * generate() when it spans its whole ArrayBuffer; otherwise it is copied).
+   */
+  images?: EngineImage[];
+}
+
+/** One image as the engine takes it: Glm4vImageProcessor's output for it. */
+export interface EngineImage {
+  /** pixel_values rows: t*h*w patches of 3*2*14*14 floats, in the processor's merge-window order. */
+  pixels: Float32Array;
+  /** Grid in patches (image_grid_thw): t (1 for an image), h, w (multiples of the merge size 2). */
+  grid: [t: number, h: number, w: number];
+  /** A hash of the pixels: equal hashes share prefix-cache blocks, different ones never do. */
+  hash: bigint;
 }
 
 export type TokenEvent =
@@ -37,7 +54,7 @@ export interface FinishInfo {
 }
 
 export interface EngineInfo {
-  arch: 'glm4' | 'llama' | 'qwen3' | 'glm4_moe' | 'deepseek_v3';
+  arch: 'glm4' | 'llama' | 'qwen3' | 'glm4_moe' | 'deepseek_v3' | 'glm4v' | 'glm4v_moe';
   backend: 'cpu' | 'cuda';
   numVocab: number;
   /** Context limit in tokens (prompt + output). */
@@ -50,6 +67,8 @@ export interface EngineInfo {
   blockSize: number;
   numBlocks: number;
   simd: 'scalar' | 'avx2';
+  /** The checkpoint has a vision encoder: GenerateRequest.images is accepted. */
+  vision: boolean;
 }
 
 export interface EngineStats {
@@ -63,6 +82,12 @@ export interface EngineStats {
   cachedTokens: number;
   decodeTokens: number;
   preemptions: number;
+  /** Images run through the vision encoder (a cached image is not re-encoded). */
+  imagesEncoded: number;
+  /** Time spent encoding them, in microseconds. */
+  encodeMicros: number;
+  /** CPU time of the engine's process meanwhile (all threads), in microseconds. */
+  encodeCpuMicros: number;
 }
 
 export interface GenerateOptions {

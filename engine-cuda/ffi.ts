@@ -16,7 +16,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 2,
+  ABI_VERSION: 3,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -52,7 +52,8 @@ export const ENG = {
   INFO_WEIGHT_BYTES: 12,
   INFO_SIMD: 13,
   INFO_N_PARAMS_ACTIVE: 14,
-  INFO_COUNT: 15,
+  INFO_VISION: 15,
+  INFO_COUNT: 16,
   STAT_BLOCKS_TOTAL: 0,
   STAT_BLOCKS_FREE: 1,
   STAT_BLOCKS_CACHED: 2,
@@ -63,7 +64,10 @@ export const ENG = {
   STAT_CACHED_TOKENS: 7,
   STAT_DECODE_TOKENS: 8,
   STAT_PREEMPTIONS: 9,
-  STAT_COUNT: 10,
+  STAT_IMAGES_ENCODED: 10,
+  STAT_ENCODE_US: 11,
+  STAT_ENCODE_CPU_US: 12,
+  STAT_COUNT: 13,
   EVENT_PREFILLED: 1,
   EVENT_TOKEN: 2,
   EVENT_FINISH: 3,
@@ -85,6 +89,7 @@ export const ENG_FUNCTIONS = [
   'eng_ctx_info',
   'eng_ctx_stats',
   'eng_seq_add',
+  'eng_seq_add_mm',
   'eng_seq_cancel',
   'eng_seq_logits',
   'eng_seq_mask',
@@ -123,6 +128,14 @@ export interface SeqAddArgs {
   topP?: number;
   seed?: number | bigint;
   flags?: number;
+  /** Images (eng_seq_add_mm): each one's pixel_values rows, grid (t, h, w in patches) and pixel hash. */
+  images?: readonly SeqImageArgs[];
+}
+
+export interface SeqImageArgs {
+  pixels: Float32Array;
+  grid: readonly [number, number, number];
+  hash: bigint;
 }
 
 /** The raw C functions, with pointers as bigint (koffi) or number (bun). */
@@ -145,6 +158,24 @@ interface Symbols {
     topP: number,
     seed: bigint,
     flags: number,
+    outSeqId: Int32Array,
+  ): number;
+  eng_seq_add_mm(
+    ctx: CtxHandle,
+    tokens: Int32Array,
+    nTokens: number,
+    stopIds: Int32Array,
+    nStop: number,
+    maxTokens: number,
+    temperature: number,
+    topP: number,
+    seed: bigint,
+    flags: number,
+    pixels: Float32Array,
+    nPixels: bigint,
+    grids: Int32Array,
+    hashes: BigUint64Array,
+    nImages: number,
     outSeqId: Int32Array,
   ): number;
   eng_seq_cancel(ctx: CtxHandle, seqId: number): number;
@@ -198,6 +229,27 @@ async function bindBun(path: string): Promise<Symbols> {
       args: [T.ptr, T.ptr, T.i32, T.ptr, T.i32, T.i32, T.f32, T.f32, T.u64, T.u32, T.ptr],
       returns: T.i32,
     },
+    eng_seq_add_mm: {
+      args: [
+        T.ptr,
+        T.ptr,
+        T.i32,
+        T.ptr,
+        T.i32,
+        T.i32,
+        T.f32,
+        T.f32,
+        T.u64,
+        T.u32,
+        T.ptr,
+        T.i64,
+        T.ptr,
+        T.ptr,
+        T.i32,
+        T.ptr,
+      ],
+      returns: T.i32,
+    },
     eng_seq_cancel: { args: [T.ptr, T.i32], returns: T.i32 },
     eng_seq_logits: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
     eng_seq_mask: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
@@ -242,6 +294,12 @@ async function bindKoffi(path: string): Promise<Symbols> {
         'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags, ' +
         'int32_t *out_seq_id)',
     ) as Symbols['eng_seq_add'],
+    eng_seq_add_mm: f(
+      'int32_t eng_seq_add_mm(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids, ' +
+        'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags, ' +
+        'const float *pixels, int64_t n_pixels, const int32_t *grids, const uint64_t *image_hashes, ' +
+        'int32_t n_images, int32_t *out_seq_id)',
+    ) as Symbols['eng_seq_add_mm'],
     eng_seq_cancel: f('int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id)') as Symbols['eng_seq_cancel'],
     eng_seq_logits: f(
       'int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int32_t cap)',
@@ -385,6 +443,43 @@ export class NativeContext {
     const tokens = Int32Array.from(args.tokens);
     const stop = Int32Array.from(args.stopIds ?? []);
     const seed = BigInt.asUintN(64, BigInt(args.seed ?? 0));
+    const images = args.images ?? [];
+    if (images.length > 0) {
+      // One pixel buffer for the C call (the library copies it in turn); a single image's own
+      // buffer goes as it is.
+      const total = images.reduce((n, img) => n + img.pixels.length, 0);
+      let pixels = images[0]?.pixels ?? new Float32Array(1);
+      if (images.length > 1) {
+        pixels = new Float32Array(total);
+        let at = 0;
+        for (const img of images) {
+          pixels.set(img.pixels, at);
+          at += img.pixels.length;
+        }
+      }
+      const grids = Int32Array.from(images.flatMap((img) => [img.grid[0], img.grid[1], img.grid[2]]));
+      const hashes = BigUint64Array.from(images.map((img) => BigInt.asUintN(64, img.hash)));
+      const status = this.sym.eng_seq_add_mm(
+        this.ctx,
+        tokens,
+        tokens.length,
+        stop.length > 0 ? stop : new Int32Array(1),
+        stop.length,
+        args.maxTokens,
+        args.temperature ?? 0,
+        args.topP ?? 1,
+        seed,
+        args.flags ?? 0,
+        pixels,
+        BigInt(total),
+        grids,
+        hashes,
+        images.length,
+        this.seqIdOut,
+      );
+      this.lib.check(status, 'eng_seq_add_mm');
+      return this.seqIdOut[0] ?? -1;
+    }
     const status = this.sym.eng_seq_add(
       this.ctx,
       tokens,

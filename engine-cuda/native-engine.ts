@@ -12,6 +12,7 @@ import type { Worker } from 'node:worker_threads';
 import {
   EngineError,
   type Engine,
+  type EngineImage,
   type EngineInfo,
   type EngineStats,
   type FinishInfo,
@@ -52,6 +53,8 @@ const ARCHS: Record<number, EngineInfo['arch']> = {
   3: 'qwen3',
   4: 'glm4_moe',
   5: 'deepseek_v3',
+  6: 'glm4v',
+  7: 'glm4v_moe',
 };
 
 /** Maps eng_ctx_info() fields to EngineInfo. */
@@ -69,7 +72,21 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     blockSize: at(ENG.INFO_BLOCK_SIZE),
     numBlocks: at(ENG.INFO_N_BLOCKS),
     simd: at(ENG.INFO_SIMD) === 1 ? 'avx2' : 'scalar',
+    vision: at(ENG.INFO_VISION) === 1,
   };
+}
+
+/**
+ * The pixel buffers to move (not copy) to the engine worker: each distinct plain ArrayBuffer that
+ * one image's Float32Array spans whole. Views into larger or shared buffers are copied instead.
+ */
+export function pixelTransfers(images: readonly EngineImage[] | undefined): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const { pixels } of images ?? []) {
+    const buf = pixels.buffer;
+    if (buf instanceof ArrayBuffer && pixels.byteOffset === 0 && pixels.byteLength === buf.byteLength) out.add(buf);
+  }
+  return [...out];
 }
 
 export function engineStatsFromFields(f: number[]): EngineStats {
@@ -85,6 +102,9 @@ export function engineStatsFromFields(f: number[]): EngineStats {
     cachedTokens: at(ENG.STAT_CACHED_TOKENS),
     decodeTokens: at(ENG.STAT_DECODE_TOKENS),
     preemptions: at(ENG.STAT_PREEMPTIONS),
+    imagesEncoded: at(ENG.STAT_IMAGES_ENCODED),
+    encodeMicros: at(ENG.STAT_ENCODE_US),
+    encodeCpuMicros: at(ENG.STAT_ENCODE_CPU_US),
   };
 }
 
@@ -162,6 +182,16 @@ export class NativeEngine implements Engine {
     if (!Number.isFinite(temperature) || !(topP > 0 && topP <= 1)) {
       throw new EngineError('invalid_arg', 'temperature must be finite and topP in (0, 1]');
     }
+    const images = request.images ?? [];
+    if (images.length > 0 && !this.info.vision) {
+      throw new EngineError('unsupported', 'this model has no vision encoder: images are not supported');
+    }
+    for (const img of images) {
+      const [t, h, w] = img.grid;
+      if (![t, h, w].every((n) => Number.isInteger(n) && n > 0) || !(img.pixels instanceof Float32Array)) {
+        throw new EngineError('invalid_arg', 'an image needs a positive integer grid and Float32Array pixels');
+      }
+    }
     if (request.promptIds.length + request.maxTokens > this.info.contextLength) {
       throw new EngineError(
         'context_overflow',
@@ -192,10 +222,12 @@ export class NativeEngine implements Engine {
           topP: request.topP ?? 1,
           seed: request.seed ?? 0,
           flags: request.keepLogits ? ENG.SEQ_KEEP_LOGITS : 0,
+          ...(request.images && request.images.length > 0 ? { images: request.images } : {}),
         },
         ...(request.constraint ? { constraint: request.constraint } : {}),
       },
       state,
+      pixelTransfers(request.images),
     )) as number;
     let aborted = false;
     const onAbort = () => {
@@ -235,18 +267,22 @@ export class NativeEngine implements Engine {
     this.post({ op: 'cancel', seqId });
   }
 
-  private post(msg: ToWorker): void {
-    this.worker.postMessage(msg);
+  private post(msg: ToWorker, transfer: ArrayBuffer[] = []): void {
+    this.worker.postMessage(msg, transfer);
   }
 
   /** Sends a request that the worker answers by reqId. */
-  private request(msg: Extract<ToWorker, { reqId: number }>, state?: SeqState): Promise<unknown> {
+  private request(
+    msg: Extract<ToWorker, { reqId: number }>,
+    state?: SeqState,
+    transfer: ArrayBuffer[] = [],
+  ): Promise<unknown> {
     if (this.closed && msg.op !== 'close') return Promise.reject(new EngineError('closed', 'engine is closed'));
     const reqId = this.nextReqId++;
     return new Promise((resolve, reject) => {
       this.pending.set(reqId, { resolve, reject, state });
       this.refresh();
-      this.post({ ...msg, reqId } as ToWorker);
+      this.post({ ...msg, reqId } as ToWorker, transfer);
     });
   }
 

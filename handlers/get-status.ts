@@ -1,6 +1,6 @@
 /**
  * getStatus (GET /v1/status): the model, its context limit, the API dialects Maya serves with
- * their endpoints, the engine's counters, and the `responses_cache` / `responses_jobs` sections
+ * their endpoints, the engine's counters and whether the model has a vision path, and the `responses_cache` / `responses_jobs` sections
  * from the store and the job manager (zeros while no job manager is attached). Named
  * AppDeps.statusProviders sections are merged last. Aggregates only: no credential identifiers.
  */
@@ -39,6 +39,7 @@ export const getStatus: Handler = async (ctx, deps) => {
       architecture: runtime.engine.info.arch,
       parameters: runtime.engine.info.numParams,
       active_parameters: runtime.engine.info.numActiveParams ?? runtime.engine.info.numParams,
+      vision: runtime.vision !== undefined,
       blocks_total: stats.blocksTotal,
       blocks_free: stats.blocksFree,
       blocks_cached: stats.blocksCached,

@@ -5,7 +5,8 @@
  *   assistant turns, function results as tool turns in their calls' order).
  * Every rule that makes a history unusable is a 400 here, before any generation.
  */
-import type { ChatTurn } from '../dialects/dialect.ts';
+import type { ChatTurn, TurnPart } from '../dialects/dialect.ts';
+import type { ImageSource } from './images.ts';
 import { badRequest } from '../contract/errors.ts';
 import { newId } from './ids.ts';
 
@@ -20,7 +21,13 @@ function inputParam(offset: number): ItemParam {
 /** A stored/listed input item (ItemResource wire form). */
 export type HistoryItem = { type: string; id: string } & Record<string, unknown>;
 
-type ChatTurnInput = ChatTurn;
+/** A turn as toTurns builds it: with the sources of its image parts (taken off before rendering). */
+export type ChatTurnInput = ChatTurn & { images?: ImageSource[] };
+
+export interface TurnOptions {
+  /** The model has a vision path: images in user messages and function outputs become image parts. */
+  images?: boolean;
+}
 
 type Part = { type: string; text?: string } & Record<string, unknown>;
 type RawItem = Record<string, unknown> & { type?: string; role?: string };
@@ -84,27 +91,63 @@ export function normaliseInput(input: string | RawItem[]): HistoryItem[] {
   });
 }
 
-function partsText(parts: unknown, param: string): string {
-  if (typeof parts === 'string') return parts;
-  return (parts as Part[])
-    .map((part, index) => {
-      if (part.type === 'input_text' || part.type === 'output_text' || part.type === 'reasoning_text')
-        return part.text ?? '';
-      if (part.type === 'refusal') return typeof part.refusal === 'string' ? part.refusal : '';
-      throw badRequest(
-        `${param}[${index}]`,
-        `Content of type '${part.type}' needs a vision encoder, and this model has none.`,
-        'unsupported_content',
-      );
-    })
-    .join('');
+function partsText(parts: unknown, param: string, images: ImageUse = 'no_vision'): string {
+  return turnContent(parts, param, images).content;
+}
+
+/**
+ * Where an input_image may go: `allowed` (user messages and function outputs of a vision model),
+ * `not_here` (a vision model, but another role), `no_vision` (a text-only model).
+ */
+type ImageUse = 'allowed' | 'not_here' | 'no_vision';
+
+/** Text of one content part; throws for parts without text (allowed images are handled by the caller). */
+function partText(part: Part, param: string, images: ImageUse): string {
+  if (part.type === 'input_text' || part.type === 'output_text' || part.type === 'reasoning_text')
+    return part.text ?? '';
+  if (part.type === 'refusal') return typeof part.refusal === 'string' ? part.refusal : '';
+  throw badRequest(
+    param,
+    part.type === 'input_image' && images === 'not_here'
+      ? 'Images are supported in user messages and function_call_output items only.'
+      : `Content of type '${part.type}' needs a vision encoder, and this model has none.`,
+    'unsupported_content',
+  );
+}
+
+/** A turn's text, and with allowed images its text and image parts in order plus each image's source. */
+function turnContent(
+  content: unknown,
+  param: string,
+  images: ImageUse,
+): { content: string; parts?: TurnPart[]; images?: ImageSource[] } {
+  if (typeof content === 'string') return { content };
+  const parts: TurnPart[] = [];
+  const sources: ImageSource[] = [];
+  let text = '';
+  (content as Part[]).forEach((part, index) => {
+    if (images === 'allowed' && part.type === 'input_image') {
+      sources.push({ url: String(part.image_url ?? ''), param: `${param}[${index}].image_url` });
+      parts.push({ type: 'image' });
+      return;
+    }
+    const piece = partText(part, `${param}[${index}]`, images);
+    text += piece;
+    if (piece !== '') parts.push({ type: 'text', text: piece });
+  });
+  return sources.length > 0 ? { content: text, parts, images: sources } : { content: text };
 }
 
 /**
  * Folds history items into chat turns. `offset` is the index of items[0] within the request's
  * `input` (negative for items that came from previous_response_id), used for `param` paths.
  */
-export function toTurns(items: HistoryItem[], offset = 0, itemParam: ItemParam = inputParam(offset)): ChatTurnInput[] {
+export function toTurns(
+  items: HistoryItem[],
+  offset = 0,
+  itemParam: ItemParam = inputParam(offset),
+  options: TurnOptions = {},
+): ChatTurnInput[] {
   checkCallPairs(items, itemParam);
   const turns: ChatTurnInput[] = [];
   let assistant: ChatTurnInput | undefined;
@@ -118,16 +161,24 @@ export function toTurns(items: HistoryItem[], offset = 0, itemParam: ItemParam =
   items.forEach((item, index) => {
     if (item.type === 'message') {
       const role = item.role as ChatTurnInput['role'];
-      const content = partsText(item.content, itemParam(index, 'content'));
+      const content = turnContent(
+        item.content,
+        itemParam(index, 'content'),
+        options.images !== true ? 'no_vision' : role === 'user' ? 'allowed' : 'not_here',
+      );
       if (role === 'assistant') {
         const turn = openAssistant();
-        turn.content += content;
+        turn.content += content.content;
       } else {
         assistant = undefined;
-        turns.push({ role, content });
+        turns.push({ role, ...content });
       }
     } else if (item.type === 'reasoning') {
-      const text = partsText(item.content ?? [], itemParam(index, 'content'));
+      const text = partsText(
+        item.content ?? [],
+        itemParam(index, 'content'),
+        options.images ? 'not_here' : 'no_vision',
+      );
       if (assistant && (assistant.content !== '' || assistant.toolCalls)) assistant = undefined;
       const turn = openAssistant();
       turn.reasoning = (turn.reasoning ?? '') + text;
@@ -142,7 +193,7 @@ export function toTurns(items: HistoryItem[], offset = 0, itemParam: ItemParam =
       assistant = undefined;
       turns.push({
         role: 'tool',
-        content: partsText(item.output, itemParam(index, 'output')),
+        ...turnContent(item.output, itemParam(index, 'output'), options.images === true ? 'allowed' : 'no_vision'),
         toolCallId: String(item.call_id),
       });
     }

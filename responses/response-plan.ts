@@ -7,8 +7,11 @@ import type { ForcedTool, ParserOptions, ReasoningEffort, RenderOptions, ToolSpe
 import type { Constraint } from '../grammar/constraint.ts';
 import { DialectError } from '../dialects/dialect.ts';
 import { badRequest } from '../contract/errors.ts';
-import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
-import { toTurns, type HistoryItem, type ItemParam } from './input-history.ts';
+import type { GenerationRuntime, VisionConfig } from '../runtime/generation-runtime.ts';
+import type { EngineImage } from '../engine-cuda/engine.ts';
+import { DEFAULT_IMAGE_SETTINGS, type ImageSettings } from '../config/settings.ts';
+import { toTurns, type ChatTurnInput, type HistoryItem, type ItemParam } from './input-history.ts';
+import { prepareImage, type ImageSource, type PreparedImage } from './images.ts';
 import type { EchoedRequest } from './response-object.ts';
 import { checkToolParameters, compileTextFormat, type OutputValidator } from './structured-output.ts';
 
@@ -58,6 +61,14 @@ export interface ResponsePlan {
   parallelToolCalls: boolean;
   /** Constrained decoding: the grammar of every output this request allows (validation still runs). */
   constraint?: Constraint;
+  /** The prompt's images in order (vision models); each one's tokens are in promptIds. */
+  images?: EngineImage[];
+}
+
+/** What planning needs besides the request: image limits, and the signal that stops downloads. */
+export interface PlanOptions {
+  images?: ImageSettings;
+  signal?: AbortSignal;
 }
 
 function toolSpecs(request: PlanRequest): ToolSpec[] {
@@ -99,6 +110,8 @@ function withJsonInstruction(turns: ReturnType<typeof toTurns>, instruction: str
 function plainStrings(turns: ReturnType<typeof toTurns>): string[] {
   return turns.flatMap((turn) => [
     turn.content,
+    // A turn with images renders each text part on its own, between image placeholders.
+    ...(turn.parts ?? []).flatMap((part) => (part.type === 'text' ? [part.text] : [])),
     turn.reasoning ?? '',
     // Templates render arguments whole (JSON) or value by value (GLM's arg_key/arg_value).
     ...(turn.toolCalls ?? []).flatMap((call) => [call.arguments, ...argumentStrings(call.arguments)]),
@@ -199,6 +212,8 @@ interface Draft {
   inputBytes: number;
   /** inputBytes plus reasoning (which a template may drop): how much text rendering may have to handle. */
   renderBytes: number;
+  /** The images of the turns, in the order the template renders their placeholders. */
+  images: ImageSource[];
 }
 
 function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: HistoryItem[], offset: number): Draft {
@@ -225,9 +240,15 @@ function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: Hi
       );
   });
 
-  let turns = toTurns(history, offset, wire.itemParam);
+  let turns: ChatTurnInput[] = toTurns(history, offset, wire.itemParam, { images: runtime.vision !== undefined });
   if (request.instructions) turns = [{ role: 'system', content: request.instructions }, ...turns];
   turns = withJsonInstruction(turns, format.instruction);
+  // Image sources stay here (data: URLs are large); the turns keep only their placeholders.
+  const images: ImageSource[] = [];
+  turns = turns.map(({ images: sources, ...turn }) => {
+    if (sources) images.push(...sources);
+    return turn;
+  });
   let inputBytes = 0;
   let reasoningBytes = 0;
   for (const turn of turns) {
@@ -260,6 +281,7 @@ function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: Hi
     plain: plainStrings(turns),
     inputBytes,
     renderBytes: inputBytes + reasoningBytes,
+    images,
   };
 }
 
@@ -295,13 +317,74 @@ function asRequestError(error: unknown, wire: WireNames): unknown {
   return error instanceof DialectError ? badRequest(wire.input, error.message, 'unsupported_history') : error;
 }
 
+/**
+ * The request's images, decoded and processed in order (the first bad one is the 400), after a
+ * check of their number.
+ */
+async function prepareImages(
+  runtime: GenerationRuntime,
+  vision: VisionConfig,
+  sources: ImageSource[],
+  options: PlanOptions,
+): Promise<PreparedImage[]> {
+  const settings = options.images ?? DEFAULT_IMAGE_SETTINGS;
+  if (sources.length > settings.maxCount) {
+    throw badRequest(
+      sources[settings.maxCount]!.param,
+      `The conversation holds ${sources.length} images; this server takes at most ${settings.maxCount} per request (MAYA_IMAGE_MAX_COUNT).`,
+      'too_many_images',
+    );
+  }
+  const prepared: PreparedImage[] = [];
+  const workers = runtime.promptWorkers;
+  const offThread = workers?.processImage ? workers.processImage.bind(workers) : undefined;
+  for (const source of sources)
+    prepared.push(await prepareImage(source, vision.processor, settings, options.signal, offThread));
+  return prepared;
+}
+
+/**
+ * Each image placeholder token the template rendered → the image's t·h·w / merge² copies of it
+ * (what the HF processor does to the rendered text). The template must render exactly one
+ * placeholder per image; user and tool text cannot add one (it is tokenised as plain text).
+ */
+export function expandImageTokens(
+  promptIds: number[],
+  imageTokenId: number,
+  images: ReadonlyArray<{ tokens: number }>,
+  wire: WireNames,
+): number[] {
+  const out: number[] = [];
+  let next = 0;
+  for (const id of promptIds) {
+    if (id !== imageTokenId) {
+      out.push(id);
+      continue;
+    }
+    const image = images[next++];
+    if (image) for (let i = 0; i < image.tokens; i++) out.push(id);
+  }
+  if (next !== images.length) {
+    throw badRequest(
+      wire.input,
+      `The model's chat template rendered ${next} image placeholder(s) for ${images.length} image(s); this model cannot take images where they were sent.`,
+      'unsupported_content',
+    );
+  }
+  return out;
+}
+
 function finishPlan(
   runtime: GenerationRuntime,
   request: PlanRequest,
   draft: Draft,
   rendered: { promptIds: number[]; parser: ParserOptions },
+  images: PreparedImage[] = [],
 ): ResponsePlan {
-  const { promptIds } = rendered;
+  const promptIds =
+    runtime.vision && images.length > 0
+      ? expandImageTokens(rendered.promptIds, runtime.vision.imageTokenId, images, draft.wire)
+      : rendered.promptIds;
   const room = runtime.contextLength - promptIds.length;
   const maxTokens = request.max_output_tokens ?? room;
   if (maxTokens > room || room <= 0)
@@ -326,6 +409,7 @@ function finishPlan(
     isBuffered: draft.format.validator !== undefined || draft.strictTools.size > 0,
     parallelToolCalls: request.parallel_tool_calls ?? true,
     ...(constraint ? { constraint } : {}),
+    ...(images.length > 0 ? { images: images.map(({ pixels, grid, hash }) => ({ pixels, grid, hash })) } : {}),
   };
 }
 
@@ -337,6 +421,7 @@ export function planResponse(
   offset: number,
 ): ResponsePlan {
   const draft = draftPlan(runtime, request, history, offset);
+  if (draft.images.length > 0) throw new Error('a request with images is planned with planResponseAsync');
   return finishPlan(runtime, request, draft, renderHere(runtime, draft));
 }
 
@@ -346,8 +431,14 @@ export async function planResponseAsync(
   request: PlanRequest,
   history: HistoryItem[],
   offset: number,
+  options: PlanOptions = {},
 ): Promise<ResponsePlan> {
   const draft = draftPlan(runtime, request, history, offset);
+  // Every image is decoded and checked before anything is rendered or generated.
+  const images =
+    runtime.vision && draft.images.length > 0
+      ? await prepareImages(runtime, runtime.vision, draft.images, options)
+      : [];
   const workers = runtime.promptWorkers;
   const rendered =
     workers && draft.renderBytes >= OFF_THREAD_INPUT_BYTES
@@ -355,5 +446,5 @@ export async function planResponseAsync(
           throw asRequestError(error, draft.wire);
         })
       : renderHere(runtime, draft);
-  return finishPlan(runtime, request, draft, rendered);
+  return finishPlan(runtime, request, draft, rendered, images);
 }

@@ -100,6 +100,7 @@ export async function* runResponse(
       stopIds: plan.stopIds,
       seed: hooks.seed,
       ...(plan.constraint ? { constraint: plan.constraint } : {}),
+      ...(plan.images ? { images: plan.images } : {}),
     },
     { signal: control.signal },
   );

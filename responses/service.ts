@@ -13,7 +13,7 @@
 import { conflict, badRequest, notFound, tooLarge, unavailable } from '../contract/errors.ts';
 import { drainEvents, type StreamEvent } from '../contract/stream-events.ts';
 import type { ResponseObject } from '../contract/types.ts';
-import type { ResponsesOptIns, ResponsesSettings } from '../config/settings.ts';
+import type { ImageSettings, ResponsesOptIns, ResponsesSettings } from '../config/settings.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 import type { JobManager, JobSpec } from '../store/jobs/job-manager.ts';
 import type { JobEvent } from '../store/jobs/job-event-buffer.ts';
@@ -49,8 +49,8 @@ export interface ServiceDeps {
   readonly getRuntime: () => ModelRuntime | undefined;
   /** True once shutdown began: nothing new is generated (503 shutting_down). */
   readonly isStopping?: () => boolean;
-  /** The opt-in features (item references, encrypted reasoning); absent = all off. */
-  readonly server?: { readonly optIns?: ResponsesOptIns };
+  /** Server settings the service reads: the opt-in features (item references, encrypted reasoning; absent = all off) and the input-image limits (absent = the defaults). */
+  readonly server?: { readonly optIns?: ResponsesOptIns; readonly images?: ImageSettings };
 }
 
 /** The validated CreateResponse fields the service reads. */
@@ -146,7 +146,7 @@ export async function createResponse(
   body: CreateRequest,
   signal: AbortSignal,
 ): Promise<Created> {
-  const prepared = await prepare(deps, scope, body, requireRuntime(deps));
+  const prepared = await prepare(deps, scope, body, requireRuntime(deps), signal);
   if (prepared.request.background) return startBackground(deps, prepared, signal);
   return { kind: 'foreground', stream: prepared.request.stream === true, events: runForeground(prepared, signal) };
 }
@@ -173,6 +173,7 @@ async function prepare(
   scope: string,
   body: CreateRequest,
   runtime: ModelRuntime,
+  signal: AbortSignal,
 ): Promise<PreparedResponse> {
   const request = withSamplingDefaults(runtime, body);
   const previous = request.previous_response_id
@@ -182,7 +183,10 @@ async function prepare(
     const newItems = normaliseInput(await resolveInput(deps, scope, request.input ?? []));
     const history: HistoryItem[] = [...((previous?.items ?? []) as HistoryItem[]), ...newItems];
     if (request.store) checkStorable(history, newItems, previous, deps.settings.ENTRY_BYTES);
-    const plan = await planResponseAsync(runtime, request, history, -(previous?.items.length ?? 0));
+    const plan = await planResponseAsync(runtime, request, history, -(previous?.items.length ?? 0), {
+      ...(deps.server?.images ? { images: deps.server.images } : {}),
+      signal,
+    });
     const response = newResponseObject(
       request,
       newId('resp'),

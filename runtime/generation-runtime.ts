@@ -5,6 +5,15 @@
 import type { ChatTurn, Dialect, ParserOptions, RenderOptions } from '../dialects/dialect.ts';
 import type { Engine } from '../engine-cuda/engine.ts';
 import type { JsonLimits } from '../grammar/json-schema.ts';
+import type { ImageProcessorConfig, ProcessedImage, RgbImage } from '../checkpoint/image-processor.ts';
+
+/** A model with a vision path: how images become pixel rows and prompt tokens. */
+export interface VisionConfig {
+  /** config.json `image_token_id`: the token repeated once per image embedding in the prompt. */
+  imageTokenId: number;
+  /** The checkpoint's preprocessor_config.json. */
+  processor: ImageProcessorConfig;
+}
 
 export interface StreamingDecoder {
   /** Text completed by this token (never a broken UTF-8 sequence). */
@@ -27,8 +36,10 @@ export interface PipelineTokenizer {
   createDecoder(markers: readonly string[]): StreamingDecoder;
 }
 
-/** Renders and tokenises conversations on other threads (runtime/prompt-pool.ts). */
+/** Renders and tokenises conversations, and processes images, on other threads (runtime/prompt-pool.ts). */
 export interface PromptRenderer {
+  /** The image processor off the main thread; absent = on the calling thread. */
+  processImage?(config: ImageProcessorConfig, image: RgbImage): Promise<ProcessedImage>;
   render(
     turns: ChatTurn[],
     options: RenderOptions,
@@ -51,4 +62,6 @@ export interface GenerationRuntime {
   readonly constrainedDecoding?: boolean;
   /** Soft limits on unbounded JSON strings/arrays under constraint (MAYA_GRAMMAR_MAX_STRING / _MAX_ITEMS). */
   readonly grammarLimits?: JsonLimits;
+  /** Present when the engine has a vision encoder (EngineInfo.vision): input_image parts are served. */
+  readonly vision?: VisionConfig;
 }

@@ -8,7 +8,8 @@ import { NativeEngine } from '../engine-cuda/native-engine.ts';
 import { readModelDir } from '../checkpoint/model-dir.ts';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
 import type { JsonLimits } from '../grammar/json-schema.ts';
-import type { PipelineTokenizer } from './generation-runtime.ts';
+import { readImageProcessorConfig } from '../checkpoint/image-processor.ts';
+import type { PipelineTokenizer, VisionConfig } from './generation-runtime.ts';
 import type { LoadProgress, ModelRuntime } from './model-runtime.ts';
 import { PromptPool } from './prompt-pool.ts';
 
@@ -58,6 +59,19 @@ function samplingDefaults(config: Record<string, unknown> | null): { temperature
   };
 }
 
+/**
+ * The vision path of a checkpoint whose engine has a vision encoder: config.json `image_token_id`
+ * and the preprocessor_config.json image processor. Throws when either is missing.
+ */
+export async function visionConfig(dir: string, config: Record<string, unknown>): Promise<VisionConfig> {
+  const imageTokenId = config.image_token_id;
+  if (typeof imageTokenId !== 'number' || !Number.isInteger(imageTokenId) || imageTokenId < 0)
+    throw new Error(`${dir}/config.json: a vision model needs an integer "image_token_id"`);
+  const processor = await readImageProcessorConfig(dir);
+  if (!processor) throw new Error(`${dir}: a vision model needs preprocessor_config.json`);
+  return { imageTokenId, processor };
+}
+
 export async function loadModelRuntime(dir: string, options: LoadOptions = {}): Promise<ModelRuntime> {
   const progress = options.onProgress ?? (() => {});
   progress({ stage: 'config', fraction: 0 });
@@ -68,6 +82,13 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   const dialect = await loadDialect(modelDir.dir, options.dialect);
   progress({ stage: 'weights', fraction: 0.3 });
   const engine = await NativeEngine.load(modelDir.dir);
+  let vision: VisionConfig | undefined;
+  try {
+    vision = engine.info.vision === true ? await visionConfig(modelDir.dir, modelDir.config) : undefined;
+  } catch (error) {
+    await engine.close();
+    throw error;
+  }
   const promptWorkers = new PromptPool(
     { dir: modelDir.dir, ...(options.dialect ? { dialect: options.dialect } : {}) },
     PROMPT_WORKERS,
@@ -92,6 +113,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
     constrainedDecoding,
     grammarLimits: options.grammarLimits ?? grammarLimits(),
     promptWorkers,
+    ...(vision ? { vision } : {}),
     close: async () => {
       await promptWorkers.close();
       await engine.close();

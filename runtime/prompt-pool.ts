@@ -1,6 +1,6 @@
 /**
  * PromptPool: a few prompt worker threads (runtime/prompt-worker.ts), started on first use, that
- * render and tokenise large conversations so the event loop keeps serving /health and other
+ * process large images and render and tokenise large conversations so the event loop keeps serving /health and other
  * requests meanwhile. Jobs go to the worker with the fewest in flight. A worker that dies fails its
  * jobs and is replaced on the next job.
  */
@@ -8,13 +8,12 @@ import type { Worker } from 'node:worker_threads';
 import { DialectError, type ChatTurn, type ParserOptions, type RenderOptions } from '../dialects/dialect.ts';
 import { startModuleWorker } from '../engine-cuda/module-worker.ts';
 import type { PromptJob, PromptResult, PromptWorkerInit } from './prompt-worker.ts';
+import type { ImageProcessorConfig, ProcessedImage, RgbImage } from '../checkpoint/image-processor.ts';
 
 interface Slot {
   worker: Worker;
-  pending: Map<
-    number,
-    { resolve: (value: { promptIds: number[]; parser: ParserOptions }) => void; reject: (error: Error) => void }
-  >;
+  /** Each job's settlement (a render's ids and parser, or a processed image). */
+  pending: Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>;
 }
 
 export class PromptPool {
@@ -39,9 +38,27 @@ export class PromptPool {
     const slot = this.pick();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      slot.pending.set(id, { resolve, reject });
+      slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
       const job: PromptJob = { id, turns, options, plain };
       slot.worker.postMessage(job);
+    });
+  }
+
+  /**
+   * Glm4vImageProcessor on a worker thread (resizing a large image blocks for a second or more).
+   * The RGB buffer is transferred (copied first when it is a view into a larger buffer), the
+   * pixel rows come back transferred.
+   */
+  processImage(config: ImageProcessorConfig, image: RgbImage): Promise<ProcessedImage> {
+    if (this.closed) return Promise.reject(new Error('the prompt pool is closed'));
+    const slot = this.pick();
+    const id = this.nextId++;
+    const whole = image.data.byteOffset === 0 && image.data.byteLength === image.data.buffer.byteLength;
+    const data = whole ? image.data : image.data.slice();
+    return new Promise((resolve, reject) => {
+      slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      const job: PromptJob = { id, kind: 'image', config, image: { ...image, data } };
+      slot.worker.postMessage(job, [data.buffer as ArrayBuffer]);
     });
   }
 
@@ -70,7 +87,7 @@ export class PromptPool {
       slot.pending.delete(result.id);
       if ('error' in result)
         job.reject(result.error.dialect ? new DialectError(result.error.message) : new Error(result.error.message));
-      else job.resolve(result);
+      else job.resolve('image' in result ? result.image : result);
     });
     const fail = (error: Error) => {
       for (const job of slot.pending.values()) job.reject(error);

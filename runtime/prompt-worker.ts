@@ -1,27 +1,32 @@
 /**
  * A prompt worker thread: loads the model directory's tokenizer and dialect once, then renders
  * and tokenises conversations off the main thread (large inputs would otherwise block every other
- * request while the template and the tokenizer run). Messages: PromptJob in, PromptResult out.
+ * request while the template and the tokenizer run), and runs the image processor on large images.
+ * Messages: PromptJob in, PromptResult out.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
 import { DialectError, type ChatTurn, type ParserOptions, type RenderOptions } from '../dialects/dialect.ts';
 import { loadDialect } from '../dialects/select.ts';
+import {
+  processImage,
+  type ImageProcessorConfig,
+  type ProcessedImage,
+  type RgbImage,
+} from '../checkpoint/image-processor.ts';
 
 export interface PromptWorkerInit {
   dir: string;
   dialect?: string;
 }
 
-export interface PromptJob {
-  id: number;
-  turns: ChatTurn[];
-  options: RenderOptions;
-  plain: string[];
-}
+export type PromptJob =
+  | { id: number; kind?: 'render'; turns: ChatTurn[]; options: RenderOptions; plain: string[] }
+  | { id: number; kind: 'image'; config: ImageProcessorConfig; image: RgbImage };
 
 export type PromptResult =
   | { id: number; promptIds: number[]; parser: ParserOptions }
+  | { id: number; image: ProcessedImage }
   | { id: number; error: { dialect: boolean; message: string } };
 
 const init = workerData as PromptWorkerInit;
@@ -29,6 +34,15 @@ const port = parentPort!;
 const ready = Promise.all([Tokenizer.fromDir(init.dir), loadDialect(init.dir, init.dialect)]);
 
 port.on('message', (job: PromptJob) => {
+  if (job.kind === 'image') {
+    // Resizing and patch flattening of a large image take a second or more of CPU: done here.
+    processImage(job.config, job.image).then(
+      (image) => port.postMessage({ id: job.id, image } satisfies PromptResult, [image.pixels.buffer as ArrayBuffer]),
+      (error: unknown) =>
+        port.postMessage({ id: job.id, error: { dialect: false, message: (error as Error).message } }),
+    );
+    return;
+  }
   void ready.then(
     ([tokenizer, dialect]) => {
       let result: PromptResult;

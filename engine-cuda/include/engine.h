@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 2
+#define ENG_ABI_VERSION 3
 
 typedef struct eng_ctx eng_ctx;
 
@@ -66,11 +66,12 @@ enum {
     ENG_INFO_N_VOCAB = 0, ENG_INFO_N_CTX = 1, ENG_INFO_N_LAYER = 2, ENG_INFO_N_EMBD = 3,
     ENG_INFO_N_HEAD = 4, ENG_INFO_N_HEAD_KV = 5, ENG_INFO_HEAD_DIM = 6, ENG_INFO_BLOCK_SIZE = 7,
     ENG_INFO_N_BLOCKS = 8, ENG_INFO_BACKEND = 9,
-    ENG_INFO_ARCH = 10, /* 1 glm4, 2 llama, 3 qwen3, 4 glm4_moe, 5 deepseek_v3 */
+    ENG_INFO_ARCH = 10, /* 1 glm4, 2 llama, 3 qwen3, 4 glm4_moe, 5 deepseek_v3, 6 glm4v, 7 glm4v_moe */
     ENG_INFO_N_PARAMS = 11, ENG_INFO_WEIGHT_BYTES = 12, /* bytes of weights one decoded token reads */
     ENG_INFO_SIMD = 13, /* 0 scalar, 1 avx2 */
     ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
-    ENG_INFO_COUNT = 15
+    ENG_INFO_VISION = 15, /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
+    ENG_INFO_COUNT = 16
 };
 
 /* Fields of eng_ctx_stats() (a snapshot; counters are cumulative). */
@@ -79,7 +80,10 @@ enum {
     ENG_STAT_SEQS_WAITING = 3, ENG_STAT_SEQS_RUNNING = 4, ENG_STAT_STEPS = 5,
     ENG_STAT_PREFILL_TOKENS = 6, ENG_STAT_CACHED_TOKENS = 7, ENG_STAT_DECODE_TOKENS = 8,
     ENG_STAT_PREEMPTIONS = 9,
-    ENG_STAT_COUNT = 10
+    ENG_STAT_IMAGES_ENCODED = 10, /* images run through the vision encoder */
+    ENG_STAT_ENCODE_US = 11,      /* microseconds spent encoding them (wall clock) */
+    ENG_STAT_ENCODE_CPU_US = 12,  /* CPU microseconds of the whole process meanwhile (all threads) */
+    ENG_STAT_COUNT = 13
 };
 
 /* A step writes events of 4 int32 each: { seq_id, kind, token, value }. */
@@ -115,6 +119,24 @@ ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_token
                             const int32_t *stop_ids, int32_t n_stop, int32_t max_tokens,
                             float temperature, float top_p, uint64_t seed, uint32_t flags,
                             int32_t *out_seq_id);
+/* eng_seq_add plus images, for a checkpoint with a vision encoder (GLM-4.1V). pixels: the
+ * concatenation over images of the image processor's pixel_values rows (image i: t*h*w rows of
+ * C*temporal_patch*patch*patch floats, merge-window grouped, as Glm4vImageProcessor orders them),
+ * n_pixels floats in all, copied. grids: (n_images x 3) t, h, w of each image in patches (h, w
+ * multiples of the merge size). image_hashes: a hash of each image's pixels, mixed into the
+ * prefix-cache hashes of its tokens' blocks (same hash: reusable; different: never shared). The
+ * prompt must hold, for image i in order, exactly t*h*w / merge^2 consecutive image_token_id
+ * placeholders (config.json). An image is encoded inside eng_step, before the first prefill chunk
+ * that reaches its tokens (not at all when the prefix cache serves them all); the language model
+ * sees its embeddings at those positions with 3-section M-RoPE positions. n_images = 0 is
+ * eng_seq_add. Returns what eng_seq_add returns; INVALID_ARG on any count mismatch (eng_seq_add
+ * on a vision model also refuses prompts holding image placeholders); UNSUPPORTED when n_images > 0
+ * and the checkpoint has no vision encoder. */
+ENG_API int32_t eng_seq_add_mm(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens,
+                               const int32_t *stop_ids, int32_t n_stop, int32_t max_tokens,
+                               float temperature, float top_p, uint64_t seed, uint32_t flags,
+                               const float *pixels, int64_t n_pixels, const int32_t *grids,
+                               const uint64_t *image_hashes, int32_t n_images, int32_t *out_seq_id);
 /* Marks a sequence cancelled; the next eng_step frees its blocks and reports FINISH cancelled.
  * Returns OK or UNKNOWN_SEQ. */
 ENG_API int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id);

@@ -32,12 +32,19 @@ struct Batch {
     int32_t n_logits = 0;        // rows of logits requested
     std::vector<uint8_t> row_is_greedy; // (n_logits) 1: sampled by argmax and its logits not kept, so a
                                         // backend with argmax_rows() may skip copying that row
+    // Multimodal (GLM-4.1V), both empty otherwise: (T, 3) M-RoPE positions of every token (the
+    // model's mrope_section picks one per rotary frequency), and (T) rows replacing embed_tokens for
+    // image tokens (null for text tokens). The CPU backend honours them; others decline such models.
+    std::vector<int32_t> mpos;
+    std::vector<const float *> embd_rows;
 
     void clear() {
         tokens.clear();
         seqs.clear();
         n_logits = 0;
         row_is_greedy.clear();
+        mpos.clear();
+        embd_rows.clear();
     }
 };
 

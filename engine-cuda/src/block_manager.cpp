@@ -18,6 +18,17 @@ uint64_t BlockManager::hash_block(uint64_t prev, const int32_t *tokens, int32_t 
     return h ^ (h >> 31);
 }
 
+uint64_t BlockManager::seq_block_hash(const Sequence &seq, int32_t i, int32_t block_size, uint64_t prev) {
+    int32_t b0 = i * block_size, b1 = b0 + block_size;
+    uint64_t h = hash_block(prev, seq.tokens.data() + (size_t)b0, block_size);
+    for (const SeqImage &img : seq.images) {
+        if (img.tok0 >= b1 || img.tok0 + img.n_tok <= b0) continue;
+        int32_t words[2] = {(int32_t)(uint32_t)img.hash, (int32_t)(uint32_t)(img.hash >> 32)};
+        h = hash_block(h, words, 2);
+    }
+    return h;
+}
+
 void BlockManager::init(int32_t n_blocks, int32_t block_size) {
     block_size_ = block_size;
     blocks_.assign((size_t)n_blocks, Block());
@@ -89,7 +100,7 @@ int32_t BlockManager::match(const Sequence &seq, std::vector<int32_t> *ids, std:
     uint64_t prev = 0;
     for (int32_t i = 0; i < max_blocks; i++) {
         const int32_t *t = seq.tokens.data() + (size_t)i * block_size_;
-        uint64_t h = hash_block(prev, t, block_size_);
+        uint64_t h = seq_block_hash(seq, i, block_size_, prev);
         int32_t b = lookup(h, t);
         if (b < 0) break;
         ids->push_back(b);
@@ -146,7 +157,7 @@ void BlockManager::commit(Sequence &seq) {
     int32_t n_full = seq.n_computed / block_size_;
     for (int32_t i = (int32_t)seq.block_hashes.size(); i < n_full; i++) {
         const int32_t *t = seq.tokens.data() + (size_t)i * block_size_;
-        uint64_t h = hash_block(i > 0 ? seq.block_hashes[(size_t)i - 1] : 0, t, block_size_);
+        uint64_t h = seq_block_hash(seq, i, block_size_, i > 0 ? seq.block_hashes[(size_t)i - 1] : 0);
         seq.block_hashes.push_back(h);
         int32_t b = seq.block_table[(size_t)i];
         if (cache_.count(h)) continue; // an identical block is already cached

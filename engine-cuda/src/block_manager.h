@@ -5,6 +5,7 @@
  * previous block's hash (nano-vllm / vLLM prefix caching), with its token ids kept to rule out
  * collisions. A freed block keeps its hash and stays reusable until it is handed out again; free
  * blocks are recycled least-recently-freed first, and a sequence's tail blocks are freed first.
+ * Blocks holding image tokens (eng_seq_add_mm) also hash the images' pixel hashes.
  * The last prompt token is never served from cache (its logits are needed), so at most
  * floor((n - 1) / block_size) blocks of an n-token prompt are reused.
  */
@@ -47,6 +48,10 @@ class BlockManager {
     int32_t ref_count(int32_t block) const { return blocks_[(size_t)block].ref; }
 
     static uint64_t hash_block(uint64_t prev, const int32_t *tokens, int32_t n);
+    /* Hash of block i of seq: hash_block over its tokens, then, for each image of seq with tokens
+     * in the block, that image's hash mixed in (so identical placeholder tokens of different
+     * pixels never share a block, and the same pixels do). */
+    static uint64_t seq_block_hash(const Sequence &seq, int32_t i, int32_t block_size, uint64_t prev);
 
   private:
     struct Block {

@@ -520,7 +520,9 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
             int t = q.tok0 + i;
             tok_seq_[(size_t)t] = (int32_t)s;
             float p = (float)(q.pos0 + i);
+            const int32_t *mp = b.mpos.empty() ? nullptr : &b.mpos[(size_t)t * 3]; // M-RoPE (GLM-4.1V)
             for (int j = 0; j < half; j++) {
+                if (mp) p = (float)mp[j < c_.mrope_section[0] ? 0 : j < c_.mrope_section[0] + c_.mrope_section[1] ? 1 : 2];
                 float ang = p * inv_freq_[(size_t)j]; // f32 product, as transformers computes freqs
                 // YaRN's attention factor scales cos and sin (1 otherwise).
                 rope_cos_[(size_t)t * half + j] = (float)cos((double)ang) * c_.rope_attn_factor;
@@ -528,8 +530,11 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
             }
         }
     }
-    for (int t = 0; t < T; t++)
-        k_.row_to_f32(&x_[(size_t)t * C], m_.embed.data, m_.embed.dtype, b.tokens[(size_t)t], C, m_.embed.scale);
+    for (int t = 0; t < T; t++) {
+        if (!b.embd_rows.empty() && b.embd_rows[(size_t)t]) // an image token: its vision embedding
+            memcpy(&x_[(size_t)t * C], b.embd_rows[(size_t)t], sizeof(float) * (size_t)C);
+        else k_.row_to_f32(&x_[(size_t)t * C], m_.embed.data, m_.embed.dtype, b.tokens[(size_t)t], C, m_.embed.scale);
+    }
     for (int l = 0; l < c_.n_layer; l++) {
         if (c_.is_mla()) mla_block(l, b, T);
         else attention_block(l, b, T);

@@ -17,6 +17,7 @@
 #include "common.h"        // defines: fail, last_error, ENG_TRY
 #include "model.h"         // defines: Model, model_load
 #include "scheduler.h"     // defines: Scheduler
+#include "vision.h"        // defines: VisionEncoder, mrope_positions
 
 using namespace maya;
 
@@ -25,6 +26,7 @@ struct eng_ctx {
     std::unique_ptr<Backend> backend;
     BlockManager bm;
     Scheduler sched;
+    std::unique_ptr<VisionEncoder> vision; // vision models only
     int64_t info[ENG_INFO_COUNT] = {};
     std::vector<int32_t> pending; // events not yet handed out (ENG_EVENT_INTS each)
     size_t pending_pos = 0;
@@ -61,6 +63,7 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks) {
     in[ENG_INFO_WEIGHT_BYTES] = c->model.weight_bytes;
     in[ENG_INFO_SIMD] = c->backend->simd();
     in[ENG_INFO_N_PARAMS_ACTIVE] = c->model.n_params_active;
+    in[ENG_INFO_VISION] = c->model.vision ? 1 : 0;
 }
 
 /* ENG_PARAM_BACKEND, else $MAYA_ENGINE_BACKEND (cpu|cuda|auto), else auto: cuda when its library
@@ -98,6 +101,10 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     int64_t backend = 1;
     bool is_auto = false;
     ENG_TRY(choose_backend(params, n_params, &backend, &is_auto));
+    if (c->model.vision && backend == 2) { // M-RoPE and image embeddings exist on the CPU backend only
+        if (!is_auto) return fail(ENG_STATUS_UNSUPPORTED, "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
+        backend = 1;
+    }
     const char *kv_env = getenv("MAYA_ENGINE_KV_BYTES"); // the KV budget / cap when ENG_PARAM_KV_BYTES is unset
     int64_t kv_bytes_env = kv_env ? strtoll(kv_env, nullptr, 10) : 0;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -153,6 +160,11 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     sc.n_ctx = (int32_t)n_ctx;
     sc.n_vocab = mc.n_vocab;
     ENG_TRY(c->sched.init(sc, &c->bm, c->backend.get()));
+    if (c->model.vision) {
+        c->vision.reset(new VisionEncoder());
+        ENG_TRY(c->vision->init(*c->model.vision, (int)n_threads));
+        c->sched.set_vision(c->vision.get(), mc.n_embd);
+    }
     c->pending.reserve((size_t)(3 * max_batch + 1) * ENG_EVENT_INTS);
     fill_info(c, n_ctx, bs, n_blocks);
     return ENG_STATUS_OK;
@@ -233,14 +245,86 @@ ENG_API int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap) {
     v[ENG_STAT_CACHED_TOKENS] = s.cached_tokens;
     v[ENG_STAT_DECODE_TOKENS] = s.decode_tokens;
     v[ENG_STAT_PREEMPTIONS] = s.preemptions;
+    v[ENG_STAT_IMAGES_ENCODED] = s.images_encoded;
+    v[ENG_STAT_ENCODE_US] = s.encode_us;
+    v[ENG_STAT_ENCODE_CPU_US] = s.encode_cpu_us;
     int32_t n = cap < ENG_STAT_COUNT ? cap : ENG_STAT_COUNT;
     memcpy(out, v, (size_t)n * sizeof(int64_t));
     return n;
 }
 
-ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
-                            int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
-                            uint32_t flags, int32_t *out_seq_id) {
+/* Checks the images of eng_seq_add_mm against the prompt and the vision config; fills s->images
+ * (tok0, grid, hash, pixels) and the M-RoPE positions. n_images 0: only refuses placeholders. */
+static int32_t add_images(const eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const float *pixels,
+                          int64_t n_pixels, const int32_t *grids, const uint64_t *hashes, int32_t n_images, Sequence *s) {
+    const Model &m = ctx->model;
+    if (n_images < 0 || n_pixels < 0) return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add_mm: negative count");
+    if (n_images > 0 && !m.vision)
+        return fail(ENG_STATUS_UNSUPPORTED, "this checkpoint has no vision encoder: images are not supported");
+    if (n_images > 0 && (!pixels || !grids || !hashes))
+        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add_mm: pixels, grids and image_hashes are required with images");
+    if (n_images == 0 && n_pixels != 0) return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add_mm: pixels without images");
+    int32_t image_id = m.cfg.image_token_id;
+    if (image_id < 0) return ENG_STATUS_OK;
+    int32_t merge = m.vision->cfg.merge;
+    int64_t P = m.vision->cfg.patch_floats(), want = 0;
+    s->images.resize((size_t)n_images);
+    for (int32_t i = 0; i < n_images; i++) {
+        const int32_t *g = grids + 3 * i;
+        if (g[0] < 1 || g[0] > 1024 || g[1] < merge || g[2] < merge || g[1] > 65536 || g[2] > 65536 || g[1] % merge ||
+            g[2] % merge)
+            return fail(ENG_STATUS_INVALID_ARG, "image %d: grid (%d, %d, %d) must be t >= 1 and h, w positive multiples of %d",
+                        i, g[0], g[1], g[2], merge);
+        int64_t patches = (int64_t)g[0] * g[1] * g[2];
+        if (patches / (merge * merge) > n_tokens)
+            return fail(ENG_STATUS_INVALID_ARG, "image %d needs %lld image tokens; the prompt has %d tokens", i,
+                        (long long)(patches / (merge * merge)), n_tokens);
+        SeqImage &img = s->images[(size_t)i];
+        memcpy(img.grid, g, sizeof img.grid);
+        img.n_tok = (int32_t)(patches / (merge * merge));
+        img.hash = hashes[i];
+        img.tok0 = -1;
+        want += patches * P;
+    }
+    if (n_pixels != want)
+        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add_mm: %lld pixel floats given, the grids need %lld", (long long)n_pixels,
+                    (long long)want);
+    // Each image's placeholders: one consecutive run of exactly its token count, images in order.
+    int32_t k = 0, got = 0;
+    for (int32_t i = 0; i < n_tokens; i++) {
+        if (tokens[i] != image_id) {
+            if (got > 0)
+                return fail(ENG_STATUS_INVALID_ARG, "image %d has %d consecutive image tokens in the prompt, needs %d", k, got,
+                            s->images[(size_t)k].n_tok);
+            continue;
+        }
+        if (k >= n_images)
+            return fail(ENG_STATUS_INVALID_ARG, "the prompt holds more image tokens (id %d) than its %d images take", image_id,
+                        n_images);
+        if (got == 0) s->images[(size_t)k].tok0 = i;
+        if (++got == s->images[(size_t)k].n_tok) {
+            k++;
+            got = 0;
+        }
+    }
+    if (k != n_images || got != 0)
+        return fail(ENG_STATUS_INVALID_ARG, "the prompt holds image tokens for %d of %d images", k, n_images);
+    if (n_images == 0) return ENG_STATUS_OK;
+    std::vector<int32_t> tok0((size_t)n_images);
+    for (int32_t i = 0; i < n_images; i++) tok0[(size_t)i] = s->images[(size_t)i].tok0;
+    s->mpos.resize((size_t)n_tokens * 3);
+    mrope_positions(n_tokens, tok0.data(), grids, n_images, merge, s->mpos.data(), &s->mrope_delta);
+    for (int32_t i = 0; i < n_images; i++) {
+        const float *p0 = pixels;
+        for (int32_t j = 0; j < i; j++) p0 += (int64_t)grids[3 * j] * grids[3 * j + 1] * grids[3 * j + 2] * P;
+        s->images[(size_t)i].pixels.assign(p0, p0 + (int64_t)grids[3 * i] * grids[3 * i + 1] * grids[3 * i + 2] * P);
+    }
+    return ENG_STATUS_OK;
+}
+
+static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids, int32_t n_stop,
+                       int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags, const float *pixels,
+                       int64_t n_pixels, const int32_t *grids, const uint64_t *hashes, int32_t n_images, int32_t *out_seq_id) {
     if (!ctx || !tokens || n_tokens < 1 || !out_seq_id || n_stop < 0 || (n_stop > 0 && !stop_ids))
         return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add: tokens (n >= 1), stop ids and out_seq_id are required");
     if (max_tokens < 1) return fail(ENG_STATUS_INVALID_ARG, "max_tokens must be >= 1 (got %d)", max_tokens);
@@ -254,6 +338,7 @@ ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_token
             return fail(ENG_STATUS_INVALID_ARG, "prompt token %d at index %d is outside the vocabulary (%d)", tokens[i], i, V);
     ABI_GUARD({
         std::unique_ptr<Sequence> s(new Sequence());
+        ENG_TRY(add_images(ctx, tokens, n_tokens, pixels, n_pixels, grids, hashes, n_images, s.get()));
         s->tokens.assign(tokens, tokens + n_tokens);
         if (n_stop > 0) s->stop_ids.assign(stop_ids, stop_ids + n_stop);
         s->max_tokens = max_tokens;
@@ -263,6 +348,21 @@ ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_token
         s->flags = flags;
         return ctx->sched.add(std::move(s), out_seq_id);
     })
+}
+
+ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
+                            int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
+                            uint32_t flags, int32_t *out_seq_id) {
+    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, seed, flags, nullptr, 0, nullptr,
+                   nullptr, 0, out_seq_id);
+}
+
+ENG_API int32_t eng_seq_add_mm(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
+                               int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
+                               uint32_t flags, const float *pixels, int64_t n_pixels, const int32_t *grids,
+                               const uint64_t *image_hashes, int32_t n_images, int32_t *out_seq_id) {
+    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, seed, flags, pixels, n_pixels,
+                   grids, image_hashes, n_images, out_seq_id);
 }
 
 ENG_API int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id) {

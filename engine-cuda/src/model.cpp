@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common.h" // defines: fail, ENG_TRY
+#include "vision.h" // defines: vision_load
 
 namespace maya {
 
@@ -191,9 +192,38 @@ static int32_t parse_mla(const JsonValue &c, ModelConfig *m) {
     return ENG_STATUS_OK;
 }
 
-int32_t model_config_parse(const JsonValue &c, ModelConfig *m) {
+/* GLM-4.1V / GLM-4.5V: mrope_section of rope_scaling / rope_parameters (Glm4vTextRotaryEmbedding's default
+ * [8, 12, 12]) must split the rotary_dim / 2 frequencies; image_token_id from the root config. */
+static int32_t parse_glm4v(const JsonValue &root, const JsonValue &c, ModelConfig *m) {
+    const JsonValue *sc = field(c, "rope_scaling");
+    if (!sc) sc = field(c, "rope_parameters");
+    if (!sc) sc = field(root, "rope_scaling");
+    const JsonValue *ms = sc ? field(*sc, "mrope_section") : nullptr;
+    int32_t sec[3] = {8, 12, 12};
+    if (ms) {
+        if (ms->kind != JsonValue::ARRAY || ms->items.size() != 3)
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: mrope_section must hold 3 integers");
+        for (int i = 0; i < 3; i++) {
+            if (!ms->items[(size_t)i].is_integer || ms->items[(size_t)i].integer < 0)
+                return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: mrope_section must hold 3 integers");
+            sec[i] = (int32_t)ms->items[(size_t)i].integer;
+        }
+    }
+    if (sec[0] + sec[1] + sec[2] != m->rotary_dim / 2)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: mrope_section [%d, %d, %d] must sum to the %d rotary frequencies",
+                    sec[0], sec[1], sec[2], m->rotary_dim / 2);
+    memcpy(m->mrope_section, sec, sizeof sec);
+    const JsonValue *img = field(root, "image_token_id");
+    if (!img) img = field(c, "image_token_id");
+    if (!img || !img->is_integer || img->integer < 0 || img->integer >= m->n_vocab)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: image_token_id is missing or outside the vocabulary");
+    m->image_token_id = (int32_t)img->integer;
+    return ENG_STATUS_OK;
+}
+
+int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
     *m = ModelConfig();
-    const JsonValue *archs = field(c, "architectures");
+    const JsonValue *archs = field(root, "architectures");
     if (!archs || archs->kind != JsonValue::ARRAY || archs->items.empty() ||
         archs->items[0].kind != JsonValue::STRING)
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: missing architectures");
@@ -203,12 +233,22 @@ int32_t model_config_parse(const JsonValue &c, ModelConfig *m) {
     else if (a == "Qwen3ForCausalLM") m->arch = ARCH_QWEN3;
     else if (a == "Glm4MoeForCausalLM") m->arch = ARCH_GLM4_MOE;
     else if (a == "DeepseekV3ForCausalLM") m->arch = ARCH_DEEPSEEK_V3;
+    else if (a == "Glm4vForConditionalGeneration") m->arch = ARCH_GLM4V;
+    else if (a == "Glm4vMoeForConditionalGeneration") m->arch = ARCH_GLM4V_MOE;
     else if (a == "DeepseekV32ForCausalLM")
         return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture DeepseekV32ForCausalLM: DeepSeek sparse attention "
                                             "(the lightning indexer) is not implemented");
     else return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture %s (supported: Glm4ForCausalLM, LlamaForCausalLM, "
-                                             "Qwen3ForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM)", a.c_str());
-    bool ds = m->arch == ARCH_DEEPSEEK_V3, glm_moe = m->arch == ARCH_GLM4_MOE;
+                                             "Qwen3ForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, Glm4vForConditionalGeneration, "
+                                             "Glm4vMoeForConditionalGeneration)", a.c_str());
+    bool ds = m->arch == ARCH_DEEPSEEK_V3;
+    bool vision = m->arch == ARCH_GLM4V || m->arch == ARCH_GLM4V_MOE;       // GLM-4.1V / GLM-4.5V
+    bool glm4v = m->arch == ARCH_GLM4V;                                      // its text: GLM-4-0414's layer
+    bool glm_moe = m->arch == ARCH_GLM4_MOE || m->arch == ARCH_GLM4V_MOE;    // GLM-4.5V's text: GLM-4.5's
+    bool glm4 = m->arch == ARCH_GLM4 || glm4v;
+    // The vision models keep the language model's fields in text_config (older configs: at the top level).
+    const JsonValue *tc = vision ? field(root, "text_config") : nullptr;
+    const JsonValue &c = tc && tc->kind == JsonValue::OBJECT ? *tc : root;
     if (ds && (field(c, "index_topk") || field(c, "index_n_heads")))
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: index_topk/index_n_heads (DeepSeek-V3.2 sparse attention) "
                                             "are not supported");
@@ -224,35 +264,39 @@ int32_t model_config_parse(const JsonValue &c, ModelConfig *m) {
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: sizes must be positive");
     int64_t def_head_dim = m->arch == ARCH_GLM4 || m->arch == ARCH_QWEN3 ? 128 : m->n_embd / m->n_head;
     ENG_TRY(get_int(c, "head_dim", def_head_dim, &m->head_dim, false));
+    if (glm4v) m->head_dim = m->n_embd / m->n_head; // Glm4vTextAttention: hidden_size / heads
     if ((!ds && m->head_dim <= 0) || m->n_head % m->n_head_kv != 0) // MLA sets its own head dims
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: head_dim %d, heads %d / kv heads %d are inconsistent",
                     m->head_dim, m->n_head, m->n_head_kv);
     double eps = 0, partial = 0;
-    ENG_TRY(get_float(c, "rms_norm_eps", m->arch == ARCH_GLM4 ? 1.5625e-07 : glm_moe ? 1e-5 : 1e-6, &eps));
+    ENG_TRY(get_float(c, "rms_norm_eps", m->arch == ARCH_GLM4 ? 1.5625e-07 : glm_moe || glm4v ? 1e-5 : 1e-6, &eps));
     m->rms_eps = (float)eps;
     const JsonValue *rp = field(c, "rope_parameters");
-    double def_partial = (m->arch == ARCH_GLM4 || glm_moe) ? 0.5 : 1.0;
+    double def_partial = (glm4 || glm_moe) ? 0.5 : 1.0;
     if (rp) ENG_TRY(get_float(*rp, "partial_rotary_factor", def_partial, &def_partial));
     ENG_TRY(get_float(c, "partial_rotary_factor", def_partial, &partial));
     if (partial <= 0 || partial > 1) return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: partial_rotary_factor %g", partial);
     m->rotary_dim = (int32_t)(m->head_dim * partial);
     if (!ds && (m->rotary_dim < 2 || m->rotary_dim % 2 != 0))
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: rotary dims %d must be even and >= 2", m->rotary_dim);
-    if (m->arch != ARCH_GLM4 && !glm_moe && !ds && m->rotary_dim != m->head_dim)
+    if (!glm4 && !glm_moe && !ds && m->rotary_dim != m->head_dim)
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: partial_rotary_factor %g is only supported for GLM-4", partial);
     ENG_TRY(parse_rope(c, m));
     if (m->is_yarn && !ds) return fail(ENG_STATUS_UNSUPPORTED, "config.json: yarn rope scaling is only supported for DeepseekV3");
     m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
-    ENG_TRY(parse_quant(c));
+    ENG_TRY(parse_quant(root));
+    if (vision) ENG_TRY(parse_glm4v(root, c, m));
 
-    m->is_tied = get_bool(c, "tie_word_embeddings", false);
-    bool attn_bias = get_bool(c, "attention_bias", m->arch == ARCH_GLM4);
+    m->is_tied = get_bool(root, "tie_word_embeddings", get_bool(c, "tie_word_embeddings", false));
+    // Glm4vTextAttention: always; Glm4vMoeTextConfig: attention_bias defaults to true.
+    bool attn_bias = glm4v || get_bool(c, "attention_bias", m->arch == ARCH_GLM4 || m->arch == ARCH_GLM4V_MOE);
     m->has_qkv_bias = attn_bias;
-    m->has_o_bias = m->arch != ARCH_GLM4 && !glm_moe && attn_bias; // GLM-4 / GLM-4.5 o_proj never has a bias
+    m->has_o_bias = !glm4 && !glm_moe && attn_bias; // GLM-4 / GLM-4.5 o_proj never has a bias
     m->has_mlp_bias = m->arch == ARCH_LLAMA && get_bool(c, "mlp_bias", false);
-    m->has_qk_norm = m->arch == ARCH_QWEN3 || (glm_moe && get_bool(c, "use_qk_norm", false));
-    m->has_sandwich_norms = m->arch == ARCH_GLM4;
-    m->is_rope_interleaved = m->arch == ARCH_GLM4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe)
+    // Glm4vMoeTextConfig removes use_qk_norm: GLM-4.5V has no QK-norm.
+    m->has_qk_norm = m->arch == ARCH_QWEN3 || (m->arch == ARCH_GLM4_MOE && get_bool(c, "use_qk_norm", false));
+    m->has_sandwich_norms = glm4;
+    m->is_rope_interleaved = glm4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe); GLM-4.1V pairs (rotate_half_llm)
     if (ds && attn_bias) return fail(ENG_STATUS_UNSUPPORTED, "config.json: attention_bias true is not supported for DeepseekV3");
     if (glm_moe || ds) ENG_TRY(parse_moe(c, m));
     if (ds) ENG_TRY(parse_mla(c, m));
@@ -455,8 +499,8 @@ static int32_t bind_moe(Binder &b, const ModelConfig &c, const std::string &p, L
     return ENG_STATUS_OK;
 }
 
-static int32_t bind_layer(Binder &b, const ModelConfig &c, int i, LayerWeights *L) {
-    std::string p = "model.layers." + std::to_string(i) + ".";
+static int32_t bind_layer(Binder &b, const ModelConfig &c, const std::string &lm, int i, LayerWeights *L) {
+    std::string p = lm + "layers." + std::to_string(i) + ".";
     int64_t C = c.n_embd, I = c.n_ff;
     ENG_TRY(b.vec(p + "input_layernorm.weight", C, &L->attn_norm));
     ENG_TRY(b.vec(p + "post_attention_layernorm.weight", C, &L->mlp_norm));
@@ -467,7 +511,7 @@ static int32_t bind_layer(Binder &b, const ModelConfig &c, int i, LayerWeights *
         ENG_TRY(b.vec(p + "post_mlp_layernorm.weight", C, &L->post_mlp_norm));
     }
     if (c.is_moe_layer(i)) return bind_moe(b, c, p, L);
-    if (c.arch == ARCH_GLM4) {
+    if (c.arch == ARCH_GLM4 || c.arch == ARCH_GLM4V) {
         ENG_TRY(b.matrix(p + "mlp.gate_up_proj.weight", 2 * I, C, &L->w_gate_up));
     } else {
         ENG_TRY(b.matrix(p + "mlp.gate_proj.weight", I, C, &L->w_gate));
@@ -499,11 +543,14 @@ int32_t model_load(const std::string &dir, Model *m) {
     ENG_TRY(model_config_parse(m->ckpt.config(), &m->cfg));
     const ModelConfig &c = m->cfg;
     Binder b{m};
-    ENG_TRY(b.matrix("model.embed_tokens.weight", c.n_vocab, c.n_embd, &m->embed));
+    // GLM-4.1V: model.language_model.* (transformers >= 4.52), or model.* as older saves name it.
+    bool vision = c.arch == ARCH_GLM4V || c.arch == ARCH_GLM4V_MOE;
+    std::string lm = vision && m->ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+    ENG_TRY(b.matrix(lm + "embed_tokens.weight", c.n_vocab, c.n_embd, &m->embed));
     // Only one embedding row is read per token; count the rest as parameters, not bytes read.
     m->weight_bytes -= (int64_t)c.n_vocab * c.n_embd * (int64_t)dtype_size(m->embed.dtype);
     m->weight_bytes += (int64_t)c.n_embd * (int64_t)dtype_size(m->embed.dtype);
-    ENG_TRY(b.vec("model.norm.weight", c.n_embd, &m->final_norm));
+    ENG_TRY(b.vec(lm + "norm.weight", c.n_embd, &m->final_norm));
     if (c.is_tied) {
         m->lm_head = m->embed;
         m->weight_bytes += (int64_t)c.n_vocab * c.n_embd * (int64_t)dtype_size(m->embed.dtype);
@@ -513,7 +560,7 @@ int32_t model_load(const std::string &dir, Model *m) {
     m->layers.resize((size_t)c.n_layer);
     for (int i = 0; i < c.n_layer; i++) {
         LayerWeights &L = m->layers[(size_t)i];
-        ENG_TRY(bind_layer(b, c, i, &L));
+        ENG_TRY(bind_layer(b, c, lm, i, &L));
         if (!L.experts.empty()) { // a token reads K routed experts (all the same size)
             int64_t params, bytes;
             expert_size(L.experts[0], &params, &bytes);
@@ -521,6 +568,7 @@ int32_t model_load(const std::string &dir, Model *m) {
             m->weight_bytes += bytes * c.n_expert_used;
         }
     }
+    if (vision) ENG_TRY(vision_load(m)); // adds its parameters to n_params only
     return ENG_STATUS_OK;
 }
 

@@ -3,13 +3,16 @@
  * Big matrices stay in their stored dtype inside the checkpoint mapping (Weight points there);
  * only vectors (norms, biases) and FP8 block scales are converted to f32 at load. Supported:
  * Glm4ForCausalLM (GLM-4-0414), LlamaForCausalLM, Qwen3ForCausalLM, Glm4MoeForCausalLM
- * (GLM-4.5/4.6/4.7: MoE) and DeepseekV3ForCausalLM (DeepSeek-V3/V3.1: MLA + MoE), with Hugging
+ * (GLM-4.5/4.6/4.7: MoE), DeepseekV3ForCausalLM (DeepSeek-V3/V3.1: MLA + MoE) and
+ * Glm4vForConditionalGeneration (GLM-4.1V: GLM-4 text with M-RoPE + the vision tower of vision.h) and
+ * Glm4vMoeForConditionalGeneration (GLM-4.5V: GLM-4.5 MoE text with M-RoPE + the same tower), with Hugging
  * Face tensor names; weights BF16/F16/F32 or FP8 e4m3 with 128x128 block scales.
  */
 #ifndef MAYA_MODEL_H
 #define MAYA_MODEL_H
 
 #include <stdint.h>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,7 +20,10 @@
 
 namespace maya {
 
-enum Arch : int32_t { ARCH_GLM4 = 1, ARCH_LLAMA = 2, ARCH_QWEN3 = 3, ARCH_GLM4_MOE = 4, ARCH_DEEPSEEK_V3 = 5 };
+enum Arch : int32_t { ARCH_GLM4 = 1, ARCH_LLAMA = 2, ARCH_QWEN3 = 3, ARCH_GLM4_MOE = 4, ARCH_DEEPSEEK_V3 = 5, ARCH_GLM4V = 6,
+                     ARCH_GLM4V_MOE = 7 };
+
+struct VisionModel; // vision.h: GLM-4.1V's vision tower
 
 /* FP8 weights: one f32 scale per kFp8Block x kFp8Block block of the matrix (edge blocks partial). */
 const int kFp8Block = 128;
@@ -47,6 +53,10 @@ struct ModelConfig {
     bool is_yarn = false;
     float yarn_factor = 1, yarn_beta_fast = 32, yarn_beta_slow = 1, rope_attn_factor = 1;
     float attn_scale = 0; // softmax scale; D^-0.5, or DeepSeek's qk_head_dim^-0.5 * mscale^2
+    // GLM-4.1V (Glm4vForConditionalGeneration): 3-section M-RoPE; frequency j of the rotary dims
+    // takes the temporal position for j < s[0], the row for j < s[0]+s[1], else the column.
+    int32_t mrope_section[3] = {0, 0, 0}; // all 0: one position per token
+    int32_t image_token_id = -1;          // the placeholder id image embeddings replace (-1: none)
     // Mixture of experts (Glm4Moe, DeepseekV3); n_expert 0 = dense model.
     int32_t n_expert = 0;        // E: n_routed_experts
     int32_t n_expert_used = 0;   // K: num_experts_per_tok
@@ -118,6 +128,7 @@ struct Model {
     int64_t weight_bytes = 0;     // bytes of the matrices read per decoded token (+ one embedding row;
                                   // MoE: the active experts only)
     std::vector<std::vector<float>> scales; // FP8 block scales (Weight::scale points here)
+    std::shared_ptr<VisionModel> vision;   // GLM-4.1V's vision tower (vision.cpp), else null
 };
 
 /* Parses the hyperparameters of config.json. Returns OK, BAD_CHECKPOINT or UNSUPPORTED. */

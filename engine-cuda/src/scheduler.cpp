@@ -2,8 +2,10 @@
 #include "scheduler.h"
 
 #include <string.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "common.h" // defines: fail, ENG_FINISH_*, ENG_EVENT_*
 
@@ -169,6 +171,44 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
     }
 }
 
+/* Multimodal batches: encodes the images the scheduled chunks reach for the first time, then sets
+ * every token's M-RoPE positions and, for image tokens, its embedding row. */
+void Scheduler::prepare_mm() {
+    bool any = false;
+    for (const Entry &e : entries_) any = any || !e.seq->images.empty();
+    if (!any) return;
+    size_t T = batch_.tokens.size();
+    batch_.mpos.resize(T * 3);
+    batch_.embd_rows.assign(T, nullptr);
+    for (size_t e = 0; e < entries_.size(); e++) {
+        Sequence *s = entries_[e].seq;
+        const BatchSeq &b = batch_.seqs[e];
+        int32_t a = b.pos0, z = b.pos0 + b.n_tokens;
+        for (SeqImage &img : s->images) {
+            if (img.tok0 >= z || img.tok0 + img.n_tok <= a) continue;
+            if (img.embd.empty()) {
+                img.embd.resize((size_t)img.n_tok * (size_t)n_embd_);
+                auto t0 = std::chrono::steady_clock::now();
+                timespec c0, c1;
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+                vision_->encode(img.pixels.data(), img.grid[0], img.grid[1], img.grid[2], img.embd.data());
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+                stats_.encode_us += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+                stats_.encode_cpu_us += (int64_t)(c1.tv_sec - c0.tv_sec) * 1000000 + (c1.tv_nsec - c0.tv_nsec) / 1000;
+                std::vector<float>().swap(img.pixels);
+                stats_.images_encoded++;
+            }
+            for (int32_t i = std::max(a, img.tok0); i < std::min(z, img.tok0 + img.n_tok); i++)
+                batch_.embd_rows[(size_t)(b.tok0 + i - a)] = img.embd.data() + (size_t)(i - img.tok0) * (size_t)n_embd_;
+        }
+        for (int32_t i = a; i < z; i++) {
+            int32_t *p = &batch_.mpos[(size_t)(b.tok0 + i - a) * 3];
+            if (i < (int32_t)s->mpos.size() / 3) memcpy(p, &s->mpos[(size_t)i * 3], 3 * sizeof(int32_t));
+            else p[0] = p[1] = p[2] = i + s->mrope_delta;
+        }
+    }
+}
+
 int32_t Scheduler::step(std::vector<int32_t> *events) {
     retired_.clear();
     reap_cancelled(events);
@@ -184,6 +224,7 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
             batch_.row_is_greedy[(size_t)row] =
                 s->sampling.temperature <= 0 && !(s->flags & ENG_SEQ_KEEP_LOGITS) && s->mask.empty();
     }
+    prepare_mm();
     int32_t st = backend_->forward(batch_, logits_.data());
     if (st < 0) {
         for (const Entry &e : entries_) finish(e.seq, ENG_FINISH_ERROR, events);

@@ -7,6 +7,9 @@
  * block and none is free, the most recently admitted running sequence is preempted (its blocks
  * freed, it goes back to the head of the queue and is recomputed later, mostly from the prefix
  * cache). Cancellation takes effect at the start of the next step.
+ * Multimodal sequences (images): before the first chunk that reaches an image's tokens, the image
+ * is encoded (all of it, on the calling thread's vision pool) and its rows replace those tokens'
+ * embeddings; every token carries its M-RoPE positions (Batch::mpos).
  */
 #ifndef MAYA_SCHEDULER_H
 #define MAYA_SCHEDULER_H
@@ -21,6 +24,7 @@
 #include "block_manager.h" // defines: BlockManager
 #include "sampler.h"       // defines: Sampler
 #include "sequence.h"      // defines: Sequence
+#include "vision.h"        // defines: VisionEncoder
 
 namespace maya {
 
@@ -33,12 +37,18 @@ struct SchedulerConfig {
 
 struct SchedulerStats {
     int64_t steps = 0, prefill_tokens = 0, cached_tokens = 0, decode_tokens = 0, preemptions = 0;
+    int64_t images_encoded = 0, encode_us = 0, encode_cpu_us = 0;
 };
 
 class Scheduler {
   public:
     /* bm and backend must outlive the scheduler. Returns OK or INVALID_ARG. */
     int32_t init(const SchedulerConfig &cfg, BlockManager *bm, Backend *backend);
+    /* A vision model's encoder (outlives the scheduler); n_embd: rows of its embeddings. */
+    void set_vision(VisionEncoder *enc, int32_t n_embd) {
+        vision_ = enc;
+        n_embd_ = n_embd;
+    }
     /* Queues seq (validated by the caller except for the context limit). Returns OK or
      * CONTEXT_OVERFLOW; writes the new id. */
     int32_t add(std::unique_ptr<Sequence> seq, int32_t *out_id);
@@ -66,6 +76,7 @@ class Scheduler {
     void finish(Sequence *s, int32_t reason, std::vector<int32_t> *events);
     void postprocess(std::vector<int32_t> *events);
     void reap_cancelled(std::vector<int32_t> *events);
+    void prepare_mm();
 
     SchedulerConfig cfg_;
     BlockManager *bm_ = nullptr;
@@ -80,6 +91,8 @@ class Scheduler {
     std::vector<std::unique_ptr<Sequence>> retired_; // finished in the latest step
     int32_t next_id_ = 1;
     SchedulerStats stats_;
+    VisionEncoder *vision_ = nullptr;
+    int32_t n_embd_ = 0;
 };
 
 } // namespace maya

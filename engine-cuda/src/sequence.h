@@ -15,6 +15,17 @@
 
 namespace maya {
 
+/* One image of a multimodal prompt (eng_seq_add_mm): its run of image tokens, its pixels until
+ * encoded, then its embeddings (kept across preemption; never encoded when the prefix cache
+ * serves all its tokens). */
+struct SeqImage {
+    int32_t tok0 = 0, n_tok = 0;  // prompt indices [tok0, tok0 + n_tok) hold its placeholders
+    int32_t grid[3] = {0, 0, 0};  // t, h, w in patches
+    uint64_t hash = 0;            // the caller's hash of its pixels, mixed into its blocks' hashes
+    std::vector<float> pixels;    // (t*h*w, P) until encoded
+    std::vector<float> embd;      // (n_tok, C) once encoded
+};
+
 struct Sequence {
     int32_t id = 0;
     std::vector<int32_t> tokens;       // prompt + generated
@@ -32,6 +43,9 @@ struct Sequence {
     bool is_prefill_reported = false;
     std::vector<float> logits;         // (V) latest sampled position, when ENG_SEQ_KEEP_LOGITS
     std::vector<uint32_t> mask;        // (ceil(V/32)) ids the next sample may take; empty = all (eng_seq_mask)
+    std::vector<SeqImage> images;      // in prompt order (eng_seq_add_mm); empty for text prompts
+    std::vector<int32_t> mpos;         // (n_prompt, 3) M-RoPE positions when images; else empty
+    int32_t mrope_delta = 0;           // token i >= n_prompt is at position i + mrope_delta
 
     int32_t n_generated() const { return (int32_t)tokens.size() - n_prompt; }
 };

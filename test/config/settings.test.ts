@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  DEFAULT_IMAGE_SETTINGS,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_RESPONSES_SETTINGS,
   DEFAULT_SERVER_LIMITS,
@@ -130,6 +131,7 @@ describe('loadServerSettings', () => {
       logLevel: 'info',
       limits: DEFAULT_SERVER_LIMITS,
       decoding: { constrained: true, maxString: 128, maxItems: 16 },
+      images: DEFAULT_IMAGE_SETTINGS,
     });
     expect(DEFAULT_SERVER_LIMITS).toEqual({
       MAX_CONNECTIONS: 1024,
@@ -161,12 +163,40 @@ describe('loadServerSettings', () => {
       logLevel: 'warn',
       limits: DEFAULT_SERVER_LIMITS,
       decoding: { constrained: true, maxString: 128, maxItems: 16 },
+      images: DEFAULT_IMAGE_SETTINGS,
     });
   });
 
   it('reads the constrained-decoding settings (config file env blocks reach them too)', () => {
     const env = { MAYA_CONSTRAINED_DECODING: '0', MAYA_GRAMMAR_MAX_STRING: '0', MAYA_GRAMMAR_MAX_ITEMS: '4' };
     expect(loadServerSettings(env).decoding).toEqual({ constrained: false, maxString: 0, maxItems: 4 });
+  });
+
+  it('reads the image settings: MAYA_IMAGE_URL_ALLOW hosts (lower-cased) and the MAYA_IMAGE_* limits', () => {
+    expect(DEFAULT_IMAGE_SETTINGS).toEqual({
+      urlAllow: [],
+      maxBytes: 10 * 1024 * 1024,
+      maxPixels: 32 * 1024 * 1024,
+      maxCount: 16,
+      fetchTimeoutMs: 10_000,
+      maxRedirects: 3,
+    });
+    const env = {
+      MAYA_IMAGE_URL_ALLOW: 'Images.Example.com, 127.0.0.1:8081',
+      MAYA_IMAGE_MAX_BYTES: '1000',
+      MAYA_IMAGE_MAX_PIXELS: '4096',
+      MAYA_IMAGE_MAX_COUNT: '2',
+      MAYA_IMAGE_FETCH_TIMEOUT_MS: '250',
+      MAYA_IMAGE_MAX_REDIRECTS: '0',
+    };
+    expect(loadServerSettings(env).images).toEqual({
+      urlAllow: ['images.example.com', '127.0.0.1:8081'],
+      maxBytes: 1000,
+      maxPixels: 4096,
+      maxCount: 2,
+      fetchTimeoutMs: 250,
+      maxRedirects: 0,
+    });
   });
 
   it('reads the connection and shutdown limits (MAYA_MAX_CONNECTIONS, timeouts, MAYA_SHUTDOWN_GRACE_S; grace may be 0)', () => {
@@ -197,6 +227,9 @@ describe('loadServerSettings', () => {
     ['MAYA_SHUTDOWN_GRACE_S', '-1'],
     ['MAYA_CONSTRAINED_DECODING', 'yes'],
     ['MAYA_GRAMMAR_MAX_ITEMS', '-2'],
+    ['MAYA_IMAGE_MAX_BYTES', '0'],
+    ['MAYA_IMAGE_FETCH_TIMEOUT_MS', '1s'],
+    ['MAYA_IMAGE_URL_ALLOW', 'https://images.example.com/'],
   ])('%s=%s is refused', (name, raw) => {
     expect(errorOf(() => loadServerSettings({ [name]: raw })).variable).toBe(name);
   });

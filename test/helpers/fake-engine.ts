@@ -40,6 +40,11 @@ export interface FakeEngineOptions {
   info?: Partial<EngineInfo>;
   /** Delay before each token event in ms (0: only a microtask/macrotask hop). */
   tokenDelayMs?: number;
+  /**
+   * Time a request with images spends "encoding" them before its prefill, in ms. Like the native
+   * engine (encoding runs inside one eng_step), an abort meanwhile takes effect only afterwards.
+   */
+  imageEncodeMs?: number;
 }
 
 export const FAKE_ENGINE_INFO: EngineInfo = {
@@ -53,6 +58,7 @@ export const FAKE_ENGINE_INFO: EngineInfo = {
   blockSize: 16,
   numBlocks: 256,
   simd: 'scalar',
+  vision: false,
 };
 
 export class FakeEngine implements Engine {
@@ -65,6 +71,9 @@ export class FakeEngine implements Engine {
   activeCount = 0;
   private readonly script: FakeScriptSource;
   private readonly tokenDelayMs: number;
+  private readonly imageEncodeMs: number;
+  /** Images "encoded" so far (requests with images that reached their prefill). */
+  imagesEncoded = 0;
   private closed = false;
   private readonly counters = { steps: 0, prefillTokens: 0, cachedTokens: 0, decodeTokens: 0 };
 
@@ -72,6 +81,7 @@ export class FakeEngine implements Engine {
     this.info = { ...FAKE_ENGINE_INFO, ...options.info };
     this.script = options.script ?? { tokens: [] };
     this.tokenDelayMs = options.tokenDelayMs ?? 0;
+    this.imageEncodeMs = options.imageEncodeMs ?? 0;
   }
 
   generate(request: GenerateRequest, options: GenerateOptions = {}): AsyncGenerator<TokenEvent, FinishInfo, void> {
@@ -93,6 +103,9 @@ export class FakeEngine implements Engine {
     if (request.promptIds.length < 1) throw new EngineError('invalid_arg', 'promptIds must not be empty');
     if (!Number.isInteger(request.maxTokens) || request.maxTokens < 1) {
       throw new EngineError('invalid_arg', 'maxTokens must be a positive integer');
+    }
+    if ((request.images?.length ?? 0) > 0 && !this.info.vision) {
+      throw new EngineError('unsupported', 'this model has no vision encoder: images are not supported');
     }
     if (request.promptIds.length + request.maxTokens > this.info.contextLength) {
       throw new EngineError(
@@ -122,6 +135,11 @@ export class FakeEngine implements Engine {
     try {
       await this.pause(0);
       if (options.signal?.aborted) return finish('cancelled');
+      if ((request.images?.length ?? 0) > 0) {
+        await this.pause(this.imageEncodeMs); // not interruptible, as inside eng_step
+        this.imagesEncoded += request.images?.length ?? 0;
+        if (options.signal?.aborted) return finish('cancelled');
+      }
       yield { type: 'prefilled', cachedTokens };
       for (const id of script.tokens) {
         if (outputTokens >= request.maxTokens) return finish('length');
@@ -157,6 +175,9 @@ export class FakeEngine implements Engine {
       seqsRunning: this.activeCount,
       ...this.counters,
       preemptions: 0,
+      imagesEncoded: this.imagesEncoded,
+      encodeMicros: this.imagesEncoded * this.imageEncodeMs * 1000,
+      encodeCpuMicros: 0,
     };
   }
 
