@@ -68,8 +68,8 @@ const WIDE: VisionShape = {
 /**
  * FLOPs (2 x multiply-adds) of encoding one image of h x w patches: patch embedding, per block qkv +
  * proj (4 Cv^2), the SwiGLU MLP (3 Cv O), attention scores and values (2 N Cv); per merged token
- * the 2x2 downsample (4 Cv O), merger projection (O^2) and SwiGLU (3 O Iv). Same count as the
- * engine's vision_flops(); elementwise work (norms, rope, softmax, GELU) is left out.
+ * the 2x2 downsample (4 Cv O), merger projection (O^2) and SwiGLU (3 O Iv). Elementwise work
+ * (norms, rope, softmax, GELU) is left out.
  */
 export function visionFlops(s: VisionShape, h: number, w: number): number {
   const N = h * w;

@@ -49,8 +49,8 @@ class BlockManager {
 
     static uint64_t hash_block(uint64_t prev, const int32_t *tokens, int32_t n);
     /* Hash of block i of seq: hash_block over its tokens, then, for each image of seq with tokens
-     * in the block, that image's hash mixed in (so identical placeholder tokens of different
-     * pixels never share a block, and the same pixels do). */
+     * in the block, that image's hash and grid mixed in (so identical placeholder tokens of
+     * different pixels never share a block, and the same pixels do). */
     static uint64_t seq_block_hash(const Sequence &seq, int32_t i, int32_t block_size, uint64_t prev);
 
   private:

@@ -197,15 +197,6 @@ int32_t vision_load(Model *m) {
     return ENG_STATUS_OK;
 }
 
-double vision_flops(const VisionConfig &c, int64_t t, int64_t h, int64_t w) {
-    double N = (double)(t * h * w), L = (double)(h * w), Cv = c.hidden, O = c.out_hidden, Iv = c.merger_ff;
-    double M = N / ((double)c.merge * c.merge);
-    double per_patch = (double)c.patch_floats() * Cv                     // patch embedding
-                       + c.depth * (4 * Cv * Cv + 3 * Cv * O + 2 * L * Cv); // qkv+proj, SwiGLU, scores+values
-    double per_token = 4 * Cv * O + O * O + 3 * O * Iv;                  // downsample, merger
-    return 2 * (N * per_patch + M * per_token);
-}
-
 int32_t VisionEncoder::init(const VisionModel &v, int n_threads) {
     v_ = &v;
     k_ = &kernels_select();

@@ -64,10 +64,6 @@ struct VisionModel {
  * Returns OK, BAD_CHECKPOINT or UNSUPPORTED. */
 int32_t vision_load(Model *m);
 
-/* FLOPs (multiply-adds x 2) of encoding one image of grid (t, h, w) patches with this config:
- * the matmuls and the attention, not the elementwise work. */
-double vision_flops(const VisionConfig &c, int64_t t, int64_t h, int64_t w);
-
 /* Runs the tower; owns its thread pool and activations (grown to the largest image seen). */
 class VisionEncoder {
   public:

@@ -219,6 +219,17 @@ TEST(vision_prefix_cache_keys_on_image_hash) {
     CHECK_MSG(diff[0].cached == 0, "cached %d", diff[0].cached);
     CHECK(eng_ctx_stats(ctx, stats, ENG_STAT_COUNT) == ENG_STAT_COUNT && stats[ENG_STAT_IMAGES_ENCODED] == 2);
     CHECK(diff[0].tokens != greedy);
+    // The same pixels and hash in another grid (10 x 8 instead of 8 x 10 patches, 20 tokens too):
+    // other M-RoPE positions, so no block is shared either.
+    {
+        std::vector<int32_t> toks = ints(*p0.get("ids"));
+        int32_t grid[3] = {1, 10, 8}, id = -1;
+        uint64_t hash = 0xAAAA;
+        CHECK(eng_seq_add_mm(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, 2, 0.0f, 1.0f, 0, 0, g.pixels[0].data(),
+                             (int64_t)g.pixels[0].size(), grid, &hash, 1, &id) == 0);
+        std::vector<Run> r = run_all(ctx, {id}, {});
+        CHECK_MSG(r[0].cached == 0, "cached %d", r[0].cached);
+    }
     // Chunked prefill served from the cache: prompt 1 (49 tokens, images at 10..29 and 35..46) with
     // chunks of 7, then again: 48 tokens cached, the rest computed, same greedy tokens.
     eng_ctx_free(ctx);
