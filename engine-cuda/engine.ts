@@ -49,7 +49,8 @@ export interface EngineInfo {
   numActiveParams?: number;
   blockSize: number;
   numBlocks: number;
-  simd: 'scalar' | 'avx2';
+  /** CPU kernel path (ENG_INFO_SIMD; MAYA_ENGINE_SIMD forces one). */
+  simd: 'scalar' | 'avx2' | 'avx512';
 }
 
 export interface EngineStats {

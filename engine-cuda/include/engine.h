@@ -68,7 +68,7 @@ enum {
     ENG_INFO_N_BLOCKS = 8, ENG_INFO_BACKEND = 9,
     ENG_INFO_ARCH = 10, /* 1 glm4, 2 llama, 3 qwen3, 4 glm4_moe, 5 deepseek_v3 */
     ENG_INFO_N_PARAMS = 11, ENG_INFO_WEIGHT_BYTES = 12, /* bytes of weights one decoded token reads */
-    ENG_INFO_SIMD = 13, /* 0 scalar, 1 avx2 */
+    ENG_INFO_SIMD = 13, /* CPU kernel path: 0 scalar, 1 avx2, 2 avx512 */
     ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
     ENG_INFO_COUNT = 15
 };

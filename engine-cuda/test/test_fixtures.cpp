@@ -125,10 +125,13 @@ TEST(fixture_deepseek3_fp8_q_lora_null) {
 
 TEST(fixture_portable_kernels) {
     // The scalar fallback end to end (MAYA_ENGINE_SIMD=scalar forces it at context creation).
+    const char *prev = getenv("MAYA_ENGINE_SIMD");
+    std::string saved = prev ? prev : "";
     setenv("MAYA_ENGINE_SIMD", "scalar", 1);
     run_fixture("glm4-bf16", 2, 32, 0);
     run_fixture("qwen3-f16", 2, 32, 0);
     run_fixture("glm45-moe-fp8", 2, 32, 0);
     run_fixture("deepseek3-bf16", 2, 32, 0);
-    unsetenv("MAYA_ENGINE_SIMD");
+    if (prev) setenv("MAYA_ENGINE_SIMD", saved.c_str(), 1);
+    else unsetenv("MAYA_ENGINE_SIMD");
 }

@@ -54,14 +54,11 @@ void make_weights(int dtype, int n, Rand &r, std::vector<uint8_t> *raw, std::vec
     }
 }
 
+// Every table this CPU runs (scalar, avx2, avx512).
 std::vector<const Kernels *> tables() {
-    std::vector<const Kernels *> t = {&kernels_scalar};
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    if (avx2) t.push_back(&kernels_avx2);
-#endif
-    return t;
+    const Kernels *t[3];
+    int n = kernels_supported(t);
+    return std::vector<const Kernels *>(t, t + n);
 }
 
 } // namespace
