@@ -135,6 +135,24 @@ export interface ServerSettings {
   readonly logLevel?: LogLevel;
   /** MAYA_STORE_URL: `redis://…` or `rediss://…` shares stored responses through Redis; undefined = in memory. */
   readonly storeUrl?: string;
+  /** MAYA_WEIGHT_DTYPE: `q8` quantizes the weights to 8 bits at load (CPU engine); undefined = as stored. */
+  readonly weightDtype?: WeightDtype;
+}
+
+export const WEIGHT_DTYPES = ['stored', 'q8'] as const;
+export type WeightDtype = (typeof WEIGHT_DTYPES)[number];
+
+/** MAYA_WEIGHT_DTYPE: unset or empty = as stored; else `stored` or `q8`. */
+export function loadWeightDtype(raw: string | undefined): WeightDtype | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const value = raw.trim();
+  if (!WEIGHT_DTYPES.includes(value as WeightDtype)) {
+    throw new SettingsError(
+      'MAYA_WEIGHT_DTYPE',
+      `MAYA_WEIGHT_DTYPE=${raw}: must be one of ${WEIGHT_DTYPES.join(', ')}`,
+    );
+  }
+  return value as WeightDtype;
 }
 
 /**
@@ -243,6 +261,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     throw new SettingsError('MAYA_LOG_LEVEL', `MAYA_LOG_LEVEL=${logLevel}: must be one of ${LOG_LEVELS.join(', ')}`);
   }
   const storeUrl = loadStoreUrl(env.MAYA_STORE_URL);
+  const weightDtype = loadWeightDtype(env.MAYA_WEIGHT_DTYPE);
   return {
     host: env.MAYA_HOST !== undefined && env.MAYA_HOST !== '' ? env.MAYA_HOST : '127.0.0.1',
     port,
@@ -255,6 +274,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     logLevel: logLevel as LogLevel,
     decoding: loadDecodingSettings(env),
     ...(storeUrl !== undefined ? { storeUrl } : {}),
+    ...(weightDtype !== undefined ? { weightDtype } : {}),
   };
 }
 

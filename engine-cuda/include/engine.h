@@ -58,7 +58,10 @@ enum {
     ENG_PARAM_MAX_BATCH = 5,     /* most sequences decoded in one step; default 16 */
     ENG_PARAM_PREFILL_CHUNK = 6, /* most prompt tokens prefilled in one step; default 256 */
     ENG_PARAM_N_CTX = 7,         /* context limit; default (and maximum) max_position_embeddings */
-    ENG_PARAM_COUNT = 8
+    ENG_PARAM_WEIGHT_DTYPE = 8,  /* 0/1 as stored; 2 q8: matrices quantized at load to int8 per block of
+                                    32 with an f32 scale (CPU backend only; MoE routers and matrices
+                                    whose columns are not a multiple of 32 stay as stored) */
+    ENG_PARAM_COUNT = 9
 };
 
 /* Fields of eng_ctx_info() (fixed for the context's life). */

@@ -11,6 +11,8 @@
 namespace maya {
 
 /* Tables this CPU can run, fastest last. Only the baseline-ISA file tests CPU features. */
+extern const bool kernels_avx512_vnni;
+
 static int supported(const Kernels **out) {
     int n = 0;
     out[n++] = &kernels_scalar;
@@ -18,7 +20,8 @@ static int supported(const Kernels **out) {
     __builtin_cpu_init();
     bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                      (!kernels_avx512_vnni || __builtin_cpu_supports("avx512vnni"));
     if (has_avx2 && kernels_avx2.simd == 1) out[n++] = &kernels_avx2;
     if (has_avx512 && kernels_avx512.simd == 2) out[n++] = &kernels_avx512;
 #endif
