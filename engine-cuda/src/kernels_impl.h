@@ -445,11 +445,34 @@ static void quantize_q8(const float *x, int K, int8_t *q, float *d) {
         __m512 iv = _mm512_set1_ps(id);
         _mm_storeu_si128((__m128i *)qb, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, iv))));
         _mm_storeu_si128((__m128i *)(qb + 16), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, iv))));
+#elif defined(KERNELS_VECTOR)
+        const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+        __m256 v[4], mx = _mm256_setzero_ps();
+        for (int j = 0; j < 4; j++) {
+            v[j] = _mm256_loadu_ps(xb + 8 * j);
+            mx = _mm256_max_ps(mx, _mm256_and_ps(v[j], absmask));
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        float amax = _mm_cvtss_f32(m4);
+        float db = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+        __m256 iv = _mm256_set1_ps(id);
+        __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v[0], iv)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v[1], iv));
+        __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v[2], iv)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v[3], iv));
+        // packs interleave the 128-bit lanes; the dword permute restores the order.
+        __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+        bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)qb, bytes);
 #else
         float amax = 0;
         for (int i = 0; i < Q8_BLOCK; i++) amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
         float db = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
-        for (int i = 0; i < Q8_BLOCK; i++) qb[i] = (int8_t)lrintf(xb[i] * id); // nearest even, as cvtps
+        // Round to nearest even (as cvtps): adding and removing 1.5 * 2^23 (|v| <= 127).
+        for (int i = 0; i < Q8_BLOCK; i++) {
+            float r = xb[i] * id + 12582912.0f; // not folded: no -ffast-math
+            qb[i] = (int8_t)(int)(r - 12582912.0f);
+        }
 #endif
         d[b] = db;
     }
