@@ -49,6 +49,8 @@ export interface EngineInfo {
   numActiveParams?: number;
   blockSize: number;
   numBlocks: number;
+  /** Bytes of weights one decoded token reads (ENG_INFO_WEIGHT_BYTES; MoE: its active experts). */
+  weightBytes?: number;
   /** CPU kernel path (ENG_INFO_SIMD; MAYA_ENGINE_SIMD forces one). */
   simd: 'scalar' | 'avx2' | 'avx512';
 }

@@ -68,6 +68,7 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     numActiveParams: at(ENG.INFO_N_PARAMS_ACTIVE),
     blockSize: at(ENG.INFO_BLOCK_SIZE),
     numBlocks: at(ENG.INFO_N_BLOCKS),
+    weightBytes: at(ENG.INFO_WEIGHT_BYTES),
     simd: (['scalar', 'avx2', 'avx512'] as const)[at(ENG.INFO_SIMD)] ?? 'scalar',
   };
 }
