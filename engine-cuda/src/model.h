@@ -120,6 +120,7 @@ struct Model {
     std::vector<std::vector<float>> scales; // FP8 / Q8 block scales (Weight::scale points here)
     bool is_q8 = false;                     // set before model_load: quantize matrices to DT_Q8
     std::vector<std::vector<int8_t>> q8;    // the Q8 weights (Weight::data points here)
+    bool has_q8() const { return !q8.empty(); }
 };
 
 /* Parses the hyperparameters of config.json. Returns OK, BAD_CHECKPOINT or UNSUPPORTED. */
