@@ -497,7 +497,50 @@ static inline void tile_q8(const int8_t *xq, const float *xd, int ldq, const int
                            int64_t row0, int K, float *y, int ldy, const float *bias) {
     int nb = K / Q8_BLOCK, ldd = ldq / Q8_BLOCK;
     float out[NR][NT];
-#ifdef KERNELS_VECTOR
+#if defined(KERNELS_AVX512) && defined(__AVX512VNNI__)
+    // Two blocks per 512-bit vector: lanes 0-7 sum block b, lanes 8-15 block b + 1; x takes w's sign
+    // (masked negate) so vpdpbusd multiplies |w| (unsigned) by it. An odd last block runs alone
+    // in the low half. The same sequence for every (row, token) whatever NR / NT.
+    const __m512i pair_idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m512 tot[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tot[r][t] = _mm512_setzero_ps();
+    int b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        __m512i xv[NT];
+        __m512 xs[NT];
+        for (int t = 0; t < NT; t++) {
+            xv[t] = _mm512_loadu_si512((const void *)(xq + (int64_t)t * ldq + b * Q8_BLOCK));
+            xs[t] = _mm512_permutexvar_ps(pair_idx, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(xd + (int64_t)t * ldd + b)))));
+        }
+        for (int r = 0; r < NR; r++) {
+            __m512i wv = _mm512_loadu_si512((const void *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK));
+            __m512i aw = _mm512_abs_epi8(wv);
+            __mmask64 neg = _mm512_movepi8_mask(wv);
+            __m512 ws = _mm512_permutexvar_ps(pair_idx, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(wscale + (row0 + r) * (int64_t)nb + b)))));
+            for (int t = 0; t < NT; t++) {
+                __m512i sx = _mm512_mask_sub_epi8(xv[t], neg, _mm512_setzero_si512(), xv[t]);
+                __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sx));
+                tot[r][t] = _mm512_fmadd_ps(p, _mm512_mul_ps(ws, xs[t]), tot[r][t]);
+            }
+        }
+    }
+    for (; b < nb; b++) // an odd last block, in the low 8 lanes
+        for (int r = 0; r < NR; r++) {
+            __m256i wv = _mm256_loadu_si256((const __m256i *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK));
+            __m256i aw = _mm256_abs_epi8(wv);
+            float dw = wscale[(row0 + r) * (int64_t)nb + b];
+            for (int t = 0; t < NT; t++) {
+                __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + (int64_t)t * ldq + b * Q8_BLOCK));
+                __m256 p = _mm256_cvtepi32_ps(q8_block_dot(aw, wv, xv));
+                __m512 p16 = _mm512_castps256_ps512(p); // upper lanes: zero them
+                p16 = _mm512_maskz_mov_ps(0x00FF, p16);
+                tot[r][t] = _mm512_fmadd_ps(p16, _mm512_set1_ps(dw * xd[(int64_t)t * ldd + b]), tot[r][t]);
+            }
+        }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) out[r][t] = vw_sum(tot[r][t]);
+#elif defined(KERNELS_VECTOR)
     __m256 tot[NR][NT];
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) tot[r][t] = _mm256_setzero_ps();
