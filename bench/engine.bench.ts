@@ -10,8 +10,12 @@
  * is the median of several runs (the machine is shared and noisy).
  * MoE rows (bench/moe-checkpoint.ts): a scaled-down GLM-4.5 (BF16) and DeepSeek-V3 (MLA, block FP8)
  * at decode batch 1 and 8 beside the active-bytes roofline, with their KV bytes per token.
+ * Dense rows run per kernel path (MAYA_ENGINE_SIMD: every vector path this CPU has, avx2 and
+ * avx512), per weight dtype (the 110M model stored f32 and bf16, and bf16 loaded as q8) and per
+ * thread count (1 and all cores), beside the machine's measured FMA peak for that path (a small
+ * C loop of independent FMAs, all threads, best run) so prefill GFLOP/s has a reference.
  * Options: --runs N (default 3), --quick (small model only; --moe adds the MoE rows; --moe-only runs just those), --threads N (engine threads; default
- * all cores), --llama2c PATH/run.c (also time llama2.c's fp32 run.c on the 110M shape, the
+ * 1 and all cores), --paths avx2,avx512 (default: the vector paths this CPU has), --dtypes f32,bf16,q8, --llama2c PATH/run.c (also time llama2.c's fp32 run.c on the 110M shape, the
  * issue's reference point; the source is not fetched here), --backend cuda (the GPU benchmark of
  * bench/engine-cuda.bench.ts instead). */
 import { execFileSync } from 'node:child_process';
@@ -66,6 +70,78 @@ int main(int argc, char **argv) {
   return 0;
 }
 `;
+
+/** Peak f32 FMA GFLOP/s of one instruction set: 12 independent FMA chains per thread, best of 5. */
+const PEAK_C = `
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#ifdef __AVX512F__
+typedef __m512 V; enum { LANES = 16 };
+#define FMA _mm512_fmadd_ps
+#define SET1 _mm512_set1_ps
+#define STORE _mm512_storeu_ps
+#else
+typedef __m256 V; enum { LANES = 8 };
+#define FMA _mm256_fmadd_ps
+#define SET1 _mm256_set1_ps
+#define STORE _mm256_storeu_ps
+#endif
+static const long N = 20000000;
+static volatile float sink;
+static void *run(void *arg) {
+  (void)arg;
+  V a[12], m = SET1(0.9999999f), c = SET1(1e-7f);
+  for (int i = 0; i < 12; i++) a[i] = SET1((float)i);
+  for (long k = 0; k < N; k++)
+    for (int i = 0; i < 12; i++) a[i] = FMA(a[i], m, c);
+  float out[16];
+  for (int i = 1; i < 12; i++) a[0] = FMA(a[i], m, a[0]);
+  STORE(out, a[0]);
+  sink += out[0];
+  return 0;
+}
+static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec; }
+int main(int argc, char **argv) {
+  int threads = atoi(argv[1]); pthread_t th[256]; double best = 0;
+  for (int r = 0; r < 5; r++) {
+    double t0 = now();
+    for (int t = 0; t < threads; t++) pthread_create(&th[t], 0, run, 0);
+    for (int t = 0; t < threads; t++) pthread_join(th[t], 0);
+    double g = threads * N * 12.0 * 2 * LANES / (now() - t0) / 1e9;
+    if (g > best) best = g;
+  }
+  printf("%.1f\\n", best);
+  return 0;
+}
+`;
+
+/** Peak GFLOP/s of a kernel path with `threads` threads (PEAK_C compiled for that path). */
+function measurePeak(path: 'avx2' | 'avx512', threads: number): number {
+  const src = join(WORK, 'peak.c');
+  const bin = join(WORK, `peak-${path}`);
+  writeFileSync(src, PEAK_C);
+  const isa = path === 'avx512' ? ['-mavx512f', '-mfma'] : ['-mavx2', '-mfma'];
+  execFileSync('cc', ['-O2', ...isa, '-pthread', '-o', bin, src]);
+  return Number(execFileSync(bin, [String(threads)], { encoding: 'utf8' }));
+}
+
+/** Vector kernel paths this CPU runs (as kernels_choose() tests them, from /proc/cpuinfo's flags). */
+function cpuPaths(): ('avx2' | 'avx512')[] {
+  let flags = '';
+  try {
+    flags = /^flags\s*:(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '';
+  } catch {
+    return [];
+  }
+  const has = (f: string) => flags.split(/\s+/).includes(f);
+  const out: ('avx2' | 'avx512')[] = [];
+  if (has('avx2') && has('fma') && has('f16c')) out.push('avx2');
+  if (out.length && ['avx512f', 'avx512bw', 'avx512vl', 'avx512dq', 'avx512_vnni'].every(has)) out.push('avx512');
+  return out;
+}
 
 /** Drives llama2.c's unmodified run.c (path given with --llama2c, compiled with TESTING so its main
  * is left out): writes a random stories110M-shaped fp32 checkpoint in run.c's format (7-int header,
@@ -143,6 +219,8 @@ function measureBandwidth(threads: number): number {
 interface BenchModel {
   name: string;
   options: RandomCheckpointOptions;
+  /** Loaded as 8-bit weights (ENG_PARAM_WEIGHT_DTYPE q8). */
+  q8?: boolean;
 }
 
 const SMALL: BenchModel = {
@@ -150,6 +228,12 @@ const SMALL: BenchModel = {
   options: { dim: 256, layers: 4, heads: 4, kvHeads: 2, hidden: 768, vocab: 4096, ctx: 1024, dtype: 'f32', seed: 7 },
 };
 const LLAMA110: BenchModel = { name: 'llama-110M-f32', options: LLAMA_110M };
+const LLAMA110_BF16: BenchModel = { name: 'llama-110M-bf16', options: { ...LLAMA_110M, dtype: 'bf16' } };
+const DENSE: Record<string, BenchModel> = {
+  f32: LLAMA110,
+  bf16: LLAMA110_BF16,
+  q8: { ...LLAMA110_BF16, q8: true },
+};
 
 /** Bytes one decode step streams: every weight, except an untied embedding table (one row per token). */
 function bytesPerStep(o: RandomCheckpointOptions): number {
@@ -207,6 +291,9 @@ async function decodeRate(engine: NativeEngine, batch: number, tokens: number, s
 
 interface Row {
   model: string;
+  dtype: string;
+  path: string;
+  threads: number;
   params: number;
   weightMiB: number;
   prefill1: number;
@@ -215,11 +302,31 @@ interface Row {
   decode8: number;
   roof1: number;
   roof8: number;
+  peak: number;
 }
 
-async function benchModel(m: BenchModel, gbps: number, runs: number, threads: number | undefined): Promise<Row> {
+/** The engine with MAYA_ENGINE_SIMD=path (the worker reads it at creation). */
+async function loadOnPath(dir: string, path: string | undefined, options: Parameters<typeof NativeEngine.load>[1]) {
+  const saved = process.env.MAYA_ENGINE_SIMD;
+  if (path) process.env.MAYA_ENGINE_SIMD = path;
+  try {
+    return await NativeEngine.load(dir, options);
+  } finally {
+    if (saved === undefined) delete process.env.MAYA_ENGINE_SIMD;
+    else process.env.MAYA_ENGINE_SIMD = saved;
+  }
+}
+
+async function benchModel(
+  m: BenchModel,
+  gbps: number,
+  runs: number,
+  threads: number,
+  path: 'avx2' | 'avx512' | undefined,
+  peak: number,
+): Promise<Row> {
   const dir = await ensureModel(m);
-  const engine = await NativeEngine.load(dir, { numThreads: threads });
+  const engine = await loadOnPath(dir, path, { numThreads: threads, ...(m.q8 ? { weightDtype: 'q8' } : {}) });
   try {
     await decodeRate(engine, 1, 8, 999); // warm-up: page in the weights
     const samples: Record<'prefill1' | 'prefill8' | 'decode1' | 'decode8', number[]> = {
@@ -235,11 +342,17 @@ async function benchModel(m: BenchModel, gbps: number, runs: number, threads: nu
       samples.decode1.push(await decodeRate(engine, 1, 64, 300 + r));
       samples.decode8.push(await decodeRate(engine, 8, 64, 400 + r));
     }
-    const roof1 = (gbps * 1e9) / bytesPerStep(m.options);
+    // Stored bytes one step reads (q8: the int8 weights and their scales), as the engine counts them.
+    const stepBytes = engine.info.weightBytes || bytesPerStep(m.options);
+    const roof1 = (gbps * 1e9) / stepBytes;
     return {
-      model: m.name,
+      model: m.name.replace(/-(f32|bf16)$/, ''),
+      dtype: m.q8 ? 'q8' : m.options.dtype,
+      path: engine.info.simd,
+      threads,
+      peak,
       params: parameterCount(m.options),
-      weightMiB: (parameterCount(m.options) * (m.options.dtype === 'f32' ? 4 : 2)) / 2 ** 20,
+      weightMiB: stepBytes / 2 ** 20,
       prefill1: median(samples.prefill1),
       prefill8: median(samples.prefill8),
       decode1: median(samples.decode1),
@@ -301,6 +414,7 @@ const MOE_MODELS: { name: string; options: MoeBenchOptions }[] = [
 
 interface MoeRow {
   model: string;
+  path: string;
   params: number;
   activeParams: number;
   engineActive: number;
@@ -316,7 +430,8 @@ async function benchMoe(
   m: (typeof MOE_MODELS)[number],
   gbps: number,
   runs: number,
-  threads: number | undefined,
+  threads: number,
+  path: 'avx2' | 'avx512' | undefined,
 ): Promise<MoeRow> {
   const dir = join(WORK, m.name);
   const stamp = join(dir, 'bench-options.json');
@@ -326,7 +441,7 @@ async function benchMoe(
     writeFileSync(stamp, JSON.stringify(m.options));
   }
   const sizes = moeBenchSizes(m.options);
-  const engine = await NativeEngine.load(dir, { numThreads: threads });
+  const engine = await loadOnPath(dir, path, { numThreads: threads });
   try {
     await decodeRate(engine, 1, 8, 999);
     const d1: number[] = [],
@@ -337,6 +452,7 @@ async function benchMoe(
     }
     return {
       model: m.name,
+      path: engine.info.simd,
       params: sizes.params,
       activeParams: sizes.activeParams,
       engineActive: engine.info.numActiveParams ?? 0,
@@ -355,6 +471,7 @@ async function benchMoe(
 function moeTable(rows: MoeRow[]): string {
   const head = [
     'model',
+    'path',
     'params',
     'active',
     'active MiB/token',
@@ -368,6 +485,7 @@ function moeTable(rows: MoeRow[]): string {
   ];
   const lines = rows.map((r) => [
     r.model,
+    r.path,
     `${(r.params / 1e6).toFixed(1)}M`,
     `${(r.activeParams / 1e6).toFixed(1)}M`,
     r.activeMiB.toFixed(1),
@@ -392,11 +510,15 @@ function formatTable(head: string[], lines: string[][]): string {
 function table(rows: Row[]): string {
   const head = [
     'model',
+    'dtype',
+    'path',
+    'thr',
     'params',
-    'weights MiB',
+    'MiB/step',
     'prefill b1 tok/s',
     'prefill b8 tok/s',
     'prefill GFLOP/s',
+    'FMA peak',
     'decode b1 tok/s',
     'roofline b1',
     'b1 / roof',
@@ -406,11 +528,15 @@ function table(rows: Row[]): string {
   ];
   const lines = rows.map((r) => [
     r.model,
+    r.dtype,
+    r.path,
+    String(r.threads),
     `${(r.params / 1e6).toFixed(1)}M`,
     r.weightMiB.toFixed(0),
     r.prefill1.toFixed(0),
     r.prefill8.toFixed(0),
     ((2 * r.params * Math.max(r.prefill1, r.prefill8)) / 1e9).toFixed(1),
+    r.peak.toFixed(0),
     r.decode1.toFixed(1),
     r.roof1.toFixed(1),
     `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
@@ -436,15 +562,36 @@ async function main(argv: string[]): Promise<void> {
   const threads = flag('--threads') === undefined ? undefined : Number(flag('--threads'));
   mkdirSync(WORK, { recursive: true });
   const cores = threads ?? availableParallelism();
+  const threadCounts = threads !== undefined ? [threads] : [...new Set([1, cores])];
+  const paths = (flag('--paths')?.split(',') ?? cpuPaths()) as ('avx2' | 'avx512')[];
+  const dtypes = flag('--dtypes')?.split(',') ?? ['f32', 'bf16', 'q8'];
   const gbps = measureBandwidth(cores);
   process.stderr.write(`bench: read bandwidth ${gbps.toFixed(1)} GB/s (best of 9 runs with 1 and ${cores} readers)\n`);
-  const models = argv.includes('--moe-only') ? [] : argv.includes('--quick') ? [SMALL] : [SMALL, LLAMA110];
+  process.stderr.write(
+    `bench: kernel paths ${paths.join(', ') || 'none (scalar only)'}; threads ${threadCounts.join(', ')}\n`,
+  );
+  const peaks = new Map<string, number>();
+  const peakOf = (path: 'avx2' | 'avx512' | undefined, t: number) => {
+    if (!path) return 0;
+    const key = `${path}/${t}`;
+    if (!peaks.has(key)) peaks.set(key, measurePeak(path, t));
+    return peaks.get(key) ?? 0;
+  };
   const rows: Row[] = [];
-  for (const m of models) {
-    rows.push(await benchModel(m, gbps, runs, threads));
-    process.stderr.write(`bench: ${m.name} done\n`);
+  const pathList = paths.length ? paths : [undefined];
+  if (!argv.includes('--moe-only')) {
+    const models = argv.includes('--quick') ? [SMALL] : dtypes.map((d) => DENSE[d]).filter((m) => m !== undefined);
+    for (const path of pathList)
+      for (const m of models)
+        for (const t of threadCounts) {
+          rows.push(await benchModel(m, gbps, runs, t, path, peakOf(path, t)));
+          process.stderr.write(`bench: ${m.name}${m.q8 ? ' as q8' : ''} on ${path ?? 'default'} x${t} done\n`);
+        }
   }
-  console.log(`Memory read bandwidth: ${gbps.toFixed(1)} GB/s; engine threads: ${cores}; medians of ${runs} runs.`);
+  console.log(`Memory read bandwidth: ${gbps.toFixed(1)} GB/s; medians of ${runs} runs.`);
+  console.log(
+    'path: the kernel table that ran (MAYA_ENGINE_SIMD); FMA peak: measured GFLOP/s of that path at thr threads.',
+  );
   console.log(
     'Roofline = bandwidth / weight bytes streamed per decode step (an untied embedding table excluded), x batch.',
   );
@@ -457,10 +604,11 @@ async function main(argv: string[]): Promise<void> {
   }
   const moeRows: MoeRow[] = [];
   if (!argv.includes('--quick') || argv.includes('--moe') || argv.includes('--moe-only')) {
-    for (const m of MOE_MODELS) {
-      moeRows.push(await benchMoe(m, gbps, runs, threads));
-      process.stderr.write(`bench: ${m.name} done\n`);
-    }
+    for (const path of pathList)
+      for (const m of MOE_MODELS) {
+        moeRows.push(await benchMoe(m, gbps, runs, cores, path));
+        process.stderr.write(`bench: ${m.name} on ${path ?? 'default'} done\n`);
+      }
     console.log(
       'MoE / MLA: roofline = bandwidth / bytes one token reads (attention, dense and shared MLPs, router, K routed',
     );
@@ -478,7 +626,7 @@ async function main(argv: string[]): Promise<void> {
   let llama2c: number | undefined;
   if (runC) {
     llama2c = llama2cRate(runC, cores, runs);
-    const maya = rows.find((r) => r.model === LLAMA110.name)?.decode1;
+    const maya = rows.find((r) => r.model === 'llama-110M' && r.dtype === 'f32' && r.threads === cores)?.decode1;
     console.log(
       `llama2.c run.c (fp32, ${cores} OpenMP threads, same 110M shape): ${llama2c.toFixed(1)} tok/s decode at batch 1` +
         (maya ? `; Maya ${maya.toFixed(1)} tok/s = ${(maya / llama2c).toFixed(2)}x` : ''),

@@ -119,6 +119,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     .loadRuntime(options.modelDir, {
       onProgress: options.onProgress,
       dialect: serverSettings.dialect,
+      ...(serverSettings.weightDtype ? { weightDtype: serverSettings.weightDtype } : {}),
       ...(serverSettings.decoding
         ? {
             constrainedDecoding: serverSettings.decoding.constrained,

@@ -139,6 +139,8 @@ export interface ServerSettings {
   readonly optIns?: ResponsesOptIns;
   /** MAYA_IMAGE_*: limits on `input_image` URLs and images (IMAGE_LIMITS); absent = DEFAULT_IMAGE_SETTINGS. */
   readonly images?: ImageSettings;
+  /** MAYA_WEIGHT_DTYPE: `q8` quantizes the weights to 8 bits at load (CPU engine); undefined = as stored. */
+  readonly weightDtype?: WeightDtype;
 }
 
 /**
@@ -199,6 +201,22 @@ export function loadImageSettings(env: Env): ImageSettings {
     fetchTimeoutMs: value('FETCH_TIMEOUT_MS'),
     maxRedirects: value('MAX_REDIRECTS'),
   };
+}
+
+export const WEIGHT_DTYPES = ['stored', 'q8'] as const;
+export type WeightDtype = (typeof WEIGHT_DTYPES)[number];
+
+/** MAYA_WEIGHT_DTYPE: unset or empty = as stored; else `stored` or `q8`. */
+export function loadWeightDtype(raw: string | undefined): WeightDtype | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const value = raw.trim();
+  if (!WEIGHT_DTYPES.includes(value as WeightDtype)) {
+    throw new SettingsError(
+      'MAYA_WEIGHT_DTYPE',
+      `MAYA_WEIGHT_DTYPE=${raw}: must be one of ${WEIGHT_DTYPES.join(', ')}`,
+    );
+  }
+  return value as WeightDtype;
 }
 
 /**
@@ -307,6 +325,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     throw new SettingsError('MAYA_LOG_LEVEL', `MAYA_LOG_LEVEL=${logLevel}: must be one of ${LOG_LEVELS.join(', ')}`);
   }
   const storeUrl = loadStoreUrl(env.MAYA_STORE_URL);
+  const weightDtype = loadWeightDtype(env.MAYA_WEIGHT_DTYPE);
   return {
     host: env.MAYA_HOST !== undefined && env.MAYA_HOST !== '' ? env.MAYA_HOST : '127.0.0.1',
     port,
@@ -321,6 +340,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     ...(storeUrl !== undefined ? { storeUrl } : {}),
     ...optInsField(env),
     images: loadImageSettings(env),
+    ...(weightDtype !== undefined ? { weightDtype } : {}),
   };
 }
 

@@ -66,7 +66,10 @@ export interface EngineInfo {
   numActiveParams?: number;
   blockSize: number;
   numBlocks: number;
-  simd: 'scalar' | 'avx2';
+  /** Bytes of weights one decoded token reads (ENG_INFO_WEIGHT_BYTES; MoE: its active experts). */
+  weightBytes?: number;
+  /** CPU kernel path (ENG_INFO_SIMD; MAYA_ENGINE_SIMD forces one). */
+  simd: 'scalar' | 'avx2' | 'avx512';
   /** The checkpoint has a vision encoder: GenerateRequest.images is accepted. */
   vision: boolean;
 }

@@ -36,7 +36,8 @@ export const ENG = {
   PARAM_MAX_BATCH: 5,
   PARAM_PREFILL_CHUNK: 6,
   PARAM_N_CTX: 7,
-  PARAM_COUNT: 8,
+  PARAM_WEIGHT_DTYPE: 8,
+  PARAM_COUNT: 9,
   INFO_N_VOCAB: 0,
   INFO_N_CTX: 1,
   INFO_N_LAYER: 2,
@@ -118,6 +119,8 @@ export interface ContextParams {
   maxBatch?: number;
   prefillChunk?: number;
   contextLength?: number;
+  /** Weights as stored (default) or 'q8': quantized at load to int8 per block of 32 (CPU backend). */
+  weightDtype?: 'stored' | 'q8';
 }
 
 export interface SeqAddArgs {
@@ -404,6 +407,7 @@ export function encodeParams(params: ContextParams): BigInt64Array {
   set(ENG.PARAM_MAX_BATCH, params.maxBatch);
   set(ENG.PARAM_PREFILL_CHUNK, params.prefillChunk);
   set(ENG.PARAM_N_CTX, params.contextLength);
+  set(ENG.PARAM_WEIGHT_DTYPE, { stored: 1, q8: 2 }[params.weightDtype ?? 'stored']);
   return p;
 }
 

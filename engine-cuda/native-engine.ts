@@ -71,7 +71,8 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     numActiveParams: at(ENG.INFO_N_PARAMS_ACTIVE),
     blockSize: at(ENG.INFO_BLOCK_SIZE),
     numBlocks: at(ENG.INFO_N_BLOCKS),
-    simd: at(ENG.INFO_SIMD) === 1 ? 'avx2' : 'scalar',
+    weightBytes: at(ENG.INFO_WEIGHT_BYTES),
+    simd: (['scalar', 'avx2', 'avx512'] as const)[at(ENG.INFO_SIMD)] ?? 'scalar',
     vision: at(ENG.INFO_VISION) === 1,
   };
 }

@@ -3,6 +3,7 @@
  * (its own worker thread), the tokenizer, and the model family's dialect. Progress is reported
  * per stage; any failure closes what was already loaded and rethrows with the stage named.
  */
+import { loadWeightDtype, type WeightDtype } from '../config/settings.ts';
 import { loadDialect } from '../dialects/select.ts';
 import { NativeEngine } from '../engine-cuda/native-engine.ts';
 import { readModelDir } from '../checkpoint/model-dir.ts';
@@ -24,6 +25,8 @@ export interface LoadOptions {
   constrainedDecoding?: boolean;
   /** Soft limits under constraint; default from MAYA_GRAMMAR_MAX_STRING / _MAX_ITEMS (grammarLimits()). */
   grammarLimits?: JsonLimits;
+  /** Engine weights: as stored or 8-bit (q8); default from MAYA_WEIGHT_DTYPE (ServerSettings.weightDtype). */
+  weightDtype?: WeightDtype;
 }
 
 export function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
@@ -81,7 +84,8 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   progress({ stage: 'template', fraction: 0.2 });
   const dialect = await loadDialect(modelDir.dir, options.dialect);
   progress({ stage: 'weights', fraction: 0.3 });
-  const engine = await NativeEngine.load(modelDir.dir);
+  const weightDtype = options.weightDtype ?? loadWeightDtype(process.env.MAYA_WEIGHT_DTYPE);
+  const engine = await NativeEngine.load(modelDir.dir, weightDtype ? { weightDtype } : {});
   let vision: VisionConfig | undefined;
   try {
     vision = engine.info.vision === true ? await visionConfig(modelDir.dir, modelDir.config) : undefined;

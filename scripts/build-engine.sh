@@ -2,9 +2,9 @@
 # Builds engine-cuda/build/libmaya_engine.so from engine-cuda/src with the machine's g++.
 #
 # Incremental: an object is rebuilt when its source or any engine header is newer; the library is
-# relinked when an object is newer. Downloads nothing. The hot kernels are compiled twice
-# (kernels_avx2.cpp with -mavx2 -mfma -mf16c on x86-64, kernels_scalar.cpp baseline) and chosen at
-# run time. When nvcc is on PATH, the CUDA backend (engine-cuda/src/cuda) is built as a second library,
+# relinked when an object is newer. Downloads nothing. The hot kernels are compiled three times
+# (kernels_avx512.cpp with -mavx512f/bw/vl/dq (+vnni when the compiler has it), kernels_avx2.cpp with
+# -mavx2 -mfma -mf16c on x86-64, kernels_scalar.cpp baseline) and chosen at run time. When nvcc is on PATH, the CUDA backend (engine-cuda/src/cuda) is built as a second library,
 # build/libmaya_engine_cuda.so (scripts/build-engine-cuda.sh), which the engine dlopens on request;
 # without nvcc that step is reported and skipped, and the engine runs on the CPU.
 # Environment: CXX (default g++), MAYA_ENGINE_JOBS (parallel compiles, default 2),
@@ -31,8 +31,15 @@ flags=(-std=c++17 -O3 -fPIC -fvisibility=hidden -fvisibility-inlines-hidden -pth
 # shellcheck disable=SC2206
 extra=(${MAYA_ENGINE_CXXFLAGS:-})
 avx2=()
+avx512=()
 case "$(uname -m)" in
-  x86_64|amd64) avx2=(-mavx2 -mfma -mf16c) ;;
+  x86_64|amd64)
+    avx2=(-mavx2 -mfma -mf16c)
+    avx512=(-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c)
+    # VNNI (int8 dot products of the q8 weights) where the compiler knows it; the kernel checks
+    # the CPU at run time.
+    if echo 'int main(){}' | "$cxx" -mavx512vnni -x c++ - -o /dev/null >/dev/null 2>&1; then avx512+=(-mavx512vnni); fi
+    ;;
 esac
 
 # Newest header mtime: every object depends on every header (few, small files).
@@ -51,6 +58,7 @@ for f in "$src"/*.cpp; do
   fi
   isa=()
   [[ "$name" == kernels_avx2 ]] && isa=("${avx2[@]}")
+  [[ "$name" == kernels_avx512 ]] && isa=("${avx512[@]}")
   echo "build-engine: compiling $name.cpp"
   nice -n 10 "$cxx" "${flags[@]}" "${isa[@]}" "${extra[@]}" -c "$f" -o "$o.tmp" && mv "$o.tmp" "$o" &
   pids+=($!)

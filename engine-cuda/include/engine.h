@@ -58,7 +58,10 @@ enum {
     ENG_PARAM_MAX_BATCH = 5,     /* most sequences decoded in one step; default 16 */
     ENG_PARAM_PREFILL_CHUNK = 6, /* most prompt tokens prefilled in one step; default 256 */
     ENG_PARAM_N_CTX = 7,         /* context limit; default (and maximum) max_position_embeddings */
-    ENG_PARAM_COUNT = 8
+    ENG_PARAM_WEIGHT_DTYPE = 8,  /* 0/1 as stored; 2 q8: matrices quantized at load to int8 per block of
+                                    32 with an f32 scale (CPU backend only; MoE routers and matrices
+                                    whose columns are not a multiple of 32 stay as stored) */
+    ENG_PARAM_COUNT = 9
 };
 
 /* Fields of eng_ctx_info() (fixed for the context's life). */
@@ -68,7 +71,7 @@ enum {
     ENG_INFO_N_BLOCKS = 8, ENG_INFO_BACKEND = 9,
     ENG_INFO_ARCH = 10, /* 1 glm4, 2 llama, 3 qwen3, 4 glm4_moe, 5 deepseek_v3, 6 glm4v, 7 glm4v_moe */
     ENG_INFO_N_PARAMS = 11, ENG_INFO_WEIGHT_BYTES = 12, /* bytes of weights one decoded token reads */
-    ENG_INFO_SIMD = 13, /* 0 scalar, 1 avx2 */
+    ENG_INFO_SIMD = 13, /* CPU kernel path: 0 scalar, 1 avx2, 2 avx512 */
     ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
     ENG_INFO_VISION = 15, /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
     ENG_INFO_COUNT = 16

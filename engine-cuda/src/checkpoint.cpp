@@ -7,6 +7,7 @@
 #include "checkpoint.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -25,6 +26,7 @@ size_t dtype_size(DType dt) {
     case DT_F16: return 2;
     case DT_BF16: return 2;
     case DT_F8_E4M3: return 1;
+    case DT_Q8: return 1;
     default: return 0;
     }
 }
@@ -35,7 +37,50 @@ const char *dtype_name(DType dt) {
     case DT_F16: return "F16";
     case DT_BF16: return "BF16";
     case DT_F8_E4M3: return "F8_E4M3";
+    case DT_Q8: return "Q8";
     default: return "other";
+    }
+}
+
+static float stored_to_f32(const void *src, DType dt, int64_t i) {
+    if (dt == DT_F32) {
+        float f;
+        memcpy(&f, (const uint8_t *)src + 4 * i, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, (const uint8_t *)src + 2 * i, 2);
+    uint32_t bits;
+    if (dt == DT_BF16) bits = (uint32_t)h << 16;
+    else { // f16
+        uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+        if (exp == 0) {
+            if (mant == 0) bits = sign;
+            else {
+                exp = 127 - 15 + 1;
+                while (!(mant & 0x400)) { mant <<= 1; exp--; }
+                bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
+            }
+        } else if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);
+        else bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+void quantize_q8_matrix(const void *src, DType dt, int64_t rows, int64_t cols, int8_t *q, float *scales) {
+    const int B = 32;
+    float v[B];
+    for (int64_t b = 0; b < rows * (cols / B); b++) {
+        float amax = 0;
+        for (int i = 0; i < B; i++) {
+            v[i] = stored_to_f32(src, dt, b * B + i);
+            amax = fabsf(v[i]) > amax ? fabsf(v[i]) : amax;
+        }
+        float id = amax > 0 ? 127.0f / amax : 0.0f;
+        for (int i = 0; i < B; i++) q[b * B + i] = (int8_t)lrintf(v[i] * id);
+        scales[b] = amax / 127.0f;
     }
 }
 

@@ -18,10 +18,17 @@
 namespace maya {
 
 /* DT_F8_E4M3: OCP float8 e4m3fn (bias 7, no infinities, 0x7F/0xFF NaN), block-scaled by a
- * companion `<name>_scale_inv` tensor (see model.cpp). */
-enum DType : int32_t { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2, DT_OTHER = 3, DT_F8_E4M3 = 4 };
+ * companion `<name>_scale_inv` tensor (see model.cpp). DT_Q8: never stored in a checkpoint; made at
+ * load (ENG_PARAM_WEIGHT_DTYPE q8, quantize_q8_matrix): int8 per block of 32 columns, one f32
+ * scale per (row, block). */
+enum DType : int32_t { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2, DT_OTHER = 3, DT_F8_E4M3 = 4, DT_Q8 = 5 };
 
-size_t dtype_size(DType dt);
+size_t dtype_size(DType dt); // DT_Q8: 1 (its scales add 4 bytes per 32 weights)
+
+/* The 8-bit weights of ENG_PARAM_WEIGHT_DTYPE q8: a (rows, cols) F32/F16/BF16 matrix (cols a
+ * multiple of 32) to q (rows * cols int8 in [-127, 127]) and scales (rows * cols / 32): per block
+ * of 32, d = max|w| / 127, q = round(w / d) (as llama.cpp's Q8_0, with an f32 scale). */
+void quantize_q8_matrix(const void *src, DType dt, int64_t rows, int64_t cols, int8_t *q, float *scales);
 const char *dtype_name(DType dt);
 
 struct Tensor {

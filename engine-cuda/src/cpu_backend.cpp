@@ -45,6 +45,9 @@ struct MatmulTask {
     const MatJob *jobs;
     const int *unit_end; // (n_jobs) cumulative work units per job
     float *const *scratch;
+    const int64_t *q8_off; // (n_jobs) Q8 weights: offset of the job's quantized x in q8x/q8d, or -1
+    const int8_t *q8x;
+    const float *q8d;
 };
 
 static void matmul_task(void *arg, int task, int worker) {
@@ -54,6 +57,13 @@ static void matmul_task(void *arg, int task, int worker) {
     const MatJob &job = m.jobs[j];
     int r0 = (task - first) * kMatmulRows;
     int r1 = r0 + kMatmulRows < job.w->rows ? r0 + kMatmulRows : job.w->rows;
+    int64_t qo = m.q8_off[j];
+    if (qo >= 0) { // x quantized once for all row blocks (bit-identical to matmul's own quantization)
+        int K = job.w->cols;
+        m.k->matmul_q8(m.q8x + qo, m.q8d + qo / kQ8Block, K, job.T > 0 ? job.T : m.T, (const int8_t *)job.w->data,
+                       job.w->scale, K, r0, r1, job.y, job.ldy, job.bias, m.is_streaming);
+        return;
+    }
     m.k->matmul(job.x, job.ldx, job.T > 0 ? job.T : m.T, job.w->data, job.w->dtype, job.w->cols, r0, r1, job.y, job.ldy, job.bias,
                 m.scratch[worker], m.is_streaming, job.w->scale);
 }
@@ -216,6 +226,9 @@ class CpuBackend final : public Backend {
     std::vector<float> route_scores_;                         // (E) + (E) + (n_group)
     std::vector<MatJob> moe_jobs_;                            // (2 (E + 1)) one MoE phase's matmuls
     std::vector<int> unit_end_;                               // (max(3, 2 (E + 1))) see linear()
+    std::vector<int64_t> q8_off_;                             // (as unit_end_) see linear()
+    std::vector<int8_t> q8x_;                                 // Q8 weights: quantized activations
+    std::vector<float> q8d_;                                  //   and their per-32 scales
     std::vector<float> out_x_;                                // (max_logits, C)
     std::vector<std::vector<float>> scratch_, scores_;        // per worker
     std::vector<float *> scratch_ptr_, scores_ptr_;
@@ -249,6 +262,7 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     ff_.resize(2 * (T * I > moe_ff ? T * I : moe_ff));
     ff2_.resize(T * I > moe_ff ? T * I : moe_ff);
     unit_end_.resize(3 + 2 * (size_t)(c_.n_expert + 1));
+    q8_off_.resize(unit_end_.size());
     if (c_.is_mla()) {
         size_t R = (size_t)c_.kv_lora_rank, Dr = (size_t)c_.qk_rope_dim;
         qa_.resize(T * (size_t)c_.q_lora_rank);
@@ -279,6 +293,10 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     int64_t kmax = c_.n_embd;
     for (int64_t k : {(int64_t)I, (int64_t)c_.n_ff_expert, (int64_t)c_.n_ff_shared, (int64_t)qd, (int64_t)att, (int64_t)c_.kv_lora_rank, (int64_t)c_.q_lora_rank})
         if (k > kmax) kmax = k;
+    if (m_.has_q8()) { // the activations of one linear() call: T rows per distinct input, at most K + 2 inputs of kmax
+        q8x_.resize(T * (size_t)(c_.n_expert_used + 2) * (size_t)kmax);
+        q8d_.resize(q8x_.size() / kQ8Block);
+    }
     int nw = pool_.n_threads();
     size_t group = c_.is_mla() ? (size_t)(c_.n_head < kMlaHeads ? c_.n_head : kMlaHeads) : (size_t)(c_.n_head / c_.n_head_kv);
     scratch_.resize((size_t)nw);
@@ -302,10 +320,30 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
     m.jobs = jobs;
     m.unit_end = unit_end_.data();
     m.scratch = scratch_ptr_.data();
+    m.q8_off = q8_off_.data();
+    m.q8x = q8x_.data();
+    m.q8d = q8d_.data();
     int total = 0;
+    int64_t q8_used = 0;
     for (int j = 0; j < n_jobs; j++) {
         total += (jobs[j].w->rows + kMatmulRows - 1) / kMatmulRows;
         unit_end_[(size_t)j] = total;
+        // Q8: quantize each distinct input (x, rows, columns) once; jobs sharing it (q/k/v,
+        // gate/up) reuse it. Without room, the kernel quantizes per row block instead (same result).
+        const MatJob &jb = jobs[j];
+        int jt = jb.T > 0 ? jb.T : T, K = jb.w->cols;
+        q8_off_[(size_t)j] = -1;
+        if (jb.w->dtype != DT_Q8) continue;
+        for (int i = 0; i < j && q8_off_[(size_t)j] < 0; i++)
+            if (q8_off_[(size_t)i] >= 0 && jobs[i].x == jb.x && jobs[i].ldx == jb.ldx && jobs[i].w->cols == K &&
+                (jobs[i].T > 0 ? jobs[i].T : T) == jt)
+                q8_off_[(size_t)j] = q8_off_[(size_t)i];
+        if (q8_off_[(size_t)j] >= 0 || q8_used + (int64_t)jt * K > (int64_t)q8x_.size()) continue;
+        for (int t = 0; t < jt; t++)
+            k_.quantize_q8(jb.x + (int64_t)t * jb.ldx, K, &q8x_[(size_t)(q8_used + (int64_t)t * K)],
+                           &q8d_[(size_t)((q8_used + (int64_t)t * K) / kQ8Block)]);
+        q8_off_[(size_t)j] = q8_used;
+        q8_used += (int64_t)jt * K;
     }
     pool_.run(total, matmul_task, &m);
 }
@@ -555,7 +593,9 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
 } // namespace
 
 int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, std::unique_ptr<Backend> *out) {
-    std::unique_ptr<CpuBackend> b(new CpuBackend(model, kernels_select()));
+    const Kernels *k;
+    ENG_TRY(kernels_choose(&k));
+    std::unique_ptr<CpuBackend> b(new CpuBackend(model, *k));
     ENG_TRY(b->init(cfg));
     *out = std::move(b);
     return ENG_STATUS_OK;

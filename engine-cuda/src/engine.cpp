@@ -105,6 +105,10 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
         if (!is_auto) return fail(ENG_STATUS_UNSUPPORTED, "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
         backend = 1;
     }
+    if (c->model.is_q8 && backend == 2) { // the Q8 kernels are the CPU backend's
+        if (!is_auto) return fail(ENG_STATUS_UNSUPPORTED, "weight dtype q8 runs on the CPU backend only");
+        backend = 1;
+    }
     const char *kv_env = getenv("MAYA_ENGINE_KV_BYTES"); // the KV budget / cap when ENG_PARAM_KV_BYTES is unset
     int64_t kv_bytes_env = kv_env ? strtoll(kv_env, nullptr, 10) : 0;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -207,6 +211,12 @@ ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int
     int32_t st;
     try {
         c = new eng_ctx();
+        int64_t wd = param(params, n_params, ENG_PARAM_WEIGHT_DTYPE, 0);
+        if (wd > 2) {
+            delete c;
+            return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_WEIGHT_DTYPE must be 0, 1 (as stored) or 2 (q8), got %lld", (long long)wd);
+        }
+        c->model.is_q8 = wd == 2;
         st = model_load(model_dir, &c->model);
         if (st >= 0) st = configure(c, params, n_params);
     } catch (const std::bad_alloc &) {

@@ -1,10 +1,13 @@
 /* kernels.h: the CPU hot loops behind one table of function pointers.
  *
- * kernels_impl.h is compiled twice: kernels_avx2.cpp (-mavx2 -mfma -mf16c) and kernels_scalar.cpp
- * (baseline x86-64 / any target). kernels_select() picks one at context creation with
- * __builtin_cpu_supports; MAYA_ENGINE_SIMD=scalar in the environment forces the portable table
- * (comparisons, tests of the fallback). (A 16-lane AVX-512 build was measured: <= 10% faster
- * prefill on this CPU, so it is not worth a third build.) Both produce the same results up to float summation order.
+ * kernels_impl.h is compiled three times: kernels_avx512.cpp (-mavx512f -mavx512bw -mavx512vl
+ * -mavx512dq on top of the AVX2 set: 16-lane matmul vectors, 4x6 register tiles),
+ * kernels_avx2.cpp (-mavx2 -mfma -mf16c) and kernels_scalar.cpp (baseline x86-64 / any target).
+ * kernels_choose() picks the fastest the CPU supports at context creation
+ * (__builtin_cpu_supports); MAYA_ENGINE_SIMD=scalar|avx2|avx512 in the environment forces one
+ * (an unsupported one is an UNSUPPORTED error, an unknown name INVALID_ARG). All produce the same
+ * results up to float summation order; within one table a (row, token) dot never depends on the
+ * other tokens of the batch.
  * Weights are read in their stored dtype (F32/F16/BF16 widened to f32 in registers; FP8 e4m3
  * widened with its block scale into the per-worker scratch row block).
  */
@@ -18,10 +21,12 @@ namespace maya {
 /* Rows of W a matmul work unit covers (and the scratch a worker needs: kMatmulRows * K floats).
  * 16 rows x K f32 stays in L2 (K = 4096: 256 KiB) while all tokens of a prefill chunk pass it. */
 const int kMatmulRows = 16;
+/* Columns per scale of the Q8 weights and activations (as llama.cpp's Q8_0). */
+const int kQ8Block = 32;
 
 struct Kernels {
     const char *name;
-    int32_t simd; // ENG_INFO_SIMD: 0 scalar, 1 avx2
+    int32_t simd; // ENG_INFO_SIMD: 0 scalar, 1 avx2, 2 avx512
     /* y[t*ldy + r] = dot(x[t*ldx ..], W[r, 0..K)) (+ bias[r]) for t in [0, T), r in [r0, r1), with W
      * a row-major (rows, K) matrix of `dtype` (DType). r1 - r0 <= kMatmulRows; scratch holds
      * kMatmulRows * K floats. bias may be null. is_streaming: W is read from DRAM (a model larger
@@ -42,13 +47,26 @@ struct Kernels {
     void (*attn_scores)(float *scores, int ld, int j0, const float *q, int group, const float *k, int n, int D,
                         float scale);
     void (*attn_accum)(float *out, const float *probs, int ld, int j0, int group, const float *v, int n, int D);
+    /* Q8 weights (dtype DT_Q8: int8 per block of kQ8Block columns, wscale (rows, K/32) f32): matmul
+     * above quantizes x per token itself; these split that so a batch is quantized once per step.
+     * quantize_q8: x[0..K) -> q (K int8) and d (K/32 scales), K a multiple of 32. matmul_q8: as
+     * matmul, over quantized activations xq (T, ldq) bytes and xd (T, ldq/32) scales. */
+    void (*quantize_q8)(const float *x, int K, int8_t *q, float *d);
+    void (*matmul_q8)(const int8_t *xq, const float *xd, int ldq, int T, const int8_t *w, const float *wscale, int K,
+                      int r0, int r1, float *y, int ldy, const float *bias, bool is_streaming);
 };
 
 extern const Kernels kernels_scalar;
 extern const Kernels kernels_avx2;
+extern const Kernels kernels_avx512;
 
-/* The fastest table the running CPU supports. */
+/* The table MAYA_ENGINE_SIMD names, else the fastest the running CPU supports. Returns OK,
+ * INVALID_ARG (unknown name) or UNSUPPORTED (the CPU lacks it). */
+int32_t kernels_choose(const Kernels **out);
+/* kernels_choose() falling back to the fastest supported table on error. */
 const Kernels &kernels_select();
+/* The tables this CPU runs, scalar first (at most 3). Returns the count. */
+int kernels_supported(const Kernels **out);
 
 } // namespace maya
 

@@ -13,12 +13,15 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 #define KERNELS_VECTOR 1
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#define KERNELS_AVX512 1 // the matmul's vector is 16 lanes (vecw below); 32 registers for its tiles
+#endif
 #endif
 
 namespace maya {
 namespace KERNELS_NS {
 
-enum { F32 = 0, F16 = 1, BF16 = 2, F8 = 4 }; // = DType (F8: e4m3fn, block-scaled)
+enum { F32 = 0, F16 = 1, BF16 = 2, F8 = 4, Q8 = 5 }; // = DType (F8: e4m3fn, block-scaled; Q8: see quantize_q8)
 enum { F8_BLOCK = 128 };                        // = kFp8Block
 
 static inline float bf16_scalar(uint16_t h) {
@@ -97,6 +100,15 @@ static void f8_row_to_f32(float *out, const uint8_t *w, const float *wscale, int
     }
 }
 
+enum { Q8_BLOCK = 32 }; // = kQ8Block
+
+/* out[0..n) = W[row, 0..n) of a Q8 matrix (see quantize_q8). */
+static void q8_row_to_f32(float *out, const int8_t *w, const float *wscale, int64_t row, int n) {
+    const int8_t *src = w + row * n;
+    const float *sc = wscale + row * (int64_t)(n / Q8_BLOCK);
+    for (int i = 0; i < n; i++) out[i] = (float)src[i] * sc[i / Q8_BLOCK];
+}
+
 template <int DT> static inline float load1(const void *w, int64_t i) {
     if (DT == F32) return ((const float *)w)[i];
     uint16_t h = ((const uint16_t *)w)[i];
@@ -117,18 +129,41 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 /* The matmul's vector type (one place to widen it). */
+#ifdef KERNELS_AVX512
+typedef __m512 vecw;
+enum { VW = 16 };
+static inline vecw vw_zero() { return _mm512_setzero_ps(); }
+static inline vecw vw_set1(float a) { return _mm512_set1_ps(a); }
+static inline vecw vw_loadx(const float *p) { return _mm512_loadu_ps(p); }
+static inline vecw vw_loadw(const void *w, int64_t i, int dt) {
+    if (dt == F32) return _mm512_loadu_ps((const float *)w + i);
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
+    if (dt == F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); // bf16: exact
+}
+static inline vecw vw_fma(vecw a, vecw b, vecw c) { return _mm512_fmadd_ps(a, b, c); }
+static inline float vw_sum(vecw v) { return hsum(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))); }
+static inline void vw_store(float *p, vecw v) { _mm512_storeu_ps(p, v); }
+/* Tokens per register tile of the cached (prefill) order: 4 rows x 6 tokens = 24 accumulators +
+ * 6 activations + 1 weight vector of the 32 registers. */
+enum { TILE_NT = 6 };
+#else
 typedef __m256 vecw;
 enum { VW = 8 };
 static inline vecw vw_zero() { return _mm256_setzero_ps(); }
+static inline vecw vw_set1(float a) { return _mm256_set1_ps(a); }
 static inline vecw vw_loadx(const float *p) { return _mm256_loadu_ps(p); }
 static inline vecw vw_loadw(const void *w, int64_t i, int dt) { return load8(w, i, dt); }
 static inline vecw vw_fma(vecw a, vecw b, vecw c) { return _mm256_fmadd_ps(a, b, c); }
 static inline float vw_sum(vecw v) { return hsum(v); }
 static inline void vw_store(float *p, vecw v) { _mm256_storeu_ps(p, v); }
+enum { TILE_NT = 3 }; // 4 rows x 3 tokens: 12 + 3 + 1 of the 16 registers
+#endif
 #endif
 
 static void row_to_f32(float *out, const void *w, int dtype, int64_t row, int n, const float *wscale) {
     if (dtype == F8) { f8_row_to_f32(out, (const uint8_t *)w, wscale, row, n); return; }
+    if (dtype == Q8) { q8_row_to_f32(out, (const int8_t *)w, wscale, row, n); return; }
     int64_t base = row * n;
     if (dtype == F32) { memcpy(out, (const float *)w + base, (size_t)n * 4); return; }
     int i = 0;
@@ -138,6 +173,10 @@ static void row_to_f32(float *out, const void *w, int dtype, int64_t row, int n,
     if (dtype == BF16) for (; i < n; i++) out[i] = load1<BF16>(w, base + i);
     else for (; i < n; i++) out[i] = load1<F16>(w, base + i);
 }
+
+#ifndef KERNELS_VECTOR
+enum { TILE_NT = 3 };
+#endif
 
 /* NR rows of W x NT tokens: one pass over K. All (row, token) dot products accumulate in the same
  * order whatever NR/NT, so a token's result does not depend on its batch neighbours. */
@@ -220,7 +259,9 @@ static void rows_all_tokens(const float *x, int ldx, int T, const void *w, int K
 #define ROWS_TILE(NT)                                                                                          \
     rows_tile<NT, DT>(x + (int64_t)t * ldx, ldx, w, K, r0, r1, y + (int64_t)t * ldy, ldy, bias, wrow0, pf)
     int t = 0;
-    // 16 registers: 4 rows x 3 tokens; a remainder of 4 runs as 2 + 2, not 3 + 1.
+    if (TILE_NT == 6)
+        for (; T - t >= 6; t += 6) ROWS_TILE(6);
+    // 4 rows x 3 tokens; a remainder of 4 runs as 2 + 2, not 3 + 1.
     for (; T - t > 4 || T - t == 3; t += 3) ROWS_TILE(3);
     for (; T - t >= 2; t += 2) ROWS_TILE(2);
     if (T - t == 1) ROWS_TILE(1);
@@ -272,6 +313,18 @@ static inline __m256 f8x8(const uint8_t *p) {
     __m128i h = _mm_or_si128(_mm_slli_epi16(m, 7), _mm_slli_epi16(_mm_and_si128(b, sgn), 8));
     return _mm256_cvtph_ps(_mm_or_si128(h, _mm_and_si128(_mm_cmpeq_epi16(m, mag), inf)));
 }
+#ifdef KERNELS_AVX512
+/* 16 e4m3 bytes -> 16 floats times 2^-8, as f8x8. */
+static inline vecw f8xvw(const uint8_t *p) {
+    const __m256i mag = _mm256_set1_epi16(0x7F), sgn = _mm256_set1_epi16((short)0x80), inf = _mm256_set1_epi16(0x7C00);
+    __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p));
+    __m256i m = _mm256_and_si256(b, mag);
+    __m256i h = _mm256_or_si256(_mm256_slli_epi16(m, 7), _mm256_slli_epi16(_mm256_and_si256(b, sgn), 8));
+    return _mm512_cvtph_ps(_mm256_or_si256(h, _mm256_and_si256(_mm256_cmpeq_epi16(m, mag), inf)));
+}
+#else
+static inline vecw f8xvw(const uint8_t *p) { return f8x8(p); }
+#endif
 #endif
 
 template <int NR, int NT>
@@ -298,16 +351,16 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
         vecw acc[NR][NT];
         for (int r = 0; r < NR; r++)
             for (int t = 0; t < NT; t++) acc[r][t] = vw_zero();
-        for (; k + 8 <= k1; k += 8) {
+        for (; k + VW <= k1; k += VW) {
             vecw xv[NT];
             for (int t = 0; t < NT; t++) xv[t] = vw_loadx(x + (int64_t)t * ldx + k);
             for (int r = 0; r < NR; r++) {
-                vecw wv = f8x8(w + (row0 + r) * (int64_t)K + k);
+                vecw wv = f8xvw(w + (row0 + r) * (int64_t)K + k);
                 for (int t = 0; t < NT; t++) acc[r][t] = vw_fma(wv, xv[t], acc[r][t]);
             }
         }
         for (int r = 0; r < NR; r++) {
-            vecw s = _mm256_set1_ps(sc[r] * 256.0f);
+            vecw s = vw_set1(sc[r] * 256.0f);
             for (int t = 0; t < NT; t++) tot[r][t] = vw_fma(acc[r][t], s, tot[r][t]);
         }
 #else
@@ -326,7 +379,7 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
                 out[r][t] += s * sc[r];
             }
 #endif
-        for (; k < k1; k++) // the last block's columns past a multiple of 8
+        for (; k < k1; k++) // the last block's columns past a multiple of the vector width
             for (int r = 0; r < NR; r++) {
                 float wv = f8_table.v[w[(row0 + r) * (int64_t)K + k]] * sc[r];
                 for (int t = 0; t < NT; t++) tail[r][t] += wv * x[(int64_t)t * ldx + k];
@@ -373,6 +426,209 @@ static void matmul_f8(const float *x, int ldx, int T, const uint8_t *w, const fl
 #undef F8_TILE
 }
 
+
+/* Q8 (8-bit weights, ENG_PARAM_WEIGHT_DTYPE q8): int8 in [-127, 127] per block of 32 columns with
+ * one f32 scale per (row, block) (wscale: (rows, K/32)); K is a multiple of 32. Activations are
+ * quantized the same way per token (q = round(x / d), d = max|x| / 127 of the block), then each
+ * block's integer dot product is exact and the blocks are summed in f32:
+ * y = sum_b (dw_b * dx_b) * isum_b, in block order, whatever the tile shape or batch. */
+
+/* x[0..K) -> q[0..K) int8 and d[0..K/32) scales. */
+static void quantize_q8(const float *x, int K, int8_t *q, float *d) {
+    for (int b = 0; b < K / Q8_BLOCK; b++) {
+        const float *xb = x + b * Q8_BLOCK;
+        int8_t *qb = q + b * Q8_BLOCK;
+#ifdef KERNELS_AVX512
+        __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+        float db = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+        __m512 iv = _mm512_set1_ps(id);
+        _mm_storeu_si128((__m128i *)qb, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, iv))));
+        _mm_storeu_si128((__m128i *)(qb + 16), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, iv))));
+#elif defined(KERNELS_VECTOR)
+        const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+        __m256 v[4], mx = _mm256_setzero_ps();
+        for (int j = 0; j < 4; j++) {
+            v[j] = _mm256_loadu_ps(xb + 8 * j);
+            mx = _mm256_max_ps(mx, _mm256_and_ps(v[j], absmask));
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        float amax = _mm_cvtss_f32(m4);
+        float db = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+        __m256 iv = _mm256_set1_ps(id);
+        __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v[0], iv)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v[1], iv));
+        __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v[2], iv)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v[3], iv));
+        // packs interleave the 128-bit lanes; the dword permute restores the order.
+        __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+        bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)qb, bytes);
+#else
+        float amax = 0;
+        for (int i = 0; i < Q8_BLOCK; i++) amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+        float db = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+        // Round to nearest even (as cvtps): adding and removing 1.5 * 2^23 (|v| <= 127).
+        for (int i = 0; i < Q8_BLOCK; i++) {
+            float r = xb[i] * id + 12582912.0f; // not folded: no -ffast-math
+            qb[i] = (int8_t)(int)(r - 12582912.0f);
+        }
+#endif
+        d[b] = db;
+    }
+}
+
+#ifdef KERNELS_VECTOR
+/* 8 int32 lanes of sum(w * x) over one block of 32 (|w| unsigned times x with w's sign). */
+static inline __m256i q8_block_dot(__m256i aw, __m256i sw, __m256i xv) {
+    __m256i sx = _mm256_sign_epi8(xv, sw);
+#if defined(KERNELS_AVX512) && defined(__AVX512VNNI__)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, sx);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1)); // |pair sums| <= 2 * 127^2
+#endif
+}
+#endif
+
+/* NR rows x NT tokens of Q8 weights against quantized activations (xq: (NT, ldq) bytes, xd: (NT,
+ * ldq / 32) scales). */
+template <int NR, int NT>
+static inline void tile_q8(const int8_t *xq, const float *xd, int ldq, const int8_t *w, const float *wscale,
+                           int64_t row0, int K, float *y, int ldy, const float *bias) {
+    int nb = K / Q8_BLOCK, ldd = ldq / Q8_BLOCK;
+    float out[NR][NT];
+#if defined(KERNELS_AVX512) && defined(__AVX512VNNI__)
+    // Two blocks per 512-bit vector: lanes 0-7 sum block b, lanes 8-15 block b + 1; x takes w's sign
+    // (masked negate) so vpdpbusd multiplies |w| (unsigned) by it. An odd last block runs alone
+    // in the low half. The same sequence for every (row, token) whatever NR / NT.
+    const __m512i pair_idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m512 tot[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tot[r][t] = _mm512_setzero_ps();
+    int b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        __m512i xv[NT];
+        __m512 xs[NT];
+        for (int t = 0; t < NT; t++) {
+            xv[t] = _mm512_loadu_si512((const void *)(xq + (int64_t)t * ldq + b * Q8_BLOCK));
+            xs[t] = _mm512_permutexvar_ps(pair_idx, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(xd + (int64_t)t * ldd + b)))));
+        }
+        for (int r = 0; r < NR; r++) {
+            __m512i wv = _mm512_loadu_si512((const void *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK));
+            __m512i aw = _mm512_abs_epi8(wv);
+            __mmask64 neg = _mm512_movepi8_mask(wv);
+            __m512 ws = _mm512_permutexvar_ps(pair_idx, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(wscale + (row0 + r) * (int64_t)nb + b)))));
+            for (int t = 0; t < NT; t++) {
+                __m512i sx = _mm512_mask_sub_epi8(xv[t], neg, _mm512_setzero_si512(), xv[t]);
+                __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sx));
+                tot[r][t] = _mm512_fmadd_ps(p, _mm512_mul_ps(ws, xs[t]), tot[r][t]);
+            }
+        }
+    }
+    for (; b < nb; b++) // an odd last block, in the low 8 lanes
+        for (int r = 0; r < NR; r++) {
+            __m256i wv = _mm256_loadu_si256((const __m256i *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK));
+            __m256i aw = _mm256_abs_epi8(wv);
+            float dw = wscale[(row0 + r) * (int64_t)nb + b];
+            for (int t = 0; t < NT; t++) {
+                __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + (int64_t)t * ldq + b * Q8_BLOCK));
+                __m256 p = _mm256_cvtepi32_ps(q8_block_dot(aw, wv, xv));
+                __m512 p16 = _mm512_castps256_ps512(p); // upper lanes: zero them
+                p16 = _mm512_maskz_mov_ps(0x00FF, p16);
+                tot[r][t] = _mm512_fmadd_ps(p16, _mm512_set1_ps(dw * xd[(int64_t)t * ldd + b]), tot[r][t]);
+            }
+        }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) out[r][t] = vw_sum(tot[r][t]);
+#elif defined(KERNELS_VECTOR)
+    __m256 tot[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tot[r][t] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        __m256i xv[NT];
+        for (int t = 0; t < NT; t++) xv[t] = _mm256_loadu_si256((const __m256i *)(xq + (int64_t)t * ldq + b * Q8_BLOCK));
+        for (int r = 0; r < NR; r++) {
+            __m256i wv = _mm256_loadu_si256((const __m256i *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK));
+            __m256i aw = _mm256_abs_epi8(wv);
+            float dw = wscale[(row0 + r) * (int64_t)nb + b];
+            for (int t = 0; t < NT; t++) {
+                __m256 p = _mm256_cvtepi32_ps(q8_block_dot(aw, wv, xv[t]));
+                tot[r][t] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * xd[(int64_t)t * ldd + b]), tot[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) out[r][t] = hsum(tot[r][t]);
+#else
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) {
+            const int8_t *wr = w + (row0 + r) * (int64_t)K;
+            const int8_t *xr = xq + (int64_t)t * ldq;
+            float s = 0;
+            for (int b = 0; b < nb; b++) {
+                int32_t is = 0;
+                for (int i = 0; i < Q8_BLOCK; i++) is += (int32_t)wr[b * Q8_BLOCK + i] * xr[b * Q8_BLOCK + i];
+                s += (float)is * (wscale[(row0 + r) * (int64_t)nb + b] * xd[(int64_t)t * ldd + b]);
+            }
+            out[r][t] = s;
+        }
+#endif
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) y[(int64_t)t * ldy + r] = out[r][t] + (bias ? bias[r] : 0.0f);
+}
+
+/* Q8 matmul over activations already quantized (see quantize_q8). Streaming: one row at a time for
+ * up to 4 tokens; cached: 2 rows x 4 tokens. */
+static void matmul_q8_pre(const int8_t *xq, const float *xd, int ldq, int T, const int8_t *w, const float *wscale,
+                          int K, int r0, int r1, float *y, int ldy, const float *bias, bool is_streaming) {
+    int ldd = ldq / Q8_BLOCK;
+#define Q8_TILE(NR, NT) tile_q8<NR, NT>(xq + (int64_t)t * ldq, xd + (int64_t)t * ldd, ldq, w, wscale, r, K, \
+                                        y + (int64_t)t * ldy + r, ldy, bias ? bias + r : nullptr)
+    if (is_streaming) {
+        for (int r = r0; r < r1; r++) {
+            int t = 0;
+            for (; T - t >= 4; t += 4) Q8_TILE(1, 4);
+            if (T - t == 3) Q8_TILE(1, 3);
+            else if (T - t == 2) Q8_TILE(1, 2);
+            else if (T - t == 1) Q8_TILE(1, 1);
+        }
+        return;
+    }
+    for (int t = 0; t < T;) {
+        int nt = T - t >= 4 ? 4 : T - t, r = r0;
+        for (; r + 2 <= r1; r += 2) {
+            if (nt == 4) Q8_TILE(2, 4);
+            else if (nt == 3) Q8_TILE(2, 3);
+            else if (nt == 2) Q8_TILE(2, 2);
+            else Q8_TILE(2, 1);
+        }
+        for (; r < r1; r++) {
+            if (nt == 4) Q8_TILE(1, 4);
+            else if (nt == 3) Q8_TILE(1, 3);
+            else if (nt == 2) Q8_TILE(1, 2);
+            else Q8_TILE(1, 1);
+        }
+        t += nt;
+    }
+#undef Q8_TILE
+}
+
+/* Q8 matmul from f32 activations: quantizes up to 32 tokens at a time into scratch (32 K bytes +
+ * K floats, within the kMatmulRows * K floats of scratch). */
+static void matmul_q8(const float *x, int ldx, int T, const int8_t *w, const float *wscale, int K, int r0, int r1,
+                      float *y, int ldy, const float *bias, float *scratch, bool is_streaming) {
+    const int kChunk = 32;
+    float *xd = scratch;
+    int8_t *xq = (int8_t *)(scratch + kChunk * (K / Q8_BLOCK));
+    for (int t0 = 0; t0 < T; t0 += kChunk) {
+        int n = T - t0 < kChunk ? T - t0 : kChunk;
+        for (int t = 0; t < n; t++)
+            quantize_q8(x + (int64_t)(t0 + t) * ldx, K, xq + (int64_t)t * K, xd + (int64_t)t * (K / Q8_BLOCK));
+        matmul_q8_pre(xq, xd, K, n, w, wscale, K, r0, r1, y + (int64_t)t0 * ldy, ldy, bias, is_streaming);
+    }
+}
+
+
 /* Few tokens (decode): stream W once, widening in registers. Many tokens (prefill): widen the
  * row block once into scratch and run the f32 tiles over every token from L2.
  * is_streaming: W comes from DRAM (the model does not fit the caches). Then rows are read one at a
@@ -384,6 +640,10 @@ static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int
                    int ldy, const float *bias, float *scratch, bool is_streaming, const float *wscale) {
     if (dtype == F8) {
         matmul_f8(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming);
+        return;
+    }
+    if (dtype == Q8) {
+        matmul_q8(x, ldx, T, (const int8_t *)w, wscale, K, r0, r1, y, ldy, bias, scratch, is_streaming);
         return;
     }
     // Copy (f32 weights: one sequential stream) or widen the row block into scratch first?
@@ -512,7 +772,9 @@ static void attn_accum(float *out, const float *probs, int ld, int j0, int group
 
 extern const Kernels KERNELS_TABLE;
 const Kernels KERNELS_TABLE = {
-#if defined(KERNELS_VECTOR)
+#if defined(KERNELS_AVX512)
+    "avx512", 2,
+#elif defined(KERNELS_VECTOR)
     "avx2", 1,
 #else
     "scalar", 0,
@@ -520,6 +782,7 @@ const Kernels KERNELS_TABLE = {
     KERNELS_NS::matmul, KERNELS_NS::dot, KERNELS_NS::axpy, KERNELS_NS::scale,
     KERNELS_NS::rmsnorm, KERNELS_NS::silu_mul, KERNELS_NS::row_to_f32,
     KERNELS_NS::attn_scores, KERNELS_NS::attn_accum,
+    KERNELS_NS::quantize_q8, KERNELS_NS::matmul_q8_pre,
 };
 
 } // namespace maya

@@ -6,17 +6,54 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h" // defines: fail
+
 namespace maya {
 
-const Kernels &kernels_select() {
+/* Tables this CPU can run, fastest last. Only the baseline-ISA file tests CPU features. */
+extern const bool kernels_avx512_vnni;
+
+static int supported(const Kernels **out) {
+    int n = 0;
+    out[n++] = &kernels_scalar;
 #if defined(__x86_64__) || defined(__i386__)
-    const char *cap = getenv("MAYA_ENGINE_SIMD");
-    bool is_forced_scalar = cap && !strcmp(cap, "scalar");
     __builtin_cpu_init();
     bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    if (!is_forced_scalar && kernels_avx2.simd == 1 && has_avx2) return kernels_avx2;
+    bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                      (!kernels_avx512_vnni || __builtin_cpu_supports("avx512vnni"));
+    if (has_avx2 && kernels_avx2.simd == 1) out[n++] = &kernels_avx2;
+    if (has_avx512 && kernels_avx512.simd == 2) out[n++] = &kernels_avx512;
 #endif
-    return kernels_scalar;
+    return n;
+}
+
+int kernels_supported(const Kernels **out) { return supported(out); }
+
+int32_t kernels_choose(const Kernels **out) {
+    const Kernels *t[3];
+    int n = supported(t);
+    const char *want = getenv("MAYA_ENGINE_SIMD");
+    if (!want || !*want || !strcmp(want, "auto")) {
+        *out = t[n - 1];
+        return ENG_STATUS_OK;
+    }
+    if (strcmp(want, "scalar") && strcmp(want, "avx2") && strcmp(want, "avx512"))
+        return fail(ENG_STATUS_INVALID_ARG, "MAYA_ENGINE_SIMD must be scalar, avx2, avx512 or auto (got '%s')", want);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(t[i]->name, want)) {
+            *out = t[i];
+            return ENG_STATUS_OK;
+        }
+    return fail(ENG_STATUS_UNSUPPORTED, "MAYA_ENGINE_SIMD=%s: this CPU (or this build) lacks the %s kernels", want, want);
+}
+
+const Kernels &kernels_select() {
+    const Kernels *k;
+    if (kernels_choose(&k) == ENG_STATUS_OK) return *k;
+    clear_error();
+    const Kernels *t[3];
+    return *t[supported(t) - 1];
 }
 
 } // namespace maya

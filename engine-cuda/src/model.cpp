@@ -401,12 +401,27 @@ struct Binder {
         w->scale = nullptr;
         int64_t bytes = (int64_t)t->nbytes;
         if (t->dtype == DT_F8_E4M3) ENG_TRY(fp8_scale(name, rows, cols, w, &bytes));
+        else if (m->is_q8) to_q8(name, t, w, &bytes);
         m->n_params += t->numel;
         if (is_counted) {
             m->n_params_active += t->numel;
             m->weight_bytes += bytes;
         }
         return ENG_STATUS_OK;
+    }
+    /* ENG_PARAM_WEIGHT_DTYPE q8: every matrix whose columns are a multiple of 32, except MoE routers
+     * (expert choice is discrete: it keeps its precision), becomes DT_Q8. */
+    void to_q8(const std::string &name, const Tensor *t, Weight *w, int64_t *bytes) {
+        bool is_router = name.size() >= 15 && name.compare(name.size() - 15, 15, "mlp.gate.weight") == 0;
+        if (w->cols % 32 != 0 || is_router) return;
+        int64_t n = (int64_t)w->rows * w->cols;
+        m->q8.emplace_back((size_t)n);
+        m->scales.emplace_back((size_t)(n / 32));
+        quantize_q8_matrix(t->data, t->dtype, w->rows, w->cols, m->q8.back().data(), m->scales.back().data());
+        w->data = m->q8.back().data();
+        w->dtype = DT_Q8;
+        w->scale = m->scales.back().data();
+        *bytes = n + n / 32 * 4;
     }
     /* `<name>_scale_inv` (DeepSeek's name; it multiplies): (ceil(rows/128), ceil(cols/128)), F32 or BF16. */
     int32_t fp8_scale(const std::string &name, int64_t rows, int64_t cols, Weight *w, int64_t *bytes) {
@@ -534,7 +549,8 @@ static void expert_size(const Mlp &e, int64_t *params, int64_t *bytes) {
         int64_t n = (int64_t)w->rows * w->cols;
         *params += n;
         *bytes += n * (int64_t)dtype_size(w->dtype);
-        if (w->scale) *bytes += (int64_t)((w->rows + kFp8Block - 1) / kFp8Block) * ((w->cols + kFp8Block - 1) / kFp8Block) * 4;
+        if (w->dtype == DT_Q8) *bytes += n / 32 * 4;
+        else if (w->scale) *bytes += (int64_t)((w->rows + kFp8Block - 1) / kFp8Block) * ((w->cols + kFp8Block - 1) / kFp8Block) * 4;
     }
 }
 
@@ -548,12 +564,13 @@ int32_t model_load(const std::string &dir, Model *m) {
     std::string lm = vision && m->ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     ENG_TRY(b.matrix(lm + "embed_tokens.weight", c.n_vocab, c.n_embd, &m->embed));
     // Only one embedding row is read per token; count the rest as parameters, not bytes read.
-    m->weight_bytes -= (int64_t)c.n_vocab * c.n_embd * (int64_t)dtype_size(m->embed.dtype);
-    m->weight_bytes += (int64_t)c.n_embd * (int64_t)dtype_size(m->embed.dtype);
+    int64_t embed_row = (int64_t)c.n_embd * (int64_t)dtype_size(m->embed.dtype) + (m->embed.dtype == DT_Q8 ? c.n_embd / 32 * 4 : 0);
+    m->weight_bytes -= (int64_t)c.n_vocab * embed_row;
+    m->weight_bytes += embed_row;
     ENG_TRY(b.vec(lm + "norm.weight", c.n_embd, &m->final_norm));
     if (c.is_tied) {
         m->lm_head = m->embed;
-        m->weight_bytes += (int64_t)c.n_vocab * c.n_embd * (int64_t)dtype_size(m->embed.dtype);
+        m->weight_bytes += (int64_t)c.n_vocab * embed_row;
     } else {
         ENG_TRY(b.matrix("lm_head.weight", c.n_vocab, c.n_embd, &m->lm_head));
     }

@@ -127,7 +127,10 @@ struct Model {
     int64_t n_params_active = 0;  // parameters one token uses (MoE: K of the E routed experts)
     int64_t weight_bytes = 0;     // bytes of the matrices read per decoded token (+ one embedding row;
                                   // MoE: the active experts only)
-    std::vector<std::vector<float>> scales; // FP8 block scales (Weight::scale points here)
+    std::vector<std::vector<float>> scales; // FP8 / Q8 block scales (Weight::scale points here)
+    bool is_q8 = false;                     // set before model_load: quantize matrices to DT_Q8
+    std::vector<std::vector<int8_t>> q8;    // the Q8 weights (Weight::data points here)
+    bool has_q8() const { return !q8.empty(); }
     std::shared_ptr<VisionModel> vision;   // GLM-4.1V's vision tower (vision.cpp), else null
 };
 

@@ -1,6 +1,8 @@
 /* thread_pool.cpp: join-if-open parallel loops over one atomic state word (see thread_pool.h). */
 #include "thread_pool.h"
 
+#include <chrono>
+
 #include "common.h" // defines: fail
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -14,9 +16,11 @@ namespace maya {
 
 static const uint64_t kCountMask = 0xFFFF, kOpen = 1ull << 16;
 static const int kGenShift = 17;
-// Spin iterations before sleeping (a few hundred us with the yields): longer than the gap between
-// two parallel loops of one step, much shorter than an idle engine's gap between steps.
-static const int kSpinIters = 20000;
+// How long an idle worker spins before it sleeps on the condition variable: longer than the gap
+// between two parallel loops of one step (a few us), much shorter than the gap between steps
+// while the host handles events. Bounded by time, not iterations (a pause costs 10-150 cycles
+// depending on the CPU), so a busy server loses at most this much of a core per idle gap.
+static const auto kSpinTime = std::chrono::microseconds(100);
 
 ThreadPool::~ThreadPool() {
     is_stopping_.store(true, std::memory_order_release);
@@ -51,12 +55,15 @@ void ThreadPool::worker_main(int worker) {
     uint64_t seen_gen = 0;
     while (true) {
         uint64_t s = state_.load(std::memory_order_acquire);
-        for (int spins = 0; (s >> kGenShift) == seen_gen && spins < kSpinIters; spins++) {
+        auto spin_end = std::chrono::steady_clock::now() + kSpinTime;
+        for (int spins = 0; (s >> kGenShift) == seen_gen; spins++) {
             // Yield now and then: when the OS gives this process fewer cores than threads (a busy
             // machine), a spinning worker would otherwise take time slices from the thread doing
             // the work. Yield costs a syscall but nothing when no other thread is runnable.
-            if ((spins & 63) == 63) std::this_thread::yield();
-            else CPU_RELAX();
+            if ((spins & 63) == 63) {
+                if (std::chrono::steady_clock::now() >= spin_end) break;
+                std::this_thread::yield();
+            } else CPU_RELAX();
             s = state_.load(std::memory_order_acquire);
         }
         if ((s >> kGenShift) == seen_gen) {

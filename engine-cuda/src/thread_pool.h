@@ -5,7 +5,9 @@
  * Tasks are claimed dynamically. A worker that wakes after the caller has claimed every task
  * does not join the loop, so the caller never waits for a thread the OS has not scheduled (on a
  * loaded 2-core machine that wait would cost a whole scheduler tick per matmul). Idle workers
- * spin briefly, then sleep on a condition variable. Not reentrant; one thread drives it.
+ * spin (yielding every 64 pauses) for at most 100 us, then sleep on a condition variable, so an
+ * idle or host-bound engine does not hold cores the HTTP side needs. Not reentrant; one thread
+ * drives it.
  */
 #ifndef MAYA_THREAD_POOL_H
 #define MAYA_THREAD_POOL_H
@@ -31,6 +33,8 @@ class ThreadPool {
     /* Starts n_threads - 1 workers. Returns OK or OUT_OF_MEMORY (thread creation failed). */
     int32_t start(int n_threads);
     int n_threads() const { return n_threads_; }
+    /* Workers asleep on the condition variable (idle past their spin time). */
+    int n_sleeping() const { return n_sleeping_.load(std::memory_order_acquire); }
     void run(int n_tasks, TaskFn fn, void *arg);
 
   private:

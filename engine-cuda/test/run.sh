@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs the engine's C-level tests: engine-cuda/test/*.cpp linked with the library's
 # sources compiled with -DTESTING (objects cached in engine-cuda/build/test-obj).
-# Usage: engine-cuda/test/run.sh [name-filter]. Exit status 0 = all checks passed.
+# Usage: engine-cuda/test/run.sh [name-filter]. Exit status 0 = all checks passed on every kernel
+# path this CPU supports (each run forced with MAYA_ENGINE_SIMD; see the loop at the end).
 # MAYA_ENGINE_CXXFLAGS adds flags (e.g. "-g -fsanitize=address,undefined").
 set -euo pipefail
 
@@ -19,7 +20,14 @@ mkdir -p "$obj"
 extra=(${MAYA_ENGINE_CXXFLAGS:-})
 flags=(-std=c++17 -O2 -DTESTING -pthread -Wall -Wextra -I"$root/engine-cuda/include" "${extra[@]}")
 avx2=()
-case "$(uname -m)" in x86_64|amd64) avx2=(-mavx2 -mfma -mf16c) ;; esac
+avx512=()
+case "$(uname -m)" in
+  x86_64|amd64)
+    avx2=(-mavx2 -mfma -mf16c)
+    avx512=(-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c)
+    if echo 'int main(){}' | "$cxx" -mavx512vnni -x c++ - -o /dev/null >/dev/null 2>&1; then avx512+=(-mavx512vnni); fi
+    ;;
+esac
 newest_header=$(stat -c %Y "$root"/engine-cuda/include/engine.h "$src"/*.h "$src"/cuda/*.h "$tst"/*.h "$0" | sort -n | tail -n 1)
 jobs="${MAYA_ENGINE_JOBS:-2}" # parallel compiles, as in build-engine.sh
 objs=()
@@ -34,6 +42,7 @@ for f in "$src"/*.cpp "$tst"/*.cpp; do
   fi
   isa=()
   [[ "$(basename "$f")" == kernels_avx2.cpp ]] && isa=("${avx2[@]}")
+  [[ "$(basename "$f")" == kernels_avx512.cpp ]] && isa=("${avx512[@]}")
   nice -n 10 "$cxx" "${flags[@]}" "${isa[@]}" -c "$f" -o "$o.tmp" && mv "$o.tmp" "$o" &
   pids+=($!)
   relink=1
@@ -52,4 +61,20 @@ if [[ -z "${MAYA_ENGINE_CXXFLAGS:-}" ]] && command -v nm >/dev/null 2>&1; then
   leaked=$(nm -D --defined-only "$root/engine-cuda/build/libmaya_engine.so" | awk '{print $3}' | grep -v '^eng_' || true)
   if [[ -n "$leaked" ]]; then echo "engine tests: libmaya_engine.so exports non-ABI symbols:" >&2; echo "$leaked" >&2; exit 1; fi
 fi
-MAYA_REPO_ROOT="$root" "$bin" "$@"
+# Every kernel path this CPU runs (scalar, avx2, avx512), each forced with MAYA_ENGINE_SIMD; a path
+# the CPU lacks is named as skipped, never counted as passed. MAYA_ENGINE_SIMD set by the caller
+# runs that path only.
+if [[ -n "${MAYA_ENGINE_SIMD:-}" ]]; then
+  paths="$MAYA_ENGINE_SIMD"
+else
+  paths="$("$bin" --simd-paths)"
+fi
+skipped=""
+for p in scalar avx2 avx512; do [[ " $paths " == *" $p "* ]] || skipped+=" $p"; done
+echo "engine tests: kernel paths: $paths${skipped:+ (skipped, this CPU lacks them:$skipped)}" >&2
+status=0
+for p in $paths; do
+  echo "engine tests: === MAYA_ENGINE_SIMD=$p" >&2
+  MAYA_ENGINE_SIMD="$p" MAYA_REPO_ROOT="$root" "$bin" "$@" || { echo "engine tests: FAILED on the $p path" >&2; status=1; }
+done
+exit $status

@@ -10,7 +10,31 @@
 #include "../src/json.h"
 #include "test.h"
 
-static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int64_t want_simd = -1) {
+/* Q8 runs (ENG_PARAM_WEIGHT_DTYPE q8) measure instead of requiring the f32 tolerance: the largest
+ * |logit diff| at the prompts' last positions and the greedy tokens equal to the reference before
+ * the first difference (fewest over the prompts). */
+struct Q8Result {
+    double worst = 0;
+    int agree = 0, n_greedy = 0;
+};
+
+// Bounds of fixture_q8_weights_accuracy: measured on every path (avx512 shown: max |logit diff|
+// 0.179 / 0.149 / 0.129 / 0.132 / 0.201, greedy agreement 2 / 3 / 0 / 1 / 1 tokens), loosened by
+// about 1.5x and one token. The random fixtures' top-2 logit gaps are as small as 0.05, so their
+// greedy paths part early; the logit difference is the meaningful bound.
+#define Q8_LLAMA_DIFF 0.3
+#define Q8_LLAMA_AGREE 1
+#define Q8_GLM4_DIFF 0.3
+#define Q8_GLM4_AGREE 2
+#define Q8_QWEN3_DIFF 0.3
+#define Q8_QWEN3_AGREE 0
+#define Q8_MOE_DIFF 0.3
+#define Q8_MOE_AGREE 0
+#define Q8_DS_DIFF 0.3
+#define Q8_DS_AGREE 0
+
+static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int64_t want_simd = -1,
+                        Q8Result *q8 = nullptr) {
     std::string dir = test_repo_root() + "/test/fixtures/engine/" + name;
     std::string text;
     CHECK(maya::read_text_file(dir + "/fixtures.json", &text) == 0);
@@ -20,6 +44,7 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     int64_t params[ENG_PARAM_COUNT] = {0};
     params[ENG_PARAM_N_THREADS] = n_threads;
     params[ENG_PARAM_PREFILL_CHUNK] = chunk;
+    if (q8) params[ENG_PARAM_WEIGHT_DTYPE] = 2;
     eng_ctx *ctx = nullptr;
     int32_t st = eng_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx);
     char msg[512] = "";
@@ -72,6 +97,19 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
         }
     }
     CHECK(finished == (int)ids.size());
+    if (q8) {
+        q8->worst = worst;
+        q8->n_greedy = n_greedy;
+        q8->agree = n_greedy;
+        for (size_t p = 0; p < ids.size(); p++) {
+            const auto &ref = prompts->items[p].get("greedy")->items;
+            int same = 0;
+            while (same < (int)ref.size() && same < (int)got[p].size() && ref[(size_t)same].integer == got[p][(size_t)same]) same++;
+            if (same < q8->agree) q8->agree = same;
+        }
+        eng_ctx_free(ctx);
+        return;
+    }
     for (size_t p = 0; p < ids.size(); p++) {
         const auto &ref = prompts->items[p].get("greedy")->items;
         bool same = ref.size() == got[p].size();
@@ -125,10 +163,42 @@ TEST(fixture_deepseek3_fp8_q_lora_null) {
 
 TEST(fixture_portable_kernels) {
     // The scalar fallback end to end (MAYA_ENGINE_SIMD=scalar forces it at context creation).
+    const char *prev = getenv("MAYA_ENGINE_SIMD");
+    std::string saved = prev ? prev : "";
     setenv("MAYA_ENGINE_SIMD", "scalar", 1);
     run_fixture("glm4-bf16", 2, 32, 0);
     run_fixture("qwen3-f16", 2, 32, 0);
     run_fixture("glm45-moe-fp8", 2, 32, 0);
     run_fixture("deepseek3-bf16", 2, 32, 0);
-    unsetenv("MAYA_ENGINE_SIMD");
+    if (prev) setenv("MAYA_ENGINE_SIMD", saved.c_str(), 1);
+    else unsetenv("MAYA_ENGINE_SIMD");
+}
+
+TEST(fixture_q8_weights_accuracy) {
+    // 8-bit weights (ENG_PARAM_WEIGHT_DTYPE q8) against the f32 PyTorch reference of each fixture:
+    // printed, and held to bounds measured with margin (engine-cuda/README.md has the table).
+    struct Bound {
+        const char *name;
+        double max_diff;
+        int min_agree;
+    };
+    const Bound bounds[] = {
+        {"llama-f32", Q8_LLAMA_DIFF, Q8_LLAMA_AGREE},     {"glm4-bf16", Q8_GLM4_DIFF, Q8_GLM4_AGREE},
+        {"qwen3-f16", Q8_QWEN3_DIFF, Q8_QWEN3_AGREE},     {"glm45-moe-bf16", Q8_MOE_DIFF, Q8_MOE_AGREE},
+        {"deepseek3-bf16", Q8_DS_DIFF, Q8_DS_AGREE},
+    };
+    for (const Bound &b : bounds) {
+        Q8Result r;
+        run_fixture(b.name, 2, 256, -1, &r);
+        fprintf(stderr, "  %s q8: max |logit diff| %.3g, greedy equal for the first %d of %d tokens (every prompt)\n", b.name,
+                r.worst, r.agree, r.n_greedy);
+        CHECK_MSG(r.worst <= b.max_diff, "%s q8: max |logit diff| %.3g > %.3g", b.name, r.worst, b.max_diff);
+        CHECK_MSG(r.agree >= b.min_agree, "%s q8: greedy agreement %d < %d", b.name, r.agree, b.min_agree);
+        // Batch invariance holds for q8 too: one thread and 7-token prefill chunks (activations
+        // quantized per step in other groupings) give exactly the same logits and tokens.
+        Q8Result small;
+        run_fixture(b.name, 1, 7, -1, &small);
+        CHECK_MSG(small.worst == r.worst && small.agree == r.agree, "%s q8: chunk 7 gives %.9g / %d, chunk 256 %.9g / %d",
+                  b.name, small.worst, small.agree, r.worst, r.agree);
+    }
 }

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "../src/checkpoint.h" // quantize_q8_matrix
 #include "../src/kernels.h"
 #include "test.h"
 
@@ -54,14 +55,11 @@ void make_weights(int dtype, int n, Rand &r, std::vector<uint8_t> *raw, std::vec
     }
 }
 
+// Every table this CPU runs (scalar, avx2, avx512).
 std::vector<const Kernels *> tables() {
-    std::vector<const Kernels *> t = {&kernels_scalar};
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    if (avx2) t.push_back(&kernels_avx2);
-#endif
-    return t;
+    const Kernels *t[3];
+    int n = kernels_supported(t);
+    return std::vector<const Kernels *>(t, t + n);
 }
 
 } // namespace
@@ -265,6 +263,85 @@ TEST(fp8_block_scaled_matmul_and_rows) {
                 k->matmul(&x[(size_t)(T - 1) * K], K, 1, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
                           alone.data(), N, nullptr, scratch.data(), false, scales.data());
             CHECK(memcmp(alone.data(), &y[(size_t)(T - 1) * N], N * sizeof(float)) == 0);
+        }
+    }
+}
+
+// Q8 activations as the kernels quantize them (per block of 32: d = max|x| / 127, round to even).
+static void ref_quantize_q8(const float *x, int K, std::vector<int> *q, std::vector<double> *d) {
+    q->resize((size_t)K);
+    d->resize((size_t)K / 32);
+    for (int b = 0; b < K / 32; b++) {
+        float amax = 0;
+        for (int i = 0; i < 32; i++) amax = fabsf(x[b * 32 + i]) > amax ? fabsf(x[b * 32 + i]) : amax;
+        float id = amax > 0 ? 127.0f / amax : 0.0f;
+        for (int i = 0; i < 32; i++) (*q)[(size_t)(b * 32 + i)] = (int)lrintf(x[b * 32 + i] * id);
+        (*d)[(size_t)b] = amax / 127.0f;
+    }
+}
+
+TEST(matmul_q8_matches_reference_and_is_batch_invariant) {
+    // Every table against an exact integer reference of the same quantization (only the f32 sum
+    // over blocks may differ), the split quantize + matmul_q8 equal to matmul, and a token's
+    // result bit-identical alone and in batches of every size, streaming or cached.
+    Rand r;
+    for (const Kernels *k : tables()) {
+        for (int K : {32, 96, 256}) {
+            const int N = 21;
+            std::vector<float> wf((size_t)N * K);
+            for (float &v : wf) v = r.next();
+            std::vector<int8_t> wq((size_t)N * K);
+            std::vector<float> ws((size_t)N * K / 32), bias(N);
+            quantize_q8_matrix(wf.data(), DT_F32, N, K, wq.data(), ws.data());
+            for (float &b : bias) b = r.next();
+            // row_to_f32 dequantizes exactly.
+            std::vector<float> row((size_t)K);
+            k->row_to_f32(row.data(), wq.data(), DT_Q8, 5, K, ws.data());
+            for (int i = 0; i < K; i++) CHECK(row[(size_t)i] == (float)wq[(size_t)(5 * K + i)] * ws[(size_t)(5 * K + i) / 32]);
+            for (int i = 0; i < K; i++) CHECK(fabsf(row[(size_t)i] - wf[(size_t)(5 * K + i)]) <= ws[(size_t)(5 * K + i) / 32] * 0.5f + 1e-7f);
+            std::vector<float> x((size_t)40 * K), scratch((size_t)kMatmulRows * K);
+            for (float &v : x) v = r.next();
+            std::vector<float> alone((size_t)40 * N);
+            for (int t = 0; t < 40; t++)
+                for (int r0 = 0; r0 < N; r0 += kMatmulRows)
+                    k->matmul(&x[(size_t)t * K], K, 1, wq.data(), DT_Q8, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
+                              &alone[(size_t)t * N], N, bias.data(), scratch.data(), false, ws.data());
+            double worst = 0;
+            for (int t = 0; t < 40; t++) {
+                std::vector<int> xq;
+                std::vector<double> xd;
+                ref_quantize_q8(&x[(size_t)t * K], K, &xq, &xd);
+                for (int n = 0; n < N; n++) {
+                    double ref = bias[(size_t)n], mag = fabs(ref);
+                    for (int b = 0; b < K / 32; b++) {
+                        long is = 0;
+                        for (int i = 0; i < 32; i++) is += (long)wq[(size_t)n * K + b * 32 + i] * xq[(size_t)(b * 32 + i)];
+                        double term = (double)ws[(size_t)n * K / 32 + b] * xd[(size_t)b] * (double)is;
+                        ref += term;
+                        mag += fabs(term);
+                    }
+                    double err = fabs(alone[(size_t)t * N + n] - ref) / (mag * 1e-6 + 1e-7);
+                    if (err > worst) worst = err;
+                }
+            }
+            CHECK_MSG(worst <= 1.0, "%s q8 K %d: error %.3g x tolerance", k->name, K, worst);
+            for (bool is_streaming : {false, true})
+                for (int T : {1, 2, 3, 4, 5, 9, 16, 33, 40}) {
+                    std::vector<float> batched((size_t)T * N);
+                    k->matmul(x.data(), K, T, wq.data(), DT_Q8, K, 0, 16, batched.data(), N, bias.data(), scratch.data(),
+                              is_streaming, ws.data());
+                    k->matmul(x.data(), K, T, wq.data(), DT_Q8, K, 16, N, batched.data(), N, bias.data(), scratch.data(),
+                              is_streaming, ws.data());
+                    for (int t = 0; t < T; t++)
+                        CHECK_MSG(memcmp(&alone[(size_t)t * N], &batched[(size_t)t * N], N * sizeof(float)) == 0,
+                                  "%s q8 K %d T %d streaming %d", k->name, K, T, (int)is_streaming);
+                    // The split form: quantize once, then matmul_q8.
+                    std::vector<int8_t> xq((size_t)T * K);
+                    std::vector<float> xd((size_t)T * K / 32), split((size_t)T * N);
+                    for (int t = 0; t < T; t++) k->quantize_q8(&x[(size_t)t * K], K, &xq[(size_t)t * K], &xd[(size_t)t * K / 32]);
+                    k->matmul_q8(xq.data(), xd.data(), K, T, wq.data(), ws.data(), K, 0, N, split.data(), N, bias.data(), is_streaming);
+                    CHECK_MSG(memcmp(split.data(), batched.data(), (size_t)T * N * sizeof(float)) == 0, "%s q8 split T %d", k->name, T);
+                }
         }
     }
 }

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "../src/kernels.h"
 #include "test.h"
 
 int g_test_failures = 0;
@@ -34,6 +35,15 @@ std::string test_repo_root() {
 int main(int argc, char **argv) {
     // The C tests run on the CPU backend unless the caller picks one (test-gpu.sh sets cuda).
     setenv("MAYA_ENGINE_BACKEND", "cpu", 0);
+    if (argc > 1 && !strcmp(argv[1], "--simd-paths")) { // the kernel tables this CPU runs (run.sh)
+        const maya::Kernels *t[3];
+        int n = maya::kernels_supported(t);
+        for (int i = 0; i < n; i++) printf("%s%s", i ? " " : "", t[i]->name);
+        printf("\n");
+        return 0;
+    }
+    const char *simd = getenv("MAYA_ENGINE_SIMD");
+    fprintf(stderr, "engine tests: kernels %s (MAYA_ENGINE_SIMD=%s)\n", maya::kernels_select().name, simd ? simd : "");
     int n_run = 0, n_failed = 0;
     for (const TestCase &t : registry()) {
         if (argc > 1 && !strstr(t.name, argv[1])) continue;

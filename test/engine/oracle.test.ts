@@ -62,3 +62,45 @@ describe.each(FIXTURES)('oracle fixture %s through NativeEngine', (name) => {
     expect(runs.map((r) => r.ids)).toEqual(fx.prompts.map((p) => p.greedy));
   });
 });
+
+describe('kernel paths and 8-bit weights through NativeEngine', () => {
+  const name = 'llama-f32';
+  const fx = JSON.parse(readFileSync(`${fixtureDir(name)}/fixtures.json`, 'utf8')) as Fixture;
+
+  it('MAYA_ENGINE_SIMD=scalar forces the portable kernels, which match the golden fixture', async () => {
+    const saved = process.env.MAYA_ENGINE_SIMD;
+    process.env.MAYA_ENGINE_SIMD = 'scalar';
+    let engine: NativeEngine;
+    try {
+      engine = await NativeEngine.load(fixtureDir(name));
+    } finally {
+      if (saved === undefined) delete process.env.MAYA_ENGINE_SIMD;
+      else process.env.MAYA_ENGINE_SIMD = saved;
+    }
+    try {
+      expect(engine.info.simd).toBe('scalar');
+      for (const p of fx.prompts) {
+        const r = await drain(engine.generate({ promptIds: p.ids, maxTokens: fx.greedy_tokens, keepLogits: true }));
+        expect(maxAbsDiff(r.logits[0]!, p.last_logits)).toBeLessThanOrEqual(fx.tolerance.max_abs_logit_diff);
+        expect(r.ids).toEqual(p.greedy);
+      }
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('weightDtype q8 quantizes the weights: logits move, within the bound measured in engine-cuda/README.md', async () => {
+    const engine = await NativeEngine.load(fixtureDir(name), { weightDtype: 'q8' });
+    try {
+      let worst = 0;
+      for (const p of fx.prompts) {
+        const r = await drain(engine.generate({ promptIds: p.ids, maxTokens: 1, keepLogits: true }));
+        worst = Math.max(worst, maxAbsDiff(r.logits[0]!, p.last_logits));
+      }
+      expect(worst).toBeGreaterThan(1e-3); // not the f32 weights
+      expect(worst).toBeLessThanOrEqual(0.3);
+    } finally {
+      await engine.close();
+    }
+  });
+});

@@ -2,6 +2,7 @@
  *
  * Usage (built and run by engine-cuda/test/bench/run.sh): engine-bench MODEL_DIR [threads] [prompt_len] [gen_len]
  *        engine-bench --random-llama DIR DTYPE   (writes a ~110M Llama-shaped model, then exits)
+ * MAYA_WEIGHT_DTYPE=q8 loads the weights as 8-bit; MAYA_ENGINE_SIMD picks the kernel path.
  * Prints prefill tok/s (batch 1) and decode tok/s at batch 1 and 8 with the weight-bytes roofline
  * inputs. The npm benchmark (bench/engine.bench.ts) is the reported one; this is for kernel work.
  */
@@ -70,6 +71,8 @@ int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: engine-bench MODEL_DIR [threads] [prompt_len] [gen_len]\n"); return 2; }
     int64_t params[ENG_PARAM_COUNT] = {0};
     params[ENG_PARAM_N_THREADS] = argc > 2 ? atoi(argv[2]) : 0;
+    const char *wd = getenv("MAYA_WEIGHT_DTYPE"); // q8: 8-bit weights quantized at load
+    if (wd && !strcmp(wd, "q8")) params[ENG_PARAM_WEIGHT_DTYPE] = 2;
     int prompt_len = argc > 3 ? atoi(argv[3]) : 128, gen_len = argc > 4 ? atoi(argv[4]) : 64;
     eng_ctx *ctx;
     if (eng_ctx_create(argv[1], params, ENG_PARAM_COUNT, &ctx) != 0) {
