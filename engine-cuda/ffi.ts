@@ -448,6 +448,19 @@ export class NativeContext {
     const stop = Int32Array.from(args.stopIds ?? []);
     const seed = BigInt.asUintN(64, BigInt(args.seed ?? 0));
     const images = args.images ?? [];
+    // The arguments eng_seq_add and eng_seq_add_mm share, in order.
+    const head = [
+      this.ctx,
+      tokens,
+      tokens.length,
+      stop.length > 0 ? stop : new Int32Array(1),
+      stop.length,
+      args.maxTokens,
+      args.temperature ?? 0,
+      args.topP ?? 1,
+      seed,
+      args.flags ?? 0,
+    ] as const;
     if (images.length > 0) {
       // One pixel buffer for the C call (the library copies it in turn); a single image's own
       // buffer goes as it is.
@@ -464,16 +477,7 @@ export class NativeContext {
       const grids = Int32Array.from(images.flatMap((img) => [img.grid[0], img.grid[1], img.grid[2]]));
       const hashes = BigUint64Array.from(images.map((img) => BigInt.asUintN(64, img.hash)));
       const status = this.sym.eng_seq_add_mm(
-        this.ctx,
-        tokens,
-        tokens.length,
-        stop.length > 0 ? stop : new Int32Array(1),
-        stop.length,
-        args.maxTokens,
-        args.temperature ?? 0,
-        args.topP ?? 1,
-        seed,
-        args.flags ?? 0,
+        ...head,
         pixels,
         BigInt(total),
         grids,
@@ -484,19 +488,7 @@ export class NativeContext {
       this.lib.check(status, 'eng_seq_add_mm');
       return this.seqIdOut[0] ?? -1;
     }
-    const status = this.sym.eng_seq_add(
-      this.ctx,
-      tokens,
-      tokens.length,
-      stop.length > 0 ? stop : new Int32Array(1),
-      stop.length,
-      args.maxTokens,
-      args.temperature ?? 0,
-      args.topP ?? 1,
-      seed,
-      args.flags ?? 0,
-      this.seqIdOut,
-    );
+    const status = this.sym.eng_seq_add(...head, this.seqIdOut);
     this.lib.check(status, 'eng_seq_add');
     return this.seqIdOut[0] ?? -1;
   }
