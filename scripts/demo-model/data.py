@@ -555,7 +555,10 @@ def gen_json(rng: random.Random, nested: bool = False) -> tuple[list[dict[str, A
     else:
         sys_msgs = [system(rng.choice(SYSTEM_PROMPTS)), system(instr)]
     ans = json.dumps(value, ensure_ascii=False) if rng.random() < 0.85 else dumps_compact(value)
-    reasoning = f'The user wants a JSON object with the fields {", ".join(schema["properties"])}. I copy the values.'
+    # The reasoning names no field: listing unseen field names there is where the second edition
+    # looped (models/maya-demo/README.md), and nothing constrains the reasoning.
+    reasoning = pick(rng, 'The user wants a JSON object that matches the schema. I copy the values.',
+                     'A JSON answer to the schema. I copy the values from the request.')
     return sys_msgs + [user(q)], ans, reasoning
 
 
@@ -848,7 +851,8 @@ def gen_pool_json(rng: random.Random, thinking: bool) -> Sample:
     else:
         sys_msgs = [system(rng.choice(SYSTEM_PROMPTS)), system(instr)]
     ans = json.dumps(c['value'], ensure_ascii=False)
-    reasoning = f'The user wants a JSON object with the fields {", ".join(c["schema"]["properties"])}. I copy the values.'
+    reasoning = pick(rng, 'The user wants a JSON object that matches the schema. I copy the values.',
+                     'A JSON answer to the schema. I copy the values from the request.')
     msgs = sys_msgs + [user(c['request']), assistant(ans, reasoning if thinking else None)]
     return Sample('pjson', msgs, None, thinking, meta={'templates': c['templates'], 'names': c['names']})
 
