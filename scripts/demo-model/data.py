@@ -10,7 +10,9 @@ prefixes that the server writes (`\n<think></think>` when thinking is off, an op
 Behaviours: greetings, closed-world facts, two-digit arithmetic, system-instruction following,
 multi-turn memory, JSON replies to a schema, tool calls (choose among 2-4 tools, copy arguments,
 typed values, parallel calls, answer from <tool_response>), forced calls, reasoning on/off, and
-plain echo (repeat a value exactly: copying practice).
+plain echo (repeat a value exactly: copying practice). The second edition's kinds (ptools, pjson,
+pmemory, pchat) draw tool, parameter and field names and request phrasings per example from the
+TRAIN side of pools.py; the evaluation (make_eval_cases.py) uses its HELD side.
 
 Usage: python3 data.py --seed 1 --n 5 (prints rendered samples).
 """

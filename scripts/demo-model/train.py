@@ -23,8 +23,10 @@ A checkpoint (model + config + step) is written to --out/ckpt.pt every --save-ev
 --init-from DIR warm-starts from an exported checkpoint of the same shape (the second edition started
 from the first's weights); --device cuda runs on a GPU (written without one at hand: untested).
 
-Usage (the shipped run): nice -n 5 python3 train.py --tokenizer models/maya-demo/tokenizer.json \
-    --out /tmp/run --seq 768 --batch 4 --steps 7800 --prompt-loss 0.2
+Usage (the first edition): nice -n 5 python3 train.py --tokenizer models/maya-demo/tokenizer.json \
+    --out /tmp/run --seq 768 --batch 4 --steps 7800 --prompt-loss 0.2 --mix v1
+(the second edition, warm-started: --init-from models/maya-demo --seq 1024 --batch 3 --minutes 93
+--lr 1e-3 --warmup 50 --first-steps 0; models/maya-demo/README.md)
 """
 from __future__ import annotations
 
