@@ -2,11 +2,15 @@
  * `npm run eval:demo`: scores the embedded demo model (models/maya-demo) through Maya itself: the
  * service is started in-process on a loopback port (cli/serve.ts startService, the native engine,
  * the GLM dialect) and every held-out case (scripts/demo-model/eval-cases.json, made by
- * make_eval_cases.py with a seed training never used) goes through POST /v1/responses with the
- * official openai SDK, greedy (temperature 0). Prints a markdown table of rates and writes the
+ * make_eval_cases.py from the held-out side of scripts/demo-model/pools.py: tool, parameter and
+ * field names and request phrasings that training never saw) goes through POST /v1/responses with
+ * the official openai SDK, greedy (temperature 0). Prints a markdown table of rates and writes the
  * per-case results as JSON.
  *
- * Usage: npm run eval:demo -- [--model DIR] [--limit N] [--kinds tool,json] [--out FILE]
+ * Constrained decoding follows the server's own setting: MAYA_CONSTRAINED_DECODING=0 or 1 (default
+ * 1, as for `npm start`), so `MAYA_CONSTRAINED_DECODING=0 npm run eval:demo` scores the model alone.
+ *
+ * Usage: npm run eval:demo -- [--model DIR] [--cases FILE] [--limit N] [--kinds tool,json] [--out FILE]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -26,11 +30,16 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 interface EvalCase {
   id: string;
-  kind: 'tool' | 'json' | 'memory' | 'reasoning';
+  kind: 'tool' | 'json' | 'memory' | 'tool_result' | 'chat' | 'reasoning';
   thinking: boolean;
   request: Record<string, unknown>;
   turns?: string[];
-  expect: { calls?: { name: string; arguments: Record<string, Json> }[]; value?: Json; answer?: string };
+  expect: {
+    calls?: { name: string; arguments: Record<string, Json> }[];
+    value?: Json;
+    values?: string[];
+    answer?: string;
+  };
 }
 
 interface CaseResult {
@@ -43,7 +52,7 @@ interface CaseResult {
   wellFormed: boolean;
   /** Thinking on: a reasoning item with text came first and no think markup leaked. */
   reasoningOk?: boolean;
-  /** json: every value equals the one the prompt gave. */
+  /** json: every value equals the one the prompt gave; tool: the right tool with the right argument values. */
   exact?: boolean;
   status: string;
   output: unknown;
@@ -129,14 +138,21 @@ async function runCase(create: Create, model: string, c: EvalCase, ajv: Ajv2020)
       const parsed = calls.map((call) => ({ name: call.name, arguments: JSON.parse(call.arguments) as unknown }));
       result.wellFormed =
         completed && calls.length > 0 && parsed.every((p) => p.arguments !== null && typeof p.arguments === 'object');
-      const want = [...(c.expect.calls ?? [])];
-      result.pass =
-        result.wellFormed &&
-        parsed.length === want.length &&
-        parsed.every((p) => {
-          const i = want.findIndex((w) => w.name === p.name && deepEqual(w.arguments, p.arguments));
-          return i >= 0 && want.splice(i, 1).length === 1;
-        });
+      const match = (same: (w: { name: string; arguments: Record<string, Json> }, p: Parsed) => boolean) => {
+        const want = [...(c.expect.calls ?? [])];
+        return (
+          result.wellFormed &&
+          parsed.length === want.length &&
+          parsed.every((p) => {
+            const i = want.findIndex((w) => w.name === p.name && same(w, p));
+            return i >= 0 && want.splice(i, 1).length === 1;
+          })
+        );
+      };
+      // pass: the right tool with exactly the argument names the request gives (all declared ones);
+      // exact: and every value right.
+      result.pass = match((w, p) => sameKeys(w.arguments, p.arguments));
+      result.exact = result.pass && match((w, p) => deepEqual(w.arguments, p.arguments));
     } else if (c.kind === 'json') {
       const format = (c.request.text as { format: { schema: object } }).format;
       let value: unknown;
@@ -149,10 +165,17 @@ async function runCase(create: Create, model: string, c: EvalCase, ajv: Ajv2020)
       result.pass = result.wellFormed && ajv.validate(format.schema, value) === true;
       result.exact = result.pass && deepEqual(value, c.expect.value);
     } else if (c.kind === 'memory') {
-      const want = String(c.expect.value);
       result.wellFormed = completed;
-      result.pass =
-        completed && new RegExp(`(^|[^\\w])${want.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\w])`).test(text);
+      result.pass = completed && containsValue(text, String(c.expect.value));
+    } else if (c.kind === 'tool_result') {
+      const calls = response.output.filter((item) => item.type === 'function_call');
+      result.wellFormed = completed && calls.length === 0 && text.trim() !== '';
+      result.pass = result.wellFormed && (c.expect.values ?? []).every((v) => containsValue(text, v));
+    } else if (c.kind === 'chat') {
+      // No tools declared: a completed text answer, never a call (nor an undeclared_tool failure).
+      const calls = response.output.filter((item) => item.type === 'function_call');
+      result.wellFormed = completed && text.trim() !== '';
+      result.pass = result.wellFormed && calls.length === 0;
     } else {
       result.wellFormed = completed && text.trim() !== '';
       result.pass = result.reasoningOk === true;
@@ -161,6 +184,20 @@ async function runCase(create: Create, model: string, c: EvalCase, ajv: Ajv2020)
     result.error = (err as Error).message;
   }
   return result;
+}
+
+type Parsed = { name: string; arguments: unknown };
+
+function sameKeys(want: Record<string, Json>, got: unknown): boolean {
+  if (!got || typeof got !== 'object' || Array.isArray(got)) return false;
+  const a = Object.keys(want).sort();
+  const b = Object.keys(got).sort();
+  return a.length === b.length && a.every((k, i) => k === b[i]);
+}
+
+/** The value as a whole word or number in the text (not inside a longer one). */
+function containsValue(text: string, want: string): boolean {
+  return new RegExp(`(^|[^\\w.])${want.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\w.]|\\.(?!\\d))`).test(text);
 }
 
 function rate(rows: CaseResult[], pick: (r: CaseResult) => boolean | undefined): string {
@@ -193,7 +230,18 @@ async function main(): Promise<number> {
   });
 
   const settings = loadResponsesSettings({});
-  const server = loadServerSettings({ MAYA_HOST: '127.0.0.1', MAYA_PORT: '0' });
+  const decodingEnv = Object.fromEntries(
+    ['MAYA_CONSTRAINED_DECODING', 'MAYA_GRAMMAR_MAX_STRING', 'MAYA_GRAMMAR_MAX_ITEMS']
+      .filter((k) => process.env[k] !== undefined)
+      .map((k) => [k, process.env[k]]),
+  );
+  const server = loadServerSettings({
+    ...decodingEnv,
+    MAYA_HOST: '127.0.0.1',
+    MAYA_PORT: '0',
+    MAYA_LOG_LEVEL: 'silent',
+  });
+  const constrained = server.decoding?.constrained === true;
   const service = await startService({
     settings,
     server,
@@ -229,17 +277,22 @@ async function main(): Promise<number> {
   const of = (kind: string) => results.filter((r) => r.kind === kind);
   const thinkingRows = results.filter((r) => r.thinking);
   const table = [
-    '| behaviour (held-out, greedy) | metric | rate | target |',
+    `| behaviour (held-out, greedy${constrained ? ', constrained decoding' : ''}) | metric | rate | target |`,
     '| --- | --- | --- | --- |',
-    `| tool calls (tool_choice auto) | right tool and arguments | ${rate(of('tool'), (r) => r.pass)} | ≥ 95% |`,
+    `| tool calls (1-4 tools, tool_choice auto) | right tool, exactly the request's argument names | ${rate(of('tool'), (r) => r.pass)} | ≥ 95% |`,
+    `| tool calls | argument values right too | ${rate(of('tool'), (r) => r.exact === true)} | ≥ 80% |`,
     `| tool calls | well-formed call | ${rate(of('tool'), (r) => r.wellFormed)} | |`,
-    `| JSON (json_schema, strict) | valid against the schema | ${rate(of('json'), (r) => r.pass)} | ≥ 95% |`,
-    `| JSON | values equal to the prompt's | ${rate(of('json'), (r) => r.exact)} | |`,
+    `| JSON (json_schema, strict) | valid against the schema | ${rate(of('json'), (r) => r.pass)} | ≥ 95% (≥ 99% constrained) |`,
+    `| JSON | values equal to the prompt's | ${rate(of('json'), (r) => r.exact === true)} | ≥ 80% |`,
     `| memory (2-4 turns, full history) | answer contains the value | ${rate(of('memory'), (r) => r.pass)} | ≥ 90% |`,
-    `| reasoning (thinking on, plain prompts) | reasoning item, then answer | ${rate(of('reasoning'), (r) => r.pass)} | ≥ 95% |`,
+    `| answer after a tool result | answer contains the result's values | ${rate(of('tool_result'), (r) => r.pass)} | ≥ 90% |`,
+    `| plain chat, no tools declared | text answer, no call, no undeclared_tool | ${rate(of('chat'), (r) => r.pass)} | 100% |`,
+    `| reasoning (plain prompts) | reasoning item, then answer | ${rate(of('reasoning'), (r) => r.pass)} | ≥ 95% |`,
     `| reasoning (every thinking-on case) | reasoning item, then answer | ${rate(thinkingRows, (r) => r.reasoningOk)} | ≥ 95% |`,
-  ].join('\n');
-  const path = 'POST /v1/responses over loopback (openai SDK)';
+  ]
+    .filter((row) => !row.includes('| n/a |'))
+    .join('\n');
+  const path = `POST /v1/responses over loopback (openai SDK); constrained decoding ${constrained ? 'on' : 'off'}`;
   const summary =
     `model ${values.model}\nrequests: ${path}\nloader ${LOADER}; loaded in ${((t0 - started) / 1000).toFixed(1)} s; ` +
     `${results.length} cases in ${((Date.now() - t0) / 1000).toFixed(0)} s\n\n${table}\n`;

@@ -226,7 +226,8 @@ def corpus(n: int, seed: int) -> list[str]:
     import data
     tpl = data.make_template()
     rng = random.Random(seed)
-    return [''.join(t for t, _ in data.segments(tpl, data.gen_sample(rng, echo_v1=True))) for _ in range(n)]
+    # The first edition's mixture (the shipped tokenizer predates the second edition's pools).
+    return [''.join(t for t, _ in data.segments(tpl, data.gen_sample(rng, mix='v1', echo_v1=True))) for _ in range(n)]
 
 
 def main() -> None:

@@ -10,7 +10,9 @@ prefixes that the server writes (`\n<think></think>` when thinking is off, an op
 Behaviours: greetings, closed-world facts, two-digit arithmetic, system-instruction following,
 multi-turn memory, JSON replies to a schema, tool calls (choose among 2-4 tools, copy arguments,
 typed values, parallel calls, answer from <tool_response>), forced calls, reasoning on/off, and
-plain echo (repeat a value exactly: copying practice).
+plain echo (repeat a value exactly: copying practice). The second edition's kinds (ptools, pjson,
+pmemory, pchat) draw tool, parameter and field names and request phrasings per example from the
+TRAIN side of pools.py; the evaluation (make_eval_cases.py) uses its HELD side.
 
 Usage: python3 data.py --seed 1 --n 5 (prints rendered samples).
 """
@@ -20,11 +22,15 @@ import argparse
 import json
 import os
 import random
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pools  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, '..', '..'))
@@ -551,7 +557,10 @@ def gen_json(rng: random.Random, nested: bool = False) -> tuple[list[dict[str, A
     else:
         sys_msgs = [system(rng.choice(SYSTEM_PROMPTS)), system(instr)]
     ans = json.dumps(value, ensure_ascii=False) if rng.random() < 0.85 else dumps_compact(value)
-    reasoning = f'The user wants a JSON object with the fields {", ".join(schema["properties"])}. I copy the values.'
+    # The reasoning names no field: listing unseen field names there is where the second edition
+    # looped (models/maya-demo/README.md), and nothing constrains the reasoning.
+    reasoning = pick(rng, 'The user wants a JSON object that matches the schema. I copy the values.',
+                     'A JSON answer to the schema. I copy the values from the request.')
     return sys_msgs + [user(q)], ans, reasoning
 
 
@@ -775,8 +784,9 @@ def gen_tools(rng: random.Random, thinking: bool) -> Sample:
 
 
 def gen_tools_no_call(rng: random.Random, thinking: bool) -> Sample:
-    """Tools offered, but the question needs none."""
-    tools = offered_tools(rng, [])
+    """Tools offered, but the question needs none (the first edition's tools or, half the time,
+    generated ones from pools.py's TRAIN side)."""
+    tools = offered_tools(rng, []) if rng.random() < 0.5 else pools.tool_call_case(rng, 'train')['tools']
     if rng.random() < 0.4:
         msgs, a = gen_greeting(rng)
         r = reason_greeting(rng)
@@ -806,6 +816,72 @@ def gen_forced(rng: random.Random, thinking: bool) -> Sample:
     named = rng.random() < 0.6
     forced = '\n<think></think>\n<tool_call>' + (name + '\n' if named else '')
     return Sample('forced', msgs, s.tools, thinking, forced=forced, meta={'calls': calls})
+
+
+# --- generated tools, schemas and memory labels (pools.py, TRAIN side only) ---------------------------
+
+def _args_text(args: dict[str, Any]) -> str:
+    return ', '.join(f'{k}={json.dumps(v, ensure_ascii=False)}' for k, v in args.items())
+
+
+def gen_pool_tools(rng: random.Random, thinking: bool) -> Sample:
+    """A call to one of 1-4 generated tools (names, parameters and phrasing from pools.py's TRAIN side),
+    then in 65% of cases the tool's result and an answer that restates its values."""
+    with_result = rng.random() < 0.65
+    c = pools.tool_result_case(rng, 'train') if with_result else pools.tool_call_case(rng, 'train')
+    name, args = c['call']
+    action = ' '.join(c['tool']['words'])
+    msgs = maybe_system(rng, 0.2) + [user(c['request'])]
+    reason = f'The user wants to {action}. I should call {name} with {_args_text(args)}.' if args else \
+        f'The user wants to {action}. I should call {name}.'
+    msgs.append(assistant('', reason if thinking else None, [(name, args)]))
+    if with_result:
+        msgs.append(tool_msg(c['result']))
+        msgs.append(assistant(c['answer'], 'The tool returned the result. I restate its values.' if thinking else None))
+    return Sample('ptools', msgs, c['tools'], thinking,
+                  meta={'calls': [(name, args)], 'templates': c['templates'], 'names': c['names']})
+
+
+def gen_pool_json(rng: random.Random, thinking: bool) -> Sample:
+    c = pools.json_case(rng, 'train')
+    instr = JSON_SCHEMA_INSTRUCTION + dumps_compact(c['schema'])
+    r = rng.random()
+    if r < 0.45:
+        sys_msgs = [system(instr)]
+    elif r < 0.75:
+        sys_msgs = [system(rng.choice(SYSTEM_PROMPTS) + '\n\n' + instr)]
+    else:
+        sys_msgs = [system(rng.choice(SYSTEM_PROMPTS)), system(instr)]
+    ans = json.dumps(c['value'], ensure_ascii=False)
+    reasoning = pick(rng, 'The user wants a JSON object that matches the schema. I copy the values.',
+                     'A JSON answer to the schema. I copy the values from the request.')
+    msgs = sys_msgs + [user(c['request']), assistant(ans, reasoning if thinking else None)]
+    return Sample('pjson', msgs, None, thinking, meta={'templates': c['templates'], 'names': c['names']})
+
+
+def gen_pool_memory(rng: random.Random, thinking: bool) -> Sample:
+    c = pools.memory_case(rng, 'train')
+    v, label = c['value'], c['label']
+    ack = pick(rng, f'OK, I will remember {v}.', f'Got it: {v}.', f'Noted. Your {label} is {v}.',
+               f"Sure, I'll remember that your {label} is {v}.", f'Understood, {v}.')
+    msgs = maybe_system(rng, 0.2) + [user(c['tell']), assistant(ack)]
+    for _ in range(rng.choice([0, 0, 1, 1, 2])):
+        q, a, _ = _plain_qa(rng)
+        msgs += [user(q), assistant(a)]
+    ans = pick(rng, v, f'Your {label} is {v}.', f'You told me {v}.', f'The {label} is {v}.', f'{v}.')
+    msgs += [user(c['ask']), assistant(ans, f'The user told me the {label} earlier: {v}. The answer is {v}.'
+                                         if thinking else None)]
+    return Sample('pmemory', msgs, None, thinking, meta={'templates': c['templates'], 'names': c['names']})
+
+
+def gen_pool_chat(rng: random.Random, thinking: bool) -> Sample:
+    """No tools declared: a request that would need a tool gets a text answer (never a call)."""
+    c = pools.tool_call_case(rng, 'train', 1)
+    action = ' '.join(c['tool']['words'])
+    a = rng.choice(pools.TRAIN_NO_TOOL_ANSWER).format(a=action)
+    msgs = maybe_system(rng, 0.2) + [user(c['request']),
+                                     assistant(a, 'No tool is declared, so I answer in text.' if thinking else None)]
+    return Sample('pchat', msgs, None, thinking, meta={'templates': c['templates'], 'names': c['names']})
 
 
 # --- echo (copying practice) -------------------------------------------------------------------------
@@ -848,9 +924,17 @@ def gen_echo(rng: random.Random, lists: bool = True) -> tuple[str, str, str]:
 # a little plain echo practice; the other skills only need their formats shown.
 # 'json_nested' is JSON with more fields, lists and nested objects (gen_schema's nested): the held-out
 # checks' JSON misses were almost all brackets left open or closed early in those.
-KINDS = [('greeting', 4), ('fact', 4), ('arith', 3), ('instruction', 4), ('memory', 13), ('json', 20),
-         ('json_nested', 10), ('json_object', 2), ('tools', 28), ('tools_none', 3), ('forced', 4), ('echo', 7)]
-MIXES = {'default': KINDS, 'echo': [('echo', 1)]}
+KINDS_V1 = [('greeting', 4), ('fact', 4), ('arith', 3), ('instruction', 4), ('memory', 13), ('json', 20),
+            ('json_nested', 10), ('json_object', 2), ('tools', 28), ('tools_none', 3), ('forced', 4), ('echo', 7)]
+# The second edition (issue 20): most of the weight on generated tools, schemas and memory labels
+# (pools.py, TRAIN side), so that the model reads the names it is given instead of remembering ten
+# tools and forty fields; the first edition's kinds stay at small weights (the spec's examples use
+# its get_weather and "Remember the value 73"). 'pchat': no tools declared, a tool-like request gets
+# a text answer.
+KINDS = [('greeting', 4), ('fact', 3), ('arith', 3), ('instruction', 3), ('memory', 4), ('pmemory', 10),
+         ('json', 5), ('json_nested', 4), ('pjson', 16), ('json_object', 2), ('tools', 6), ('ptools', 24),
+         ('tools_none', 3), ('forced', 3), ('echo', 3), ('pchat', 6)]
+MIXES = {'default': KINDS, 'v1': KINDS_V1, 'echo': [('echo', 1)]}
 
 
 def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default', echo_v1: bool = False) -> Sample:
@@ -866,6 +950,9 @@ def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default'
         return gen_tools_no_call(rng, thinking)
     if kind == 'forced':
         return gen_forced(rng, thinking)
+    pool = {'ptools': gen_pool_tools, 'pjson': gen_pool_json, 'pmemory': gen_pool_memory, 'pchat': gen_pool_chat}
+    if kind in pool:
+        return pool[kind](rng, thinking)
     msgs: list[dict[str, Any]]
     if kind == 'greeting':
         msgs, a = gen_greeting(rng)

@@ -154,7 +154,7 @@ def main() -> None:
     ap.add_argument('--out', required=True)
     ap.add_argument('--dtype', choices=list(DTYPES), default='bf16')
     args = ap.parse_args()
-    ck = torch.load(args.ckpt)
+    ck = torch.load(args.ckpt, map_location='cpu')  # (a --device cuda checkpoint too)
     cfg = Config(**ck['config'])
     model = Glm4(cfg)
     model.load_state_dict(ck['model'])

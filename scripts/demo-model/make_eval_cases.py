@@ -1,13 +1,23 @@
-"""Writes scripts/demo-model/eval-cases.json: held-out Responses API requests for `npm run eval:demo`.
+"""Writes scripts/demo-model/eval-cases.json: truly held-out Responses API requests for `npm run eval:demo`,
+and test/demo-model/fixtures/split.json, which test/demo-model/heldout.test.ts uses to check the split.
 
-The cases come from data.py's generators with a seed training never uses (training: 1234, the
-tokenizer corpus: 7), rewritten as Responses requests: system turns become `instructions`, the
-JSON instruction is left to the server (text.format json_schema), tools are flat function tools,
-thinking off is `reasoning.effort: "none"`. Each case carries what a correct answer contains.
+Held out by name and by phrasing, not only by seed: every tool name, parameter name, JSON field name
+and memory label in these cases is drawn from pools.py's HELD side (a hash of the name's words; data.py
+only ever uses TRAIN names), and every request is worded with pools.py's HELD_* templates (training
+uses the TRAIN_* ones, a different list). Values are drawn afresh (names, words, codes, numbers,
+decimals, dates, multi-word strings).
 
-Usage: python3 make_eval_cases.py [--seed 777] [--per-kind 100] [--out FILE]
-(a wider check: --seed 4242 --per-kind 250 --out /tmp/wide.json, then
-`npm run eval:demo -- --cases /tmp/wide.json`)
+Behaviours (--per-kind each, thinking on for half):
+- tool: 1-4 generated tools declared (distractors often share the verb or the noun), tool_choice auto;
+  expects one call to the right tool with exactly the arguments the request gives.
+- json: text.format json_schema (strict) with the user's field names; expects the given values.
+- memory: a labelled value told in the first turn, 0-2 unrelated turns, then asked back (full history).
+- tool_result: the call already made and its function_call_output in the input; expects an answer
+  that contains every value of the result.
+- chat: no tools declared: small talk or a tool-like request; expects a completed text answer and no
+  tool call (no `undeclared_tool` failure).
+
+Usage: python3 make_eval_cases.py [--seed 2020] [--per-kind 100] [--out FILE] [--fixture FILE]
 """
 from __future__ import annotations
 
@@ -19,7 +29,10 @@ import sys
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import data  # noqa: E402
+import pools  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, '..', '..'))
 
 
 def flat_tool(t: dict[str, Any]) -> dict[str, Any]:
@@ -34,70 +47,109 @@ def thinking_field(thinking: bool) -> dict[str, Any]:
     return {} if thinking else {'reasoning': {'effort': 'none'}}
 
 
-def instructions_of(msgs: list[dict[str, Any]]) -> dict[str, Any]:
-    sys_texts = [m['content'] for m in msgs if m['role'] == 'system']
-    return {'instructions': '\n\n'.join(sys_texts)} if sys_texts else {}
+def tool_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
+    c = pools.tool_call_case(rng, 'held')
+    name, args = c['call']
+    req = {'input': c['request'], 'tools': [flat_tool(t) for t in c['tools']], 'tool_choice': 'auto',
+           **thinking_field(thinking)}
+    return {'kind': 'tool', 'thinking': thinking, 'request': req, 'names': c['names'],
+            'expect': {'calls': [{'name': name, 'arguments': args}]}}
 
 
-def tool_case(rng: random.Random) -> dict[str, Any]:
-    s = data.gen_tools(rng, rng.random() < 0.5)
-    user = next(m['content'] for m in s.messages if m['role'] == 'user')
-    req = {'input': user, 'tools': [flat_tool(t) for t in s.tools or []], 'tool_choice': 'auto',
-           **instructions_of(s.messages), **thinking_field(s.thinking)}
-    return {'kind': 'tool', 'thinking': s.thinking, 'request': req,
-            'expect': {'calls': [{'name': n, 'arguments': a} for n, a in s.meta['calls']]}}
+def json_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
+    c = pools.json_case(rng, 'held')
+    req = {'input': c['request'],
+           'text': {'format': {'type': 'json_schema', 'name': 'record', 'strict': True, 'schema': c['schema']}},
+           **thinking_field(thinking)}
+    return {'kind': 'json', 'thinking': thinking, 'request': req, 'names': c['names'], 'expect': {'value': c['value']}}
 
 
-def json_case(rng: random.Random) -> dict[str, Any]:
-    thinking = rng.random() < 0.5
-    msgs, answer, _ = data.gen_json(rng)
-    schema = json.loads(next(m['content'] for m in msgs if data.JSON_SCHEMA_INSTRUCTION in m['content'])
-                        .split(data.JSON_SCHEMA_INSTRUCTION, 1)[1])
-    others = [m for m in msgs if m['role'] == 'system' and data.JSON_SCHEMA_INSTRUCTION not in m['content']]
-    extra = [m['content'].split('\n\n' + data.JSON_SCHEMA_INSTRUCTION)[0] for m in msgs
-             if m['role'] == 'system' and '\n\n' + data.JSON_SCHEMA_INSTRUCTION in m['content']]
-    instr = '\n\n'.join([m['content'] for m in others] + extra)
-    user = next(m['content'] for m in msgs if m['role'] == 'user')
-    req = {'input': user, 'text': {'format': {'type': 'json_schema', 'name': 'record', 'strict': True, 'schema': schema}},
-           **({'instructions': instr} if instr else {}), **thinking_field(thinking)}
-    return {'kind': 'json', 'thinking': thinking, 'request': req, 'expect': {'value': json.loads(answer)}}
+def memory_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
+    c = pools.memory_case(rng, 'held')
+    between = rng.sample(pools.HELD_CHAT, rng.choice([0, 1, 1, 2]))
+    return {'kind': 'memory', 'thinking': thinking, 'turns': [c['tell'], *between, c['ask']],
+            'request': thinking_field(thinking), 'names': c['names'], 'expect': {'value': c['value']}}
 
 
-def memory_case(rng: random.Random) -> dict[str, Any]:
-    thinking = rng.random() < 0.5
-    turns, question, _, reasoning = data.gen_memory(rng)
-    # gen_memory's reasoning is 'The user asked me to remember V earlier. The answer is V.'
-    question_value = reasoning.rsplit('The answer is ', 1)[1][:-1]
-    return {'kind': 'memory', 'thinking': thinking, 'turns': [u for u, _ in turns] + [question],
-            'request': thinking_field(thinking), 'expect': {'value': question_value}}
+def tool_result_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
+    c = pools.tool_result_case(rng, 'held')
+    name, args = c['call']
+    items = [{'role': 'user', 'content': c['request']},
+             {'type': 'function_call', 'call_id': 'call_1', 'name': name,
+              'arguments': json.dumps(args, ensure_ascii=False)},
+             {'type': 'function_call_output', 'call_id': 'call_1', 'output': c['result']}]
+    req = {'input': items, 'tools': [flat_tool(t) for t in c['tools']], **thinking_field(thinking)}
+    return {'kind': 'tool_result', 'thinking': thinking, 'request': req, 'names': c['names'],
+            'expect': {'values': c['result_values']}}
 
 
-def reasoning_case(rng: random.Random) -> dict[str, Any]:
-    kind = rng.choice(['greeting', 'fact', 'arith', 'instruction'])
-    s = data.gen_sample(rng, kind)
-    user = [m['content'] for m in s.messages if m['role'] == 'user'][-1]
-    return {'kind': 'reasoning', 'thinking': True, 'request': {'input': user, **instructions_of(s.messages)},
-            'expect': {'answer': s.messages[-1]['content']}}
+def chat_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
+    c = pools.chat_case(rng, 'held')
+    return {'kind': 'chat', 'thinking': thinking, 'request': {'input': c['request'], **thinking_field(thinking)},
+            'names': c['names'], 'expect': {}}
+
+
+def schema_names(schema: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for k, v in schema.get('properties', {}).items():
+        out.append(k)
+        out += schema_names(v)
+    return out
+
+
+def training_sample(n: int, seed: int) -> dict[str, Any]:
+    """The names and templates that n of data.py's generated-pool conversations use (training's draw)."""
+    import data  # (needs jinja2)
+    rng = random.Random(seed)
+    names: set[str] = set()
+    templates: set[str] = set()
+    for _ in range(n):
+        s = data.gen_sample(rng)
+        for t in s.tools or []:
+            names.add(t['function']['name'])
+            names.update(t['function']['parameters']['properties'])
+        names.update(s.meta.get('names', []))
+        for m in s.messages:
+            if m['role'] == 'system' and data.JSON_SCHEMA_INSTRUCTION in m['content']:
+                names.update(schema_names(json.loads(m['content'].split(data.JSON_SCHEMA_INSTRUCTION, 1)[1])))
+            if m['role'] == 'tool' and m['content'].startswith('{'):
+                names.update(json.loads(m['content']))
+        templates.update(json.dumps(t, ensure_ascii=False) for _, t in s.meta.get('templates', []))
+    return {'samples': n, 'seed': seed, 'names': sorted(names), 'templates': sorted(templates)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument('--seed', type=int, default=777)
+    ap.add_argument('--seed', type=int, default=2020)
     ap.add_argument('--per-kind', type=int, default=100)
-    ap.add_argument('--out', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), 'eval-cases.json'))
+    ap.add_argument('--out', default=os.path.join(HERE, 'eval-cases.json'))
+    ap.add_argument('--fixture', default=os.path.join(REPO, 'test', 'demo-model', 'fixtures', 'split.json'),
+                    help="the split's check data for test/demo-model/heldout.test.ts ('' = don't write)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     cases: list[dict[str, Any]] = []
-    for make in (tool_case, json_case, memory_case, reasoning_case):
-        for _ in range(args.per_kind):
-            cases.append(make(rng))
+    for make in (tool_case, json_case, memory_case, tool_result_case, chat_case):
+        for i in range(args.per_kind):
+            cases.append(make(rng, i % 2 == 0))
     for i, c in enumerate(cases):
         c['id'] = f'{c["kind"]}-{i}'
     with open(args.out, 'w', encoding='utf-8') as f:
-        json.dump({'seed': args.seed, 'json_instruction': data.JSON_SCHEMA_INSTRUCTION, 'cases': cases}, f,
-                  ensure_ascii=False, indent=1)
+        json.dump({'seed': args.seed, 'split': 'held-out names (pools.split_of) and HELD_* phrasings', 'cases': cases},
+                  f, ensure_ascii=False, indent=None, separators=(',', ':'))
         f.write('\n')
     print(f'wrote {len(cases)} cases to {args.out}')
+    if args.fixture:
+        fixture = {
+            'reserved_train': sorted(pools.RESERVED_TRAIN),
+            'templates': {family: {'train': [json.dumps(t, ensure_ascii=False) for t in train],
+                                   'held': [json.dumps(t, ensure_ascii=False) for t in held]}
+                          for family, (train, held) in pools.TEMPLATES.items()},
+            'training': training_sample(500, 99),
+        }
+        with open(args.fixture, 'w', encoding='utf-8') as f:
+            json.dump(fixture, f, ensure_ascii=False, indent=0)
+            f.write('\n')
+        print(f'wrote {args.fixture}')
 
 
 if __name__ == '__main__':

@@ -20,9 +20,13 @@ time at step 3400, a run without it 32.5%. The gain needs the prompt's special t
 template markup) in that loss: a trial with --prompt-loss-text-only was no better at step 2000 than
 no prompt loss at all (tool calls 5%, against 22.5% with the full prompt loss).
 A checkpoint (model + config + step) is written to --out/ckpt.pt every --save-every steps and at the end.
+--init-from DIR warm-starts from an exported checkpoint of the same shape (the second edition started
+from the first's weights); --device cuda runs on a GPU (written without one at hand: untested).
 
-Usage (the shipped run): nice -n 5 python3 train.py --tokenizer models/maya-demo/tokenizer.json \
-    --out /tmp/run --seq 768 --batch 4 --steps 7800 --prompt-loss 0.2
+Usage (the first edition): nice -n 5 python3 train.py --tokenizer models/maya-demo/tokenizer.json \
+    --out /tmp/run --seq 768 --batch 4 --steps 7800 --prompt-loss 0.2 --mix v1
+(the second edition, warm-started: --init-from models/maya-demo --seq 1024 --batch 3 --minutes 93
+--lr 1e-3 --warmup 50 --first-steps 0; models/maya-demo/README.md)
 """
 from __future__ import annotations
 
@@ -139,6 +143,10 @@ def main() -> None:
     ap.add_argument('--threads', type=int, default=2)
     ap.add_argument('--save-every', type=int, default=25)
     ap.add_argument('--resume', action='store_true')
+    ap.add_argument('--init-from', default='',
+                    help='warm start: an exported model directory (config.json + model.safetensors) of the same '
+                         'shape; its weights replace the random initialisation (the optimizer starts fresh)')
+    ap.add_argument('--device', default='cpu', help="torch device: cpu (default) or cuda (untested: no GPU here)")
     ap.add_argument('--mix', choices=list(data.MIXES), default='default', help='data mixture (data.py MIXES)')
     ap.add_argument('--first-mix', choices=list(data.MIXES), default='echo',
                     help='mixture of the first --first-steps steps (copying practice before the main mixture)')
@@ -157,17 +165,27 @@ def main() -> None:
                  num_hidden_layers=args.layers, num_attention_heads=args.heads,
                  num_key_value_heads=args.kv_heads, head_dim=args.head_dim)
     model = Glm4(cfg)
+    if args.init_from:
+        from export import read_safetensors
+        st = read_safetensors(os.path.join(args.init_from, 'model.safetensors'))
+        sd = {k[len('model.'):] if k.startswith('model.') else k: v for k, v in st.items()}
+        head = sd.pop('lm_head.weight')
+        if not torch.equal(head, sd['embed_tokens.weight']):
+            raise SystemExit('--init-from: lm_head differs from the embeddings (training ties them)')
+        model.load_state_dict(sd, strict=True)
+    dev = torch.device(args.device)
+    model.to(dev)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{'params': decay, 'weight_decay': 0.05}, {'params': no_decay, 'weight_decay': 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     packer = Packer(tok, args.seed, args.seq, args.mix)
-    specials = torch.tensor(sorted(tok.special.values()))
+    specials = torch.tensor(sorted(tok.special.values()), device=args.device)
     os.makedirs(args.out, exist_ok=True)
     ckpt_path = os.path.join(args.out, 'ckpt.pt')
     step, elapsed0 = 0, 0.0
     if args.resume and os.path.exists(ckpt_path):
-        ck = torch.load(ckpt_path)
+        ck = torch.load(ckpt_path, map_location=dev)
         model.load_state_dict(ck['model'])
         opt.load_state_dict(ck['opt'])
         step, elapsed0 = ck['step'], ck.get('elapsed', 0.0)
@@ -204,6 +222,7 @@ def main() -> None:
         trained = max(1, sum(int((tgt != -100).sum()) for _, tgt, _ in mbs))
         loss = 0.0
         for ids, tgt, ptgt in mbs:
+            ids, tgt, ptgt = ids.to(dev), tgt.to(dev), ptgt.to(dev)
             sel = tgt.view(-1) != -100  # logits only where there is loss (saves most of the lm_head)
             hid = model.hidden(ids).view(-1, cfg.hidden_size)
             part = F.cross_entropy(model.logits(hid[sel]), tgt.view(-1)[sel], reduction='sum')

@@ -1,0 +1,592 @@
+"""Generated name pools and request phrasings for the demo model, split into TRAIN and HELD-OUT.
+
+The first model learnt ten fixed tools and ~40 field names by heart, and its "held-out" cases were
+drawn from the same ones. Here every tool name, parameter name and JSON field name is composed per
+example from word pools (domains: travel, commerce, office, home, health, finance, media, ...), in
+snake_case, camelCase or PascalCase, and every request is worded by one of many natural-language
+templates. Both are split in two:
+
+- names: a name's split is a hash of its lower-case words (`split_of`), so its snake_case and
+  camelCase spellings fall on the same side; about one name in five is HELD-OUT. Training
+  (data.py) only ever declares TRAIN names; the evaluation (make_eval_cases.py) only HELD-OUT ones.
+- phrasings: every template list below exists twice, TRAIN_* and HELD_*, with different wording;
+  the evaluation words its requests only with HELD_* templates.
+
+test/demo-model/heldout.test.ts checks that the two sides are disjoint and that a stream of
+training conversations never contains a held-out name or template.
+
+The gen_* functions return plain dicts (messages, tools, expected values) that data.py renders for
+training and make_eval_cases.py turns into Responses API requests.
+"""
+from __future__ import annotations
+
+import json
+import random
+import zlib
+from typing import Any, Callable
+
+# ----------------------------------------------------------------------------------------------
+# Words
+
+VERBS = ['get', 'fetch', 'find', 'search', 'list', 'create', 'add', 'update', 'delete', 'remove', 'cancel',
+         'book', 'reserve', 'schedule', 'send', 'check', 'track', 'convert', 'calculate', 'set', 'start',
+         'stop', 'open', 'close', 'assign', 'approve', 'reject', 'submit', 'register', 'lookup', 'translate',
+         'play', 'pause', 'order', 'rate', 'share', 'archive', 'restore', 'upload', 'download', 'sync',
+         'notify', 'validate', 'estimate', 'compare', 'reset', 'renew', 'transfer', 'refund', 'invite',
+         'rename', 'publish', 'count', 'print', 'scan', 'query', 'record', 'log', 'mark', 'move']
+NOUNS = ['flight', 'hotel', 'room', 'trip', 'seat', 'ticket', 'train', 'car', 'booking', 'itinerary',
+         'passport', 'order', 'invoice', 'payment', 'refund', 'product', 'cart', 'coupon', 'shipment',
+         'package', 'delivery', 'customer', 'subscription', 'receipt', 'price', 'stock', 'meeting',
+         'calendar', 'event', 'reminder', 'task', 'note', 'document', 'report', 'file', 'folder', 'email',
+         'message', 'contact', 'team', 'project', 'issue', 'deadline', 'light', 'thermostat', 'alarm',
+         'door', 'camera', 'plant', 'recipe', 'grocery', 'playlist', 'song', 'podcast', 'movie', 'timer',
+         'appointment', 'patient', 'prescription', 'doctor', 'workout', 'meal', 'dose', 'account',
+         'balance', 'transaction', 'budget', 'loan', 'currency', 'expense', 'weather', 'forecast',
+         'temperature', 'user', 'profile', 'password', 'device', 'printer', 'server', 'backup', 'database',
+         'table', 'restaurant', 'menu', 'review', 'course', 'lesson', 'student', 'grade', 'book', 'library',
+         'parking', 'route', 'address', 'translation', 'album', 'photo', 'video', 'channel', 'comment',
+         'post', 'survey', 'vote', 'warehouse', 'supplier', 'vehicle', 'driver', 'pet', 'vaccine', 'garden']
+QUALIFIERS = ['user', 'daily', 'weekly', 'monthly', 'new', 'current', 'latest', 'public', 'shared', 'team',
+              'customer', 'local', 'remote', 'pending', 'recent', 'default', 'guest', 'family', 'office',
+              'home', 'travel', 'group', 'personal', 'draft', 'urgent', 'saved', 'favorite', 'annual']
+ASPECTS = ['status', 'details', 'history', 'summary', 'info', 'count', 'list', 'settings', 'schedule',
+           'total', 'level', 'owner', 'location', 'rating', 'price', 'size']
+
+# Parameter / field names: [prefix] + base. The base decides the type and the kind of value.
+PREFIXES = ['customer', 'order', 'user', 'guest', 'event', 'item', 'product', 'target', 'source', 'start',
+            'end', 'max', 'min', 'new', 'home', 'billing', 'shipping', 'account', 'project', 'team', 'room',
+            'flight', 'hotel', 'patient', 'owner', 'contact', 'return', 'departure', 'arrival', 'pickup',
+            'delivery', 'invoice', 'ticket', 'task', 'meeting', 'book', 'song', 'vehicle', 'pet', 'course',
+            'primary', 'backup', 'first', 'last', 'parent', 'child', 'main', 'extra', 'reply', 'review']
+BASES: dict[str, str] = {
+    # string kinds
+    'name': 'person', 'id': 'code', 'code': 'code', 'reference': 'code', 'number': 'code', 'email': 'email',
+    'city': 'city', 'country': 'country', 'title': 'phrase', 'note': 'phrase', 'description': 'phrase',
+    'message': 'phrase', 'label': 'word', 'tag': 'word', 'category': 'word', 'language': 'language',
+    'date': 'date', 'time': 'time', 'color': 'colour', 'colour': 'colour', 'username': 'handle',
+    'query': 'phrase', 'topic': 'phrase', 'nickname': 'word', 'keyword': 'word', 'brand': 'word',
+    'street': 'phrase', 'author': 'person', 'recipient': 'person', 'host': 'person', 'airport': 'code',
+    # integers
+    'count': 'int', 'quantity': 'int', 'limit': 'int', 'level': 'int', 'age': 'int', 'year': 'year',
+    'minutes': 'int', 'days': 'int', 'seats': 'int', 'floor': 'int', 'nights': 'int', 'size': 'int',
+    # numbers
+    'amount': 'num', 'price': 'num', 'weight': 'num', 'ratio': 'num', 'rate': 'num', 'distance': 'num',
+    'budget': 'num', 'score': 'num', 'latitude': 'num', 'height': 'num',
+    # booleans
+    'enabled': 'bool', 'confirmed': 'bool', 'urgent': 'bool', 'notify': 'bool', 'public': 'bool',
+}
+# Bases that stand alone as a name (without a prefix) read naturally.
+ALONE = ['name', 'email', 'city', 'country', 'title', 'note', 'description', 'message', 'label', 'tag',
+         'category', 'language', 'date', 'time', 'color', 'username', 'query', 'topic', 'nickname', 'keyword',
+         'brand', 'author', 'recipient', 'count', 'quantity', 'limit', 'level', 'age', 'year', 'minutes',
+         'days', 'seats', 'amount', 'price', 'weight', 'distance', 'budget', 'score', 'enabled', 'urgent']
+
+FIRST_NAMES = ['Alice', 'Bob', 'Carol', 'Dave', 'Erin', 'Frank', 'Grace', 'Heidi', 'Ivan', 'Judy', 'Mallory',
+               'Olivia', 'Peggy', 'Rupert', 'Sybil', 'Trent', 'Victor', 'Walter', 'Yara', 'Zoe', 'Amara',
+               'Kenji', 'Lucía', 'Mateo', 'Priya', 'Sven', 'Tariq', 'Ngozi', 'Chen', 'Ines', 'Omar', 'Hana',
+               'Leon', 'Mira', 'Nadia', 'Pablo', 'Rosa', 'Tomas', 'Uma', 'Wendy', 'Xavier', 'Yusuf', 'Zara']
+LAST_NAMES = ['Smith', 'Garcia', 'Nakamura', 'Okafor', 'Novak', 'Rossi', 'Schmidt', 'Kowalski', 'Haddad',
+              'Larsen', 'Moreau', 'Silva', 'Tanaka', 'Ivanova', 'Brennan', 'Costa', 'Dubois', 'Ahmed']
+CITIES = ['Paris', 'Rome', 'Tokyo', 'Berlin', 'Madrid', 'Lisbon', 'Oslo', 'Cairo', 'Lima', 'Seoul', 'Boston',
+          'Denver', 'Sydney', 'Dublin', 'Vienna', 'Prague', 'Nairobi', 'Toronto', 'Mumbai', 'Santiago',
+          'Helsinki', 'Athens', 'Warsaw', 'Kyoto', 'São Paulo', 'Zürich', 'Reykjavík', 'New York',
+          'Cape Town', 'Buenos Aires', 'Hanoi', 'Accra', 'Bergen', 'Porto', 'Quito', 'Perth', 'Austin']
+COUNTRIES = ['France', 'Japan', 'Brazil', 'Kenya', 'Canada', 'Norway', 'Peru', 'India', 'Egypt', 'Chile',
+             'Poland', 'Ireland', 'Mexico', 'Ghana', 'Vietnam', 'Portugal', 'Austria', 'Iceland']
+LANGUAGES = ['French', 'German', 'Spanish', 'Italian', 'Japanese', 'Dutch', 'Polish', 'Swahili', 'Korean',
+             'Portuguese', 'Greek', 'Hindi', 'Turkish', 'Finnish']
+COLOURS = ['red', 'blue', 'green', 'yellow', 'purple', 'orange', 'teal', 'silver', 'gold', 'white', 'black',
+           'pink', 'brown', 'grey', 'violet', 'navy', 'beige']
+MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October',
+          'November', 'December']
+COMMON_WORDS = ['river', 'maple', 'copper', 'harbor', 'lantern', 'meadow', 'pepper', 'orbit', 'velvet',
+                'granite', 'willow', 'ember', 'falcon', 'cobalt', 'saffron', 'thunder', 'pebble', 'canyon',
+                'marble', 'juniper', 'quartz', 'tundra', 'almond', 'beacon', 'cedar', 'dune', 'fjord', 'glacier',
+                'hazel', 'indigo', 'jasper', 'kettle', 'lagoon', 'mosaic', 'nectar', 'oasis', 'prairie',
+                'quill', 'raven', 'sierra', 'tulip', 'umber', 'vortex', 'walnut', 'yonder', 'zephyr', 'blue',
+                'garden', 'summer', 'winter', 'silver', 'rocket', 'paper', 'violin', 'island', 'forest']
+_SYL = ['ka', 'lo', 'mi', 'ra', 'ven', 'tor', 'sa', 'li', 'nor', 'da', 'bel', 'mar', 'qui', 'zan', 'ro', 'te',
+        'vi', 'gal', 'os', 'un', 'pe', 'fi', 'dor', 'ha', 'lum', 'cre', 'sto', 'ar', 'bo', 'ne', 'ju', 'ke']
+
+
+def split_of(words: list[str] | tuple[str, ...]) -> str:
+    """'held' for about one name in five (a hash of the lower-case words), else 'train'; the first
+    edition's names (RESERVED_TRAIN) are always 'train'."""
+    key = '_'.join(w.lower() for w in words)
+    if key in RESERVED_TRAIN:
+        return 'train'
+    return 'held' if zlib.crc32(key.encode()) % 5 == 0 else 'train'
+
+
+# Every name the first edition's data (data.py's fixed tools, their results, its JSON fields) uses,
+# which training still draws at small weight: always on the training side, never held out.
+RESERVED_TRAIN = {
+    'get_weather', 'convert_currency', 'send_email', 'search_web', 'create_reminder', 'set_light', 'lookup_order',
+    'get_stock_price', 'get_time', 'translate',
+    'city', 'days', 'unit', 'amount', 'from', 'to', 'subject', 'body', 'query', 'text', 'minutes', 'room', 'on',
+    'brightness', 'order_id', 'symbol', 'target_language', 'temperature', 'condition', 'currency', 'status',
+    'results', 'ok', 'time', 'translation', 'price', 'answer',
+    'name', 'colour', 'title', 'owner', 'animal', 'country', 'label', 'author', 'email', 'age', 'count', 'year',
+    'quantity', 'score', 'rank', 'size', 'weight', 'height', 'ratio', 'active', 'done', 'verified', 'public',
+    'urgent', 'available', 'priority', 'mood', 'tags', 'items', 'colours', 'cities', 'names', 'numbers',
+    'address', 'details', 'location', 'meta', 'note', 'nickname', 'comment', 'parent', 'middle_name',
+}
+
+
+def style(words: list[str], how: str) -> str:
+    if how == 'snake':
+        return '_'.join(words)
+    if how == 'camel':
+        return words[0] + ''.join(w.capitalize() for w in words[1:])
+    return ''.join(w.capitalize() for w in words)
+
+
+def _pick_style(rng: random.Random) -> str:
+    r = rng.random()
+    return 'snake' if r < 0.6 else 'camel' if r < 0.9 else 'pascal'
+
+
+def _draw(rng: random.Random, split: str, make: Callable[[], list[str]]) -> list[str]:
+    for _ in range(1000):
+        words = make()
+        if split_of(words) != split:
+            continue
+        return words
+    raise RuntimeError('no name drawn')
+
+
+def tool_words(rng: random.Random, split: str, verb: str | None = None, noun: str | None = None) -> list[str]:
+    def make() -> list[str]:
+        v = verb or rng.choice(VERBS)
+        n = noun or rng.choice(NOUNS)
+        r = rng.random()
+        if r < 0.45:
+            return [v, n]
+        if r < 0.75:
+            return [v, rng.choice(QUALIFIERS), n]
+        return [v, n, rng.choice(ASPECTS)]
+    return _draw(rng, split, make)
+
+
+def field_words(rng: random.Random, split: str, kinds: set[str] | None = None) -> list[str]:
+    bases = [b for b in BASES if kinds is None or BASES[b] in kinds]
+
+    def make() -> list[str]:
+        b = rng.choice(bases)
+        if b in ALONE and rng.random() < 0.35:
+            return [b]
+        return [rng.choice(PREFIXES), b]
+    return _draw(rng, split, make)
+
+
+def all_names(split: str) -> set[str]:
+    """Every tool and field name (in its three spellings) on one side of the split."""
+    out: set[str] = set()
+    combos: list[list[str]] = []
+    for v in VERBS:
+        for n in NOUNS:
+            combos.append([v, n])
+            combos += [[v, q, n] for q in QUALIFIERS]
+            combos += [[v, n, a] for a in ASPECTS]
+    for b in BASES:
+        combos.append([b])
+        combos += [[p, b] for p in PREFIXES]
+    for w in combos:
+        if split_of(w) == split:
+            out.update(style(w, s) for s in ('snake', 'camel', 'pascal'))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Values copied from the request
+
+
+def person(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.45:
+        return rng.choice(FIRST_NAMES)
+    if r < 0.75:
+        return f'{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}'
+    return ''.join(rng.choice(_SYL) for _ in range(rng.randint(2, 3))).capitalize()
+
+
+def word(rng: random.Random) -> str:
+    return rng.choice(COMMON_WORDS) if rng.random() < 0.6 else ''.join(rng.choice(_SYL) for _ in range(rng.randint(2, 3)))
+
+
+def code(rng: random.Random) -> str:
+    letters = 'ABCDEFGHJKLMNPQRSTUVWXYZ'
+    r = rng.random()
+    if r < 0.3:
+        return f'{"".join(rng.choice(letters) for _ in range(2))}-{rng.randint(100, 9999)}'
+    if r < 0.55:
+        return f'{rng.choice(letters)}{rng.randint(100, 99999)}'
+    if r < 0.8:
+        return ''.join(rng.choice(letters + '0123456789') for _ in range(rng.randint(4, 6)))
+    return str(rng.randint(1000, 999999))
+
+
+def phrase(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.4:
+        return ' '.join(word(rng) for _ in range(rng.randint(2, 3)))
+    return rng.choice(['quarterly sales review', 'pick up the dry cleaning', 'call back after lunch',
+                       'blue cotton shirt', 'the north entrance', 'weekend trip to the coast',
+                       'bring two copies', 'late checkout please', 'garden party planning',
+                       'broken kitchen tap', 'vegan options only', 'window seat if possible',
+                       'spring cleaning list', 'budget for next year', 'room with a view', 'jazz night',
+                       'team lunch on Friday', 'new office chairs', 'dentist follow up', 'old photo albums'])
+
+
+def value_for(rng: random.Random, kind: str) -> Any:
+    if kind == 'person':
+        return person(rng)
+    if kind == 'code':
+        return code(rng)
+    if kind == 'email':
+        return f'{rng.choice(FIRST_NAMES).lower().replace("í", "i")}.{word(rng)}@example.com'
+    if kind == 'city':
+        return rng.choice(CITIES)
+    if kind == 'country':
+        return rng.choice(COUNTRIES)
+    if kind == 'phrase':
+        return phrase(rng)
+    if kind == 'word':
+        return word(rng)
+    if kind == 'language':
+        return rng.choice(LANGUAGES)
+    if kind == 'date':
+        return f'2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}' if rng.random() < 0.6 else \
+            f'{rng.choice(MONTHS)} {rng.randint(1, 28)}'
+    if kind == 'time':
+        return f'{rng.randint(0, 23):02d}:{rng.choice([0, 15, 30, 45, rng.randint(0, 59)]):02d}'
+    if kind == 'colour':
+        return rng.choice(COLOURS)
+    if kind == 'handle':
+        return f'{word(rng)}{rng.randint(1, 99)}'
+    if kind == 'int':
+        return rng.choice([rng.randint(1, 12), rng.randint(1, 100), rng.randint(100, 9999)])
+    if kind == 'year':
+        return rng.randint(1950, 2035)
+    if kind == 'num':
+        return round(rng.uniform(0.1, 999), rng.choice([1, 2, 2])) if rng.random() < 0.8 else rng.randint(1, 500)
+    if kind == 'bool':
+        return rng.random() < 0.5
+    raise ValueError(kind)
+
+
+JSON_TYPE = {'int': 'integer', 'year': 'integer', 'num': 'number', 'bool': 'boolean'}
+
+
+def schema_of(kind: str) -> dict[str, Any]:
+    return {'type': JSON_TYPE.get(kind, 'string')}
+
+
+# ----------------------------------------------------------------------------------------------
+# Phrasings. {a}: the action ("book hotel room"); {args}: the joined argument mentions;
+# {p}: a parameter's words ("guest name"); {v}: its value.
+
+TRAIN_TOOL_REQUEST = ['Please {a} {args}.', 'Can you {a} {args}?', 'I need to {a} {args}.', '{A} {args}, please.',
+                      'Could you {a} for me {args}?', 'Help me {a} {args}.', "I'd like you to {a} {args}.",
+                      'Go ahead and {a} {args}.', '{A} {args}.', 'Hey, {a} {args}.', 'Quick one: {a} {args}.',
+                      'Use the tool to {a} {args}.', 'We should {a} {args}.', 'Would you please {a} {args}?']
+HELD_TOOL_REQUEST = ['Kindly {a} {args}.', 'Time to {a}: {args}.', 'My request is to {a} {args}.',
+                     "Let's {a} {args}.", 'I want you to {a} {args}.', 'Is it possible to {a} {args}?',
+                     'Next step: {a} {args}.', 'Do me a favour and {a} {args}.']
+TRAIN_ARG = ['with {p} {v}', 'with the {p} set to {v}', 'where the {p} is {v}', 'using {v} as the {p}',
+             '{p} {v}', 'the {p} being {v}', 'and the {p} should be {v}', 'for {p} {v}', '{p}: {v}',
+             'giving {v} as {p}']
+HELD_ARG = ['{p} equal to {v}', 'making the {p} {v}', 'with {v} for the {p}', 'whose {p} is {v}',
+            'the {p} = {v}', '{v} as the value of {p}']
+TRAIN_BOOL = [('with {p} on', 'with {p} off'), ('{p} true', '{p} false'), ('set {p} to yes', 'set {p} to no')]
+HELD_BOOL = [('{p} enabled', '{p} disabled'), ('with {p} switched on', 'with {p} switched off')]
+
+TRAIN_JSON_REQUEST = ['Create a record: {args}.', 'Make a JSON object, {args}.', 'Fill in the form: {args}.',
+                      'Record this: {args}.', 'Give me the data, {args}.', 'Return an object: {args}.',
+                      'Here are the details: {args}.', 'Store an entry, {args}.', 'Build the object: {args}.',
+                      'Write down a record: {args}.', 'Please prepare the data: {args}.', 'New entry: {args}.']
+HELD_JSON_REQUEST = ['Log an item - {args}.', 'Turn this into structured data: {args}.',
+                     'Capture the following: {args}.', 'Produce the structured result - {args}.',
+                     'Format these facts: {args}.', 'Put together an entry - {args}.']
+
+TRAIN_MEMORY_TELL = ['My {p} is {v}. Please remember it.', 'Remember that my {p} is {v}.',
+                     'Keep this in mind: my {p} is {v}.', 'Note down my {p}: {v}.', 'The {p} is {v}, remember it.',
+                     'Please remember the {p} {v}.', 'Store my {p} for later: {v}.', 'Remember the value {v}.',
+                     'Remember this word: {v}.', 'Memorize {v} as my {p}.']
+HELD_MEMORY_TELL = ["Don't forget my {p}, it is {v}.", 'For later: the {p} is {v}.',
+                    'Hold on to this, my {p} is {v}.', 'I am telling you my {p} now: {v}. Keep it.',
+                    'Save {v} as the {p}, please.']
+TRAIN_MEMORY_ASK = ['What is my {p}?', 'What {p} did I give you?', 'Tell me my {p}.', 'Which {p} did I mention?',
+                    'Do you remember my {p}?', 'What was the {p}?', 'Repeat my {p}.', 'What did I ask you to remember?']
+HELD_MEMORY_ASK = ['Remind me of my {p}.', 'Can you recall the {p} I told you?', 'What {p} did I say earlier?',
+                   'I forgot my {p}. What was it?', 'Say the {p} I gave you.']
+
+TRAIN_RESULT_ANSWER = ['The {p} is {v}.', 'Done. The {p} is {v}.', 'The result: {p} {v}.', 'I got {v} for the {p}.',
+                       'It returned {v} as the {p}.', 'Here you go: the {p} is {v}.']
+# (Answers are the model's words; the held-out side of a tool-result case is its tool, field names and request.)
+
+TRAIN_CHAT = ['Hello', 'Hi there', 'Good morning', 'How are you?', 'Thanks!', 'What can you do?', 'Who are you?',
+              'Tell me a joke.', 'Goodbye', 'What is 2+2?', 'What is 7 plus 5?', 'Is it a nice day?',
+              'Can you help me?', 'What time is it?', 'Good night', 'Nice to meet you', 'What is your name?',
+              'How does this work?', 'Are you a robot?', 'Say something nice.']
+# (Training's plain chat is data.py's greetings, facts, arithmetic and small talk; HELD_CHAT is none of them.)
+HELD_CHAT = ['Hey, how is it going?', 'Good evening to you!', 'What is 3+4?', 'How much is 12 minus 5?',
+             'Thank you so much.', 'Can you tell me something interesting?', 'Who made you?',
+             'Hello, anyone there?', 'What day is it today?', 'Cheers, that is all.', 'Could you add 9 and 9?',
+             'Are you awake?', 'Please introduce yourself briefly.', 'I have a question about cooking.']
+TRAIN_NO_TOOL_ANSWER = ["I can't {a} here: no tool for that is available in this conversation.",
+                        'There is no tool to {a} right now, so I cannot do it.',
+                        'Sorry, I have no tool to {a}.']
+
+TEMPLATES = {
+    'tool_request': (TRAIN_TOOL_REQUEST, HELD_TOOL_REQUEST), 'arg': (TRAIN_ARG, HELD_ARG),
+    'bool': (TRAIN_BOOL, HELD_BOOL), 'json_request': (TRAIN_JSON_REQUEST, HELD_JSON_REQUEST),
+    'memory_tell': (TRAIN_MEMORY_TELL, HELD_MEMORY_TELL), 'memory_ask': (TRAIN_MEMORY_ASK, HELD_MEMORY_ASK),
+    'chat': (TRAIN_CHAT, HELD_CHAT),
+}
+
+
+class Drawer:
+    """Draws names and templates from one side of the split and records the templates used."""
+
+    def __init__(self, rng: random.Random, split: str):
+        assert split in ('train', 'held')
+        self.rng, self.split = rng, split
+        self.used: list[tuple[str, Any]] = []
+
+    def template(self, family: str) -> Any:
+        train, held = TEMPLATES[family]
+        t = self.rng.choice(train if self.split == 'train' else held)
+        self.used.append((family, t))
+        return t
+
+    def tool_name(self, verb: str | None = None, noun: str | None = None) -> tuple[str, list[str]]:
+        w = tool_words(self.rng, self.split, verb, noun)
+        return style(w, _pick_style(self.rng)), w
+
+    def field(self, kinds: set[str] | None = None) -> tuple[str, list[str], str]:
+        """(name, words, value kind)."""
+        w = field_words(self.rng, self.split, kinds)
+        how = _pick_style(self.rng)
+        return style(w, 'snake' if how == 'pascal' else how), w, BASES[w[-1]]
+
+
+def say(v: Any) -> str:
+    if isinstance(v, bool):
+        return 'true' if v else 'false'
+    return str(v)
+
+
+def mention(d: Drawer, words: list[str], kind: str, v: Any) -> str:
+    p = ' '.join(words)
+    if kind == 'bool':
+        on, off = d.template('bool')
+        return (on if v else off).format(p=p)
+    return d.template('arg').format(p=p, v=say(v))
+
+
+def join_args(rng: random.Random, parts: list[str]) -> str:
+    if len(parts) <= 1:
+        return ''.join(parts)
+    sep = rng.choice([', ', '; '])
+    return sep.join(parts[:-1]) + rng.choice([' and ', sep])
+
+
+def join_all(rng: random.Random, parts: list[str]) -> str:
+    if len(parts) <= 1:
+        return ''.join(parts)
+    return ', '.join(parts[:-1]) + rng.choice([' and ', ', '] ) + parts[-1]
+
+
+def capital(s: str) -> str:
+    return s[:1].upper() + s[1:]
+
+
+# ----------------------------------------------------------------------------------------------
+# Tools
+
+
+def make_tool(d: Drawer, verb: str | None = None, noun: str | None = None) -> dict[str, Any]:
+    """A declared tool: {'name', 'words', 'params': [(name, words, kind, required)], 'def'}."""
+    rng = d.rng
+    name, words = d.tool_name(verb, noun)
+    params: list[tuple[str, list[str], str, bool]] = []
+    seen: set[str] = set()
+    for i in range(rng.choice([1, 1, 2, 2, 2, 3, 3, 4])):
+        pname, pw, kind = d.field()
+        if pname in seen or ' '.join(pw) in {' '.join(x[1]) for x in params}:
+            continue
+        seen.add(pname)
+        params.append((pname, pw, kind, i == 0 or rng.random() < 0.7))
+    props: dict[str, Any] = {}
+    for pname, pw, kind, _ in params:
+        s = schema_of(kind)
+        if rng.random() < 0.25:
+            s = {**s, 'description': f'The {" ".join(pw)}'}
+        props[pname] = s
+    fn: dict[str, Any] = {'name': name}
+    if rng.random() < 0.8:
+        fn['description'] = capital(' '.join(words)) + rng.choice(['', '.', ' for the user'])
+    fn['parameters'] = {'type': 'object', 'properties': props, 'required': [p[0] for p in params if p[3]]}
+    return {'name': name, 'words': words, 'params': params, 'def': {'type': 'function', 'function': fn}}
+
+
+def tool_call_case(rng: random.Random, split: str, n_tools: int | None = None) -> dict[str, Any]:
+    """A request for one declared tool among 1-4 (distractors often share the verb or the noun).
+    Returns {'tools': [defs], 'request', 'call': (name, args), 'tool', 'templates'}."""
+    d = Drawer(rng, split)
+    target = make_tool(d)
+    tools = [target]
+    n = n_tools or rng.choice([1, 2, 2, 3, 3, 4, 4])
+    names = {target['name'].lower()}
+    for _ in range(50):
+        if len(tools) >= n:
+            break
+        r = rng.random()
+        verb = target['words'][0] if r < 0.3 else None
+        noun = target['words'][-1] if 0.3 <= r < 0.55 else None
+        t = make_tool(d, verb, noun)
+        if t['name'].lower() in names or t['words'] == target['words']:
+            continue
+        names.add(t['name'].lower())
+        tools.append(t)
+    rng.shuffle(tools)
+    args: dict[str, Any] = {}
+    parts: list[str] = []
+    for pname, pw, kind, required in target['params']:
+        if not required and rng.random() < 0.4:
+            continue
+        v = value_for(rng, kind)
+        args[pname] = v
+        parts.append(mention(d, pw, kind, v))
+    rng.shuffle(parts)
+    order = list(args)
+    a = ' '.join(target['words'])
+    req = d.template('tool_request').format(a=a, A=capital(a), args=join_all(rng, parts)).replace(' .', '.') \
+        .replace(' ?', '?').replace(' ,', ',').replace(':.', '.')
+    return {'tools': [t['def'] for t in tools], 'request': req, 'call': (target['name'], {k: args[k] for k in order}),
+            'tool': target, 'templates': d.used, 'names': [t['name'] for t in tools] +
+            [p[0] for t in tools for p in t['params']]}
+
+
+def tool_result_case(rng: random.Random, split: str) -> dict[str, Any]:
+    """tool_call_case, then the tool's result (1-2 fields) and an answer that restates it."""
+    c = tool_call_case(rng, split)
+    d = Drawer(rng, split)
+    result: dict[str, Any] = {}
+    for _ in range(rng.choice([1, 1, 2])):
+        fname, fw, kind = d.field({'person', 'code', 'city', 'phrase', 'word', 'date', 'time', 'int', 'num', 'colour'})
+        if fname not in result:
+            result[fname] = value_for(rng, kind)
+    parts = [rng.choice(TRAIN_RESULT_ANSWER).format(p=' '.join(split_words(k)), v=say(v)) for k, v in result.items()]
+    c['result'] = json.dumps(result, ensure_ascii=False)
+    c['result_values'] = [say(v) for v in result.values()]
+    c['answer'] = ' '.join(parts)
+    c['names'] += list(result)
+    c['templates'] += d.used
+    return c
+
+
+def split_words(name: str) -> list[str]:
+    out: list[str] = []
+    for part in name.split('_'):
+        cur = ''
+        for ch in part:
+            if ch.isupper() and cur:
+                out.append(cur.lower())
+                cur = ch
+            else:
+                cur += ch
+        if cur:
+            out.append(cur.lower())
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# JSON to a user schema
+
+
+def json_case(rng: random.Random, split: str) -> dict[str, Any]:
+    """A schema of 1-5 fields with the user's field names (sometimes a list of strings or a nested
+    object) and a request giving every value. Returns {'schema', 'value', 'request'}."""
+    d = Drawer(rng, split)
+    props: dict[str, Any] = {}
+    value: dict[str, Any] = {}
+    parts: list[str] = []
+    names: list[str] = []
+    for _ in range(rng.choice([1, 2, 2, 3, 3, 4, 5])):
+        r = rng.random()
+        if r < 0.1:
+            fname, fw, kind = d.field({'word', 'city', 'person', 'colour', 'code'})
+            if fname in props:
+                continue
+            v: Any = [value_for(rng, kind) for _ in range(rng.randint(1, 3))]
+            props[fname] = {'type': 'array', 'items': {'type': 'string'}}
+            parts.append(d.template('arg').format(p=' '.join(fw), v=join_all(rng, v)))
+        elif r < 0.18:
+            fname, fw, _ = d.field({'word', 'phrase', 'code', 'person'})
+            if fname in props:
+                continue
+            sub_props: dict[str, Any] = {}
+            v = {}
+            sub_parts = []
+            for _ in range(rng.randint(1, 2)):
+                sname, sw, skind = d.field({'person', 'city', 'code', 'int', 'word', 'date'})
+                if sname in sub_props:
+                    continue
+                sub_props[sname] = schema_of(skind)
+                v[sname] = value_for(rng, skind)
+                sub_parts.append(f'{" ".join(sw)} {say(v[sname])}')
+                names.append(sname)
+            props[fname] = {'type': 'object', 'properties': sub_props, 'required': list(sub_props),
+                            'additionalProperties': False}
+            parts.append(f'{" ".join(fw)} with {" and ".join(sub_parts)}')
+        else:
+            fname, fw, kind = d.field()
+            if fname in props:
+                continue
+            v = value_for(rng, kind)
+            s = schema_of(kind)
+            if kind == 'colour' and rng.random() < 0.5:
+                s = {'type': 'string', 'enum': sorted({v, *rng.sample(COLOURS, 2)})}
+            props[fname] = s
+            parts.append(mention(d, fw, kind, v))
+        value[fname] = v
+        names.append(fname)
+    rng.shuffle(parts)
+    schema = {'type': 'object', 'properties': props, 'required': list(props), 'additionalProperties': False}
+    req = d.template('json_request').format(args=join_all(rng, parts))
+    return {'schema': schema, 'value': value, 'request': req, 'templates': d.used, 'names': names}
+
+
+# ----------------------------------------------------------------------------------------------
+# Memory of arbitrary values
+
+
+def memory_case(rng: random.Random, split: str) -> dict[str, Any]:
+    """Tell a value (name, word, code, decimal, number, multi-word), 0-2 unrelated turns, ask it back.
+    Returns {'tell', 'ask', 'value', 'label'}."""
+    d = Drawer(rng, split)
+    fname, fw, kind = d.field({'person', 'code', 'word', 'city', 'phrase', 'colour', 'int', 'num', 'date', 'time',
+                               'handle', 'email'})
+    v = value_for(rng, kind)
+    label = ' '.join(fw)
+    tell = d.template('memory_tell')
+    ask = d.template('memory_ask')
+    return {'tell': tell.format(p=label, v=say(v)), 'ask': ask.format(p=label), 'value': say(v), 'label': label,
+            'templates': d.used, 'names': [fname]}
+
+
+# ----------------------------------------------------------------------------------------------
+# Plain chat without tools
+
+
+def chat_case(rng: random.Random, split: str) -> dict[str, Any]:
+    """A plain message with no tools declared: small talk, or a request that would need a tool.
+    Returns {'request', 'action' (None for small talk)}."""
+    d = Drawer(rng, split)
+    if rng.random() < 0.5:
+        return {'request': d.template('chat'), 'action': None, 'templates': d.used, 'names': []}
+    c = tool_call_case(rng, split, 1)
+    return {'request': c['request'], 'action': ' '.join(c['tool']['words']), 'templates': d.used + c['templates'],
+            'names': [c['call'][0]] + list(c['call'][1])}
