@@ -142,6 +142,7 @@ static inline vecw vw_loadw(const void *w, int64_t i, int dt) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); // bf16: exact
 }
 static inline vecw vw_fma(vecw a, vecw b, vecw c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vecw vw_add(vecw a, vecw b) { return _mm512_add_ps(a, b); }
 static inline float vw_sum(vecw v) { return hsum(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))); }
 static inline void vw_store(float *p, vecw v) { _mm512_storeu_ps(p, v); }
 /* Tokens per register tile of the cached (prefill) order: 4 rows x 6 tokens = 24 accumulators +
@@ -155,6 +156,7 @@ static inline vecw vw_set1(float a) { return _mm256_set1_ps(a); }
 static inline vecw vw_loadx(const float *p) { return _mm256_loadu_ps(p); }
 static inline vecw vw_loadw(const void *w, int64_t i, int dt) { return load8(w, i, dt); }
 static inline vecw vw_fma(vecw a, vecw b, vecw c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vecw vw_add(vecw a, vecw b) { return _mm256_add_ps(a, b); }
 static inline float vw_sum(vecw v) { return hsum(v); }
 static inline void vw_store(float *p, vecw v) { _mm256_storeu_ps(p, v); }
 enum { TILE_NT = 3 }; // 4 rows x 3 tokens: 12 + 3 + 1 of the 16 registers
@@ -305,28 +307,49 @@ static const int kStreamConvertMinTokens = 6;
  * then adds them times the block's scale to the running total. Every (row, token) pair follows
  * the same sequence whatever NR / NT, so FP8 results never depend on the batch. */
 #ifdef KERNELS_VECTOR
-/* 8 e4m3 bytes -> 8 floats times 2^-8 (see f8_row_to_f32: bits placed into an f16). */
+/* e4m3 -> f16 bits, value times 2^-8 (see f8_row_to_f32), from the sign-extended bytes: << 7 puts
+ * exponent and mantissa at bits 7-13 and the sign at 15 (bit 14 cleared by the mask); magnitude 0x7F
+ * (NaN) becomes f16 0x3F80, which + 0x4000 turns into an f16 NaN. */
+static inline __m256i f8_to_f16x16(__m256i sext) {
+    __m256i h = _mm256_and_si256(_mm256_slli_epi16(sext, 7), _mm256_set1_epi16((short)0xBF80));
+    __m256i nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x3F80)), _mm256_set1_epi16(0x3F80));
+    return _mm256_or_si256(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x4000)));
+}
+/* 8 e4m3 bytes -> 8 floats times 2^-8. */
 static inline __m256 f8x8(const uint8_t *p) {
-    const __m128i mag = _mm_set1_epi16(0x7F), sgn = _mm_set1_epi16((short)0x80), inf = _mm_set1_epi16(0x7C00);
-    __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p));
-    __m128i m = _mm_and_si128(b, mag);
-    __m128i h = _mm_or_si128(_mm_slli_epi16(m, 7), _mm_slli_epi16(_mm_and_si128(b, sgn), 8));
-    return _mm256_cvtph_ps(_mm_or_si128(h, _mm_and_si128(_mm_cmpeq_epi16(m, mag), inf)));
+    __m128i b = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)p));
+    __m128i h = _mm_and_si128(_mm_slli_epi16(b, 7), _mm_set1_epi16((short)0xBF80));
+    __m128i nan = _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x3F80)), _mm_set1_epi16(0x3F80));
+    return _mm256_cvtph_ps(_mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x4000))));
 }
 #ifdef KERNELS_AVX512
-/* 16 e4m3 bytes -> 16 floats times 2^-8, as f8x8. */
+/* 16 e4m3 bytes -> 16 floats times 2^-8. */
 static inline vecw f8xvw(const uint8_t *p) {
-    const __m256i mag = _mm256_set1_epi16(0x7F), sgn = _mm256_set1_epi16((short)0x80), inf = _mm256_set1_epi16(0x7C00);
-    __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p));
-    __m256i m = _mm256_and_si256(b, mag);
-    __m256i h = _mm256_or_si256(_mm256_slli_epi16(m, 7), _mm256_slli_epi16(_mm256_and_si256(b, sgn), 8));
-    return _mm512_cvtph_ps(_mm256_or_si256(h, _mm256_and_si256(_mm256_cmpeq_epi16(m, mag), inf)));
+    return _mm512_cvtph_ps(f8_to_f16x16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p))));
+}
+/* 32 e4m3 bytes -> two vectors of 16 floats times 2^-8 (512-bit integer steps, masked NaN fix). */
+static inline void f8x2vw(const uint8_t *p, vecw *lo, vecw *hi) {
+    __m512i b = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)p));
+    __m512i h = _mm512_and_si512(_mm512_slli_epi16(b, 7), _mm512_set1_epi16((short)0xBF80));
+    __mmask32 nan = _mm512_cmpeq_epi16_mask(_mm512_and_si512(h, _mm512_set1_epi16(0x3F80)), _mm512_set1_epi16(0x3F80));
+    h = _mm512_mask_add_epi16(h, nan, h, _mm512_set1_epi16(0x4000));
+    *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+    *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
 }
 #else
 static inline vecw f8xvw(const uint8_t *p) { return f8x8(p); }
+/* 16 e4m3 bytes -> two vectors of 8 floats times 2^-8. */
+static inline void f8x2vw(const uint8_t *p, vecw *lo, vecw *hi) {
+    __m256i h = f8_to_f16x16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p)));
+    *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+    *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
+}
 #endif
 #endif
 
+/* Within a block the vector path runs two accumulators (even and odd vectors of each pair, then
+ * one odd vector into the first), so a (row, token) sum is not one chain of dependent FMAs; the
+ * order is a function of the column alone, the same for every tile shape. */
 template <int NR, int NT>
 static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const float *wscale, int64_t row0, int K,
                            float *y, int ldy, const float *bias) {
@@ -348,20 +371,28 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
         float sc[NR];
         for (int r = 0; r < NR; r++) sc[r] = wscale[((row0 + r) / F8_BLOCK) * nbk + kb];
 #ifdef KERNELS_VECTOR
-        vecw acc[NR][NT];
+        vecw acc[NR][NT], acc2[NR][NT];
         for (int r = 0; r < NR; r++)
-            for (int t = 0; t < NT; t++) acc[r][t] = vw_zero();
-        for (; k + VW <= k1; k += VW) {
-            vecw xv[NT];
-            for (int t = 0; t < NT; t++) xv[t] = vw_loadx(x + (int64_t)t * ldx + k);
+            for (int t = 0; t < NT; t++) acc[r][t] = acc2[r][t] = vw_zero();
+        for (; k + 2 * VW <= k1; k += 2 * VW)
+            for (int r = 0; r < NR; r++) {
+                vecw w0, w1;
+                f8x2vw(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
+                for (int t = 0; t < NT; t++) {
+                    acc[r][t] = vw_fma(w0, vw_loadx(x + (int64_t)t * ldx + k), acc[r][t]);
+                    acc2[r][t] = vw_fma(w1, vw_loadx(x + (int64_t)t * ldx + k + VW), acc2[r][t]);
+                }
+            }
+        if (k + VW <= k1) {
             for (int r = 0; r < NR; r++) {
                 vecw wv = f8xvw(w + (row0 + r) * (int64_t)K + k);
-                for (int t = 0; t < NT; t++) acc[r][t] = vw_fma(wv, xv[t], acc[r][t]);
+                for (int t = 0; t < NT; t++) acc[r][t] = vw_fma(wv, vw_loadx(x + (int64_t)t * ldx + k), acc[r][t]);
             }
+            k += VW;
         }
         for (int r = 0; r < NR; r++) {
             vecw s = vw_set1(sc[r] * 256.0f);
-            for (int t = 0; t < NT; t++) tot[r][t] = vw_fma(acc[r][t], s, tot[r][t]);
+            for (int t = 0; t < NT; t++) tot[r][t] = vw_fma(vw_add(acc[r][t], acc2[r][t]), s, tot[r][t]);
         }
 #else
         float acc[NR][NT][8];

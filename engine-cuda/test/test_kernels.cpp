@@ -267,6 +267,36 @@ TEST(fp8_block_scaled_matmul_and_rows) {
     }
 }
 
+// Every e4m3 byte through the matmul's widening (the vector paths widen 16 or 32 bytes at a time):
+// row n holds byte n at column n % K (zeros elsewhere), x is all ones, so y[n] is byte n's value
+// exactly, NaN (0x7F, 0xFF) included, at every vector position, cached and streaming, T 1 and 3.
+TEST(fp8_matmul_widens_every_byte_exactly) {
+    for (const Kernels *k : tables()) {
+        for (int K : {32, 48, 200}) {
+            const int N = 256, nbc = (K + 127) / 128;
+            std::vector<uint8_t> raw((size_t)N * K, 0);
+            for (int n = 0; n < N; n++) raw[(size_t)n * K + (size_t)(n % K)] = (uint8_t)n;
+            std::vector<float> scales((size_t)2 * nbc, 1.0f), scratch((size_t)kMatmulRows * K);
+            for (int T : {1, 3})
+                for (bool streaming : {false, true}) {
+                    std::vector<float> x((size_t)T * K, 1.0f), y((size_t)T * N);
+                    for (int r0 = 0; r0 < N; r0 += kMatmulRows)
+                        k->matmul(x.data(), K, T, raw.data(), 4, K, r0, r0 + kMatmulRows, y.data(), N, nullptr,
+                                  scratch.data(), streaming, scales.data());
+                    int bad = 0;
+                    for (int t = 0; t < T; t++)
+                        for (int n = 0; n < N; n++) {
+                            float v = y[(size_t)t * N + n], want = (float)f8_value((uint8_t)n);
+                            bool nan = (n & 0x7F) == 0x7F;
+                            if (nan ? v == v : v != want) bad++;
+                        }
+                    CHECK_MSG(bad == 0, "%s fp8 K %d T %d streaming %d: %d wrong values", k->name, K, T, (int)streaming,
+                              bad);
+                }
+        }
+    }
+}
+
 // Q8 activations as the kernels quantize them (per block of 32: d = max|x| / 127, round to even).
 static void ref_quantize_q8(const float *x, int K, std::vector<int> *q, std::vector<double> *d) {
     q->resize((size_t)K);
