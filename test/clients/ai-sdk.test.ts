@@ -40,6 +40,22 @@ const getWeather = tool({
   },
 });
 
+/** The weather tool loop that a test expects to be refused: the APICallError it ends in. */
+async function refusedWeatherLoop(model: Parameters<typeof generateText>[0]['model']): Promise<APICallError> {
+  const error = await generateText({
+    model,
+    prompt: "What's the weather in Paris?",
+    tools: { get_weather: getWeather },
+    stopWhen: stepCountIs(3),
+    maxRetries: 0,
+  }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(APICallError.isInstance(error)).toBe(true);
+  return error as APICallError;
+}
+
 describe('AI SDK on the Responses API', () => {
   it('generateText: one POST /v1/responses, finishReason stop, usage and the response id', async () => {
     sent();
@@ -97,18 +113,7 @@ describe('AI SDK on the Responses API', () => {
   });
 
   it("tool loop with the SDK's default store: Maya refuses the item_reference with a 400 that names the fix", async () => {
-    const error = await generateText({
-      model: openai(maya.model),
-      prompt: "What's the weather in Paris?",
-      tools: { get_weather: getWeather },
-      stopWhen: stepCountIs(3),
-      maxRetries: 0,
-    }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(APICallError.isInstance(error)).toBe(true);
-    const apiError = error as APICallError;
+    const apiError = await refusedWeatherLoop(openai(maya.model));
     expect(apiError.statusCode).toBe(400);
     expect(JSON.parse(apiError.responseBody!).error).toMatchObject({
       code: 'unsupported_value',
@@ -231,18 +236,7 @@ describe('AI SDK with item references on (MAYA_GLM_RESPONSES_ITEM_REFERENCES=on)
   });
 
   it("with the SDK's default store (omitted: Maya stores nothing) the reference is a 404 naming the id and the fix", async () => {
-    const error = await generateText({
-      model: refsOpenai(refsMaya.model),
-      prompt: "What's the weather in Paris?",
-      tools: { get_weather: getWeather },
-      stopWhen: stepCountIs(3),
-      maxRetries: 0,
-    }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(APICallError.isInstance(error)).toBe(true);
-    const apiError = error as APICallError;
+    const apiError = await refusedWeatherLoop(refsOpenai(refsMaya.model));
     expect(apiError.statusCode).toBe(404);
     const body = JSON.parse(apiError.responseBody!).error;
     expect(body).toMatchObject({ code: 'not_found', param: expect.stringMatching(/^input\[\d+\]\.id$/) });
