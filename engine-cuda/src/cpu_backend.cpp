@@ -345,7 +345,7 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
         q8_off_[(size_t)j] = q8_used;
         q8_used += (int64_t)jt * K;
     }
-    pool_.run(total, matmul_task, &m);
+    pool_.run(total, matmul_task, &m, is_streaming_);
 }
 
 /* Rotates the leading rotary_dim dims of each of n_heads heads (stride floats apart) of token t's

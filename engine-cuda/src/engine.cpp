@@ -4,6 +4,7 @@
  * status codes, and leaves the detail in the thread-local last error. Nothing here prints or exits.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,6 +87,21 @@ static int32_t choose_backend(const int64_t *params, int32_t n_params, int64_t *
 
 static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params);
 
+/* The CPU backend copies the matrices into huge pages (model_place_weights) when they take at most
+ * half of MemAvailable; $MAYA_ENGINE_WEIGHT_COPY=0 keeps them in the checkpoint mapping. */
+static int64_t weight_copy_budget() {
+    const char *env = getenv("MAYA_ENGINE_WEIGHT_COPY");
+    if (env && strcmp(env, "0") == 0) return -1;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[256];
+    long long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+    fclose(f);
+    return kb > 0 ? kb * 1024 / 2 : -1;
+}
+
 /* configure() again with the CPU backend forced: auto mode, when the CUDA backend declines the model. */
 static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t n_params) {
     std::vector<int64_t> p(ENG_PARAM_COUNT, 0);
@@ -155,6 +171,8 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
         n_blocks = bc.n_blocks;
         if (n_ctx > n_blocks * bs) n_ctx = n_blocks * bs;
     } else {
+        bool placed;
+        ENG_TRY(model_place_weights(&c->model, weight_copy_budget(), &placed));
         ENG_TRY(cpu_backend_create(c->model, bc, &c->backend));
     }
     c->bm.init((int32_t)n_blocks, (int32_t)bs);

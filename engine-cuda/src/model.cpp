@@ -9,6 +9,10 @@
  */
 #include "model.h"
 
+#include <sys/mman.h>
+#include <unordered_map>
+#include <unordered_set>
+
 #include <math.h>
 #include <string.h>
 
@@ -419,6 +423,7 @@ struct Binder {
         m->scales.emplace_back((size_t)(n / 32));
         quantize_q8_matrix(t->data, t->dtype, w->rows, w->cols, m->q8.back().data(), m->scales.back().data());
         w->data = m->q8.back().data();
+        m->is_q8_built = true;
         w->dtype = DT_Q8;
         w->scale = m->scales.back().data();
         *bytes = n + n / 32 * 4;
@@ -586,6 +591,95 @@ int32_t model_load(const std::string &dir, Model *m) {
         }
     }
     if (vision) ENG_TRY(vision_load(m)); // adds its parameters to n_params only
+    return ENG_STATUS_OK;
+}
+
+WeightArena::~WeightArena() {
+    if (map_) munmap(map_, map_len_);
+}
+
+int32_t WeightArena::reserve(size_t bytes) {
+    const size_t huge = (size_t)2 << 20;
+    size_t len = (bytes + huge - 1) / huge * huge;
+    void *p = mmap(nullptr, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return fail(ENG_STATUS_OUT_OF_MEMORY, "cannot map %zu bytes for the weights", len);
+    map_ = p;
+    map_len_ = len + huge;
+    base_ = (char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+    len_ = len;
+    used_ = 0;
+    madvise(base_, len_, MADV_HUGEPAGE); // advice: without THP support the copy still works
+    return ENG_STATUS_OK;
+}
+
+void *WeightArena::take(size_t bytes) {
+    void *p = base_ + used_;
+    used_ += (bytes + 63) & ~(size_t)63;
+    return p;
+}
+
+namespace {
+
+/* Every matrix of the text model, in a stable order (aliases appear twice). */
+std::vector<Weight *> model_matrices(Model *m) {
+    std::vector<Weight *> ws = {&m->embed, &m->lm_head};
+    for (LayerWeights &L : m->layers) {
+        for (Weight *w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate_up, &L.w_gate, &L.w_up, &L.w_down, &L.wq_a, &L.wq_b,
+                          &L.wkv_a, &L.wkv_b, &L.router, &L.shared.gate, &L.shared.up, &L.shared.down})
+            ws.push_back(w);
+        for (Mlp &e : L.experts)
+            for (Weight *w : {&e.gate, &e.up, &e.down}) ws.push_back(w);
+    }
+    return ws;
+}
+
+size_t matrix_bytes(const Weight &w) { return (size_t)w.rows * (size_t)w.cols * dtype_size(w.dtype); }
+// Q8 scales are as large a stream as an eighth of the weights: they move with them. FP8 block
+// scales (one float per 16K weights) stay where they are.
+size_t q8_scale_bytes(const Weight &w) { return w.dtype == DT_Q8 ? (size_t)w.rows * (size_t)(w.cols / 32) * 4 : 0; }
+
+} // namespace
+
+int32_t model_place_weights(Model *m, int64_t max_bytes, bool *placed) {
+    *placed = m->arena.is_used();
+    if (*placed) return ENG_STATUS_OK;
+    std::vector<Weight *> ws = model_matrices(m);
+    std::unordered_map<const void *, std::pair<const void *, const float *>> moved; // old data -> new data, scale
+    size_t total = 0;
+    for (Weight *w : ws) {
+        if (!w->data || moved.count(w->data)) continue;
+        moved[w->data] = {nullptr, nullptr};
+        total += ((matrix_bytes(*w) + 63) & ~(size_t)63) + ((q8_scale_bytes(*w) + 63) & ~(size_t)63);
+    }
+    if (total == 0 || (int64_t)total > max_bytes) return ENG_STATUS_OK;
+    ENG_TRY(m->arena.reserve(total));
+    for (Weight *w : ws) {
+        if (!w->data) continue;
+        auto &dst = moved[w->data];
+        if (!dst.first) {
+            void *d = m->arena.take(matrix_bytes(*w));
+            memcpy(d, w->data, matrix_bytes(*w));
+            dst.first = d;
+            if (w->dtype == DT_Q8) {
+                float *sc = (float *)m->arena.take(q8_scale_bytes(*w));
+                memcpy(sc, w->scale, q8_scale_bytes(*w));
+                dst.second = sc;
+            } else dst.second = w->scale;
+        }
+        w->data = dst.first;
+        w->scale = dst.second;
+    }
+    // The Q8 buffers are copied: release them (their scales too; FP8 scales stay referenced).
+    std::vector<std::vector<int8_t>>().swap(m->q8);
+    if (m->is_q8_built) {
+        std::unordered_set<const float *> used;
+        for (Weight *w : ws) used.insert(w->scale);
+        std::vector<std::vector<float>> keep;
+        for (auto &sc : m->scales)
+            if (used.count(sc.data())) keep.push_back(std::move(sc)); // moving a vector keeps its buffer
+        m->scales.swap(keep);
+    }
+    *placed = true;
     return ENG_STATUS_OK;
 }
 

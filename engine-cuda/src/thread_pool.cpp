@@ -51,6 +51,35 @@ void ThreadPool::drain(int worker) {
     }
 }
 
+bool ThreadPool::claim_front(int lane, int *task) {
+    uint64_t r = lanes_[lane].range.load(std::memory_order_relaxed);
+    while ((uint32_t)r < (uint32_t)(r >> 32))
+        if (lanes_[lane].range.compare_exchange_weak(r, r + 1, std::memory_order_relaxed)) {
+            *task = (int)(uint32_t)r;
+            return true;
+        }
+    return false;
+}
+
+bool ThreadPool::claim_back(int lane, int *task) {
+    uint64_t r = lanes_[lane].range.load(std::memory_order_relaxed);
+    while ((uint32_t)r < (uint32_t)(r >> 32))
+        if (lanes_[lane].range.compare_exchange_weak(r, r - (1ull << 32), std::memory_order_relaxed)) {
+            *task = (int)(r >> 32) - 1;
+            return true;
+        }
+    return false;
+}
+
+void ThreadPool::drain_lanes(int worker) {
+    int own = worker % n_lanes_, task;
+    while (claim_front(own, &task)) fn_(arg_, task, worker);
+    for (int i = 1; i < n_lanes_; i++) {
+        int lane = (own + i) % n_lanes_;
+        while (claim_back(lane, &task)) fn_(arg_, task, worker);
+    }
+}
+
 void ThreadPool::worker_main(int worker) {
     uint64_t seen_gen = 0;
     while (true) {
@@ -84,12 +113,13 @@ void ThreadPool::worker_main(int worker) {
             }
         }
         if (!joined) continue;
-        drain(worker);
+        if (is_contiguous_) drain_lanes(worker);
+        else drain(worker);
         state_.fetch_sub(1, std::memory_order_acq_rel);
     }
 }
 
-void ThreadPool::run(int n_tasks, TaskFn fn, void *arg) {
+void ThreadPool::run(int n_tasks, TaskFn fn, void *arg, bool is_contiguous) {
     if (n_tasks <= 0) return;
     if (n_threads_ == 1 || n_tasks == 1) {
         for (int i = 0; i < n_tasks; i++) fn(arg, i, 0);
@@ -99,13 +129,22 @@ void ThreadPool::run(int n_tasks, TaskFn fn, void *arg) {
     arg_ = arg;
     n_tasks_ = n_tasks;
     next_task_.store(0, std::memory_order_relaxed);
+    is_contiguous_ = is_contiguous && n_tasks >= 2 * n_threads_;
+    if (is_contiguous_) {
+        n_lanes_ = n_threads_ < kMaxLanes ? n_threads_ : kMaxLanes;
+        for (int i = 0; i < n_lanes_; i++) {
+            uint64_t lo = (uint64_t)n_tasks * i / n_lanes_, hi = (uint64_t)n_tasks * (i + 1) / n_lanes_;
+            lanes_[i].range.store((hi << 32) | lo, std::memory_order_relaxed);
+        }
+    }
     uint64_t gen = (state_.load(std::memory_order_relaxed) >> kGenShift) + 1;
     state_.store((gen << kGenShift) | kOpen, std::memory_order_seq_cst); // no worker is inside: count 0
     if (n_sleeping_.load(std::memory_order_seq_cst) > 0) {
         std::lock_guard<std::mutex> lock(mu_);
         cv_.notify_all();
     }
-    drain(0);
+    if (is_contiguous_) drain_lanes(0);
+    else drain(0);
     state_.fetch_and(~kOpen, std::memory_order_acq_rel);
     // Joined workers finish their last task; yield so a descheduled one can get the core back.
     for (int spins = 0; state_.load(std::memory_order_acquire) & kCountMask; spins++) {

@@ -35,11 +35,19 @@ class ThreadPool {
     int n_threads() const { return n_threads_; }
     /* Workers asleep on the condition variable (idle past their spin time). */
     int n_sleeping() const { return n_sleeping_.load(std::memory_order_acquire); }
-    void run(int n_tasks, TaskFn fn, void *arg);
+    /* is_contiguous: each thread first takes the tasks of its own contiguous share of [0,
+     * n_tasks) in order, then takes the remaining tasks of other shares from their ends. Tasks
+     * that walk memory in order (a matmul's row blocks streaming from DRAM) then give each core
+     * one long sequential stream, which the hardware prefetcher follows far better than blocks
+     * handed out alternately. A thread that never joins has its share taken from the back. */
+    void run(int n_tasks, TaskFn fn, void *arg, bool is_contiguous = false);
 
   private:
     void worker_main(int worker);
     void drain(int worker);
+    void drain_lanes(int worker);
+    bool claim_front(int lane, int *task);
+    bool claim_back(int lane, int *task);
 
     int n_threads_ = 1;
     std::vector<std::thread> workers_;
@@ -48,6 +56,14 @@ class ThreadPool {
     // state_: bits 0..15 workers inside the current loop, bit 16 "open", bits 17.. generation.
     std::atomic<uint64_t> state_{0};
     std::atomic<int> next_task_{0};
+    // Contiguous loops: per thread's share, (end << 32) | next; a share is empty when next == end.
+    static const int kMaxLanes = 64;
+    struct alignas(64) Lane {
+        std::atomic<uint64_t> range{0};
+    };
+    Lane lanes_[kMaxLanes];
+    int n_lanes_ = 0;
+    bool is_contiguous_ = false;
     std::atomic<int> n_sleeping_{0};
     std::atomic<bool> is_stopping_{false};
     int n_tasks_ = 0;
