@@ -64,7 +64,8 @@ static void matmul_task(void *arg, int task, int worker) {
                        job.w->scale, K, r0, r1, job.y, job.ldy, job.bias, m.is_streaming);
         return;
     }
-    m.k->matmul(job.x, job.ldx, job.T > 0 ? job.T : m.T, job.w->data, job.w->dtype, job.w->cols, r0, r1, job.y, job.ldy, job.bias,
+    int dtype = job.w->dtype == DT_F8_E4M3 && job.w->is_f8_finite ? kDtF8Finite : job.w->dtype;
+    m.k->matmul(job.x, job.ldx, job.T > 0 ? job.T : m.T, job.w->data, dtype, job.w->cols, r0, r1, job.y, job.ldy, job.bias,
                 m.scratch[worker], m.is_streaming, job.w->scale);
 }
 

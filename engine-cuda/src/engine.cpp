@@ -172,6 +172,7 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
         if (n_ctx > n_blocks * bs) n_ctx = n_blocks * bs;
     } else {
         bool placed;
+        model_check_f8(&c->model);
         ENG_TRY(model_place_weights(&c->model, weight_copy_budget(), &placed));
         ENG_TRY(cpu_backend_create(c->model, bc, &c->backend));
     }

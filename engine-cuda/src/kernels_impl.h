@@ -21,7 +21,7 @@
 namespace maya {
 namespace KERNELS_NS {
 
-enum { F32 = 0, F16 = 1, BF16 = 2, F8 = 4, Q8 = 5 }; // = DType (F8: e4m3fn, block-scaled; Q8: see quantize_q8)
+enum { F32 = 0, F16 = 1, BF16 = 2, F8 = 4, Q8 = 5, F8_FINITE = 6 }; // = DType; F8_FINITE = kDtF8Finite
 enum { F8_BLOCK = 128 };                        // = kFp8Block
 
 static inline float bf16_scalar(uint16_t h) {
@@ -336,11 +336,24 @@ static inline void f8x2vw(const uint8_t *p, vecw *lo, vecw *hi) {
     *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
     *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
 }
+/* The same for bytes known not to be NaN (kDtF8Finite): no NaN fix-up. */
+static inline void f8x2vw_finite(const uint8_t *p, vecw *lo, vecw *hi) {
+    __m512i b = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)p));
+    __m512i h = _mm512_and_si512(_mm512_slli_epi16(b, 7), _mm512_set1_epi16((short)0xBF80));
+    *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+    *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
+}
 #else
 static inline vecw f8xvw(const uint8_t *p) { return f8x8(p); }
 /* 16 e4m3 bytes -> two vectors of 8 floats times 2^-8. */
 static inline void f8x2vw(const uint8_t *p, vecw *lo, vecw *hi) {
     __m256i h = f8_to_f16x16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p)));
+    *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+    *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
+}
+static inline void f8x2vw_finite(const uint8_t *p, vecw *lo, vecw *hi) {
+    __m256i b = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p));
+    __m256i h = _mm256_and_si256(_mm256_slli_epi16(b, 7), _mm256_set1_epi16((short)0xBF80));
     *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
     *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
 }
@@ -350,7 +363,7 @@ static inline void f8x2vw(const uint8_t *p, vecw *lo, vecw *hi) {
 /* Within a block the vector path runs two accumulators (even and odd vectors of each pair, then
  * one odd vector into the first), so a (row, token) sum is not one chain of dependent FMAs; the
  * order is a function of the column alone, the same for every tile shape. */
-template <int NR, int NT>
+template <int NR, int NT, bool FINITE>
 static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const float *wscale, int64_t row0, int K,
                            float *y, int ldy, const float *bias) {
     int nbk = (K + F8_BLOCK - 1) / F8_BLOCK;
@@ -377,7 +390,8 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
         for (; k + 2 * VW <= k1; k += 2 * VW)
             for (int r = 0; r < NR; r++) {
                 vecw w0, w1;
-                f8x2vw(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
+                if (FINITE) f8x2vw_finite(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
+                else f8x2vw(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
                 for (int t = 0; t < NT; t++) {
                     acc[r][t] = vw_fma(w0, vw_loadx(x + (int64_t)t * ldx + k), acc[r][t]);
                     acc2[r][t] = vw_fma(w1, vw_loadx(x + (int64_t)t * ldx + k + VW), acc2[r][t]);
@@ -426,9 +440,10 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
 
 /* FP8 matmul: streaming (decode from DRAM) one row at a time for up to 4 tokens, else 2 rows x 3
  * tokens from cache. */
+template <bool FINITE>
 static void matmul_f8(const float *x, int ldx, int T, const uint8_t *w, const float *wscale, int K, int r0, int r1,
                       float *y, int ldy, const float *bias, bool is_streaming) {
-#define F8_TILE(NR, NT) tile_f8<NR, NT>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy, \
+#define F8_TILE(NR, NT) tile_f8<NR, NT, FINITE>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy, \
                                         bias ? bias + r : nullptr)
     if (is_streaming) {
         for (int r = r0; r < r1; r++) {
@@ -669,8 +684,9 @@ static void matmul_q8(const float *x, int ldx, int T, const int8_t *w, const flo
  * way, so results are bit-identical. */
 static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y,
                    int ldy, const float *bias, float *scratch, bool is_streaming, const float *wscale) {
-    if (dtype == F8) {
-        matmul_f8(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming);
+    if (dtype == F8 || dtype == F8_FINITE) { // the same sums: F8_FINITE only skips the NaN fix-up
+        if (dtype == F8) matmul_f8<false>(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming);
+        else matmul_f8<true>(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming);
         return;
     }
     if (dtype == Q8) {

@@ -683,4 +683,15 @@ int32_t model_place_weights(Model *m, int64_t max_bytes, bool *placed) {
     return ENG_STATUS_OK;
 }
 
+void model_check_f8(Model *m) {
+    for (Weight *w : model_matrices(m)) {
+        if (w->dtype != DT_F8_E4M3 || w->is_f8_finite || !w->data) continue;
+        const uint8_t *p = (const uint8_t *)w->data;
+        size_t n = (size_t)w->rows * (size_t)w->cols;
+        uint8_t nan = 0;
+        for (size_t i = 0; i < n; i++) nan |= (uint8_t)((p[i] & 0x7F) == 0x7F);
+        w->is_f8_finite = nan == 0;
+    }
+}
+
 } // namespace maya

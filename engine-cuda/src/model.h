@@ -84,6 +84,7 @@ struct Weight {
     DType dtype = DT_F32;
     int32_t rows = 0, cols = 0;
     const float *scale = nullptr; // FP8: (ceil(rows/128), ceil(cols/128)) multipliers, else null
+    bool is_f8_finite = false;    // FP8 with no NaN byte (model_check_f8)
 };
 
 /* A SwiGLU MLP: down(silu(gate x) * up x). */
@@ -171,6 +172,9 @@ int32_t model_load(const std::string &dir, Model *out);
  * from huge pages (bench notes in engine-cuda/README.md). Idempotent. *placed: whether the copy
  * was made. Returns OK or OUT_OF_MEMORY (the arena could not be mapped; nothing moved). */
 int32_t model_place_weights(Model *m, int64_t max_bytes, bool *placed);
+/* Marks each FP8 matrix free of NaN bytes (0x7F / 0xFF) is_f8_finite, so the CPU kernels can skip
+ * the per-byte NaN fix-up (one pass over the FP8 bytes; published checkpoints have none). */
+void model_check_f8(Model *m);
 
 } // namespace maya
 

@@ -258,6 +258,12 @@ TEST(fp8_block_scaled_matmul_and_rows) {
                     if (err > worst) worst = err;
                 }
             CHECK_MSG(worst <= 1.0, "%s fp8 T %d: error %.3g x tolerance", k->name, T, worst);
+            // No NaN byte here: the kDtF8Finite kernels give the same bits.
+            std::vector<float> yf((size_t)T * N);
+            for (int r0 = 0; r0 < N; r0 += kMatmulRows)
+                k->matmul(x.data(), K, T, raw.data(), kDtF8Finite, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
+                          yf.data(), N, nullptr, scratch.data(), T == 3, scales.data());
+            CHECK_MSG(memcmp(yf.data(), y.data(), yf.size() * sizeof(float)) == 0, "%s fp8 finite T %d differs", k->name, T);
             // Batch invariance: the last token alone gives the same bits.
             for (int r0 = 0; r0 < N; r0 += kMatmulRows)
                 k->matmul(&x[(size_t)(T - 1) * K], K, 1, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
@@ -277,22 +283,24 @@ TEST(fp8_matmul_widens_every_byte_exactly) {
             std::vector<uint8_t> raw((size_t)N * K, 0);
             for (int n = 0; n < N; n++) raw[(size_t)n * K + (size_t)(n % K)] = (uint8_t)n;
             std::vector<float> scales((size_t)2 * nbc, 1.0f), scratch((size_t)kMatmulRows * K);
-            for (int T : {1, 3})
-                for (bool streaming : {false, true}) {
-                    std::vector<float> x((size_t)T * K, 1.0f), y((size_t)T * N);
-                    for (int r0 = 0; r0 < N; r0 += kMatmulRows)
-                        k->matmul(x.data(), K, T, raw.data(), 4, K, r0, r0 + kMatmulRows, y.data(), N, nullptr,
-                                  scratch.data(), streaming, scales.data());
-                    int bad = 0;
-                    for (int t = 0; t < T; t++)
-                        for (int n = 0; n < N; n++) {
-                            float v = y[(size_t)t * N + n], want = (float)f8_value((uint8_t)n);
-                            bool nan = (n & 0x7F) == 0x7F;
-                            if (nan ? v == v : v != want) bad++;
-                        }
-                    CHECK_MSG(bad == 0, "%s fp8 K %d T %d streaming %d: %d wrong values", k->name, K, T, (int)streaming,
-                              bad);
-                }
+            for (int dtype : {4, kDtF8Finite}) // kDtF8Finite: only the 254 non-NaN bytes are checked
+                for (int T : {1, 3})
+                    for (bool streaming : {false, true}) {
+                        std::vector<float> x((size_t)T * K, 1.0f), y((size_t)T * N);
+                        for (int r0 = 0; r0 < N; r0 += kMatmulRows)
+                            k->matmul(x.data(), K, T, raw.data(), dtype, K, r0, r0 + kMatmulRows, y.data(), N, nullptr,
+                                      scratch.data(), streaming, scales.data());
+                        int bad = 0;
+                        for (int t = 0; t < T; t++)
+                            for (int n = 0; n < N; n++) {
+                                float v = y[(size_t)t * N + n], want = (float)f8_value((uint8_t)n);
+                                bool nan = (n & 0x7F) == 0x7F;
+                                if (nan && dtype != 4) continue;
+                                if (nan ? v == v : v != want) bad++;
+                            }
+                        CHECK_MSG(bad == 0, "%s fp8 dtype %d K %d T %d streaming %d: %d wrong values", k->name, dtype, K, T,
+                                  (int)streaming, bad);
+                    }
         }
     }
 }

@@ -110,3 +110,22 @@ TEST(weight_placement_same_tokens_with_and_without_the_copy) {
     CHECK(ta.size() == 8 && ta == tb);
     CHECK(!la.empty() && la.size() == lb.size() && memcmp(la.data(), lb.data(), la.size() * sizeof(float)) == 0);
 }
+
+TEST(fp8_nan_scan_marks_only_matrices_without_nan_bytes) {
+    Model m;
+    std::vector<uint8_t> clean(40 * 64), dirty(40 * 64);
+    for (size_t i = 0; i < clean.size(); i++) clean[i] = dirty[i] = (uint8_t)(i * 37 % 251) == 0x7F ? 0x7E : (uint8_t)(i * 37 % 251);
+    for (uint8_t &b : clean)
+        if ((b & 0x7F) == 0x7F) b ^= 1;
+    dirty = clean;
+    dirty[1234] = 0xFF; // -NaN
+    m.embed = Weight{clean.data(), DT_F8_E4M3, 40, 64, nullptr};
+    m.lm_head = Weight{dirty.data(), DT_F8_E4M3, 40, 64, nullptr};
+    model_check_f8(&m);
+    CHECK(m.embed.is_f8_finite);
+    CHECK(!m.lm_head.is_f8_finite);
+    dirty[1234] = 0x7F; // +NaN
+    m.lm_head.is_f8_finite = false;
+    model_check_f8(&m);
+    CHECK(!m.lm_head.is_f8_finite);
+}
