@@ -42,6 +42,7 @@ const MEMBW_C = `
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 static uint64_t *data; static size_t words; static int nthreads, passes;
 static volatile uint64_t sink;
 static void *reader(void *arg) {
@@ -57,8 +58,12 @@ static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts
 int main(int argc, char **argv) {
   size_t mib = (size_t)atol(argv[1]); nthreads = atoi(argv[2]); int reps = atoi(argv[3]); passes = 4;
   words = mib * 1024 * 1024 / 8;
-  data = aligned_alloc(64, words * 8);
-  if (!data) return 1;
+  /* 2 MiB-aligned transparent huge pages, as the engine holds its weights (model_place_weights) */
+  size_t huge = (size_t)2 << 20;
+  char *raw = mmap(0, words * 8 + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return 1;
+  data = (uint64_t *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
+  madvise(data, words * 8, MADV_HUGEPAGE);
   for (size_t i = 0; i < words; i++) data[i] = i;
   pthread_t th[256];
   for (int r = 0; r < reps; r++) {
@@ -200,16 +205,18 @@ function median(xs: number[]): number {
   return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
 }
 
-/** Read bandwidth in GB/s: the best of 9 runs each with 1 and with `threads` readers over a 512 MiB
- * array (a roofline is the attainable peak, as STREAM reports its best run; on a shared machine
- * one reader per core can lose to a busy neighbour). */
-function measureBandwidth(threads: number): number {
+/** Read bandwidth in GB/s: the best of `reps` runs each with 1 and with `threads` readers over a
+ * 512 MiB array in huge pages (a roofline is the attainable peak, as STREAM reports its best run;
+ * on a shared machine one reader per core can lose to a busy neighbour). */
+function measureBandwidth(threads: number, reps = 9): number {
   const src = join(WORK, 'membw.c');
   const bin = join(WORK, 'membw');
-  writeFileSync(src, MEMBW_C);
-  execFileSync('cc', ['-O3', '-march=native', '-pthread', '-o', bin, src]);
+  if (!existsSync(bin) || !existsSync(src) || readFileSync(src, 'utf8') !== MEMBW_C) {
+    writeFileSync(src, MEMBW_C);
+    execFileSync('cc', ['-O3', '-march=native', '-pthread', '-o', bin, src]);
+  }
   const runs = [...new Set([1, threads])].flatMap((t) =>
-    execFileSync(bin, ['512', String(t), '9'], { encoding: 'utf8' })
+    execFileSync(bin, ['512', String(t), String(reps)], { encoding: 'utf8' })
       .trim()
       .split('\n'),
   );
@@ -420,15 +427,19 @@ interface MoeRow {
   engineActive: number;
   activeMiB: number;
   kvBytes: number;
+  /** Median of the bandwidths measured before each run (GB/s). */
+  gbps: number;
   decode1: number;
   roof1: number;
+  /** Median over runs of decode / the roofline of the bandwidth measured just before. */
+  ratio1: number;
   decode8: number;
   roof8: number;
+  ratio8: number;
 }
 
 async function benchMoe(
   m: (typeof MOE_MODELS)[number],
-  gbps: number,
   runs: number,
   threads: number,
   path: 'avx2' | 'avx512' | undefined,
@@ -444,12 +455,23 @@ async function benchMoe(
   const engine = await loadOnPath(dir, path, { numThreads: threads });
   try {
     await decodeRate(engine, 1, 8, 999);
+    // The machine's bandwidth moves with its neighbours by a third from minute to minute: each
+    // decode run is set against the bandwidth measured just before it (best of 3 runs with 1 and
+    // all readers), and the row reports the median of those ratios.
     const d1: number[] = [],
-      d8: number[] = [];
+      d8: number[] = [],
+      ratio1: number[] = [],
+      ratio8: number[] = [],
+      bw: number[] = [];
     for (let r = 0; r < runs; r++) {
+      const now = measureBandwidth(threads, 3);
+      bw.push(now);
       d1.push(await decodeRate(engine, 1, 64, 500 + r));
       d8.push(await decodeRate(engine, 8, 64, 600 + r));
+      ratio1.push((d1[r] ?? 0) / ((now * 1e9) / sizes.activeBytes));
+      ratio8.push((d8[r] ?? 0) / ((8 * now * 1e9) / sizes.batch8Bytes));
     }
+    const gbpsRow = median(bw);
     return {
       model: m.name,
       path: engine.info.simd,
@@ -458,10 +480,13 @@ async function benchMoe(
       engineActive: engine.info.numActiveParams ?? 0,
       activeMiB: sizes.activeBytes / 2 ** 20,
       kvBytes: sizes.kvBytesPerToken,
+      gbps: gbpsRow,
       decode1: median(d1),
-      roof1: (gbps * 1e9) / sizes.activeBytes,
+      roof1: (gbpsRow * 1e9) / sizes.activeBytes,
+      ratio1: median(ratio1),
       decode8: median(d8),
-      roof8: (8 * gbps * 1e9) / sizes.batch8Bytes,
+      roof8: (8 * gbpsRow * 1e9) / sizes.batch8Bytes,
+      ratio8: median(ratio8),
     };
   } finally {
     await engine.close();
@@ -476,6 +501,7 @@ function moeTable(rows: MoeRow[]): string {
     'active',
     'active MiB/token',
     'KV bytes/token',
+    'GB/s',
     'decode b1 tok/s',
     'roofline b1',
     'b1 / roof',
@@ -490,12 +516,13 @@ function moeTable(rows: MoeRow[]): string {
     `${(r.activeParams / 1e6).toFixed(1)}M`,
     r.activeMiB.toFixed(1),
     String(r.kvBytes),
+    r.gbps.toFixed(1),
     r.decode1.toFixed(1),
     r.roof1.toFixed(1),
-    `${((100 * r.decode1) / r.roof1).toFixed(0)}%`,
+    `${(100 * r.ratio1).toFixed(0)}%`,
     r.decode8.toFixed(1),
     r.roof8.toFixed(1),
-    `${((100 * r.decode8) / r.roof8).toFixed(0)}%`,
+    `${(100 * r.ratio8).toFixed(0)}%`,
   ]);
   return formatTable(head, lines);
 }
@@ -606,7 +633,7 @@ async function main(argv: string[]): Promise<void> {
   if (!argv.includes('--quick') || argv.includes('--moe') || argv.includes('--moe-only')) {
     for (const path of pathList)
       for (const m of MOE_MODELS) {
-        moeRows.push(await benchMoe(m, gbps, runs, cores, path));
+        moeRows.push(await benchMoe(m, runs, cores, path));
         process.stderr.write(`bench: ${m.name} on ${path ?? 'default'} done\n`);
       }
     console.log(
@@ -616,6 +643,9 @@ async function main(argv: string[]): Promise<void> {
       'experts, lm_head, one embedding row); batch 8 reads the experts 8 uniform choices of K cover on average.',
     );
     console.log('KV bytes/token: f32 cache, all layers (MLA: the latent + rope key only).');
+    console.log(
+      'GB/s: median of the bandwidths measured just before each run; b1 / roof and b8 / roof: medians of each run against its own.',
+    );
     console.log(moeTable(moeRows));
     for (const r of moeRows)
       if (r.engineActive !== r.activeParams)

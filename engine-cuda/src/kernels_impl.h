@@ -545,10 +545,10 @@ static inline void tile_q8(const int8_t *xq, const float *xd, int ldq, const int
     float out[NR][NT];
 #if defined(KERNELS_AVX512) && defined(__AVX512VNNI__)
     // Two blocks per 512-bit vector: lanes 0-7 sum block b, lanes 8-15 block b + 1. vpdpbusd
-    // multiplies unsigned by signed bytes: x + 128 (its sign bit flipped) times w, started from
-    // -128 * (w's 4-byte group sums), is sum(x * w) exactly. The row's correction is made once per
-    // row and block pair, the flipped x once per token, so a (row, token) pair costs 4 operations
-    // per 64 weights. An odd last block runs alone in the low half. The same sequence for every
+    // multiplies unsigned by signed bytes: w + 128 (its sign bit flipped, once per row) times x,
+    // started from -128 * (x's 4-byte group sums, once per token), is sum(w * x) exactly, so a
+    // (row, token) pair costs 4 operations per 64 weights and the tile holds no per-row
+    // correction. An odd last block runs alone in the low half. The same sequence for every
     // (row, token) whatever NR / NT.
     const __m512i pair_idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const __m512i flip = _mm512_set1_epi8((char)0x80);
@@ -557,31 +557,31 @@ static inline void tile_q8(const int8_t *xq, const float *xd, int ldq, const int
         for (int t = 0; t < NT; t++) tot[r][t] = _mm512_setzero_ps();
     int b = 0;
     for (; b + 2 <= nb; b += 2) {
-        __m512i wv[NR], corr[NR];
+        __m512i wu[NR];
         __m512 ws[NR];
         for (int r = 0; r < NR; r++) {
-            wv[r] = _mm512_loadu_si512((const void *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK));
-            corr[r] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, wv[r]));
+            wu[r] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK)), flip);
             ws[r] = _mm512_permutexvar_ps(pair_idx, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(wscale + (row0 + r) * (int64_t)nb + b)))));
         }
         for (int t = 0; t < NT; t++) {
-            __m512i xu = _mm512_xor_si512(_mm512_loadu_si512((const void *)(xq + (int64_t)t * ldq + b * Q8_BLOCK)), flip);
+            __m512i xv = _mm512_loadu_si512((const void *)(xq + (int64_t)t * ldq + b * Q8_BLOCK));
+            __m512i corr = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, xv));
             __m512 xs = _mm512_permutexvar_ps(pair_idx, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(xd + (int64_t)t * ldd + b)))));
             for (int r = 0; r < NR; r++) {
-                __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(corr[r], xu, wv[r]));
+                __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(corr, wu[r], xv));
                 tot[r][t] = _mm512_fmadd_ps(p, _mm512_mul_ps(ws[r], xs), tot[r][t]);
             }
         }
     }
     for (; b < nb; b++) // an odd last block, in the low 8 lanes
         for (int r = 0; r < NR; r++) {
-            __m256i wv = _mm256_loadu_si256((const __m256i *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK));
-            __m256i flip8 = _mm256_set1_epi8((char)0x80);
-            __m256i corr = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), flip8, wv));
+            const __m256i flip8 = _mm256_set1_epi8((char)0x80);
+            __m256i wu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK)), flip8);
             float dw = wscale[(row0 + r) * (int64_t)nb + b];
             for (int t = 0; t < NT; t++) {
-                __m256i xu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(xq + (int64_t)t * ldq + b * Q8_BLOCK)), flip8);
-                __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(corr, xu, wv));
+                __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + (int64_t)t * ldq + b * Q8_BLOCK));
+                __m256i corr = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), flip8, xv));
+                __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(corr, wu, xv));
                 __m512 p16 = _mm512_castps256_ps512(p); // upper lanes: zero them
                 p16 = _mm512_maskz_mov_ps(0x00FF, p16);
                 tot[r][t] = _mm512_fmadd_ps(p16, _mm512_set1_ps(dw * xd[(int64_t)t * ldd + b]), tot[r][t]);
