@@ -206,6 +206,10 @@ class CpuBackend final : public Backend {
     void mlp_block(int l, int T);
     void moe_block(int l, int T);
     void add_residual(const std::vector<float> &post_norm, int T);
+    /* f(t) for t in [0, n): across the pool when n >= kParallelRows (a prefill chunk's norms,
+     * RoPE, SiLU and residuals would otherwise run on one core while the others wait), inline for
+     * a decode step's few rows. Each row is computed the same way on any thread. */
+    template <class F> void for_rows(int n, F f);
     int64_t kv_layer_floats() const { return (int64_t)cfg_.n_blocks * cfg_.block_size * c_.kv_floats_per_token(); }
     float *kcache(int l) { return kv_ + (int64_t)l * kv_layer_floats(); } // (n_blocks, Hkv, bs, D); MLA (n_blocks, bs, R+Dr)
     float *vcache(int l) { return kcache(l) + kv_layer_floats() / 2; }
@@ -311,6 +315,25 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     return ENG_STATUS_OK;
 }
 
+/* Rows below which for_rows runs inline (a pool loop costs a few microseconds). */
+const int kParallelRows = 16;
+
+template <class F> void CpuBackend::for_rows(int n, F f) {
+    if (n < kParallelRows || pool_.n_threads() == 1) {
+        for (int i = 0; i < n; i++) f(i);
+        return;
+    }
+    struct Ctx {
+        F *f;
+        int n, n_tasks;
+    } c{&f, n, n < 4 * pool_.n_threads() ? n : 4 * pool_.n_threads()};
+    pool_.run(c.n_tasks, [](void *arg, int task, int) {
+        const Ctx &c = *(const Ctx *)arg;
+        int i0 = (int)((int64_t)c.n * task / c.n_tasks), i1 = (int)((int64_t)c.n * (task + 1) / c.n_tasks);
+        for (int i = i0; i < i1; i++) (*c.f)(i);
+    }, &c, true);
+}
+
 /* Runs n_jobs matmuls (at most unit_end_.size()) as one parallel loop over their row blocks. */
 void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
     MatmulTask m;
@@ -384,7 +407,7 @@ void CpuBackend::qkv(int l, const Batch &b, int T) {
                       {&L.wv, h_.data(), C, vv_.data(), kvd, bias_of(L.bv)}};
     linear(T, jobs, 3);
     float *kc = kcache(l), *vc = vcache(l);
-    for (int t = 0; t < T; t++) {
+    for_rows(T, [&](int t) {
         float *q = &q_[(size_t)t * qd], *k = &kk_[(size_t)t * kvd], *v = &vv_[(size_t)t * kvd];
         if (c_.has_qk_norm) {
             for (int h = 0; h < H; h++) k_.rmsnorm(q + h * D, q + h * D, L.q_norm.data(), D, c_.rms_eps);
@@ -399,14 +422,14 @@ void CpuBackend::qkv(int l, const Batch &b, int T) {
             memcpy(kc + ((blk * Hkv + g) * bs + off) * D, k + g * D, (size_t)D * sizeof(float));
             memcpy(vc + ((blk * Hkv + g) * bs + off) * D, v + g * D, (size_t)D * sizeof(float));
         }
-    }
+    });
 }
 
 /* x += [post_attn_norm](o_proj(attention(input_layernorm(x)))). */
 void CpuBackend::attention_block(int l, const Batch &b, int T) {
     const LayerWeights &L = m_.layers[(size_t)l];
     int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim;
-    for (int t = 0; t < T; t++) k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps);
+    for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps); });
     qkv(l, b, T);
     AttnTask at{&k_, &b, tok_seq_.data(), q_.data(), att_.data(), kcache(l), vcache(l), H, Hkv, D,
                 cfg_.block_size, c_.attn_scale, scores_ptr_.data()};
@@ -420,7 +443,7 @@ void CpuBackend::attention_block(int l, const Batch &b, int T) {
 void CpuBackend::mlp_block(int l, int T) {
     const LayerWeights &L = m_.layers[(size_t)l];
     int C = c_.n_embd, I = c_.n_ff;
-    for (int t = 0; t < T; t++) k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.mlp_norm.data(), C, c_.rms_eps);
+    for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.mlp_norm.data(), C, c_.rms_eps); });
     if (L.w_gate_up.data) { // GLM-4: one fused matrix, rows [gate; up]
         MatJob gu = {&L.w_gate_up, h_.data(), C, ff_.data(), 2 * I, nullptr};
         linear(T, &gu, 1);
@@ -429,8 +452,7 @@ void CpuBackend::mlp_block(int l, int T) {
                         {&L.w_up, h_.data(), C, ff_.data() + I, 2 * I, bias_of(L.b_up)}};
         linear(T, gu, 2);
     }
-    for (int t = 0; t < T; t++)
-        k_.silu_mul(&ff2_[(size_t)t * I], &ff_[(size_t)t * 2 * I], &ff_[(size_t)t * 2 * I + I], I);
+    for_rows(T, [&](int t) { k_.silu_mul(&ff2_[(size_t)t * I], &ff_[(size_t)t * 2 * I], &ff_[(size_t)t * 2 * I + I], I); });
     MatJob down = {&L.w_down, ff2_.data(), I, h_.data(), C, bias_of(L.b_down)};
     linear(T, &down, 1);
     add_residual(L.post_mlp_norm, T);
@@ -439,11 +461,11 @@ void CpuBackend::mlp_block(int l, int T) {
 /* x += [post_norm](h) for T rows. */
 void CpuBackend::add_residual(const std::vector<float> &post_norm, int T) {
     int C = c_.n_embd;
-    for (int t = 0; t < T; t++) {
+    for_rows(T, [&](int t) {
         float *hr = &h_[(size_t)t * C], *xr = &x_[(size_t)t * C];
         if (c_.has_sandwich_norms) k_.rmsnorm(hr, hr, post_norm.data(), C, c_.rms_eps);
         for (int i = 0; i < C; i++) xr[i] += hr[i];
-    }
+    });
 }
 
 /* x += shared(h) + sum_k w_k expert_k(h), h = post_attention_layernorm(x). Each expert runs once
@@ -452,7 +474,7 @@ void CpuBackend::add_residual(const std::vector<float> &post_norm, int T) {
 void CpuBackend::moe_block(int l, int T) {
     const LayerWeights &L = m_.layers[(size_t)l];
     int C = c_.n_embd, E = c_.n_expert, K = c_.n_expert_used;
-    for (int t = 0; t < T; t++) k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.mlp_norm.data(), C, c_.rms_eps);
+    for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.mlp_norm.data(), C, c_.rms_eps); });
     MatJob gate = {&L.router, h_.data(), C, router_.data(), E, nullptr};
     linear(T, &gate, 1);
     int32_t *cnt = expert_cnt_.data();
@@ -486,9 +508,9 @@ void CpuBackend::moe_block(int l, int T) {
         moe_jobs_[(size_t)n_jobs++] = {&L.shared.up, h_.data(), C, gu_s + Is, 2 * Is, nullptr, T};
     }
     linear(T, moe_jobs_.data(), n_jobs);
-    for (int i = 0; i < S; i++) k_.silu_mul(&ff2_[(size_t)i * Ie], &ff_[(size_t)i * 2 * Ie], &ff_[(size_t)i * 2 * Ie + Ie], Ie);
-    for (int t = 0; t < T && Is > 0; t++)
-        k_.silu_mul(act_s + (size_t)t * Is, gu_s + (size_t)t * 2 * Is, gu_s + (size_t)t * 2 * Is + Is, Is);
+    for_rows(S, [&](int i) { k_.silu_mul(&ff2_[(size_t)i * Ie], &ff_[(size_t)i * 2 * Ie], &ff_[(size_t)i * 2 * Ie + Ie], Ie); });
+    if (Is > 0)
+        for_rows(T, [&](int t) { k_.silu_mul(act_s + (size_t)t * Is, gu_s + (size_t)t * 2 * Is, gu_s + (size_t)t * 2 * Is + Is, Is); });
     n_jobs = 0;
     for (int e = 0; e < E; e++) {
         int n = cnt[e + 1] - cnt[e];
@@ -514,11 +536,11 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
     const LayerWeights &L = m_.layers[(size_t)l];
     int C = c_.n_embd, H = c_.n_head, R = c_.kv_lora_rank, Dr = c_.qk_rope_dim, Dn = c_.qk_nope_dim;
     int Dq = Dn + Dr, Rq = c_.q_lora_rank, bs = cfg_.block_size, Dk = R + Dr;
-    for (int t = 0; t < T; t++) k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps);
+    for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps); });
     if (Rq > 0) {
         MatJob a[2] = {{&L.wq_a, h_.data(), C, qa_.data(), Rq, nullptr}, {&L.wkv_a, h_.data(), C, kva_.data(), Dk, nullptr}};
         linear(T, a, 2);
-        for (int t = 0; t < T; t++) k_.rmsnorm(&qa_[(size_t)t * Rq], &qa_[(size_t)t * Rq], L.q_a_norm.data(), Rq, c_.rms_eps);
+        for_rows(T, [&](int t) { k_.rmsnorm(&qa_[(size_t)t * Rq], &qa_[(size_t)t * Rq], L.q_a_norm.data(), Rq, c_.rms_eps); });
         MatJob qb = {&L.wq_b, qa_.data(), Rq, q_.data(), H * Dq, nullptr};
         linear(T, &qb, 1);
     } else {
@@ -526,7 +548,7 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
         linear(T, a, 2);
     }
     float *cache = kcache(l);
-    for (int t = 0; t < T; t++) {
+    for_rows(T, [&](int t) {
         float *kv = &kva_[(size_t)t * Dk];
         k_.rmsnorm(kv, kv, L.kv_a_norm.data(), R, c_.rms_eps);
         rope(kv + R, 1, Dr, t);
@@ -534,7 +556,7 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
         const BatchSeq &s = b.seqs[(size_t)tok_seq_[(size_t)t]];
         int pos = s.pos0 + (t - s.tok0);
         memcpy(cache + ((int64_t)s.block_table[pos / bs] * bs + pos % bs) * Dk, kv, sizeof(float) * (size_t)Dk);
-    }
+    });
     MlaTask at{&k_, &b, tok_seq_.data(), T, q_.data(), qabs_.data(), lat_.data(), att_.data(), cache, &L.wkv_b,
                H, R, Dn, Dr, c_.v_head_dim, bs, c_.attn_scale, scores_ptr_.data(), scratch_ptr_.data()};
     pool_.run(H, mla_absorb_task, &at);
