@@ -98,13 +98,21 @@ static const long N = 20000000;
 static volatile float sink;
 static void *run(void *arg) {
   (void)arg;
-  V a[12], m = SET1(0.9999999f), c = SET1(1e-7f);
-  for (int i = 0; i < 12; i++) a[i] = SET1((float)i);
-  for (long k = 0; k < N; k++)
-    for (int i = 0; i < 12; i++) a[i] = FMA(a[i], m, c);
+  /* 12 named chains: an array indexed in a loop stays on the stack at -O2 and measures
+     store-to-load forwarding, not the FMA units. */
+  V m = SET1(0.9999999f), c = SET1(1e-7f);
+  V a0 = SET1(0), a1 = SET1(1), a2 = SET1(2), a3 = SET1(3), a4 = SET1(4), a5 = SET1(5);
+  V a6 = SET1(6), a7 = SET1(7), a8 = SET1(8), a9 = SET1(9), a10 = SET1(10), a11 = SET1(11);
+  for (long k = 0; k < N; k++) {
+    a0 = FMA(a0, m, c); a1 = FMA(a1, m, c); a2 = FMA(a2, m, c); a3 = FMA(a3, m, c);
+    a4 = FMA(a4, m, c); a5 = FMA(a5, m, c); a6 = FMA(a6, m, c); a7 = FMA(a7, m, c);
+    a8 = FMA(a8, m, c); a9 = FMA(a9, m, c); a10 = FMA(a10, m, c); a11 = FMA(a11, m, c);
+  }
   float out[16];
-  for (int i = 1; i < 12; i++) a[0] = FMA(a[i], m, a[0]);
-  STORE(out, a[0]);
+  a0 = FMA(a1, m, a0); a0 = FMA(a2, m, a0); a0 = FMA(a3, m, a0); a0 = FMA(a4, m, a0); a0 = FMA(a5, m, a0);
+  a0 = FMA(a6, m, a0); a0 = FMA(a7, m, a0); a0 = FMA(a8, m, a0); a0 = FMA(a9, m, a0); a0 = FMA(a10, m, a0);
+  a0 = FMA(a11, m, a0);
+  STORE(out, a0);
   sink += out[0];
   return 0;
 }
