@@ -88,13 +88,20 @@ static int32_t choose_backend(const int64_t *params, int32_t n_params, int64_t *
 static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params);
 
 /* The CPU backend copies the matrices into huge pages (model_place_weights) when they take at most
- * half of MemAvailable; $MAYA_ENGINE_WEIGHT_COPY=0 keeps them in the checkpoint mapping. */
+ * half of MemAvailable; $MAYA_ENGINE_WEIGHT_COPY=0 keeps them in the checkpoint mapping, and so
+ * does a kernel with transparent huge pages off ("[never]": the copy would gain nothing). */
 static int64_t weight_copy_budget() {
     const char *env = getenv("MAYA_ENGINE_WEIGHT_COPY");
     if (env && strcmp(env, "0") == 0) return -1;
+    char line[256];
+    FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (thp) {
+        bool is_never = fgets(line, sizeof line, thp) && strstr(line, "[never]");
+        fclose(thp);
+        if (is_never) return -1;
+    }
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return -1;
-    char line[256];
     long long kb = -1;
     while (fgets(line, sizeof line, f))
         if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;

@@ -16,7 +16,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "common.h" // defines: fail, ENG_TRY
+#include "common.h" // defines: fail, clear_error, ENG_TRY
 #include "vision.h" // defines: vision_load
 
 namespace maya {
@@ -652,7 +652,10 @@ int32_t model_place_weights(Model *m, int64_t max_bytes, bool *placed) {
         total += ((matrix_bytes(*w) + 63) & ~(size_t)63) + ((q8_scale_bytes(*w) + 63) & ~(size_t)63);
     }
     if (total == 0 || (int64_t)total > max_bytes) return ENG_STATUS_OK;
-    ENG_TRY(m->arena.reserve(total));
+    if (m->arena.reserve(total) != ENG_STATUS_OK) { // the copy only speeds reading: go on without it
+        clear_error();
+        return ENG_STATUS_OK;
+    }
     for (Weight *w : ws) {
         if (!w->data) continue;
         auto &dst = moved[w->data];

@@ -170,7 +170,7 @@ int32_t model_load(const std::string &dir, Model *out);
  * freed. A decode step streams every matrix from DRAM: with 4 KiB pages of a file mapping each page
  * of a row stream costs a TLB walk, and a 2-thread f32 decode of a 110M model measured 17% faster
  * from huge pages (bench notes in engine-cuda/README.md). Idempotent. *placed: whether the copy
- * was made. Returns OK or OUT_OF_MEMORY (the arena could not be mapped; nothing moved). */
+ * was made (not when over budget, nor when the arena cannot be mapped). Returns OK. */
 int32_t model_place_weights(Model *m, int64_t max_bytes, bool *placed);
 /* Marks each FP8 matrix free of NaN bytes (0x7F / 0xFF) is_f8_finite, so the CPU kernels can skip
  * the per-byte NaN fix-up (one pass over the FP8 bytes; published checkpoints have none). */
