@@ -105,7 +105,7 @@ static void attn_task(void *arg, int task, int worker) {
     }
     for (int j0 = 0; j0 < n; j0 += bs) {
         const float *vr = a.vcache + s.block_table[j0 / bs] * block_stride + g * head_stride;
-        a.k->attn_accum(o, sc, n, j0, group, vr, n - j0 < bs ? n - j0 : bs, D);
+        a.k->attn_accum(o, sc, n, j0, group, vr, n - j0 < bs ? n - j0 : bs, D, D);
     }
 }
 
@@ -126,7 +126,8 @@ struct MlaTask {
     int H, R, Dn, Dr, Dv, bs;
     float scale;
     float *const *scores;  // per worker: (kMlaHeads, n_ctx)
-    float *const *scratch; // per worker: >= R floats
+    float *const *scratch; // per worker: scratch_floats (>= R) floats
+    int64_t scratch_floats;
 };
 
 /* Head h, every token: q_abs[t, h] = [W_UK_h^T q_nope[t, h]; q_pe[t, h]]. Each W_UK row is widened
@@ -139,6 +140,15 @@ static void mla_absorb_task(void *arg, int h, int worker) {
         float *qa = a.q_abs + ((int64_t)t * a.H + h) * Dk;
         memset(qa, 0, (size_t)R * sizeof(float));
         memcpy(qa + R, a.q + ((int64_t)t * a.H + h) * Dq + a.Dn, (size_t)a.Dr * sizeof(float));
+    }
+    if ((int64_t)a.Dn * R <= a.scratch_floats) {
+        // All Dn rows widened once, then each token's sum over them in registers (attn_accum: the
+        // same sequence of fused multiply-adds over i as one axpy per row).
+        for (int i = 0; i < a.Dn; i++)
+            a.k->row_to_f32(wrow + (int64_t)i * R, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + i, R, a.kv_b->scale);
+        for (int t = 0; t < a.T; t++)
+            a.k->attn_accum(a.q_abs + ((int64_t)t * a.H + h) * Dk, a.q + ((int64_t)t * a.H + h) * Dq, a.Dn, 0, 1, wrow, a.Dn, R, R);
+        return;
     }
     for (int i = 0; i < a.Dn; i++) {
         a.k->row_to_f32(wrow, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + i, R, a.kv_b->scale);
@@ -169,10 +179,11 @@ static void mla_attend_task(void *arg, int task, int worker) {
         a.k->scale(row, 1.0f / sum, n);
         memset(lat + (int64_t)h * R, 0, (size_t)R * sizeof(float));
     }
-    for (int j = 0; j < n; j++) {
-        const float *c = a.cache + s.block_table[j / bs] * block_stride + (int64_t)(j % bs) * Dk;
-        for (int h = 0; h < group; h++) a.k->axpy(lat + (int64_t)h * R, sc[(int64_t)h * n + j], c, R);
-    }
+    // lat_h = sum_j p_hj c_j, in increasing j, one cache block at a time (the latent is the first
+    // R floats of each Dk-float row).
+    for (int j0 = 0; j0 < n; j0 += bs)
+        a.k->attn_accum(lat, sc, n, j0, group, a.cache + s.block_table[j0 / bs] * block_stride, n - j0 < bs ? n - j0 : bs, R,
+                        Dk);
 }
 
 /* Head h, every token: out[t, h] = W_UV_h lat[t, h], each W_UV row widened once per step. */
@@ -558,7 +569,8 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
         memcpy(cache + ((int64_t)s.block_table[pos / bs] * bs + pos % bs) * Dk, kv, sizeof(float) * (size_t)Dk);
     });
     MlaTask at{&k_, &b, tok_seq_.data(), T, q_.data(), qabs_.data(), lat_.data(), att_.data(), cache, &L.wkv_b,
-               H, R, Dn, Dr, c_.v_head_dim, bs, c_.attn_scale, scores_ptr_.data(), scratch_ptr_.data()};
+               H, R, Dn, Dr, c_.v_head_dim, bs, c_.attn_scale, scores_ptr_.data(), scratch_ptr_.data(),
+               (int64_t)scratch_[0].size()};
     pool_.run(H, mla_absorb_task, &at);
     pool_.run(T * ((H + kMlaHeads - 1) / kMlaHeads), mla_attend_task, &at);
     pool_.run(H, mla_expand_task, &at);

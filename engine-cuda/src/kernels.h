@@ -50,7 +50,8 @@ struct Kernels {
      * query heads sharing it (q, out: (group, D)); scores/probs: (group, ld), columns j0..j0+n. */
     void (*attn_scores)(float *scores, int ld, int j0, const float *q, int group, const float *k, int n, int D,
                         float scale);
-    void (*attn_accum)(float *out, const float *probs, int ld, int j0, int group, const float *v, int n, int D);
+    /* ldv: floats between consecutive rows of v (>= D; MLA reads the latent part of its cache rows). */
+    void (*attn_accum)(float *out, const float *probs, int ld, int j0, int group, const float *v, int n, int D, int ldv);
     /* Q8 weights (dtype DT_Q8: int8 per block of kQ8Block columns, wscale (rows, K/32) f32): matmul
      * above quantizes x per token itself; these split that so a batch is quantized once per step.
      * quantize_q8: x[0..K) -> q (K int8) and d (K/32 scales), K a multiple of 32. matmul_q8: as

@@ -795,7 +795,7 @@ static void attn_scores(float *scores, int ld, int j0, const float *q, int group
             scores[(int64_t)h * ld + j0 + j] = dot(q + (int64_t)h * D, k + (int64_t)j * D, D) * scale;
 }
 
-static void attn_accum(float *out, const float *probs, int ld, int j0, int group, const float *v, int n, int D) {
+static void attn_accum(float *out, const float *probs, int ld, int j0, int group, const float *v, int n, int D, int ldv) {
 #ifdef KERNELS_VECTOR
     if (D % 8 == 0) { // out accumulated in registers 64 dims at a time
         for (int h = 0; h < group; h++) {
@@ -807,7 +807,7 @@ static void attn_accum(float *out, const float *probs, int ld, int j0, int group
                 for (int i = 0; i < nv; i++) acc[i] = _mm256_loadu_ps(oh + d0 + 8 * i);
                 for (int j = 0; j < n; j++) {
                     __m256 pj = _mm256_set1_ps(p[j]);
-                    const float *vr = v + (int64_t)j * D + d0;
+                    const float *vr = v + (int64_t)j * ldv + d0;
                     for (int i = 0; i < nv; i++) acc[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vr + 8 * i), acc[i]);
                 }
                 for (int i = 0; i < nv; i++) _mm256_storeu_ps(oh + d0 + 8 * i, acc[i]);
@@ -817,7 +817,7 @@ static void attn_accum(float *out, const float *probs, int ld, int j0, int group
     }
 #endif
     for (int j = 0; j < n; j++)
-        for (int h = 0; h < group; h++) axpy(out + (int64_t)h * D, probs[(int64_t)h * ld + j0 + j], v + (int64_t)j * D, D);
+        for (int h = 0; h < group; h++) axpy(out + (int64_t)h * D, probs[(int64_t)h * ld + j0 + j], v + (int64_t)j * ldv, D);
 }
 
 } // namespace KERNELS_NS

@@ -124,7 +124,7 @@ void attn_task(void *arg, int task, int worker) {
     a.k->scale(sc, 1.0f / sum, a.L);
     float *o = a.out + (int64_t)n * a.Cv + h * a.Dv;
     memset(o, 0, sizeof(float) * (size_t)a.Dv);
-    a.k->attn_accum(o, sc, a.L, 0, 1, vr, a.L, a.Dv);
+    a.k->attn_accum(o, sc, a.L, 0, 1, vr, a.L, a.Dv, a.Dv);
 }
 
 } // namespace

@@ -196,13 +196,20 @@ TEST(attention_kernels_match_reference) {
             std::vector<float> out((size_t)group * D), base((size_t)group * D);
             for (float &x : base) x = r.next();
             out = base;
-            k->attn_accum(out.data(), sc.data(), ld, j0, group, v.data(), n, D);
+            k->attn_accum(out.data(), sc.data(), ld, j0, group, v.data(), n, D, D);
             for (int h = 0; h < group; h++)
                 for (int d = 0; d < D; d++) {
                     double ref = base[(size_t)h * D + d];
                     for (int j = 0; j < n; j++) ref += (double)sc[(size_t)h * ld + j0 + j] * v[(size_t)j * D + d];
                     CHECK_NEAR(out[(size_t)h * D + d], ref, 1e-5);
                 }
+            // Rows of v ldv = D + 9 floats apart (MLA's latent inside its cache rows): the same sums.
+            const int ldv = D + 9;
+            std::vector<float> vp((size_t)n * ldv, 1e30f), outp = base;
+            for (int j = 0; j < n; j++)
+                for (int d = 0; d < D; d++) vp[(size_t)j * ldv + d] = v[(size_t)j * D + d];
+            k->attn_accum(outp.data(), sc.data(), ld, j0, group, vp.data(), n, D, ldv);
+            CHECK_MSG(memcmp(outp.data(), out.data(), out.size() * sizeof(float)) == 0, "%s attn_accum ldv D %d", k->name, D);
         }
     }
 }
