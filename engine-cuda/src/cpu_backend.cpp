@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include <algorithm>
+
 #include "backend.h"     // defines: Backend, Batch, BackendConfig
 #include "common.h"      // defines: fail
 #include "kernels.h"     // defines: Kernels, kMatmulRows
@@ -126,8 +128,7 @@ struct MlaTask {
     int H, R, Dn, Dr, Dv, bs;
     float scale;
     float *const *scores;  // per worker: (kMlaHeads, n_ctx)
-    float *const *scratch; // per worker: scratch_floats (>= R) floats
-    int64_t scratch_floats;
+    float *const *scratch; // per worker: >= max(R, Dn * R) floats
 };
 
 /* Head h, every token: q_abs[t, h] = [W_UK_h^T q_nope[t, h]; q_pe[t, h]]. Each W_UK row is widened
@@ -141,20 +142,12 @@ static void mla_absorb_task(void *arg, int h, int worker) {
         memset(qa, 0, (size_t)R * sizeof(float));
         memcpy(qa + R, a.q + ((int64_t)t * a.H + h) * Dq + a.Dn, (size_t)a.Dr * sizeof(float));
     }
-    if ((int64_t)a.Dn * R <= a.scratch_floats) {
-        // All Dn rows widened once, then each token's sum over them in registers (attn_accum: the
-        // same sequence of fused multiply-adds over i as one axpy per row).
-        for (int i = 0; i < a.Dn; i++)
-            a.k->row_to_f32(wrow + (int64_t)i * R, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + i, R, a.kv_b->scale);
-        for (int t = 0; t < a.T; t++)
-            a.k->attn_accum(a.q_abs + ((int64_t)t * a.H + h) * Dk, a.q + ((int64_t)t * a.H + h) * Dq, a.Dn, 0, 1, wrow, a.Dn, R, R);
-        return;
-    }
-    for (int i = 0; i < a.Dn; i++) {
-        a.k->row_to_f32(wrow, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + i, R, a.kv_b->scale);
-        for (int t = 0; t < a.T; t++)
-            a.k->axpy(a.q_abs + ((int64_t)t * a.H + h) * Dk, a.q[((int64_t)t * a.H + h) * Dq + i], wrow, R);
-    }
+    // All Dn rows widened once, then each token's sum over them in registers (attn_accum: the
+    // same sequence of fused multiply-adds over i as one axpy per row).
+    for (int i = 0; i < a.Dn; i++)
+        a.k->row_to_f32(wrow + (int64_t)i * R, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + i, R, a.kv_b->scale);
+    for (int t = 0; t < a.T; t++)
+        a.k->attn_accum(a.q_abs + ((int64_t)t * a.H + h) * Dk, a.q + ((int64_t)t * a.H + h) * Dq, a.Dn, 0, 1, wrow, a.Dn, R, R);
 }
 
 /* One (token, group of kMlaHeads heads): scores of the absorbed queries against the cached rows
@@ -318,7 +311,8 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     scratch_.resize((size_t)nw);
     scores_.resize((size_t)nw);
     for (int w = 0; w < nw; w++) {
-        scratch_[(size_t)w].resize((size_t)(kMatmulRows * kmax));
+        // MLA's absorb widens a head's Dn rows of W_UK (R columns each) at once.
+        scratch_[(size_t)w].resize((size_t)std::max<int64_t>(kMatmulRows * kmax, (int64_t)c_.qk_nope_dim * c_.kv_lora_rank));
         scores_[(size_t)w].resize(group * (size_t)cfg.n_ctx);
         scratch_ptr_.push_back(scratch_[(size_t)w].data());
         scores_ptr_.push_back(scores_[(size_t)w].data());
@@ -569,8 +563,7 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
         memcpy(cache + ((int64_t)s.block_table[pos / bs] * bs + pos % bs) * Dk, kv, sizeof(float) * (size_t)Dk);
     });
     MlaTask at{&k_, &b, tok_seq_.data(), T, q_.data(), qabs_.data(), lat_.data(), att_.data(), cache, &L.wkv_b,
-               H, R, Dn, Dr, c_.v_head_dim, bs, c_.attn_scale, scores_ptr_.data(), scratch_ptr_.data(),
-               (int64_t)scratch_[0].size()};
+               H, R, Dn, Dr, c_.v_head_dim, bs, c_.attn_scale, scores_ptr_.data(), scratch_ptr_.data()};
     pool_.run(H, mla_absorb_task, &at);
     pool_.run(T * ((H + kMlaHeads - 1) / kMlaHeads), mla_attend_task, &at);
     pool_.run(H, mla_expand_task, &at);

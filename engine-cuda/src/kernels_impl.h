@@ -310,8 +310,9 @@ static const int kStreamConvertMinTokens = 6;
 /* e4m3 -> f16 bits, value times 2^-8 (see f8_row_to_f32), from the sign-extended bytes: << 7 puts
  * exponent and mantissa at bits 7-13 and the sign at 15 (bit 14 cleared by the mask); magnitude 0x7F
  * (NaN) becomes f16 0x3F80, which + 0x4000 turns into an f16 NaN. */
-static inline __m256i f8_to_f16x16(__m256i sext) {
+template <bool FINITE = false> static inline __m256i f8_to_f16x16(__m256i sext) {
     __m256i h = _mm256_and_si256(_mm256_slli_epi16(sext, 7), _mm256_set1_epi16((short)0xBF80));
+    if (FINITE) return h; // kDtF8Finite: the loader found no NaN byte
     __m256i nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x3F80)), _mm256_set1_epi16(0x3F80));
     return _mm256_or_si256(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x4000)));
 }
@@ -327,33 +328,23 @@ static inline __m256 f8x8(const uint8_t *p) {
 static inline vecw f8xvw(const uint8_t *p) {
     return _mm512_cvtph_ps(f8_to_f16x16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p))));
 }
-/* 32 e4m3 bytes -> two vectors of 16 floats times 2^-8 (512-bit integer steps, masked NaN fix). */
-static inline void f8x2vw(const uint8_t *p, vecw *lo, vecw *hi) {
+/* 32 e4m3 bytes -> two vectors of 16 floats times 2^-8 (512-bit integer steps, masked NaN fix;
+ * FINITE: bytes known not to be NaN, kDtF8Finite, skip it). */
+template <bool FINITE> static inline void f8x2vw(const uint8_t *p, vecw *lo, vecw *hi) {
     __m512i b = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)p));
     __m512i h = _mm512_and_si512(_mm512_slli_epi16(b, 7), _mm512_set1_epi16((short)0xBF80));
-    __mmask32 nan = _mm512_cmpeq_epi16_mask(_mm512_and_si512(h, _mm512_set1_epi16(0x3F80)), _mm512_set1_epi16(0x3F80));
-    h = _mm512_mask_add_epi16(h, nan, h, _mm512_set1_epi16(0x4000));
-    *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
-    *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
-}
-/* The same for bytes known not to be NaN (kDtF8Finite): no NaN fix-up. */
-static inline void f8x2vw_finite(const uint8_t *p, vecw *lo, vecw *hi) {
-    __m512i b = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)p));
-    __m512i h = _mm512_and_si512(_mm512_slli_epi16(b, 7), _mm512_set1_epi16((short)0xBF80));
+    if (!FINITE) {
+        __mmask32 nan = _mm512_cmpeq_epi16_mask(_mm512_and_si512(h, _mm512_set1_epi16(0x3F80)), _mm512_set1_epi16(0x3F80));
+        h = _mm512_mask_add_epi16(h, nan, h, _mm512_set1_epi16(0x4000));
+    }
     *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
     *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
 }
 #else
 static inline vecw f8xvw(const uint8_t *p) { return f8x8(p); }
-/* 16 e4m3 bytes -> two vectors of 8 floats times 2^-8. */
-static inline void f8x2vw(const uint8_t *p, vecw *lo, vecw *hi) {
-    __m256i h = f8_to_f16x16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p)));
-    *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
-    *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
-}
-static inline void f8x2vw_finite(const uint8_t *p, vecw *lo, vecw *hi) {
-    __m256i b = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p));
-    __m256i h = _mm256_and_si256(_mm256_slli_epi16(b, 7), _mm256_set1_epi16((short)0xBF80));
+/* 16 e4m3 bytes -> two vectors of 8 floats times 2^-8 (FINITE: as above). */
+template <bool FINITE> static inline void f8x2vw(const uint8_t *p, vecw *lo, vecw *hi) {
+    __m256i h = f8_to_f16x16<FINITE>(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p)));
     *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
     *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
 }
@@ -390,8 +381,7 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
         for (; k + 2 * VW <= k1; k += 2 * VW)
             for (int r = 0; r < NR; r++) {
                 vecw w0, w1;
-                if (FINITE) f8x2vw_finite(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
-                else f8x2vw(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
+                f8x2vw<FINITE>(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
                 for (int t = 0; t < NT; t++) {
                     acc[r][t] = vw_fma(w0, vw_loadx(x + (int64_t)t * ldx + k), acc[r][t]);
                     acc2[r][t] = vw_fma(w1, vw_loadx(x + (int64_t)t * ldx + k + VW), acc2[r][t]);
