@@ -177,8 +177,9 @@ TEST(attention_kernels_match_reference) {
     // a multiple of 8 (vector path, incl. a 64 + 8 split) and that are not (generic path).
     Rand r;
     for (const Kernels *k : tables()) {
-        for (int D : {12, 16, 64, 72, 128}) {
-            const int group = 3, n = 11, ld = 20, j0 = 5;
+        for (int D : {12, 16, 64, 72, 128, 288})
+        for (int n : {11, 37}) { // a part group of 16 keys; two whole groups and a part (AVX-512)
+            const int group = 3, j0 = 5, ld = j0 + n + 4;
             std::vector<float> q((size_t)group * D), kk((size_t)n * D), v((size_t)n * D);
             for (float &x : q) x = r.next();
             for (float &x : kk) x = r.next();
