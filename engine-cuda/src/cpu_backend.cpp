@@ -192,6 +192,20 @@ static void mla_expand_task(void *arg, int h, int worker) {
     }
 }
 
+/* Activation buffers start on a cache line, so the matmul's 64-byte vector loads never straddle two
+ * lines (bf16 prefill with K = 2048 on one core of the Zen 4 box: 62-66 GFLOP/s from buffers 16 bytes
+ * off a line, 76-85 from aligned ones). */
+template <class T> struct LineAlloc {
+    using value_type = T;
+    LineAlloc() = default;
+    template <class U> LineAlloc(const LineAlloc<U> &) {}
+    T *allocate(size_t n) { return (T *)::operator new(n * sizeof(T), std::align_val_t(64)); }
+    void deallocate(T *p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+    template <class U> bool operator==(const LineAlloc<U> &) const { return true; }
+    template <class U> bool operator!=(const LineAlloc<U> &) const { return false; }
+};
+using Buf = std::vector<float, LineAlloc<float>>;
+
 class CpuBackend final : public Backend {
   public:
     CpuBackend(const Model &m, const Kernels &k) : m_(m), c_(m.cfg), k_(k) {}
@@ -232,20 +246,21 @@ class CpuBackend final : public Backend {
     bool is_streaming_ = false; // weights larger than the last-level cache: read from DRAM every step
     float *kv_ = nullptr; // (n_blocks, L, 2, Hkv, bs, D); MLA (n_blocks, L, bs, R + Dr)
     size_t kv_bytes_ = 0;
-    std::vector<float> x_, h_, q_, kk_, vv_, att_, ff_, ff2_; // activations, T rows each
+    Buf x_, h_, q_, kk_, vv_, att_, ff_, ff2_;                // activations, T rows each
     std::vector<float> rope_cos_, rope_sin_, inv_freq_;       // (T, rotary_dim/2), (rotary_dim/2)
     std::vector<int32_t> tok_seq_;                            // (T)
-    std::vector<float> qa_, kva_, qabs_, lat_;                // MLA: (T, Rq), (T, R+Dr), (T, H, R+Dr), (T, H, R)
-    std::vector<float> router_, sel_w_, moe_in_, moe_out_, moe_acc_; // MoE: (T, E), (T, K), (T, C) x3
+    Buf qa_, kva_, qabs_, lat_;                               // MLA: (T, Rq), (T, R+Dr), (T, H, R+Dr), (T, H, R)
+    std::vector<float> router_, sel_w_;                       // MoE: (T, E), (T, K)
+    Buf moe_in_, moe_out_, moe_acc_;                          //   (T, C) x3
     std::vector<int32_t> sel_, expert_tok_, expert_cnt_;      // (T, K), (T*K), (E+1)
     std::vector<float> route_scores_;                         // (E) + (E) + (n_group)
     std::vector<MatJob> moe_jobs_;                            // (2 (E + 1)) one MoE phase's matmuls
     std::vector<int> unit_end_;                               // (max(3, 2 (E + 1))) see linear()
     std::vector<int64_t> q8_off_;                             // (as unit_end_) see linear()
-    std::vector<int8_t> q8x_;                                 // Q8 weights: quantized activations
+    std::vector<int8_t, LineAlloc<int8_t>> q8x_;              // Q8 weights: quantized activations
     std::vector<float> q8d_;                                  //   and their per-32 scales
-    std::vector<float> out_x_;                                // (max_logits, C)
-    std::vector<std::vector<float>> scratch_, scores_;        // per worker
+    Buf out_x_;                                               // (max_logits, C)
+    std::vector<Buf> scratch_, scores_;                       // per worker
     std::vector<float *> scratch_ptr_, scores_ptr_;
 };
 
