@@ -100,10 +100,7 @@ static void attn_task(void *arg, int task, int worker) {
     }
     float *o = a.out + (int64_t)t * a.H * D + (int64_t)g * group * D;
     for (int h = 0; h < group; h++) {
-        float *row = sc + (int64_t)h * n, mx = row[0], sum = 0;
-        for (int j = 1; j < n; j++) mx = row[j] > mx ? row[j] : mx;
-        for (int j = 0; j < n; j++) { row[j] = expf(row[j] - mx); sum += row[j]; }
-        a.k->scale(row, 1.0f / sum, n);
+        a.k->softmax(sc + (int64_t)h * n, n);
         memset(o + (int64_t)h * D, 0, (size_t)D * sizeof(float));
     }
     for (int j0 = 0; j0 < n; j0 += bs) {
@@ -168,10 +165,7 @@ static void mla_attend_task(void *arg, int task, int worker) {
                          Dk, a.scale);
     float *lat = a.lat + ((int64_t)t * a.H + h0) * R;
     for (int h = 0; h < group; h++) {
-        float *row = sc + (int64_t)h * n, mx = row[0], sum = 0;
-        for (int j = 1; j < n; j++) mx = row[j] > mx ? row[j] : mx;
-        for (int j = 0; j < n; j++) { row[j] = expf(row[j] - mx); sum += row[j]; }
-        a.k->scale(row, 1.0f / sum, n);
+        a.k->softmax(sc + (int64_t)h * n, n);
         memset(lat + (int64_t)h * R, 0, (size_t)R * sizeof(float));
     }
     // lat_h = sum_j p_hj c_j, in increasing j, one cache block at a time (the latent is the first

@@ -44,6 +44,7 @@ struct Kernels {
     /* out = x / sqrt(mean(x^2) + eps) * w (out may alias x) */
     void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
     void (*silu_mul)(float *out, const float *gate, const float *up, int n); // out = silu(gate) * up
+    void (*softmax)(float *row, int n);                                       // in place, n >= 1
     /* out = W[row, 0..n) of a (rows, n) matrix; wscale as for matmul. */
     void (*row_to_f32)(float *out, const void *w, int dtype, int64_t row, int n, const float *wscale);
     /* Attention over n consecutive cached positions of one kv head (k, v: (n, D)) for the `group`

@@ -143,6 +143,14 @@ static inline vecw vw_loadw(const void *w, int64_t i, int dt) {
 }
 static inline vecw vw_fma(vecw a, vecw b, vecw c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vecw vw_add(vecw a, vecw b) { return _mm512_add_ps(a, b); }
+static inline vecw vw_sub(vecw a, vecw b) { return _mm512_sub_ps(a, b); }
+static inline vecw vw_mul(vecw a, vecw b) { return _mm512_mul_ps(a, b); }
+static inline vecw vw_div(vecw a, vecw b) { return _mm512_div_ps(a, b); }
+static inline vecw vw_min(vecw a, vecw b) { return _mm512_min_ps(a, b); }
+static inline vecw vw_max(vecw a, vecw b) { return _mm512_max_ps(a, b); }
+static inline vecw vw_fnma(vecw a, vecw b, vecw c) { return _mm512_fnmadd_ps(a, b, c); } // c - a * b
+static inline vecw vw_round(vecw a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vecw vw_pow2_mul(vecw p, vecw n) { return _mm512_scalef_ps(p, n); } // p * 2^n
 static inline float vw_sum(vecw v) { return hsum(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))); }
 static inline void vw_store(float *p, vecw v) { _mm512_storeu_ps(p, v); }
 /* out[i] = vw_sum(a[i]) for i < n, bit for bit: 16 vectors at a time go through one transposing
@@ -179,6 +187,21 @@ static inline vecw vw_loadx(const float *p) { return _mm256_loadu_ps(p); }
 static inline vecw vw_loadw(const void *w, int64_t i, int dt) { return load8(w, i, dt); }
 static inline vecw vw_fma(vecw a, vecw b, vecw c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vecw vw_add(vecw a, vecw b) { return _mm256_add_ps(a, b); }
+static inline vecw vw_sub(vecw a, vecw b) { return _mm256_sub_ps(a, b); }
+static inline vecw vw_mul(vecw a, vecw b) { return _mm256_mul_ps(a, b); }
+static inline vecw vw_div(vecw a, vecw b) { return _mm256_div_ps(a, b); }
+static inline vecw vw_min(vecw a, vecw b) { return _mm256_min_ps(a, b); }
+static inline vecw vw_max(vecw a, vecw b) { return _mm256_max_ps(a, b); }
+static inline vecw vw_fnma(vecw a, vecw b, vecw c) { return _mm256_fnmadd_ps(a, b, c); } // c - a * b
+static inline vecw vw_round(vecw a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+/* p * 2^n, n an integer in [-126, 128] (p in [0.7, 1.5] here, so n = 128 stays finite) */
+static inline vecw vw_pow2_mul(vecw p, vecw n) {
+    __m256i e = _mm256_cvtps_epi32(n);
+    __m256i half = _mm256_srai_epi32(e, 1); // 2^n as 2^(n/2) * 2^(n - n/2): each factor a normal float
+    vecw a = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
+    vecw b = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(e, half), _mm256_set1_epi32(127)), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, a), b);
+}
 static inline float vw_sum(vecw v) { return hsum(v); }
 static inline void vw_store(float *p, vecw v) { _mm256_storeu_ps(p, v); }
 enum { TILE_NT = 3 }; // 4 rows x 3 tokens: 12 + 3 + 1 of the 16 registers
@@ -781,11 +804,62 @@ static void rmsnorm(float *out, const float *x, const float *w, int n, float eps
     for (int i = 0; i < n; i++) out[i] = x[i] * inv * w[i];
 }
 
+#ifdef KERNELS_VECTOR
+/* e^x a vector at a time: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two, Cody and Waite), e^r
+ * by the degree-5 polynomial of Cephes' expf (S. Moshier; its published coefficients), then times
+ * 2^n. Within 2 ulp of expf; x is clamped to [-87.3, 88.7] (results from 1.2e-38 to 3.4e38);
+ * NaN stays NaN. */
+static inline vecw vw_exp(vecw x) {
+    x = vw_max(vw_set1(-87.33654f), vw_min(vw_set1(88.72283f), x)); // min/max(c, x) return x when x is NaN
+    vecw n = vw_round(vw_mul(x, vw_set1(1.44269504088896341f)));
+    vecw r = vw_fnma(n, vw_set1(0.693359375f), x);
+    r = vw_fnma(n, vw_set1(-2.12194440e-4f), r);
+    vecw p = vw_set1(1.9875691500e-4f);
+    p = vw_fma(p, r, vw_set1(1.3981999507e-3f));
+    p = vw_fma(p, r, vw_set1(8.3334519073e-3f));
+    p = vw_fma(p, r, vw_set1(4.1665795894e-2f));
+    p = vw_fma(p, r, vw_set1(1.6666665459e-1f));
+    p = vw_fma(p, r, vw_set1(5.0000001201e-1f));
+    p = vw_fma(p, vw_mul(r, r), vw_add(r, vw_set1(1.0f)));
+    return vw_pow2_mul(p, n);
+}
+#endif
+
 static void silu_mul(float *out, const float *gate, const float *up, int n) {
-    for (int i = 0; i < n; i++) {
+    int i = 0;
+#ifdef KERNELS_VECTOR
+    for (; i + VW <= n; i += VW) {
+        vecw g = vw_loadx(gate + i);
+        vecw e = vw_exp(vw_sub(vw_zero(), g));
+        vw_store(out + i, vw_mul(vw_div(g, vw_add(vw_set1(1.0f), e)), vw_loadx(up + i)));
+    }
+#endif
+    for (; i < n; i++) {
         float g = gate[i];
         out[i] = g / (1.0f + expf(-g)) * up[i];
     }
+}
+
+/* row[0..n) = softmax(row[0..n)) (n >= 1). */
+static void softmax(float *row, int n) {
+    float mx = row[0], sum = 0;
+    for (int j = 1; j < n; j++) mx = row[j] > mx ? row[j] : mx;
+    int j = 0;
+#ifdef KERNELS_VECTOR
+    vecw m = vw_set1(mx), acc = vw_zero();
+    for (; j + VW <= n; j += VW) {
+        vecw e = vw_exp(vw_sub(vw_loadx(row + j), m));
+        vw_store(row + j, e);
+        acc = vw_add(acc, e);
+    }
+    sum = vw_sum(acc);
+#endif
+    for (; j < n; j++) {
+        row[j] = expf(row[j] - mx);
+        sum += row[j];
+    }
+    float inv = 1.0f / sum;
+    for (j = 0; j < n; j++) row[j] *= inv;
 }
 
 static void attn_scores(float *scores, int ld, int j0, const float *q, int group, const float *k, int n, int D,
@@ -854,7 +928,7 @@ const Kernels KERNELS_TABLE = {
     "scalar", 0,
 #endif
     KERNELS_NS::matmul, KERNELS_NS::dot, KERNELS_NS::axpy, KERNELS_NS::scale,
-    KERNELS_NS::rmsnorm, KERNELS_NS::silu_mul, KERNELS_NS::row_to_f32,
+    KERNELS_NS::rmsnorm, KERNELS_NS::silu_mul, KERNELS_NS::softmax, KERNELS_NS::row_to_f32,
     KERNELS_NS::attn_scores, KERNELS_NS::attn_accum,
     KERNELS_NS::quantize_q8, KERNELS_NS::matmul_q8_pre,
 };

@@ -114,14 +114,9 @@ void attn_task(void *arg, int task, int worker) {
     int n = task / a.H, h = task % a.H, f0 = n / a.L * a.L;
     const float *q = a.qkv + (int64_t)n * 3 * a.Cv + h * a.Dv;
     const float *kr = a.kh + ((int64_t)h * a.N + f0) * a.Dv, *vr = a.vh + ((int64_t)h * a.N + f0) * a.Dv;
-    float *sc = a.scores[worker], mx = -INFINITY, sum = 0;
+    float *sc = a.scores[worker];
     a.k->attn_scores(sc, a.L, 0, q, 1, kr, a.L, a.Dv, a.scale);
-    for (int j = 0; j < a.L; j++) mx = sc[j] > mx ? sc[j] : mx;
-    for (int j = 0; j < a.L; j++) {
-        sc[j] = expf(sc[j] - mx);
-        sum += sc[j];
-    }
-    a.k->scale(sc, 1.0f / sum, a.L);
+    a.k->softmax(sc, a.L);
     float *o = a.out + (int64_t)n * a.Cv + h * a.Dv;
     memset(o, 0, sizeof(float) * (size_t)a.Dv);
     a.k->attn_accum(o, sc, a.L, 0, 1, vr, a.L, a.Dv, a.Dv);

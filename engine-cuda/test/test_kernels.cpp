@@ -172,6 +172,42 @@ TEST(vector_kernels_match_reference) {
     }
 }
 
+TEST(softmax_and_silu_match_reference_over_the_float_range) {
+    // The vector exp (a polynomial times 2^n) against libm in double: softmax rows with a wide
+    // spread of scores, and SiLU from deep negative (exp overflow side) to large positive gates.
+    Rand r;
+    for (const Kernels *k : tables()) {
+        for (int n : {1, 5, 16, 37, 300}) {
+            std::vector<float> row((size_t)n);
+            for (int j = 0; j < n; j++) row[(size_t)j] = r.next() * 40.0f - (j % 7 == 3 ? 80.0f : 0.0f);
+            std::vector<double> ref((size_t)n), dist((size_t)n);
+            double mx = row[0], sum = 0;
+            for (float v : row) mx = v > mx ? v : mx;
+            for (int j = 0; j < n; j++) sum += ref[(size_t)j] = exp(-(dist[(size_t)j] = mx - row[(size_t)j]));
+            k->softmax(row.data(), n);
+            // exp(-d) carries the float rounding of d (d ulps of relative error), and below the normal
+            // range (d > 87) any value under 1e-37 will do
+            for (int j = 0; j < n; j++)
+                CHECK_MSG(fabs(row[(size_t)j] - ref[(size_t)j] / sum) <= 4e-7 * (1 + dist[(size_t)j]) * ref[(size_t)j] / sum + 1e-37,
+                          "%s softmax n %d j %d: %g vs %g", k->name, n, j, row[(size_t)j], ref[(size_t)j] / sum);
+        }
+        const float gs[] = {-150.0f, -90.0f, -87.0f, -30.0f, -5.5f, -1e-3f, 0.0f, 2.5f, 17.0f, 60.0f, 88.0f, 100.0f,
+                            -0.75f, 3.25f, -12.0f, 1.0f};
+        std::vector<float> g(gs, gs + 16), up(16, 1.5f), out(16);
+        k->silu_mul(out.data(), g.data(), up.data(), 16);
+        for (int i = 0; i < 16; i++) {
+            double want = (double)g[(size_t)i] / (1 + exp(-(double)g[(size_t)i])) * 1.5;
+            // gates under -87 (e^-g past the float range, clamped by the vector exp): any value under
+            // 1e-35, a zero for every use downstream
+            CHECK_MSG(fabs(out[(size_t)i] - want) <= 3e-7 * fabs(want) + 1e-35, "%s silu(%g) = %g, want %g", k->name,
+                      g[(size_t)i], out[(size_t)i], want);
+        }
+        g[3] = NAN;
+        k->silu_mul(out.data(), g.data(), up.data(), 16);
+        CHECK_MSG(isnan(out[3]), "%s silu(NaN) is not NaN", k->name);
+    }
+}
+
 TEST(attention_kernels_match_reference) {
     // Scores and the probability-weighted sum over a block of positions, for head sizes that are
     // a multiple of 8 (vector path, incl. a 64 + 8 split) and that are not (generic path).
