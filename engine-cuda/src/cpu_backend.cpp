@@ -71,41 +71,61 @@ static void matmul_task(void *arg, int task, int worker) {
                 m.scratch[worker], m.is_streaming, job.w->scale);
 }
 
+/* Query rows one attention task covers: a tile of consecutive tokens of one sequence, times the
+ * query heads of a kv head, so each cached row is loaded once for up to 4 query rows (more when a
+ * kv head has more query heads). */
+static int attn_tile_tokens(int group) { return group >= 4 ? 1 : 4 / group; }
+
 struct AttnTask {
     const Kernels *k;
     const Batch *batch;
     const int32_t *tok_seq; // (T) index into batch->seqs
+    const int32_t *tiles;   // (n_tiles, 2): first token, tokens (consecutive, one sequence)
     const float *q;         // (T, H*D)
     float *out;             // (T, H*D)
     const float *kcache, *vcache; // this layer's rows of block 0: (Hkv, bs, D) each
     int64_t block_stride;         // floats from one block to the next (all layers)
     int H, Hkv, D, bs;
     float scale;
-    float *const *scores; // per worker: (H/Hkv, n_ctx)
+    float *const *scores; // per worker: (attn_tile_tokens * H/Hkv, n_ctx)
 };
 
-/* One (token, kv head) pair: the query heads of its group attend positions [0, pos], one KV
- * block (bs consecutive positions, contiguous per kv head) at a time. */
+/* One (token tile, kv head) pair: token i of the tile, at position p0 + i, has its group's query
+ * heads attend positions [0, p0 + i], one KV block (bs consecutive positions, contiguous per kv
+ * head) at a time. Scores past a token's own position are computed with the others' and left
+ * unused; every (query row, position) gets the same bits as when its token runs alone. */
 static void attn_task(void *arg, int task, int worker) {
     const AttnTask &a = *(const AttnTask *)arg;
-    int t = task / a.Hkv, g = task % a.Hkv, group = a.H / a.Hkv, D = a.D, bs = a.bs;
-    const BatchSeq &s = a.batch->seqs[(size_t)a.tok_seq[t]];
-    int n = s.pos0 + (t - s.tok0) + 1; // positions attended
-    float *sc = a.scores[worker];
-    const float *q = a.q + (int64_t)t * a.H * D + (int64_t)g * group * D;
+    int tile = task / a.Hkv, g = task % a.Hkv, group = a.H / a.Hkv, D = a.D, bs = a.bs;
+    int t0 = a.tiles[2 * tile], nt = a.tiles[2 * tile + 1];
+    const BatchSeq &s = a.batch->seqs[(size_t)a.tok_seq[t0]];
+    int p0 = s.pos0 + (t0 - s.tok0), n = p0 + nt; // positions the tile's last token attends
+    float *sc = a.scores[worker];                   // (nt * group, n)
+    int ldq = a.H * D;
+    const float *q = a.q + (int64_t)t0 * ldq + (int64_t)g * group * D;
     int64_t head_stride = (int64_t)bs * D, block_stride = a.block_stride;
     for (int j0 = 0; j0 < n; j0 += bs) {
         const float *kr = a.kcache + s.block_table[j0 / bs] * block_stride + g * head_stride;
-        a.k->attn_scores(sc, n, j0, q, group, kr, n - j0 < bs ? n - j0 : bs, D, a.scale);
+        a.k->attn_scores(sc, n, j0, q, ldq, nt, group, kr, n - j0 < bs ? n - j0 : bs, D, a.scale);
     }
-    float *o = a.out + (int64_t)t * a.H * D + (int64_t)g * group * D;
-    for (int h = 0; h < group; h++) {
-        a.k->softmax(sc + (int64_t)h * n, n);
-        memset(o + (int64_t)h * D, 0, (size_t)D * sizeof(float));
-    }
+    float *o = a.out + (int64_t)t0 * ldq + (int64_t)g * group * D;
+    for (int i = 0; i < nt; i++)
+        for (int h = 0; h < group; h++) {
+            a.k->softmax(sc + (int64_t)(i * group + h) * n, p0 + i + 1);
+            memset(o + (int64_t)i * ldq + (int64_t)h * D, 0, (size_t)D * sizeof(float));
+        }
     for (int j0 = 0; j0 < n; j0 += bs) {
+        int nb = n - j0 < bs ? n - j0 : bs;
         const float *vr = a.vcache + s.block_table[j0 / bs] * block_stride + g * head_stride;
-        a.k->attn_accum(o, sc, n, j0, group, vr, n - j0 < bs ? n - j0 : bs, D, D);
+        // Tokens from i_full on attend the whole block, together; earlier ones end inside it.
+        int i_full = j0 + nb - 1 - p0 > 0 ? j0 + nb - 1 - p0 : 0;
+        for (int i = 0; i < i_full && i < nt; i++)
+            if (p0 + i + 1 > j0)
+                a.k->attn_accum(o + (int64_t)i * ldq, ldq, sc + (int64_t)i * group * n, n, j0, 1, group, vr, p0 + i + 1 - j0,
+                                D, D);
+        if (i_full < nt)
+            a.k->attn_accum(o + (int64_t)i_full * ldq, ldq, sc + (int64_t)i_full * group * n, n, j0, nt - i_full, group,
+                            vr, nb, D, D);
     }
 }
 
@@ -146,7 +166,8 @@ static void mla_absorb_task(void *arg, int h, int worker) {
     for (int i = 0; i < a.Dn; i++)
         a.k->row_to_f32(wrow + (int64_t)i * R, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + i, R, a.kv_b->scale);
     for (int t = 0; t < a.T; t++)
-        a.k->attn_accum(a.q_abs + ((int64_t)t * a.H + h) * Dk, a.q + ((int64_t)t * a.H + h) * Dq, a.Dn, 0, 1, wrow, a.Dn, R, R);
+        a.k->attn_accum(a.q_abs + ((int64_t)t * a.H + h) * Dk, 0, a.q + ((int64_t)t * a.H + h) * Dq, a.Dn, 0, 1, 1, wrow, a.Dn,
+                        R, R);
 }
 
 /* One (token, group of kMlaHeads heads): scores of the absorbed queries against the cached rows
@@ -161,8 +182,8 @@ static void mla_attend_task(void *arg, int task, int worker) {
     int64_t block_stride = a.block_stride;
     const float *qa = a.q_abs + ((int64_t)t * a.H + h0) * Dk;
     for (int j0 = 0; j0 < n; j0 += bs)
-        a.k->attn_scores(sc, n, j0, qa, group, a.cache + s.block_table[j0 / bs] * block_stride, n - j0 < bs ? n - j0 : bs,
-                         Dk, a.scale);
+        a.k->attn_scores(sc, n, j0, qa, 0, 1, group, a.cache + s.block_table[j0 / bs] * block_stride,
+                         n - j0 < bs ? n - j0 : bs, Dk, a.scale);
     float *lat = a.lat + ((int64_t)t * a.H + h0) * R;
     for (int h = 0; h < group; h++) {
         a.k->softmax(sc + (int64_t)h * n, n);
@@ -171,8 +192,8 @@ static void mla_attend_task(void *arg, int task, int worker) {
     // lat_h = sum_j p_hj c_j, in increasing j, one cache block at a time (the latent is the first
     // R floats of each Dk-float row).
     for (int j0 = 0; j0 < n; j0 += bs)
-        a.k->attn_accum(lat, sc, n, j0, group, a.cache + s.block_table[j0 / bs] * block_stride, n - j0 < bs ? n - j0 : bs, R,
-                        Dk);
+        a.k->attn_accum(lat, 0, sc, n, j0, 1, group, a.cache + s.block_table[j0 / bs] * block_stride,
+                        n - j0 < bs ? n - j0 : bs, R, Dk);
 }
 
 /* Head h, every token: out[t, h] = W_UV_h lat[t, h], each W_UV row widened once per step. */
@@ -243,6 +264,7 @@ class CpuBackend final : public Backend {
     Buf x_, h_, q_, kk_, vv_, att_, ff_, ff2_;                // activations, T rows each
     std::vector<float> rope_cos_, rope_sin_, inv_freq_;       // (T, rotary_dim/2), (rotary_dim/2)
     std::vector<int32_t> tok_seq_;                            // (T)
+    std::vector<int32_t> attn_tiles_;                         // (T, 2) see attn_task
     Buf qa_, kva_, qabs_, lat_;                               // MLA: (T, Rq), (T, R+Dr), (T, H, R+Dr), (T, H, R)
     std::vector<float> router_, sel_w_;                       // MoE: (T, E), (T, K)
     Buf moe_in_, moe_out_, moe_acc_;                          //   (T, C) x3
@@ -316,6 +338,7 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     rope_cos_.resize(T * (size_t)half);
     rope_sin_.resize(T * (size_t)half);
     tok_seq_.resize(T);
+    attn_tiles_.resize(2 * T);
     out_x_.resize((size_t)cfg.max_logits * C);
     inv_freq_.resize((size_t)half);
     model_rope_inv_freq(c_, inv_freq_.data());
@@ -333,7 +356,7 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     for (int w = 0; w < nw; w++) {
         // MLA's absorb widens a head's Dn rows of W_UK (R columns each) at once.
         scratch_[(size_t)w].resize((size_t)std::max<int64_t>(kMatmulRows * kmax, (int64_t)c_.qk_nope_dim * c_.kv_lora_rank));
-        scores_[(size_t)w].resize(group * (size_t)cfg.n_ctx);
+        scores_[(size_t)w].resize(group * (size_t)(c_.is_mla() ? 1 : attn_tile_tokens((int)group)) * (size_t)cfg.n_ctx);
         scratch_ptr_.push_back(scratch_[(size_t)w].data());
         scores_ptr_.push_back(scores_[(size_t)w].data());
     }
@@ -456,9 +479,15 @@ void CpuBackend::attention_block(int l, const Batch &b, int T) {
     int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps); });
     qkv(l, b, T);
-    AttnTask at{&k_, &b, tok_seq_.data(), q_.data(), att_.data(), kcache(l), vcache(l), kv_block_floats(), H, Hkv, D,
-                cfg_.block_size, c_.attn_scale, scores_ptr_.data()};
-    pool_.run(T * Hkv, attn_task, &at);
+    int qt = attn_tile_tokens(H / Hkv), n_tiles = 0;
+    for (const BatchSeq &s : b.seqs)
+        for (int t = s.tok0; t < s.tok0 + s.n_tokens; t += qt, n_tiles++) {
+            attn_tiles_[(size_t)(2 * n_tiles)] = t;
+            attn_tiles_[(size_t)(2 * n_tiles + 1)] = s.tok0 + s.n_tokens - t < qt ? s.tok0 + s.n_tokens - t : qt;
+        }
+    AttnTask at{&k_, &b, tok_seq_.data(), attn_tiles_.data(), q_.data(), att_.data(), kcache(l), vcache(l),
+                kv_block_floats(), H, Hkv, D, cfg_.block_size, c_.attn_scale, scores_ptr_.data()};
+    pool_.run(n_tiles * Hkv, attn_task, &at);
     MatJob o = {&L.wo, att_.data(), H * D, h_.data(), C, bias_of(L.bo)};
     linear(T, &o, 1);
     add_residual(L.post_attn_norm, T);

@@ -47,12 +47,15 @@ struct Kernels {
     void (*softmax)(float *row, int n);                                       // in place, n >= 1
     /* out = W[row, 0..n) of a (rows, n) matrix; wscale as for matmul. */
     void (*row_to_f32)(float *out, const void *w, int dtype, int64_t row, int n, const float *wscale);
-    /* Attention over n consecutive cached positions of one kv head (k, v: (n, D)) for the `group`
-     * query heads sharing it (q, out: (group, D)); scores/probs: (group, ld), columns j0..j0+n. */
-    void (*attn_scores)(float *scores, int ld, int j0, const float *q, int group, const float *k, int n, int D,
-                        float scale);
-    /* ldv: floats between consecutive rows of v (>= D; MLA reads the latent part of its cache rows). */
-    void (*attn_accum)(float *out, const float *probs, int ld, int j0, int group, const float *v, int n, int D, int ldv);
+    /* Attention over n consecutive cached positions of one kv head (k, v: (n, D), v rows ldv floats
+     * apart: MLA reads the latent part of its cache rows) for nq tokens x group query heads sharing
+     * it: row i is token i / group, head i % group, at q + (i / group) * ldq + (i % group) * D (out
+     * likewise with ldo); scores/probs: (nq * group, ld), columns j0..j0+n. A (row, position) pair
+     * gets the same bits whatever nq, group or n it is computed with. */
+    void (*attn_scores)(float *scores, int ld, int j0, const float *q, int ldq, int nq, int group, const float *k, int n,
+                        int D, float scale);
+    void (*attn_accum)(float *out, int ldo, const float *probs, int ld, int j0, int nq, int group, const float *v, int n,
+                       int D, int ldv);
     /* Q8 weights (dtype DT_Q8: int8 per block of kQ8Block columns, wscale (rows, K/32) f32): matmul
      * above quantizes x per token itself; these split that so a batch is quantized once per step.
      * quantize_q8: x[0..K) -> q (K int8) and d (K/32 scales), K a multiple of 32. matmul_q8: as

@@ -862,13 +862,62 @@ static void softmax(float *row, int n) {
     for (j = 0; j < n; j++) row[j] *= inv;
 }
 
-static void attn_scores(float *scores, int ld, int j0, const float *q, int group, const float *k, int n, int D,
-                        float scale) {
+#ifdef KERNELS_AVX512
+/* Query rows x keys, 16 dimensions per step: each (row, key) sums its 16 lanes over d in order,
+ * then vw_sum's tree, whatever the tile (vw_sum_many is bit-identical to it). */
+template <int NR, int NK>
+static inline void scores_tile(float *scores, int ld, const float *const *qr, const float *k, int D, float scale) {
+    __m512 acc[NR * NK];
+    for (int i = 0; i < NR * NK; i++) acc[i] = _mm512_setzero_ps();
+    for (int d = 0; d < D; d += 16) {
+        __m512 kv[NK];
+        for (int j = 0; j < NK; j++) kv[j] = _mm512_loadu_ps(k + (int64_t)j * D + d);
+        for (int r = 0; r < NR; r++) {
+            __m512 qv = _mm512_loadu_ps(qr[r] + d);
+            for (int j = 0; j < NK; j++) acc[r * NK + j] = _mm512_fmadd_ps(qv, kv[j], acc[r * NK + j]);
+        }
+    }
+    float out[NR * NK];
+    if (NR * NK >= 6) vw_sum_many(acc, NR * NK, out);
+    else
+        for (int i = 0; i < NR * NK; i++) out[i] = vw_sum(acc[i]);
+    for (int r = 0; r < NR; r++)
+        for (int j = 0; j < NK; j++) scores[(int64_t)r * ld + j] = out[r * NK + j] * scale;
+}
+#endif
+
+/* Query row i of attn_scores / attn_accum: token i / group, head i % group. */
+static inline const float *query_row(const float *q, int ldq, int group, int D, int i) {
+    return q + (int64_t)(i / group) * ldq + (int64_t)(i % group) * D;
+}
+
+static void attn_scores(float *scores, int ld, int j0, const float *q, int ldq, int nq, int group, const float *k, int n,
+                        int D, float scale) {
+    int R = nq * group;
+#ifdef KERNELS_AVX512
+    if (D % 16 == 0) { // 4 rows x 4 keys share their loads; a row left over goes key by key (one stream)
+        int i = 0;
+        for (; i + 4 <= R; i += 4) {
+            const float *qr[4] = {query_row(q, ldq, group, D, i), query_row(q, ldq, group, D, i + 1),
+                                  query_row(q, ldq, group, D, i + 2), query_row(q, ldq, group, D, i + 3)};
+            float *row = scores + (int64_t)i * ld + j0;
+            int j = 0;
+            for (; j + 4 <= n; j += 4) scores_tile<4, 4>(row + j, ld, qr, k + (int64_t)j * D, D, scale);
+            for (; j < n; j++) scores_tile<4, 1>(row + j, ld, qr, k + (int64_t)j * D, D, scale);
+        }
+        for (; i < R; i++) {
+            const float *qr[1] = {query_row(q, ldq, group, D, i)};
+            float *row = scores + (int64_t)i * ld + j0;
+            for (int j = 0; j < n; j++) scores_tile<1, 1>(row + j, ld, qr, k + (int64_t)j * D, D, scale);
+        }
+        return;
+    }
+#endif
 #ifdef KERNELS_VECTOR
     if (D % 8 == 0) { // q held in registers 64 dims at a time, one k row per iteration
-        for (int h = 0; h < group; h++) {
+        for (int h = 0; h < R; h++) {
             float *row = scores + (int64_t)h * ld + j0;
-            const float *qh = q + (int64_t)h * D;
+            const float *qh = query_row(q, ldq, group, D, h);
             for (int j = 0; j < n; j++) row[j] = 0;
             for (int d0 = 0; d0 < D; d0 += 64) {
                 int nv = (D - d0) / 8 < 8 ? (D - d0) / 8 : 8;
@@ -887,16 +936,65 @@ static void attn_scores(float *scores, int ld, int j0, const float *q, int group
     }
 #endif
     for (int j = 0; j < n; j++)
-        for (int h = 0; h < group; h++)
-            scores[(int64_t)h * ld + j0 + j] = dot(q + (int64_t)h * D, k + (int64_t)j * D, D) * scale;
+        for (int h = 0; h < R; h++)
+            scores[(int64_t)h * ld + j0 + j] = dot(query_row(q, ldq, group, D, h), k + (int64_t)j * D, D) * scale;
 }
 
-static void attn_accum(float *out, const float *probs, int ld, int j0, int group, const float *v, int n, int D, int ldv) {
+#ifdef KERNELS_AVX512
+/* o[r][d0 .. d0 + 16 NV) += sum_j p[r][j] v[j][...], in increasing j: per element the same chain
+ * of fused multiply-adds as one axpy per position. */
+template <int NR, int NV>
+static inline void accum_tile(float *const *o, const float *const *p, const float *v, int n, int d0, int ldv) {
+    __m512 acc[NR][NV];
+    for (int r = 0; r < NR; r++)
+        for (int c = 0; c < NV; c++) acc[r][c] = _mm512_loadu_ps(o[r] + d0 + 16 * c);
+    for (int j = 0; j < n; j++) {
+        const float *vr = v + (int64_t)j * ldv + d0;
+        __m512 vv[NV];
+        for (int c = 0; c < NV; c++) vv[c] = _mm512_loadu_ps(vr + 16 * c);
+        for (int r = 0; r < NR; r++) {
+            __m512 pj = _mm512_set1_ps(p[r][j]);
+            for (int c = 0; c < NV; c++) acc[r][c] = _mm512_fmadd_ps(pj, vv[c], acc[r][c]);
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int c = 0; c < NV; c++) _mm512_storeu_ps(o[r] + d0 + 16 * c, acc[r][c]);
+}
+#endif
+
+static void attn_accum(float *out, int ldo, const float *probs, int ld, int j0, int nq, int group, const float *v, int n,
+                       int D, int ldv) {
+    int R = nq * group;
+#ifdef KERNELS_AVX512
+    if (D % 16 == 0) { // up to 4 rows x 64 dims in registers; each v row loaded once for them all
+        for (int i = 0; i < R; i += 4) {
+            int nr = R - i < 4 ? R - i : 4;
+            const float *p[4];
+            float *o[4];
+            for (int r = 0; r < nr; r++) {
+                p[r] = probs + (int64_t)(i + r) * ld + j0;
+                o[r] = (float *)query_row(out, ldo, group, D, i + r);
+            }
+            for (int d0 = 0; d0 < D; d0 += 64) {
+                int nv = (D - d0) / 16 < 4 ? (D - d0) / 16 : 4;
+#define ACCUM(NR) \
+    (nv == 4 ? accum_tile<NR, 4>(o, p, v, n, d0, ldv) : nv == 3 ? accum_tile<NR, 3>(o, p, v, n, d0, ldv) \
+             : nv == 2 ? accum_tile<NR, 2>(o, p, v, n, d0, ldv) : accum_tile<NR, 1>(o, p, v, n, d0, ldv))
+                if (nr == 4) ACCUM(4);
+                else if (nr == 3) ACCUM(3);
+                else if (nr == 2) ACCUM(2);
+                else ACCUM(1);
+#undef ACCUM
+            }
+        }
+        return;
+    }
+#endif
 #ifdef KERNELS_VECTOR
     if (D % 8 == 0) { // out accumulated in registers 64 dims at a time
-        for (int h = 0; h < group; h++) {
+        for (int h = 0; h < R; h++) {
             const float *p = probs + (int64_t)h * ld + j0;
-            float *oh = out + (int64_t)h * D;
+            float *oh = (float *)query_row(out, ldo, group, D, h);
             for (int d0 = 0; d0 < D; d0 += 64) {
                 int nv = (D - d0) / 8 < 8 ? (D - d0) / 8 : 8;
                 __m256 acc[8];
@@ -913,7 +1011,8 @@ static void attn_accum(float *out, const float *probs, int ld, int j0, int group
     }
 #endif
     for (int j = 0; j < n; j++)
-        for (int h = 0; h < group; h++) axpy(out + (int64_t)h * D, probs[(int64_t)h * ld + j0 + j], v + (int64_t)j * ldv, D);
+        for (int h = 0; h < R; h++)
+            axpy((float *)query_row(out, ldo, group, D, h), probs[(int64_t)h * ld + j0 + j], v + (int64_t)j * ldv, D);
 }
 
 } // namespace KERNELS_NS

@@ -115,11 +115,11 @@ void attn_task(void *arg, int task, int worker) {
     const float *q = a.qkv + (int64_t)n * 3 * a.Cv + h * a.Dv;
     const float *kr = a.kh + ((int64_t)h * a.N + f0) * a.Dv, *vr = a.vh + ((int64_t)h * a.N + f0) * a.Dv;
     float *sc = a.scores[worker];
-    a.k->attn_scores(sc, a.L, 0, q, 1, kr, a.L, a.Dv, a.scale);
+    a.k->attn_scores(sc, a.L, 0, q, 0, 1, 1, kr, a.L, a.Dv, a.scale);
     a.k->softmax(sc, a.L);
     float *o = a.out + (int64_t)n * a.Cv + h * a.Dv;
     memset(o, 0, sizeof(float) * (size_t)a.Dv);
-    a.k->attn_accum(o, sc, a.L, 0, 1, vr, a.L, a.Dv, a.Dv);
+    a.k->attn_accum(o, 0, sc, a.L, 0, 1, 1, vr, a.L, a.Dv, a.Dv);
 }
 
 } // namespace

@@ -3,6 +3,7 @@
  * relies on (a token's matmul result does not depend on the other tokens in the batch). */
 #include <string.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "../src/checkpoint.h" // quantize_q8_matrix
@@ -221,7 +222,7 @@ TEST(attention_kernels_match_reference) {
             for (float &x : kk) x = r.next();
             for (float &x : v) x = r.next();
             std::vector<float> sc((size_t)group * ld, -9.0f);
-            k->attn_scores(sc.data(), ld, j0, q.data(), group, kk.data(), n, D, 0.25f);
+            k->attn_scores(sc.data(), ld, j0, q.data(), 0, 1, group, kk.data(), n, D, 0.25f);
             for (int h = 0; h < group; h++) {
                 for (int j = 0; j < ld; j++) {
                     if (j < j0 || j >= j0 + n) { CHECK(sc[(size_t)h * ld + j] == -9.0f); continue; }
@@ -233,7 +234,7 @@ TEST(attention_kernels_match_reference) {
             std::vector<float> out((size_t)group * D), base((size_t)group * D);
             for (float &x : base) x = r.next();
             out = base;
-            k->attn_accum(out.data(), sc.data(), ld, j0, group, v.data(), n, D, D);
+            k->attn_accum(out.data(), 0, sc.data(), ld, j0, 1, group, v.data(), n, D, D);
             for (int h = 0; h < group; h++)
                 for (int d = 0; d < D; d++) {
                     double ref = base[(size_t)h * D + d];
@@ -245,9 +246,47 @@ TEST(attention_kernels_match_reference) {
             std::vector<float> vp((size_t)n * ldv, 1e30f), outp = base;
             for (int j = 0; j < n; j++)
                 for (int d = 0; d < D; d++) vp[(size_t)j * ldv + d] = v[(size_t)j * D + d];
-            k->attn_accum(outp.data(), sc.data(), ld, j0, group, vp.data(), n, D, ldv);
+            k->attn_accum(outp.data(), 0, sc.data(), ld, j0, 1, group, vp.data(), n, D, ldv);
             CHECK_MSG(memcmp(outp.data(), out.data(), out.size() * sizeof(float)) == 0, "%s attn_accum ldv D %d", k->name, D);
         }
+    }
+}
+
+TEST(attention_kernels_give_each_row_the_same_bits_in_any_tile) {
+    // nq tokens x group heads with the tokens ldq floats apart (a prefill tile) against the same
+    // cached rows: every (row, position) score and every output equal, bit for bit, those of the
+    // row's token computed alone, and of its head alone.
+    Rand r;
+    for (const Kernels *k : tables()) {
+        for (int D : {16, 64, 72, 128})
+            for (int group : {1, 2, 5})
+                for (int nq : {1, 3, 4, 6}) {
+                    const int n = 19, j0 = 2, ld = j0 + n, H = group + 1, ldq = H * D, R = nq * group;
+                    std::vector<float> q((size_t)nq * ldq), kk((size_t)n * D), v((size_t)n * D);
+                    for (float &x : q) x = r.next();
+                    for (float &x : kk) x = r.next();
+                    for (float &x : v) x = r.next();
+                    std::vector<float> sc((size_t)R * ld), one((size_t)ld);
+                    k->attn_scores(sc.data(), ld, j0, q.data(), ldq, nq, group, kk.data(), n, D, 0.125f);
+                    for (int i = 0; i < R; i++) {
+                        const float *qi = q.data() + (size_t)(i / group) * ldq + (size_t)(i % group) * D;
+                        k->attn_scores(one.data(), ld, j0, qi, 0, 1, 1, kk.data(), n, D, 0.125f);
+                        CHECK_MSG(memcmp(&sc[(size_t)i * ld + j0], &one[(size_t)j0], (size_t)n * 4) == 0,
+                                  "%s scores D %d group %d nq %d row %d", k->name, D, group, nq, i);
+                    }
+                    for (int i = 0; i < R; i++) k->softmax(&sc[(size_t)i * ld + j0], n);
+                    std::vector<float> out((size_t)nq * ldq, 0.5f), alone((size_t)D);
+                    k->attn_accum(out.data(), ldq, sc.data(), ld, j0, nq, group, v.data(), n, D, D);
+                    for (int i = 0; i < R; i++) {
+                        std::fill(alone.begin(), alone.end(), 0.5f);
+                        k->attn_accum(alone.data(), 0, &sc[(size_t)i * ld], ld, j0, 1, 1, v.data(), n, D, D);
+                        CHECK_MSG(memcmp(&out[(size_t)(i / group) * ldq + (size_t)(i % group) * D], alone.data(), (size_t)D * 4) == 0,
+                                  "%s accum D %d group %d nq %d row %d", k->name, D, group, nq, i);
+                    }
+                    // the head past the group's (H = group + 1) is never written
+                    for (int t = 0; t < nq; t++)
+                        for (int d = 0; d < D; d++) CHECK(out[(size_t)t * ldq + (size_t)group * D + d] == 0.5f);
+                }
     }
 }
 
