@@ -97,6 +97,9 @@ void mat_task(void *arg, int task, int worker) {
                 m.w->scale);
 }
 
+/* Query patches one attention task covers. */
+const int kVisionTile = 4;
+
 struct AttnTask {
     const Kernels *k;
     const float *qkv;     // (N, 3 Cv): q rows used in place
@@ -104,22 +107,26 @@ struct AttnTask {
     float *out;           // (N, Cv)
     int Cv, Dv, H, N, L;  // L: patches per frame (attention span)
     float scale;
-    float *const *scores; // per worker: (L)
+    float *const *scores; // per worker: (kVisionTile, L)
 };
 
-/* One (head, query patch): scores against the keys of its frame, softmax, weighted sum of values
- * (the kernel table's attention loops over contiguous per-head rows). */
+/* One (head, up to kVisionTile consecutive query patches of a frame): scores against the keys of
+ * the frame, softmax, weighted sum of values (the kernel table's attention loops over contiguous
+ * per-head rows, each loaded once for the tile's patches; a patch's bits are those it has alone). */
 void attn_task(void *arg, int task, int worker) {
     const AttnTask &a = *(const AttnTask *)arg;
-    int n = task / a.H, h = task % a.H, f0 = n / a.L * a.L;
-    const float *q = a.qkv + (int64_t)n * 3 * a.Cv + h * a.Dv;
+    int tiles = (a.L + kVisionTile - 1) / kVisionTile; // per frame
+    int tile = task / a.H, h = task % a.H, f0 = tile / tiles * a.L;
+    int n0 = f0 + tile % tiles * kVisionTile, nq = std::min(kVisionTile, f0 + a.L - n0);
+    const float *q = a.qkv + (int64_t)n0 * 3 * a.Cv + h * a.Dv;
     const float *kr = a.kh + ((int64_t)h * a.N + f0) * a.Dv, *vr = a.vh + ((int64_t)h * a.N + f0) * a.Dv;
-    float *sc = a.scores[worker];
-    a.k->attn_scores(sc, a.L, 0, q, 0, 1, 1, kr, a.L, a.Dv, a.scale);
-    a.k->softmax(sc, a.L);
-    float *o = a.out + (int64_t)n * a.Cv + h * a.Dv;
-    memset(o, 0, sizeof(float) * (size_t)a.Dv);
-    a.k->attn_accum(o, 0, sc, a.L, 0, 1, 1, vr, a.L, a.Dv, a.Dv);
+    float *sc = a.scores[worker], *o = a.out + (int64_t)n0 * a.Cv + h * a.Dv;
+    a.k->attn_scores(sc, a.L, 0, q, 3 * a.Cv, nq, 1, kr, a.L, a.Dv, a.scale);
+    for (int i = 0; i < nq; i++) {
+        a.k->softmax(sc + (int64_t)i * a.L, a.L);
+        memset(o + (int64_t)i * a.Cv, 0, sizeof(float) * (size_t)a.Dv);
+    }
+    a.k->attn_accum(o, a.Cv, sc, a.L, 0, nq, 1, vr, a.L, a.Dv, a.Dv);
 }
 
 } // namespace
@@ -229,9 +236,9 @@ void VisionEncoder::encode(const float *pixels, int t, int h, int w, float *out)
     sin_.resize((size_t)L * half);
     rows_.resize((size_t)L);
     cols_.resize((size_t)L);
-    for (auto &s : scratch_)
-        if (s.size() < (size_t)L) {
-            s.resize((size_t)L);
+    for (auto &s : scratch_) // the attention scores of a tile
+        if (s.size() < (size_t)kVisionTile * L) {
+            s.resize((size_t)kVisionTile * L);
             scratch_ptr_[(size_t)(&s - scratch_.data())] = s.data();
         }
 
@@ -304,7 +311,7 @@ void VisionEncoder::encode(const float *pixels, int t, int h, int w, float *out)
             }
         AttnTask at{&k, qkv_.data(), kh_.data(), vh_.data(), att_.data(), Cv, Dv, c.n_head, N, L, 1.0f / sqrtf((float)Dv),
                     scratch_ptr_.data()};
-        pool_.run(N * c.n_head, attn_task, &at);
+        pool_.run(t * ((L + kVisionTile - 1) / kVisionTile) * c.n_head, attn_task, &at);
         linear(B.proj, att_.data(), Cv, N, h_.data(), Cv, nullptr);
         for (size_t i = 0; i < (size_t)N * Cv; i++) x_[i] += h_[i];
         for (int n = 0; n < N; n++) k.rmsnorm(&h_[(size_t)n * Cv], &x_[(size_t)n * Cv], B.norm2.data(), Cv, c.eps);
