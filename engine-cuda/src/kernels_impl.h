@@ -403,9 +403,12 @@ template <bool FINITE> static inline void f8x2vw(const uint8_t *p, vecw *lo, vec
 /* Within a block the vector path runs two accumulators (even and odd vectors of each pair, then
  * one odd vector into the first), so a (row, token) sum is not one chain of dependent FMAs; the
  * order is a function of the column alone, the same for every tile shape. */
-template <int NR, int NT, bool FINITE>
+/* SCR: the rows were widened into wsc ((NR, K) floats, f8_rows_raw) and are read from there: the
+ * same values, so the same sums. */
+template <int NR, int NT, bool FINITE, bool SCR = false>
 static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const float *wscale, int64_t row0, int K,
-                           float *y, int ldy, const float *bias) {
+                           float *y, int ldy, const float *bias, const float *wsc = nullptr) {
+    (void)wsc;
     int nbk = (K + F8_BLOCK - 1) / F8_BLOCK;
     float out[NR][NT];
 #ifdef KERNELS_VECTOR
@@ -430,7 +433,12 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
         for (; k + 2 * VW <= k1; k += 2 * VW)
             for (int r = 0; r < NR; r++) {
                 vecw w0, w1;
-                f8x2vw<FINITE>(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
+                if (SCR) {
+                    w0 = vw_loadx(wsc + (int64_t)r * K + k);
+                    w1 = vw_loadx(wsc + (int64_t)r * K + k + VW);
+                } else {
+                    f8x2vw<FINITE>(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
+                }
                 for (int t = 0; t < NT; t++) {
                     acc[r][t] = vw_fma(w0, vw_loadx(x + (int64_t)t * ldx + k), acc[r][t]);
                     acc2[r][t] = vw_fma(w1, vw_loadx(x + (int64_t)t * ldx + k + VW), acc2[r][t]);
@@ -438,7 +446,7 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
             }
         if (k + VW <= k1) {
             for (int r = 0; r < NR; r++) {
-                vecw wv = f8xvw(w + (row0 + r) * (int64_t)K + k);
+                vecw wv = SCR ? vw_loadx(wsc + (int64_t)r * K + k) : f8xvw(w + (row0 + r) * (int64_t)K + k);
                 for (int t = 0; t < NT; t++) acc[r][t] = vw_fma(wv, vw_loadx(x + (int64_t)t * ldx + k), acc[r][t]);
             }
             k += VW;
@@ -481,11 +489,62 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
         for (int t = 0; t < NT; t++) y[(int64_t)t * ldy + r] = out[r][t] + tail[r][t] + (bias ? bias[r] : 0.0f);
 }
 
+#ifdef KERNELS_VECTOR
+/* Rows [r0, r1) of an FP8 matrix into out ((r1 - r0, K) floats) exactly as tile_f8 widens them in
+ * registers (values times 2^-8, no block scale), block by block; columns past the last whole vector
+ * of a block are left alone (the tile reads those bytes itself). */
+template <bool FINITE> static void f8_rows_raw(float *out, const uint8_t *w, int K, int r0, int r1) {
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *src = w + (int64_t)r * K;
+        float *o = out + (int64_t)(r - r0) * K;
+        for (int k0 = 0; k0 < K; k0 += F8_BLOCK) {
+            int k1 = k0 + F8_BLOCK < K ? k0 + F8_BLOCK : K, k = k0;
+            for (; k + 2 * VW <= k1; k += 2 * VW) {
+                vecw a, b;
+                f8x2vw<FINITE>(src + k, &a, &b);
+                vw_store(o + k, a);
+                vw_store(o + k + VW, b);
+            }
+            if (k + VW <= k1) vw_store(o + k, f8xvw(src + k));
+        }
+    }
+}
+#endif
+
 /* FP8 matmul: streaming (decode from DRAM) one row at a time for up to 4 tokens, else 2 rows x 3
- * tokens from cache. */
+ * tokens from cache. Many tokens: the row block is widened once into scratch, then 2 x 4 tiles
+ * read it (the same values and sums; no widening per token tile). */
 template <bool FINITE>
 static void matmul_f8(const float *x, int ldx, int T, const uint8_t *w, const float *wscale, int K, int r0, int r1,
-                      float *y, int ldy, const float *bias, bool is_streaming) {
+                      float *y, int ldy, const float *bias, bool is_streaming, float *scratch) {
+#ifdef KERNELS_VECTOR
+    if (T >= (is_streaming ? kStreamConvertMinTokens : kConvertMinTokens)) {
+        f8_rows_raw<FINITE>(scratch, w, K, r0, r1);
+#define F8S_TILE(NR, NT)                                                                                            \
+    tile_f8<NR, NT, FINITE, true>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy,        \
+                                  bias ? bias + r : nullptr, scratch + (int64_t)(r - r0) * K)
+        for (int t = 0; t < T;) {
+            int nt = T - t >= 4 ? 4 : T - t, r = r0;
+            for (; r + 2 <= r1; r += 2) {
+                if (nt == 4) F8S_TILE(2, 4);
+                else if (nt == 3) F8S_TILE(2, 3);
+                else if (nt == 2) F8S_TILE(2, 2);
+                else F8S_TILE(2, 1);
+            }
+            for (; r < r1; r++) {
+                if (nt == 4) F8S_TILE(1, 4);
+                else if (nt == 3) F8S_TILE(1, 3);
+                else if (nt == 2) F8S_TILE(1, 2);
+                else F8S_TILE(1, 1);
+            }
+            t += nt;
+        }
+#undef F8S_TILE
+        return;
+    }
+#else
+    (void)scratch;
+#endif
 #define F8_TILE(NR, NT) tile_f8<NR, NT, FINITE>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy, \
                                         bias ? bias + r : nullptr)
     if (is_streaming) {
@@ -735,8 +794,8 @@ static void matmul_q8(const float *x, int ldx, int T, const int8_t *w, const flo
 static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y,
                    int ldy, const float *bias, float *scratch, bool is_streaming, const float *wscale) {
     if (dtype == F8 || dtype == F8_FINITE) { // the same sums: F8_FINITE only skips the NaN fix-up
-        if (dtype == F8) matmul_f8<false>(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming);
-        else matmul_f8<true>(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming);
+        if (dtype == F8) matmul_f8<false>(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming, scratch);
+        else matmul_f8<true>(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming, scratch);
         return;
     }
     if (dtype == Q8) {

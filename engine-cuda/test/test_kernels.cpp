@@ -323,12 +323,12 @@ TEST(fp8_block_scaled_matmul_and_rows) {
         bool same = true;
         for (int i = 0; i < K; i++) same = same && row[(size_t)i] == w[(size_t)140 * K + i];
         CHECK_MSG(same, "%s: fp8 row 140 widened wrongly", k->name);
-        for (int T : {1, 3, 8, 50}) {
+        for (int T : {1, 3, 7, 8, 50, 51}) { // 7 streaming and 50, 51 cached: rows widened into scratch first
             std::vector<float> x((size_t)T * K), y((size_t)T * N), alone((size_t)N), scratch((size_t)kMatmulRows * K);
             for (float &v : x) v = r.next();
             for (int r0 = 0; r0 < N; r0 += kMatmulRows)
                 k->matmul(x.data(), K, T, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N, y.data(), N,
-                          nullptr, scratch.data(), T == 3, scales.data());
+                          nullptr, scratch.data(), T == 3 || T == 7, scales.data());
             double worst = 0;
             for (int t = 0; t < T; t++)
                 for (int n = 0; n < N; n++) {
@@ -345,20 +345,24 @@ TEST(fp8_block_scaled_matmul_and_rows) {
             std::vector<float> yf((size_t)T * N);
             for (int r0 = 0; r0 < N; r0 += kMatmulRows)
                 k->matmul(x.data(), K, T, raw.data(), kDtF8Finite, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
-                          yf.data(), N, nullptr, scratch.data(), T == 3, scales.data());
+                          yf.data(), N, nullptr, scratch.data(), T == 3 || T == 7, scales.data());
             CHECK_MSG(memcmp(yf.data(), y.data(), yf.size() * sizeof(float)) == 0, "%s fp8 finite T %d differs", k->name, T);
-            // Batch invariance: the last token alone gives the same bits.
-            for (int r0 = 0; r0 < N; r0 += kMatmulRows)
-                k->matmul(&x[(size_t)(T - 1) * K], K, 1, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
-                          alone.data(), N, nullptr, scratch.data(), false, scales.data());
-            CHECK(memcmp(alone.data(), &y[(size_t)(T - 1) * N], N * sizeof(float)) == 0);
+            // Batch invariance: the first and last tokens alone give the same bits.
+            for (int t : {0, T - 1}) {
+                for (int r0 = 0; r0 < N; r0 += kMatmulRows)
+                    k->matmul(&x[(size_t)t * K], K, 1, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
+                              alone.data(), N, nullptr, scratch.data(), false, scales.data());
+                CHECK_MSG(memcmp(alone.data(), &y[(size_t)t * N], N * sizeof(float)) == 0, "%s fp8 T %d token %d alone", k->name,
+                          T, t);
+            }
         }
     }
 }
 
 // Every e4m3 byte through the matmul's widening (the vector paths widen 16 or 32 bytes at a time):
 // row n holds byte n at column n % K (zeros elsewhere), x is all ones, so y[n] is byte n's value
-// exactly, NaN (0x7F, 0xFF) included, at every vector position, cached and streaming, T 1 and 3.
+// exactly, NaN (0x7F, 0xFF) included, at every vector position, cached and streaming, T 1, 3, 6 and 48
+// (the last two through the row block widened into scratch).
 TEST(fp8_matmul_widens_every_byte_exactly) {
     for (const Kernels *k : tables()) {
         for (int K : {32, 48, 200}) {
@@ -367,7 +371,7 @@ TEST(fp8_matmul_widens_every_byte_exactly) {
             for (int n = 0; n < N; n++) raw[(size_t)n * K + (size_t)(n % K)] = (uint8_t)n;
             std::vector<float> scales((size_t)2 * nbc, 1.0f), scratch((size_t)kMatmulRows * K);
             for (int dtype : {4, kDtF8Finite}) // kDtF8Finite: only the 254 non-NaN bytes are checked
-                for (int T : {1, 3})
+                for (int T : {1, 3, 6, 48}) // 6 streaming, 48 cached: through the widened scratch copy
                     for (bool streaming : {false, true}) {
                         std::vector<float> x((size_t)T * K, 1.0f), y((size_t)T * N);
                         for (int r0 = 0; r0 < N; r0 += kMatmulRows)
