@@ -50,6 +50,8 @@ struct MatmulTask {
     const int64_t *q8_off; // (n_jobs) Q8 weights: offset of the job's quantized x in q8x/q8d, or -1
     const int8_t *q8x;
     const float *q8d;
+    const int64_t *f8_off; // (n_jobs) finite FP8 weights, few tokens: offset of the job's scaled x in f8x, or -1
+    const float *f8x;      // x times Kernels::f8_x_scale
 };
 
 static void matmul_task(void *arg, int task, int worker) {
@@ -64,6 +66,13 @@ static void matmul_task(void *arg, int task, int worker) {
         int K = job.w->cols;
         m.k->matmul_q8(m.q8x + qo, m.q8d + qo / kQ8Block, K, job.T > 0 ? job.T : m.T, (const int8_t *)job.w->data,
                        job.w->scale, K, r0, r1, job.y, job.ldy, job.bias, m.is_streaming);
+        return;
+    }
+    int64_t fo = m.f8_off[j];
+    if (fo >= 0) {
+        int K = job.w->cols;
+        m.k->matmul_f8x(m.f8x + fo, K, job.T > 0 ? job.T : m.T, (const uint8_t *)job.w->data, job.w->scale, K, r0, r1,
+                        job.y, job.ldy, job.bias, m.is_streaming);
         return;
     }
     int dtype = job.w->dtype == DT_F8_E4M3 && job.w->is_f8_finite ? kDtF8Finite : job.w->dtype;
@@ -275,6 +284,8 @@ class CpuBackend final : public Backend {
     std::vector<int64_t> q8_off_;                             // (as unit_end_) see linear()
     std::vector<int8_t, LineAlloc<int8_t>> q8x_;              // Q8 weights: quantized activations
     std::vector<float> q8d_;                                  //   and their per-32 scales
+    std::vector<int64_t> f8_off_;                             // (as unit_end_) see linear()
+    Buf f8x_;                                                 // finite FP8 weights: x times f8_x_scale
     Buf out_x_;                                               // (max_logits, C)
     std::vector<Buf> scratch_, scores_;                       // per worker
     std::vector<float *> scratch_ptr_, scores_ptr_;
@@ -314,6 +325,7 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     ff2_.resize(T * I > moe_ff ? T * I : moe_ff);
     unit_end_.resize(3 + 2 * (size_t)(c_.n_expert + 1));
     q8_off_.resize(unit_end_.size());
+    f8_off_.resize(unit_end_.size());
     if (c_.is_mla()) {
         size_t R = (size_t)c_.kv_lora_rank, Dr = (size_t)c_.qk_rope_dim;
         qa_.resize(T * (size_t)c_.q_lora_rank);
@@ -349,6 +361,8 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
         q8x_.resize(T * (size_t)(c_.n_expert_used + 2) * (size_t)kmax);
         q8d_.resize(q8x_.size() / kQ8Block);
     }
+    if (k_.f8_x_scale != 1.0f) // decode's scaled activations: as q8x_, for up to kF8ScaledMaxTokens tokens
+        f8x_.resize((size_t)kF8ScaledMaxTokens * (size_t)(c_.n_expert_used + 2) * (size_t)kmax);
     int nw = pool_.n_threads();
     size_t group = c_.is_mla() ? (size_t)(c_.n_head < kMlaHeads ? c_.n_head : kMlaHeads) : (size_t)(c_.n_head / c_.n_head_kv);
     scratch_.resize((size_t)nw);
@@ -395,8 +409,10 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
     m.q8_off = q8_off_.data();
     m.q8x = q8x_.data();
     m.q8d = q8d_.data();
+    m.f8_off = f8_off_.data();
+    m.f8x = f8x_.data();
     int total = 0;
-    int64_t q8_used = 0;
+    int64_t q8_used = 0, f8_used = 0;
     for (int j = 0; j < n_jobs; j++) {
         total += (jobs[j].w->rows + kMatmulRows - 1) / kMatmulRows;
         unit_end_[(size_t)j] = total;
@@ -405,6 +421,23 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
         const MatJob &jb = jobs[j];
         int jt = jb.T > 0 ? jb.T : T, K = jb.w->cols;
         q8_off_[(size_t)j] = -1;
+        f8_off_[(size_t)j] = -1;
+        if (jb.w->dtype == DT_F8_E4M3 && jb.w->is_f8_finite && jt <= kF8ScaledMaxTokens && !f8x_.empty()) {
+            // Scaled once for every row block (and for jobs sharing the input, as gate/up do).
+            for (int i = 0; i < j && f8_off_[(size_t)j] < 0; i++)
+                if (f8_off_[(size_t)i] >= 0 && jobs[i].x == jb.x && jobs[i].ldx == jb.ldx && jobs[i].w->cols == K &&
+                    (jobs[i].T > 0 ? jobs[i].T : T) == jt)
+                    f8_off_[(size_t)j] = f8_off_[(size_t)i];
+            if (f8_off_[(size_t)j] >= 0 || f8_used + (int64_t)jt * K > (int64_t)f8x_.size()) continue;
+            for (int t = 0; t < jt; t++) {
+                float *o = &f8x_[(size_t)(f8_used + (int64_t)t * K)];
+                memcpy(o, jb.x + (int64_t)t * jb.ldx, sizeof(float) * (size_t)K);
+                k_.scale(o, k_.f8_x_scale, K); // a power of two: exact
+            }
+            f8_off_[(size_t)j] = f8_used;
+            f8_used += (int64_t)jt * K;
+            continue;
+        }
         if (jb.w->dtype != DT_Q8) continue;
         for (int i = 0; i < j && q8_off_[(size_t)j] < 0; i++)
             if (q8_off_[(size_t)i] >= 0 && jobs[i].x == jb.x && jobs[i].ldx == jb.ldx && jobs[i].w->cols == K &&

@@ -389,6 +389,21 @@ template <bool FINITE> static inline void f8x2vw(const uint8_t *p, vecw *lo, vec
     *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
     *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
 }
+/* AVX-512, bytes known finite (kDtF8Finite): 16 e4m3 bytes -> 16 floats of value times 2^-120,
+ * straight to f32 bits. Sign-extended to 32 bits and shifted left 20, a byte s eeee mmm puts its
+ * exponent and mantissa at f32 bits 26-20 (exponent field 0000eeee) and the sign, copied into
+ * bits 31-27, at 31; the mask keeps bit 31 and 26-20. An exponent-0 (subnormal) e4m3 lands as the
+ * f32 subnormal of the same value times 2^-120, so every byte widens exactly. Three integer steps
+ * per 16 weights against F16C's conversion: decode from DRAM on two cores 27 -> 30 GB/s, one
+ * core's arithmetic 15 -> 20 GB/s. The products would underflow f32 at 2^-120, so the caller
+ * passes x times 2^32 (F8_X_SCALE, exact): products and sums are the f16 path's times 2^-80, the
+ * same roundings, the same results. */
+#define F8_BITS 1
+static const float F8_X_SCALE = 4294967296.0f; // 2^32
+static inline vecw f8x16_bits(const uint8_t *p) {
+    __m512i b = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(b, 20), _mm512_set1_epi32((int)0x87F00000)));
+}
 #else
 static inline vecw f8xvw(const uint8_t *p) { return f8x8(p); }
 /* 16 e4m3 bytes -> two vectors of 8 floats times 2^-8 (FINITE: as above). */
@@ -405,10 +420,16 @@ template <bool FINITE> static inline void f8x2vw(const uint8_t *p, vecw *lo, vec
  * order is a function of the column alone, the same for every tile shape. */
 /* SCR: the rows were widened into wsc ((NR, K) floats, f8_rows_raw) and are read from there: the
  * same values, so the same sums. */
-template <int NR, int NT, bool FINITE, bool SCR = false>
+/* BITS (AVX-512, FINITE): weights widened by f8x16_bits and x given times F8_X_SCALE; the same
+ * sums as the f16 path. */
+template <int NR, int NT, bool FINITE, bool SCR = false, bool BITS = false>
 static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const float *wscale, int64_t row0, int K,
                            float *y, int ldy, const float *bias, const float *wsc = nullptr) {
     (void)wsc;
+    // Unscaled products: the f16 path's weights are value times 2^-8; the bits path's times 2^-120,
+    // with x times 2^32, so 2^-88. The block scale puts it back; the scalar tail takes x's 2^32 out.
+    const float xs = BITS ? 0x1p88f : 256.0f, tail_xs = BITS ? 0x1p-32f : 1.0f;
+    (void)xs;
     int nbk = (K + F8_BLOCK - 1) / F8_BLOCK;
     float out[NR][NT];
 #ifdef KERNELS_VECTOR
@@ -436,7 +457,14 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
                 if (SCR) {
                     w0 = vw_loadx(wsc + (int64_t)r * K + k);
                     w1 = vw_loadx(wsc + (int64_t)r * K + k + VW);
-                } else {
+                }
+#ifdef F8_BITS
+                else if (BITS) {
+                    w0 = f8x16_bits(w + (row0 + r) * (int64_t)K + k);
+                    w1 = f8x16_bits(w + (row0 + r) * (int64_t)K + k + VW);
+                }
+#endif
+                else {
                     f8x2vw<FINITE>(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
                 }
                 for (int t = 0; t < NT; t++) {
@@ -447,12 +475,15 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
         if (k + VW <= k1) {
             for (int r = 0; r < NR; r++) {
                 vecw wv = SCR ? vw_loadx(wsc + (int64_t)r * K + k) : f8xvw(w + (row0 + r) * (int64_t)K + k);
+#ifdef F8_BITS
+                if (BITS) wv = f8x16_bits(w + (row0 + r) * (int64_t)K + k);
+#endif
                 for (int t = 0; t < NT; t++) acc[r][t] = vw_fma(wv, vw_loadx(x + (int64_t)t * ldx + k), acc[r][t]);
             }
             k += VW;
         }
         for (int r = 0; r < NR; r++) {
-            vecw s = vw_set1(sc[r] * 256.0f);
+            vecw s = vw_set1(sc[r] * xs);
             for (int t = 0; t < NT; t++) tot[r][t] = vw_fma(vw_add(acc[r][t], acc2[r][t]), s, tot[r][t]);
         }
 #else
@@ -473,7 +504,7 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
 #endif
         for (; k < k1; k++) // the last block's columns past a multiple of the vector width
             for (int r = 0; r < NR; r++) {
-                float wv = f8_table.v[w[(row0 + r) * (int64_t)K + k]] * sc[r];
+                float wv = f8_table.v[w[(row0 + r) * (int64_t)K + k]] * sc[r] * tail_xs;
                 for (int t = 0; t < NT; t++) tail[r][t] += wv * x[(int64_t)t * ldx + k];
             }
     }
@@ -511,6 +542,80 @@ template <bool FINITE> static void f8_rows_raw(float *out, const uint8_t *w, int
 }
 #endif
 
+#ifdef F8_BITS
+/* One token, rows [r0, r1) from DRAM, bits path (xs = x times F8_X_SCALE): tile_f8<1, 1, true,
+ * false, true>'s sums in its order (two accumulators per block, the block's scale into the running
+ * total, the columns past the last whole vector added apart), with a whole block's steps unrolled. */
+static void f8_rows_one_token(const float *xs, const uint8_t *w, const float *wscale, int K, int r0, int r1, float *y,
+                              const float *bias) {
+    int nbk = (K + F8_BLOCK - 1) / F8_BLOCK, kfull = K / F8_BLOCK * F8_BLOCK;
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *wr = w + (int64_t)r * K;
+        const float *sc = wscale + (int64_t)(r / F8_BLOCK) * nbk;
+        vecw tot = vw_zero();
+        float tail = 0;
+        for (int k0 = 0; k0 < kfull; k0 += F8_BLOCK) {
+            vecw a0 = vw_zero(), a1 = vw_zero();
+            for (int k = k0; k < k0 + F8_BLOCK; k += 2 * VW) {
+                a0 = vw_fma(f8x16_bits(wr + k), vw_loadx(xs + k), a0);
+                a1 = vw_fma(f8x16_bits(wr + k + VW), vw_loadx(xs + k + VW), a1);
+            }
+            tot = vw_fma(vw_add(a0, a1), vw_set1(sc[k0 / F8_BLOCK] * 0x1p88f), tot);
+        }
+        if (kfull < K) {
+            int k = kfull;
+            vecw a0 = vw_zero(), a1 = vw_zero();
+            for (; k + 2 * VW <= K; k += 2 * VW) {
+                a0 = vw_fma(f8x16_bits(wr + k), vw_loadx(xs + k), a0);
+                a1 = vw_fma(f8x16_bits(wr + k + VW), vw_loadx(xs + k + VW), a1);
+            }
+            if (k + VW <= K) {
+                a0 = vw_fma(f8x16_bits(wr + k), vw_loadx(xs + k), a0);
+                k += VW;
+            }
+            float s = sc[kfull / F8_BLOCK];
+            tot = vw_fma(vw_add(a0, a1), vw_set1(s * 0x1p88f), tot);
+            for (; k < K; k++) tail += f8_table.v[wr[k]] * s * 0x1p-32f * xs[k];
+        }
+        y[r] = vw_sum(tot) + tail + (bias ? bias[r] : 0.0f);
+    }
+}
+#endif
+
+/* FP8 tiles that widen the weights in registers: one row at a time for up to 4 tokens when W
+ * streams from DRAM, else 2 rows x 3 tokens. */
+template <bool FINITE, bool BITS>
+static void f8_register_tiles(const float *x, int ldx, int T, const uint8_t *w, const float *wscale, int K, int r0,
+                              int r1, float *y, int ldy, const float *bias, bool is_streaming) {
+#define F8_TILE(NR, NT) tile_f8<NR, NT, FINITE, false, BITS>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy, \
+                                        bias ? bias + r : nullptr)
+    if (is_streaming) {
+        for (int r = r0; r < r1; r++) {
+            int t = 0;
+            for (; T - t >= 4; t += 4) F8_TILE(1, 4);
+            if (T - t == 3) F8_TILE(1, 3);
+            else if (T - t == 2) F8_TILE(1, 2);
+            else if (T - t == 1) F8_TILE(1, 1);
+        }
+        return;
+    }
+    for (int t = 0; t < T;) {
+        int nt = T - t >= 3 ? 3 : T - t, r = r0;
+        for (; r + 2 <= r1; r += 2) {
+            if (nt == 3) F8_TILE(2, 3);
+            else if (nt == 2) F8_TILE(2, 2);
+            else F8_TILE(2, 1);
+        }
+        for (; r < r1; r++) {
+            if (nt == 3) F8_TILE(1, 3);
+            else if (nt == 2) F8_TILE(1, 2);
+            else F8_TILE(1, 1);
+        }
+        t += nt;
+    }
+#undef F8_TILE
+}
+
 /* FP8 matmul: streaming (decode from DRAM) one row at a time for up to 4 tokens, else 2 rows x 3
  * tokens from cache. Many tokens: the row block is widened once into scratch, then 2 x 4 tiles
  * read it (the same values and sums; no widening per token tile). */
@@ -545,33 +650,19 @@ static void matmul_f8(const float *x, int ldx, int T, const uint8_t *w, const fl
 #else
     (void)scratch;
 #endif
-#define F8_TILE(NR, NT) tile_f8<NR, NT, FINITE>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy, \
-                                        bias ? bias + r : nullptr)
-    if (is_streaming) {
-        for (int r = r0; r < r1; r++) {
-            int t = 0;
-            for (; T - t >= 4; t += 4) F8_TILE(1, 4);
-            if (T - t == 3) F8_TILE(1, 3);
-            else if (T - t == 2) F8_TILE(1, 2);
-            else if (T - t == 1) F8_TILE(1, 1);
-        }
-        return;
-    }
-    for (int t = 0; t < T;) {
-        int nt = T - t >= 3 ? 3 : T - t, r = r0;
-        for (; r + 2 <= r1; r += 2) {
-            if (nt == 3) F8_TILE(2, 3);
-            else if (nt == 2) F8_TILE(2, 2);
-            else F8_TILE(2, 1);
-        }
-        for (; r < r1; r++) {
-            if (nt == 3) F8_TILE(1, 3);
-            else if (nt == 2) F8_TILE(1, 2);
-            else F8_TILE(1, 1);
-        }
-        t += nt;
-    }
-#undef F8_TILE
+    f8_register_tiles<FINITE, false>(x, ldx, T, w, wscale, K, r0, r1, y, ldy, bias, is_streaming);
+}
+
+/* kDtF8Finite weights over x given times F8_X_SCALE (Kernels::matmul_f8x): the bits path, the same
+ * results as matmul. One token from DRAM runs f8_rows_one_token, else the register tiles. */
+static void matmul_f8x(const float *xs, int ldx, int T, const uint8_t *w, const float *wscale, int K, int r0, int r1,
+                       float *y, int ldy, const float *bias, bool is_streaming) {
+#ifdef F8_BITS
+    if (T == 1 && is_streaming) f8_rows_one_token(xs, w, wscale, K, r0, r1, y, bias);
+    else f8_register_tiles<true, true>(xs, ldx, T, w, wscale, K, r0, r1, y, ldy, bias, is_streaming);
+#else
+    f8_register_tiles<true, false>(xs, ldx, T, w, wscale, K, r0, r1, y, ldy, bias, is_streaming); // f8_x_scale 1
+#endif
 }
 
 
@@ -1089,6 +1180,12 @@ const Kernels KERNELS_TABLE = {
     KERNELS_NS::rmsnorm, KERNELS_NS::silu_mul, KERNELS_NS::softmax, KERNELS_NS::row_to_f32,
     KERNELS_NS::attn_scores, KERNELS_NS::attn_accum,
     KERNELS_NS::quantize_q8, KERNELS_NS::matmul_q8_pre,
+#ifdef F8_BITS
+    KERNELS_NS::F8_X_SCALE,
+#else
+    1.0f,
+#endif
+    KERNELS_NS::matmul_f8x,
 };
 
 } // namespace maya

@@ -392,6 +392,43 @@ TEST(fp8_matmul_widens_every_byte_exactly) {
     }
 }
 
+// matmul_f8x (decode: x scaled once by f8_x_scale, the AVX-512 table widening e4m3 straight to f32
+// bits) gives matmul's bits for every token count it serves, streaming or cached, with a bias, partial
+// blocks (K = 200) and whole ones, small activations included (no product may underflow), and every
+// non-NaN byte value in the weights.
+TEST(fp8_scaled_activation_matmul_matches_matmul_bits) {
+    Rand r;
+    for (const Kernels *k : tables()) {
+        for (int K : {200, 256, 1040}) {
+            const int N = 150, nbc = (K + 127) / 128;
+            std::vector<uint8_t> raw((size_t)N * K);
+            for (size_t i = 0; i < raw.size(); i++) {
+                uint8_t b = (uint8_t)(i * 37 + i / 97);
+                if ((b & 0x7F) == 0x7F) b ^= 1;
+                raw[i] = b;
+            }
+            std::vector<float> scales((size_t)2 * nbc), bias(N), scratch((size_t)kMatmulRows * K);
+            for (float &v : scales) v = 0.01f + 0.02f * (r.next() + 1.0f);
+            for (float &v : bias) v = r.next();
+            for (int T = 1; T <= kF8ScaledMaxTokens; T++)
+                for (bool streaming : {false, true}) {
+                    std::vector<float> x((size_t)T * K), xs((size_t)T * K), y((size_t)T * N), ys((size_t)T * N);
+                    for (size_t i = 0; i < x.size(); i++) x[i] = r.next() * (i % 3 == 0 ? 1e-7f : 1.0f);
+                    for (size_t i = 0; i < x.size(); i++) xs[i] = x[i] * k->f8_x_scale;
+                    for (int r0 = 0; r0 < N; r0 += kMatmulRows) {
+                        int r1 = r0 + kMatmulRows < N ? r0 + kMatmulRows : N;
+                        k->matmul(x.data(), K, T, raw.data(), kDtF8Finite, K, r0, r1, y.data(), N, bias.data(),
+                                  scratch.data(), streaming, scales.data());
+                        k->matmul_f8x(xs.data(), K, T, raw.data(), scales.data(), K, r0, r1, ys.data(), N, bias.data(),
+                                      streaming);
+                    }
+                    CHECK_MSG(memcmp(y.data(), ys.data(), y.size() * sizeof(float)) == 0,
+                              "%s matmul_f8x K %d T %d streaming %d differs from matmul", k->name, K, T, (int)streaming);
+                }
+        }
+    }
+}
+
 // Q8 activations as the kernels quantize them (per block of 32: d = max|x| / 127, round to even).
 static void ref_quantize_q8(const float *x, int K, std::vector<int> *q, std::vector<double> *d) {
     q->resize((size_t)K);
