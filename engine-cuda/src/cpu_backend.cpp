@@ -140,6 +140,9 @@ static void attn_task(void *arg, int task, int worker) {
 
 /* Query heads one MLA attention task covers (scores scratch: kMlaHeads x n_ctx per worker). */
 const int kMlaHeads = 8;
+/* Up to this many tokens a step, MLA's W_UK / W_UV products read the weights per token (rows_accum,
+ * row_dot); more widen each row once and reuse it (the same bits either way). */
+const int kMlaFusedMaxTokens = 4;
 
 struct MlaTask {
     const Kernels *k;
@@ -169,6 +172,13 @@ static void mla_absorb_task(void *arg, int h, int worker) {
         float *qa = a.q_abs + ((int64_t)t * a.H + h) * Dk;
         memset(qa, 0, (size_t)R * sizeof(float));
         memcpy(qa + R, a.q + ((int64_t)t * a.H + h) * Dq + a.Dn, (size_t)a.Dr * sizeof(float));
+    }
+    int64_t row0 = (int64_t)h * (a.Dn + a.Dv);
+    if (a.T <= kMlaFusedMaxTokens) { // decode: each token's sum straight from the weights, the same bits
+        for (int t = 0; t < a.T; t++)
+            a.k->rows_accum(a.q_abs + ((int64_t)t * a.H + h) * Dk, a.q + ((int64_t)t * a.H + h) * Dq, a.Dn, a.kv_b->data,
+                            a.kv_b->dtype, row0, R, a.kv_b->scale, wrow);
+        return;
     }
     // All Dn rows widened once, then each token's sum over them in registers (attn_accum: the
     // same sequence of fused multiply-adds over i as one axpy per row).
@@ -209,6 +219,14 @@ static void mla_attend_task(void *arg, int task, int worker) {
 static void mla_expand_task(void *arg, int h, int worker) {
     const MlaTask &a = *(const MlaTask *)arg;
     float *wrow = a.scratch[worker];
+    if (a.T <= kMlaFusedMaxTokens) { // decode: row_to_f32 + dot's bits without the widened copy
+        for (int i = 0; i < a.Dv; i++)
+            for (int t = 0; t < a.T; t++)
+                a.out[(int64_t)t * a.H * a.Dv + (int64_t)h * a.Dv + i] =
+                    a.k->row_dot(a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + a.Dn + i, a.R, a.kv_b->scale,
+                                 a.lat + ((int64_t)t * a.H + h) * a.R, wrow);
+        return;
+    }
     for (int i = 0; i < a.Dv; i++) {
         a.k->row_to_f32(wrow, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + a.Dn + i, a.R, a.kv_b->scale);
         for (int t = 0; t < a.T; t++)

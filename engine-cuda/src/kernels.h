@@ -71,6 +71,13 @@ struct Kernels {
     float f8_x_scale;
     void (*matmul_f8x)(const float *xs, int ldx, int T, const uint8_t *w, const float *wscale, int K, int r0, int r1,
                        float *y, int ldy, const float *bias, bool is_streaming);
+    /* MLA's absorbed attention a token at a time (weights of any dtype, rows as row_to_f32 gives
+     * them; FP8 widened in registers). rows_accum: out[0..K) = sum_i<n a[i] W[row0 + i, :], the bits
+     * of row_to_f32 per row then attn_accum (scratch: n * K floats). row_dot: dot(W[row, :], x), the
+     * bits of row_to_f32 then dot (scratch: K floats). */
+    void (*rows_accum)(float *out, const float *a, int n, const void *w, int dtype, int64_t row0, int K,
+                       const float *wscale, float *scratch);
+    float (*row_dot)(const void *w, int dtype, int64_t row, int K, const float *wscale, const float *x, float *scratch);
 };
 /* Row blocks of at most this many tokens use matmul_f8x (decode); more take matmul's widened copy. */
 const int kF8ScaledMaxTokens = 5;

@@ -1165,6 +1165,69 @@ static void attn_accum(float *out, int ldo, const float *probs, int ld, int j0, 
             axpy((float *)query_row(out, ldo, group, D, h), probs[(int64_t)h * ld + j0 + j], v + (int64_t)j * ldv, D);
 }
 
+/* MLA's absorbed query for one token and head: out[0..K) = sum over i < n, in increasing i, of
+ * a[i] * W[row0 + i, 0..K), each weight the value row_to_f32 gives, one fused multiply-add per
+ * column and row: row_to_f32 of every row then attn_accum over them, bit for bit. FP8 on the vector
+ * tables (K a multiple of the vector width) widens in registers; anything else goes through that
+ * widened copy in scratch (n * K floats). out may hold anything on entry. */
+static void rows_accum(float *out, const float *a, int n, const void *w, int dtype, int64_t row0, int K,
+                       const float *wscale, float *scratch) {
+    if (dtype == F8_FINITE) dtype = F8; // the same values; row_to_f32 takes the stored dtype
+#ifdef KERNELS_VECTOR
+    if (dtype == F8 && K % VW == 0) {
+        const uint8_t *w8 = (const uint8_t *)w;
+        int nbk = (K + F8_BLOCK - 1) / F8_BLOCK;
+        for (int c0 = 0; c0 < K; c0 += 4 * VW) { // up to 4 vectors of columns, all in one 128-column block
+            int nv = (K - c0) / VW < 4 ? (K - c0) / VW : 4;
+            vecw acc[4] = {vw_zero(), vw_zero(), vw_zero(), vw_zero()};
+            for (int i = 0; i < n; i++) {
+                int64_t r = row0 + i;
+                vecw sv = vw_set1(wscale[(r / F8_BLOCK) * nbk + c0 / F8_BLOCK] * 256.0f), av = vw_set1(a[i]);
+                const uint8_t *p = w8 + r * K + c0;
+                for (int v = 0; v < nv; v++) acc[v] = vw_fma(av, vw_mul(f8xvw(p + v * VW), sv), acc[v]);
+            }
+            for (int v = 0; v < nv; v++) vw_store(out + c0 + v * VW, acc[v]);
+        }
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++) row_to_f32(scratch + (int64_t)i * K, w, dtype, row0 + i, K, wscale);
+    memset(out, 0, sizeof(float) * (size_t)K);
+    attn_accum(out, 0, a, n, 0, 1, 1, scratch, n, K, K);
+}
+
+/* dot(W[row, 0..K), x) with W's row as row_to_f32 gives it: row_to_f32 then dot, bit for bit (FP8
+ * on the vector tables widens in registers; else through scratch, K floats). */
+static float row_dot(const void *w, int dtype, int64_t row, int K, const float *wscale, const float *x, float *scratch) {
+    if (dtype == F8_FINITE) dtype = F8;
+#ifdef KERNELS_VECTOR
+    if (dtype == F8) {
+        const uint8_t *p = (const uint8_t *)w + row * K;
+        const float *sc = wscale + (row / F8_BLOCK) * (int64_t)((K + F8_BLOCK - 1) / F8_BLOCK);
+        // dot's own steps: two 8-float accumulators over 16 columns, then 8, then one at a time.
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+        int i = 0;
+        for (; i + 16 <= K; i += 16) {
+            __m256 sv = _mm256_set1_ps(sc[i / F8_BLOCK] * 256.0f); // 16 | 128: one block
+            acc0 = _mm256_fmadd_ps(_mm256_mul_ps(f8x8(p + i), sv), _mm256_loadu_ps(x + i), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_mul_ps(f8x8(p + i + 8), sv), _mm256_loadu_ps(x + i + 8), acc1);
+        }
+        for (; i + 8 <= K; i += 8) {
+            if ((i + 7) / F8_BLOCK != i / F8_BLOCK) break; // 8 columns across a block edge: the copy
+            acc0 = _mm256_fmadd_ps(_mm256_mul_ps(f8x8(p + i), _mm256_set1_ps(sc[i / F8_BLOCK] * 256.0f)),
+                                   _mm256_loadu_ps(x + i), acc0);
+        }
+        if (i + 8 > K) {
+            float s = hsum(_mm256_add_ps(acc0, acc1));
+            for (; i < K; i++) s += f8_table.v[p[i]] * sc[i / F8_BLOCK] * x[i];
+            return s;
+        }
+    }
+#endif
+    row_to_f32(scratch, w, dtype, row, K, wscale);
+    return dot(scratch, x, K);
+}
+
 } // namespace KERNELS_NS
 
 extern const Kernels KERNELS_TABLE;
@@ -1185,7 +1248,7 @@ const Kernels KERNELS_TABLE = {
 #else
     1.0f,
 #endif
-    KERNELS_NS::matmul_f8x,
+    KERNELS_NS::matmul_f8x, KERNELS_NS::rows_accum, KERNELS_NS::row_dot,
 };
 
 } // namespace maya

@@ -429,6 +429,52 @@ TEST(fp8_scaled_activation_matmul_matches_matmul_bits) {
     }
 }
 
+// MLA decode's fused W_UK / W_UV products give the bits of the widened-copy path they replace
+// (row_to_f32 of each row, then attn_accum / dot), FP8 with and without NaN bytes, bf16 and f32
+// weights, whole and partial 128-column blocks, odd widths that take the copy.
+TEST(mla_fused_rows_accum_and_row_dot_match_the_widened_rows) {
+    Rand r;
+    for (const Kernels *k : tables()) {
+        for (int K : {64, 200, 256, 100, 36}) {
+            const int N = 150, nbc = (K + 127) / 128;
+            std::vector<uint8_t> raw((size_t)N * K);
+            for (size_t i = 0; i < raw.size(); i++) raw[i] = (uint8_t)(i * 37 + i / 97);
+            std::vector<float> scales((size_t)2 * nbc), wf((size_t)N * K), x((size_t)N), xk((size_t)K);
+            std::vector<uint16_t> wb((size_t)N * K);
+            for (float &v : scales) v = 0.01f + 0.02f * (r.next() + 1.0f);
+            for (float &v : wf) v = r.next();
+            for (size_t i = 0; i < wb.size(); i++) wb[i] = (uint16_t)(0x3C00 + (i * 7919) % 0x0800) ^ (uint16_t)(i & 1 ? 0x8000 : 0);
+            for (float &v : x) v = r.next();
+            for (float &v : xk) v = r.next();
+            struct { const void *w; int dtype; } mats[] = {{raw.data(), 4}, {raw.data(), kDtF8Finite}, {wb.data(), 2}, {wf.data(), 0}};
+            for (auto &m : mats) {
+                if (m.dtype == kDtF8Finite) // no NaN byte for the finite kernels
+                    for (uint8_t &b : raw)
+                        if ((b & 0x7F) == 0x7F) b ^= 1;
+                int wdt = m.dtype == kDtF8Finite ? 4 : m.dtype; // row_to_f32 takes the stored dtype
+                for (int n : {1, 3, 64}) {
+                    int64_t row0 = 70;
+                    std::vector<float> wide((size_t)n * K), want((size_t)K, 0.0f), got((size_t)K, 5.0f), scratch((size_t)n * K);
+                    for (int i = 0; i < n; i++) k->row_to_f32(&wide[(size_t)i * K], m.w, wdt, row0 + i, K, scales.data());
+                    k->attn_accum(want.data(), 0, x.data(), n, 0, 1, 1, wide.data(), n, K, K);
+                    k->rows_accum(got.data(), x.data(), n, m.w, m.dtype, row0, K, scales.data(), scratch.data());
+                    bool same = true;
+                    for (int c = 0; c < K; c++)
+                        same = same && (memcmp(&want[(size_t)c], &got[(size_t)c], 4) == 0 || (want[(size_t)c] != want[(size_t)c] && got[(size_t)c] != got[(size_t)c]));
+                    CHECK_MSG(same, "%s rows_accum dtype %d K %d n %d differs from row_to_f32 + attn_accum", k->name, m.dtype, K, n);
+                }
+                for (int64_t row : {0, 77, 149}) {
+                    std::vector<float> wide((size_t)K), scratch((size_t)K);
+                    k->row_to_f32(wide.data(), m.w, wdt, row, K, scales.data());
+                    float want = k->dot(wide.data(), xk.data(), K), got = k->row_dot(m.w, m.dtype, row, K, scales.data(), xk.data(), scratch.data());
+                    CHECK_MSG(memcmp(&want, &got, 4) == 0 || (want != want && got != got), "%s row_dot dtype %d K %d row %d: %.9g vs %.9g",
+                              k->name, m.dtype, K, (int)row, want, got);
+                }
+            }
+        }
+    }
+}
+
 // Q8 activations as the kernels quantize them (per block of 32: d = max|x| / 127, round to even).
 static void ref_quantize_q8(const float *x, int K, std::vector<int> *q, std::vector<double> *d) {
     q->resize((size_t)K);
