@@ -442,6 +442,7 @@ TEST(mla_fused_rows_accum_and_row_dot_match_the_widened_rows) {
             std::vector<float> scales((size_t)2 * nbc), wf((size_t)N * K), x((size_t)N), xk((size_t)K);
             std::vector<uint16_t> wb((size_t)N * K);
             for (float &v : scales) v = 0.01f + 0.02f * (r.next() + 1.0f);
+            scales[(size_t)nbc - 1] = 300.0f; // a large scale: the finite path's scale * 2^120 would overflow
             for (float &v : wf) v = r.next();
             for (size_t i = 0; i < wb.size(); i++) wb[i] = (uint16_t)(0x3C00 + (i * 7919) % 0x0800) ^ (uint16_t)(i & 1 ? 0x8000 : 0);
             for (float &v : x) v = r.next();
