@@ -64,10 +64,10 @@ struct Kernels {
     void (*matmul_q8)(const int8_t *xq, const float *xd, int ldq, int T, const int8_t *w, const float *wscale, int K,
                       int r0, int r1, float *y, int ldy, const float *bias, bool is_streaming);
     /* FP8 weights known finite (kDtF8Finite) over activations given times f8_x_scale: matmul's
-     * results, bit for bit, without its scratch. The AVX-512 table widens e4m3 bytes straight to
-     * f32 bits (value times 2^-120) and needs x times 2^32 so no product underflows; the caller
+     * results, bit for bit, without its scratch. The vector tables widen e4m3 bytes straight to
+     * f32 bits (value times 2^-120) and need x times 2^32 so no product underflows; the caller
      * scales x once per step for every row block (a scaled copy per row block, inside the kernel,
-     * made one-core decode from DRAM slower: 10.4 against 16.8 GB/s). Others: scale 1. */
+     * made one-core decode from DRAM slower: 10.4 against 16.8 GB/s). The scalar table: scale 1. */
     float f8_x_scale;
     void (*matmul_f8x)(const float *xs, int ldx, int T, const uint8_t *w, const float *wscale, int K, int r0, int r1,
                        float *y, int ldy, const float *bias, bool is_streaming);
