@@ -396,8 +396,9 @@ template <bool FINITE> static inline void f8x2vw(const uint8_t *p, vecw *lo, vec
  * f32 subnormal of the same value times 2^-120, so every byte widens exactly. Three integer steps
  * per 16 weights against F16C's conversion: decode from DRAM on two cores 27 -> 30 GB/s, one
  * core's arithmetic 15 -> 20 GB/s. The products would underflow f32 at 2^-120, so the caller
- * passes x times 2^32 (F8_X_SCALE, exact): products and sums are the f16 path's times 2^-80, the
- * same roundings, the same results. */
+ * passes x times 2^32 (F8_X_SCALE, exact below |x| = 2^96): products and sums are the f16 path's
+ * times 2^-80, the same roundings, the same results (a product |x w| under 2^-38, where the scaled
+ * one turns subnormal, is the only exception). */
 static inline vecw f8vw_bits(const uint8_t *p) {
     __m512i b = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p));
     return _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(b, 20), _mm512_set1_epi32((int)0x87F00000)));
