@@ -1172,27 +1172,6 @@ static void attn_accum(float *out, int ldo, const float *probs, int ld, int j0, 
             axpy((float *)query_row(out, ldo, group, D, h), probs[(int64_t)h * ld + j0 + j], v + (int64_t)j * ldv, D);
 }
 
-#ifdef KERNELS_VECTOR
-/* rows_accum's FP8 columns [c0, c0 + NV * VW) (one 128-column block), accumulators in registers. */
-template <int NV>
-static inline void rows_accum_f8(float *out, const float *a, int n, const uint8_t *w, int64_t row0, int K,
-                                 const float *wscale, int c0) {
-    int nbk = (K + F8_BLOCK - 1) / F8_BLOCK;
-    const float *sc = wscale + c0 / F8_BLOCK;
-    vecw acc[NV];
-    for (int v = 0; v < NV; v++) acc[v] = vw_zero();
-    const uint8_t *p = w + row0 * K + c0;
-    for (int i = 0; i < n; i++, p += K) {
-        int64_t r = row0 + i;
-        float s = sc[(r / F8_BLOCK) * nbk];
-        vecw av = vw_set1(a[i]);
-        vecw sv = vw_set1(s * 256.0f);
-        for (int v = 0; v < NV; v++) acc[v] = vw_fma(av, vw_mul(f8xvw(p + v * VW), sv), acc[v]);
-    }
-    for (int v = 0; v < NV; v++) vw_store(out + c0 + v * VW, acc[v]);
-}
-#endif
-
 /* MLA's absorbed query for one token and head: out[0..K) = sum over i < n, in increasing i, of
  * a[i] * W[row0 + i, 0..K), each weight the value row_to_f32 gives, one fused multiply-add per
  * column and row: row_to_f32 of every row then attn_accum over them, bit for bit. FP8 on the vector
@@ -1203,9 +1182,19 @@ static void rows_accum(float *out, const float *a, int n, const void *w, int dty
     if (dtype == F8_FINITE) dtype = F8; // the same values; row_to_f32 takes the stored dtype
 #ifdef KERNELS_VECTOR
     if (dtype == F8 && K % VW == 0) {
-        int c0 = 0;
-        for (; c0 + 4 * VW <= K; c0 += 4 * VW) rows_accum_f8<4>(out, a, n, (const uint8_t *)w, row0, K, wscale, c0);
-        for (; c0 < K; c0 += VW) rows_accum_f8<1>(out, a, n, (const uint8_t *)w, row0, K, wscale, c0);
+        const uint8_t *w8 = (const uint8_t *)w;
+        int nbk = (K + F8_BLOCK - 1) / F8_BLOCK;
+        for (int c0 = 0; c0 < K; c0 += 4 * VW) { // up to 4 vectors of columns, all in one 128-column block
+            int nv = (K - c0) / VW < 4 ? (K - c0) / VW : 4;
+            vecw acc[4] = {vw_zero(), vw_zero(), vw_zero(), vw_zero()};
+            for (int i = 0; i < n; i++) {
+                int64_t r = row0 + i;
+                vecw sv = vw_set1(wscale[(r / F8_BLOCK) * nbk + c0 / F8_BLOCK] * 256.0f), av = vw_set1(a[i]);
+                const uint8_t *p = w8 + r * K + c0;
+                for (int v = 0; v < nv; v++) acc[v] = vw_fma(av, vw_mul(f8xvw(p + v * VW), sv), acc[v]);
+            }
+            for (int v = 0; v < nv; v++) vw_store(out + c0 + v * VW, acc[v]);
+        }
         return;
     }
 #endif
@@ -1225,18 +1214,6 @@ static float row_dot(const void *w, int dtype, int64_t row, int K, const float *
         // dot's own steps: two 8-float accumulators over 16 columns, then 8, then one at a time.
         __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
         int i = 0;
-#ifdef KERNELS_AVX512
-        { // 16 columns per step in one register: its low half is acc0, its high half acc1
-            __m512 acc = _mm512_setzero_ps();
-            for (; i + 16 <= K; i += 16) {
-                float s = sc[i / F8_BLOCK];
-                __m512 wv = _mm512_mul_ps(f8xvw(p + i), _mm512_set1_ps(s * 256.0f));
-                acc = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + i), acc);
-            }
-            acc0 = _mm512_castps512_ps256(acc);
-            acc1 = _mm512_extractf32x8_ps(acc, 1);
-        }
-#endif
         for (; i + 16 <= K; i += 16) {
             __m256 sv = _mm256_set1_ps(sc[i / F8_BLOCK] * 256.0f); // 16 | 128: one block
             acc0 = _mm256_fmadd_ps(_mm256_mul_ps(f8x8(p + i), sv), _mm256_loadu_ps(x + i), acc0);
