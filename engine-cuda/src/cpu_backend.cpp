@@ -431,6 +431,16 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
     m.f8x = f8x_.data();
     int total = 0;
     int64_t q8_used = 0, f8_used = 0;
+    // The offset an earlier job's prepared copy of this job's input has in offs (the same x, rows
+    // and columns), or -1.
+    auto shared = [&](const int64_t *offs, int j) {
+        const MatJob &jb = jobs[j];
+        for (int i = 0; i < j; i++)
+            if (offs[i] >= 0 && jobs[i].x == jb.x && jobs[i].ldx == jb.ldx && jobs[i].w->cols == jb.w->cols &&
+                (jobs[i].T > 0 ? jobs[i].T : T) == (jb.T > 0 ? jb.T : T))
+                return offs[i];
+        return (int64_t)-1;
+    };
     for (int j = 0; j < n_jobs; j++) {
         total += (jobs[j].w->rows + kMatmulRows - 1) / kMatmulRows;
         unit_end_[(size_t)j] = total;
@@ -442,10 +452,7 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
         f8_off_[(size_t)j] = -1;
         if (jb.w->dtype == DT_F8_E4M3 && jb.w->is_f8_finite && jt <= kF8ScaledMaxTokens && !f8x_.empty()) {
             // Scaled once for every row block (and for jobs sharing the input, as gate/up do).
-            for (int i = 0; i < j && f8_off_[(size_t)j] < 0; i++)
-                if (f8_off_[(size_t)i] >= 0 && jobs[i].x == jb.x && jobs[i].ldx == jb.ldx && jobs[i].w->cols == K &&
-                    (jobs[i].T > 0 ? jobs[i].T : T) == jt)
-                    f8_off_[(size_t)j] = f8_off_[(size_t)i];
+            f8_off_[(size_t)j] = shared(f8_off_.data(), j);
             if (f8_off_[(size_t)j] >= 0 || f8_used + (int64_t)jt * K > (int64_t)f8x_.size()) continue;
             for (int t = 0; t < jt; t++) {
                 float *o = &f8x_[(size_t)(f8_used + (int64_t)t * K)];
@@ -457,10 +464,7 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
             continue;
         }
         if (jb.w->dtype != DT_Q8) continue;
-        for (int i = 0; i < j && q8_off_[(size_t)j] < 0; i++)
-            if (q8_off_[(size_t)i] >= 0 && jobs[i].x == jb.x && jobs[i].ldx == jb.ldx && jobs[i].w->cols == K &&
-                (jobs[i].T > 0 ? jobs[i].T : T) == jt)
-                q8_off_[(size_t)j] = q8_off_[(size_t)i];
+        q8_off_[(size_t)j] = shared(q8_off_.data(), j);
         if (q8_off_[(size_t)j] >= 0 || q8_used + (int64_t)jt * K > (int64_t)q8x_.size()) continue;
         for (int t = 0; t < jt; t++)
             k_.quantize_q8(jb.x + (int64_t)t * jb.ldx, K, &q8x_[(size_t)(q8_used + (int64_t)t * K)],
