@@ -121,6 +121,33 @@ def micro_batches(convs: list[tuple[list[int], list[bool]]], pad: int,
     return out
 
 
+def grow_layers(model: Glm4, sd: dict[str, torch.Tensor], old_layers: int) -> None:
+    """Loads a checkpoint of `old_layers` layers into a model k times as deep: old layer i becomes
+    layer k*i, and the k-1 layers after it are new, randomly initialised except that both their
+    post-norms (post_self_attn_layernorm, post_mlp_layernorm) have weight 0. A GLM-4 layer adds
+    post_norm(sublayer(x)) to the residual stream, so a new layer adds exactly 0 and the grown model's
+    logits equal the checkpoint's; the post-norm weights get gradients at once (their input is the
+    normalised, nonzero sublayer output) and open the new layers up from the first step. (Zeroing
+    o_proj / down_proj instead would put a 0 through an RMSNorm, whose gradient there is 1/sqrt(eps).)"""
+    n = model.cfg.num_hidden_layers
+    if n % old_layers:
+        raise SystemExit(f'--grow-layers {n} is not a multiple of the checkpoint\'s {old_layers} layers')
+    k = n // old_layers
+    own = model.state_dict()
+    for name, v in sd.items():
+        if name.startswith('layers.'):
+            _, i, rest = name.split('.', 2)
+            name = f'layers.{int(i) * k}.{rest}'
+        if own[name].shape != v.shape:
+            raise SystemExit(f'--init-from: {name} has shape {tuple(v.shape)}, the model {tuple(own[name].shape)}')
+        own[name] = v
+    for i in range(n):
+        if i % k:
+            own[f'layers.{i}.post_self_attn_layernorm.weight'].zero_()
+            own[f'layers.{i}.post_mlp_layernorm.weight'].zero_()
+    model.load_state_dict(own, strict=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument('--tokenizer', required=True)
@@ -146,6 +173,10 @@ def main() -> None:
     ap.add_argument('--init-from', default='',
                     help='warm start: an exported model directory (config.json + model.safetensors) of the same '
                          'shape; its weights replace the random initialisation (the optimizer starts fresh)')
+    ap.add_argument('--grow-layers', type=int, default=0,
+                    help='with --init-from: a deeper model (a multiple of the checkpoint\'s layer count) whose old '
+                         'layers keep their weights and order, each followed by new ones that start as the identity '
+                         '(post-norm weights 0), so the grown model computes exactly what the checkpoint did')
     ap.add_argument('--device', default='cpu', help="torch device: cpu (default) or cuda (untested: no GPU here)")
     ap.add_argument('--mix', choices=list(data.MIXES), default='default', help='data mixture (data.py MIXES)')
     ap.add_argument('--first-mix', choices=list(data.MIXES), default='echo',
@@ -162,7 +193,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     tok = Tokenizer.load(args.tokenizer)
     cfg = Config(vocab_size=tok.size, hidden_size=args.hidden, intermediate_size=args.intermediate,
-                 num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                 num_hidden_layers=args.grow_layers or args.layers, num_attention_heads=args.heads,
                  num_key_value_heads=args.kv_heads, head_dim=args.head_dim)
     model = Glm4(cfg)
     if args.init_from:
@@ -172,7 +203,10 @@ def main() -> None:
         head = sd.pop('lm_head.weight')
         if not torch.equal(head, sd['embed_tokens.weight']):
             raise SystemExit('--init-from: lm_head differs from the embeddings (training ties them)')
-        model.load_state_dict(sd, strict=True)
+        if args.grow_layers:
+            grow_layers(model, sd, args.layers)
+        else:
+            model.load_state_dict(sd, strict=True)
     dev = torch.device(args.device)
     model.to(dev)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
