@@ -298,8 +298,45 @@ TRAIN_ARG = ['with {p} {v}', 'with the {p} set to {v}', 'where the {p} is {v}', 
              'giving {v} as {p}']
 HELD_ARG = ['{p} equal to {v}', 'making the {p} {v}', 'with {v} for the {p}', 'whose {p} is {v}',
             'the {p} = {v}', '{v} as the value of {p}']
-TRAIN_BOOL = [('with {p} on', 'with {p} off'), ('{p} true', '{p} false'), ('set {p} to yes', 'set {p} to no')]
 HELD_BOOL = [('{p} enabled', '{p} disabled'), ('with {p} switched on', 'with {p} switched off')]
+
+
+def _train_phrasings() -> tuple[list[str], list[tuple[str, str]]]:
+    """Third edition: more TRAIN argument phrasings, composed from a lead-in and a core. With the ten
+    fixed TRAIN_ARG above, the second edition read values 85-92% right per argument where a held-out
+    phrasing names the parameter first ("whose {p} is {v}") but 2-11% where the value comes first
+    ("with {v} for the {p}", "{v} as the value of {p}"): it had seen two value-first phrasings
+    (models/maya-demo/README.md). These cover both orders with many connectives. None of them uses a
+    HELD_ARG / HELD_BOOL connective ("equal to", "=", "making", "whose", "value of", "for the",
+    "enabled", "disabled", "switched"); the test (heldout.test.ts) checks that the lists share no
+    template."""
+    name_first = ['{p} is {v}', 'the {p} is {v}', '{p} of {v}', 'the {p} of {v}', '{p} set at {v}',
+                  'the {p} as {v}', '{p} being {v}', '{p} to be {v}', 'the {p} to be {v}', '{p} at {v}',
+                  '{p} -> {v}', 'the {p} should read {v}', '{p} reading {v}', 'the {p} changed to {v}',
+                  '{p} fixed at {v}', 'the {p} now {v}', '{p} equals {v}', 'the {p} becomes {v}',
+                  'the {p} given as {v}', '{p} (value: {v})', 'a {p} of {v}', 'its {p} {v}',
+                  'the {p} will be {v}', '{p} must be {v}', 'the {p} reads {v}']
+    value_first = ['{v} as {p}', '{v} as its {p}', '{v} is the {p}', '{v} being the {p}', '{v} to be the {p}',
+                   '{v} in the {p} field', '{v} under {p}', '{v} into {p}', '{v} as my {p}', '{v} (the {p})',
+                   '{v} which is the {p}', '{v} set as the {p}', '{v} in {p}', '{v} filling the {p}',
+                   '{v} goes in {p}', '{v} as the new {p}', '{v} as our {p}', '{v} for its {p}',
+                   '{v} as {p} please', '{v} is my {p}']
+    leads = ['', 'with ', 'and ', 'using ', 'plus ', 'also ', 'setting ', 'taking ', 'having ']
+    args = [lead + core for core in name_first + value_first for lead in leads]
+    bools = [(f'{lead}{{p}} {on}', f'{lead}{{p}} {off}') for on, off in
+             [('on', 'off'), ('active', 'inactive'), ('yes', 'no'), ('allowed', 'not allowed'),
+              ('turned on', 'turned off'), ('activated', 'deactivated'), ('set', 'unset'), ('true', 'false'),
+              ('required', 'not required'), ('wanted', 'not wanted')] for lead in ['', 'with ', 'and ']]
+    bools += [(f'{verb} {{p}}', f'{neg} {{p}}') for verb, neg in
+              [('turn on', 'turn off'), ('activate', 'deactivate'), ('allow', 'disallow'), ('use', 'skip'),
+               ('with', 'without'), ('include', 'exclude')]]
+    return args, bools
+
+
+_ARGS, _BOOLS = _train_phrasings()
+TRAIN_ARG += [t for t in _ARGS if t not in TRAIN_ARG]
+TRAIN_BOOL = [('with {p} on', 'with {p} off'), ('{p} true', '{p} false'), ('set {p} to yes', 'set {p} to no')]
+TRAIN_BOOL += [b for b in _BOOLS if b not in TRAIN_BOOL]
 
 TRAIN_JSON_REQUEST = ['Create a record: {args}.', 'Make a JSON object, {args}.', 'Fill in the form: {args}.',
                       'Record this: {args}.', 'Give me the data, {args}.', 'Return an object: {args}.',
@@ -316,6 +353,15 @@ TRAIN_MEMORY_TELL = ['My {p} is {v}. Please remember it.', 'Remember that my {p}
 HELD_MEMORY_TELL = ["Don't forget my {p}, it is {v}.", 'For later: the {p} is {v}.',
                     'Hold on to this, my {p} is {v}.', 'I am telling you my {p} now: {v}. Keep it.',
                     'Save {v} as the {p}, please.']
+# The same for telling a value to remember: the second edition answered 3 of 23 held-out memory cases
+# told value first ("Save {v} as the {p}, please.") and 76 of 77 told name first; training had one
+# value-first telling. (Added at step 600 of the third edition's run: models/maya-demo/README.md.)
+TRAIN_MEMORY_TELL += [
+    'Keep {v} as my {p}.', 'Please store {v} as the {p}.', 'Remember {v} as my {p}.', 'Note {v} as the {p}.',
+    'The value {v} is my {p}, remember it.', 'Take {v} as my {p} and remember it.',
+    'Write down {v} as my {p}.', 'Record {v} as the {p}, thanks.', 'Put down {v} under {p}.',
+    'Please keep {v} in mind as my {p}.', 'Use {v} as my {p} from now on.', 'Log {v} as the {p}.',
+    'Keep in mind that the {p} is {v}.', 'Please remember: my {p} is {v}.', 'Just so you know, my {p} is {v}.']
 TRAIN_MEMORY_ASK = ['What is my {p}?', 'What {p} did I give you?', 'Tell me my {p}.', 'Which {p} did I mention?',
                     'Do you remember my {p}?', 'What was the {p}?', 'Repeat my {p}.', 'What did I ask you to remember?']
 HELD_MEMORY_ASK = ['Remind me of my {p}.', 'Can you recall the {p} I told you?', 'What {p} did I say earlier?',
