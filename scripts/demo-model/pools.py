@@ -303,13 +303,14 @@ HELD_BOOL = [('{p} enabled', '{p} disabled'), ('with {p} switched on', 'with {p}
 
 def _train_phrasings() -> tuple[list[str], list[tuple[str, str]]]:
     """Third edition: more TRAIN argument phrasings, composed from a lead-in and a core. With the ten
-    fixed TRAIN_ARG above, the second edition read values 85-92% right per argument where a held-out
-    phrasing names the parameter first ("whose {p} is {v}") but 2-11% where the value comes first
+    fixed TRAIN_ARG above, the second edition read values 76-92% right per argument where a held-out
+    phrasing names the parameter first ("whose {p} is {v}") but 7-11% where the value comes first
     ("with {v} for the {p}", "{v} as the value of {p}"): it had seen two value-first phrasings
     (models/maya-demo/README.md). These cover both orders with many connectives. None of them uses a
     HELD_ARG / HELD_BOOL connective ("equal to", "=", "making", "whose", "value of", "for the",
     "enabled", "disabled", "switched"); the test (heldout.test.ts) checks that the lists share no
-    template."""
+    template. They were written after reading the held-out failures, and a few are close paraphrases
+    of held-out ones ("{p} equals {v}", "{v} for its {p}"); the card says so."""
     name_first = ['{p} is {v}', 'the {p} is {v}', '{p} of {v}', 'the {p} of {v}', '{p} set at {v}',
                   'the {p} as {v}', '{p} being {v}', '{p} to be {v}', 'the {p} to be {v}', '{p} at {v}',
                   '{p} -> {v}', 'the {p} should read {v}', '{p} reading {v}', 'the {p} changed to {v}',
@@ -355,7 +356,7 @@ HELD_MEMORY_TELL = ["Don't forget my {p}, it is {v}.", 'For later: the {p} is {v
                     'Save {v} as the {p}, please.']
 # The same for telling a value to remember: the second edition answered 3 of 23 held-out memory cases
 # told value first ("Save {v} as the {p}, please.") and 76 of 77 told name first; training had one
-# value-first telling. (Added at step 600 of the third edition's run: models/maya-demo/README.md.)
+# value-first telling. (Added at step 600 of the third edition's run 2: models/maya-demo/README.md.)
 TRAIN_MEMORY_TELL += [
     'Keep {v} as my {p}.', 'Please store {v} as the {p}.', 'Remember {v} as my {p}.', 'Note {v} as the {p}.',
     'The value {v} is my {p}, remember it.', 'Take {v} as my {p} and remember it.',
