@@ -121,8 +121,8 @@ def micro_batches(convs: list[tuple[list[int], list[bool]]], pad: int,
     return out
 
 
-def grow_layers(model: Glm4, sd: dict[str, torch.Tensor], old_layers: int) -> None:
-    """Loads a checkpoint of `old_layers` layers into a model k times as deep: old layer i becomes
+def grow_layers(model: Glm4, sd: dict[str, torch.Tensor]) -> None:
+    """Loads a checkpoint (its layer count read from its tensor names) into a model k times as deep: old layer i becomes
     layer k*i, and the k-1 layers after it are new, randomly initialised except that both their
     post-norms (post_self_attn_layernorm, post_mlp_layernorm) have weight 0. A GLM-4 layer adds
     post_norm(sublayer(x)) to the residual stream, so a new layer adds exactly 0 and the grown model's
@@ -130,6 +130,7 @@ def grow_layers(model: Glm4, sd: dict[str, torch.Tensor], old_layers: int) -> No
     normalised, nonzero sublayer output) and open the new layers up from the first step. (Zeroing
     o_proj / down_proj instead would put a 0 through an RMSNorm, whose gradient there is 1/sqrt(eps).)"""
     n = model.cfg.num_hidden_layers
+    old_layers = 1 + max(int(name.split('.')[1]) for name in sd if name.startswith('layers.'))
     if n % old_layers:
         raise SystemExit(f'--grow-layers {n} is not a multiple of the checkpoint\'s {old_layers} layers')
     k = n // old_layers
@@ -204,7 +205,7 @@ def main() -> None:
         if not torch.equal(head, sd['embed_tokens.weight']):
             raise SystemExit('--init-from: lm_head differs from the embeddings (training ties them)')
         if args.grow_layers:
-            grow_layers(model, sd, args.layers)
+            grow_layers(model, sd)
         else:
             model.load_state_dict(sd, strict=True)
     dev = torch.device(args.device)
