@@ -72,6 +72,10 @@ export interface EngineInfo {
   simd: 'scalar' | 'avx2' | 'avx512';
   /** The checkpoint has a vision encoder: GenerateRequest.images is accepted. */
   vision: boolean;
+  /** CPU worker threads (ENG_INFO_N_THREADS). */
+  numThreads: number;
+  /** The weight matrices' dtype as the engine runs them (ENG_INFO_WEIGHT_DTYPE; q8 when quantized at load). */
+  weightDtype: 'f32' | 'f16' | 'bf16' | 'fp8' | 'q8';
 }
 
 export interface EngineStats {

@@ -57,6 +57,9 @@ const ARCHS: Record<number, EngineInfo['arch']> = {
   7: 'glm4v_moe',
 };
 
+/** ENG_INFO_WEIGHT_DTYPE values (the engine's DType enum; 3 is no matrix dtype). */
+const WEIGHT_DTYPES: Record<number, EngineInfo['weightDtype']> = { 0: 'f32', 1: 'f16', 2: 'bf16', 4: 'fp8', 5: 'q8' };
+
 /** Maps eng_ctx_info() fields to EngineInfo. */
 export function engineInfoFromFields(f: number[]): EngineInfo {
   const at = (i: number) => f[i] ?? 0;
@@ -74,6 +77,8 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     weightBytes: at(ENG.INFO_WEIGHT_BYTES),
     simd: (['scalar', 'avx2', 'avx512'] as const)[at(ENG.INFO_SIMD)] ?? 'scalar',
     vision: at(ENG.INFO_VISION) === 1,
+    numThreads: at(ENG.INFO_N_THREADS),
+    weightDtype: WEIGHT_DTYPES[at(ENG.INFO_WEIGHT_DTYPE)] ?? 'f32',
   };
 }
 

@@ -74,7 +74,9 @@ enum {
     ENG_INFO_SIMD = 13, /* CPU kernel path: 0 scalar, 1 avx2, 2 avx512 */
     ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
     ENG_INFO_VISION = 15, /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
-    ENG_INFO_COUNT = 16
+    ENG_INFO_N_THREADS = 16, /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
+    ENG_INFO_WEIGHT_DTYPE = 17, /* the matrices' dtype as run: 0 f32, 1 f16, 2 bf16, 4 fp8 e4m3, 5 q8 */
+    ENG_INFO_COUNT = 18
 };
 
 /* Fields of eng_ctx_stats() (a snapshot; counters are cumulative). */

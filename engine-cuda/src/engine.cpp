@@ -46,7 +46,7 @@ static int64_t param(const int64_t *params, int32_t n, int idx, int64_t def) {
     return (params && idx < n && params[idx] > 0) ? params[idx] : def;
 }
 
-static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks) {
+static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, int64_t n_threads) {
     const ModelConfig &mc = c->model.cfg;
     int64_t *in = c->info;
     in[ENG_INFO_N_VOCAB] = mc.n_vocab;
@@ -65,6 +65,10 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks) {
     in[ENG_INFO_SIMD] = c->backend->simd();
     in[ENG_INFO_N_PARAMS_ACTIVE] = c->model.n_params_active;
     in[ENG_INFO_VISION] = c->model.vision ? 1 : 0;
+    in[ENG_INFO_N_THREADS] = n_threads;
+    // Layer 0's attention output matrix stands for all: every architecture has one, and q8 or FP8
+    // applies to all the big matrices alike.
+    in[ENG_INFO_WEIGHT_DTYPE] = c->model.layers.empty() ? DT_F32 : c->model.layers[0].wo.dtype;
 }
 
 /* ENG_PARAM_BACKEND, else $MAYA_ENGINE_BACKEND (cpu|cuda|auto), else auto: cuda when its library
@@ -196,7 +200,7 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
         c->sched.set_vision(c->vision.get(), mc.n_embd);
     }
     c->pending.reserve((size_t)(3 * max_batch + 1) * ENG_EVENT_INTS);
-    fill_info(c, n_ctx, bs, n_blocks);
+    fill_info(c, n_ctx, bs, n_blocks, n_threads);
     return ENG_STATUS_OK;
 }
 
