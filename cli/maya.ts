@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mergeEnv, readConfigFile } from '../config/config-file.ts';
-import { loadResponsesSettings, loadServerSettings, SettingsError } from '../config/settings.ts';
+import { loadResponsesSettings, loadServerSettings, SettingsError, settingsInEffect } from '../config/settings.ts';
 import type { LoadProgress } from '../runtime/model-runtime.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
 import { runGenerate } from './generate.ts';
@@ -59,6 +59,11 @@ function progressPrinter(): (p: LoadProgress) => void {
   };
 }
 
+/** The page's address in a browser: a wildcard listen address is reached through loopback. */
+function pageAddress(origin: string): string {
+  return origin.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:');
+}
+
 async function serve(argv: string[]): Promise<number> {
   let values;
   try {
@@ -90,7 +95,10 @@ async function serve(argv: string[]): Promise<number> {
     if (values.port !== undefined) env.MAYA_PORT = values.port;
     if (values.model !== undefined) env.MAYA_MODEL = values.model;
     settings = loadResponsesSettings(env);
-    server = loadServerSettings(env, values['api-key'] ?? []);
+    server = {
+      ...loadServerSettings(env, values['api-key'] ?? []),
+      inEffect: settingsInEffect(env, values['api-key'] ?? []),
+    };
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     process.stderr.write(`maya: ${err.message}\n`);
@@ -106,10 +114,12 @@ async function serve(argv: string[]): Promise<number> {
       modelDir,
       loadRuntime: loadModelRuntime,
       onProgress: progressPrinter(),
-      onListening: (origin) =>
+      onListening: (origin) => {
         process.stderr.write(
           `maya: listening on ${origin} (auth ${server.apiKeys.length > 0 ? 'on' : 'off'}); loading ${modelDir}\n`,
-        ),
+        );
+        if (server.web !== false) process.stderr.write(`maya: web page at ${pageAddress(origin)}/\n`);
+      },
     });
   } catch (err) {
     if (err instanceof StoreConnectError) {

@@ -141,6 +141,18 @@ export interface ServerSettings {
   readonly images?: ImageSettings;
   /** MAYA_WEIGHT_DTYPE: `q8` quantizes the weights to 8 bits at load (CPU engine); undefined = as stored. */
   readonly weightDtype?: WeightDtype;
+  /** MAYA_WEB (`on`|`off`, default on): the web page at `/` (web/); false = `/` answers 404. Absent = on. */
+  readonly web?: boolean;
+  /** The settings in effect that differ from the defaults, secrets hidden (settingsInEffect; GET /v1/status). */
+  readonly inEffect?: readonly SettingInEffect[];
+}
+
+/** MAYA_WEB: unset or empty = on; else `on` or `off`. */
+export function loadWebSetting(raw: string | undefined): boolean {
+  if (raw === undefined || raw.trim() === '') return true;
+  const text = raw.trim().toLowerCase();
+  if (text !== 'on' && text !== 'off') throw new SettingsError('MAYA_WEB', `MAYA_WEB=${raw}: must be on or off`);
+  return text === 'on';
 }
 
 /**
@@ -341,7 +353,43 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     ...optInsField(env),
     images: loadImageSettings(env),
     ...(weightDtype !== undefined ? { weightDtype } : {}),
+    ...(loadWebSetting(env.MAYA_WEB) ? {} : { web: false }),
   };
+}
+
+/** One setting the server runs with: its variable and its value as given (or `(hidden)`). */
+export interface SettingInEffect {
+  readonly name: string;
+  readonly value: string;
+}
+
+/** Variables whose values are secrets: never shown, only that they are set. */
+const SECRET_SETTING = /(^MAYA_API_KEYS$|_KEY$|SECRET|PASSWORD|TOKEN)/;
+
+/**
+ * The settings in `env` that change what the loaders resolve (a default spelled out, an unknown
+ * variable or one the loaders ignore is not listed), for the About page. `extraApiKeys` (the CLI's
+ * --api-key) count as MAYA_API_KEYS. Secret values are `(hidden)`; a URL's user and password
+ * are replaced by `***`.
+ */
+export function settingsInEffect(env: Env, extraApiKeys: readonly string[] = []): SettingInEffect[] {
+  const keys = [env.MAYA_API_KEYS ?? '', ...extraApiKeys].filter((key) => key !== '').join(',');
+  const full: Record<string, string | undefined> = { ...env, ...(keys !== '' ? { MAYA_API_KEYS: keys } : {}) };
+  const resolved = (of: Env) =>
+    JSON.stringify([loadServerSettings(of), loadResponsesSettings(of)], (_key, value) =>
+      value instanceof Uint8Array ? [...value] : value,
+    );
+  const base = resolved(full);
+  return Object.keys(full)
+    .filter((name) => /^(MAYA|STRATA)_/.test(name) && (full[name] ?? '').trim() !== '')
+    .sort()
+    .filter((name) => resolved({ ...full, [name]: undefined }) !== base)
+    .map((name) => ({ name, value: shownValue(name, full[name]!.trim()) }));
+}
+
+function shownValue(name: string, value: string): string {
+  if (SECRET_SETTING.test(name)) return '(hidden)';
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, '$1***@');
 }
 
 /** MAYA_STORE_URL: unset or empty = in memory; otherwise a redis:// or rediss:// URL. */
