@@ -2,7 +2,7 @@
  * Layer rules for the production code (STYLE.md §11), checked by `npm run deps` inside `npm test`:
  * no import cycles, and every import points down this list (or stays in its own folder). Folders
  * on one line are peers and do not import each other. Tests, benchmarks and scripts are tools
- * above all layers and are not checked.
+ * above all layers and are not checked. The web page (web/src) stands apart: see webRules.
  */
 const LAYERS = [
   ['cli'],
@@ -33,8 +33,30 @@ const layerRules = LAYERS.flatMap((layer, rank) =>
   }),
 );
 
+/** The web page (web/src) is a browser bundle beside the layers: it imports only itself and its packages, and no server code imports it (the server serves its built files). */
+const webRules = [
+  {
+    name: 'web-self-contained',
+    comment: 'web/ may import only its own files and npm packages',
+    severity: 'error',
+    from: { path: '^web/' },
+    to: { dependencyTypes: ['local'], pathNot: ['^web/', '^node_modules/'] },
+  },
+  {
+    name: 'no-server-imports-web',
+    comment: 'the server serves web/dist as files and imports nothing of web/',
+    severity: 'error',
+    from: { path: `^(${LAYERS.flat().join('|')})/` },
+    to: { path: '^web/' },
+  },
+];
+
 module.exports = {
-  forbidden: [{ name: 'no-circular', severity: 'error', from: {}, to: { circular: true } }, ...layerRules],
+  forbidden: [
+    { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
+    ...layerRules,
+    ...webRules,
+  ],
   options: {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(test|bench|scripts|node_modules)/' },
