@@ -52,11 +52,7 @@ const webRules = [
 ];
 
 module.exports = {
-  forbidden: [
-    { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
-    ...layerRules,
-    ...webRules,
-  ],
+  forbidden: [{ name: 'no-circular', severity: 'error', from: {}, to: { circular: true } }, ...layerRules, ...webRules],
   options: {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(test|bench|scripts|node_modules)/' },

@@ -1,6 +1,7 @@
 /**
- * A small time-series chart in plain SVG: the last five minutes, one line per series (gaps where a
- * value is missing), the y range from 0 to the largest value, labelled for screen readers.
+ * A small time-series chart in plain SVG: the samples of the last five minutes (the span grows
+ * with the history, from 30 s up to five minutes), one line per series (gaps where a value is
+ * missing), the y range from 0 to the largest value, labelled for screen readers.
  */
 import type { JSX } from 'preact';
 import { WINDOW_SECONDS, type Point } from './samples.ts';
@@ -15,7 +16,13 @@ export interface Series {
   tone: 1 | 2;
 }
 
-function path(points: Point[], now: number, top: number): string {
+const MIN_SPAN_SECONDS = 30;
+
+function spanLabel(seconds: number): string {
+  return seconds >= 60 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds)} s`;
+}
+
+function path(points: Point[], now: number, span: number, top: number): string {
   let d = '';
   let isDrawing = false;
   for (const { t, value } of points) {
@@ -23,7 +30,7 @@ function path(points: Point[], now: number, top: number): string {
       isDrawing = false;
       continue;
     }
-    const x = W - ((now - t) / WINDOW_SECONDS) * W;
+    const x = W - ((now - t) / span) * W;
     const y = H - (value / top) * (H - 4) - 2;
     d += `${isDrawing ? 'L' : 'M'}${x.toFixed(1)},${y.toFixed(1)}`;
     isDrawing = true;
@@ -42,6 +49,8 @@ export function Chart({
 }): JSX.Element {
   const all = series.flatMap((s) => s.points);
   const now = all.reduce((max, p) => Math.max(max, p.t), 0);
+  const first = all.reduce((min, p) => Math.min(min, p.t), now);
+  const span = Math.min(WINDOW_SECONDS, Math.max(MIN_SPAN_SECONDS, now - first));
   const top = Math.max(1e-9, ...all.map((p) => p.value ?? 0));
   return (
     <figure class="chart">
@@ -49,7 +58,7 @@ export function Chart({
         <line x1="0" y1={H - 1} x2={W} y2={H - 1} class="chart-axis" />
         <line x1="0" y1="2" x2={W} y2="2" class="chart-grid" />
         {series.map((s) => (
-          <path key={s.name} d={path(s.points, now, top)} class={`chart-line chart-line-${s.tone}`} />
+          <path key={s.name} d={path(s.points, now, span, top)} class={`chart-line chart-line-${s.tone}`} />
         ))}
       </svg>
       {series.length > 1 ? (
@@ -63,7 +72,7 @@ export function Chart({
         </p>
       ) : null}
       <figcaption class="chart-scale">
-        <span>5 min</span>
+        <span>{spanLabel(span)} ago</span>
         <span>max {format(top <= 1e-9 ? 0 : top)}</span>
         <span>now</span>
       </figcaption>

@@ -64,7 +64,7 @@ function MetricCard({ id, title, value, unit, detail, series, format }: CardProp
       <p class="metric-detail">{detail}</p>
       <Chart
         series={series}
-        label={`${title} over the last five minutes: ${value}${unit ? ` ${unit}` : ''} now`}
+        label={`${title} over the last minutes: ${value}${unit ? ` ${unit}` : ''} now`}
         format={format}
       />
     </section>
