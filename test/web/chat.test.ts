@@ -55,15 +55,26 @@ function textOf(response: Awaited<ReturnType<typeof stored>>): string {
 describe('Chat', () => {
   it('"Hello": the answer streams in, with its reasoning in a block that is open while it streams', async () => {
     const { page, requests } = await openChat();
+    // The stream reaches the page at 8 kB/s (about two seconds for this answer), so each event
+    // lands apart from the next however busy the machine is and the page's rendering can be seen.
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Network.enable');
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 0,
+      downloadThroughput: 8000,
+      uploadThroughput: -1,
+    });
     // Watch the thread from the first mutation on: each answer text and reasoning state seen.
     await page.evaluate(() => {
-      const seen: { text: number; reasoningOpen: boolean; busy: boolean }[] = [];
+      const seen: { text: number; reasoning: number; reasoningOpen: boolean; busy: boolean }[] = [];
       (window as unknown as { seen: typeof seen }).seen = seen;
       new MutationObserver(() => {
         const message = document.querySelector('.message.assistant');
         if (!message) return;
         seen.push({
           text: message.querySelector('.markdown')?.textContent?.length ?? 0,
+          reasoning: message.querySelector('.reasoning-text')?.textContent?.length ?? 0,
           reasoningOpen: message.querySelector('details.reasoning')?.hasAttribute('open') ?? false,
           busy: message.hasAttribute('aria-busy'),
         });
@@ -71,14 +82,21 @@ describe('Chat', () => {
     });
     await sendMessage(page, 'Hello');
     await waitForAnswers(page, 1);
-    const seen = await page.evaluate(
-      () => (window as unknown as { seen: { text: number; reasoningOpen: boolean; busy: boolean }[] }).seen,
-    );
-    const streamedLengths = new Set(seen.filter((s) => s.busy && s.text > 0).map((s) => s.text));
-    expect(streamedLengths.size, 'the answer grew in several steps while streaming').toBeGreaterThan(1);
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 0,
+      downloadThroughput: -1,
+      uploadThroughput: -1,
+    });
+    type Seen = { text: number; reasoning: number; reasoningOpen: boolean; busy: boolean };
+    const seen = (await page.evaluate(() => (window as unknown as { seen: Seen[] }).seen)).filter((s) => s.busy);
+    const reasoningSteps = new Set(seen.filter((s) => s.reasoning > 0 && s.text === 0).map((s) => s.reasoning));
+    const textSteps = new Set(seen.filter((s) => s.text > 0).map((s) => s.text));
+    expect(reasoningSteps.size, 'the reasoning grew in several steps while streaming').toBeGreaterThan(2);
+    expect(textSteps.size, 'the answer grew in several steps while streaming').toBeGreaterThan(1);
     expect(
-      seen.some((s) => s.busy && s.reasoningOpen),
-      'the reasoning block was open while streaming',
+      seen.filter((s) => s.reasoning > 0 && s.text === 0).every((s) => s.reasoningOpen),
+      'the reasoning block was open while the reasoning streamed',
     ).toBe(true);
     const [body] = responseRequests(requests);
     expect(body).toMatchObject({
@@ -99,6 +117,24 @@ describe('Chat', () => {
     await reasoning.locator('summary').click();
     expect(await reasoning.getAttribute('open')).toBe('');
     expect((await reasoning.locator('.reasoning-text').textContent())!.trim().length).toBeGreaterThan(0);
+    await page.close();
+  });
+
+  it('the reasoning effort selector drives the request: none turns the reasoning off', async () => {
+    const { page, requests } = await openChat();
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.getByLabel('Reasoning effort').selectOption('none');
+    await sendMessage(page, 'Hello');
+    await waitForAnswers(page, 1);
+    expect(responseRequests(requests)[0]).toMatchObject({ reasoning: { effort: 'none' } });
+    expect(await answer(page, 0).locator('details.reasoning').count()).toBe(0);
+    expect((await answer(page, 0).locator('.markdown').textContent())!.trim().length).toBeGreaterThan(0);
+    await page.getByLabel('Reasoning effort').selectOption('high');
+    await sendMessage(page, 'Hello');
+    await waitForAnswers(page, 2);
+    expect(responseRequests(requests)[1]).toMatchObject({ reasoning: { effort: 'high' } });
+    expect(await answer(page, 1).locator('details.reasoning').count()).toBe(1);
+    await page.getByLabel('Reasoning effort').selectOption('medium');
     await page.close();
   });
 

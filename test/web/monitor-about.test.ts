@@ -80,6 +80,35 @@ describe('Monitor', () => {
   });
 });
 
+describe('sections a later server adds', () => {
+  it('a /v1/status section the page does not know (speculative decoding, MCP) appears on the Monitor and beside the chat', async () => {
+    // The page is what is tested here: the server's real status, with two sections added in transit.
+    const { page } = await browsing.open();
+    await page.route('**/v1/status', async (route) => {
+      const response = await route.fetch();
+      const status = (await response.json()) as Record<string, unknown>;
+      const extended = {
+        ...status,
+        speculative: { draft_tokens: 120, accepted_tokens: 87, acceptance_rate: 0.725 },
+        mcp: { servers: [{ name: 'files', tools: 3 }] },
+      };
+      await route.fulfill({ response, json: extended });
+    });
+    await page.goto(`${maya.origin}/#monitor`);
+    const card = page.getByRole('region', { name: 'Speculative' });
+    await card.waitFor();
+    expect(await card.textContent()).toBe('SpeculativeDraft tokens120Accepted tokens87Acceptance rate0.725');
+    await page.getByRole('tab', { name: 'Chat' }).click();
+    expect(
+      await page
+        .getByRole('complementary', { name: 'Request options' })
+        .getByRole('region', { name: 'MCP' })
+        .textContent(),
+    ).toBe('MCPServersfiles');
+    await page.close();
+  });
+});
+
 describe('About', () => {
   it('shows the model, the engine, the version and the non-default settings, secrets hidden', async () => {
     const { page } = await browsing.open();

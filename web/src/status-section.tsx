@@ -5,8 +5,13 @@
  */
 import type { JSX } from 'preact';
 
+const ACRONYMS = new Set(['mcp', 'kv', 'id', 'url', 'api']);
+
 function label(name: string): string {
-  const text = name.replaceAll('_', ' ');
+  const text = name
+    .split('_')
+    .map((word) => (ACRONYMS.has(word) ? word.toUpperCase() : word))
+    .join(' ');
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
