@@ -11,7 +11,8 @@ import type Koa from 'koa';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { AppDeps, RequestState } from './app-deps.ts';
 import type { LogLevel } from '../config/settings.ts';
-import { operations, type OperationId } from '../generated/operations.ts';
+import { operations } from '../contract/operations.ts';
+import type { OperationId } from '../contract/types.ts';
 
 export function createAccessLogger(
   level: LogLevel,

@@ -1,10 +1,10 @@
 /**
  * createApp(deps): the Koa application. Order: error + metrics middleware (first, so every error
  * anywhere becomes the one error shape), CORS (answers preflights), then the routes bound from
- * generated/operations.ts. Each route runs auth → query/path validation → body read (size limit,
- * JSON) → the rejection table → body schema validation → the handler, so a handler only sees an
- * authenticated, valid, supported request on ctx.state. Unknown paths → 404, known paths with
- * another method → 405, both in the error shape.
+ * the contract's operations table (contract/operations.ts). Each route runs auth → query/path
+ * validation → body read (size limit, JSON) → the rejection table → body schema validation → the
+ * handler, so a handler only sees an authenticated, valid, supported request on ctx.state. Unknown
+ * paths → 404, known paths with another method → 405, both in the error shape.
  */
 import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
@@ -19,7 +19,8 @@ import { handlers as defaultHandlers } from './index.ts';
 import { findRejection, rejectionsFor } from './rejections.ts';
 import { compileValidators, defaultDocument, type OpenApiDocument, type OperationValidator } from './validation.ts';
 import { createHttpMetrics, type HttpMetrics } from '../metrics/http-metrics.ts';
-import { operations, type OperationId } from '../generated/operations.ts';
+import { operations } from '../contract/operations.ts';
+import type { OperationId } from '../contract/types.ts';
 
 export interface AppOptions {
   /** Replace handlers (tests: spies; owners: before index.ts binds theirs). */

@@ -6,7 +6,7 @@
  */
 import type { Handler } from './app-deps.ts';
 import { requireRuntime } from '../responses/service.ts';
-import { operations } from '../generated/operations.ts';
+import { operations } from '../contract/operations.ts';
 
 const IDLE_JOBS = {
   queued: 0,

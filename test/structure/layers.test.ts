@@ -1,7 +1,8 @@
 /**
- * The layer rule of STYLE.md §11, checked with dependency-cruiser and .dependency-cruiser.cjs:
- * the production tree has no import cycle and no import from a lower layer to a higher one, and
- * the same rules do catch an upward import and a cycle in a scratch tree.
+ * The layer rules of .dependency-cruiser.cjs (the README's module map), checked with
+ * dependency-cruiser: the production tree has no import cycle, no import from a lower layer to a
+ * higher one and no import of generated/ outside contract/, and the same rules do catch an upward
+ * import, a cycle and a handler importing generated/ in a scratch tree.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -69,6 +70,19 @@ describe('layers', () => {
     const result = await cruise(dir, ['handlers', 'store']);
     expect(result.code).not.toBe(0);
     expect(result.output).toContain('layer-store');
+  }, 60_000);
+
+  it('only contract/ may import generated/', async () => {
+    const dir = tree({
+      'generated/operations.ts': 'export const operations = {};\n',
+      'contract/operations.ts': "export { operations } from '../generated/operations.ts';\n",
+      'handlers/app.ts': "import { operations } from '../generated/operations.ts';\nexport const app = operations;\n",
+    });
+    const result = await cruise(dir, ['handlers', 'contract']);
+    expect(result.code).not.toBe(0);
+    expect(result.output).toContain('generated-through-contract');
+    expect(result.output).toContain('handlers/app.ts');
+    expect(result.output).not.toContain('contract/operations.ts →');
   }, 60_000);
 
   it('a cycle inside one folder is refused', async () => {
