@@ -74,6 +74,8 @@ export interface EngineInfo {
   weightBytes?: number;
   /** CPU kernel path (ENG_INFO_SIMD; MAYA_ENGINE_SIMD forces one). */
   simd: 'scalar' | 'avx2' | 'avx512';
+  /** Weights as stored, or quantized to 8 bits at load (ENG_INFO_WEIGHT_DTYPE; MAYA_WEIGHT_DTYPE=q8); absent = as stored. */
+  weightDtype?: 'stored' | 'q8';
   /** The checkpoint has a vision encoder: GenerateRequest.images is accepted. */
   vision: boolean;
 }

@@ -27,8 +27,10 @@ import { startModuleWorker } from './module-worker.ts';
 import type { FromWorker, ToWorker, WireError, WorkerInit } from './engine-worker.ts';
 
 export interface NativeEngineOptions extends ContextParams {
-  /** Library path; default $MAYA_ENGINE_LIB or engine-cuda/build/libmaya_engine.so. */
+  /** Library path; default engine-cuda/build/libmaya_engine.so (defaultLibraryPath()). */
   libPath?: string;
+  /** The CUDA backend's library; default libmaya_engine_cuda.so beside the engine library. */
+  cudaLibPath?: string;
 }
 
 /** Per-sequence state: the queue generate() drains. */
@@ -74,6 +76,7 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     weightBytes: at(ENG.INFO_WEIGHT_BYTES),
     simd: (['scalar', 'avx2', 'avx512'] as const)[at(ENG.INFO_SIMD)] ?? 'scalar',
     vision: at(ENG.INFO_VISION) === 1,
+    weightDtype: at(ENG.INFO_WEIGHT_DTYPE) === 2 ? 'q8' : 'stored',
   };
 }
 
@@ -142,8 +145,13 @@ export class NativeEngine implements Engine {
 
   /** Loads a model directory in a new worker thread. Throws EngineError (io, bad_checkpoint, abi_mismatch, ...). */
   static async load(modelDir: string, options: NativeEngineOptions = {}): Promise<NativeEngine> {
-    const { libPath, ...params } = options;
-    const worker = startWorker({ libPath: libPath ?? defaultLibraryPath(), modelDir, params });
+    const { libPath, cudaLibPath, ...params } = options;
+    const worker = startWorker({
+      libPath: libPath ?? defaultLibraryPath(),
+      ...(cudaLibPath !== undefined ? { cudaLibPath } : {}),
+      modelDir,
+      params,
+    });
     // Only our own listeners may be removed: Node's Worker keeps internal ones on itself.
     let onMessage: (msg: FromWorker) => void = () => {};
     let onError: (err: Error) => void = () => {};

@@ -12,7 +12,8 @@ describe('npm start', () => {
     const port = await freePort();
     const npm = spawn('npm', ['start', '--silent', '--', '--port', String(port)], {
       cwd: ROOT,
-      env: { ...process.env, MAYA_LOG_LEVEL: 'silent' },
+      // info: the start-up lines (waitForReady reads 'model … ready') go through the one logger.
+      env: { ...process.env, MAYA_LOG_LEVEL: 'info' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
