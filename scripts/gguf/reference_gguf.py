@@ -10,7 +10,7 @@ being edited.
 `forward(..., actq=True)` runs the activation-quantized variant: every matmul input against a
 quantized weight is first rounded as llama.cpp's CPU kernels round it (Q8_0 per 32 for
 Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K per 256 for the K-quants; dequant.quantize_activation),
-`act_scheme="q8_0_all"` rounds per 32 with an f32 scale for every quantized type (Maya's q8 path).
+`scheme="q8_0_all"` rounds per 32 with an f32 scale for every quantized type (Maya's q8 path).
 MLA is computed in the expanded form, so kv_b's input is rounded once with the coarser of k_b's
 and v_b's activation formats (llama.cpp rounds the absorbed q_nope and attention output instead).
 """
