@@ -1,8 +1,11 @@
 /**
- * Layer rules for the production code (STYLE.md §11), checked by `npm run deps` inside `npm test`:
- * no import cycles, and every import points down this list (or stays in its own folder). Folders
- * on one line are peers and do not import each other. Tests, benchmarks and scripts are tools
- * above all layers and are not checked. The web page (web/src) stands apart: see webRules.
+ * Layer rules for the production code (STYLE.md §11): no import cycles, every import points down
+ * this list (or stays in its own folder), and only contract/ imports generated/ (the other layers
+ * reach the generated types and tables through contract/). Folders on one line are peers and do
+ * not import each other. Tests, benchmarks and scripts are tools above all layers and are not
+ * checked. The web page (web/src) stands apart: see webRules.
+ * Checked in `npm test` by test/structure/layers.test.ts, which runs depcruise with this file over
+ * the production folders; `npm run deps` runs the same check alone.
  */
 const LAYERS = [
   ['cli'],
@@ -51,8 +54,21 @@ const webRules = [
   },
 ];
 
+const generatedRule = {
+  name: 'generated-through-contract',
+  comment: 'only contract/ imports generated/; other folders import its names from contract/ (types.ts, operations.ts)',
+  severity: 'error',
+  from: { path: '^[^/]+/', pathNot: '^(contract|generated)/' },
+  to: { dependencyTypes: ['local'], path: '^generated/' },
+};
+
 module.exports = {
-  forbidden: [{ name: 'no-circular', severity: 'error', from: {}, to: { circular: true } }, ...layerRules, ...webRules],
+  forbidden: [
+    { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
+    ...layerRules,
+    generatedRule,
+    ...webRules,
+  ],
   options: {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(test|bench|scripts|node_modules)/' },

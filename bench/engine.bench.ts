@@ -23,6 +23,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { engineOptions, loadEngineSettings } from '../config/engine-settings.ts';
 import { NativeEngine } from '../engine-cuda/native-engine.ts';
 import {
   LLAMA_110M,
@@ -320,16 +321,17 @@ interface Row {
   peak: number;
 }
 
-/** The engine with MAYA_ENGINE_SIMD=path (the worker reads it at creation). */
-async function loadOnPath(dir: string, path: string | undefined, options: Parameters<typeof NativeEngine.load>[1]) {
-  const saved = process.env.MAYA_ENGINE_SIMD;
-  if (path) process.env.MAYA_ENGINE_SIMD = path;
-  try {
-    return await NativeEngine.load(dir, options);
-  } finally {
-    if (saved === undefined) delete process.env.MAYA_ENGINE_SIMD;
-    else process.env.MAYA_ENGINE_SIMD = saved;
-  }
+/**
+ * The engine on kernel path `path` (ENG_PARAM_SIMD), else on this environment's engine settings
+ * (MAYA_ENGINE_SIMD, MAYA_ENGINE_BACKEND, ... read through config/ as `maya serve` reads them).
+ */
+async function loadOnPath(
+  dir: string,
+  path: 'avx2' | 'avx512' | undefined,
+  options: Parameters<typeof NativeEngine.load>[1],
+) {
+  const fromEnv = engineOptions(loadEngineSettings(process.env), undefined);
+  return NativeEngine.load(dir, { ...fromEnv, ...options, ...(path ? { simd: path } : {}) });
 }
 
 async function benchModel(

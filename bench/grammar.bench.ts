@@ -12,6 +12,7 @@
  *    the constraint through NativeEngine (worker thread, FFI), tokens/s, median of runs.
  * Options: --vocab N (default 150000), --docs N (default 20), --runs N (default 5), --max-string N
  * and --max-items N (the soft limits, default 128 / 16 as MAYA_GRAMMAR_*; 0 = unbounded).
+ * Dated results, each with its commit and machine load: bench/results/grammar-log.md.
  */
 import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';

@@ -16,7 +16,7 @@
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { freePort, waitForReady } from '../test/e2e/start-demo-service.ts';
+import { freePort } from '../test/e2e/start-demo-service.ts';
 
 const { values } = parseArgs({
   options: {
@@ -51,11 +51,26 @@ const child = spawn(process.execPath, ['bin/maya.js', 'serve', '--port', String(
     MAYA_GLM_RESPONSES_JOB_ENTRIES: '256',
     MAYA_GLM_RESPONSES_JOB_OWNER_ENTRIES: '64',
   },
-  stdio: ['ignore', 'ignore', 'pipe'],
+  stdio: ['ignore', 'ignore', 'inherit'],
 });
 const exited = new Promise((resolve) => child.once('exit', resolve));
-await waitForReady(child.stderr!, exited);
 const base = `http://127.0.0.1:${port}`;
+await waitForHealth();
+
+/** Resolves once /health answers 200 (the log is silent here, so stderr has no ready line). */
+async function waitForHealth(): Promise<void> {
+  let isExited = false;
+  void exited.then(() => (isExited = true));
+  for (;;) {
+    if (isExited) throw new Error('maya serve exited before it was ready');
+    const status = await fetch(`${base}/health`).then(
+      (res) => res.status,
+      () => 0,
+    );
+    if (status === 200) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
 
 /** The server's own figures from its Prometheus metrics (lag histogram since the last scrape). */
 async function serverMetrics(): Promise<{ rss: number; heap: number; lagP99Ms: number; lagMaxMs: number }> {

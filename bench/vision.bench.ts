@@ -17,6 +17,7 @@
 import { existsSync, mkdirSync, openSync, writeFileSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { engineOptions, loadEngineSettings } from '../config/engine-settings.ts';
 import { NativeEngine } from '../engine-cuda/native-engine.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -227,7 +228,11 @@ async function encodeMs(
   runs: number,
   threads: number | undefined,
 ): Promise<{ wall: number; cpu: number }> {
-  const engine = await NativeEngine.load(dir, { numThreads: threads });
+  // This environment's engine settings (MAYA_ENGINE_SIMD, ...), read through config/ as `maya serve` reads them.
+  const engine = await NativeEngine.load(dir, {
+    ...engineOptions(loadEngineSettings(process.env), undefined),
+    numThreads: threads,
+  });
   try {
     const nTok = (h * w) / 4;
     const promptIds = [1002, 1004, 1007, 10, 1010, ...new Array<number>(nTok).fill(1012), 1011, 532, 1008];

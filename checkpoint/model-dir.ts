@@ -16,20 +16,12 @@ export class ModelDirError extends Error {
   }
 }
 
-export const SUPPORTED_ARCHITECTURES = [
-  'Glm4ForCausalLM',
-  'LlamaForCausalLM',
-  'Qwen3ForCausalLM',
-  'Glm4MoeForCausalLM',
-  'DeepseekV3ForCausalLM',
-] as const;
-
 export interface ModelDir {
   /** Absolute path. */
   dir: string;
   /** The directory's name (the model id clients send). */
   id: string;
-  /** config.json `architectures[0]`, e.g. 'Glm4ForCausalLM'. */
+  /** config.json `architectures[0]`, e.g. 'Glm4ForCausalLM'; the engine decides whether it can load it. */
   architecture: string;
   /** config.json `max_position_embeddings` (0 when absent). */
   contextLength: number;

@@ -1,12 +1,18 @@
 /**
  * `maya generate`: the engine's debug CLI. Runs one generation on a model directory with raw
  * text (tokenised with the model's tokenizer, no chat template) or raw token ids, and prints the
- * generated ids and text; `--top-logits K` adds each step's K largest logits; `--json` prints one
- * JSON object instead. Exit codes: 0 ok, 1 the model or the engine failed, 2 bad usage.
+ * engine it ran (backend, kernel path, weight dtype), the generated ids and text; `--top-logits K`
+ * adds each step's K largest logits; `--json` prints one JSON object instead. The engine's
+ * settings (MAYA_WEIGHT_DTYPE, MAYA_ENGINE_*, MAYA_CUDA_*) are read as `maya serve` reads them:
+ * the real environment, else the --config file's env block, else the default. Exit codes: 0 ok,
+ * 1 the model or the engine failed, 2 bad usage or a bad setting.
  */
 import { parseArgs } from 'node:util';
-import { EngineError, type FinishInfo } from '../engine-cuda/engine.ts';
-import { NativeEngine } from '../engine-cuda/native-engine.ts';
+import { configEnv } from '../config/config-file.ts';
+import { engineOptions, loadEngineSettings } from '../config/engine-settings.ts';
+import { loadWeightDtype, SettingsError, type Env } from '../config/settings.ts';
+import { EngineError, type EngineInfo, type FinishInfo } from '../engine-cuda/engine.ts';
+import { NativeEngine, type NativeEngineOptions } from '../engine-cuda/native-engine.ts';
 import { readModelDir } from '../checkpoint/model-dir.ts';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
 
@@ -18,6 +24,8 @@ const USAGE = `Usage: maya generate --model DIR (--prompt TEXT | --prompt-ids 1,
   --stop-ids 1,2     stop token ids (default: the model's eos ids; --stop-ids none for none)
   --top-logits K     print each step's K largest logits (id, logit, piece)
   --threads N        CPU threads of the engine (default: all cores)
+  --config FILE      JSON file {"env": {...}}: engine settings (MAYA_WEIGHT_DTYPE, MAYA_ENGINE_*,
+                     MAYA_CUDA_*); the environment wins over it
   --json             print one JSON object
 `;
 
@@ -44,6 +52,7 @@ interface Options {
   stopIds?: number[];
   topLogits: number;
   threads?: number;
+  config?: string;
   json: boolean;
 }
 
@@ -80,6 +89,7 @@ function parseOptions(argv: string[]): Options | 'help' {
       'stop-ids': { type: 'string' },
       'top-logits': { type: 'string' },
       threads: { type: 'string' },
+      config: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -104,6 +114,7 @@ function parseOptions(argv: string[]): Options | 'help' {
     stopIds: stop === undefined ? undefined : stop === 'none' ? [] : idList(stop, '--stop-ids'),
     topLogits: number(values['top-logits'], '--top-logits', 0, isInt(0)),
     threads: values.threads === undefined ? undefined : number(values.threads, '--threads', 0, isInt(1)),
+    ...(values.config !== undefined ? { config: values.config } : {}),
     json: values.json ?? false,
   };
 }
@@ -123,6 +134,8 @@ export function topK(logits: Float32Array, k: number): { id: number; logit: numb
 }
 
 interface Result {
+  /** The engine that ran: backend, CPU kernel path, the weights' dtype as run (as stored, or q8). */
+  engine: Pick<EngineInfo, 'backend' | 'simd' | 'weightDtype'>;
   promptIds: number[];
   ids: number[];
   text: string | null;
@@ -130,14 +143,23 @@ interface Result {
   steps?: { id: number; top: { id: number; logit: number; piece: string | null }[] }[];
 }
 
-async function generate(o: Options): Promise<Result> {
+/** The engine's creation options: its settings from the environment and --config, and --threads. */
+function engineSettings(o: Options, processEnv: Env): NativeEngineOptions {
+  const env = configEnv(o.config, processEnv);
+  const options = engineOptions(loadEngineSettings(env), loadWeightDtype(env.MAYA_WEIGHT_DTYPE));
+  return { ...options, ...(o.threads !== undefined ? { numThreads: o.threads } : {}) };
+}
+
+async function generate(o: Options, processEnv: Env): Promise<Result> {
+  const settings = engineSettings(o, processEnv);
   const model = await readModelDir(o.model);
   const tokenizer = model.hasTokenizer ? await Tokenizer.fromDir(model.dir) : null;
   if (o.prompt !== undefined && !tokenizer)
     throw new UsageError(`${model.dir} has no tokenizer.json: use --prompt-ids`);
   const promptIds = o.promptIds ?? tokenizer?.encode(o.prompt ?? '') ?? [];
   if (promptIds.length === 0) throw new UsageError('the prompt encodes to no tokens');
-  const engine = await NativeEngine.load(model.dir, { numThreads: o.threads });
+  const engine = await NativeEngine.load(model.dir, settings);
+  const { backend, simd, weightDtype } = engine.info;
   const piece = (id: number) => (tokenizer ? tokenizer.decode([id]) : null);
   const ids: number[] = [];
   const steps: NonNullable<Result['steps']> = [];
@@ -155,7 +177,8 @@ async function generate(o: Options): Promise<Result> {
       const r = await gen.next();
       if (r.done) {
         const text = tokenizer ? tokenizer.decode(ids) : null;
-        return { promptIds, ids, text, finish: r.value, ...(o.topLogits > 0 ? { steps } : {}) };
+        const ran = { backend, simd, weightDtype };
+        return { engine: ran, promptIds, ids, text, finish: r.value, ...(o.topLogits > 0 ? { steps } : {}) };
       }
       if (r.value.type !== 'token') continue;
       ids.push(r.value.id);
@@ -171,6 +194,7 @@ async function generate(o: Options): Promise<Result> {
 }
 
 function printText(r: Result, io: GenerateIo): void {
+  io.out(`engine: ${r.engine.backend}, ${r.engine.simd} kernels, weights ${r.engine.weightDtype}\n`);
   r.steps?.forEach((s, i) => {
     const tops = s.top.map(
       (t) => `${t.id}:${t.logit.toFixed(4)}${t.piece === null ? '' : ` ${JSON.stringify(t.piece)}`}`,
@@ -184,18 +208,26 @@ function printText(r: Result, io: GenerateIo): void {
   io.out(`finish: ${r.finish.reason} (input ${u.inputTokens}, cached ${u.cachedTokens}, output ${u.outputTokens})\n`);
 }
 
-export async function runGenerate(argv: string[], io: GenerateIo = defaultIo): Promise<number> {
+export async function runGenerate(
+  argv: string[],
+  io: GenerateIo = defaultIo,
+  processEnv: Env = process.env,
+): Promise<number> {
   try {
     const options = parseOptions(argv);
     if (options === 'help') {
       io.out(USAGE);
       return 0;
     }
-    const result = await generate(options);
+    const result = await generate(options, processEnv);
     if (options.json) io.out(`${JSON.stringify(result)}\n`);
     else printText(result, io);
     return result.finish.reason === 'error' ? 1 : 0;
   } catch (err) {
+    if (err instanceof SettingsError) {
+      io.err(`maya generate: ${err.message}\n`);
+      return 2;
+    }
     const isUsage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     io.err(`maya generate: ${(err as Error).message}\n${isUsage ? USAGE : ''}`);
     if (isUsage) return 2;

@@ -9,12 +9,21 @@
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mergeEnv, readConfigFile } from '../config/config-file.ts';
-import { loadResponsesSettings, loadServerSettings, SettingsError, settingsInEffect } from '../config/settings.ts';
-import type { LoadProgress } from '../runtime/model-runtime.ts';
+import { configEnv } from '../config/config-file.ts';
+import {
+  loadResponsesSettings,
+  loadServerSettings,
+  SettingsError,
+  type Env,
+  type ResponsesSettings,
+  type ServerSettings,
+} from '../config/settings.ts';
+import { settingsInEffect } from '../config/settings-in-effect.ts';
+import { createLogger, type Logger } from '../handlers/logger.ts';
+import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
 import { runGenerate } from './generate.ts';
-import { startService } from './serve.ts';
+import { startService, type RunningService } from './serve.ts';
 import { StoreConnectError } from '../store/redis/redis-connection.ts';
 
 export const DEFAULT_MODEL_DIR = fileURLToPath(new URL('../models/maya-demo', import.meta.url));
@@ -45,18 +54,13 @@ export async function main(argv: readonly string[]): Promise<number> {
   return 2;
 }
 
-function progressPrinter(): (p: LoadProgress) => void {
-  const isTty = process.stderr.isTTY === true;
-  let lastStage = '';
-  return ({ stage, fraction }) => {
-    const percent = Math.round(Math.max(0, Math.min(1, fraction)) * 100);
-    if (isTty) {
-      process.stderr.write(`\r\x1b[Kmaya: loading ${stage} ${percent}%`);
-    } else if (stage !== lastStage) {
-      process.stderr.write(`maya: loading ${stage}\n`);
-    }
-    lastStage = stage;
-  };
+export interface ServeFlags {
+  model?: string;
+  host?: string;
+  port?: string;
+  config?: string;
+  'api-key'?: string[];
+  help?: boolean;
 }
 
 /** The page's address in a browser: a wildcard listen address is reached through loopback. */
@@ -64,10 +68,10 @@ function pageAddress(origin: string): string {
   return origin.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:');
 }
 
-async function serve(argv: string[]): Promise<number> {
-  let values;
+/** serve's flags, or the exit code of a usage error (printed with the usage). */
+function parseServeFlags(argv: string[]): ServeFlags | number {
   try {
-    ({ values } = parseArgs({
+    return parseArgs({
       args: argv,
       options: {
         model: { type: 'string' },
@@ -79,65 +83,106 @@ async function serve(argv: string[]): Promise<number> {
       },
       strict: true,
       allowPositionals: false,
-    }));
+    }).values;
   } catch (err) {
     process.stderr.write(`maya: ${(err as Error).message}\n${USAGE}`);
     return 2;
   }
-  if (values.help) {
+}
+
+/**
+ * The settings of `maya serve`, each taken from its flag, else the real environment, else the
+ * --config file's env block, else its default. Throws SettingsError naming a bad value.
+ */
+export function loadServeSettings(
+  flags: ServeFlags,
+  processEnv: Env,
+): { settings: ResponsesSettings; server: ServerSettings } {
+  const env = configEnv(flags.config, processEnv);
+  if (flags.host !== undefined) env.MAYA_HOST = flags.host;
+  if (flags.port !== undefined) env.MAYA_PORT = flags.port;
+  if (flags.model !== undefined) env.MAYA_MODEL = flags.model;
+  const apiKeys = flags['api-key'] ?? [];
+  return {
+    settings: loadResponsesSettings(env),
+    server: { ...loadServerSettings(env, apiKeys), inEffect: settingsInEffect(env, apiKeys) },
+  };
+}
+
+/** Loading progress: a line redrawn in place on a terminal, else one log line per stage. */
+function progressPrinter(logger: Logger): (p: LoadProgress) => void {
+  const isTty = process.stderr.isTTY === true;
+  let lastStage = '';
+  return ({ stage, fraction }) => {
+    const percent = Math.round(Math.max(0, Math.min(1, fraction)) * 100);
+    if (isTty) process.stderr.write(`\r\x1b[Kmaya: loading ${stage} ${percent}%`);
+    else if (stage !== lastStage) logger.info(`loading ${stage}`);
+    lastStage = stage;
+  };
+}
+
+async function serve(argv: string[]): Promise<number> {
+  const flags = parseServeFlags(argv);
+  if (typeof flags === 'number') return flags;
+  if (flags.help) {
     process.stdout.write(USAGE);
     return 0;
   }
-  let settings, server;
+  let loaded;
   try {
-    const env = mergeEnv(values.config === undefined ? {} : readConfigFile(values.config), process.env);
-    if (values.host !== undefined) env.MAYA_HOST = values.host;
-    if (values.port !== undefined) env.MAYA_PORT = values.port;
-    if (values.model !== undefined) env.MAYA_MODEL = values.model;
-    settings = loadResponsesSettings(env);
-    server = {
-      ...loadServerSettings(env, values['api-key'] ?? []),
-      inEffect: settingsInEffect(env, values['api-key'] ?? []),
-    };
+    loaded = loadServeSettings(flags, process.env);
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     process.stderr.write(`maya: ${err.message}\n`);
     return 2;
   }
-  const modelDir = resolve(server.model ?? DEFAULT_MODEL_DIR);
+  const logger = createLogger(loaded.server.logLevel ?? 'info');
+  const modelDir = resolve(loaded.server.model ?? DEFAULT_MODEL_DIR);
   const started = Date.now();
-  let service;
+  const service = await startListening(loaded, modelDir, logger);
+  if (typeof service === 'number') return service;
+  const stopping = { signals: 0 };
+  const stopped = stopOnSignals(service, logger, stopping);
+  return serveUntilStopped(service, stopped, stopping, { modelDir, started, logger });
+}
+
+/** The service listening (the model loads behind it), or exit 1 when it cannot start. */
+async function startListening(
+  { settings, server }: { settings: ResponsesSettings; server: ServerSettings },
+  modelDir: string,
+  logger: Logger,
+): Promise<RunningService | number> {
   try {
-    service = await startService({
+    return await startService({
       settings,
       server,
       modelDir,
       loadRuntime: loadModelRuntime,
-      onProgress: progressPrinter(),
+      onProgress: progressPrinter(logger),
       onListening: (origin) => {
-        process.stderr.write(
-          `maya: listening on ${origin} (auth ${server.apiKeys.length > 0 ? 'on' : 'off'}); loading ${modelDir}\n`,
-        );
-        if (server.web !== false) process.stderr.write(`maya: web page at ${pageAddress(origin)}/\n`);
+        logger.info(`listening on ${origin} (auth ${server.apiKeys.length > 0 ? 'on' : 'off'}); loading ${modelDir}`);
+        if (server.web !== false) logger.info(`web page at ${pageAddress(origin)}/`);
       },
+      logger,
     });
   } catch (err) {
-    if (err instanceof StoreConnectError) {
-      process.stderr.write(`maya: ${err.message}\n`);
-      return 1;
-    }
-    process.stderr.write(`maya: cannot listen on ${server.host}:${server.port}: ${(err as Error).message}\n`);
+    if (err instanceof StoreConnectError) logger.error(err.message);
+    else logger.error(`cannot listen on ${server.host}:${server.port}: ${(err as Error).message}`);
     return 1;
   }
-  let signals = 0;
-  const stopped = new Promise<number>((done) => {
+}
+
+/** Resolves with the exit code once SIGINT/SIGTERM stopped the service (a second signal exits 1 at once). */
+function stopOnSignals(service: RunningService, logger: Logger, stopping: { signals: number }): Promise<number> {
+  return new Promise<number>((done) => {
     const onSignal = (signal: NodeJS.Signals) => {
-      if (++signals > 1) process.exit(1);
-      process.stderr.write(`\nmaya: ${signal}, shutting down\n`);
+      if (++stopping.signals > 1) process.exit(1);
+      if (process.stderr.isTTY) process.stderr.write('\n');
+      logger.info(`${signal}, shutting down`);
       service.stop().then(
         () => done(0),
         (err: unknown) => {
-          process.stderr.write(`maya: shutdown: ${(err as Error).message}\n`);
+          logger.error(`shutdown: ${(err as Error).message}`);
           done(1);
         },
       );
@@ -145,20 +190,32 @@ async function serve(argv: string[]): Promise<number> {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   });
+}
+
+/**
+ * Waits for the model, then for a signal. A signal during loading ends the wait: the process exits
+ * without finishing the load. A model that fails to load stops the service with exit 1.
+ */
+async function serveUntilStopped(
+  service: RunningService,
+  stopped: Promise<number>,
+  stopping: { signals: number },
+  { modelDir, started, logger }: { modelDir: string; started: number; logger: Logger },
+): Promise<number> {
+  let runtime: ModelRuntime | undefined;
   try {
-    // A signal during loading ends the wait: the process exits without finishing the load.
-    const runtime = await Promise.race([service.loaded, stopped.then(() => undefined)]);
-    if (runtime === undefined) return stopped;
-    if (process.stderr.isTTY) process.stderr.write('\n');
-    process.stderr.write(
-      `maya: model ${runtime.id} ready in ${((Date.now() - started) / 1000).toFixed(1)} s (context ${runtime.contextLength})\n`,
-    );
+    runtime = await Promise.race([service.loaded, stopped.then(() => undefined)]);
   } catch (err) {
-    if (signals > 0) return stopped;
-    process.stderr.write(`\nmaya: cannot load the model from ${modelDir}: ${(err as Error).message}\n`);
+    if (stopping.signals > 0) return stopped;
+    if (process.stderr.isTTY) process.stderr.write('\n');
+    logger.error(`cannot load the model from ${modelDir}: ${(err as Error).message}`);
     await service.stop();
     return 1;
   }
+  if (runtime === undefined) return stopped;
+  if (process.stderr.isTTY) process.stderr.write('\n');
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  logger.info(`model ${runtime.id} ready in ${seconds} s (context ${runtime.contextLength})`);
   return stopped;
 }
 

@@ -9,11 +9,21 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type Koa from 'koa';
 import { createApp } from '../handlers/app.ts';
-import { stderrLogger, type AppDeps, type Logger } from '../handlers/app-deps.ts';
+import type { AppDeps, RequestState } from '../handlers/app-deps.ts';
+import { createLogger, type Logger } from '../handlers/logger.ts';
 import { createRegistry } from '../metrics/http-metrics.ts';
-import { DEFAULT_SERVER_LIMITS, type ResponsesSettings, type ServerSettings } from '../config/settings.ts';
+import { engineOptions } from '../config/engine-settings.ts';
+import {
+  DEFAULT_SERVER_LIMITS,
+  type ResponsesSettings,
+  type ServerLimits,
+  type ServerSettings,
+} from '../config/settings.ts';
+import type { NativeEngineOptions } from '../engine-cuda/native-engine.ts';
 import { JobManager } from '../store/jobs/job-manager.ts';
+import type { RedisJobMirror } from '../store/jobs/redis-job-mirror.ts';
 import { openResponseStore } from '../store/responses/open-response-store.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 
@@ -24,6 +34,8 @@ export type LoadModelRuntime = (
     dialect?: string;
     constrainedDecoding?: boolean;
     grammarLimits?: { maxStringLength: number; maxItems: number };
+    /** How the engine is created (MAYA_WEIGHT_DTYPE, MAYA_ENGINE_*, MAYA_CUDA_*). */
+    engine?: NativeEngineOptions;
   },
 ) => Promise<ModelRuntime>;
 
@@ -35,6 +47,7 @@ export interface ServeOptions {
   onProgress?: (p: LoadProgress) => void;
   /** Called once the socket listens, before loading starts. */
   onListening?: (origin: string) => void;
+  /** The one logger; default one at server.logLevel on stderr. */
   logger?: Logger;
 }
 
@@ -51,33 +64,80 @@ export interface RunningService {
 
 const CLOSE_GRACE_MS = 5_000;
 
+/** What the service's parts share: the model once loaded, and whether stop() began. */
+interface ServiceState {
+  runtime: ModelRuntime | undefined;
+  isStopping: boolean;
+}
+
+type StoreBackend = Awaited<ReturnType<typeof openResponseStore>>;
+
+/** The response store, the job manager and (Redis) the shared task records. */
+interface Stores {
+  backend: StoreBackend;
+  jobs: JobManager;
+  sharedJobs: RedisJobMirror | undefined;
+}
+
 export async function startService(options: ServeOptions): Promise<RunningService> {
-  const { settings, server: serverSettings } = options;
-  let runtime: ModelRuntime | undefined;
+  const { server: serverSettings } = options;
+  const logger = options.logger ?? createLogger(serverSettings.logLevel ?? 'info');
+  const limits = serverSettings.limits ?? DEFAULT_SERVER_LIMITS;
+  const state: ServiceState = { runtime: undefined, isStopping: false };
   const registry = createRegistry();
-  // MAYA_STORE_URL=redis://… shares the store between replicas; an unreachable Redis throws
-  // StoreConnectError here, before the server listens.
-  const backend = await openResponseStore({ settings, storeUrl: serverSettings.storeUrl, registry });
-  const store = backend.store;
-  const jobs = new JobManager({ settings, store, registry });
-  const logger = options.logger ?? stderrLogger;
+  const stores = await openStores(options, registry, logger);
+  const deps = appDeps(options, stores, registry, logger, state);
+  const server = createHttpServer(createApp(deps), limits);
+  const inflight = trackRequests(server);
+  deps.shutdown = () => shutDown(stores, inflight, state, limits.SHUTDOWN_GRACE_S * 1000);
+  const origin = await listen(server, serverSettings.port, serverSettings.host);
+  options.onListening?.(origin);
+  deps.isStopping = () => state.isStopping;
+  const loaded = loadModel(options, state);
+  return { deps, server, origin, loaded, stop: stopper(server, deps, state) };
+}
+
+/**
+ * MAYA_STORE_URL=redis://… shares the store (and the background task records) between replicas;
+ * an unreachable Redis throws StoreConnectError here, before the server listens.
+ */
+async function openStores(
+  options: ServeOptions,
+  registry: ReturnType<typeof createRegistry>,
+  logger: Logger,
+): Promise<Stores> {
+  const { settings } = options;
+  const backend = await openResponseStore({ settings, storeUrl: options.server.storeUrl, registry });
+  const jobs = new JobManager({ settings, store: backend.store, registry });
   const sharedJobs = await backend.shareJobs?.(jobs, (error) =>
     logger.warn('shared task record write failed', { error: (error as Error).message }),
   );
-  const deps: AppDeps = {
-    settings,
-    server: serverSettings,
+  return { backend, jobs, sharedJobs };
+}
+
+function appDeps(
+  options: ServeOptions,
+  { backend, jobs, sharedJobs }: Stores,
+  registry: ReturnType<typeof createRegistry>,
+  logger: Logger,
+  state: ServiceState,
+): AppDeps {
+  return {
+    settings: options.settings,
+    server: options.server,
     registry,
-    getRuntime: () => runtime,
-    store,
+    getRuntime: () => state.runtime,
+    store: backend.store,
     jobs,
     ...(sharedJobs ? { sharedJobs } : {}),
     statusProviders: { responses_store: () => backend.status() },
     ...(backend.scopeSecret ? { scopeSecret: backend.scopeSecret } : {}),
     logger,
   };
-  const limits = serverSettings.limits ?? DEFAULT_SERVER_LIMITS;
-  const app = createApp(deps);
+}
+
+/** The HTTP server with the socket limits (header/request/keep-alive timeouts, connections). */
+function createHttpServer(app: Koa<RequestState>, limits: ServerLimits): Server {
   const server = createServer(
     {
       headersTimeout: limits.HEADERS_TIMEOUT_S * 1000,
@@ -89,59 +149,80 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     app.callback(),
   );
   server.maxConnections = limits.MAX_CONNECTIONS;
-  const inflight = trackRequests(server);
-  deps.shutdown = async () => {
-    try {
-      // A task that does not release in time is reported (JobCleanupError) only after the grace
-      // period has run out and the model has closed, which is what frees such a task.
-      const [cleanup] = await Promise.allSettled([jobs.close(), inflight.settled(limits.SHUTDOWN_GRACE_S * 1000)]);
-      await runtime?.close();
-      if (cleanup.status === 'rejected') throw cleanup.reason;
-    } finally {
-      await sharedJobs?.close();
-      await backend.close();
-    }
-  };
+  return server;
+}
+
+/** Listens; resolves with the origin, e.g. http://127.0.0.1:8080 (IPv6 hosts bracketed). */
+async function listen(server: Server, port: number, host: string): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(serverSettings.port, serverSettings.host, () => {
+    server.listen(port, host, () => {
       server.off('error', reject);
       resolve();
     });
   });
   const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const origin = `http://${host}:${address.port}`;
-  options.onListening?.(origin);
-  let isStopping = false;
-  deps.isStopping = () => isStopping;
-  const loaded = options
-    .loadRuntime(options.modelDir, {
-      onProgress: options.onProgress,
-      dialect: serverSettings.dialect,
-      ...(serverSettings.weightDtype ? { weightDtype: serverSettings.weightDtype } : {}),
-      ...(serverSettings.decoding
-        ? {
-            constrainedDecoding: serverSettings.decoding.constrained,
-            grammarLimits: {
-              maxStringLength: serverSettings.decoding.maxString,
-              maxItems: serverSettings.decoding.maxItems,
-            },
-          }
-        : {}),
-    })
-    .then(async (loadedRuntime) => {
-      if (isStopping) {
-        await loadedRuntime.close();
-        throw new Error('stopped while loading');
-      }
-      runtime = loadedRuntime;
-      return loadedRuntime;
-    });
+  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${shown}:${address.port}`;
+}
+
+/** The model loader's options from the server settings: dialect, decoding and the engine's settings. */
+function loadOptions(options: ServeOptions): Parameters<LoadModelRuntime>[1] {
+  const { server } = options;
+  return {
+    onProgress: options.onProgress,
+    dialect: server.dialect,
+    engine: engineOptions(server.engine, server.weightDtype),
+    ...(server.decoding
+      ? {
+          constrainedDecoding: server.decoding.constrained,
+          grammarLimits: { maxStringLength: server.decoding.maxString, maxItems: server.decoding.maxItems },
+        }
+      : {}),
+  };
+}
+
+/** Loads the model; it is served once loaded, or closed at once if stop() began meanwhile. */
+function loadModel(options: ServeOptions, state: ServiceState): Promise<ModelRuntime> {
+  const loaded = options.loadRuntime(options.modelDir, loadOptions(options)).then(async (runtime) => {
+    if (state.isStopping) {
+      await runtime.close();
+      throw new Error('stopped while loading');
+    }
+    state.runtime = runtime;
+    return runtime;
+  });
   loaded.catch(() => {});
+  return loaded;
+}
+
+/**
+ * The shutdown the CLI runs on SIGINT/SIGTERM once the server stopped accepting: background tasks
+ * are cancelled while foreground requests run on for the grace period, then the model closes, then
+ * the stores. A task that does not release in time is reported (JobCleanupError) only after the
+ * grace period has run out and the model has closed, which is what frees such a task.
+ */
+async function shutDown(
+  { backend, jobs, sharedJobs }: Stores,
+  inflight: { settled(ms: number): Promise<void> },
+  state: ServiceState,
+  graceMs: number,
+): Promise<void> {
+  try {
+    const [cleanup] = await Promise.allSettled([jobs.close(), inflight.settled(graceMs)]);
+    await state.runtime?.close();
+    if (cleanup.status === 'rejected') throw cleanup.reason;
+  } finally {
+    await sharedJobs?.close();
+    await backend.close();
+  }
+}
+
+/** stop(): stop accepting, shut down, close the server (idempotent; connections cut after CLOSE_GRACE_MS). */
+function stopper(server: Server, deps: AppDeps, state: ServiceState): () => Promise<void> {
   let stopping: Promise<void> | undefined;
-  const stop = () => {
-    isStopping = true;
+  return () => {
+    state.isStopping = true;
     stopping ??= (async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
@@ -152,7 +233,6 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     })();
     return stopping;
   };
-  return { deps, server, origin, loaded, stop };
 }
 
 /** Counts requests whose response has not closed; settled(ms) waits until none is left, or ms. */

@@ -54,3 +54,8 @@ export function mergeEnv(
 ): Record<string, string | undefined> {
   return { ...fileEnv, ...Object.fromEntries(Object.entries(processEnv).filter(([, value]) => value !== undefined)) };
 }
+
+/** The variables a command reads: `--config FILE`'s env block (none without a path) under `processEnv`. */
+export function configEnv(path: string | undefined, processEnv: Env): Record<string, string | undefined> {
+  return mergeEnv(path === undefined ? {} : readConfigFile(path), processEnv);
+}

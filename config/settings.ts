@@ -1,10 +1,24 @@
 /**
- * The MAYA_GLM_RESPONSES_* settings of the spec's "Settings and Metrics" table: names, defaults
- * and rules. Loading and validation (environment, config file `env` block, legacy STRATA_ names)
- * live beside the table in this file.
+ * Every MAYA_* setting: names, defaults and rules, and their loading from the environment merged
+ * with a config file's `env` block (legacy STRATA_ names too). The spec's MAYA_GLM_RESPONSES_*
+ * table, the server's settings and (engine-settings.ts) the engine's. config/ is the only reader
+ * of these variables; everything below gets the parsed values passed down. SETTING_NAMES lists
+ * them all, as the README's settings tables do.
  */
 
 import { DIALECT_NAMES } from '../dialects/select.ts';
+import { ENGINE_SETTING_NAMES, loadEngineSettings, type EngineSettings } from './engine-settings.ts';
+import {
+  parseInteger,
+  rawValue,
+  ruledInteger,
+  SettingsError,
+  splitList,
+  type Env,
+  type IntegerRule,
+} from './setting-rules.ts';
+
+export { SettingsError, type Env } from './setting-rules.ts';
 
 export const RESPONSES_SETTINGS = {
   CACHE_ENTRIES: { default: 128 },
@@ -35,54 +49,8 @@ export const DEFAULT_RESPONSES_SETTINGS: ResponsesSettings = Object.fromEntries(
   Object.entries(RESPONSES_SETTINGS).map(([name, rule]) => [name, rule.default]),
 ) as ResponsesSettings;
 
-/** A setting that breaks its rule; the message names the variable and the rule. */
-export class SettingsError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'SettingsError';
-  }
-}
-
-export type Env = Readonly<Record<string, string | undefined>>;
-
 const MAYA_PREFIX = 'MAYA_GLM_RESPONSES_';
 const LEGACY_PREFIX = 'STRATA_GLM_RESPONSES_';
-
-/** Decimal digits only: no sign, no exponent, no fraction, no surrounding text. */
-function parseInteger(variable: string, raw: string, rule: string): number {
-  const text = raw.trim();
-  if (!/^\d+$/.test(text)) throw new SettingsError(variable, `${variable}=${JSON.stringify(raw)}: must be ${rule}`);
-  const value = Number(text);
-  if (!Number.isSafeInteger(value))
-    throw new SettingsError(variable, `${variable}=${JSON.stringify(raw)}: must be ${rule} (too large)`);
-  return value;
-}
-
-function ruleText(rule: { allowZero?: boolean; max?: number; min?: number }): string {
-  let text = rule.allowZero ? 'an integer >= 0' : 'a positive integer';
-  if (rule.min !== undefined) text += ` >= ${rule.min}`;
-  if (rule.max !== undefined) text += ` <= ${rule.max}`;
-  return text;
-}
-
-/** An integer setting's value under its rule (zero, min, max); SettingsError names the variable. */
-function ruledInteger(
-  variable: string,
-  raw: string,
-  rule: { allowZero?: boolean; max?: number; min?: number },
-): number {
-  const text = ruleText(rule);
-  const value = parseInteger(variable, raw, text);
-  const isOutside =
-    (value === 0 && !rule.allowZero) ||
-    (rule.min !== undefined && value < rule.min) ||
-    (rule.max !== undefined && value > rule.max);
-  if (isOutside) throw new SettingsError(variable, `${variable}=${raw}: must be ${text}`);
-  return value;
-}
 
 /**
  * Resolves every MAYA_GLM_RESPONSES_* setting from `env` (already merged with the config file's
@@ -95,7 +63,7 @@ export function loadResponsesSettings(env: Env): ResponsesSettings {
     ResponsesSettingName,
     (typeof RESPONSES_SETTINGS)[ResponsesSettingName],
   ][]) {
-    const rule = spec as { default: number; allowZero?: boolean; max?: number; min?: number };
+    const rule = spec as IntegerRule & { default: number };
     const mayaValue = env[MAYA_PREFIX + name];
     const legacyValue = env[LEGACY_PREFIX + name];
     const [variable, raw] =
@@ -131,7 +99,7 @@ export interface ServerSettings {
   readonly decoding?: DecodingSettings;
   /** Connection and shutdown limits (SERVER_LIMITS); absent = DEFAULT_SERVER_LIMITS. */
   readonly limits?: ServerLimits;
-  /** MAYA_LOG_LEVEL, default `info` (`silent` = none): the access log's level; undefined = no access log. */
+  /** MAYA_LOG_LEVEL, default `info` (`silent` = none): the level of the one logger (handlers/logger.ts). */
   readonly logLevel?: LogLevel;
   /** MAYA_STORE_URL: `redis://…` or `rediss://…` shares stored responses through Redis; undefined = in memory. */
   readonly storeUrl?: string;
@@ -141,14 +109,23 @@ export interface ServerSettings {
   readonly images?: ImageSettings;
   /** MAYA_WEIGHT_DTYPE: `q8` quantizes the weights to 8 bits at load (CPU engine); undefined = as stored. */
   readonly weightDtype?: WeightDtype;
+  /** MAYA_ENGINE_* / MAYA_CUDA_* (engine-settings.ts); absent when none is set (all engine defaults). */
+  readonly engine?: EngineSettings;
   /** MAYA_WEB (`on`|`off`, default on): the web page at `/` (web/); false = `/` answers 404. Absent = on. */
   readonly web?: boolean;
-  /** The settings in effect that differ from the defaults, secrets hidden (settingsInEffect; GET /v1/status). */
+  /** The settings in effect that differ from the defaults, secrets hidden (settings-in-effect.ts; GET /v1/status). */
   readonly inEffect?: readonly SettingInEffect[];
 }
 
-/** MAYA_WEB: unset or empty = on; else `on` or `off`. */
-export function loadWebSetting(raw: string | undefined): boolean {
+/** One setting the server runs with: its variable and its value as given (or `(hidden)`). */
+export interface SettingInEffect {
+  readonly name: string;
+  readonly value: string;
+}
+
+/** MAYA_WEB: unset or empty = on; else `on` or `off` (any case). */
+function loadWebSetting(env: Env): boolean {
+  const raw = rawValue(env, 'MAYA_WEB');
   if (raw === undefined || raw.trim() === '') return true;
   const text = raw.trim().toLowerCase();
   if (text !== 'on' && text !== 'off') throw new SettingsError('MAYA_WEB', `MAYA_WEB=${raw}: must be on or off`);
@@ -282,19 +259,25 @@ export interface DecodingSettings {
   readonly maxItems: number;
 }
 
+/**
+ * On, 128 characters and 16 items: the soft limits bound the loops of a model forced to stay
+ * inside a value (see grammar/json-schema.ts).
+ */
+export const DEFAULT_DECODING_SETTINGS: DecodingSettings = { constrained: true, maxString: 128, maxItems: 16 };
+
 function loadDecodingSettings(env: Env): DecodingSettings {
   const raw = env.MAYA_CONSTRAINED_DECODING;
   if (raw !== undefined && raw !== '' && raw !== '0' && raw !== '1') {
     throw new SettingsError('MAYA_CONSTRAINED_DECODING', `MAYA_CONSTRAINED_DECODING=${raw}: must be 0 or 1`);
   }
   const count = (variable: string, fallback: number) => {
-    const value = env[variable];
-    return value === undefined || value === '' ? fallback : ruledInteger(variable, value, { allowZero: true });
+    const value = rawValue(env, variable);
+    return value === undefined ? fallback : ruledInteger(variable, value, { allowZero: true });
   };
   return {
     constrained: raw !== '0',
-    maxString: count('MAYA_GRAMMAR_MAX_STRING', 128),
-    maxItems: count('MAYA_GRAMMAR_MAX_ITEMS', 16),
+    maxString: count('MAYA_GRAMMAR_MAX_STRING', DEFAULT_DECODING_SETTINGS.maxString),
+    maxItems: count('MAYA_GRAMMAR_MAX_ITEMS', DEFAULT_DECODING_SETTINGS.maxItems),
   };
 }
 
@@ -303,13 +286,6 @@ export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
-
-function splitList(raw: string | undefined): string[] {
-  return (raw ?? '')
-    .split(',')
-    .map((part) => part.trim())
-    .filter((part) => part !== '');
-}
 
 /** Resolves the server settings from `env`; `extraApiKeys` are the CLI's --api-key values. */
 export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = []): ServerSettings {
@@ -338,6 +314,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   }
   const storeUrl = loadStoreUrl(env.MAYA_STORE_URL);
   const weightDtype = loadWeightDtype(env.MAYA_WEIGHT_DTYPE);
+  const engine = loadEngineSettings(env);
   return {
     host: env.MAYA_HOST !== undefined && env.MAYA_HOST !== '' ? env.MAYA_HOST : '127.0.0.1',
     port,
@@ -353,43 +330,9 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     ...optInsField(env),
     images: loadImageSettings(env),
     ...(weightDtype !== undefined ? { weightDtype } : {}),
-    ...(loadWebSetting(env.MAYA_WEB) ? {} : { web: false }),
+    ...(Object.keys(engine).length > 0 ? { engine } : {}),
+    ...(loadWebSetting(env) ? {} : { web: false }),
   };
-}
-
-/** One setting the server runs with: its variable and its value as given (or `(hidden)`). */
-export interface SettingInEffect {
-  readonly name: string;
-  readonly value: string;
-}
-
-/** Variables whose values are secrets: never shown, only that they are set. */
-const SECRET_SETTING = /(^MAYA_API_KEYS$|_KEY$|SECRET|PASSWORD|TOKEN)/;
-
-/**
- * The settings in `env` that change what the loaders resolve (a default spelled out, an unknown
- * variable or one the loaders ignore is not listed), for the About page. `extraApiKeys` (the CLI's
- * --api-key) count as MAYA_API_KEYS. Secret values are `(hidden)`; a URL's user and password
- * are replaced by `***`.
- */
-export function settingsInEffect(env: Env, extraApiKeys: readonly string[] = []): SettingInEffect[] {
-  const keys = [env.MAYA_API_KEYS ?? '', ...extraApiKeys].filter((key) => key !== '').join(',');
-  const full: Record<string, string | undefined> = { ...env, ...(keys !== '' ? { MAYA_API_KEYS: keys } : {}) };
-  const resolved = (of: Env) =>
-    JSON.stringify([loadServerSettings(of), loadResponsesSettings(of)], (_key, value) =>
-      value instanceof Uint8Array ? [...value] : value,
-    );
-  const base = resolved(full);
-  return Object.keys(full)
-    .filter((name) => /^(MAYA|STRATA)_/.test(name) && (full[name] ?? '').trim() !== '')
-    .sort()
-    .filter((name) => resolved({ ...full, [name]: undefined }) !== base)
-    .map((name) => ({ name, value: shownValue(name, full[name]!.trim()) }));
-}
-
-function shownValue(name: string, value: string): string {
-  if (SECRET_SETTING.test(name)) return '(hidden)';
-  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, '$1***@');
 }
 
 /** MAYA_STORE_URL: unset or empty = in memory; otherwise a redis:// or rediss:// URL. */
@@ -471,3 +414,28 @@ function optInsField(env: Env): { optIns?: ResponsesOptIns } {
   const optIns = loadResponsesOptIns(env);
   return optIns.itemReferences || optIns.encryptedReasoning || optIns.reasoningKey ? { optIns } : {};
 }
+
+/** Every variable the loaders above read (legacy STRATA_GLM_RESPONSES_* spellings aside), as the README lists them. */
+export const SETTING_NAMES: readonly string[] = [
+  'MAYA_MODEL',
+  'MAYA_HOST',
+  'MAYA_PORT',
+  'MAYA_API_KEYS',
+  'MAYA_CORS_ORIGINS',
+  'MAYA_MAX_BODY_BYTES',
+  'MAYA_LOG_LEVEL',
+  'MAYA_STORE_URL',
+  'MAYA_DIALECT',
+  ...Object.keys(SERVER_LIMITS).map((name) => `MAYA_${name}`),
+  'MAYA_CONSTRAINED_DECODING',
+  'MAYA_GRAMMAR_MAX_STRING',
+  'MAYA_GRAMMAR_MAX_ITEMS',
+  'MAYA_IMAGE_URL_ALLOW',
+  ...Object.keys(IMAGE_LIMITS).map((name) => `MAYA_IMAGE_${name}`),
+  'MAYA_WEIGHT_DTYPE',
+  ...ENGINE_SETTING_NAMES,
+  'MAYA_WEB',
+  ...[...Object.keys(RESPONSES_SETTINGS), 'ITEM_REFERENCES', 'ENCRYPTED_REASONING', 'REASONING_KEY'].map(
+    (name) => MAYA_PREFIX + name,
+  ),
+];

@@ -23,15 +23,27 @@ export class EventSequencer {
 }
 
 /**
- * Runs an event generator to its end, handing each event to `onEvent`, and resolves to what the
- * generator returns (the final Response). The one run-to-end loop: foreground JSON responses,
- * Chat Completions and background workers all drain their runs through it.
+ * Runs an event generator to its end, yielding `map(event)` for each event it maps (undefined:
+ * nothing) and returning what the generator returns (the final Response). The one run-to-end
+ * loop: foreground JSON responses and background workers drain their runs through it
+ * (drainEvents), the Chat Completions translator relays a run as chunks through it.
  */
-export async function drainEvents<E, R>(events: AsyncGenerator<E, R, void>, onEvent?: (event: E) => void): Promise<R> {
+export async function* relayEvents<E, R, T>(
+  events: AsyncGenerator<E, R, void>,
+  map: (event: E) => T | undefined,
+): AsyncGenerator<T, R, void> {
   let step = await events.next();
   while (!step.done) {
-    onEvent?.(step.value);
+    const out = map(step.value);
+    if (out !== undefined) yield out;
     step = await events.next();
   }
   return step.value;
+}
+
+/** Runs an event generator to its end through relayEvents, handing each event to `onEvent`. */
+export async function drainEvents<E, R>(events: AsyncGenerator<E, R, void>, onEvent?: (event: E) => void): Promise<R> {
+  // Nothing is mapped, so the relay's first step is its end.
+  const end = await relayEvents<E, R, never>(events, (event) => void onEvent?.(event)).next();
+  return end.value;
 }

@@ -1,7 +1,8 @@
 /**
- * Short names for the generated contract types. Hand-written code reaches generated/ only
- * through this file, so a schema rename breaks the build here, in one place. Wire objects keep
- * their snake_case fields (STYLE §2).
+ * Short names for the generated contract types. Production code reaches generated/ only through
+ * contract/ (this file for the types, operations.ts for the runtime tables; the layer rules of
+ * .dependency-cruiser.cjs refuse any other import of generated/), so a schema rename breaks the
+ * build here, in one place. Wire objects keep their snake_case fields: no camelCase mapping layer.
  */
 import type { components, operations as operationTypes } from '../generated/openapi.d.ts';
 

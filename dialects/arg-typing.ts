@@ -2,7 +2,8 @@
  * Typing of tool-call argument values written as bare text (GLM `<arg_value>`): a tool's JSON
  * schema decides whether the text is a string or JSON. The rule follows vLLM's glm45 parser and
  * the zai reference parser (string-typed parameters keep the raw text; everything else is
- * JSON-parsed, with Python literals and the raw string as fallbacks); see research/dialects.md §3.1.
+ * JSON-parsed, with Python literals and the raw string as fallbacks): vLLM
+ * vllm/tool_parsers/glm4_moe_tool_parser.py, zai-org/GLM-4.5 resources/glm_4.6_tir_guide.md.
  */
 import type { ToolSpec } from './dialect.ts';
 

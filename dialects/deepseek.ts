@@ -2,7 +2,8 @@
  * DeepSeek-V3.1 / V3.1-Terminus dialect (`deepseek-v31`). The prompt goes through the
  * checkpoint's own chat template, which does not render `tools`: this dialect writes the tool
  * section into the system prompt itself, in the model card's format (as reproduced by vLLM
- * `examples/tool_chat_template_deepseekv31.jinja`; research/dialects.md §2.7). Output syntax (§3.3):
+ * `examples/tool_chat_template_deepseekv31.jinja`). Output syntax (vLLM's deepseek_v31 tool parser,
+ * vllm/tool_parsers/deepseekv31_tool_parser.py):
  *
  *   [R</think>]TEXT<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>
  *

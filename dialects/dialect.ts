@@ -2,7 +2,8 @@
  * The Dialect contract: how one model family turns a conversation into prompt text and how its
  * generated text turns back into reasoning, message text and function calls.
  *
- * Pipeline use (handlers/create-response.ts):
+ * Pipeline use (runtime/load-model-runtime.ts loads the dialect, responses/response-plan.ts
+ * renders the prompt and maps the stop tokens, responses/run-response.ts feeds the parser):
  *
  *   const dialect = await loadDialect(modelDir, override);   // select.ts (or selectDialect(info))
  *   const turns: ChatTurn[] = ...;            // Responses input items → model-neutral turns

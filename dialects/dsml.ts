@@ -2,8 +2,9 @@
  * DeepSeek V3.2 / V4 / V4.1 dialects (`deepseek-v32`, `deepseek-v4`, `deepseek-v41`). These
  * models ship no Jinja template: the prompt format is defined by DeepSeek's Python reference
  * encoders (`encoding_dsv32.py`, `deepseek_v4_encoding.py`, `deepseek_v41_encoding.py`, vendored
- * in vLLM `vllm/tokenizers/`), re-implemented here in TypeScript from their format rules
- * (research/dialects.md §2.8, §2.9, §3.4). Tool calls are DSML blocks:
+ * in vLLM `vllm/tokenizers/`), re-implemented here in TypeScript from their format rules (and
+ * vLLM's deepseek_v32 / deepseek_v4 tool parsers, SGLang's DeepSeekV41Detector). Tool calls are
+ * DSML blocks:
  *
  *   \n\n<｜DSML｜B>\n<｜DSML｜I name="NAME">\n<｜DSML｜P name="K" string="true|false">V</｜DSML｜P>\n…</｜DSML｜I>\n</｜DSML｜B>
  *

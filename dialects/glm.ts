@@ -1,7 +1,9 @@
 /**
  * GLM dialects: GLM-4.5 / 4.5-Air / 4.6 (`glm45`) and GLM-4.7 / 4.7-Flash / GLM-5.x (`glm47`).
  * Prompts go through the checkpoint's own chat template (it renders tools, reasoning history
- * and `<|observation|>` tool-result groups). Output syntax (research/dialects.md §2.3, §2.4, §3.1, §3.2):
+ * and `<|observation|>` tool-result groups). Output syntax (the chat templates of zai-org's
+ * GLM-4.5/4.6 and GLM-4.7 checkpoints on Hugging Face; vLLM's glm45 and glm47 tool parsers,
+ * vllm/tool_parsers/glm4_moe_tool_parser.py and glm47_moe_tool_parser.py):
  *
  *   glm45: [\n<think>R</think>]\nTEXT\n<tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n</tool_call>
  *   glm47: (prompt ends <think>) R</think>TEXT<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>
@@ -103,8 +105,8 @@ export function templateTool(tool: ToolSpec): TemplateTool {
 
 /**
  * Text and image parts in the chat-completions list shape HF multimodal templates read: an image
- * part is `{type:'image'}` (GLM-4.1V/4.5V-style templates test `item.type == 'image'`,
- * research/dialects.md §2.5) and renders as the template's placeholder.
+ * part is `{type:'image'}` (GLM-4.1V/4.5V-style templates test `item.type == 'image'`, as
+ * transformers' Glm4vProcessor expects) and renders as the template's placeholder.
  */
 function templateParts(parts: TurnPart[]): TemplateContentPart[] {
   return parts.map((part) => (part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image' }));

@@ -1,7 +1,8 @@
 /**
  * Chooses a checkpoint's dialect: an explicit override name wins; otherwise DeepSeek V3.2/V4/V4.1
  * are recognised by `model_type` / `architectures` (they ship no usable Jinja template), and GLM,
- * DeepSeek-V3.1 and Qwen by markers in their chat template text (research/dialects.md §0, §2).
+ * DeepSeek-V3.1 and Qwen by markers in their chat template text (the role and tool-call tokens
+ * each family's Hugging Face chat template writes).
  * Any other template gets `plain` (chat and `<think>` reasoning, no function tools).
  */
 import { readFile } from 'node:fs/promises';

@@ -21,6 +21,8 @@ const BURST_MS = 50;
 
 export interface WorkerInit {
   libPath: string;
+  /** The CUDA backend's library (eng_cuda_lib_set); undefined = beside the engine library. */
+  cudaLibPath?: string;
   modelDir: string;
   params: ContextParams;
 }
@@ -226,6 +228,7 @@ async function main(): Promise<void> {
   let ctx: NativeContext;
   try {
     const lib = await NativeLib.open(init.libPath);
+    if (init.cudaLibPath !== undefined) lib.setCudaLibrary(init.cudaLibPath);
     ctx = lib.createContext(init.modelDir, init.params);
   } catch (err) {
     post({ op: 'init_failed', error: wireError(err) });

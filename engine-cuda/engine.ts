@@ -1,7 +1,11 @@
 /**
- * The only engine surface handlers see. An Engine turns a prompt (token ids) into a stream of
- * token events and ends with usage and a finish reason. Implementations: NativeEngine
- * (native-engine.ts, the C library through ffi.ts) and FakeEngine (tests of handler logic only).
+ * The TypeScript Engine interface: what the rest of Maya sees of the engine. The model runtime
+ * (runtime/) holds one; the Responses run (responses/run-response.ts) drives it, GET /v1/status
+ * reads its info and stats through the runtime, and `maya generate` (cli/generate.ts) drives a
+ * NativeEngine directly. An Engine turns a prompt (token ids) into a stream of token events and
+ * ends with usage and a finish reason.
+ * Implementations: NativeEngine (native-engine.ts, the C library through ffi.ts) and FakeEngine
+ * (tests of handler logic only).
  */
 import type { Constraint } from '../grammar/constraint.ts';
 import type { VocabularyData } from '../grammar/token-mask.ts';
@@ -72,10 +76,11 @@ export interface EngineInfo {
   simd: 'scalar' | 'avx2' | 'avx512';
   /** The checkpoint has a vision encoder: GenerateRequest.images is accepted. */
   vision: boolean;
+  /** The weight matrices' dtype as the engine runs them (ENG_INFO_WEIGHT_DTYPE): as stored, or q8 when
+   * quantized at load (MAYA_WEIGHT_DTYPE=q8). */
+  weightDtype: 'f32' | 'f16' | 'bf16' | 'fp8' | 'q8';
   /** CPU worker threads (ENG_INFO_N_THREADS). */
   numThreads: number;
-  /** The weight matrices' dtype as the engine runs them (ENG_INFO_WEIGHT_DTYPE; q8 when quantized at load). */
-  weightDtype: 'f32' | 'f16' | 'bf16' | 'fp8' | 'q8';
 }
 
 export interface EngineStats {

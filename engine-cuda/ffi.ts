@@ -7,7 +7,8 @@
  * the C function runs. NativeEngine therefore drives them from a worker thread
  * (engine-worker.ts). A NativeContext is not thread-safe: one thread owns it.
  *
- * Library path: $MAYA_ENGINE_LIB, else engine-cuda/build/libmaya_engine.so beside this file.
+ * Library path: the one given (config/: MAYA_ENGINE_LIB), else engine-cuda/build/libmaya_engine.so
+ * beside this file. Nothing here reads the environment.
  */
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
@@ -16,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 3,
+  ABI_VERSION: 5,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -37,7 +38,12 @@ export const ENG = {
   PARAM_PREFILL_CHUNK: 6,
   PARAM_N_CTX: 7,
   PARAM_WEIGHT_DTYPE: 8,
-  PARAM_COUNT: 9,
+  PARAM_SIMD: 9,
+  PARAM_WEIGHT_COPY: 10,
+  PARAM_CUDA_DEVICE: 11,
+  PARAM_CUDA_TC_MIN_TOKENS: 12,
+  PARAM_CUDA_GRAPHS: 13,
+  PARAM_COUNT: 14,
   INFO_N_VOCAB: 0,
   INFO_N_CTX: 1,
   INFO_N_LAYER: 2,
@@ -54,8 +60,8 @@ export const ENG = {
   INFO_SIMD: 13,
   INFO_N_PARAMS_ACTIVE: 14,
   INFO_VISION: 15,
-  INFO_N_THREADS: 16,
-  INFO_WEIGHT_DTYPE: 17,
+  INFO_WEIGHT_DTYPE: 16,
+  INFO_N_THREADS: 17,
   INFO_COUNT: 18,
   STAT_BLOCKS_TOTAL: 0,
   STAT_BLOCKS_FREE: 1,
@@ -88,6 +94,7 @@ export const ENG_FUNCTIONS = [
   'eng_status_str',
   'eng_last_error',
   'eng_ctx_create',
+  'eng_cuda_lib_set',
   'eng_ctx_free',
   'eng_ctx_info',
   'eng_ctx_stats',
@@ -111,9 +118,16 @@ const STATUS_CODES: Record<number, EngineErrorCode> = {
   [ENG.STATUS_INTERNAL]: 'internal',
 };
 
+/** Backends by their ENG_PARAM_BACKEND value; 'auto' = cuda when usable, else cpu. */
+export const BACKENDS = ['auto', 'cpu', 'cuda'] as const;
+/** CPU kernel paths by their ENG_PARAM_SIMD value; 'auto' = the fastest the CPU runs. */
+export const SIMD_PATHS = ['auto', 'scalar', 'avx2', 'avx512'] as const;
+/** Tensor-core threshold meaning "never" (above any batch the engine runs). */
+export const TC_NEVER = 2 ** 30;
+
 /** Creation parameters (ENG_PARAM_*); unset or <= 0 means the library's default. */
 export interface ContextParams {
-  backend?: 'auto' | 'cpu' | 'cuda';
+  backend?: (typeof BACKENDS)[number];
   numThreads?: number;
   blockSize?: number;
   numBlocks?: number;
@@ -123,6 +137,16 @@ export interface ContextParams {
   contextLength?: number;
   /** Weights as stored (default) or 'q8': quantized at load to int8 per block of 32 (CPU backend). */
   weightDtype?: 'stored' | 'q8';
+  /** The context's CPU kernel path; default 'auto' (the fastest this CPU runs). */
+  simd?: (typeof SIMD_PATHS)[number];
+  /** CPU backend: copy the matrices into huge pages when they fit (default true). */
+  weightCopy?: boolean;
+  /** CUDA device ordinal (default 0). */
+  cudaDevice?: number;
+  /** CUDA: matmuls over at least this many tokens use the tensor-core gemm (default 16; TC_NEVER: never). */
+  cudaTcMinTokens?: number;
+  /** CUDA: replay decode steps as CUDA graphs (default true). */
+  cudaGraphs?: boolean;
 }
 
 export interface SeqAddArgs {
@@ -149,6 +173,7 @@ interface Symbols {
   eng_status_str(status: number): string;
   eng_last_error(buf: Uint8Array, len: number): number;
   eng_ctx_create(modelDir: string, params: BigInt64Array, nParams: number, out: BigUint64Array): number;
+  eng_cuda_lib_set(path: string | null): number;
   eng_ctx_free(ctx: CtxHandle): void;
   eng_ctx_info(ctx: CtxHandle, out: BigInt64Array, cap: number): number;
   eng_ctx_stats(ctx: CtxHandle, out: BigInt64Array, cap: number): number;
@@ -190,10 +215,8 @@ interface Symbols {
 }
 type CtxHandle = bigint | number;
 
-/** Default library path, resolved relative to this module. */
+/** The library built beside this module (engine-cuda/build/libmaya_engine.so). */
 export function defaultLibraryPath(): string {
-  const fromEnv = process.env.MAYA_ENGINE_LIB;
-  if (fromEnv) return fromEnv;
   return fileURLToPath(new URL('./build/libmaya_engine.so', import.meta.url));
 }
 
@@ -227,6 +250,7 @@ async function bindBun(path: string): Promise<Symbols> {
     eng_status_str: { args: [T.i32], returns: T.cstring },
     eng_last_error: { args: [T.ptr, T.i32], returns: T.i32 },
     eng_ctx_create: { args: [T.ptr, T.ptr, T.i32, T.ptr], returns: T.i32 },
+    eng_cuda_lib_set: { args: [T.ptr], returns: T.i32 },
     eng_ctx_free: { args: [T.ptr], returns: T.void },
     eng_ctx_info: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
     eng_ctx_stats: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
@@ -267,6 +291,7 @@ async function bindBun(path: string): Promise<Symbols> {
     ...(s as unknown as Symbols),
     eng_status_str: (status) => String(s.eng_status_str(status)),
     eng_ctx_create: (dir, params, n, out) => s.eng_ctx_create(cString(dir), params, n, out),
+    eng_cuda_lib_set: (path) => s.eng_cuda_lib_set(path === null ? null : cString(path)),
   };
 }
 
@@ -289,6 +314,7 @@ async function bindKoffi(path: string): Promise<Symbols> {
     eng_ctx_create: f(
       'int32_t eng_ctx_create(const char *dir, const int64_t *params, int32_t n, void *out)',
     ) as Symbols['eng_ctx_create'],
+    eng_cuda_lib_set: f('int32_t eng_cuda_lib_set(const char *path)') as Symbols['eng_cuda_lib_set'],
     eng_ctx_free: f('void eng_ctx_free(eng_ctx *ctx)') as Symbols['eng_ctx_free'],
     eng_ctx_info: f('int32_t eng_ctx_info(const eng_ctx *ctx, int64_t *out, int32_t cap)') as Symbols['eng_ctx_info'],
     eng_ctx_stats: f(
@@ -326,12 +352,12 @@ export class NativeLib {
     private readonly sym: Symbols,
   ) {}
 
-  /** Loads and binds the library and checks its ABI version. Throws EngineError('io' | 'abi_mismatch'). */
+  /** Loads and binds the library (default: defaultLibraryPath()) and checks its ABI version. Throws EngineError('io' | 'abi_mismatch'). */
   static async open(path: string = defaultLibraryPath()): Promise<NativeLib> {
     if (!existsSync(path)) {
       throw new EngineError(
         'io',
-        `engine library not found at ${path} (run npm run engine:build or set MAYA_ENGINE_LIB)`,
+        `engine library not found at ${path} (run npm run engine:build, or set MAYA_ENGINE_LIB to a built one)`,
       );
     }
     let version: number;
@@ -386,6 +412,11 @@ export class NativeLib {
     throw new EngineError(code, `${what}: ${this.statusStr(status)}${detail ? ` (${detail})` : ''}`);
   }
 
+  /** Where the CUDA backend's library is loaded from (eng_cuda_lib_set: before the first context). */
+  setCudaLibrary(path: string): void {
+    this.check(this.sym.eng_cuda_lib_set(path), 'eng_cuda_lib_set');
+  }
+
   createContext(modelDir: string, params: ContextParams = {}): NativeContext {
     const p = encodeParams(params);
     const out = new BigUint64Array(1);
@@ -401,7 +432,7 @@ export function encodeParams(params: ContextParams): BigInt64Array {
   const set = (index: number, value: number | undefined) => {
     if (value !== undefined && value > 0) p[index] = BigInt(Math.floor(value));
   };
-  set(ENG.PARAM_BACKEND, { auto: 0, cpu: 1, cuda: 2 }[params.backend ?? 'auto']);
+  set(ENG.PARAM_BACKEND, BACKENDS.indexOf(params.backend ?? 'auto'));
   set(ENG.PARAM_N_THREADS, params.numThreads);
   set(ENG.PARAM_BLOCK_SIZE, params.blockSize);
   set(ENG.PARAM_N_BLOCKS, params.numBlocks);
@@ -410,6 +441,11 @@ export function encodeParams(params: ContextParams): BigInt64Array {
   set(ENG.PARAM_PREFILL_CHUNK, params.prefillChunk);
   set(ENG.PARAM_N_CTX, params.contextLength);
   set(ENG.PARAM_WEIGHT_DTYPE, { stored: 1, q8: 2 }[params.weightDtype ?? 'stored']);
+  set(ENG.PARAM_SIMD, SIMD_PATHS.indexOf(params.simd ?? 'auto'));
+  set(ENG.PARAM_WEIGHT_COPY, params.weightCopy === undefined ? undefined : params.weightCopy ? 1 : 2);
+  set(ENG.PARAM_CUDA_DEVICE, params.cudaDevice);
+  set(ENG.PARAM_CUDA_TC_MIN_TOKENS, params.cudaTcMinTokens);
+  set(ENG.PARAM_CUDA_GRAPHS, params.cudaGraphs === undefined ? undefined : params.cudaGraphs ? 1 : 2);
   return p;
 }
 

@@ -27,8 +27,10 @@ import { startModuleWorker } from './module-worker.ts';
 import type { FromWorker, ToWorker, WireError, WorkerInit } from './engine-worker.ts';
 
 export interface NativeEngineOptions extends ContextParams {
-  /** Library path; default $MAYA_ENGINE_LIB or engine-cuda/build/libmaya_engine.so. */
+  /** Library path; default engine-cuda/build/libmaya_engine.so (defaultLibraryPath()). */
   libPath?: string;
+  /** The CUDA backend's library; default libmaya_engine_cuda.so beside the engine library. */
+  cudaLibPath?: string;
 }
 
 /** Per-sequence state: the queue generate() drains. */
@@ -57,7 +59,7 @@ const ARCHS: Record<number, EngineInfo['arch']> = {
   7: 'glm4v_moe',
 };
 
-/** ENG_INFO_WEIGHT_DTYPE values (the engine's DType enum; 3 is no matrix dtype). */
+/** ENG_INFO_WEIGHT_DTYPE values (engine.h; the engine's DType enum, where 3 is no matrix dtype). */
 const WEIGHT_DTYPES: Record<number, EngineInfo['weightDtype']> = { 0: 'f32', 1: 'f16', 2: 'bf16', 4: 'fp8', 5: 'q8' };
 
 /** Maps eng_ctx_info() fields to EngineInfo. */
@@ -77,8 +79,8 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     weightBytes: at(ENG.INFO_WEIGHT_BYTES),
     simd: (['scalar', 'avx2', 'avx512'] as const)[at(ENG.INFO_SIMD)] ?? 'scalar',
     vision: at(ENG.INFO_VISION) === 1,
-    numThreads: at(ENG.INFO_N_THREADS),
     weightDtype: WEIGHT_DTYPES[at(ENG.INFO_WEIGHT_DTYPE)] ?? 'f32',
+    numThreads: at(ENG.INFO_N_THREADS),
   };
 }
 
@@ -147,8 +149,13 @@ export class NativeEngine implements Engine {
 
   /** Loads a model directory in a new worker thread. Throws EngineError (io, bad_checkpoint, abi_mismatch, ...). */
   static async load(modelDir: string, options: NativeEngineOptions = {}): Promise<NativeEngine> {
-    const { libPath, ...params } = options;
-    const worker = startWorker({ libPath: libPath ?? defaultLibraryPath(), modelDir, params });
+    const { libPath, cudaLibPath, ...params } = options;
+    const worker = startWorker({
+      libPath: libPath ?? defaultLibraryPath(),
+      ...(cudaLibPath !== undefined ? { cudaLibPath } : {}),
+      modelDir,
+      params,
+    });
     // Only our own listeners may be removed: Node's Worker keeps internal ones on itself.
     let onMessage: (msg: FromWorker) => void = () => {};
     let onError: (err: Error) => void = () => {};

@@ -8,8 +8,8 @@
  * Run time: a frame is (node, parent frame) hash-consed to an integer, so a stack is one id; the
  * epsilon closure of a frame (its BYTE / SPECIAL / ACCEPT leaves) is memoised per frame; a state
  * is the sorted set of leaf frames, interned to an id, with its 256 byte transitions filled on
- * first use. A step over a byte already seen from a state is one array read, which is what makes
- * walking the vocabulary trie (token-mask.ts) cheap.
+ * first use (DEAD from the start for a byte no leaf takes). A step over a byte already seen from
+ * a state is one array read, which is what makes walking the vocabulary trie (token-mask.ts) cheap.
  */
 import type { Expr, Grammar } from './grammar.ts';
 
@@ -290,12 +290,19 @@ export class GrammarRun {
     const nodes = this.grammar.nodes;
     const specials: number[] = [];
     let isAccepting = false;
+    // A byte outside every leaf's edges leads nowhere: DEAD from the start (what stepByte would
+    // find), so a trie walk skips it with one read. Only the bytes some edge takes stay UNKNOWN.
+    const trans = new Int32Array(256).fill(DEAD);
     for (const f of leaves) {
       const node = nodes[this.frameNode[f]!]!;
+      if (node.kind === BYTE) {
+        const edges = node.edges!;
+        for (let i = 0; i < edges.length; i += 3) trans.fill(UNKNOWN, edges[i]!, edges[i + 1]! + 1);
+      }
       if (node.kind === SPECIAL && !specials.includes(node.id!)) specials.push(node.id!);
       if (node.kind === ACCEPT) isAccepting = true;
     }
-    this.states.push({ leaves, trans: new Int32Array(256).fill(UNKNOWN), isAccepting, specials });
+    this.states.push({ leaves, trans, isAccepting, specials });
     this.stateIds.set(key, id);
     return id;
   }

@@ -9,6 +9,12 @@
  * symbols. Special tokens are allowed only where the grammar names them; stop tokens only where
  * the grammar accepts. Masks are cached per state (states recur: the inside of a string, the
  * digits of a number), so most steps are one lookup.
+ *
+ * A mask is computed into one scratch bitset per vocabulary. Most states are narrow (a key, a
+ * punctuation mark, a digit: a few dozen tokens), and those are cached as their nonzero words
+ * only, written into the matcher's own bitset when asked for; wide ones keep a whole copy. A
+ * whole new bitset per new state (V/8 bytes of memory never touched before, 19 KiB for 150k ids)
+ * was most of that state's cost where first-touched pages are slow (a VM: ~10 µs a page).
  */
 import { DEAD, type GrammarRun } from './matcher.ts';
 
@@ -32,12 +38,20 @@ export class TokenTrie {
   readonly numWords: number;
   /** Bytes of the longest ordinary token. */
   readonly maxTokenBytes: number;
+  /**
+   * Where MaskBuilders over this vocabulary compute a mask: the bitset (all zero between
+   * computations) and the words it has made nonzero, in order.
+   */
+  readonly work: Uint32Array;
+  readonly touched: Int32Array;
 
   constructor(readonly vocab: VocabularyData) {
     // Ids the model's vocabulary cannot produce (a tokenizer listing more ids than the model has)
     // never enter a mask: the engine rejects masks with bits beyond its vocabulary.
     this.specialIds = new Map(Object.entries(vocab.specials).filter(([, id]) => id < vocab.size));
     this.numWords = (vocab.size + 31) >>> 5;
+    this.work = new Uint32Array(this.numWords);
+    this.touched = new Int32Array(this.numWords);
     // Sort ids by bytes; a trie node is then a run of equal prefixes (built without per-node maps).
     const ids: number[] = [];
     vocab.tokens.forEach((b, id) => {
@@ -144,14 +158,33 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
 /** A state looping on at least this many bytes takes the loop-class path (TokenTrie.loopIndex). */
 const LOOP_MIN_BYTES = 32;
 
-/** Masks kept per grammar run (each is V/8 bytes: 19 KiB for a 150k vocabulary). */
+/**
+ * Masks kept per grammar run (a wide one is V/8 bytes, 19 KiB for a 150k vocabulary; a narrow
+ * one 8 bytes per nonzero word).
+ */
 const MAX_MASKS = 512;
+
+/** A mask with at most numWords / SPARSE_SHARE nonzero words is cached as those words only. */
+const SPARSE_SHARE = 32;
+
+/**
+ * A cached mask: the whole bitset, or a narrow mask's nonzero words as (word index, bits) pairs
+ * (the bits as int32: the same 32 bits).
+ */
+export class CachedMask {
+  constructor(
+    readonly whole: Uint32Array | undefined,
+    readonly pairs: Int32Array | undefined,
+  ) {}
+}
 
 /** Masks of one GrammarRun over one vocabulary, cached per state (cleared when MAX_MASKS fill up). */
 export class MaskBuilder {
-  private readonly cache = new Map<number, Uint32Array | null>();
+  private readonly cache = new Map<number, CachedMask | null>();
   private stackNode = new Int32Array(1024);
   private stackState = new Int32Array(1024);
+  /** Words of trie.work made nonzero so far by the computation under way. */
+  private numTouched = 0;
 
   constructor(
     readonly run: GrammarRun,
@@ -159,15 +192,14 @@ export class MaskBuilder {
     readonly stopIds: readonly number[],
   ) {}
 
-  /** The mask of a live state, or null when it allows nothing (cached; do not modify it). */
-  mask(state: number): Uint32Array | null {
+  /** The mask of a live state (computed on first use), or null when it allows nothing; do not modify it. */
+  cached(state: number): CachedMask | null {
     let m = this.cache.get(state);
     if (m === undefined) {
       const canonical = this.run.canonical(state);
       m = canonical === state ? undefined : this.cache.get(canonical);
       if (m === undefined) {
-        const computed = this.compute(canonical);
-        m = computed.some((word) => word !== 0) ? computed : null;
+        m = this.compute(canonical);
         if (this.cache.size >= MAX_MASKS) this.cache.clear();
         this.cache.set(canonical, m);
       }
@@ -176,26 +208,37 @@ export class MaskBuilder {
     return m;
   }
 
-  private compute(state: number): Uint32Array {
+  /** Computes into trie.work (left all zero again, also when the grammar throws) the mask to cache. */
+  private compute(state: number): CachedMask | null {
+    try {
+      return this.computeInWork(state);
+    } catch (e) {
+      this.trie.work.fill(0);
+      throw e;
+    }
+  }
+
+  private computeInWork(state: number): CachedMask | null {
     const trie = this.trie;
     const run = this.run;
-    const { childStart, childByte, childNode } = trie;
-    let mask: Uint32Array;
+    const { childStart, childByte, childNode, work, touched } = trie;
+    this.numTouched = 0;
+    let listed = true;
     let top = 0;
     const loop = this.selfLoop(state);
     if (loop) {
       // Tokens made only of bytes that keep this state are allowed as a block; the walk starts
       // where a token first leaves the loop class.
       const index = trie.loopIndex(loop);
-      mask = index.allIn.slice();
+      work.set(index.allIn);
+      listed = false; // the words set here are not in `touched`
       const trans = run.states[state]!.trans;
       for (let e = 0; e < index.exitChild.length; e++) {
         const next = trans[index.exitByte[e]!]!;
         if (next === DEAD) continue;
-        top = this.visit(mask, index.exitChild[e]!, next, top);
+        top = this.visit(index.exitChild[e]!, next, top);
       }
     } else {
-      mask = new Uint32Array(trie.numWords);
       this.stackNode[0] = 0;
       this.stackState[0] = state;
       top = 1;
@@ -210,22 +253,42 @@ export class MaskBuilder {
         let next = trans[b]!;
         if (next === -1) next = run.stepByte(s, b);
         if (next === DEAD) continue;
-        top = this.visit(mask, childNode[c]!, next, top);
+        top = this.visit(childNode[c]!, next, top);
       }
     }
     const info = run.states[state]!;
-    for (const id of info.specials) mask[id >>> 5]! |= 1 << (id & 31);
-    if (info.isAccepting) for (const id of this.stopIds) mask[id >>> 5]! |= 1 << (id & 31);
-    return mask;
+    for (const id of info.specials) this.allow(id);
+    if (info.isAccepting) for (const id of this.stopIds) this.allow(id);
+    const n = this.numTouched;
+    if (listed && n * SPARSE_SHARE <= trie.numWords) {
+      if (n === 0) return null;
+      const pairs = new Int32Array(2 * n);
+      for (let i = 0; i < n; i++) {
+        const w = touched[i]!;
+        pairs[2 * i] = w;
+        pairs[2 * i + 1] = work[w]!;
+        work[w] = 0;
+      }
+      return new CachedMask(undefined, pairs);
+    }
+    const whole = work.slice();
+    work.fill(0);
+    return whole.some((word) => word !== 0) ? new CachedMask(whole, undefined) : null;
+  }
+
+  /** Sets id's bit in trie.work, listing its word when that word was zero. */
+  private allow(id: number): void {
+    const { work, touched } = this.trie;
+    const w = id >>> 5;
+    const old = work[w]!;
+    if (old === 0) touched[this.numTouched++] = w;
+    work[w] = old | (1 << (id & 31));
   }
 
   /** Marks the tokens ending at a live trie node and queues its children; returns the new stack top. */
-  private visit(mask: Uint32Array, child: number, state: number, top: number): number {
+  private visit(child: number, state: number, top: number): number {
     const { childStart, tokenStart, tokenIds } = this.trie;
-    for (let t = tokenStart[child]!, te = tokenStart[child + 1]!; t < te; t++) {
-      const id = tokenIds[t]!;
-      mask[id >>> 5]! |= 1 << (id & 31);
-    }
+    for (let t = tokenStart[child]!, te = tokenStart[child + 1]!; t < te; t++) this.allow(tokenIds[t]!);
     if (childStart[child + 1]! > childStart[child]!) {
       if (top === this.stackNode.length) this.grow();
       this.stackNode[top] = child;
@@ -273,14 +336,34 @@ export function isAllowed(mask: Uint32Array, id: number): boolean {
  */
 export class TokenMatcher {
   state: number;
+  /** The bitset narrow masks are written into, and the pairs written there now. */
+  private readonly out: Uint32Array;
+  private shown: Int32Array | undefined;
 
   constructor(readonly builder: MaskBuilder) {
     this.state = builder.run.initial;
+    this.out = new Uint32Array(builder.trie.numWords);
   }
 
-  /** The ids allowed next; null once nothing is (a dead end: the caller lifts the constraint). */
+  /**
+   * The ids allowed next; null once nothing is (a dead end: the caller lifts the constraint).
+   * Do not modify it, and copy it to keep it: a narrow mask is this matcher's one bitset,
+   * rewritten by its next mask() call (the engine copies a mask when it is set).
+   */
   mask(): Uint32Array | null {
-    return this.state < 0 ? null : this.builder.mask(this.state);
+    if (this.state < 0) return null;
+    const m = this.builder.cached(this.state);
+    if (m === null) return null;
+    const pairs = m.pairs;
+    if (pairs === undefined) return m.whole!;
+    if (pairs !== this.shown) {
+      const out = this.out;
+      const shown = this.shown;
+      if (shown) for (let i = 0; i < shown.length; i += 2) out[shown[i]!] = 0;
+      for (let i = 0; i < pairs.length; i += 2) out[pairs[i]!] = pairs[i + 1]!;
+      this.shown = pairs;
+    }
+    return this.out;
   }
 
   advance(id: number): boolean {

@@ -1,24 +1,17 @@
 /**
- * The access log: one structured JSON line (pino) per request, written when the response has
- * finished or the client went away, so streamed bodies are timed to their end. Fields: method,
- * route (the contract's path template, never the raw URL), operation, status, duration_ms,
- * request_id (the `x-request-id` header), scope (the credential scope: a keyed hash, never the
- * key) and, for an error answered with a JSON body, its `param` and `code`. Never the API key,
- * headers, query values or request/response content. Level: info below 400, warn for 4xx, error
- * for 5xx; `MAYA_LOG_LEVEL` (ServerSettings.logLevel) filters, unset = no access log.
+ * The access log: one line per request through the one logger (handlers/logger.ts), written when
+ * the response has finished or the client went away, so streamed bodies are timed to their end.
+ * Fields: method, route (the contract's path template, never the raw URL), operation, status,
+ * duration_ms, request_id (the `x-request-id` header), scope (the credential scope: a keyed hash,
+ * never the key) and, for an error answered with a JSON body, its `param` and `code`. Never the
+ * API key, headers, query values or request/response content. Level (levelOf): info below 400,
+ * warn for 4xx, error for 5xx, except the health probe: its 503 `loading` while the model loads is
+ * the expected answer, logged at info. MAYA_LOG_LEVEL (the logger's level) filters.
  */
 import type Koa from 'koa';
-import { pino, type DestinationStream, type Logger } from 'pino';
 import type { AppDeps, RequestState } from './app-deps.ts';
-import type { LogLevel } from '../config/settings.ts';
-import { operations, type OperationId } from '../generated/operations.ts';
-
-export function createAccessLogger(
-  level: LogLevel,
-  destination: DestinationStream = pino.destination({ dest: 2, sync: true }),
-): Logger {
-  return pino({ level, base: undefined, messageKey: 'message', timestamp: pino.stdTimeFunctions.isoTime }, destination);
-}
+import { operations } from '../contract/operations.ts';
+import type { OperationId } from '../contract/types.ts';
 
 /** `param` and `code` of an error body (`{"error":{...}}`), if the body is one. */
 function errorFields(body: unknown): { param?: string | null; code?: string | null } {
@@ -28,10 +21,15 @@ function errorFields(body: unknown): { param?: string | null; code?: string | nu
   return { param: typeof param === 'string' ? param : null, code: typeof code === 'string' ? code : null };
 }
 
+/** The line's level: a failure of the server is an error, of the request a warning. */
+export function levelOf(status: number, operation: OperationId | undefined): 'info' | 'warn' | 'error' {
+  if (operation === 'getHealth') return 'info';
+  if (status >= 500) return 'error';
+  return status >= 400 ? 'warn' : 'info';
+}
+
 export function accessLog(deps: AppDeps): Koa.Middleware<RequestState> {
-  const level = deps.server.logLevel;
-  if (level === undefined || level === 'silent') return (_ctx, next) => next();
-  const logger = createAccessLogger(level, deps.accessLogDestination);
+  const { logger } = deps;
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
     let isLogged = false;
@@ -51,9 +49,7 @@ export function accessLog(deps: AppDeps): Koa.Middleware<RequestState> {
         ...(status >= 400 ? errorFields(ctx.body) : {}),
         ...(ctx.res.writableFinished ? {} : { aborted: true }),
       };
-      if (status >= 500) logger.error(line, 'request');
-      else if (status >= 400) logger.warn(line, 'request');
-      else logger.info(line, 'request');
+      logger[levelOf(status, operation)]('request', line);
     };
     ctx.res.once('finish', log);
     ctx.res.once('close', log);

@@ -10,15 +10,9 @@ import type { ModelRuntime } from '../runtime/model-runtime.ts';
 import type { JobManager } from '../store/jobs/job-manager.ts';
 import type { RedisJobMirror } from '../store/jobs/redis-job-mirror.ts';
 import type { ResponseStore } from '../store/responses/response-store.ts';
+import type { Logger } from './logger.ts';
 
-/** Structured log lines. Never pass API keys, scopes or request content as fields. */
-export interface Logger {
-  /** Routine events an operator does not need by default (a client that went away mid-stream). */
-  debug?(message: string, fields?: Record<string, unknown>): void;
-  info(message: string, fields?: Record<string, unknown>): void;
-  warn(message: string, fields?: Record<string, unknown>): void;
-  error(message: string, fields?: Record<string, unknown>): void;
-}
+export { silentLogger, type Logger } from './logger.ts';
 
 /** One section of /v1/status, e.g. `responses_cache` from the store, `responses_jobs` from jobs. */
 export type StatusProvider = () => Record<string, unknown> | Promise<Record<string, unknown>>;
@@ -47,9 +41,8 @@ export interface AppDeps {
   readonly scopeSecret?: Uint8Array;
   /** Extra /v1/status sections by name, merged over the built-in ones (model, engine, cache, jobs). */
   readonly statusProviders: Record<string, StatusProvider>;
+  /** The one logger (handlers/logger.ts): warnings, errors and the access log. */
   readonly logger: Logger;
-  /** Where the access log (handlers/access-log.ts) writes; default stderr. Tests pass a buffer. */
-  readonly accessLogDestination?: { write(line: string): void };
   /** Called once by the CLI on SIGINT/SIGTERM after the server stopped accepting. */
   shutdown?: () => Promise<void>;
 }
@@ -71,19 +64,3 @@ export type MayaContext = Koa.ParameterizedContext<RequestState>;
 
 /** Every handler: read ctx.state, set ctx.body (or stream), throw ApiError for errors. */
 export type Handler = (ctx: MayaContext, deps: AppDeps) => Promise<void>;
-
-/** JSON lines on stderr. */
-export const stderrLogger: Logger = {
-  debug: (message, fields) => {
-    if (process.env.MAYA_LOG_LEVEL === 'debug') writeLog('debug', message, fields);
-  },
-  info: (message, fields) => writeLog('info', message, fields),
-  warn: (message, fields) => writeLog('warn', message, fields),
-  error: (message, fields) => writeLog('error', message, fields),
-};
-
-function writeLog(level: string, message: string, fields?: Record<string, unknown>): void {
-  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`);
-}
-
-export const silentLogger: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };

@@ -1,7 +1,8 @@
 /**
  * createApp(deps): the Koa application. Order: error + metrics middleware (first, so every error
  * anywhere becomes the one error shape), CORS (answers preflights), the web page's static files
- * (web-page.ts; not with MAYA_WEB=off), then the routes bound from generated/operations.ts. Each route runs auth → query/path validation → body read (size limit,
+ * (web-page.ts; not with MAYA_WEB=off), then the routes bound from the contract's operations table
+ * (contract/operations.ts). Each route runs auth → query/path validation → body read (size limit,
  * JSON) → the rejection table → body schema validation → the handler, so a handler only sees an
  * authenticated, valid, supported request on ctx.state. Unknown paths → 404, known paths with
  * another method → 405, both in the error shape.
@@ -20,7 +21,8 @@ import { handlers as defaultHandlers } from './index.ts';
 import { findRejection, rejectionsFor } from './rejections.ts';
 import { compileValidators, defaultDocument, type OpenApiDocument, type OperationValidator } from './validation.ts';
 import { createHttpMetrics, type HttpMetrics } from '../metrics/http-metrics.ts';
-import { operations, type OperationId } from '../generated/operations.ts';
+import { operations } from '../contract/operations.ts';
+import type { OperationId } from '../contract/types.ts';
 
 export interface AppOptions {
   /** Replace handlers (tests: spies; owners: before index.ts binds theirs). */

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import type { Handler } from './app-deps.ts';
 import { requireRuntime } from '../responses/service.ts';
-import { operations } from '../generated/operations.ts';
+import { operations } from '../contract/operations.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version;

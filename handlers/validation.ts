@@ -11,7 +11,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { badRequest, type ApiError } from '../contract/errors.ts';
 import { explainErrors, type SchemaResolver } from './explain-errors.ts';
-import { openapiDocument } from '../generated/openapi-document.ts';
+import { openapiDocument } from '../contract/operations.ts';
 
 export const DOCUMENT_ID = 'openapi.json';
 
@@ -23,7 +23,7 @@ export interface OpenApiDocument {
   [key: string]: unknown;
 }
 
-/** The contract (openapi/openapi.yaml, generated into generated/openapi-document.ts). */
+/** The contract (openapi/openapi.yaml, generated into generated/openapi-document.ts, reached through contract/operations.ts). */
 export const defaultDocument = contractDocument(openapiDocument);
 
 /** The generated document, checked to have the shape the validators read. */

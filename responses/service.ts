@@ -5,7 +5,8 @@
  *
  * - createResponse: the loaded model or 503 → continued history → storage limits → plan → the
  *   Response object → a foreground run (events to drain or stream) or a queued background task.
- * - createChatCompletion: the same plan and run for a Chat Completions request.
+ * - startTranslatedRun: the same plan and run for a request translated from another API
+ *   (chat-completions.ts translates Chat Completions onto it).
  * - The resource operations (retrieve, stream, delete, cancel, input items, continuation) find a
  *   response id in one place, `taskRecords`: a background task's record first (it is the newer and
  *   fuller copy while it is retained), then the store.
@@ -26,7 +27,6 @@ import type {
   StoredHistory,
   StoredResponse,
 } from '../store/responses/response-store.ts';
-import { chatHistory, chatPlanRequest, type ChatRequest } from './chat-request.ts';
 import { indexStoredItems, reasoningSealer, resolveInput } from './client-features.ts';
 import type { ReasoningContent } from './encrypted-reasoning.ts';
 import { newId } from './ids.ts';
@@ -393,28 +393,26 @@ export async function listInputItems(
   return page;
 }
 
-/** createChatCompletion: the Responses plan and run for a Chat Completions request. */
-export async function createChatCompletion(
-  deps: Pick<ServiceDeps, 'getRuntime' | 'isStopping' | 'registry'>,
-  chat: ChatRequest,
-  signal: AbortSignal,
-): Promise<{
-  runtime: ModelRuntime;
-  response: ResponseObject;
-  events: AsyncGenerator<StreamEvent, ResponseObject, void>;
-}> {
-  const runtime = requireRuntime(deps);
-  const request = withSamplingDefaults(runtime, chatPlanRequest(chat));
-  const plan = await planResponseAsync(runtime, request, chatHistory(chat.messages), 0);
-  const response = newResponseObject(request, newId('resp'), runtime.id, 'in_progress');
-  const onFirstToken = firstTokenObserver(deps);
-  return {
-    runtime,
-    response,
-    events: runResponse(runtime, plan, response, { signal, seed: request.seed, onFirstToken }),
-  };
+/** Records a run's time to first token on the app's registry (generation-metrics.ts); none without one. */
+export function firstTokenObserver(deps: Pick<ServiceDeps, 'registry'>): ((seconds: number) => void) | undefined {
+  return deps.registry ? generationMetrics(deps.registry).observeFirstToken : undefined;
 }
 
-function firstTokenObserver(deps: Pick<ServiceDeps, 'registry'>): ((seconds: number) => void) | undefined {
-  return deps.registry ? generationMetrics(deps.registry).observeFirstToken : undefined;
+/**
+ * A foreground run of a request translated from another API (chat-completions.ts) on the loaded
+ * model (requireRuntime): the plan of `request` over `history`, never stored, never in the
+ * background, continuing nothing. Planning raises the request's 4xx; the events must be iterated
+ * (drained or streamed). `onFirstToken` records its time to first token (firstTokenObserver).
+ */
+export async function startTranslatedRun(
+  runtime: ModelRuntime,
+  request: PlanRequest,
+  history: HistoryItem[],
+  signal: AbortSignal,
+  onFirstToken?: (seconds: number) => void,
+): Promise<{ response: ResponseObject; events: AsyncGenerator<StreamEvent, ResponseObject, void> }> {
+  const planned = withSamplingDefaults(runtime, request);
+  const plan = await planResponseAsync(runtime, planned, history, 0);
+  const response = newResponseObject(planned, newId('resp'), runtime.id, 'in_progress');
+  return { response, events: runResponse(runtime, plan, response, { signal, seed: planned.seed, onFirstToken }) };
 }

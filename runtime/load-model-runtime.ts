@@ -3,9 +3,9 @@
  * (its own worker thread), the tokenizer, and the model family's dialect. Progress is reported
  * per stage; any failure closes what was already loaded and rethrows with the stage named.
  */
-import { loadWeightDtype, type WeightDtype } from '../config/settings.ts';
+import { DEFAULT_DECODING_SETTINGS } from '../config/settings.ts';
 import { loadDialect } from '../dialects/select.ts';
-import { NativeEngine } from '../engine-cuda/native-engine.ts';
+import { NativeEngine, type NativeEngineOptions } from '../engine-cuda/native-engine.ts';
 import { readModelDir } from '../checkpoint/model-dir.ts';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
 import type { JsonLimits } from '../grammar/json-schema.ts';
@@ -17,16 +17,17 @@ import { PromptPool } from './prompt-pool.ts';
 /** Threads that render and tokenise large inputs (each loads its own tokenizer, started on first use). */
 const PROMPT_WORKERS = 2;
 
+/** Each option comes from config/ (ServerSettings) through the caller; unset = its default there. */
 export interface LoadOptions {
   onProgress?: (progress: LoadProgress) => void;
-  /** Dialect override (MAYA_DIALECT, from the environment or the config file), e.g. 'glm47'. */
+  /** Dialect override (MAYA_DIALECT), e.g. 'glm47'. */
   dialect?: string;
-  /** Constrained decoding; default: on unless MAYA_CONSTRAINED_DECODING=0. */
+  /** Constrained decoding (MAYA_CONSTRAINED_DECODING); default DEFAULT_DECODING_SETTINGS (on). */
   constrainedDecoding?: boolean;
-  /** Soft limits under constraint; default from MAYA_GRAMMAR_MAX_STRING / _MAX_ITEMS (grammarLimits()). */
+  /** Soft limits under constraint (MAYA_GRAMMAR_MAX_STRING / _MAX_ITEMS); default DEFAULT_DECODING_SETTINGS. */
   grammarLimits?: JsonLimits;
-  /** Engine weights: as stored or 8-bit (q8); default from MAYA_WEIGHT_DTYPE (ServerSettings.weightDtype). */
-  weightDtype?: WeightDtype;
+  /** How the engine is created (MAYA_WEIGHT_DTYPE, MAYA_ENGINE_*, MAYA_CUDA_*: config's engineOptions()). */
+  engine?: NativeEngineOptions;
 }
 
 export function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
@@ -38,18 +39,10 @@ export function pipelineTokenizer(tokenizer: Tokenizer): PipelineTokenizer {
   };
 }
 
-/**
- * Soft limits for JSON strings and arrays whose schema sets no maximum: 128 characters and 16
- * items unless MAYA_GRAMMAR_MAX_STRING / MAYA_GRAMMAR_MAX_ITEMS say otherwise (0 = none). They
- * bound the loops of a model forced to stay inside a value (see grammar/json-schema.ts).
- */
-export function grammarLimits(env: NodeJS.ProcessEnv = process.env): JsonLimits {
-  const read = (value: string | undefined, fallback: number) => {
-    const n = value === undefined || value === '' ? fallback : Number(value);
-    return Number.isInteger(n) && n >= 0 ? n : fallback;
-  };
-  return { maxStringLength: read(env.MAYA_GRAMMAR_MAX_STRING, 128), maxItems: read(env.MAYA_GRAMMAR_MAX_ITEMS, 16) };
-}
+const DEFAULT_GRAMMAR_LIMITS: JsonLimits = {
+  maxStringLength: DEFAULT_DECODING_SETTINGS.maxString,
+  maxItems: DEFAULT_DECODING_SETTINGS.maxItems,
+};
 
 function samplingDefaults(config: Record<string, unknown> | null): { temperature?: number; topP?: number } {
   const number = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
@@ -84,8 +77,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   progress({ stage: 'template', fraction: 0.2 });
   const dialect = await loadDialect(modelDir.dir, options.dialect);
   progress({ stage: 'weights', fraction: 0.3 });
-  const weightDtype = options.weightDtype ?? loadWeightDtype(process.env.MAYA_WEIGHT_DTYPE);
-  const engine = await NativeEngine.load(modelDir.dir, weightDtype ? { weightDtype } : {});
+  const engine = await NativeEngine.load(modelDir.dir, options.engine ?? {});
   let vision: VisionConfig | undefined;
   try {
     vision = engine.info.vision === true ? await visionConfig(modelDir.dir, modelDir.config) : undefined;
@@ -100,7 +92,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
   // Masks need each token's bytes: a tokenizer without a byte-level vocabulary is not constrained.
   const vocabulary = tokenizer.vocabularyBytes();
   const constrainedDecoding =
-    (options.constrainedDecoding ?? process.env.MAYA_CONSTRAINED_DECODING !== '0') &&
+    (options.constrainedDecoding ?? DEFAULT_DECODING_SETTINGS.constrained) &&
     vocabulary.tokens.some((bytes) => bytes !== undefined);
   if (constrainedDecoding) engine.setVocabulary(vocabulary);
   progress({ stage: `ready (engine backend: ${engine.info.backend})`, fraction: 1 });
@@ -115,7 +107,7 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
     dialect,
     samplingDefaults: samplingDefaults(modelDir.generationConfig),
     constrainedDecoding,
-    grammarLimits: options.grammarLimits ?? grammarLimits(),
+    grammarLimits: options.grammarLimits ?? DEFAULT_GRAMMAR_LIMITS,
     promptWorkers,
     ...(vision ? { vision } : {}),
     close: async () => {

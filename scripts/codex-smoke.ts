@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startService } from '../cli/serve.ts';
+import { loadEngineSettings } from '../config/engine-settings.ts';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS } from '../config/settings.ts';
 import { silentLogger } from '../handlers/app-deps.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
@@ -139,6 +140,7 @@ const service = await startService({
     apiKeys: [],
     corsOrigins: undefined,
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+    engine: loadEngineSettings(process.env),
     // What README "Codex CLI" asks of the server for thinking on (Codex replays reasoning encrypted).
     optIns: { itemReferences: false, encryptedReasoning: true },
   },

@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
 import { startService } from '../cli/serve.ts';
+import { ENGINE_SETTING_NAMES } from '../config/engine-settings.ts';
 import { loadResponsesSettings, loadServerSettings } from '../config/settings.ts';
 import { silentLogger } from '../handlers/app-deps.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
@@ -230,8 +231,15 @@ async function main(): Promise<number> {
   });
 
   const settings = loadResponsesSettings({});
+  // The decoding and engine settings of this process's environment reach the server as `maya serve`'s would.
   const decodingEnv = Object.fromEntries(
-    ['MAYA_CONSTRAINED_DECODING', 'MAYA_GRAMMAR_MAX_STRING', 'MAYA_GRAMMAR_MAX_ITEMS']
+    [
+      'MAYA_CONSTRAINED_DECODING',
+      'MAYA_GRAMMAR_MAX_STRING',
+      'MAYA_GRAMMAR_MAX_ITEMS',
+      'MAYA_WEIGHT_DTYPE',
+      ...ENGINE_SETTING_NAMES,
+    ]
       .filter((k) => process.env[k] !== undefined)
       .map((k) => [k, process.env[k]]),
   );

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import fc from 'fast-check';
 import { startService } from '../cli/serve.ts';
 import { DEFAULT_MODEL_DIR } from '../cli/maya.ts';
+import { loadEngineSettings } from '../config/engine-settings.ts';
 import { DEFAULT_RESPONSES_SETTINGS, loadServerSettings } from '../config/settings.ts';
 import { silentLogger } from '../handlers/app-deps.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
@@ -19,7 +20,10 @@ const { values } = parseArgs({
 const count = Number(values.count);
 const service = await startService({
   settings: DEFAULT_RESPONSES_SETTINGS,
-  server: loadServerSettings({ MAYA_PORT: '0', MAYA_LOG_LEVEL: 'silent' }),
+  server: {
+    ...loadServerSettings({ MAYA_PORT: '0', MAYA_LOG_LEVEL: 'silent' }),
+    engine: loadEngineSettings(process.env),
+  },
   modelDir: DEFAULT_MODEL_DIR,
   loadRuntime: loadModelRuntime,
   logger: silentLogger,

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 3
+#define ENG_ABI_VERSION 5
 
 typedef struct eng_ctx eng_ctx;
 
@@ -48,20 +48,30 @@ enum {
 };
 
 /* Creation parameters: a flat int64 array indexed by ENG_PARAM_*. A value <= 0 (or an array
- * shorter than the index) means "choose the default". */
+ * shorter than the index) means "choose the default". The library reads no environment variable:
+ * every setting arrives here (the host's config/ reads MAYA_* and encodes them, see ffi.ts). */
 enum {
-    ENG_PARAM_BACKEND = 0,       /* 0 auto ($MAYA_ENGINE_BACKEND, else cuda if usable), 1 cpu, 2 cuda */
+    ENG_PARAM_BACKEND = 0,       /* 0 auto (cuda when its library is built and sees a GPU, else cpu), 1 cpu, 2 cuda */
     ENG_PARAM_N_THREADS = 1,     /* CPU worker threads; default: online cores */
     ENG_PARAM_BLOCK_SIZE = 2,    /* tokens per KV block; default 16 */
     ENG_PARAM_N_BLOCKS = 3,      /* KV blocks; default sized from ENG_PARAM_KV_BYTES */
-    ENG_PARAM_KV_BYTES = 4,      /* KV cache budget in bytes when N_BLOCKS is unset */
+    ENG_PARAM_KV_BYTES = 4,      /* KV cache budget in bytes when N_BLOCKS is unset (CPU: default 2 GiB, pages
+                                    touched lazily; CUDA: a cap below free device memory, default none) */
     ENG_PARAM_MAX_BATCH = 5,     /* most sequences decoded in one step; default 16 */
     ENG_PARAM_PREFILL_CHUNK = 6, /* most prompt tokens prefilled in one step; default 256 */
     ENG_PARAM_N_CTX = 7,         /* context limit; default (and maximum) max_position_embeddings */
     ENG_PARAM_WEIGHT_DTYPE = 8,  /* 0/1 as stored; 2 q8: matrices quantized at load to int8 per block of
                                     32 with an f32 scale (CPU backend only; MoE routers and matrices
                                     whose columns are not a multiple of 32 stay as stored) */
-    ENG_PARAM_COUNT = 9
+    ENG_PARAM_SIMD = 9,          /* CPU kernel path of this context: 0 the fastest this CPU runs, 1 scalar,
+                                    2 avx2, 3 avx512 (UNSUPPORTED when the CPU or the build lacks it) */
+    ENG_PARAM_WEIGHT_COPY = 10,  /* CPU backend: 0/1 copy the matrices into transparent huge pages when they
+                                    take at most half of MemAvailable; 2 keep them in the checkpoint mapping */
+    ENG_PARAM_CUDA_DEVICE = 11,  /* CUDA device ordinal; default 0 */
+    ENG_PARAM_CUDA_TC_MIN_TOKENS = 12, /* CUDA: a matmul over at least this many tokens uses the tensor-core
+                                    bf16 gemm; default 16 (a value above any batch, e.g. 1 << 30: never) */
+    ENG_PARAM_CUDA_GRAPHS = 13,  /* CUDA: 0/1 replay decode steps as CUDA graphs; 2 launch each kernel */
+    ENG_PARAM_COUNT = 14
 };
 
 /* Fields of eng_ctx_info() (fixed for the context's life). */
@@ -74,8 +84,8 @@ enum {
     ENG_INFO_SIMD = 13, /* CPU kernel path: 0 scalar, 1 avx2, 2 avx512 */
     ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
     ENG_INFO_VISION = 15, /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
-    ENG_INFO_N_THREADS = 16, /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
-    ENG_INFO_WEIGHT_DTYPE = 17, /* the matrices' dtype as run: 0 f32, 1 f16, 2 bf16, 4 fp8 e4m3, 5 q8 */
+    ENG_INFO_WEIGHT_DTYPE = 16, /* the matrices' dtype as run: 0 f32, 1 f16, 2 bf16, 4 fp8 e4m3, 5 q8 (quantized at load) */
+    ENG_INFO_N_THREADS = 17, /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
     ENG_INFO_COUNT = 18
 };
 
@@ -111,6 +121,11 @@ ENG_API int32_t eng_last_error(char *buf, int32_t len);
 /* Loads a Hugging Face model directory (config.json + safetensors). Writes the context to *out.
  * Returns OK, INVALID_ARG, IO, BAD_CHECKPOINT, UNSUPPORTED, OUT_OF_MEMORY, BACKEND. */
 ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int32_t n_params, eng_ctx **out);
+/* Where the CUDA backend's library is loaded from; default libmaya_engine_cuda.so beside this
+ * library. It is loaded once per process, by the first eng_ctx_create whose backend is auto or
+ * cuda, and never unloaded, so set it before that. NULL or "" = the default. Returns OK, or
+ * INVALID_ARG once the library was looked up at another path. */
+ENG_API int32_t eng_cuda_lib_set(const char *path);
 ENG_API void eng_ctx_free(eng_ctx *ctx);
 /* Copy min(cap, ENG_INFO_COUNT) / ENG_STAT_COUNT fields into out. Return the count written. */
 ENG_API int32_t eng_ctx_info(const eng_ctx *ctx, int64_t *out, int32_t cap);

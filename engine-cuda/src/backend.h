@@ -70,16 +70,22 @@ class Backend {
     virtual int32_t simd() const = 0; // ENG_INFO_SIMD
 };
 
-/* Creates the CPU backend over a loaded model (which must outlive it).
+struct Kernels;     // kernels.h
+struct CudaOptions; // cuda/cuda_api.h
+
+/* Creates the CPU backend over a loaded model (which must outlive it), running the kernel table k.
  * Returns OK, OUT_OF_MEMORY or INVALID_ARG. */
-int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, std::unique_ptr<Backend> *out);
+int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, const Kernels &k, std::unique_ptr<Backend> *out);
 
 /* The CUDA backend lives in libmaya_engine_cuda.so (src/cuda/, loaded on first use by
  * cuda_loader.cpp). Whether it is built, loadable and sees a GPU; else *why says what is missing. */
 bool cuda_backend_usable(std::string *why);
-/* Creates it; cfg->n_blocks (wanted) is lowered to what device memory and kv_cap_bytes (0: no cap)
- * hold. Returns OK, UNSUPPORTED (library or GPU missing), OUT_OF_MEMORY, INVALID_ARG or BACKEND. */
-int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, int64_t kv_cap_bytes, std::unique_ptr<Backend> *out);
+/* The library's path for the next (first) load; "" = beside this module. Returns OK, or
+ * INVALID_ARG once the library was looked up at another path (eng_cuda_lib_set). */
+int32_t cuda_library_set(const char *path);
+/* Creates it; cfg->n_blocks (wanted) is lowered to what device memory and opt.kv_cap_bytes (0: no
+ * cap) hold. Returns OK, UNSUPPORTED (library or GPU missing), OUT_OF_MEMORY, INVALID_ARG or BACKEND. */
+int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, const CudaOptions &opt, std::unique_ptr<Backend> *out);
 
 } // namespace maya
 

@@ -725,10 +725,8 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
 
 } // namespace
 
-int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, std::unique_ptr<Backend> *out) {
-    const Kernels *k;
-    ENG_TRY(kernels_choose(&k));
-    std::unique_ptr<CpuBackend> b(new CpuBackend(model, *k));
+int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, const Kernels &k, std::unique_ptr<Backend> *out) {
+    std::unique_ptr<CpuBackend> b(new CpuBackend(model, k));
     ENG_TRY(b->init(cfg));
     *out = std::move(b);
     return ENG_STATUS_OK;

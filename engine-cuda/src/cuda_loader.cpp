@@ -1,13 +1,14 @@
 /* cuda_loader.cpp: finds, loads and checks libmaya_engine_cuda.so, and creates the CUDA backend.
  *
- * The library is looked up as $MAYA_ENGINE_CUDA_LIB, else next to the module that holds this code
- * (libmaya_engine.so, or the test binary), and loaded once per process (never unloaded). It links
- * the CUDA runtime statically, so only the NVIDIA driver (libcuda.so.1) is needed at run time.
+ * The library is looked up at the path eng_cuda_lib_set() gave, else next to the module that holds
+ * this code (libmaya_engine.so, or the test binary), and loaded once per process (never unloaded).
+ * It links the CUDA runtime statically, so only the NVIDIA driver (libcuda.so.1) is needed at run time.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <mutex>
 #include <string>
 
 #include "backend.h"       // defines: Backend, cuda_backend_*
@@ -27,9 +28,14 @@ struct CudaLib {
 int32_t host_set_error(int32_t status, const char *msg) { return fail(status, "%s", msg); }
 const CudaHost kHost = {host_set_error};
 
+std::mutex path_mutex;
+std::string path_set;        // eng_cuda_lib_set(); "" = beside this module
+bool is_looked_up = false;   // load() ran: the path is fixed for the process
+
 std::string library_path() {
-    const char *env = getenv("MAYA_ENGINE_CUDA_LIB");
-    if (env && *env) return env;
+    std::lock_guard<std::mutex> lock(path_mutex);
+    is_looked_up = true;
+    if (!path_set.empty()) return path_set;
     Dl_info info;
     std::string dir = ".";
     if (dladdr((void *)&cuda_backend_create, &info) && info.dli_fname) {
@@ -69,6 +75,16 @@ CudaLib &lib() {
 
 } // namespace
 
+int32_t cuda_library_set(const char *path) {
+    std::string want = path ? path : "";
+    std::lock_guard<std::mutex> lock(path_mutex);
+    if (is_looked_up && want != path_set)
+        return fail(ENG_STATUS_INVALID_ARG, "the CUDA library was already looked up at %s; set its path before the first context",
+                    path_set.empty() ? "its default path" : path_set.c_str());
+    path_set = want;
+    return ENG_STATUS_OK;
+}
+
 bool cuda_backend_usable(std::string *why) {
     CudaLib &l = lib();
     if (!l.error.empty()) {
@@ -81,13 +97,9 @@ bool cuda_backend_usable(std::string *why) {
     return n > 0;
 }
 
-int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, int64_t kv_cap_bytes, std::unique_ptr<Backend> *out) {
+int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, const CudaOptions &opt, std::unique_ptr<Backend> *out) {
     CudaLib &l = lib();
     if (!l.error.empty()) return fail(ENG_STATUS_UNSUPPORTED, "%s", l.error.c_str());
-    CudaOptions opt;
-    opt.kv_cap_bytes = kv_cap_bytes;
-    const char *dev = getenv("MAYA_CUDA_DEVICE");
-    if (dev && *dev) opt.device = atoi(dev);
     Backend *b = nullptr;
     int32_t st = l.create(&model, cfg, &opt, &kHost, &b);
     if (st < 0) return st;

@@ -16,6 +16,8 @@
 #include "backend.h"       // defines: Backend, cpu_backend_create, cuda_backend_create
 #include "block_manager.h" // defines: BlockManager
 #include "common.h"        // defines: fail, last_error, ENG_TRY
+#include "cuda/cuda_api.h" // defines: CudaOptions
+#include "kernels.h"       // defines: Kernels, kernels_choose
 #include "model.h"         // defines: Model, model_load
 #include "scheduler.h"     // defines: Scheduler
 #include "vision.h"        // defines: VisionEncoder, mrope_positions
@@ -46,6 +48,10 @@ static int64_t param(const int64_t *params, int32_t n, int idx, int64_t def) {
     return (params && idx < n && params[idx] > 0) ? params[idx] : def;
 }
 
+// ENG_INFO_WEIGHT_DTYPE is the DType of the matrices; engine.h documents these numbers.
+static_assert(DT_F32 == 0 && DT_F16 == 1 && DT_BF16 == 2 && DT_F8_E4M3 == 4 && DT_Q8 == 5,
+              "DType values are ENG_INFO_WEIGHT_DTYPE's (engine.h)");
+
 static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, int64_t n_threads) {
     const ModelConfig &mc = c->model.cfg;
     int64_t *in = c->info;
@@ -65,26 +71,28 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, i
     in[ENG_INFO_SIMD] = c->backend->simd();
     in[ENG_INFO_N_PARAMS_ACTIVE] = c->model.n_params_active;
     in[ENG_INFO_VISION] = c->model.vision ? 1 : 0;
+    // q8 when any matrix was quantized at load; else layer 0's attention output matrix stands for
+    // all (every architecture has one, and FP8 applies to all the big matrices alike).
+    in[ENG_INFO_WEIGHT_DTYPE] = c->model.has_q8() ? DT_Q8 : c->model.layers.empty() ? DT_F32 : c->model.layers[0].wo.dtype;
     in[ENG_INFO_N_THREADS] = n_threads;
-    // Layer 0's attention output matrix stands for all: every architecture has one, and q8 or FP8
-    // applies to all the big matrices alike.
-    in[ENG_INFO_WEIGHT_DTYPE] = c->model.layers.empty() ? DT_F32 : c->model.layers[0].wo.dtype;
 }
 
-/* ENG_PARAM_BACKEND, else $MAYA_ENGINE_BACKEND (cpu|cuda|auto), else auto: cuda when its library
- * is built and sees a GPU, cpu otherwise. Writes 1 (cpu) or 2 (cuda). */
-static int32_t choose_backend(const int64_t *params, int32_t n_params, int64_t *out, bool *is_auto) {
+/* ENG_PARAM_BACKEND for this model: auto picks cuda when its library is built and sees a GPU, cpu
+ * otherwise; a model only the CPU backend runs (vision, q8 weights) takes the CPU in auto mode and
+ * is refused when cuda was asked for. Writes 1 (cpu) or 2 (cuda). */
+static int32_t choose_backend(const eng_ctx *c, const int64_t *params, int32_t n_params, int64_t *out, bool *is_auto) {
     int64_t b = param(params, n_params, ENG_PARAM_BACKEND, 0);
-    const char *env = getenv("MAYA_ENGINE_BACKEND");
-    if (b == 0 && env && *env) {
-        if (strcmp(env, "cpu") == 0) b = 1;
-        else if (strcmp(env, "cuda") == 0) b = 2;
-        else if (strcmp(env, "auto") != 0)
-            return fail(ENG_STATUS_INVALID_ARG, "MAYA_ENGINE_BACKEND must be cpu, cuda or auto (got '%s')", env);
-    }
     if (b > 2) return fail(ENG_STATUS_INVALID_ARG, "unknown backend %lld", (long long)b);
     *is_auto = b == 0;
     if (b == 0) b = cuda_backend_usable(nullptr) ? 2 : 1;
+    if (c->model.vision && b == 2) { // M-RoPE and image embeddings exist on the CPU backend only
+        if (!*is_auto) return fail(ENG_STATUS_UNSUPPORTED, "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
+        b = 1;
+    }
+    if (c->model.is_q8 && b == 2) { // the Q8 kernels are the CPU backend's
+        if (!*is_auto) return fail(ENG_STATUS_UNSUPPORTED, "weight dtype q8 runs on the CPU backend only");
+        b = 1;
+    }
     *out = b;
     return ENG_STATUS_OK;
 }
@@ -92,11 +100,10 @@ static int32_t choose_backend(const int64_t *params, int32_t n_params, int64_t *
 static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params);
 
 /* The CPU backend copies the matrices into huge pages (model_place_weights) when they take at most
- * half of MemAvailable; $MAYA_ENGINE_WEIGHT_COPY=0 keeps them in the checkpoint mapping, and so
- * does a kernel with transparent huge pages off ("[never]": the copy would gain nothing). */
-static int64_t weight_copy_budget() {
-    const char *env = getenv("MAYA_ENGINE_WEIGHT_COPY");
-    if (env && strcmp(env, "0") == 0) return -1;
+ * half of MemAvailable, unless ENG_PARAM_WEIGHT_COPY is 2 or the kernel has transparent huge pages
+ * off ("[never]": the copy would gain nothing). Returns that byte budget, or -1 for no copy. */
+static int64_t weight_copy_budget(const int64_t *params, int32_t n_params) {
+    if (param(params, n_params, ENG_PARAM_WEIGHT_COPY, 1) == 2) return -1;
     char line[256];
     FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
     if (thp) {
@@ -121,87 +128,126 @@ static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t
     return configure(c, p.data(), ENG_PARAM_COUNT);
 }
 
-/* Sizes the KV cache and context limit from the creation parameters and builds the backend,
- * block manager and scheduler. */
-static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
+/* What configure() derives from the creation parameters and the model. */
+struct Sizes {
+    int64_t n_threads = 1, bs = 16, max_batch = 16, chunk = 256, n_ctx = 0, n_blocks = 0;
+};
+
+/* Threads, KV block size, batch, prefill chunk and context limit (n_blocks: size_kv_cache). */
+static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t n_params, Sizes *s) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    s->n_threads = param(params, n_params, ENG_PARAM_N_THREADS, online > 0 ? online : 1);
+    s->bs = param(params, n_params, ENG_PARAM_BLOCK_SIZE, 16);
+    s->max_batch = param(params, n_params, ENG_PARAM_MAX_BATCH, 16);
+    s->chunk = param(params, n_params, ENG_PARAM_PREFILL_CHUNK, 256);
+    s->n_ctx = param(params, n_params, ENG_PARAM_N_CTX, mc.max_pos);
+    if (s->n_threads > 256 || s->bs > 4096 || s->max_batch > 4096 || s->chunk > (1 << 20))
+        return fail(ENG_STATUS_INVALID_ARG, "a creation parameter is out of range");
+    if (s->n_ctx > mc.max_pos) s->n_ctx = mc.max_pos;
+    return ENG_STATUS_OK;
+}
+
+/* ENG_PARAM_N_BLOCKS, else room for max_batch full contexts: on CUDA lowered later by the backend to
+ * free device memory (and ENG_PARAM_KV_BYTES), on the CPU within ENG_PARAM_KV_BYTES (default 2 GiB;
+ * pages are touched lazily). Lowers n_ctx so that one sequence always fits. */
+static int32_t size_kv_cache(const ModelConfig &mc, const int64_t *params, int32_t n_params, int64_t backend, Sizes *s) {
+    int64_t block_bytes = mc.n_layer * mc.kv_floats_per_token() * s->bs * (int64_t)sizeof(float);
+    int64_t want = (s->max_batch * s->n_ctx + s->bs - 1) / s->bs;
+    s->n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
+    if (s->n_blocks == 0 && backend == 2) {
+        s->n_blocks = want > INT32_MAX / 2 ? INT32_MAX / 2 : want;
+    } else if (s->n_blocks == 0) {
+        int64_t budget = param(params, n_params, ENG_PARAM_KV_BYTES, 2LL << 30);
+        s->n_blocks = budget / block_bytes < want ? budget / block_bytes : want;
+        if (s->n_blocks < 1) return fail(ENG_STATUS_INVALID_ARG, "KV budget %lld bytes holds no block of %lld bytes",
+                                         (long long)budget, (long long)block_bytes);
+    }
+    if (s->n_blocks > INT32_MAX / 2) return fail(ENG_STATUS_INVALID_ARG, "too many KV blocks");
+    if (s->n_ctx > s->n_blocks * s->bs) s->n_ctx = s->n_blocks * s->bs;
+    return ENG_STATUS_OK;
+}
+
+static BackendConfig backend_config(const Sizes &s) {
+    BackendConfig bc;
+    bc.n_threads = (int32_t)s.n_threads;
+    bc.block_size = (int32_t)s.bs;
+    bc.n_blocks = (int32_t)s.n_blocks;
+    bc.max_tokens = (int32_t)(s.chunk + s.max_batch);
+    bc.max_logits = (int32_t)s.max_batch;
+    bc.n_ctx = (int32_t)s.n_ctx;
+    return bc;
+}
+
+/* The CUDA backend with the ENG_PARAM_CUDA_* options and ENG_PARAM_KV_BYTES as its KV cap; n_blocks
+ * and n_ctx come down to what it allocated. Returns its status (UNSUPPORTED: no library or GPU, or a
+ * model its kernels lack). */
+static int32_t create_cuda_backend(eng_ctx *c, const int64_t *params, int32_t n_params, Sizes *s) {
+    CudaOptions opt;
+    opt.kv_cap_bytes = param(params, n_params, ENG_PARAM_KV_BYTES, 0);
+    int64_t device = param(params, n_params, ENG_PARAM_CUDA_DEVICE, 0);
+    int64_t tc_min = param(params, n_params, ENG_PARAM_CUDA_TC_MIN_TOKENS, opt.tc_min_tokens);
+    if (device > 4096) return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_CUDA_DEVICE %lld is out of range", (long long)device);
+    opt.device = (int32_t)device;
+    opt.tc_min_tokens = (int32_t)(tc_min > (1 << 30) ? (1 << 30) : tc_min);
+    opt.use_graphs = param(params, n_params, ENG_PARAM_CUDA_GRAPHS, 1) != 2;
+    BackendConfig bc = backend_config(*s);
+    int32_t st = cuda_backend_create(c->model, &bc, opt, &c->backend);
+    if (st < 0) return st;
+    s->n_blocks = bc.n_blocks;
+    if (s->n_ctx > s->n_blocks * s->bs) s->n_ctx = s->n_blocks * s->bs;
+    return ENG_STATUS_OK;
+}
+
+/* The CPU backend on kernel table k, after placing the weights (weight_copy_budget). */
+static int32_t create_cpu_backend(eng_ctx *c, const int64_t *params, int32_t n_params, const Kernels &k, const Sizes &s) {
+    bool placed;
+    model_check_f8(&c->model);
+    ENG_TRY(model_place_weights(&c->model, weight_copy_budget(params, n_params), &placed));
+    return cpu_backend_create(c->model, backend_config(s), k, &c->backend);
+}
+
+/* The block manager, the scheduler and (vision models) the image encoder over the built backend. */
+static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
     const ModelConfig &mc = c->model.cfg;
+    c->bm.init((int32_t)s.n_blocks, (int32_t)s.bs);
+    SchedulerConfig sc;
+    sc.max_batch = (int32_t)s.max_batch;
+    sc.prefill_chunk = (int32_t)s.chunk;
+    sc.n_ctx = (int32_t)s.n_ctx;
+    sc.n_vocab = mc.n_vocab;
+    ENG_TRY(c->sched.init(sc, &c->bm, c->backend.get()));
+    if (c->model.vision) {
+        c->vision.reset(new VisionEncoder());
+        ENG_TRY(c->vision->init(*c->model.vision, (int)s.n_threads, k));
+        c->sched.set_vision(c->vision.get(), mc.n_embd);
+    }
+    c->pending.reserve((size_t)(3 * s.max_batch + 1) * ENG_EVENT_INTS);
+    fill_info(c, s.n_ctx, s.bs, s.n_blocks, s.n_threads);
+    return ENG_STATUS_OK;
+}
+
+/* Builds the context's runtime from the creation parameters: the CPU kernel table (ENG_PARAM_SIMD,
+ * chosen per context), the backend, the KV cache sizes, then the scheduler. */
+static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
+    const Kernels *k = nullptr;
     int64_t backend = 1;
     bool is_auto = false;
-    ENG_TRY(choose_backend(params, n_params, &backend, &is_auto));
-    if (c->model.vision && backend == 2) { // M-RoPE and image embeddings exist on the CPU backend only
-        if (!is_auto) return fail(ENG_STATUS_UNSUPPORTED, "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
-        backend = 1;
-    }
-    if (c->model.is_q8 && backend == 2) { // the Q8 kernels are the CPU backend's
-        if (!is_auto) return fail(ENG_STATUS_UNSUPPORTED, "weight dtype q8 runs on the CPU backend only");
-        backend = 1;
-    }
-    const char *kv_env = getenv("MAYA_ENGINE_KV_BYTES"); // the KV budget / cap when ENG_PARAM_KV_BYTES is unset
-    int64_t kv_bytes_env = kv_env ? strtoll(kv_env, nullptr, 10) : 0;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int64_t n_threads = param(params, n_params, ENG_PARAM_N_THREADS, online > 0 ? online : 1);
-    int64_t bs = param(params, n_params, ENG_PARAM_BLOCK_SIZE, 16);
-    int64_t max_batch = param(params, n_params, ENG_PARAM_MAX_BATCH, 16);
-    int64_t chunk = param(params, n_params, ENG_PARAM_PREFILL_CHUNK, 256);
-    int64_t n_ctx = param(params, n_params, ENG_PARAM_N_CTX, mc.max_pos);
-    if (n_threads > 256 || bs > 4096 || max_batch > 4096 || chunk > (1 << 20))
-        return fail(ENG_STATUS_INVALID_ARG, "a creation parameter is out of range");
-    if (n_ctx > mc.max_pos) n_ctx = mc.max_pos;
-    int64_t block_bytes = mc.n_layer * mc.kv_floats_per_token() * bs * (int64_t)sizeof(float);
-    int64_t n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
-    if (n_blocks == 0 && backend == 2) {
-        // CUDA: room for max_batch full contexts, lowered by the backend to free device memory
-        // (capped by ENG_PARAM_KV_BYTES, else $MAYA_ENGINE_KV_BYTES, when given).
-        n_blocks = (max_batch * n_ctx + bs - 1) / bs;
-        if (n_blocks > INT32_MAX / 2) n_blocks = INT32_MAX / 2;
-    } else if (n_blocks == 0) {
-        // Default: room for max_batch full contexts within 2 GiB (pages are touched lazily).
-        int64_t budget = param(params, n_params, ENG_PARAM_KV_BYTES, kv_bytes_env > 0 ? kv_bytes_env : 2LL << 30);
-        int64_t want = (max_batch * n_ctx + bs - 1) / bs;
-        n_blocks = budget / block_bytes < want ? budget / block_bytes : want;
-        if (n_blocks < 1) return fail(ENG_STATUS_INVALID_ARG, "KV budget %lld bytes holds no block of %lld bytes",
-                                      (long long)budget, (long long)block_bytes);
-    }
-    if (n_blocks > INT32_MAX / 2) return fail(ENG_STATUS_INVALID_ARG, "too many KV blocks");
-    if (n_ctx > n_blocks * bs) n_ctx = n_blocks * bs; // one sequence must always fit
-    BackendConfig bc;
-    bc.n_threads = (int32_t)n_threads;
-    bc.block_size = (int32_t)bs;
-    bc.n_blocks = (int32_t)n_blocks;
-    bc.max_tokens = (int32_t)(chunk + max_batch);
-    bc.max_logits = (int32_t)max_batch;
-    bc.n_ctx = (int32_t)n_ctx;
+    Sizes s;
+    ENG_TRY(kernels_choose(param(params, n_params, ENG_PARAM_SIMD, 0), &k));
+    ENG_TRY(choose_backend(c, params, n_params, &backend, &is_auto));
+    ENG_TRY(read_sizes(c->model.cfg, params, n_params, &s));
+    ENG_TRY(size_kv_cache(c->model.cfg, params, n_params, backend, &s));
     if (backend == 2) {
-        int64_t cap = param(params, n_params, ENG_PARAM_KV_BYTES, kv_bytes_env > 0 ? kv_bytes_env : 0);
-        int32_t st = cuda_backend_create(c->model, &bc, cap, &c->backend);
+        int32_t st = create_cuda_backend(c, params, n_params, &s);
         if (st == ENG_STATUS_UNSUPPORTED && is_auto) { // auto: a model the GPU path lacks runs on the CPU
             clear_error();
             return configure_cpu_fallback(c, params, n_params);
         }
         ENG_TRY(st);
-        n_blocks = bc.n_blocks;
-        if (n_ctx > n_blocks * bs) n_ctx = n_blocks * bs;
     } else {
-        bool placed;
-        model_check_f8(&c->model);
-        ENG_TRY(model_place_weights(&c->model, weight_copy_budget(), &placed));
-        ENG_TRY(cpu_backend_create(c->model, bc, &c->backend));
+        ENG_TRY(create_cpu_backend(c, params, n_params, *k, s));
     }
-    c->bm.init((int32_t)n_blocks, (int32_t)bs);
-    SchedulerConfig sc;
-    sc.max_batch = (int32_t)max_batch;
-    sc.prefill_chunk = (int32_t)chunk;
-    sc.n_ctx = (int32_t)n_ctx;
-    sc.n_vocab = mc.n_vocab;
-    ENG_TRY(c->sched.init(sc, &c->bm, c->backend.get()));
-    if (c->model.vision) {
-        c->vision.reset(new VisionEncoder());
-        ENG_TRY(c->vision->init(*c->model.vision, (int)n_threads));
-        c->sched.set_vision(c->vision.get(), mc.n_embd);
-    }
-    c->pending.reserve((size_t)(3 * max_batch + 1) * ENG_EVENT_INTS);
-    fill_info(c, n_ctx, bs, n_blocks, n_threads);
-    return ENG_STATUS_OK;
+    return init_scheduler(c, s, *k);
 }
 
 extern "C" {
@@ -261,6 +307,8 @@ ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int
     *out = c;
     return ENG_STATUS_OK;
 }
+
+ENG_API int32_t eng_cuda_lib_set(const char *path) { ABI_GUARD({ return cuda_library_set(path); }) }
 
 ENG_API void eng_ctx_free(eng_ctx *ctx) { delete ctx; }
 

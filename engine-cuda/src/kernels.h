@@ -3,9 +3,9 @@
  * kernels_impl.h is compiled three times: kernels_avx512.cpp (-mavx512f -mavx512bw -mavx512vl
  * -mavx512dq on top of the AVX2 set: 16-lane matmul vectors, 4x6 register tiles),
  * kernels_avx2.cpp (-mavx2 -mfma -mf16c) and kernels_scalar.cpp (baseline x86-64 / any target).
- * kernels_choose() picks the fastest the CPU supports at context creation
- * (__builtin_cpu_supports); MAYA_ENGINE_SIMD=scalar|avx2|avx512 in the environment forces one
- * (an unsupported one is an UNSUPPORTED error, an unknown name INVALID_ARG). All produce the same
+ * kernels_choose() picks, per context at its creation, the fastest the CPU supports
+ * (__builtin_cpu_supports) or the one ENG_PARAM_SIMD names (a table the CPU lacks is an
+ * UNSUPPORTED error, an unknown code INVALID_ARG). All produce the same
  * results up to float summation order; within one table a (row, token) dot never depends on the
  * other tokens of the batch.
  * Weights are read in their stored dtype (F32/F16/BF16 widened to f32 in registers; FP8 e4m3
@@ -86,11 +86,9 @@ extern const Kernels kernels_scalar;
 extern const Kernels kernels_avx2;
 extern const Kernels kernels_avx512;
 
-/* The table MAYA_ENGINE_SIMD names, else the fastest the running CPU supports. Returns OK,
- * INVALID_ARG (unknown name) or UNSUPPORTED (the CPU lacks it). */
-int32_t kernels_choose(const Kernels **out);
-/* kernels_choose() falling back to the fastest supported table on error. */
-const Kernels &kernels_select();
+/* The table an ENG_PARAM_SIMD value names (1 scalar, 2 avx2, 3 avx512), or for 0 the fastest the
+ * running CPU supports. Returns OK, INVALID_ARG (unknown code) or UNSUPPORTED (the CPU lacks it). */
+int32_t kernels_choose(int64_t simd, const Kernels **out);
 /* The tables this CPU runs, scalar first (at most 3). Returns the count. */
 int kernels_supported(const Kernels **out);
 

@@ -3,9 +3,6 @@
 #define KERNELS_TABLE kernels_scalar
 #include "kernels_impl.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "common.h" // defines: fail
 
 namespace maya {
@@ -30,30 +27,24 @@ static int supported(const Kernels **out) {
 
 int kernels_supported(const Kernels **out) { return supported(out); }
 
-int32_t kernels_choose(const Kernels **out) {
+int32_t kernels_choose(int64_t simd, const Kernels **out) {
     const Kernels *t[3];
     int n = supported(t);
-    const char *want = getenv("MAYA_ENGINE_SIMD");
-    if (!want || !*want || !strcmp(want, "auto")) {
+    if (simd == 0) {
         *out = t[n - 1];
         return ENG_STATUS_OK;
     }
-    if (strcmp(want, "scalar") && strcmp(want, "avx2") && strcmp(want, "avx512"))
-        return fail(ENG_STATUS_INVALID_ARG, "MAYA_ENGINE_SIMD must be scalar, avx2, avx512 or auto (got '%s')", want);
+    static const char *const names[] = {"scalar", "avx2", "avx512"};
+    if (simd < 1 || simd > 3)
+        return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_SIMD must be 0 (fastest), 1 scalar, 2 avx2 or 3 avx512 (got %lld)",
+                    (long long)simd);
     for (int i = 0; i < n; i++)
-        if (!strcmp(t[i]->name, want)) {
+        if (t[i]->simd == simd - 1) {
             *out = t[i];
             return ENG_STATUS_OK;
         }
-    return fail(ENG_STATUS_UNSUPPORTED, "MAYA_ENGINE_SIMD=%s: this CPU (or this build) lacks the %s kernels", want, want);
-}
-
-const Kernels &kernels_select() {
-    const Kernels *k;
-    if (kernels_choose(&k) == ENG_STATUS_OK) return *k;
-    clear_error();
-    const Kernels *t[3];
-    return *t[supported(t) - 1];
+    const char *want = names[simd - 1];
+    return fail(ENG_STATUS_UNSUPPORTED, "kernel path %s: this CPU (or this build) lacks the %s kernels", want, want);
 }
 
 } // namespace maya

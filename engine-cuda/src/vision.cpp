@@ -167,7 +167,8 @@ int32_t vision_load(Model *m) {
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: vision_config.out_hidden_size %d differs from the text hidden size %d",
                     c.out_hidden, m->cfg.n_embd);
     VisionModel &v = *m->vision;
-    Binder b{m, kernels_select(), m->ckpt.find("model.visual.patch_embed.proj.weight") ? "model.visual." : "visual."};
+    // The vectors are widened to f32 at load, exactly on every kernel path: the portable table does it.
+    Binder b{m, kernels_scalar, m->ckpt.find("model.visual.patch_embed.proj.weight") ? "model.visual." : "visual."};
     int64_t Cv = c.hidden, O = c.out_hidden, Iv = c.merger_ff, S = c.pos_side, mm = c.merge;
     ENG_TRY(b.vec("embeddings.position_embedding.weight", {S * S, Cv}, &v.pos_table));
     ENG_TRY(b.matrix("patch_embed.proj.weight", {Cv, c.in_ch, c.temporal, c.patch, c.patch}, Cv, c.patch_floats(), &v.patch_w));
@@ -199,9 +200,9 @@ int32_t vision_load(Model *m) {
     return ENG_STATUS_OK;
 }
 
-int32_t VisionEncoder::init(const VisionModel &v, int n_threads) {
+int32_t VisionEncoder::init(const VisionModel &v, int n_threads, const Kernels &k) {
     v_ = &v;
-    k_ = &kernels_select();
+    k_ = &k;
     ENG_TRY(pool_.start(n_threads));
     const VisionConfig &c = v.cfg;
     int64_t kmax = std::max<int64_t>({(int64_t)c.patch_floats(), (int64_t)c.hidden * c.merge * c.merge, c.out_hidden, c.merger_ff, c.hidden});

@@ -67,8 +67,8 @@ int32_t vision_load(Model *m);
 /* Runs the tower; owns its thread pool and activations (grown to the largest image seen). */
 class VisionEncoder {
   public:
-    /* Returns OK or OUT_OF_MEMORY. */
-    int32_t init(const VisionModel &v, int n_threads);
+    /* k: the context's CPU kernel table (ENG_PARAM_SIMD). Returns OK or OUT_OF_MEMORY. */
+    int32_t init(const VisionModel &v, int n_threads, const Kernels &k);
     /* pixels: (t*h*w, P) rows of one image, grid in patches (h, w multiples of merge);
      * out: (t*h*w / merge^2, O). Frames attend within themselves. */
     void encode(const float *pixels, int t, int h, int w, float *out);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string>
 
+#include "../include/engine.h"
+
 struct TestCase {
     const char *name;
     void (*fn)();
@@ -21,6 +23,14 @@ extern int g_test_failures;
 std::string test_tmpdir(const char *tag);
 /* Repository root (for test/fixtures). */
 std::string test_repo_root();
+/* The kernel path the harness runs (ENG_PARAM_SIMD code from $MAYA_ENGINE_SIMD; 0 = fastest). */
+int64_t test_simd();
+/* eng_ctx_create with the harness's engine settings where params leave them unset (0). The library
+ * reads no environment; the harness does, as the server's config/ does: ENG_PARAM_BACKEND from
+ * $MAYA_ENGINE_BACKEND (default cpu: test-gpu.sh sets cuda), ENG_PARAM_SIMD from $MAYA_ENGINE_SIMD
+ * (run.sh runs every path), ENG_PARAM_CUDA_TC_MIN_TOKENS / _CUDA_GRAPHS / _CUDA_DEVICE from
+ * $MAYA_CUDA_TC_MIN_TOKENS (0 = never) / $MAYA_CUDA_GRAPHS (0 = off) / $MAYA_CUDA_DEVICE. */
+int32_t test_ctx_create(const char *dir, const int64_t *params, int32_t n_params, eng_ctx **out);
 
 #define TEST(name)                                                   \
     static void test_##name();                                       \

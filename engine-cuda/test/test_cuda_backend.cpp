@@ -48,9 +48,12 @@ TEST(cuda_split_ranges_partition_the_kv_length) {
             }
 }
 
-static int32_t create_with_env(const std::string &dir, const char *backend, eng_ctx **ctx, std::string *msg) {
-    setenv("MAYA_ENGINE_BACKEND", backend, 1);
-    int32_t st = eng_ctx_create(dir.c_str(), nullptr, 0, ctx);
+static int32_t create_with(const std::string &dir, int64_t backend, int64_t kv_bytes, eng_ctx **ctx, std::string *msg) {
+    int64_t p[ENG_PARAM_COUNT] = {0};
+    p[ENG_PARAM_BACKEND] = backend;
+    p[ENG_PARAM_KV_BYTES] = kv_bytes;
+    p[ENG_PARAM_SIMD] = test_simd();
+    int32_t st = eng_ctx_create(dir.c_str(), p, ENG_PARAM_COUNT, ctx);
     char buf[512] = "";
     eng_last_error(buf, sizeof buf);
     *msg = buf;
@@ -58,8 +61,6 @@ static int32_t create_with_env(const std::string &dir, const char *backend, eng_
 }
 
 TEST(cuda_backend_selection_and_errors) {
-    const char *saved = getenv("MAYA_ENGINE_BACKEND");
-    std::string keep = saved ? saved : "";
     std::string dir = test_tmpdir("select");
     RandomModelSpec spec;
     CHECK(write_random_model(dir, spec));
@@ -68,27 +69,25 @@ TEST(cuda_backend_selection_and_errors) {
     eng_ctx *ctx = nullptr;
     int64_t info[ENG_INFO_COUNT];
 
-    CHECK(create_with_env(dir, "tpu", &ctx, &msg) == ENG_STATUS_INVALID_ARG && !ctx);
-    CHECK(strstr(msg.c_str(), "MAYA_ENGINE_BACKEND must be cpu, cuda or auto"));
+    CHECK(create_with(dir, 3, 0, &ctx, &msg) == ENG_STATUS_INVALID_ARG && !ctx);
+    CHECK(strstr(msg.c_str(), "unknown backend 3"));
 
-    CHECK(create_with_env(dir, "cpu", &ctx, &msg) == ENG_STATUS_OK && ctx);
+    CHECK(create_with(dir, 1, 0, &ctx, &msg) == ENG_STATUS_OK && ctx);
     if (ctx) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
         CHECK(info[ENG_INFO_BACKEND] == 1);
         eng_ctx_free(ctx);
     }
-    // $MAYA_ENGINE_KV_BYTES sets the KV budget (a cap on the GPU) when ENG_PARAM_KV_BYTES is unset:
-    // 2 blocks of 2 layers x 2 kv heads x 16 positions x 8 dims x (K, V) x 4 bytes = 4096 bytes each.
-    setenv("MAYA_ENGINE_KV_BYTES", "8192", 1);
-    CHECK(create_with_env(dir, "cpu", &ctx, &msg) == ENG_STATUS_OK && ctx);
+    // ENG_PARAM_KV_BYTES sets the KV budget (a cap on the GPU): 2 blocks of 2 layers x 2 kv heads x
+    // 16 positions x 8 dims x (K, V) x 4 bytes = 4096 bytes each.
+    CHECK(create_with(dir, 1, 8192, &ctx, &msg) == ENG_STATUS_OK && ctx);
     if (ctx) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
         CHECK_MSG(info[ENG_INFO_N_BLOCKS] == 2 && info[ENG_INFO_N_CTX] == 32, "blocks %lld ctx %lld", (long long)info[ENG_INFO_N_BLOCKS], (long long)info[ENG_INFO_N_CTX]);
         eng_ctx_free(ctx);
     }
-    unsetenv("MAYA_ENGINE_KV_BYTES");
 
-    int32_t st = create_with_env(dir, "auto", &ctx, &msg);
+    int32_t st = create_with(dir, 0, 0, &ctx, &msg);
     CHECK(st == ENG_STATUS_OK && ctx);
     if (ctx) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
@@ -96,7 +95,7 @@ TEST(cuda_backend_selection_and_errors) {
         eng_ctx_free(ctx);
     }
 
-    st = create_with_env(dir, "cuda", &ctx, &msg);
+    st = create_with(dir, 2, 0, &ctx, &msg);
     if (usable) {
         CHECK_MSG(st == ENG_STATUS_OK && ctx, "%s", msg.c_str());
         if (ctx) eng_ctx_free(ctx);
@@ -104,17 +103,48 @@ TEST(cuda_backend_selection_and_errors) {
         // No GPU here (or no library): a clean status and a message saying which, never a crash.
         CHECK(st == ENG_STATUS_UNSUPPORTED && !ctx);
         CHECK_MSG(msg == why || strstr(msg.c_str(), "NVIDIA GPU"), "message '%s', probe '%s'", msg.c_str(), why.c_str());
-        const char *lib = getenv("MAYA_ENGINE_CUDA_LIB");
-        bool is_lib_missing = lib && access(lib, F_OK) != 0;
+        const char *lib = getenv("MAYA_ENGINE_CUDA_LIB"); // the harness passed it to eng_cuda_lib_set
+        bool is_lib_missing = lib && *lib && access(lib, F_OK) != 0;
         if (is_lib_missing) CHECK_MSG(strstr(msg.c_str(), "is not available"), "%s", msg.c_str());
-        fprintf(stderr, "  MAYA_ENGINE_BACKEND=cuda here: %s\n", msg.c_str());
+        fprintf(stderr, "  ENG_PARAM_BACKEND cuda here: %s\n", msg.c_str());
     }
-    // An explicit ENG_PARAM_BACKEND wins over the environment.
-    setenv("MAYA_ENGINE_BACKEND", "cuda", 1);
-    int64_t p[1] = {1};
-    CHECK(eng_ctx_create(dir.c_str(), p, 1, &ctx) == ENG_STATUS_OK && ctx);
-    if (ctx) eng_ctx_free(ctx);
-    setenv("MAYA_ENGINE_BACKEND", keep.empty() ? "cpu" : keep.c_str(), 1);
+    // The CUDA library's path is fixed once it was looked up (above): another one is refused, the
+    // same one accepted.
+    const char *lib = getenv("MAYA_ENGINE_CUDA_LIB");
+    CHECK(eng_cuda_lib_set("/elsewhere/libmaya_engine_cuda.so") == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_cuda_lib_set(lib && *lib ? lib : nullptr) == ENG_STATUS_OK);
+}
+
+TEST(ctx_create_reads_no_environment) {
+    // The settings reach the library as parameters only: values in the environment that would be
+    // refused (or would shrink the KV cache to nothing) change nothing.
+    std::string dir = test_tmpdir("noenv");
+    RandomModelSpec spec;
+    CHECK(write_random_model(dir, spec));
+    const char *names[] = {"MAYA_ENGINE_BACKEND", "MAYA_ENGINE_SIMD", "MAYA_ENGINE_KV_BYTES", "MAYA_CUDA_DEVICE"};
+    std::string saved[4];
+    bool had[4];
+    for (int i = 0; i < 4; i++) {
+        const char *v = getenv(names[i]);
+        had[i] = v != nullptr;
+        saved[i] = v ? v : "";
+        setenv(names[i], "bogus", 1);
+    }
+    setenv("MAYA_ENGINE_KV_BYTES", "1", 1);
+    int64_t p[ENG_PARAM_COUNT] = {0};
+    p[ENG_PARAM_BACKEND] = 1;
+    eng_ctx *ctx = nullptr;
+    CHECK(eng_ctx_create(dir.c_str(), p, ENG_PARAM_COUNT, &ctx) == ENG_STATUS_OK && ctx);
+    if (ctx) {
+        int64_t info[ENG_INFO_COUNT];
+        eng_ctx_info(ctx, info, ENG_INFO_COUNT);
+        CHECK(info[ENG_INFO_N_BLOCKS] > 2);
+        eng_ctx_free(ctx);
+    }
+    for (int i = 0; i < 4; i++) {
+        if (had[i]) setenv(names[i], saved[i].c_str(), 1);
+        else unsetenv(names[i]);
+    }
 }
 
 #ifdef MAYA_GPU_TESTS
@@ -132,7 +162,7 @@ static eng_ctx *open_ctx(const std::string &dir, int64_t backend, int64_t chunk)
     p[ENG_PARAM_PREFILL_CHUNK] = chunk;
     p[ENG_PARAM_N_THREADS] = 4;
     eng_ctx *ctx = nullptr;
-    int32_t st = eng_ctx_create(dir.c_str(), p, ENG_PARAM_COUNT, &ctx);
+    int32_t st = test_ctx_create(dir.c_str(), p, ENG_PARAM_COUNT, &ctx);
     char msg[512] = "";
     eng_last_error(msg, sizeof msg);
     CHECK_MSG(st == 0 && ctx, "%s backend %lld: %s", dir.c_str(), (long long)backend, msg);

@@ -8,6 +8,7 @@
 #include "../include/engine.h"
 #include "../src/checkpoint.h" // read_text_file
 #include "../src/json.h"
+#include "../src/kernels.h"
 #include "test.h"
 
 /* Q8 runs (ENG_PARAM_WEIGHT_DTYPE q8) measure instead of requiring the f32 tolerance: the largest
@@ -45,8 +46,9 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     params[ENG_PARAM_N_THREADS] = n_threads;
     params[ENG_PARAM_PREFILL_CHUNK] = chunk;
     if (q8) params[ENG_PARAM_WEIGHT_DTYPE] = 2;
+    if (want_simd >= 0) params[ENG_PARAM_SIMD] = want_simd + 1; // ENG_INFO_SIMD code + 1
     eng_ctx *ctx = nullptr;
-    int32_t st = eng_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx);
+    int32_t st = test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx);
     char msg[512] = "";
     eng_last_error(msg, sizeof msg);
     CHECK_MSG(st == 0 && ctx, "%s: %s", name, msg);
@@ -169,16 +171,72 @@ TEST(fixture_deepseek3_fp8_q_lora_null) {
 }
 
 TEST(fixture_portable_kernels) {
-    // The scalar fallback end to end (MAYA_ENGINE_SIMD=scalar forces it at context creation).
-    const char *prev = getenv("MAYA_ENGINE_SIMD");
-    std::string saved = prev ? prev : "";
-    setenv("MAYA_ENGINE_SIMD", "scalar", 1);
+    // The scalar fallback end to end (ENG_PARAM_SIMD 1 forces it for that context).
     run_fixture("glm4-bf16", 2, 32, 0);
     run_fixture("qwen3-f16", 2, 32, 0);
     run_fixture("glm45-moe-fp8", 2, 32, 0);
     run_fixture("deepseek3-bf16", 2, 32, 0);
-    if (prev) setenv("MAYA_ENGINE_SIMD", saved.c_str(), 1);
-    else unsetenv("MAYA_ENGINE_SIMD");
+}
+
+/* Greedy tokens of prompt 0 on a context, one step at a time (the caller interleaves contexts). */
+struct GreedyRun {
+    eng_ctx *ctx = nullptr;
+    std::vector<int32_t> got;
+    bool done = false;
+    void step() {
+        int32_t ev[4 * 8];
+        int32_t n = eng_step(ctx, ev, (int32_t)(sizeof ev / sizeof ev[0]));
+        CHECK(n >= 0);
+        for (int32_t i = 0; i < n; i++) {
+            if (ev[i * 4 + 1] == ENG_EVENT_TOKEN) got.push_back(ev[i * 4 + 2]);
+            if (ev[i * 4 + 1] == ENG_EVENT_FINISH) done = true;
+        }
+        if (n < 0) done = true;
+    }
+};
+
+TEST(fixture_two_contexts_keep_their_own_kernel_paths) {
+    // ENG_PARAM_SIMD is per context: a scalar one and a fastest-path one live in one process at
+    // once, each reports its own table and both give the fixture's greedy continuation (steps
+    // interleaved).
+    std::string dir = test_repo_root() + "/test/fixtures/engine/glm4-bf16";
+    std::string text;
+    CHECK(maya::read_text_file(dir + "/fixtures.json", &text) == 0);
+    maya::JsonValue fx;
+    std::string err;
+    CHECK_MSG(maya::json_parse(text.data(), text.size(), &fx, &err), "%s", err.c_str());
+    const maya::Kernels *t[3];
+    int64_t fastest = maya::kernels_supported(t) - 1;
+    const maya::JsonValue &prompt = fx.get("prompts")->items[0];
+    std::vector<int32_t> toks;
+    for (const auto &v : prompt.get("ids")->items) toks.push_back((int32_t)v.integer);
+    int32_t n_greedy = (int32_t)fx.get("greedy_tokens")->integer;
+    GreedyRun runs[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t params[ENG_PARAM_COUNT] = {0};
+        params[ENG_PARAM_BACKEND] = 1; // kernel tables are the CPU backend's
+        params[ENG_PARAM_N_THREADS] = 1;
+        params[ENG_PARAM_SIMD] = i == 0 ? 1 : fastest + 1; // scalar, then the fastest
+        CHECK(test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &runs[i].ctx) == 0 && runs[i].ctx);
+        if (!runs[i].ctx) return;
+    }
+    for (int i = 0; i < 2; i++) {
+        int64_t info[ENG_INFO_COUNT];
+        eng_ctx_info(runs[i].ctx, info, ENG_INFO_COUNT);
+        CHECK(info[ENG_INFO_SIMD] == (i == 0 ? 0 : fastest));
+        int32_t id;
+        CHECK(eng_seq_add(runs[i].ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_greedy, 0.0f, 1.0f, 0, 0, &id) == 0);
+    }
+    for (int guard = 0; guard < 1000 && !(runs[0].done && runs[1].done); guard++)
+        for (GreedyRun &r : runs)
+            if (!r.done) r.step();
+    const auto &ref = prompt.get("greedy")->items;
+    for (GreedyRun &r : runs) {
+        bool same = ref.size() == r.got.size();
+        for (size_t i = 0; same && i < ref.size(); i++) same = ref[i].integer == r.got[i];
+        CHECK(same);
+        eng_ctx_free(r.ctx);
+    }
 }
 
 TEST(fixture_q8_weights_accuracy) {

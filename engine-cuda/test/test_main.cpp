@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "../src/common.h"
 #include "../src/kernels.h"
 #include "test.h"
 
@@ -32,9 +33,38 @@ std::string test_repo_root() {
     return r ? r : ".";
 }
 
+static const char *env(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? v : nullptr;
+}
+
+int64_t test_simd() {
+    const char *want = env("MAYA_ENGINE_SIMD");
+    if (!want || !strcmp(want, "auto")) return 0;
+    if (!strcmp(want, "scalar")) return 1;
+    if (!strcmp(want, "avx2")) return 2;
+    if (!strcmp(want, "avx512")) return 3;
+    return 99; // refused by the library with INVALID_ARG, which the tests then report
+}
+
+int32_t test_ctx_create(const char *dir, const int64_t *params, int32_t n_params, eng_ctx **out) {
+    std::vector<int64_t> p(ENG_PARAM_COUNT, 0);
+    for (int32_t i = 0; params && i < n_params && i < ENG_PARAM_COUNT; i++) p[(size_t)i] = params[i];
+    const char *backend = env("MAYA_ENGINE_BACKEND"), *tc = env("MAYA_CUDA_TC_MIN_TOKENS");
+    const char *graphs = env("MAYA_CUDA_GRAPHS"), *device = env("MAYA_CUDA_DEVICE");
+    auto unset = [&](int i) { return p[(size_t)i] <= 0; };
+    if (unset(ENG_PARAM_BACKEND))
+        p[ENG_PARAM_BACKEND] = !backend || !strcmp(backend, "cpu") ? 1 : !strcmp(backend, "cuda") ? 2 : 0;
+    if (unset(ENG_PARAM_SIMD)) p[ENG_PARAM_SIMD] = test_simd();
+    if (unset(ENG_PARAM_CUDA_TC_MIN_TOKENS) && tc) p[ENG_PARAM_CUDA_TC_MIN_TOKENS] = atoll(tc) > 0 ? atoll(tc) : 1 << 30;
+    if (unset(ENG_PARAM_CUDA_GRAPHS) && graphs) p[ENG_PARAM_CUDA_GRAPHS] = strcmp(graphs, "0") ? 1 : 2;
+    if (unset(ENG_PARAM_CUDA_DEVICE) && device) p[ENG_PARAM_CUDA_DEVICE] = atoll(device);
+    return eng_ctx_create(dir, p.data(), ENG_PARAM_COUNT, out);
+}
+
 int main(int argc, char **argv) {
-    // The C tests run on the CPU backend unless the caller picks one (test-gpu.sh sets cuda).
-    setenv("MAYA_ENGINE_BACKEND", "cpu", 0);
+    // check-engine-cuda.sh points this at a missing file: the machine without the CUDA library.
+    if (eng_cuda_lib_set(env("MAYA_ENGINE_CUDA_LIB")) != 0) return 1;
     if (argc > 1 && !strcmp(argv[1], "--simd-paths")) { // the kernel tables this CPU runs (run.sh)
         const maya::Kernels *t[3];
         int n = maya::kernels_supported(t);
@@ -42,8 +72,12 @@ int main(int argc, char **argv) {
         printf("\n");
         return 0;
     }
-    const char *simd = getenv("MAYA_ENGINE_SIMD");
-    fprintf(stderr, "engine tests: kernels %s (MAYA_ENGINE_SIMD=%s)\n", maya::kernels_select().name, simd ? simd : "");
+    const maya::Kernels *k = nullptr;
+    if (maya::kernels_choose(test_simd(), &k) != 0) {
+        fprintf(stderr, "engine tests: MAYA_ENGINE_SIMD=%s: %s\n", env("MAYA_ENGINE_SIMD"), maya::last_error());
+        return 1;
+    }
+    fprintf(stderr, "engine tests: kernels %s (MAYA_ENGINE_SIMD=%s)\n", k->name, env("MAYA_ENGINE_SIMD") ? env("MAYA_ENGINE_SIMD") : "");
     int n_run = 0, n_failed = 0;
     for (const TestCase &t : registry()) {
         if (argc > 1 && !strstr(t.name, argv[1])) continue;

@@ -46,7 +46,7 @@ Run run(const std::string &dir, const std::vector<std::vector<int32_t>> &prompts
     params[ENG_PARAM_N_BLOCKS] = n_blocks;
     eng_ctx *ctx = nullptr;
     Run r;
-    CHECK(eng_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0 && ctx);
+    CHECK(test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0 && ctx);
     if (!ctx) return r;
     int64_t info[ENG_INFO_COUNT];
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);

@@ -40,7 +40,7 @@ eng_ctx *make_ctx(int64_t chunk = 0, int64_t max_batch = 0, int64_t n_blocks = 0
     p[ENG_PARAM_MAX_BATCH] = max_batch;
     p[ENG_PARAM_N_BLOCKS] = n_blocks;
     eng_ctx *ctx = nullptr;
-    int32_t st = eng_ctx_create(model_dir().c_str(), p, ENG_PARAM_COUNT, &ctx);
+    int32_t st = test_ctx_create(model_dir().c_str(), p, ENG_PARAM_COUNT, &ctx);
     CHECK(st == 0 && ctx);
     return ctx;
 }

@@ -48,7 +48,7 @@ eng_ctx *open_ctx(const std::string &dir, int64_t chunk, int64_t n_threads = 2) 
     params[ENG_PARAM_N_THREADS] = n_threads;
     params[ENG_PARAM_PREFILL_CHUNK] = chunk;
     eng_ctx *ctx = nullptr;
-    int32_t st = eng_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx);
+    int32_t st = test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx);
     char msg[512] = "";
     eng_last_error(msg, sizeof msg);
     CHECK_MSG(st == 0 && ctx, "%s", msg);
@@ -141,7 +141,10 @@ TEST(vision_embeddings_match_golden) {
     CHECK(m.cfg.has_sandwich_norms == !moe && m.cfg.n_expert == (moe ? 8 : 0) && m.cfg.has_qkv_bias);
     for (int threads : {1, 2}) {
         maya::VisionEncoder enc;
-        CHECK(enc.init(*m.vision, threads) == 0);
+        const maya::Kernels *k = nullptr;
+        CHECK(maya::kernels_choose(test_simd(), &k) == 0 && k);
+        if (!k) return;
+        CHECK(enc.init(*m.vision, threads, *k) == 0);
         for (size_t i = 0; i < g.pixels.size(); i++) {
             const maya::JsonValue &img = g.fx.get("images")->items[i];
             const auto &ref = img.get("embeddings")->items;
@@ -259,7 +262,7 @@ TEST(vision_preempted_sequences_keep_their_images) {
     params[ENG_PARAM_N_BLOCKS] = 8;
     params[ENG_PARAM_PREFILL_CHUNK] = 64;
     eng_ctx *ctx = nullptr;
-    CHECK(eng_ctx_create(vision_dir().c_str(), params, ENG_PARAM_COUNT, &ctx) == 0);
+    CHECK(test_ctx_create(vision_dir().c_str(), params, ENG_PARAM_COUNT, &ctx) == 0);
     if (!ctx) return;
     int n = (int)p1.get("greedy")->items.size();
     std::vector<int32_t> ids = {add_prompt(ctx, g, 1, {0x51, 0x52}, n + 8), add_prompt(ctx, g, 1, {0x61, 0x62}, n + 8)};

@@ -71,12 +71,13 @@ TEST(weight_placement_moves_q8_weights_and_scales) {
 }
 
 /* Greedy decode of 8 tokens; the logits at every sampled position, appended. */
-static void run_once(const std::string &dir, std::vector<float> *logits, std::vector<int32_t> *toks) {
+static void run_once(const std::string &dir, int64_t weight_copy, std::vector<float> *logits, std::vector<int32_t> *toks) {
     int64_t params[ENG_PARAM_COUNT] = {0};
     params[ENG_PARAM_N_THREADS] = 2;
     params[ENG_PARAM_BACKEND] = 1;
+    params[ENG_PARAM_WEIGHT_COPY] = weight_copy;
     eng_ctx *ctx = nullptr;
-    CHECK(eng_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0);
+    CHECK(test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0);
     if (!ctx) return;
     int32_t prompt[5] = {3, 9, 27, 11, 40}, id;
     CHECK(eng_seq_add(ctx, prompt, 5, nullptr, 0, 8, 0.0f, 1.0f, 0, ENG_SEQ_KEEP_LOGITS, &id) == 0);
@@ -103,10 +104,8 @@ TEST(weight_placement_same_tokens_with_and_without_the_copy) {
     std::string dir = tied_model_dir("place-e2e");
     std::vector<float> la, lb;
     std::vector<int32_t> ta, tb;
-    setenv("MAYA_ENGINE_WEIGHT_COPY", "0", 1);
-    run_once(dir, &la, &ta);
-    unsetenv("MAYA_ENGINE_WEIGHT_COPY");
-    run_once(dir, &lb, &tb);
+    run_once(dir, 2, &la, &ta); // ENG_PARAM_WEIGHT_COPY 2: kept in the checkpoint mapping
+    run_once(dir, 0, &lb, &tb); // default: copied into huge pages when they fit
     CHECK(ta.size() == 8 && ta == tb);
     CHECK(!la.empty() && la.size() == lb.size() && memcmp(la.data(), lb.data(), la.size() * sizeof(float)) == 0);
 }

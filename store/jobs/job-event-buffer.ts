@@ -14,9 +14,6 @@ export interface JobEvent {
   readonly [field: string]: unknown;
 }
 
-/** Where a cursor (`starting_after`) stands against the buffer. */
-export type CursorCheck = 'ok' | 'gone' | 'future';
-
 interface Entry {
   event: JobEvent;
   bytes: number;
@@ -73,12 +70,6 @@ export class JobEventBuffer {
   close(): void {
     this.isClosed = true;
     this.wake();
-  }
-
-  /** `after` = the reader's starting_after (-1 for a full replay). */
-  check(after: number): CursorCheck {
-    if (after > this.lastSequence) return 'future';
-    return after < this.droppedThrough ? 'gone' : 'ok';
   }
 
   /**

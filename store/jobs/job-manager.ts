@@ -19,9 +19,6 @@ import type { Registry } from 'prom-client';
 import type { ResponsesSettings } from '../../config/settings.ts';
 import {
   ApiError,
-  badRequest,
-  conflict,
-  gone,
   sseErrorEvent,
   tooLarge,
   tooManyRequests,
@@ -34,15 +31,13 @@ import { JobEventBuffer, eventBytes, type JobEvent } from './job-event-buffer.ts
 import { JobMetrics, type JobRejection } from './job-metrics.ts';
 import { JobReaders, type ReaderLease } from './job-readers.ts';
 import { JobRecord, type JobSpec, type StopReason } from './job-record.ts';
+import { checkCursor, checkRemovable, continuationHistory, pageHistory } from './job-rules.ts';
 import {
-  pageItems,
   StoreError,
   type InputItemPage,
-  type ItemListing,
   type ListInputItemsOptions,
   type ResponseStore,
   type StoredHistory,
-  type StoredItem,
 } from '../responses/response-store.ts';
 
 export type { JobRunHooks, JobSpec } from './job-record.ts';
@@ -257,12 +252,7 @@ export class JobManager {
   remove(scope: string, id: string): boolean {
     const record = this.find(scope, id);
     if (!record) return false;
-    if (record.state !== 'done') {
-      throw conflict(
-        `Response '${id}' is still ${record.status}; cancel it before deleting it.`,
-        'response_in_progress',
-      );
-    }
+    checkRemovable(record);
     this.records.delete(id);
     return true;
   }
@@ -275,24 +265,11 @@ export class JobManager {
   async continuationHistory(scope: string, id: string): Promise<StoredHistory | undefined> {
     const record = this.find(scope, id);
     if (!record) return undefined;
-    if (record.state !== 'done') {
-      throw conflict(
-        `Response '${id}' is still ${record.status}; it can be continued once it has finished.`,
-        'response_in_progress',
-        'previous_response_id',
-      );
-    }
-    if (record.status === 'cancelled' || record.status === 'failed') {
-      throw badRequest(
-        'previous_response_id',
-        `Response '${id}' ${record.status === 'failed' ? 'failed' : 'was cancelled'} and cannot be continued.`,
-        'invalid_previous_response',
-      );
-    }
-    const items: StoredItem[] = [...record.historyItems, ...record.response.output];
-    const bytes = eventBytes(items);
-    const reservation = this.store.reserveAssembly(bytes);
-    return { responseId: id, items, bytes, release: () => reservation.release() };
+    return continuationHistory(
+      { id, status: record.status, isDone: record.isDone, output: record.response.output },
+      this.store,
+      () => record.historyItems,
+    );
   }
 
   /**
@@ -302,17 +279,7 @@ export class JobManager {
    */
   listInputItems(scope: string, id: string, options: ListInputItemsOptions = {}): InputItemPage | undefined {
     const record = this.find(scope, id);
-    if (!record) return undefined;
-    const items = record.historyItems;
-    const listing: ItemListing = {
-      count: items.length,
-      indexOf: (itemId) => {
-        const index = items.findIndex((item) => item.id === itemId);
-        return index < 0 ? undefined : index;
-      },
-      at: (index) => items[index]!,
-    };
-    return pageItems(listing, options);
+    return record && pageHistory(record.historyItems, options);
   }
 
   /**
@@ -332,23 +299,12 @@ export class JobManager {
     if (!record) return undefined;
     const after = startingAfter ?? -1;
     const events = record.events;
-    const check = events.check(after);
-    if (check === 'future') {
-      throw badRequest(
-        'starting_after',
-        `starting_after=${after} is after the newest event of response '${id}' (sequence number ${events.lastSequence}).`,
-        'invalid_cursor',
-      );
-    }
-    const behind = () =>
-      gone(
-        `Events of response '${id}' up to sequence number ${events.droppedThrough} are no longer retained (EVENT_COUNT/EVENT_BYTES); the snapshot is still retrievable without stream=true.`,
-        'events_expired',
-        'starting_after',
-      );
-    if (check === 'gone') throw behind();
+    const behind = checkCursor(id, after, { last: events.lastSequence, dropped: events.droppedThrough });
     const lease = options.lease ?? this.readers.acquire(scope);
-    return follow(events.read(after, behind, options.signal), lease);
+    return follow(
+      events.read(after, () => behind(events.droppedThrough), options.signal),
+      lease,
+    );
   }
 
   /** The `responses_jobs` section of /v1/status. */

@@ -4,7 +4,7 @@
  * released exactly once when it ends (finished, failed or disconnected); releasing never touches
  * the task being read.
  */
-import { tooManyRequests } from '../../contract/errors.ts';
+import { type ApiError, tooManyRequests } from '../../contract/errors.ts';
 
 export interface ReaderLease {
   /** Frees the slot; idempotent. */
@@ -12,6 +12,17 @@ export interface ReaderLease {
 }
 
 export type ReaderRejection = 'readers' | 'owner_readers';
+
+/** The 429 past a reader limit; `where` says what the limit counts (', all replicas'). */
+export function readersRefusal(reason: ReaderRejection, limit: number, where = ''): ApiError {
+  return reason === 'readers'
+    ? tooManyRequests(`Too many background stream readers (${limit}${where}); retry later.`, 'too_many_readers', 1)
+    : tooManyRequests(
+        `Too many background stream readers for this API key (${limit}${where}); close one first.`,
+        'too_many_readers',
+        1,
+      );
+}
 
 export class JobReaders {
   private readonly byScope = new Map<string, number>();
@@ -29,19 +40,11 @@ export class JobReaders {
     const owned = this.byScope.get(scope) ?? 0;
     if (this.count >= this.maxReaders) {
       this.onReject('readers');
-      throw tooManyRequests(
-        `Too many background stream readers (${this.maxReaders}); retry later.`,
-        'too_many_readers',
-        1,
-      );
+      throw readersRefusal('readers', this.maxReaders);
     }
     if (owned >= this.maxOwnerReaders) {
       this.onReject('owner_readers');
-      throw tooManyRequests(
-        `Too many background stream readers for this API key (${this.maxOwnerReaders}); close one first.`,
-        'too_many_readers',
-        1,
-      );
+      throw readersRefusal('owner_readers', this.maxOwnerReaders);
     }
     this.count++;
     this.byScope.set(scope, owned + 1);

@@ -84,6 +84,11 @@ export class JobRecord {
     this.settled = new Promise((resolve) => (this.settle = resolve));
   }
 
+  /** The task reached its terminal state (its resources are released). */
+  get isDone(): boolean {
+    return this.state === 'done';
+  }
+
   /** The Response as callers see it: the record's status, never the run's transient one. */
   snapshot(): ResponseObject {
     return { ...structuredClone(this.response), status: this.status };

@@ -17,22 +17,22 @@
  * Redis, per replica, dropped with a dead replica's lease) for streams opened by retrieval; a
  * reader attached at creation (background + stream) is counted on its replica only. Per replica:
  * queue/worker limits and the JOB_ENTRIES / JOB_OWNER_ENTRIES admission bounds.
- * Errors are the job manager's ApiErrors; Redis unreachable → StoreError `store_unavailable`.
+ * Refusals are the local ones (job-rules.ts, job-readers.ts), so both copies answer alike; Redis
+ * unreachable → StoreError `store_unavailable`.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { badRequest, conflict, gone, tooManyRequests } from '../../contract/errors.ts';
 import type { ResponseObject } from '../../contract/types.ts';
 import { storeFailure } from '../redis/redis-connection.ts';
-import {
-  pageItems,
-  type InputItemPage,
-  type ListInputItemsOptions,
-  type ResponseStore,
-  type StoredHistory,
-  type StoredItem,
+import type {
+  InputItemPage,
+  ListInputItemsOptions,
+  ResponseStore,
+  StoredHistory,
+  StoredItem,
 } from '../responses/response-store.ts';
 import { eventBytes, type JobEvent } from './job-event-buffer.ts';
+import { readersRefusal } from './job-readers.ts';
 import {
   CANCEL_WAIT_MS,
   type JobManager,
@@ -41,6 +41,7 @@ import {
   type JobSettings,
   type OpenStreamOptions,
 } from './job-manager.ts';
+import { checkCursor, checkRemovable, continuationHistory, pageHistory } from './job-rules.ts';
 import { JOB_SCRIPTS } from './redis-job-scripts.ts';
 
 export const LEASE_MS = 3_000;
@@ -226,11 +227,7 @@ export class RedisJobMirror implements JobObserver {
   async remove(scope: string, id: string): Promise<boolean> {
     const record = await this.find(scope, id);
     if (!record) return false;
-    if (!record.isDone)
-      throw conflict(
-        `Response '${id}' is still ${record.status}; cancel it before deleting it.`,
-        'response_in_progress',
-      );
+    checkRemovable(record);
     // The local record first: if this replica still runs it (the shared one was marked finished by
     // another replica), that is a 409 and the shared record stays.
     if (this.jobs.has(scope, id)) this.jobs.remove(scope, id);
@@ -242,26 +239,8 @@ export class RedisJobMirror implements JobObserver {
   async continuationHistory(scope: string, id: string): Promise<StoredHistory | undefined> {
     const record = await this.find(scope, id);
     if (!record) return undefined;
-    if (!record.isDone) {
-      throw conflict(
-        `Response '${id}' is still ${record.status}; it can be continued once it has finished.`,
-        'response_in_progress',
-        'previous_response_id',
-      );
-    }
-    if (record.status === 'cancelled' || record.status === 'failed') {
-      throw badRequest(
-        'previous_response_id',
-        `Response '${id}' ${record.status === 'failed' ? 'failed' : 'was cancelled'} and cannot be continued.`,
-        'invalid_previous_response',
-      );
-    }
-    const history = await this.history(id);
-    if (!history) return undefined;
-    const items: StoredItem[] = [...history, ...record.snapshot.output];
-    const bytes = eventBytes(items);
-    const reservation = this.store.reserveAssembly(bytes);
-    return { responseId: id, items, bytes, release: () => reservation.release() };
+    const task = { id, status: record.status, isDone: record.isDone, output: record.snapshot.output };
+    return continuationHistory(task, this.store, () => this.history(id));
   }
 
   /** input_items of a task record, paged like the store's listing. */
@@ -272,24 +251,13 @@ export class RedisJobMirror implements JobObserver {
   ): Promise<InputItemPage | undefined> {
     if (!(await this.find(scope, id))) return undefined;
     const items = await this.history(id);
-    if (!items) return undefined;
-    return pageItems(
-      {
-        count: items.length,
-        indexOf: (itemId) => {
-          const index = items.findIndex((item) => item.id === itemId);
-          return index < 0 ? undefined : index;
-        },
-        at: (index) => items[index]!,
-      },
-      options,
-    );
+    return items && pageHistory(items, options);
   }
 
   /**
    * The task's events strictly after `startingAfter`, then its new ones until its terminal event,
-   * read from Redis (any replica). Same refusals as JobManager.openStream: 400 future cursor, 410
-   * behind the window, 429 past this replica's reader limits.
+   * read from Redis (any replica). Same refusals as JobManager.openStream (job-rules.ts
+   * checkCursor): 400 future cursor, 410 behind the window, 429 past the reader limits.
    */
   async openStream(
     scope: string,
@@ -300,20 +268,7 @@ export class RedisJobMirror implements JobObserver {
     const record = await this.find(scope, id);
     if (!record) return undefined;
     const after = startingAfter ?? -1;
-    if (after > record.last) {
-      throw badRequest(
-        'starting_after',
-        `starting_after=${after} is after the newest event of response '${id}' (sequence number ${record.last}).`,
-        'invalid_cursor',
-      );
-    }
-    const behind = (dropped: number) =>
-      gone(
-        `Events of response '${id}' up to sequence number ${dropped} are no longer retained (EVENT_COUNT/EVENT_BYTES); the snapshot is still retrievable without stream=true.`,
-        'events_expired',
-        'starting_after',
-      );
-    if (after < record.dropped) throw behind(record.dropped);
+    const behind = checkCursor(id, after, record);
     const lease = options.lease ?? (await this.acquireReader(scope));
     return this.follow(scope, id, after, behind, lease, options.signal);
   }
@@ -341,18 +296,9 @@ export class RedisJobMirror implements JobObserver {
     }
     if (verdict !== 'ok') {
       local.release();
-      this.jobs.metrics.reject(verdict === 'readers' ? 'readers' : 'owner_readers');
-      throw verdict === 'readers'
-        ? tooManyRequests(
-            `Too many background stream readers (${STREAM_READERS}, all replicas); retry later.`,
-            'too_many_readers',
-            1,
-          )
-        : tooManyRequests(
-            `Too many background stream readers for this API key (${STREAM_OWNER_READERS}, all replicas); close one first.`,
-            'too_many_readers',
-            1,
-          );
+      const reason = verdict === 'readers' ? 'readers' : 'owner_readers';
+      this.jobs.metrics.reject(reason);
+      throw readersRefusal(reason, reason === 'readers' ? STREAM_READERS : STREAM_OWNER_READERS, ', all replicas');
     }
     let isReleased = false;
     return {

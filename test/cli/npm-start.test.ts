@@ -12,14 +12,15 @@ describe('npm start', () => {
     const port = await freePort();
     const npm = spawn('npm', ['start', '--silent', '--', '--port', String(port)], {
       cwd: ROOT,
-      env: { ...process.env, MAYA_LOG_LEVEL: 'silent' },
+      // info: the start-up lines (waitForReady reads 'model … ready') go through the one logger.
+      env: { ...process.env, MAYA_LOG_LEVEL: 'info' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
     const printed = await waitForReady(npm.stderr!, exited);
     expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
-    // It prints the web page's address, and the page is there.
-    expect(printed).toContain(`maya: web page at http://127.0.0.1:${port}/\n`);
+    // It logs the web page's address (a JSON line of the one logger), and the page is there.
+    expect(printed).toContain(`"message":"web page at http://127.0.0.1:${port}/"`);
     expect((await fetch(`http://127.0.0.1:${port}/`)).headers.get('content-type')).toBe('text/html; charset=utf-8');
     npm.kill('SIGTERM');
     expect(await exited).toBe(0);

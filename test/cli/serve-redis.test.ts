@@ -20,9 +20,9 @@ describe('maya serve with MAYA_STORE_URL', () => {
     const port = await freePort();
     const run = maya({ MAYA_STORE_URL: `redis://:hunter2@127.0.0.1:${port}/0` });
     expect(run.status).toBe(1);
-    expect(run.stderr).toContain(
-      `maya: cannot reach the response store at redis://127.0.0.1:${port}/0 (MAYA_STORE_URL)`,
-    );
+    // A line of the one logger (JSON off a terminal) at error level.
+    expect(run.stderr).toContain(`cannot reach the response store at redis://127.0.0.1:${port}/0 (MAYA_STORE_URL)`);
+    expect(run.stderr).toContain('"level":50');
     expect(run.stderr).not.toContain('hunter2');
     expect(run.stderr).not.toContain('listening on');
   });

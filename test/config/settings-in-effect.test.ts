@@ -1,6 +1,6 @@
 /** settingsInEffect: what GET /v1/status lists as the server's non-default settings (the About page). */
 import { describe, expect, it } from 'vitest';
-import { settingsInEffect } from '../../config/settings.ts';
+import { settingsInEffect } from '../../config/settings-in-effect.ts';
 
 describe('settingsInEffect', () => {
   it('nothing set: nothing listed', () => {
@@ -32,6 +32,32 @@ describe('settingsInEffect', () => {
       STRATA_GLM_RESPONSES_JOB_WORKERS: '3',
     };
     expect(settingsInEffect(env)).toEqual([{ name: 'MAYA_GLM_RESPONSES_JOB_WORKERS', value: '4' }]);
+  });
+
+  it("lists the engine's settings (config/engine-settings.ts) as given, none hidden, and leaves out unset ones", () => {
+    const env = {
+      MAYA_ENGINE_SIMD: 'scalar',
+      MAYA_ENGINE_BACKEND: 'cpu',
+      MAYA_ENGINE_KV_BYTES: '1048576',
+      MAYA_ENGINE_WEIGHT_COPY: '0',
+      MAYA_ENGINE_LIB: '/opt/maya/libmaya_engine.so',
+      MAYA_CUDA_DEVICE: '1',
+      MAYA_CUDA_TC_MIN_TOKENS: '0',
+      MAYA_CUDA_GRAPHS: '0',
+      MAYA_WEIGHT_DTYPE: 'q8',
+      MAYA_ENGINE_CUDA_LIB: '',
+    };
+    expect(settingsInEffect(env)).toEqual([
+      { name: 'MAYA_CUDA_DEVICE', value: '1' },
+      { name: 'MAYA_CUDA_GRAPHS', value: '0' },
+      { name: 'MAYA_CUDA_TC_MIN_TOKENS', value: '0' },
+      { name: 'MAYA_ENGINE_BACKEND', value: 'cpu' },
+      { name: 'MAYA_ENGINE_KV_BYTES', value: '1048576' },
+      { name: 'MAYA_ENGINE_LIB', value: '/opt/maya/libmaya_engine.so' },
+      { name: 'MAYA_ENGINE_SIMD', value: 'scalar' },
+      { name: 'MAYA_ENGINE_WEIGHT_COPY', value: '0' },
+      { name: 'MAYA_WEIGHT_DTYPE', value: 'q8' },
+    ]);
   });
 
   it('hides secrets: API keys (also from --api-key), the reasoning key, a store URL credential', () => {

@@ -36,7 +36,7 @@ const history: ChatTurn[] = [
 describe('DeepSeek-V3.2 encoder', () => {
   const d = createDsmlDialect('v32');
 
-  it('worked example: thinking, tools, one call and its result (research/dialects.md §2.8)', () => {
+  it('worked example: thinking, tools, one call and its result (DeepSeek-V3.2 encoding_dsv32.py)', () => {
     const { text, parser } = d.renderPrompt(toolLoop, { tools: [WEATHER], thinking: true });
     expect(
       text.startsWith(
@@ -108,7 +108,7 @@ describe('DeepSeek-V3.2 encoder', () => {
 describe('DeepSeek-V4 encoder', () => {
   const d = createDsmlDialect('v4');
 
-  it('worked example: tool results merged into a user turn, reasoning kept with tools (research/dialects.md §2.9)', () => {
+  it('worked example: tool results merged into a user turn, reasoning kept with tools (deepseek_v4_encoding.py)', () => {
     const text = d.renderPrompt(toolLoop, { tools: [WEATHER], thinking: true }).text;
     expect(
       text.startsWith(

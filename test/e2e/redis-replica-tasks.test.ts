@@ -13,6 +13,7 @@ import { startService, type LoadModelRuntime, type RunningService } from '../../
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
 import type { FinishInfo, GenerateOptions, GenerateRequest, TokenEvent } from '../../engine-cuda/engine.ts';
 import { silentLogger } from '../../handlers/app-deps.ts';
+import { TEST_ENGINE_SETTINGS } from '../helpers/test-engine.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import { HEARTBEAT_MS, LEASE_MS } from '../../store/jobs/redis-job-mirror.ts';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
@@ -136,6 +137,7 @@ beforeAll(async () => {
         corsOrigins: undefined,
         maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
         storeUrl: redis.url,
+        engine: TEST_ENGINE_SETTINGS,
       },
       modelDir: DEMO_MODEL_DIR,
       loadRuntime: pacedRuntime,

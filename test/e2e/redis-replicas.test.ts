@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../cli/serve.ts';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
 import { silentLogger } from '../../handlers/app-deps.ts';
+import { TEST_ENGINE_SETTINGS } from '../helpers/test-engine.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
 import { DEMO_MODEL_DIR, freePort, waitForReady } from './start-demo-service.ts';
@@ -38,6 +39,7 @@ async function replica(): Promise<RunningService> {
       corsOrigins: undefined,
       maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
       storeUrl: redis.url,
+      engine: TEST_ENGINE_SETTINGS,
     },
     modelDir: DEMO_MODEL_DIR,
     loadRuntime: loadModelRuntime,

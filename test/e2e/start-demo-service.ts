@@ -14,6 +14,7 @@ import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS, type ResponsesOptIn
 import { silentLogger } from '../../handlers/app-deps.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
+import { TEST_ENGINE_SETTINGS } from '../helpers/test-engine.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const DEMO_MODEL_DIR = path.join(ROOT, 'models/maya-demo');
@@ -41,6 +42,7 @@ export async function startDemoService(
       apiKeys,
       corsOrigins: undefined,
       maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+      engine: TEST_ENGINE_SETTINGS,
       ...(optIns ? { optIns } : {}),
     },
     modelDir: DEMO_MODEL_DIR,

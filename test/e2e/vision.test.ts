@@ -12,6 +12,7 @@ import { startService, type RunningService } from '../../cli/serve.ts';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
 import type { FinishInfo, TokenEvent } from '../../engine-cuda/engine.ts';
 import { silentLogger } from '../../handlers/app-deps.ts';
+import { TEST_ENGINE_SETTINGS } from '../helpers/test-engine.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
 import { readFileSync } from 'node:fs';
@@ -74,6 +75,7 @@ describe.each(['glm4v-tiny', 'glm45v-tiny'])('vision end to end: maya serve on %
         apiKeys: [],
         corsOrigins: undefined,
         maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+        engine: TEST_ENGINE_SETTINGS,
       },
       modelDir: dir,
       loadRuntime: async (dir, load) => recordTokens(await loadModelRuntime(dir, load), generated),

@@ -11,6 +11,7 @@ import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 import { NativeEngine } from '../../engine-cuda/native-engine.ts';
 import { alt, text } from '../../grammar/grammar.ts';
 import type { Constraint } from '../../grammar/constraint.ts';
+import { TEST_ENGINE } from '../helpers/test-engine.ts';
 
 const DIR = join(import.meta.dirname, '../../models/maya-demo');
 let engine: NativeEngine;
@@ -19,9 +20,9 @@ let tokenizer: Tokenizer;
 
 beforeAll(async () => {
   tokenizer = await Tokenizer.fromDir(DIR);
-  engine = await NativeEngine.load(DIR);
+  engine = await NativeEngine.load(DIR, TEST_ENGINE);
   engine.setVocabulary(tokenizer.vocabularyBytes());
-  bare = await NativeEngine.load(DIR);
+  bare = await NativeEngine.load(DIR, TEST_ENGINE);
 }, 60_000);
 afterAll(async () => {
   await engine?.close();

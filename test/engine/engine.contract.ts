@@ -1,6 +1,7 @@
 /**
  * runEngineContract: the behaviour every Engine owes its handlers (engine-cuda/engine.ts), run on
- * FakeEngine and on NativeEngine by engine-contract.test.ts (STYLE.md §8 contract suites).
+ * FakeEngine and on NativeEngine by engine-contract.test.ts (one contract suite, run on each
+ * implementation).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../engine-cuda/engine.ts';

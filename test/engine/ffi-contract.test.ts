@@ -57,6 +57,26 @@ describe('ffi.ts mirrors engine.h', () => {
     expect(p[ENG.PARAM_N_BLOCKS]).toBe(0n);
   });
 
+  it("encodes the engine settings' parameters: kernel path, weight copy and the CUDA knobs", () => {
+    const p = encodeParams({
+      simd: 'avx512',
+      weightDtype: 'q8',
+      weightCopy: false,
+      cudaDevice: 1,
+      cudaTcMinTokens: 32,
+      cudaGraphs: false,
+    });
+    expect(p[ENG.PARAM_SIMD]).toBe(3n);
+    expect(p[ENG.PARAM_WEIGHT_DTYPE]).toBe(2n);
+    expect(p[ENG.PARAM_WEIGHT_COPY]).toBe(2n);
+    expect(p[ENG.PARAM_CUDA_DEVICE]).toBe(1n);
+    expect(p[ENG.PARAM_CUDA_TC_MIN_TOKENS]).toBe(32n);
+    expect(p[ENG.PARAM_CUDA_GRAPHS]).toBe(2n);
+    const on = encodeParams({ simd: 'scalar', weightCopy: true, cudaGraphs: true });
+    expect([on[ENG.PARAM_SIMD], on[ENG.PARAM_WEIGHT_COPY], on[ENG.PARAM_CUDA_GRAPHS]]).toEqual([1n, 1n, 1n]);
+    expect(encodeParams({})[ENG.PARAM_SIMD]).toBe(0n); // auto: the fastest path
+  });
+
   it('refuses a library of another ABI version, and a missing one', async () => {
     const src = join(tmp, 'other.c');
     const lib = join(tmp, 'libother.so');

@@ -7,6 +7,7 @@
 import { pathToFileURL } from 'node:url';
 import { NativeEngine } from '../../engine-cuda/native-engine.ts';
 import { isBun } from '../../engine-cuda/ffi.ts';
+import { TEST_ENGINE } from '../helpers/test-engine.ts';
 
 export async function greedyIds(
   dir: string,
@@ -15,7 +16,7 @@ export async function greedyIds(
   temperature = 0,
   seed = 0,
 ): Promise<number[]> {
-  const engine = await NativeEngine.load(dir);
+  const engine = await NativeEngine.load(dir, TEST_ENGINE);
   try {
     const ids: number[] = [];
     for await (const event of engine.generate({ promptIds, maxTokens, temperature, seed, topP: 0.95 })) {

@@ -3,10 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineError } from '../../engine-cuda/engine.ts';
 import { NativeEngine } from '../../engine-cuda/native-engine.ts';
 import { drain, makeSmallModel } from './engine-helpers.ts';
+import { TEST_ENGINE } from '../helpers/test-engine.ts';
 
 let engine: NativeEngine;
 beforeAll(async () => {
-  engine = await NativeEngine.load(await makeSmallModel());
+  engine = await NativeEngine.load(await makeSmallModel(), TEST_ENGINE);
 });
 afterAll(() => engine.close());
 
@@ -179,7 +180,7 @@ describe('request errors before any work', () => {
       dtype: 'bf16',
       seed: 1,
     } as const;
-    const other = await NativeEngine.load(await makeSmallModel(tiny), { numThreads: 3 });
+    const other = await NativeEngine.load(await makeSmallModel(tiny), { ...TEST_ENGINE, numThreads: 3 });
     expect(other.info.numVocab).toBe(64);
     // What the About page shows: the threads asked for and the stored dtype as run.
     expect(other.info).toMatchObject({ numThreads: 3, weightDtype: 'bf16' });
@@ -200,7 +201,7 @@ describe('request errors before any work', () => {
       dtype: 'f32',
       seed: 3,
     } as const;
-    const other = await NativeEngine.load(await makeSmallModel(tiny));
+    const other = await NativeEngine.load(await makeSmallModel(tiny), TEST_ENGINE);
     const gen = other.generate({ promptIds: [1, 2, 3], maxTokens: 1000 });
     await gen.next();
     await (other as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();

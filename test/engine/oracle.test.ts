@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NativeEngine } from '../../engine-cuda/native-engine.ts';
 import { FIXTURES, drain, fixtureDir } from './engine-helpers.ts';
+import { TEST_ENGINE } from '../helpers/test-engine.ts';
 
 interface Fixture {
   architecture: string;
@@ -28,7 +29,7 @@ describe.each(FIXTURES)('oracle fixture %s through NativeEngine', (name) => {
   const fx = JSON.parse(readFileSync(`${fixtureDir(name)}/fixtures.json`, 'utf8')) as Fixture;
   let engine: NativeEngine;
   beforeAll(async () => {
-    engine = await NativeEngine.load(fixtureDir(name));
+    engine = await NativeEngine.load(fixtureDir(name), TEST_ENGINE);
   });
   afterAll(() => engine.close());
 
@@ -67,16 +68,8 @@ describe('kernel paths and 8-bit weights through NativeEngine', () => {
   const name = 'llama-f32';
   const fx = JSON.parse(readFileSync(`${fixtureDir(name)}/fixtures.json`, 'utf8')) as Fixture;
 
-  it('MAYA_ENGINE_SIMD=scalar forces the portable kernels, which match the golden fixture', async () => {
-    const saved = process.env.MAYA_ENGINE_SIMD;
-    process.env.MAYA_ENGINE_SIMD = 'scalar';
-    let engine: NativeEngine;
-    try {
-      engine = await NativeEngine.load(fixtureDir(name));
-    } finally {
-      if (saved === undefined) delete process.env.MAYA_ENGINE_SIMD;
-      else process.env.MAYA_ENGINE_SIMD = saved;
-    }
+  it('simd scalar (MAYA_ENGINE_SIMD=scalar) forces the portable kernels, which match the golden fixture', async () => {
+    const engine = await NativeEngine.load(fixtureDir(name), { ...TEST_ENGINE, simd: 'scalar' });
     try {
       expect(engine.info.simd).toBe('scalar');
       for (const p of fx.prompts) {
@@ -90,7 +83,7 @@ describe('kernel paths and 8-bit weights through NativeEngine', () => {
   });
 
   it('weightDtype q8 quantizes the weights: logits move, within the bound measured in engine-cuda/README.md', async () => {
-    const engine = await NativeEngine.load(fixtureDir(name), { weightDtype: 'q8' });
+    const engine = await NativeEngine.load(fixtureDir(name), { ...TEST_ENGINE, weightDtype: 'q8' });
     try {
       let worst = 0;
       for (const p of fx.prompts) {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineError, type EngineImage, type GenerateRequest } from '../../engine-cuda/engine.ts';
 import { NativeEngine, pixelTransfers } from '../../engine-cuda/native-engine.ts';
 import { drain, fixtureDir } from './engine-helpers.ts';
+import { TEST_ENGINE } from '../helpers/test-engine.ts';
 
 interface VisionFixture {
   greedy_tokens: number;
@@ -49,7 +50,7 @@ describe('GLM-4.1V vision through NativeEngine', () => {
   let engine: NativeEngine;
   beforeAll(async () => {
     // Chunks of 7 tokens: every image's placeholders span several prefill steps.
-    engine = await NativeEngine.load(dir, { prefillChunk: 7, numThreads: 2 });
+    engine = await NativeEngine.load(dir, { ...TEST_ENGINE, prefillChunk: 7, numThreads: 2 });
   });
   afterAll(() => engine.close());
 
@@ -130,7 +131,7 @@ describe('GLM-4.5V (MoE language model, half-split M-RoPE) through NativeEngine'
   const moeFx = JSON.parse(readFileSync(`${moeDir}/fixtures.json`, 'utf8')) as VisionFixture;
   let engine: NativeEngine;
   beforeAll(async () => {
-    engine = await NativeEngine.load(moeDir, { prefillChunk: 7, numThreads: 2 });
+    engine = await NativeEngine.load(moeDir, { ...TEST_ENGINE, prefillChunk: 7, numThreads: 2 });
   });
   afterAll(() => engine.close());
 
@@ -151,7 +152,7 @@ describe('GLM-4.5V (MoE language model, half-split M-RoPE) through NativeEngine'
 
 describe('a text-only model and images', () => {
   it('refuses images before queuing anything', async () => {
-    const engine = await NativeEngine.load(fixtureDir('glm4-bf16'), { numThreads: 1 });
+    const engine = await NativeEngine.load(fixtureDir('glm4-bf16'), { ...TEST_ENGINE, numThreads: 1 });
     try {
       expect(engine.info.vision).toBe(false);
       const gen = engine.generate({ promptIds: [5, 6, 7], maxTokens: 2, images: [image(0, 1n)] });

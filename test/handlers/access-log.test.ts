@@ -1,22 +1,31 @@
 /**
- * The access log (handlers/access-log.ts): one JSON line per request with method, route,
- * operation, status, duration, request id and key scope; a 4xx carries its `param` and `code`;
- * never the API key or any request content; MAYA_LOG_LEVEL filters; unset = no access log.
+ * The access log (handlers/access-log.ts): one JSON line per request through the one logger
+ * (handlers/logger.ts) with method, route, operation, status, duration, request id and key scope;
+ * a 4xx carries its `param` and `code`; never the API key or any request content; the logger's
+ * level (MAYA_LOG_LEVEL) filters; the health probe's 503 while loading is info, not an error.
  */
 import { describe, expect, it } from 'vitest';
 import { createTestApp, stubRuntime } from '../helpers/test-app.ts';
 import { scopeOf } from '../../handlers/auth.ts';
+import { createLogger } from '../../handlers/logger.ts';
 import type { LogLevel } from '../../config/settings.ts';
+import type { ModelRuntime } from '../../runtime/model-runtime.ts';
 
 const KEY = 'sk-secret-access-log-key';
 const PROMPT = 'my private prompt text';
 
-function appWithLog(logLevel: LogLevel | undefined, apiKeys: string[] = [KEY]) {
+/** An app whose logger writes to `lines` at logLevel; undefined = the tests' silent logger. */
+function appWithLog(
+  logLevel: LogLevel | undefined,
+  apiKeys: string[] = [KEY],
+  runtime: ModelRuntime | null = stubRuntime({ id: 'maya-demo' }),
+) {
   const lines: string[] = [];
+  const destination = { write: (line: string) => void lines.push(line) };
   const app = createTestApp({
-    runtime: stubRuntime({ id: 'maya-demo' }),
-    server: { apiKeys, ...(logLevel === undefined ? {} : { logLevel }) },
-    deps: { accessLogDestination: { write: (line: string) => void lines.push(line) } },
+    runtime,
+    server: { apiKeys },
+    ...(logLevel === undefined ? {} : { deps: { logger: createLogger(logLevel, destination) } }),
   });
   /** Lines are written when the response finishes; supertest resolves after that. */
   const records = () => lines.map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -88,7 +97,31 @@ describe('access log', () => {
     expect(records()).toEqual([expect.objectContaining({ status: 404, param: 'model', code: 'model_not_found' })]);
   });
 
-  it('silent, or no level (an app built without loadServerSettings), logs nothing', async () => {
+  it('/health answering 503 while the model loads is logged at info; a 500 at error', async () => {
+    const loading = appWithLog('info', [], null);
+    const res = await loading.request.get('/health');
+    expect(res.status).toBe(503);
+    expect(loading.records()).toEqual([
+      expect.objectContaining({ level: 30, status: 503, operation: 'getHealth', route: '/health' }),
+    ]);
+    const lines: string[] = [];
+    const failing = createTestApp({
+      deps: { logger: createLogger('warn', { write: (line: string) => void lines.push(line) }) },
+      handlers: {
+        listModels: async () => {
+          throw new TypeError('boom');
+        },
+      },
+    });
+    expect((await failing.request.get('/v1/models')).status).toBe(500);
+    const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(records).toEqual([
+      expect.objectContaining({ level: 50, message: 'unhandled error', operation: 'listModels' }),
+      expect.objectContaining({ level: 50, message: 'request', status: 500, operation: 'listModels' }),
+    ]);
+  });
+
+  it('silent, or no logger (the silent one of an app built without one), logs nothing', async () => {
     for (const level of ['silent', undefined] as const) {
       const { request, lines } = appWithLog(level);
       await request.get('/v1/models').set('Authorization', `Bearer ${KEY}`);

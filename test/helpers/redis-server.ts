@@ -1,9 +1,9 @@
 /**
  * A real Redis for the Redis store tests. `sharedRedisUrl()` answers MAYA_TEST_REDIS_URL when set
  * (.ci/run starts one redis-server for the whole suite) and otherwise starts a private
- * `redis-server` from PATH. `startRedisServer()` always starts a private one (tests that stop and
- * restart Redis). No Redis → the test FAILS with a message saying what to install: the Redis
- * tests are never skipped.
+ * `redis-server` from PATH (`npm test` installs it first: scripts/provision-test.sh).
+ * `startRedisServer()` always starts a private one (tests that stop and restart Redis). No Redis →
+ * the test FAILS with a message saying what to install: the Redis tests are never skipped.
  *
  * Servers run on a free loopback port with no persistence (no RDB, no AOF) and are killed by
  * stop() or when the test process exits.
@@ -22,7 +22,7 @@ export interface RedisServer {
 }
 
 const NO_REDIS =
-  'The Redis store tests need Redis: install redis-server (Debian: apt-get install -y redis-server) so it is on PATH, or set MAYA_TEST_REDIS_URL=redis://host:port to a Redis the tests may write to.';
+  'The Redis store tests need redis-server on PATH: `npm test` installs it first (bash scripts/provision-test.sh, which runs or prints the apt-get command), or set MAYA_TEST_REDIS_URL=redis://host:port to a Redis the tests may write to.';
 const children = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const child of children) child.kill('SIGKILL');

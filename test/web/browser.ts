@@ -3,7 +3,7 @@
  * free loopback port, and Debian's Chromium driven by playwright-core (never a browser download of
  * its own), launched headless with a fresh profile and the flags that keep it off the network.
  * Every request the page makes is recorded. `npm run web:build` must have built web/dist
- * (`npm test` does); scripts/provision-chromium.sh installs Chromium.
+ * (`npm test` does); scripts/provision-test.sh installs Chromium.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -28,7 +28,8 @@ export async function startMaya(env: Record<string, string> = {}, args: string[]
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ['bin/maya.js', 'serve', '--port', String(port), ...args], {
     cwd: ROOT,
-    env: { ...process.env, MAYA_LOG_LEVEL: 'warn', ...env },
+    // info: the start-up lines (waitForReady reads 'model … ready', the page's address) go through the one logger.
+    env: { ...process.env, MAYA_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let text = '';
@@ -60,7 +61,7 @@ export interface Browsing {
  */
 export async function launchChromium(): Promise<Browsing> {
   if (!existsSync(CHROMIUM))
-    throw new Error(`no Chromium at ${CHROMIUM}: run bash scripts/provision-chromium.sh (or set MAYA_TEST_CHROMIUM)`);
+    throw new Error(`no Chromium at ${CHROMIUM}: run bash scripts/provision-test.sh (or set MAYA_TEST_CHROMIUM)`);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,

@@ -1,6 +1,7 @@
 /**
  * The Monitor and About tabs in Debian's Chromium against `maya serve` on the demo model (with
- * encrypted reasoning on and a reasoning key, so About has settings to show and a secret to hide):
+ * encrypted reasoning on and a reasoning key, and two engine settings that leave this CPU run as
+ * it is, so About has settings to show and a secret to hide):
  * the Monitor's numbers move after a request; About shows the model, the engine, the version and
  * the settings; its client snippets are the README's tested settings with this server's address
  * and model filled in, copy as shown, and run against this server.
@@ -26,7 +27,12 @@ let browsing: Browsing;
 let scratch: string;
 beforeAll(async () => {
   [maya, browsing] = await Promise.all([
-    startMaya({ MAYA_GLM_RESPONSES_ENCRYPTED_REASONING: 'on', MAYA_GLM_RESPONSES_REASONING_KEY: REASONING_KEY }),
+    startMaya({
+      MAYA_GLM_RESPONSES_ENCRYPTED_REASONING: 'on',
+      MAYA_GLM_RESPONSES_REASONING_KEY: REASONING_KEY,
+      MAYA_ENGINE_BACKEND: 'cpu',
+      MAYA_CUDA_TC_MIN_TOKENS: '64',
+    }),
     launchChromium(),
   ]);
   // The snippets run from a scratch folder that sees the project's packages.
@@ -140,6 +146,9 @@ describe('About', () => {
     expect(await fact('Server', 'Version')).toBe(version);
     expect(await fact('Server', 'MAYA_GLM_RESPONSES_ENCRYPTED_REASONING')).toBe('on');
     expect(await fact('Server', 'MAYA_GLM_RESPONSES_REASONING_KEY')).toBe('(hidden)');
+    // The engine's settings (config/engine-settings.ts) are listed too; a count named ..._TOKENS is no secret.
+    expect(await fact('Server', 'MAYA_ENGINE_BACKEND')).toBe('cpu');
+    expect(await fact('Server', 'MAYA_CUDA_TC_MIN_TOKENS')).toBe('64');
     expect(await page.content()).not.toContain(REASONING_KEY);
     await page.close();
   });

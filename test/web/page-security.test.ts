@@ -110,8 +110,8 @@ describe('requests', () => {
 });
 
 describe('MAYA_WEB', () => {
-  it('maya serve prints the page address; with MAYA_WEB=off it prints none and / answers 404 as before', async () => {
-    expect(maya.output()).toContain(`maya: web page at ${maya.origin}/\n`);
+  it('maya serve logs the page address; with MAYA_WEB=off it prints none and / answers 404 as before', async () => {
+    expect(maya.output()).toContain(`"message":"web page at ${maya.origin}/"`);
     const off = await startMaya({ MAYA_WEB: 'off' });
     try {
       expect(off.output()).not.toContain('web page');

@@ -16,25 +16,29 @@
 namespace maya {
 
 /* Bump when the functions below change meaning. */
-#define MAYA_CUDA_API_VERSION 1
+#define MAYA_CUDA_API_VERSION 2
+
+/* Options the engine passes at creation, from its ENG_PARAM_CUDA_* parameters (flat, so the stamp
+ * covers them). */
+struct CudaOptions {
+    int64_t kv_cap_bytes = 0;   // most device bytes for the KV cache; 0 = no cap beyond free memory
+    int32_t device = 0;         // CUDA device ordinal
+    int32_t tc_min_tokens = 16; // a matmul over at least this many tokens uses the tensor-core gemm
+    int32_t use_graphs = 1;     // 1: decode steps are replayed as CUDA graphs; 0: each kernel launched
+};
 
 /* Layout stamp of every struct that crosses the boundary (by reference). */
 constexpr uint64_t cuda_layout_stamp() {
     return (uint64_t)MAYA_CUDA_API_VERSION * 1000003ull ^ (uint64_t)sizeof(Model) * 7919ull ^
            (uint64_t)sizeof(ModelConfig) * 104729ull ^ (uint64_t)sizeof(LayerWeights) * 1299709ull ^
            (uint64_t)sizeof(Weight) * 15485863ull ^ (uint64_t)sizeof(BackendConfig) * 32452843ull ^
-           (uint64_t)sizeof(Batch) * 49979687ull ^ (uint64_t)sizeof(BatchSeq) * 67867967ull;
+           (uint64_t)sizeof(Batch) * 49979687ull ^ (uint64_t)sizeof(BatchSeq) * 67867967ull ^
+           (uint64_t)sizeof(CudaOptions) * 86028121ull;
 }
 
 struct CudaHost {
     /* Records status + message as the engine's last error; returns status. */
     int32_t (*set_error)(int32_t status, const char *msg);
-};
-
-/* Options the engine passes at creation (flat, so the stamp covers them). */
-struct CudaOptions {
-    int64_t kv_cap_bytes = 0; // most device bytes for the KV cache; 0 = no cap beyond free memory
-    int32_t device = 0;       // CUDA device ordinal
 };
 
 } // namespace maya

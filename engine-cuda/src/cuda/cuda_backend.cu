@@ -126,10 +126,8 @@ int32_t CudaBackend::init(BackendConfig *cfg, const CudaOptions &opt) {
     CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
     sm_count_ = prop.multiProcessorCount;
     max_split_ = 64; // batch 1 with 2 kv heads: 128 blocks, about one per SM of an H100/H200
-    const char *tc = getenv("MAYA_CUDA_TC_MIN_TOKENS"); // 0 = never use the tensor-core gemm
-    if (tc && *tc) tc_min_tokens_ = atoi(tc) > 0 ? atoi(tc) : 1 << 30;
-    const char *gr = getenv("MAYA_CUDA_GRAPHS");
-    use_graphs_ = !(gr && strcmp(gr, "0") == 0);
+    tc_min_tokens_ = opt.tc_min_tokens;
+    use_graphs_ = opt.use_graphs != 0;
     CUDA_TRY(check_supported());
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CUDA_TRY(attention_prepare(c_.n_head, c_.n_head_kv, c_.head_dim, prop.sharedMemPerBlockOptin));

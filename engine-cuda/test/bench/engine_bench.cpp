@@ -2,7 +2,8 @@
  *
  * Usage (built and run by engine-cuda/test/bench/run.sh): engine-bench MODEL_DIR [threads] [prompt_len] [gen_len]
  *        engine-bench --random-llama DIR DTYPE   (writes a ~110M Llama-shaped model, then exits)
- * MAYA_WEIGHT_DTYPE=q8 loads the weights as 8-bit; MAYA_ENGINE_SIMD picks the kernel path.
+ * MAYA_WEIGHT_DTYPE=q8 loads the weights as 8-bit; MAYA_ENGINE_SIMD picks the kernel path and
+ * MAYA_ENGINE_BACKEND the backend (read here and passed as ENG_PARAM_*).
  * Prints prefill tok/s (batch 1) and decode tok/s at batch 1 and 8 with the weight-bytes roofline
  * inputs. The npm benchmark (bench/engine.bench.ts) is the reported one; this is for kernel work.
  */
@@ -71,8 +72,15 @@ int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: engine-bench MODEL_DIR [threads] [prompt_len] [gen_len]\n"); return 2; }
     int64_t params[ENG_PARAM_COUNT] = {0};
     params[ENG_PARAM_N_THREADS] = argc > 2 ? atoi(argv[2]) : 0;
+    // The library reads no environment: the bench passes these settings as parameters.
     const char *wd = getenv("MAYA_WEIGHT_DTYPE"); // q8: 8-bit weights quantized at load
     if (wd && !strcmp(wd, "q8")) params[ENG_PARAM_WEIGHT_DTYPE] = 2;
+    const char *simd = getenv("MAYA_ENGINE_SIMD"), *const paths[] = {"scalar", "avx2", "avx512"};
+    for (int i = 0; simd && i < 3; i++)
+        if (!strcmp(simd, paths[i])) params[ENG_PARAM_SIMD] = i + 1;
+    const char *backend = getenv("MAYA_ENGINE_BACKEND");
+    if (backend && !strcmp(backend, "cpu")) params[ENG_PARAM_BACKEND] = 1;
+    if (backend && !strcmp(backend, "cuda")) params[ENG_PARAM_BACKEND] = 2;
     int prompt_len = argc > 3 ? atoi(argv[3]) : 128, gen_len = argc > 4 ? atoi(argv[4]) : 64;
     eng_ctx *ctx;
     if (eng_ctx_create(argv[1], params, ENG_PARAM_COUNT, &ctx) != 0) {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import type { ApiError } from '../../../contract/errors.ts';
 import { JobEventBuffer, eventBytes, type JobEvent } from '../../../store/jobs/job-event-buffer.ts';
+import { checkCursor } from '../../../store/jobs/job-rules.ts';
 
 const event = (n: number, text = ''): JobEvent => ({
   type: 'response.output_text.delta',
@@ -20,11 +22,20 @@ describe('JobEventBuffer', () => {
     for (let n = 0; n < 5; n++) buffer.append(event(n));
     expect(buffer.count).toBe(3);
     expect(buffer.droppedThrough).toBe(1);
-    expect(buffer.check(-1)).toBe('gone');
-    expect(buffer.check(0)).toBe('gone');
-    expect(buffer.check(1)).toBe('ok');
-    expect(buffer.check(4)).toBe('ok');
-    expect(buffer.check(5)).toBe('future');
+    const window = { last: buffer.lastSequence, dropped: buffer.droppedThrough };
+    const code = (after: number) => {
+      try {
+        checkCursor('resp_1', after, window);
+        return 'ok';
+      } catch (error) {
+        return (error as ApiError).code;
+      }
+    };
+    expect(code(-1)).toBe('events_expired');
+    expect(code(0)).toBe('events_expired');
+    expect(code(1)).toBe('ok');
+    expect(code(4)).toBe('ok');
+    expect(code(5)).toBe('invalid_cursor');
   });
 
   it('slides by serialised bytes and refuses an event larger than the whole buffer', () => {
