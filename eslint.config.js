@@ -2,7 +2,9 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'generated/', 'engine-cuda/build/', 'models/', 'scripts/demo-model/work/'] },
+  {
+    ignores: ['node_modules/', 'generated/', 'engine-cuda/build/', 'models/', 'scripts/demo-model/work/', 'web/dist/'],
+  },
   ...tseslint.configs.recommended,
   {
     rules: {

@@ -134,7 +134,7 @@ export function topK(logits: Float32Array, k: number): { id: number; logit: numb
 }
 
 interface Result {
-  /** The engine that ran: backend, CPU kernel path, weights as stored or q8. */
+  /** The engine that ran: backend, CPU kernel path, the weights' dtype as run (as stored, or q8). */
   engine: Pick<EngineInfo, 'backend' | 'simd' | 'weightDtype'>;
   promptIds: number[];
   ids: number[];
@@ -159,7 +159,7 @@ async function generate(o: Options, processEnv: Env): Promise<Result> {
   const promptIds = o.promptIds ?? tokenizer?.encode(o.prompt ?? '') ?? [];
   if (promptIds.length === 0) throw new UsageError('the prompt encodes to no tokens');
   const engine = await NativeEngine.load(model.dir, settings);
-  const { backend, simd, weightDtype = 'stored' } = engine.info;
+  const { backend, simd, weightDtype } = engine.info;
   const piece = (id: number) => (tokenizer ? tokenizer.decode([id]) : null);
   const ids: number[] = [];
   const steps: NonNullable<Result['steps']> = [];

@@ -18,6 +18,7 @@ import {
   type ResponsesSettings,
   type ServerSettings,
 } from '../config/settings.ts';
+import { settingsInEffect } from '../config/settings-in-effect.ts';
 import { createLogger, type Logger } from '../handlers/logger.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
@@ -62,6 +63,11 @@ export interface ServeFlags {
   help?: boolean;
 }
 
+/** The page's address in a browser: a wildcard listen address is reached through loopback. */
+function pageAddress(origin: string): string {
+  return origin.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:');
+}
+
 /** serve's flags, or the exit code of a usage error (printed with the usage). */
 function parseServeFlags(argv: string[]): ServeFlags | number {
   try {
@@ -96,7 +102,11 @@ export function loadServeSettings(
   if (flags.host !== undefined) env.MAYA_HOST = flags.host;
   if (flags.port !== undefined) env.MAYA_PORT = flags.port;
   if (flags.model !== undefined) env.MAYA_MODEL = flags.model;
-  return { settings: loadResponsesSettings(env), server: loadServerSettings(env, flags['api-key'] ?? []) };
+  const apiKeys = flags['api-key'] ?? [];
+  return {
+    settings: loadResponsesSettings(env),
+    server: { ...loadServerSettings(env, apiKeys), inEffect: settingsInEffect(env, apiKeys) },
+  };
 }
 
 /** Loading progress: a line redrawn in place on a terminal, else one log line per stage. */
@@ -149,8 +159,10 @@ async function startListening(
       modelDir,
       loadRuntime: loadModelRuntime,
       onProgress: progressPrinter(logger),
-      onListening: (origin) =>
-        logger.info(`listening on ${origin} (auth ${server.apiKeys.length > 0 ? 'on' : 'off'}); loading ${modelDir}`),
+      onListening: (origin) => {
+        logger.info(`listening on ${origin} (auth ${server.apiKeys.length > 0 ? 'on' : 'off'}); loading ${modelDir}`);
+        if (server.web !== false) logger.info(`web page at ${pageAddress(origin)}/`);
+      },
       logger,
     });
   } catch (err) {

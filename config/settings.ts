@@ -111,6 +111,25 @@ export interface ServerSettings {
   readonly weightDtype?: WeightDtype;
   /** MAYA_ENGINE_* / MAYA_CUDA_* (engine-settings.ts); absent when none is set (all engine defaults). */
   readonly engine?: EngineSettings;
+  /** MAYA_WEB (`on`|`off`, default on): the web page at `/` (web/); false = `/` answers 404. Absent = on. */
+  readonly web?: boolean;
+  /** The settings in effect that differ from the defaults, secrets hidden (settings-in-effect.ts; GET /v1/status). */
+  readonly inEffect?: readonly SettingInEffect[];
+}
+
+/** One setting the server runs with: its variable and its value as given (or `(hidden)`). */
+export interface SettingInEffect {
+  readonly name: string;
+  readonly value: string;
+}
+
+/** MAYA_WEB: unset or empty = on; else `on` or `off` (any case). */
+function loadWebSetting(env: Env): boolean {
+  const raw = rawValue(env, 'MAYA_WEB');
+  if (raw === undefined || raw.trim() === '') return true;
+  const text = raw.trim().toLowerCase();
+  if (text !== 'on' && text !== 'off') throw new SettingsError('MAYA_WEB', `MAYA_WEB=${raw}: must be on or off`);
+  return text === 'on';
 }
 
 /**
@@ -312,6 +331,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     images: loadImageSettings(env),
     ...(weightDtype !== undefined ? { weightDtype } : {}),
     ...(Object.keys(engine).length > 0 ? { engine } : {}),
+    ...(loadWebSetting(env) ? {} : { web: false }),
   };
 }
 
@@ -414,6 +434,7 @@ export const SETTING_NAMES: readonly string[] = [
   ...Object.keys(IMAGE_LIMITS).map((name) => `MAYA_IMAGE_${name}`),
   'MAYA_WEIGHT_DTYPE',
   ...ENGINE_SETTING_NAMES,
+  'MAYA_WEB',
   ...[...Object.keys(RESPONSES_SETTINGS), 'ITEM_REFERENCES', 'ENCRYPTED_REASONING', 'REASONING_KEY'].map(
     (name) => MAYA_PREFIX + name,
   ),

@@ -74,10 +74,13 @@ export interface EngineInfo {
   weightBytes?: number;
   /** CPU kernel path (ENG_INFO_SIMD; MAYA_ENGINE_SIMD forces one). */
   simd: 'scalar' | 'avx2' | 'avx512';
-  /** Weights as stored, or quantized to 8 bits at load (ENG_INFO_WEIGHT_DTYPE; MAYA_WEIGHT_DTYPE=q8); absent = as stored. */
-  weightDtype?: 'stored' | 'q8';
   /** The checkpoint has a vision encoder: GenerateRequest.images is accepted. */
   vision: boolean;
+  /** The weight matrices' dtype as the engine runs them (ENG_INFO_WEIGHT_DTYPE): as stored, or q8 when
+   * quantized at load (MAYA_WEIGHT_DTYPE=q8). */
+  weightDtype: 'f32' | 'f16' | 'bf16' | 'fp8' | 'q8';
+  /** CPU worker threads (ENG_INFO_N_THREADS). */
+  numThreads: number;
 }
 
 export interface EngineStats {

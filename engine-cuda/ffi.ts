@@ -17,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 4,
+  ABI_VERSION: 5,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -61,7 +61,8 @@ export const ENG = {
   INFO_N_PARAMS_ACTIVE: 14,
   INFO_VISION: 15,
   INFO_WEIGHT_DTYPE: 16,
-  INFO_COUNT: 17,
+  INFO_N_THREADS: 17,
+  INFO_COUNT: 18,
   STAT_BLOCKS_TOTAL: 0,
   STAT_BLOCKS_FREE: 1,
   STAT_BLOCKS_CACHED: 2,

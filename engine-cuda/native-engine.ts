@@ -59,6 +59,9 @@ const ARCHS: Record<number, EngineInfo['arch']> = {
   7: 'glm4v_moe',
 };
 
+/** ENG_INFO_WEIGHT_DTYPE values (engine.h; the engine's DType enum, where 3 is no matrix dtype). */
+const WEIGHT_DTYPES: Record<number, EngineInfo['weightDtype']> = { 0: 'f32', 1: 'f16', 2: 'bf16', 4: 'fp8', 5: 'q8' };
+
 /** Maps eng_ctx_info() fields to EngineInfo. */
 export function engineInfoFromFields(f: number[]): EngineInfo {
   const at = (i: number) => f[i] ?? 0;
@@ -76,7 +79,8 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     weightBytes: at(ENG.INFO_WEIGHT_BYTES),
     simd: (['scalar', 'avx2', 'avx512'] as const)[at(ENG.INFO_SIMD)] ?? 'scalar',
     vision: at(ENG.INFO_VISION) === 1,
-    weightDtype: at(ENG.INFO_WEIGHT_DTYPE) === 2 ? 'q8' : 'stored',
+    weightDtype: WEIGHT_DTYPES[at(ENG.INFO_WEIGHT_DTYPE)] ?? 'f32',
+    numThreads: at(ENG.INFO_N_THREADS),
   };
 }
 

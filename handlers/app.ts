@@ -1,10 +1,11 @@
 /**
  * createApp(deps): the Koa application. Order: error + metrics middleware (first, so every error
- * anywhere becomes the one error shape), CORS (answers preflights), then the routes bound from
- * the contract's operations table (contract/operations.ts). Each route runs auth → query/path
- * validation → body read (size limit, JSON) → the rejection table → body schema validation → the
- * handler, so a handler only sees an authenticated, valid, supported request on ctx.state. Unknown
- * paths → 404, known paths with another method → 405, both in the error shape.
+ * anywhere becomes the one error shape), CORS (answers preflights), the web page's static files
+ * (web-page.ts; not with MAYA_WEB=off), then the routes bound from the contract's operations table
+ * (contract/operations.ts). Each route runs auth → query/path validation → body read (size limit,
+ * JSON) → the rejection table → body schema validation → the handler, so a handler only sees an
+ * authenticated, valid, supported request on ctx.state. Unknown paths → 404, known paths with
+ * another method → 405, both in the error shape.
  */
 import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
@@ -14,6 +15,7 @@ import { accessLog } from './access-log.ts';
 import { createAuthenticator, ANONYMOUS_SCOPE } from './auth.ts';
 import { readJsonBody } from './body.ts';
 import { corsMiddleware } from './cors.ts';
+import { loadWebFiles, webPage } from './web-page.ts';
 import { ApiError, badRequest, methodNotAllowed, toApiError, unknownRoute } from '../contract/errors.ts';
 import { handlers as defaultHandlers } from './index.ts';
 import { findRejection, rejectionsFor } from './rejections.ts';
@@ -27,6 +29,8 @@ export interface AppOptions {
   handlers?: Partial<Record<OperationId, Handler>>;
   /** The contract; default openapi/openapi.yaml. */
   document?: OpenApiDocument;
+  /** The built web page served at `/` (unless MAYA_WEB=off); default web/dist. */
+  webDir?: string;
 }
 
 export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestState> {
@@ -54,6 +58,11 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestS
   app.use(accessLog(deps));
   app.use(errorMiddleware(deps, metrics));
   app.use(corsMiddleware(deps.server.corsOrigins));
+  if (deps.server.web !== false) {
+    const files = loadWebFiles(options.webDir);
+    if (files) app.use(webPage(files));
+    else deps.logger.warn('the web page is not built (web/dist): run npm run web:build; / answers 404');
+  }
   app.use(router.routes());
   app.use(async (ctx) => {
     const match = router.match(ctx.path, ctx.method);

@@ -1,12 +1,18 @@
 /**
- * getStatus (GET /v1/status): the model, its context limit, the API dialects Maya serves with
- * their endpoints, the engine's counters and whether the model has a vision path, and the `responses_cache` / `responses_jobs` sections
- * from the store and the job manager (zeros while no job manager is attached). Named
- * AppDeps.statusProviders sections are merged last. Aggregates only: no credential identifiers.
+ * getStatus (GET /v1/status): Maya's version, the model, its context limit, the API dialects Maya
+ * serves with their endpoints, the engine (backend, kernel path, threads, weight dtype, counters,
+ * whether the model has a vision path), the `responses_cache` / `responses_jobs` sections
+ * from the store and the job manager (zeros while no job manager is attached) and the settings
+ * that differ from the defaults (secrets hidden). Named AppDeps.statusProviders sections are
+ * merged last. Aggregates only: no credential identifiers.
  */
+import { readFileSync } from 'node:fs';
 import type { Handler } from './app-deps.ts';
 import { requireRuntime } from '../responses/service.ts';
 import { operations } from '../contract/operations.ts';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+  .version;
 
 const IDLE_JOBS = {
   queued: 0,
@@ -26,7 +32,9 @@ export const getStatus: Handler = async (ctx, deps) => {
   const extra = await Promise.all(
     Object.entries(deps.statusProviders).map(async ([name, provide]) => [name, await provide()] as const),
   );
+  const info = runtime.engine.info;
   ctx.body = {
+    version: VERSION,
     model: runtime.id,
     context_length: runtime.contextLength,
     model_dialect: runtime.dialectName,
@@ -40,6 +48,9 @@ export const getStatus: Handler = async (ctx, deps) => {
       parameters: runtime.engine.info.numParams,
       active_parameters: runtime.engine.info.numActiveParams ?? runtime.engine.info.numParams,
       vision: runtime.vision !== undefined,
+      simd: info.simd,
+      threads: info.numThreads,
+      weight_dtype: info.weightDtype,
       blocks_total: stats.blocksTotal,
       blocks_free: stats.blocksFree,
       blocks_cached: stats.blocksCached,
@@ -53,6 +64,7 @@ export const getStatus: Handler = async (ctx, deps) => {
     },
     responses_cache: await deps.store.stats(),
     responses_jobs: deps.jobs === undefined ? IDLE_JOBS : await deps.jobs.stats(),
+    settings: deps.server.inEffect ?? [],
     ...Object.fromEntries(extra),
   };
 };

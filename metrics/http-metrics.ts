@@ -1,11 +1,13 @@
 /**
- * The per-app Prometheus registry and the HTTP metrics: default process metrics,
- * `maya:http_requests_total{operation,status}` and `maya:http_request_duration_seconds{operation}`.
+ * The per-app Prometheus registry and the HTTP metrics: default process metrics, the generation
+ * metrics (generation-metrics.ts), `maya:http_requests_total{operation,status}` and
+ * `maya:http_request_duration_seconds{operation}`.
  * Labels are operationIds and status codes only: never keys, scopes, ids or request content.
  * The store and job manager register their maya:responses_cache_* / maya:responses_jobs_*
  * metrics on the same registry (AppDeps.registry).
  */
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { generationMetrics } from './generation-metrics.ts';
 
 export function createRegistry(): Registry {
   const registry = new Registry();
@@ -14,6 +16,7 @@ export function createRegistry(): Registry {
   } catch {
     // A runtime without some process probe (e.g. event-loop delay under Bun) still serves the rest.
   }
+  generationMetrics(registry); // its series exist (at zero) before the first run
   return registry;
 }
 

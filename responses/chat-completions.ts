@@ -25,7 +25,7 @@ import type {
 import type { HistoryItem } from './input-history.ts';
 import { newId } from './ids.ts';
 import type { PlanRequest, WireNames } from './response-plan.ts';
-import { requireRuntime, runToEnd, startTranslatedRun, type ServiceDeps } from './service.ts';
+import { firstTokenObserver, requireRuntime, runToEnd, startTranslatedRun, type ServiceDeps } from './service.ts';
 
 type ChatContent = string | Array<{ type: string; text?: string }> | null | undefined;
 export interface ChatMessage {
@@ -175,7 +175,7 @@ export type ChatCompletionResult =
  * Otherwise the run is drained here: the chat.completion, or the failed run's 500/503.
  */
 export async function createChatCompletion(
-  deps: Pick<ServiceDeps, 'getRuntime' | 'isStopping'>,
+  deps: Pick<ServiceDeps, 'getRuntime' | 'isStopping' | 'registry'>,
   chat: ChatRequest,
   signal: AbortSignal,
 ): Promise<ChatCompletionResult> {
@@ -185,6 +185,7 @@ export async function createChatCompletion(
     chatPlanRequest(chat),
     chatHistory(chat.messages),
     signal,
+    firstTokenObserver(deps),
   );
   const id = newId('chatcmpl');
   if (chat.stream) {

@@ -28,6 +28,8 @@ export interface RunHooks {
   seed?: number;
   /** When set, each finished reasoning item gets `encrypted_content` = this of its content. */
   sealReasoning?: (content: ReasoningOutputItem['content']) => string;
+  /** Called once with the seconds from handing the sequence to the engine to its first token. */
+  onFirstToken?: (seconds: number) => void;
 }
 
 type Failure = ResponseError;
@@ -91,6 +93,7 @@ export async function* runResponse(
     }
   };
 
+  const started = performance.now();
   const generation = runtime.engine.generate(
     {
       promptIds: plan.promptIds,
@@ -116,7 +119,7 @@ export async function* runResponse(
         state.cachedTokens = event.cachedTokens;
         continue;
       }
-      state.outputTokens++;
+      if (state.outputTokens++ === 0) hooks.onFirstToken?.((performance.now() - started) / 1000);
       if (plan.stopIds.includes(event.id)) continue;
       const wasReasoning = inReasoning;
       consume(parser.push(decoder.push(event.id)));

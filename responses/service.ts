@@ -34,6 +34,8 @@ import { normaliseInput, type HistoryItem } from './input-history.ts';
 import { newResponseObject } from './response-object.ts';
 import { planResponseAsync, withSamplingDefaults, type PlanRequest, type ResponsePlan } from './response-plan.ts';
 import { runResponse } from './run-response.ts';
+import type { Registry } from 'prom-client';
+import { generationMetrics } from '../metrics/generation-metrics.ts';
 
 export interface ServiceDeps {
   readonly store: ResponseStore;
@@ -49,6 +51,8 @@ export interface ServiceDeps {
   readonly getRuntime: () => ModelRuntime | undefined;
   /** True once shutdown began: nothing new is generated (503 shutting_down). */
   readonly isStopping?: () => boolean;
+  /** Where `maya:time_to_first_token_seconds` is recorded; absent = nowhere. */
+  readonly registry?: Registry;
   /** Server settings the service reads: the opt-in features (item references, encrypted reasoning; absent = all off) and the input-image limits (absent = the defaults). */
   readonly server?: { readonly optIns?: ResponsesOptIns; readonly images?: ImageSettings };
 }
@@ -133,6 +137,8 @@ interface PreparedResponse {
   save?: (final: ResponseObject) => Promise<void>;
   /** Seals reasoning output as `encrypted_content` (include reasoning.encrypted_content). */
   sealReasoning?: (content: ReasoningContent) => string;
+  /** Records the run's time to first token (ServiceDeps.registry). */
+  onFirstToken?: (seconds: number) => void;
 }
 
 /**
@@ -162,6 +168,7 @@ async function* runForeground(
       beforeTerminal: save,
       seed: request.seed,
       sealReasoning,
+      onFirstToken: prepared.onFirstToken,
     });
   } finally {
     prepared.previous?.release();
@@ -195,7 +202,8 @@ async function prepare(
     );
     const save = request.store === true ? saver(deps, scope, newItems, previous) : undefined;
     const sealReasoning = reasoningSealer(deps, scope, request);
-    return { scope, request, runtime, plan, response, newItems, previous, save, sealReasoning };
+    const onFirstToken = firstTokenObserver(deps);
+    return { scope, request, runtime, plan, response, newItems, previous, save, sealReasoning, onFirstToken };
   } catch (error) {
     previous?.release();
     throw error;
@@ -292,7 +300,13 @@ function jobSpec(prepared: PreparedResponse): JobSpec {
     response,
     historyItems: [...(prepared.previous?.items ?? []), ...prepared.newItems],
     run: ({ signal, sequencer, beforeTerminal }) =>
-      runResponse(runtime, plan, response, { signal, beforeTerminal, seed: request.seed, sealReasoning }, sequencer),
+      runResponse(
+        runtime,
+        plan,
+        response,
+        { signal, beforeTerminal, seed: request.seed, sealReasoning, onFirstToken: prepared.onFirstToken },
+        sequencer,
+      ),
     save: prepared.save,
     release: () => prepared.previous?.release(),
   };
@@ -379,20 +393,26 @@ export async function listInputItems(
   return page;
 }
 
+/** Records a run's time to first token on the app's registry (generation-metrics.ts); none without one. */
+export function firstTokenObserver(deps: Pick<ServiceDeps, 'registry'>): ((seconds: number) => void) | undefined {
+  return deps.registry ? generationMetrics(deps.registry).observeFirstToken : undefined;
+}
+
 /**
  * A foreground run of a request translated from another API (chat-completions.ts) on the loaded
  * model (requireRuntime): the plan of `request` over `history`, never stored, never in the
  * background, continuing nothing. Planning raises the request's 4xx; the events must be iterated
- * (drained or streamed).
+ * (drained or streamed). `onFirstToken` records its time to first token (firstTokenObserver).
  */
 export async function startTranslatedRun(
   runtime: ModelRuntime,
   request: PlanRequest,
   history: HistoryItem[],
   signal: AbortSignal,
+  onFirstToken?: (seconds: number) => void,
 ): Promise<{ response: ResponseObject; events: AsyncGenerator<StreamEvent, ResponseObject, void> }> {
   const planned = withSamplingDefaults(runtime, request);
   const plan = await planResponseAsync(runtime, planned, history, 0);
   const response = newResponseObject(planned, newId('resp'), runtime.id, 'in_progress');
-  return { response, events: runResponse(runtime, plan, response, { signal, seed: planned.seed }) };
+  return { response, events: runResponse(runtime, plan, response, { signal, seed: planned.seed, onFirstToken }) };
 }

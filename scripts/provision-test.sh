@@ -3,14 +3,22 @@
 # first step of `npm test`, and of .ci/run): each command in NEEDS, from its Debian package. A
 # missing one is installed with apt-get when this user may install packages (root, or sudo
 # without a password for apt-get); otherwise this stops at once, printing the command to run.
-# Nothing is installed when every command is already on PATH. A later need (a browser for the
-# web app's tests) is one more line in NEEDS.
+# Nothing is installed when every command is already on PATH.
 set -euo pipefail
 
 # "command package": the tests run `command`, Debian's `package` provides it.
 NEEDS=(
   "redis-server redis-server" # the Redis store tests start private servers (test/helpers/redis-server.ts)
 )
+# The web page's tests drive Debian's Chromium, /usr/bin/chromium (test/web/browser.ts; playwright-core
+# never downloads a browser); it brings a font (libfontconfig1 -> fontconfig-config -> fonts-dejavu-core).
+# MAYA_TEST_CHROMIUM names another Chromium binary instead.
+if [[ -z ${MAYA_TEST_CHROMIUM:-} ]]; then
+  NEEDS+=("chromium chromium")
+elif [[ ! -x $MAYA_TEST_CHROMIUM ]]; then
+  echo "provision-test: MAYA_TEST_CHROMIUM=$MAYA_TEST_CHROMIUM is not an executable file" >&2
+  exit 1
+fi
 
 commands=()
 packages=()

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 4
+#define ENG_ABI_VERSION 5
 
 typedef struct eng_ctx eng_ctx;
 
@@ -84,8 +84,9 @@ enum {
     ENG_INFO_SIMD = 13, /* CPU kernel path: 0 scalar, 1 avx2, 2 avx512 */
     ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
     ENG_INFO_VISION = 15, /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
-    ENG_INFO_WEIGHT_DTYPE = 16, /* as ENG_PARAM_WEIGHT_DTYPE: 1 as stored, 2 q8 (matrices were quantized) */
-    ENG_INFO_COUNT = 17
+    ENG_INFO_WEIGHT_DTYPE = 16, /* the matrices' dtype as run: 0 f32, 1 f16, 2 bf16, 4 fp8 e4m3, 5 q8 (quantized at load) */
+    ENG_INFO_N_THREADS = 17, /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
+    ENG_INFO_COUNT = 18
 };
 
 /* Fields of eng_ctx_stats() (a snapshot; counters are cumulative). */

@@ -48,7 +48,11 @@ static int64_t param(const int64_t *params, int32_t n, int idx, int64_t def) {
     return (params && idx < n && params[idx] > 0) ? params[idx] : def;
 }
 
-static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks) {
+// ENG_INFO_WEIGHT_DTYPE is the DType of the matrices; engine.h documents these numbers.
+static_assert(DT_F32 == 0 && DT_F16 == 1 && DT_BF16 == 2 && DT_F8_E4M3 == 4 && DT_Q8 == 5,
+              "DType values are ENG_INFO_WEIGHT_DTYPE's (engine.h)");
+
+static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, int64_t n_threads) {
     const ModelConfig &mc = c->model.cfg;
     int64_t *in = c->info;
     in[ENG_INFO_N_VOCAB] = mc.n_vocab;
@@ -67,7 +71,10 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks) {
     in[ENG_INFO_SIMD] = c->backend->simd();
     in[ENG_INFO_N_PARAMS_ACTIVE] = c->model.n_params_active;
     in[ENG_INFO_VISION] = c->model.vision ? 1 : 0;
-    in[ENG_INFO_WEIGHT_DTYPE] = c->model.has_q8() ? 2 : 1;
+    // q8 when any matrix was quantized at load; else layer 0's attention output matrix stands for
+    // all (every architecture has one, and FP8 applies to all the big matrices alike).
+    in[ENG_INFO_WEIGHT_DTYPE] = c->model.has_q8() ? DT_Q8 : c->model.layers.empty() ? DT_F32 : c->model.layers[0].wo.dtype;
+    in[ENG_INFO_N_THREADS] = n_threads;
 }
 
 /* ENG_PARAM_BACKEND for this model: auto picks cuda when its library is built and sees a GPU, cpu
@@ -215,7 +222,7 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
         c->sched.set_vision(c->vision.get(), mc.n_embd);
     }
     c->pending.reserve((size_t)(3 * s.max_batch + 1) * ENG_EVENT_INTS);
-    fill_info(c, s.n_ctx, s.bs, s.n_blocks);
+    fill_info(c, s.n_ctx, s.bs, s.n_blocks, s.n_threads);
     return ENG_STATUS_OK;
 }
 

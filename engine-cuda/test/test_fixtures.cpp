@@ -57,6 +57,13 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
     int32_t V = (int32_t)info[ENG_INFO_N_VOCAB];
     if (want_simd >= 0) CHECK(info[ENG_INFO_SIMD] == want_simd);
+    CHECK(info[ENG_INFO_N_THREADS] == n_threads);
+    // The fixture's name ends with its stored dtype; q8 replaces it.
+    std::string nm = name;
+    auto ends = [&](const char *tail) { return nm.size() >= strlen(tail) && nm.compare(nm.size() - strlen(tail), std::string::npos, tail) == 0; };
+    int64_t want_dtype = q8 ? 5 : ends("-fp8") ? 4 : ends("-bf16") ? 2 : ends("-f16") ? 1 : 0;
+    CHECK_MSG(info[ENG_INFO_WEIGHT_DTYPE] == want_dtype, "%s: weight dtype %lld, expected %lld", name,
+              (long long)info[ENG_INFO_WEIGHT_DTYPE], (long long)want_dtype);
     int n_greedy = (int)fx.get("greedy_tokens")->integer;
     const maya::JsonValue *prompts = fx.get("prompts");
     // All prompts at once: exercises batching (mixed prefill chunks and decodes) at the same time.

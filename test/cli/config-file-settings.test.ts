@@ -84,6 +84,7 @@ const CASES: Record<string, [value: string, read: (l: Loaded) => unknown, want: 
   MAYA_CUDA_DEVICE: ['3', (l) => l.server.engine?.cudaDevice, 3],
   MAYA_CUDA_TC_MIN_TOKENS: ['64', (l) => l.server.engine?.cudaTcMinTokens, 64],
   MAYA_CUDA_GRAPHS: ['0', (l) => l.server.engine?.cudaGraphs, false],
+  MAYA_WEB: ['off', (l) => l.server.web, false],
   MAYA_GLM_RESPONSES_ITEM_REFERENCES: ['on', (l) => l.server.optIns?.itemReferences, true],
   MAYA_GLM_RESPONSES_ENCRYPTED_REASONING: ['on', (l) => l.server.optIns?.encryptedReasoning, true],
   MAYA_GLM_RESPONSES_REASONING_KEY: [
@@ -110,10 +111,18 @@ describe('a setting set only in a --config file', () => {
     expect(Object.keys(CASES).sort()).toEqual([...SETTING_NAMES].sort());
   });
 
-  it.each(Object.entries(CASES))('%s takes effect', (name, [value, read, want]) => {
-    expect(read(fromFile({}))).not.toEqual(want); // the default differs
-    expect(read(fromFile({ [name]: value }))).toEqual(want);
-  });
+  it.each(Object.entries(CASES))(
+    '%s takes effect, and GET /v1/status lists it (a secret hidden)',
+    (name, [value, read, want]) => {
+      const unset = fromFile({});
+      expect(read(unset)).not.toEqual(want); // the default differs
+      expect(unset.server.inEffect).toEqual([]);
+      const set = fromFile({ [name]: value });
+      expect(read(set)).toEqual(want);
+      const isSecret = name === 'MAYA_API_KEYS' || name === 'MAYA_GLM_RESPONSES_REASONING_KEY';
+      expect(set.server.inEffect).toEqual([{ name, value: isSecret ? '(hidden)' : value }]);
+    },
+  );
 
   it('legacy STRATA_GLM_RESPONSES_ spellings work in the file; the MAYA_ one wins', () => {
     expect(fromFile({ STRATA_GLM_RESPONSES_CACHE_TTL_S: '10' }).settings.CACHE_TTL_S).toBe(10);
@@ -196,7 +205,7 @@ describe('the engine settings of a --config file reach the engine', () => {
     expect(JSON.parse(out).engine).toEqual({ backend: 'cpu', simd: 'scalar', weightDtype: 'q8' });
     out = '';
     expect(await runGenerate(argv.slice(0, -2), io, { MAYA_ENGINE_BACKEND: 'cpu' })).toBe(0);
-    expect(JSON.parse(out).engine).toMatchObject({ backend: 'cpu', weightDtype: 'stored' });
+    expect(JSON.parse(out).engine).toMatchObject({ backend: 'cpu', weightDtype: 'bf16' }); // the demo model as stored
     const bad = configFile({ MAYA_WEIGHT_DTYPE: 'q4' });
     err = '';
     expect(await runGenerate([...argv.slice(0, -1), bad], io, {})).toBe(2);

@@ -180,8 +180,10 @@ describe('request errors before any work', () => {
       dtype: 'bf16',
       seed: 1,
     } as const;
-    const other = await NativeEngine.load(await makeSmallModel(tiny), TEST_ENGINE);
+    const other = await NativeEngine.load(await makeSmallModel(tiny), { ...TEST_ENGINE, numThreads: 3 });
     expect(other.info.numVocab).toBe(64);
+    // What the About page shows: the threads asked for and the stored dtype as run.
+    expect(other.info).toMatchObject({ numThreads: 3, weightDtype: 'bf16' });
     await other.close();
     await expect(other.generate({ promptIds: [1], maxTokens: 1 }).next()).rejects.toMatchObject({ code: 'closed' });
     await expect(NativeEngine.load('/nonexistent/model')).rejects.toMatchObject({ code: 'io' });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createTestApp } from '../helpers/test-app.ts';
+import { createTestApp, stubRuntime } from '../helpers/test-app.ts';
+import { FakeEngine } from '../helpers/fake-engine.ts';
+import { scriptedRuntime } from '../responses/scripted-runtime.ts';
 
 describe('GET /metrics/prometheus', () => {
   it('counts requests by operationId and status, with latency, and never shows keys or prompt text', async () => {
@@ -24,5 +26,26 @@ describe('GET /metrics/prometheus', () => {
     expect(text).toContain('maya:responses_cache_');
     for (const secret of ['sk-very-secret-key', 'sk-wrong-key-text', 'PROMPT-CANARY-42', 'key_'])
       expect(text).not.toContain(secret);
+  });
+
+  it('maya:time_to_first_token_seconds: one observation per run (Responses and Chat Completions), queue and prefill included', async () => {
+    const scripted = scriptedRuntime([]);
+    const engine = new FakeEngine({ script: { tokens: scripted.ids(['Hi', '<|user|>']) }, tokenDelayMs: 40 });
+    const runtime = stubRuntime({ engine, tokenizer: scripted.tokenizer, dialect: scripted.dialect });
+    const { request } = createTestApp({ runtime });
+    const before = (await request.get('/metrics/prometheus')).text;
+    expect(before).toContain('maya:time_to_first_token_seconds_count 0');
+    expect((await request.post('/v1/responses').send({ input: 'Hello', reasoning: { effort: 'none' } })).status).toBe(
+      200,
+    );
+    const chat = await request.post('/v1/chat/completions').send({ messages: [{ role: 'user', content: 'Hello' }] });
+    expect(chat.status).toBe(200);
+    const text = (await request.get('/metrics/prometheus')).text;
+    expect(text).toContain('maya:time_to_first_token_seconds_count 2');
+    const sum = Number(/^maya:time_to_first_token_seconds_sum (\S+)$/m.exec(text)?.[1]);
+    // Each first token came after the fake engine's 40 ms delay; far less than the 10 s bucket.
+    expect(sum).toBeGreaterThanOrEqual(0.07);
+    expect(sum).toBeLessThan(10);
+    expect(text).toContain('maya:time_to_first_token_seconds_bucket{le="10"} 2');
   });
 });

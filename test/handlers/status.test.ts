@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createTestApp, stubRuntime } from '../helpers/test-app.ts';
@@ -36,6 +37,26 @@ describe('GET /v1/status', () => {
       },
       responses_cache: { entries: 0, bytes: 0, hits: 0 },
       responses_jobs: { queued: 0, running: 0, records: 0 },
+    });
+    const validate = statusValidator();
+    expect(validate(res.body), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it("the About page's facts: version, kernel path, threads, weight dtype, the settings in effect", async () => {
+    const engine = new FakeEngine({ info: { simd: 'avx2', numThreads: 6, weightDtype: 'q8' } });
+    const inEffect = [
+      { name: 'MAYA_API_KEYS', value: '(hidden)' },
+      { name: 'MAYA_WEIGHT_DTYPE', value: 'q8' },
+    ];
+    const { request } = createTestApp({ runtime: stubRuntime({ engine }), server: { inEffect, apiKeys: ['k'] } });
+    const res = await request.get('/v1/status').set('Authorization', 'Bearer k');
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    expect(res.body).toMatchObject({
+      version,
+      engine: { simd: 'avx2', threads: 6, weight_dtype: 'q8' },
+      settings: inEffect,
     });
     const validate = statusValidator();
     expect(validate(res.body), JSON.stringify(validate.errors)).toBe(true);

@@ -59,6 +59,8 @@ export const FAKE_ENGINE_INFO: EngineInfo = {
   numBlocks: 256,
   simd: 'scalar',
   vision: false,
+  numThreads: 1,
+  weightDtype: 'f32',
 };
 
 export class FakeEngine implements Engine {

@@ -47,7 +47,7 @@ describe('loadModelRuntime', () => {
       maxStringLength: DEFAULT_DECODING_SETTINGS.maxString,
       maxItems: DEFAULT_DECODING_SETTINGS.maxItems,
     });
-    expect(runtime.engine.info.weightDtype).toBe('stored');
+    expect(runtime.engine.info.weightDtype).toBe('bf16'); // the demo model's weights as stored
   });
 
   it('the options it is given reach the runtime and the engine', async () => {

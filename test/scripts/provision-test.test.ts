@@ -1,11 +1,12 @@
 /**
  * scripts/provision-test.sh (the first step of `npm test`) as a new machine meets it: run with a
- * PATH that holds only stubs, so `redis-server` is absent unless a case puts it there, `id`
- * answers the case's user id, and `sudo` and `apt-get` record each call (apt-get "installs" by
- * placing a redis-server stub on that PATH). Checked: nothing is installed when redis-server is
- * present; root installs Debian's package; a user with password-less sudo installs through it;
- * any other user, a failed apt-get and a machine without apt-get stop at once with the command to
- * run.
+ * PATH that holds only stubs, so `redis-server` and `chromium` are absent unless a case puts them
+ * there, `id` answers the case's user id, and `sudo` and `apt-get` record each call (apt-get
+ * "installs" by placing a stub of each package's command on that PATH). Checked: nothing is
+ * installed when both are present; root installs Debian's packages, only the missing ones; a user
+ * with password-less sudo installs through it; any other user, a failed apt-get and a machine
+ * without apt-get stop at once with the command to run; MAYA_TEST_CHROMIUM replaces Debian's
+ * Chromium.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,17 +31,21 @@ const STUBS: Record<string, string> = {
     'echo "apt-get $*" >>"$STUB_LOG"',
     '[[ $1 == --version ]] && exit 0',
     '[[ $STUB_APT == fail ]] && { echo "E: Unable to locate package redis-server" >&2; exit 100; }',
-    'if [[ $1 == install ]]; then printf "#!/bin/sh\\n" >"$STUB_BIN/redis-server"; /bin/chmod +x "$STUB_BIN/redis-server"; fi',
+    '[[ $1 == install ]] && for p in "${@:2}"; do [[ $p == -* ]] || { printf "#!/bin/sh\\n" >"$STUB_BIN/$p"; /bin/chmod +x "$STUB_BIN/$p"; }; done',
+    'exit 0',
   ].join('\n'),
   'redis-server': '',
+  chromium: '',
 };
 
 interface Case {
   uid: number;
-  /** Stubs on PATH (redis-server: already installed). */
+  /** Stubs on PATH (redis-server, chromium: already installed). */
   commands: string[];
   sudo?: 'yes' | 'no';
   apt?: 'ok' | 'fail';
+  /** MAYA_TEST_CHROMIUM: 'stub' names an executable stub, 'missing' a path that is not there. */
+  chromium?: 'stub' | 'missing';
 }
 
 function provision(c: Case) {
@@ -48,6 +53,8 @@ function provision(c: Case) {
   for (const name of c.commands) writeFileSync(join(bin, name), `#!${BASH}\n${STUBS[name]}\n`, { mode: 0o755 });
   const log = join(bin, 'calls.log');
   writeFileSync(log, '');
+  const chromium = join(bin, 'other-chromium');
+  if (c.chromium === 'stub') writeFileSync(chromium, `#!${BASH}\n`, { mode: 0o755 });
   const result = spawnSync(BASH, [SCRIPT], {
     encoding: 'utf8',
     env: {
@@ -57,6 +64,7 @@ function provision(c: Case) {
       STUB_UID: String(c.uid),
       STUB_SUDO: c.sudo ?? 'no',
       STUB_APT: c.apt ?? 'ok',
+      ...(c.chromium ? { MAYA_TEST_CHROMIUM: chromium } : {}),
     },
   });
   return {
@@ -64,29 +72,38 @@ function provision(c: Case) {
     stderr: result.stderr,
     calls: readFileSync(log, 'utf8').split('\n').filter(Boolean),
     isInstalled: existsSync(join(bin, 'redis-server')),
+    isChromiumInstalled: existsSync(join(bin, 'chromium')),
   };
 }
 
 const TOOLS = ['id', 'sudo', 'apt-get'];
 
 describe('scripts/provision-test.sh', () => {
-  it('does nothing when redis-server is on PATH', () => {
-    const run = provision({ uid: 1000, commands: [...TOOLS, 'redis-server'] });
+  it('does nothing when redis-server and chromium are on PATH', () => {
+    const run = provision({ uid: 1000, commands: [...TOOLS, 'redis-server', 'chromium'] });
     expect(run.status).toBe(0);
     expect(run.calls).toEqual([]);
     expect(run.stderr).toBe('');
   });
 
-  it("as root, installs Debian's redis-server when it is missing", () => {
+  it("as root, installs Debian's redis-server and chromium when they are missing", () => {
     const run = provision({ uid: 0, commands: TOOLS });
+    expect(run.status).toBe(0);
+    expect(run.calls).toEqual(['apt-get update -qq', 'apt-get install -y -qq redis-server chromium']);
+    expect(run.isInstalled).toBe(true);
+    expect(run.isChromiumInstalled).toBe(true);
+    expect(run.stderr).toContain('installed redis-server chromium');
+  });
+
+  it('as root, installs only what is missing', () => {
+    const run = provision({ uid: 0, commands: [...TOOLS, 'chromium'] });
     expect(run.status).toBe(0);
     expect(run.calls).toEqual(['apt-get update -qq', 'apt-get install -y -qq redis-server']);
     expect(run.isInstalled).toBe(true);
-    expect(run.stderr).toContain('installed redis-server');
   });
 
   it('as a user with password-less sudo, installs through sudo -n', () => {
-    const run = provision({ uid: 1000, commands: TOOLS, sudo: 'yes' });
+    const run = provision({ uid: 1000, commands: [...TOOLS, 'chromium'], sudo: 'yes' });
     expect(run.status).toBe(0);
     expect(run.calls.filter((call) => call.startsWith('sudo'))).toEqual([
       'sudo -n apt-get --version',
@@ -101,24 +118,37 @@ describe('scripts/provision-test.sh', () => {
     for (const commands of [TOOLS, ['id', 'apt-get']]) {
       const run = provision({ uid: 1000, commands, sudo: 'no' });
       expect(run.status).toBe(1);
-      expect(run.stderr).toContain('sudo apt-get update && sudo apt-get install -y redis-server');
+      expect(run.stderr).toContain('sudo apt-get update && sudo apt-get install -y redis-server chromium');
       expect(run.calls.filter((call) => !call.endsWith('--version'))).toEqual([]);
       expect(run.isInstalled).toBe(false);
+      expect(run.isChromiumInstalled).toBe(false);
     }
   });
 
   it("stops with apt-get's error and the command when the install fails", () => {
-    const run = provision({ uid: 0, commands: TOOLS, apt: 'fail' });
+    const run = provision({ uid: 0, commands: [...TOOLS, 'chromium'], apt: 'fail' });
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('E: Unable to locate package redis-server');
     expect(run.stderr).toContain('apt-get update && apt-get install -y redis-server');
     expect(run.isInstalled).toBe(false);
   });
 
-  it('stops, naming the package, on a machine without apt-get', () => {
+  it('stops, naming the packages, on a machine without apt-get', () => {
     const run = provision({ uid: 0, commands: ['id'] });
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('no apt-get');
-    expect(run.stderr).toContain('redis-server');
+    expect(run.stderr).toContain('redis-server chromium');
+  });
+
+  it("MAYA_TEST_CHROMIUM names the browser instead of Debian's, and must be executable", () => {
+    const other = provision({ uid: 0, commands: [...TOOLS, 'redis-server'], chromium: 'stub' });
+    expect(other.status).toBe(0);
+    expect(other.calls).toEqual([]);
+    const missing = provision({ uid: 0, commands: [...TOOLS, 'redis-server'], chromium: 'missing' });
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain('MAYA_TEST_CHROMIUM=');
+    expect(missing.stderr).toContain('is not an executable file');
+    expect(missing.calls).toEqual([]);
+    expect(missing.isChromiumInstalled).toBe(false);
   });
 });

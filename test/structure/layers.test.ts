@@ -1,8 +1,10 @@
 /**
  * The layer rules of .dependency-cruiser.cjs (the README's module map), checked with
  * dependency-cruiser: the production tree has no import cycle, no import from a lower layer to a
- * higher one and no import of generated/ outside contract/, and the same rules do catch an upward
- * import, a cycle and a handler importing generated/ in a scratch tree.
+ * higher one, no import of generated/ outside contract/ and no import between the web page
+ * (web/src) and the server's code, and the same rules do catch an upward import, a cycle, a
+ * handler importing generated/ and the web page and the server importing each other in a scratch
+ * tree.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,6 +29,7 @@ const FOLDERS = [
   'contract',
   'metrics',
   'grammar',
+  'web/src',
 ];
 
 async function cruise(cwd: string, folders: string[]): Promise<{ code: number; output: string }> {
@@ -83,6 +86,20 @@ describe('layers', () => {
     expect(result.output).toContain('generated-through-contract');
     expect(result.output).toContain('handlers/app.ts');
     expect(result.output).not.toContain('contract/operations.ts →');
+  }, 60_000);
+
+  it('the web page imports no server code, and no server code imports the web page', async () => {
+    const dir = tree({
+      'contract/types.ts': 'export const t = 1;\n',
+      'web/src/api.ts': "import { t } from '../../contract/types.ts';\nexport const a = t;\n",
+      'handlers/page.ts': "import { a } from '../web/src/api.ts';\nexport const p = a;\n",
+    });
+    const result = await cruise(dir, ['handlers', 'contract', 'web/src']);
+    expect(result.code).not.toBe(0);
+    expect(result.output).toContain('web-self-contained');
+    expect(result.output).toContain('web/src/api.ts → contract/types.ts');
+    expect(result.output).toContain('no-server-imports-web');
+    expect(result.output).toContain('handlers/page.ts → web/src/api.ts');
   }, 60_000);
 
   it('a cycle inside one folder is refused', async () => {
