@@ -1042,10 +1042,12 @@ KINDS = [('greeting', 4), ('fact', 3), ('arith', 3), ('instruction', 3), ('memor
          ('tools_none', 3), ('forced', 3), ('echo', 3), ('pchat', 6)]
 # The fourth edition (issue 39): most string values from random families (pools.draw_value), forced
 # calls on generated tools, copying and extraction practice, and returning a long text with one change.
+# edit weighs 2 (it was 4 in run 1): its conversations average ~1,350 tokens, so at 4 they took 23% of
+# the trained tokens and the longest steps, for a skill none of issue 39's targets measures.
 KINDS_V4 = [('greeting', 3), ('fact', 2), ('arith', 2), ('instruction', 2), ('memory', 2), ('pmemory', 9),
             ('json', 2), ('json_nested', 3), ('pjson', 15), ('json_object', 1), ('tools', 3), ('ptools', 20),
             ('tools_none', 2), ('forced', 1), ('pforced', 5), ('echo', 1), ('copy', 6), ('extract', 6),
-            ('edit', 4), ('pchat', 5)]
+            ('edit', 2), ('pchat', 5)]
 MIXES = {'default': KINDS_V4, 'v3': KINDS, 'v1': KINDS_V1, 'echo': [('echo', 1)]}
 
 

@@ -866,6 +866,8 @@ def json_case(rng: random.Random, split: str) -> dict[str, Any]:
         req = ' '.join(capital(x) + '.' for x in parts) + ' ' + d.template('json_tail')
     else:
         req = d.template('json_request').format(args=join_all(rng, parts))
+        if train:  # "... and and W4N9Q" when a lead-in "and" follows join_all's " and " (the evaluation's text is kept)
+            req = _tidy(req)
     return {'schema': schema, 'value': value, 'request': req, 'templates': d.used, 'names': names}
 
 
