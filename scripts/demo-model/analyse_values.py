@@ -33,8 +33,17 @@ import pools  # noqa: E402
 from bpe import Tokenizer  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(HERE, '..', '..'))
-POOL_WORDS = {w.lower() for w in pools.FIRST_NAMES + pools.LAST_NAMES + pools.CITIES + pools.COUNTRIES +
-              pools.LANGUAGES + pools.COLOURS + pools.MONTHS + pools.COMMON_WORDS}
+POOL_WORDS = {
+    w.lower()
+    for w in pools.FIRST_NAMES
+    + pools.LAST_NAMES
+    + pools.CITIES
+    + pools.COUNTRIES
+    + pools.LANGUAGES
+    + pools.COLOURS
+    + pools.MONTHS
+    + pools.COMMON_WORDS
+}
 POOL_PHRASES = set()
 for _w in pools.FIRST_NAMES:
     for _l in pools.LAST_NAMES:
@@ -53,21 +62,28 @@ def family(v: Any) -> str:
     if isinstance(v, dict):
         return 'object'
     s = str(v)
-    if re.fullmatch(r'\d{4}-\d\d-\d\d|[A-Z][a-z]+ \d{1,2}', s):
+    if re.fullmatch(r'\d{4}-\d\d-\d\d|\d{1,2} [A-Z][a-z]+ \d{4}|[A-Z][a-z]+ \d{1,2}( \d{4})?|\d\d/\d\d/\d{4}', s):
         return 'date'
-    if re.fullmatch(r'\d\d:\d\d', s):
+    if re.fullmatch(r'\d{1,2}:\d\d(:\d\d| [ap]m)?', s):
         return 'time'
     if '@' in s:
         return 'e-mail'
     if re.fullmatch(r'v?\d+\.\d+\.\d+', s):
         return 'version'
+    if re.fullmatch(r'[A-Za-z]+\.[A-Za-z]+\.[A-Za-z]+', s):
+        return 'dotted'
+    if s.startswith('https://'):
+        return 'url'
     if '/' in s:
         return 'path'
     if re.search(r'\d', s) or re.fullmatch(r'[A-Z0-9-]{2,}', s):
         return 'code'
     if ' ' in s:
-        return 'pool phrase' if s.lower() in POOL_PHRASES or all(w in POOL_WORDS for w in s.lower().split()) \
+        return (
+            'pool phrase'
+            if s.lower() in POOL_PHRASES or all(w in POOL_WORDS for w in s.lower().split())
             else 'multi-word'
+        )
     return 'pool word' if s.lower() in POOL_WORDS else 'invented word'
 
 
@@ -118,7 +134,7 @@ def mentions(request: str, pairs: list[tuple[str, Any]]) -> dict[str, tuple[int,
         at_v = request.find(sv) if sv else -1
         at_p = request.find(words)
         order = 'value first' if 0 <= at_v < at_p else 'name first'
-        found.append((min(x for x in (at_v, at_p) if x >= 0) if max(at_v, at_p) >= 0 else 10 ** 6, name, order))
+        found.append((min(x for x in (at_v, at_p) if x >= 0) if max(at_v, at_p) >= 0 else 10**6, name, order))
     found.sort()
     out: dict[str, tuple[int, str]] = {}
     for rank, (_, name, order) in enumerate(found):
@@ -136,17 +152,23 @@ def main() -> None:
     ap.add_argument('--results', default=os.path.join(HERE, 'eval-results.json'))
     ap.add_argument('--tokenizer', default=os.path.join(REPO, 'models', 'maya-demo', 'tokenizer.json'))
     ap.add_argument('--show', type=int, default=0, help='print the first N wrong values')
-    ap.add_argument('--train-sample', type=int, default=1000,
-                    help='training conversations whose token counts rate a value\'s rarest token (0: skip)')
+    ap.add_argument(
+        '--train-sample',
+        type=int,
+        default=1000,
+        help='training conversations whose token counts rate a value\'s rarest token (0: skip)',
+    )
+    ap.add_argument('--mix', default='default', help="data.py mixture of that sample (the third edition's: v3)")
     args = ap.parse_args()
     tok = Tokenizer.load(args.tokenizer)
     counts: dict[int, int] = defaultdict(int)
     if args.train_sample:
         import random
         import data
+
         rng, tpl = random.Random(5), data.make_template()
         for _ in range(args.train_sample):
-            for text, _ in data.segments(tpl, data.gen_sample(rng)):
+            for text, _ in data.segments(tpl, data.gen_sample(rng, mix=args.mix)):
                 for i in tok.encode(text):
                     counts[i] += 1
     cases = {c['id']: c for c in json.load(open(args.cases, encoding='utf-8'))['cases']}
@@ -177,12 +199,26 @@ def main() -> None:
             ids = tok.encode(say)
             ntok = len(ids)
             rarest = min(counts[i] for i in ids) if counts and ids else -1
-            rare = 'n/a' if rarest < 0 else '< 20' if rarest < 20 else '20-199' if rarest < 200 else \
-                '200-1999' if rarest < 2000 else '2000+'
-            for g, key in (('family', family(v)), ('place', place), ('order', order if family(v) != 'boolean' else
-                                                                          'boolean'),
-                           ('tokens', '1-2' if ntok <= 2 else '3-4' if ntok <= 4 else '5-8' if ntok <= 8 else '9+'),
-                           ('rarest token', rare), ('kind', c['kind'])):
+            rare = (
+                'n/a'
+                if rarest < 0
+                else '< 20'
+                if rarest < 20
+                else '20-199'
+                if rarest < 200
+                else '200-1999'
+                if rarest < 2000
+                else '2000+'
+            )
+            fam = family(v)
+            for g, key in (
+                ('family', fam),
+                ('place', place),
+                ('order', order if fam != 'boolean' else 'boolean'),
+                ('tokens', '1-2' if ntok <= 2 else '3-4' if ntok <= 4 else '5-8' if ntok <= 8 else '9+'),
+                ('rarest token', rare),
+                ('kind', c['kind']),
+            ):
                 groups[g][key][0] += ok
                 groups[g][key][1] += 1
             if not ok:
@@ -196,7 +232,7 @@ def main() -> None:
         for key, (ok, total) in sorted(rows.items(), key=lambda kv: -kv[1][1]):
             print(f'| {key} | {100 * ok / total:.0f}% ({ok}) | {total} |')
     total = sum(sources.values())
-    print(f'\n| a wrong value is | share | count |\n| --- | --- | --- |')
+    print('\n| a wrong value is | share | count |\n| --- | --- | --- |')
     for k, v in sorted(sources.items(), key=lambda kv: -kv[1]):
         print(f'| {k} | {100 * v / total:.0f}% | {v} |')
 

@@ -3,10 +3,10 @@
  * the embedded demo checkpoint, GLM-4.5 dialect, constrained decoding as `npm start` has it), a
  * request that names a value and the tool_choice that names the tool must produce a call whose
  * argument is exactly that value. The third edition answered "Look up alpha" with
- * lookup({"name":"Rosa"}): a first name from its training pools.
+ * lookup({"name":"Rosa"}) (in this test: "Rossi"): a name from its training pools. It passes 4 of these 10.
  *
  * The values are ones the model cannot have memorised: "alpha" and strings no training pool holds,
- * four of them from the evaluation's held-out value families (version numbers and dotted
+ * three of them from the evaluation's held-out value families (version numbers and dotted
  * identifiers, pools.HELD_FAMILIES), which no training text contains (heldout.test.ts). The tool and
  * parameter names are the user's own. The cases were written before the fourth edition was trained.
  */
@@ -49,19 +49,23 @@ const toolOf = (name: string, param: string): OpenAI.Responses.FunctionTool => (
 });
 
 describe('a forced call copies the value it was given (real service, demo model)', () => {
-  it.each(CASES)('$input -> $tool({"$param": "$value"})', async ({ input, tool, param, value }) => {
-    const r = await demo.client.responses.create({
-      model: 'maya-demo',
-      input,
-      tools: [toolOf(tool, param)],
-      tool_choice: { type: 'function', name: tool },
-      temperature: 0,
-      store: false,
-      max_output_tokens: 100,
-    });
-    expect(r.status, JSON.stringify(r.error)).toBe('completed');
-    const calls = r.output.filter((item) => item.type === 'function_call');
-    expect(calls.map((c) => c.name)).toEqual([tool]);
-    expect(JSON.parse(calls[0]!.arguments)).toEqual({ [param]: value });
-  }, 60_000);
+  it.each(CASES)(
+    '$input -> $tool({"$param": "$value"})',
+    async ({ input, tool, param, value }) => {
+      const r = await demo.client.responses.create({
+        model: 'maya-demo',
+        input,
+        tools: [toolOf(tool, param)],
+        tool_choice: { type: 'function', name: tool },
+        temperature: 0,
+        store: false,
+        max_output_tokens: 100,
+      });
+      expect(r.status, JSON.stringify(r.error)).toBe('completed');
+      const calls = r.output.filter((item) => item.type === 'function_call');
+      expect(calls.map((c) => c.name)).toEqual([tool]);
+      expect(JSON.parse(calls[0]!.arguments)).toEqual({ [param]: value });
+    },
+    60_000,
+  );
 });

@@ -133,7 +133,13 @@ describe('the held-out split of the demo model evaluation', () => {
     const patterns = Object.entries(split.held_family_patterns).map(([name, p]) => [name, new RegExp(p)] as const);
     expect(patterns.map(([name]) => name).sort()).toEqual(['dotted', 'version']);
     const strings = (v: unknown): string[] =>
-      typeof v === 'string' ? [v] : Array.isArray(v) ? v.flatMap(strings) : v && typeof v === 'object' ? Object.values(v).flatMap(strings) : [];
+      typeof v === 'string'
+        ? [v]
+        : Array.isArray(v)
+          ? v.flatMap(strings)
+          : v && typeof v === 'object'
+            ? Object.values(v).flatMap(strings)
+            : [];
     const values = cases.flatMap((c) =>
       strings([c.expect.calls?.map((call) => call.arguments), c.expect.value, c.expect.values]),
     );
@@ -145,6 +151,7 @@ describe('the held-out split of the demo model evaluation', () => {
     // The pieces are what training writes with a dot in them: paths, e-mail addresses, decimals, URLs.
     expect(split.training.dotted.length).toBeGreaterThan(500);
     expect(split.training.dotted.some((d) => d.includes('@'))).toBe(true);
-    for (const piece of split.training.dotted) for (const [name, re] of patterns) expect(re.test(piece), `${name}: ${piece}`).toBe(false);
+    for (const piece of split.training.dotted)
+      for (const [name, re] of patterns) expect(re.test(piece), `${name}: ${piece}`).toBe(false);
   });
 });
