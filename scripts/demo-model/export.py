@@ -12,14 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import struct
 import sys
+from pathlib import Path
 
-import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'oracle'))
 import data  # noqa: E402
+import safetensors_io  # noqa: E402  (scripts/oracle: the one Python safetensors writer and reader)
 from bpe import SPECIAL_TOKENS, Tokenizer  # noqa: E402
 from model import Config, Glm4  # noqa: E402
 
@@ -39,47 +41,14 @@ def hf_tensors(model: Glm4) -> dict[str, torch.Tensor]:
 
 
 def write_safetensors(path: str, tensors: dict[str, torch.Tensor], dtype: str) -> None:
-    st_dtype, torch_dtype, _ = DTYPES[dtype]
-    header: dict[str, object] = {'__metadata__': {'format': 'pt'}}
-    blobs: list[bytes] = []
-    offset = 0
-    for name in sorted(tensors):
-        t = tensors[name].detach().to(torch_dtype).contiguous()
-        raw = (t.view(torch.int16) if torch_dtype == torch.bfloat16 else t).numpy().tobytes()
-        header[name] = {'dtype': st_dtype, 'shape': list(t.shape), 'data_offsets': [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    hb = json.dumps(header, separators=(',', ':')).encode('utf-8')
-    hb += b' ' * ((8 - len(hb) % 8) % 8)
-    with open(path, 'wb') as f:
-        f.write(struct.pack('<Q', len(hb)))
-        f.write(hb)
-        for b in blobs:
-            f.write(b)
+    """The tensors converted to dtype (bf16 | f32), through the oracle's writer (sorted by name)."""
+    torch_dtype = DTYPES[dtype][1]
+    safetensors_io.write_safetensors(Path(path), {n: t.detach().to(torch_dtype) for n, t in tensors.items()})
 
 
 def read_safetensors(path: str) -> dict[str, torch.Tensor]:
-    with open(path, 'rb') as f:
-        n = struct.unpack('<Q', f.read(8))[0]
-        header = json.loads(f.read(n))
-        base = 8 + n
-        buf = f.read()
-    out: dict[str, torch.Tensor] = {}
-    for name, meta in header.items():
-        if name == '__metadata__':
-            continue
-        a, b = meta['data_offsets']
-        raw = buf[a:b]
-        if meta['dtype'] == 'BF16':
-            arr = np.frombuffer(raw, dtype=np.int16).copy()
-            t = torch.from_numpy(arr).view(torch.bfloat16).float()
-        elif meta['dtype'] == 'F32':
-            t = torch.from_numpy(np.frombuffer(raw, dtype=np.float32).copy())
-        else:
-            raise ValueError(f'unsupported dtype {meta["dtype"]} for {name}')
-        out[name] = t.reshape(meta['shape'])
-    assert base > 0
-    return out
+    """Every tensor of one file as float32 (the oracle's reader gives them in their stored dtype)."""
+    return {n: t.float() for n, t in safetensors_io.read_safetensors(Path(path)).items()}
 
 
 def config_json(cfg: Config, tok: Tokenizer, dtype: str) -> dict:
