@@ -78,6 +78,21 @@ export const ENG = {
   FINISH_ERROR: 4,
   EVENT_INTS: 4,
   SEQ_KEEP_LOGITS: 1,
+  BACKEND_AUTO: 0,
+  BACKEND_CPU: 1,
+  BACKEND_CUDA: 2,
+  ARCH_GLM4: 1,
+  ARCH_LLAMA: 2,
+  ARCH_QWEN3: 3,
+  ARCH_GLM4_MOE: 4,
+  ARCH_DEEPSEEK_V3: 5,
+  ARCH_GLM4V: 6,
+  ARCH_GLM4V_MOE: 7,
+  SIMD_SCALAR: 0,
+  SIMD_AVX2: 1,
+  SIMD_AVX512: 2,
+  WEIGHT_DTYPE_STORED: 1,
+  WEIGHT_DTYPE_Q8: 2,
 } as const;
 
 /** The exported functions of engine.h, in header order. */
@@ -394,12 +409,15 @@ export class NativeLib {
   }
 }
 
+const BACKENDS = { auto: ENG.BACKEND_AUTO, cpu: ENG.BACKEND_CPU, cuda: ENG.BACKEND_CUDA } as const;
+const WEIGHT_DTYPES = { stored: ENG.WEIGHT_DTYPE_STORED, q8: ENG.WEIGHT_DTYPE_Q8 } as const;
+
 export function encodeParams(params: ContextParams): BigInt64Array {
   const p = new BigInt64Array(ENG.PARAM_COUNT);
   const set = (index: number, value: number | undefined) => {
     if (value !== undefined && value > 0) p[index] = BigInt(Math.floor(value));
   };
-  set(ENG.PARAM_BACKEND, { auto: 0, cpu: 1, cuda: 2 }[params.backend ?? 'auto']);
+  set(ENG.PARAM_BACKEND, BACKENDS[params.backend ?? 'auto']);
   set(ENG.PARAM_N_THREADS, params.numThreads);
   set(ENG.PARAM_BLOCK_SIZE, params.blockSize);
   set(ENG.PARAM_N_BLOCKS, params.numBlocks);
@@ -407,7 +425,7 @@ export function encodeParams(params: ContextParams): BigInt64Array {
   set(ENG.PARAM_MAX_BATCH, params.maxBatch);
   set(ENG.PARAM_PREFILL_CHUNK, params.prefillChunk);
   set(ENG.PARAM_N_CTX, params.contextLength);
-  set(ENG.PARAM_WEIGHT_DTYPE, { stored: 1, q8: 2 }[params.weightDtype ?? 'stored']);
+  set(ENG.PARAM_WEIGHT_DTYPE, WEIGHT_DTYPES[params.weightDtype ?? 'stored']);
   return p;
 }
 

@@ -68,14 +68,31 @@ enum {
 enum {
     ENG_INFO_N_VOCAB = 0, ENG_INFO_N_CTX = 1, ENG_INFO_N_LAYER = 2, ENG_INFO_N_EMBD = 3,
     ENG_INFO_N_HEAD = 4, ENG_INFO_N_HEAD_KV = 5, ENG_INFO_HEAD_DIM = 6, ENG_INFO_BLOCK_SIZE = 7,
-    ENG_INFO_N_BLOCKS = 8, ENG_INFO_BACKEND = 9,
-    ENG_INFO_ARCH = 10, /* 1 glm4, 2 llama, 3 qwen3, 4 glm4_moe, 5 deepseek_v3, 6 glm4v, 7 glm4v_moe */
+    ENG_INFO_N_BLOCKS = 8,
+    ENG_INFO_BACKEND = 9, /* ENG_BACKEND_CPU or ENG_BACKEND_CUDA */
+    ENG_INFO_ARCH = 10,   /* ENG_ARCH_* */
     ENG_INFO_N_PARAMS = 11, ENG_INFO_WEIGHT_BYTES = 12, /* bytes of weights one decoded token reads */
-    ENG_INFO_SIMD = 13, /* CPU kernel path: 0 scalar, 1 avx2, 2 avx512 */
+    ENG_INFO_SIMD = 13, /* the CPU kernel path: ENG_SIMD_* */
     ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
     ENG_INFO_VISION = 15, /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
     ENG_INFO_COUNT = 16
 };
+
+/* Codes of backends (ENG_PARAM_BACKEND, ENG_INFO_BACKEND), architectures (ENG_INFO_ARCH, by the
+ * checkpoint's config.json architectures[0]), CPU kernel paths (ENG_INFO_SIMD) and weight dtypes
+ * (ENG_PARAM_WEIGHT_DTYPE). */
+enum { ENG_BACKEND_AUTO = 0, ENG_BACKEND_CPU = 1, ENG_BACKEND_CUDA = 2 };
+enum {
+    ENG_ARCH_GLM4 = 1,        /* Glm4ForCausalLM */
+    ENG_ARCH_LLAMA = 2,       /* LlamaForCausalLM */
+    ENG_ARCH_QWEN3 = 3,       /* Qwen3ForCausalLM */
+    ENG_ARCH_GLM4_MOE = 4,    /* Glm4MoeForCausalLM */
+    ENG_ARCH_DEEPSEEK_V3 = 5, /* DeepseekV3ForCausalLM */
+    ENG_ARCH_GLM4V = 6,       /* Glm4vForConditionalGeneration */
+    ENG_ARCH_GLM4V_MOE = 7    /* Glm4vMoeForConditionalGeneration */
+};
+enum { ENG_SIMD_SCALAR = 0, ENG_SIMD_AVX2 = 1, ENG_SIMD_AVX512 = 2 };
+enum { ENG_WEIGHT_DTYPE_STORED = 1, ENG_WEIGHT_DTYPE_Q8 = 2 }; /* 0 (unset) = stored */
 
 /* Fields of eng_ctx_stats() (a snapshot; counters are cumulative). */
 enum {

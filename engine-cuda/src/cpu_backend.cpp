@@ -27,6 +27,14 @@
 
 namespace maya {
 
+// The kernels' copy of the dtype codes and the FP8 block (kernels.h) is DType's and kFp8Block.
+static_assert(kDtF32 == DT_F32 && kDtF16 == DT_F16 && kDtBF16 == DT_BF16, "kernels.h: float dtype codes differ from DType");
+static_assert(kDtF8 == DT_F8_E4M3 && kDtQ8 == DT_Q8, "kernels.h: 8-bit dtype codes differ from DType");
+static_assert(kDtF8Finite != DT_F32 && kDtF8Finite != DT_F16 && kDtF8Finite != DT_BF16 && kDtF8Finite != DT_OTHER &&
+                  kDtF8Finite != DT_F8_E4M3 && kDtF8Finite != DT_Q8,
+              "kernels.h: kDtF8Finite must be no DType");
+static_assert(kF8Block == kFp8Block, "kernels.h: the FP8 block differs from model.h's");
+
 namespace {
 
 struct MatJob {
@@ -256,7 +264,7 @@ class CpuBackend final : public Backend {
     }
     int32_t init(const BackendConfig &cfg);
     int32_t forward(const Batch &batch, float *logits) override;
-    int32_t kind() const override { return 1; }
+    int32_t kind() const override { return ENG_BACKEND_CPU; }
     int32_t simd() const override { return k_.simd; }
 
   private:

@@ -21,8 +21,8 @@
 namespace maya {
 namespace KERNELS_NS {
 
-enum { F32 = 0, F16 = 1, BF16 = 2, F8 = 4, Q8 = 5, F8_FINITE = 6 }; // = DType; F8_FINITE = kDtF8Finite
-enum { F8_BLOCK = 128 };                        // = kFp8Block
+enum { F32 = kDtF32, F16 = kDtF16, BF16 = kDtBF16, F8 = kDtF8, Q8 = kDtQ8, F8_FINITE = kDtF8Finite };
+enum { F8_BLOCK = kF8Block };
 
 static inline float bf16_scalar(uint16_t h) {
     uint32_t bits = (uint32_t)h << 16;
@@ -100,7 +100,7 @@ static void f8_row_to_f32(float *out, const uint8_t *w, const float *wscale, int
     }
 }
 
-enum { Q8_BLOCK = 32 }; // = kQ8Block
+enum { Q8_BLOCK = kQ8Block };
 
 /* out[0..n) = W[row, 0..n) of a Q8 matrix (see quantize_q8). */
 static void q8_row_to_f32(float *out, const int8_t *w, const float *wscale, int64_t row, int n) {
@@ -1240,11 +1240,11 @@ static float row_dot(const void *w, int dtype, int64_t row, int K, const float *
 extern const Kernels KERNELS_TABLE;
 const Kernels KERNELS_TABLE = {
 #if defined(KERNELS_AVX512)
-    "avx512", 2,
+    "avx512", ENG_SIMD_AVX512,
 #elif defined(KERNELS_VECTOR)
-    "avx2", 1,
+    "avx2", ENG_SIMD_AVX2,
 #else
-    "scalar", 0,
+    "scalar", ENG_SIMD_SCALAR,
 #endif
     KERNELS_NS::matmul, KERNELS_NS::dot, KERNELS_NS::axpy, KERNELS_NS::scale,
     KERNELS_NS::rmsnorm, KERNELS_NS::silu_mul, KERNELS_NS::softmax, KERNELS_NS::row_to_f32,

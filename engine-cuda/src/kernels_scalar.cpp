@@ -22,8 +22,8 @@ static int supported(const Kernels **out) {
     bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                       (!kernels_avx512_vnni || __builtin_cpu_supports("avx512vnni"));
-    if (has_avx2 && kernels_avx2.simd == 1) out[n++] = &kernels_avx2;
-    if (has_avx512 && kernels_avx512.simd == 2) out[n++] = &kernels_avx512;
+    if (has_avx2 && kernels_avx2.simd == ENG_SIMD_AVX2) out[n++] = &kernels_avx2;
+    if (has_avx512 && kernels_avx512.simd == ENG_SIMD_AVX512) out[n++] = &kernels_avx512;
 #endif
     return n;
 }

@@ -16,12 +16,21 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.h" // defines: Checkpoint, Tensor, DType
+#include "../include/engine.h" // defines: ENG_ARCH_*
+#include "checkpoint.h"          // defines: Checkpoint, Tensor, DType
 
 namespace maya {
 
-enum Arch : int32_t { ARCH_GLM4 = 1, ARCH_LLAMA = 2, ARCH_QWEN3 = 3, ARCH_GLM4_MOE = 4, ARCH_DEEPSEEK_V3 = 5, ARCH_GLM4V = 6,
-                     ARCH_GLM4V_MOE = 7 };
+/* The ENG_ARCH_* codes of engine.h (ENG_INFO_ARCH). */
+enum Arch : int32_t {
+    ARCH_GLM4 = ENG_ARCH_GLM4,
+    ARCH_LLAMA = ENG_ARCH_LLAMA,
+    ARCH_QWEN3 = ENG_ARCH_QWEN3,
+    ARCH_GLM4_MOE = ENG_ARCH_GLM4_MOE,
+    ARCH_DEEPSEEK_V3 = ENG_ARCH_DEEPSEEK_V3,
+    ARCH_GLM4V = ENG_ARCH_GLM4V,
+    ARCH_GLM4V_MOE = ENG_ARCH_GLM4V_MOE
+};
 
 struct VisionModel; // vision.h: GLM-4.1V's vision tower
 

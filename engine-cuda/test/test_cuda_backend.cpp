@@ -74,7 +74,7 @@ TEST(cuda_backend_selection_and_errors) {
     CHECK(create_with_env(dir, "cpu", &ctx, &msg) == ENG_STATUS_OK && ctx);
     if (ctx) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
-        CHECK(info[ENG_INFO_BACKEND] == 1);
+        CHECK(info[ENG_INFO_BACKEND] == ENG_BACKEND_CPU);
         eng_ctx_free(ctx);
     }
     // $MAYA_ENGINE_KV_BYTES sets the KV budget (a cap on the GPU) when ENG_PARAM_KV_BYTES is unset:
@@ -92,7 +92,7 @@ TEST(cuda_backend_selection_and_errors) {
     CHECK(st == ENG_STATUS_OK && ctx);
     if (ctx) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
-        CHECK(info[ENG_INFO_BACKEND] == (usable ? 2 : 1));
+        CHECK(info[ENG_INFO_BACKEND] == (usable ? ENG_BACKEND_CUDA : ENG_BACKEND_CPU));
         eng_ctx_free(ctx);
     }
 
@@ -209,11 +209,11 @@ static void gpu_vs_cpu(const std::string &dir, const std::string &name, int32_t 
     std::vector<size_t> all = {0, 1, 2, 3, 4, 5};
     const int n_gen = 24;
     Workload cpu, gpu, gpu_chunked, gpu_alone, gpu_cached, gpu_argmax;
-    eng_ctx *c = open_ctx(dir, 1, 256);
+    eng_ctx *c = open_ctx(dir, ENG_BACKEND_CPU, 256);
     if (!c) return;
     run_prompts(c, prompts, all, n_gen, &cpu);
     eng_ctx_free(c);
-    eng_ctx *g = open_ctx(dir, 2, 256);
+    eng_ctx *g = open_ctx(dir, ENG_BACKEND_CUDA, 256);
     if (!g) return;
     run_prompts(g, prompts, all, n_gen, &gpu);
     compare(cpu, gpu, "cuda vs cpu, batched", name);
@@ -228,7 +228,7 @@ static void gpu_vs_cpu(const std::string &dir, const std::string &name, int32_t 
     for (size_t p = 0; p < prompts.size(); p++) run_prompts(g, prompts, {p}, n_gen, &gpu_alone);
     compare(gpu, gpu_alone, "cuda alone vs batched", name);
     eng_ctx_free(g);
-    g = open_ctx(dir, 2, 7);
+    g = open_ctx(dir, ENG_BACKEND_CUDA, 7);
     if (!g) return;
     run_prompts(g, prompts, all, n_gen, &gpu_chunked);
     compare(gpu, gpu_chunked, "cuda chunk 7 vs chunk 256", name);

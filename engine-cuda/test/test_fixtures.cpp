@@ -44,7 +44,7 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     int64_t params[ENG_PARAM_COUNT] = {0};
     params[ENG_PARAM_N_THREADS] = n_threads;
     params[ENG_PARAM_PREFILL_CHUNK] = chunk;
-    if (q8) params[ENG_PARAM_WEIGHT_DTYPE] = 2;
+    if (q8) params[ENG_PARAM_WEIGHT_DTYPE] = ENG_WEIGHT_DTYPE_Q8;
     eng_ctx *ctx = nullptr;
     int32_t st = eng_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx);
     char msg[512] = "";
@@ -123,7 +123,7 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     // expected), and to the CPU's with MAYA_CUDA_TC_MIN_TOKENS=0 (f32 SIMT matmuls throughout).
     const char *be = getenv("MAYA_ENGINE_BACKEND"), *tc = getenv("MAYA_CUDA_TC_MIN_TOKENS");
     bool is_cuda = be && strcmp(be, "cuda") == 0, is_tc = is_cuda && !(tc && strcmp(tc, "0") == 0);
-    CHECK(info[ENG_INFO_BACKEND] == (is_cuda ? 2 : 1));
+    CHECK(info[ENG_INFO_BACKEND] == (is_cuda ? ENG_BACKEND_CUDA : ENG_BACKEND_CPU));
     CHECK(worst <= (is_tc ? 2e-2 : 1e-3));
     eng_ctx_free(ctx);
 }
@@ -166,10 +166,10 @@ TEST(fixture_portable_kernels) {
     const char *prev = getenv("MAYA_ENGINE_SIMD");
     std::string saved = prev ? prev : "";
     setenv("MAYA_ENGINE_SIMD", "scalar", 1);
-    run_fixture("glm4-bf16", 2, 32, 0);
-    run_fixture("qwen3-f16", 2, 32, 0);
-    run_fixture("glm45-moe-fp8", 2, 32, 0);
-    run_fixture("deepseek3-bf16", 2, 32, 0);
+    run_fixture("glm4-bf16", 2, 32, ENG_SIMD_SCALAR);
+    run_fixture("qwen3-f16", 2, 32, ENG_SIMD_SCALAR);
+    run_fixture("glm45-moe-fp8", 2, 32, ENG_SIMD_SCALAR);
+    run_fixture("deepseek3-bf16", 2, 32, ENG_SIMD_SCALAR);
     if (prev) setenv("MAYA_ENGINE_SIMD", saved.c_str(), 1);
     else unsetenv("MAYA_ENGINE_SIMD");
 }

@@ -50,7 +50,7 @@ describe('ffi.ts mirrors engine.h', () => {
   it('encodes creation parameters at their ENG_PARAM_* index', () => {
     const p = encodeParams({ backend: 'cpu', numThreads: 2, blockSize: 32, contextLength: 77, numBlocks: 0 });
     expect(p.length).toBe(ENG.PARAM_COUNT);
-    expect(p[ENG.PARAM_BACKEND]).toBe(1n);
+    expect(p[ENG.PARAM_BACKEND]).toBe(BigInt(ENG.BACKEND_CPU));
     expect(p[ENG.PARAM_N_THREADS]).toBe(2n);
     expect(p[ENG.PARAM_BLOCK_SIZE]).toBe(32n);
     expect(p[ENG.PARAM_N_CTX]).toBe(77n);

@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
     int64_t params[ENG_PARAM_COUNT] = {0};
     params[ENG_PARAM_N_THREADS] = argc > 2 ? atoi(argv[2]) : 0;
     const char *wd = getenv("MAYA_WEIGHT_DTYPE"); // q8: 8-bit weights quantized at load
-    if (wd && !strcmp(wd, "q8")) params[ENG_PARAM_WEIGHT_DTYPE] = 2;
+    if (wd && !strcmp(wd, "q8")) params[ENG_PARAM_WEIGHT_DTYPE] = ENG_WEIGHT_DTYPE_Q8;
     int prompt_len = argc > 3 ? atoi(argv[3]) : 128, gen_len = argc > 4 ? atoi(argv[4]) : 64;
     eng_ctx *ctx;
     if (eng_ctx_create(argv[1], params, ENG_PARAM_COUNT, &ctx) != 0) {
