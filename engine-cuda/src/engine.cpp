@@ -68,19 +68,19 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks) {
 }
 
 /* ENG_PARAM_BACKEND, else $MAYA_ENGINE_BACKEND (cpu|cuda|auto), else auto: cuda when its library
- * is built and sees a GPU, cpu otherwise. Writes 1 (cpu) or 2 (cuda). */
+ * is built and sees a GPU, cpu otherwise. Writes ENG_BACKEND_CPU or ENG_BACKEND_CUDA. */
 static int32_t choose_backend(const int64_t *params, int32_t n_params, int64_t *out, bool *is_auto) {
-    int64_t b = param(params, n_params, ENG_PARAM_BACKEND, 0);
+    int64_t b = param(params, n_params, ENG_PARAM_BACKEND, ENG_BACKEND_AUTO);
     const char *env = getenv("MAYA_ENGINE_BACKEND");
-    if (b == 0 && env && *env) {
-        if (strcmp(env, "cpu") == 0) b = 1;
-        else if (strcmp(env, "cuda") == 0) b = 2;
+    if (b == ENG_BACKEND_AUTO && env && *env) {
+        if (strcmp(env, "cpu") == 0) b = ENG_BACKEND_CPU;
+        else if (strcmp(env, "cuda") == 0) b = ENG_BACKEND_CUDA;
         else if (strcmp(env, "auto") != 0)
             return fail(ENG_STATUS_INVALID_ARG, "MAYA_ENGINE_BACKEND must be cpu, cuda or auto (got '%s')", env);
     }
-    if (b > 2) return fail(ENG_STATUS_INVALID_ARG, "unknown backend %lld", (long long)b);
-    *is_auto = b == 0;
-    if (b == 0) b = cuda_backend_usable(nullptr) ? 2 : 1;
+    if (b > ENG_BACKEND_CUDA) return fail(ENG_STATUS_INVALID_ARG, "unknown backend %lld", (long long)b);
+    *is_auto = b == ENG_BACKEND_AUTO;
+    if (b == ENG_BACKEND_AUTO) b = cuda_backend_usable(nullptr) ? ENG_BACKEND_CUDA : ENG_BACKEND_CPU;
     *out = b;
     return ENG_STATUS_OK;
 }
@@ -113,7 +113,7 @@ static int64_t weight_copy_budget() {
 static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t n_params) {
     std::vector<int64_t> p(ENG_PARAM_COUNT, 0);
     for (int32_t i = 0; i < n_params && i < ENG_PARAM_COUNT; i++) p[(size_t)i] = params[i];
-    p[ENG_PARAM_BACKEND] = 1;
+    p[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
     return configure(c, p.data(), ENG_PARAM_COUNT);
 }
 
@@ -121,16 +121,16 @@ static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t
  * block manager and scheduler. */
 static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     const ModelConfig &mc = c->model.cfg;
-    int64_t backend = 1;
+    int64_t backend = ENG_BACKEND_CPU;
     bool is_auto = false;
     ENG_TRY(choose_backend(params, n_params, &backend, &is_auto));
-    if (c->model.vision && backend == 2) { // M-RoPE and image embeddings exist on the CPU backend only
+    if (c->model.vision && backend == ENG_BACKEND_CUDA) { // M-RoPE and image embeddings exist on the CPU backend only
         if (!is_auto) return fail(ENG_STATUS_UNSUPPORTED, "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
-        backend = 1;
+        backend = ENG_BACKEND_CPU;
     }
-    if (c->model.is_q8 && backend == 2) { // the Q8 kernels are the CPU backend's
+    if (c->model.is_q8 && backend == ENG_BACKEND_CUDA) { // the Q8 kernels are the CPU backend's
         if (!is_auto) return fail(ENG_STATUS_UNSUPPORTED, "weight dtype q8 runs on the CPU backend only");
-        backend = 1;
+        backend = ENG_BACKEND_CPU;
     }
     const char *kv_env = getenv("MAYA_ENGINE_KV_BYTES"); // the KV budget / cap when ENG_PARAM_KV_BYTES is unset
     int64_t kv_bytes_env = kv_env ? strtoll(kv_env, nullptr, 10) : 0;
@@ -145,7 +145,7 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     if (n_ctx > mc.max_pos) n_ctx = mc.max_pos;
     int64_t block_bytes = mc.n_layer * mc.kv_floats_per_token() * bs * (int64_t)sizeof(float);
     int64_t n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
-    if (n_blocks == 0 && backend == 2) {
+    if (n_blocks == 0 && backend == ENG_BACKEND_CUDA) {
         // CUDA: room for max_batch full contexts, lowered by the backend to free device memory
         // (capped by ENG_PARAM_KV_BYTES, else $MAYA_ENGINE_KV_BYTES, when given).
         n_blocks = (max_batch * n_ctx + bs - 1) / bs;
@@ -167,7 +167,7 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     bc.max_tokens = (int32_t)(chunk + max_batch);
     bc.max_logits = (int32_t)max_batch;
     bc.n_ctx = (int32_t)n_ctx;
-    if (backend == 2) {
+    if (backend == ENG_BACKEND_CUDA) {
         int64_t cap = param(params, n_params, ENG_PARAM_KV_BYTES, kv_bytes_env > 0 ? kv_bytes_env : 0);
         int32_t st = cuda_backend_create(c->model, &bc, cap, &c->backend);
         if (st == ENG_STATUS_UNSUPPORTED && is_auto) { // auto: a model the GPU path lacks runs on the CPU
@@ -238,11 +238,11 @@ ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int
     try {
         c = new eng_ctx();
         int64_t wd = param(params, n_params, ENG_PARAM_WEIGHT_DTYPE, 0);
-        if (wd > 2) {
+        if (wd > ENG_WEIGHT_DTYPE_Q8) {
             delete c;
             return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_WEIGHT_DTYPE must be 0, 1 (as stored) or 2 (q8), got %lld", (long long)wd);
         }
-        c->model.is_q8 = wd == 2;
+        c->model.is_q8 = wd == ENG_WEIGHT_DTYPE_Q8;
         st = model_load(model_dir, &c->model);
         if (st >= 0) st = configure(c, params, n_params);
     } catch (const std::bad_alloc &) {
