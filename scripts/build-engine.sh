@@ -42,8 +42,9 @@ case "$(uname -m)" in
     ;;
 esac
 
-# Newest header mtime: every object depends on every header (few, small files).
-newest_header=$(stat -c %Y "$inc"/engine.h "$src"/*.h "$src"/cuda/*.h "$src"/exports.map "$0" | sort -n | tail -n 1)
+# Newest header mtime: every object depends on every header (few, small files; kernels/ holds the
+# kernel bodies kernels_impl.h includes).
+newest_header=$(stat -c %Y "$inc"/engine.h "$src"/*.h "$src"/kernels/*.h "$src"/cuda/*.h "$src"/exports.map "$0" | sort -n | tail -n 1)
 
 pids=()
 objs=()
