@@ -18,7 +18,7 @@ command -v "$cxx" >/dev/null 2>&1 || { echo "engine tests: C++ compiler '$cxx' n
 mkdir -p "$obj"
 # shellcheck disable=SC2206
 extra=(${MAYA_ENGINE_CXXFLAGS:-})
-flags=(-std=c++17 -O2 -DTESTING -pthread -Wall -Wextra -I"$root/engine-cuda/include" "${extra[@]}")
+flags=(-std=c++17 -O2 -DTESTING -pthread -Wall -Wextra -Werror -I"$root/engine-cuda/include" "${extra[@]}")
 avx2=()
 avx512=()
 case "$(uname -m)" in
