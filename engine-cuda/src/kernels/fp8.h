@@ -108,12 +108,86 @@ static inline vecw f8vw_bits(const uint8_t *p) {
 static const float F8_X_SCALE = 4294967296.0f; // 2^32
 #endif
 
-/* Within a block the vector path runs two accumulators (even and odd vectors of each pair, then
- * one odd vector into the first), so a (row, token) sum is not one chain of dependent FMAs; the
+#ifdef KERNELS_VECTOR
+/* One 128-column block [k0, k1) of tile_f8 on the vector tables: adds the block's products, times
+ * sc[r] * xs, to tot[r][t]; returns the first column past the last whole vector (the caller's scalar
+ * tail). Within a block the vector path runs two accumulators (even and odd vectors of each pair,
+ * then one odd vector into the first), so a (row, token) sum is not one chain of dependent FMAs; the
  * order is a function of the column alone, the same for every tile shape. */
-/* SCR: the rows were widened into wsc ((NR, K) floats, f8_rows_raw) and are read from there: the
- * same values, so the same sums. */
-/* BITS (vector tables, FINITE): weights widened by f8vw_bits and x given times F8_X_SCALE; the same
+template <int NR, int NT, bool FINITE, bool SCR, bool BITS>
+static KERNELS_INLINE int tile_f8_block(const float *x, int ldx, const uint8_t *w, int64_t row0, int K, int k0, int k1,
+                                        const float *wsc, const float *sc, float xs, vecw (*tot)[NT]) {
+    int k = k0;
+    vecw acc[NR][NT], acc2[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) acc[r][t] = acc2[r][t] = vw_zero();
+    for (; k + 2 * VW <= k1; k += 2 * VW)
+        for (int r = 0; r < NR; r++) {
+            vecw w0, w1;
+            if (SCR) {
+                w0 = vw_loadx(wsc + (int64_t)r * K + k);
+                w1 = vw_loadx(wsc + (int64_t)r * K + k + VW);
+            }
+#ifdef F8_BITS
+            else if (BITS) {
+                w0 = f8vw_bits(w + (row0 + r) * (int64_t)K + k);
+                w1 = f8vw_bits(w + (row0 + r) * (int64_t)K + k + VW);
+            }
+#endif
+            else {
+                f8x2vw<FINITE>(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
+            }
+            for (int t = 0; t < NT; t++) {
+                acc[r][t] = vw_fma(w0, vw_loadx(x + (int64_t)t * ldx + k), acc[r][t]);
+                acc2[r][t] = vw_fma(w1, vw_loadx(x + (int64_t)t * ldx + k + VW), acc2[r][t]);
+            }
+        }
+    if (k + VW <= k1) {
+        for (int r = 0; r < NR; r++) {
+            vecw wv = SCR ? vw_loadx(wsc + (int64_t)r * K + k) : f8xvw(w + (row0 + r) * (int64_t)K + k);
+#ifdef F8_BITS
+            if (BITS) wv = f8vw_bits(w + (row0 + r) * (int64_t)K + k);
+#endif
+            for (int t = 0; t < NT; t++) acc[r][t] = vw_fma(wv, vw_loadx(x + (int64_t)t * ldx + k), acc[r][t]);
+        }
+        k += VW;
+    }
+    for (int r = 0; r < NR; r++) {
+        vecw s = vw_set1(sc[r] * xs);
+        for (int t = 0; t < NT; t++) tot[r][t] = vw_fma(vw_add(acc[r][t], acc2[r][t]), s, tot[r][t]);
+    }
+    return k;
+}
+#else
+/* One block of tile_f8 on the scalar table: eight partial sums per (row, token), added times sc[r]
+ * to out[r][t]; returns the first column past the last whole group of 8. */
+template <int NR, int NT>
+static KERNELS_INLINE int tile_f8_block(const float *x, int ldx, const uint8_t *w, int64_t row0, int K, int k0, int k1,
+                                        const float *sc, float (*out)[NT]) {
+    int k = k0;
+    float acc[NR][NT][8];
+    memset(acc, 0, sizeof acc);
+    for (; k + 8 <= k1; k += 8)
+        for (int r = 0; r < NR; r++)
+            for (int j = 0; j < 8; j++) {
+                float wv = f8_table.v[w[(row0 + r) * (int64_t)K + k + j]];
+                for (int t = 0; t < NT; t++) acc[r][t][j] += wv * x[(int64_t)t * ldx + k + j];
+            }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) {
+            float s = 0;
+            for (int j = 0; j < 8; j++) s += acc[r][t][j];
+            out[r][t] += s * sc[r];
+        }
+    return k;
+}
+#endif
+
+/* NR rows x NT tokens of an FP8 matrix, block by block (tile_f8_block), plus the columns past each
+ * block's last whole vector one at a time.
+ * SCR: the rows were widened into wsc ((NR, K) floats, f8_rows_raw) and are read from there: the
+ * same values, so the same sums.
+ * BITS (vector tables, FINITE): weights widened by f8vw_bits and x given times F8_X_SCALE; the same
  * sums as the f16 path. */
 template <int NR, int NT, bool FINITE, bool SCR = false, bool BITS = false>
 static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const float *wscale, int64_t row0, int K,
@@ -137,63 +211,13 @@ static inline void tile_f8(const float *x, int ldx, const uint8_t *w, const floa
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) tail[r][t] = 0;
     for (int kb = 0; kb < nbk; kb++) {
-        int k0 = kb * F8_BLOCK, k1 = k0 + F8_BLOCK < K ? k0 + F8_BLOCK : K, k = k0;
+        int k0 = kb * F8_BLOCK, k1 = k0 + F8_BLOCK < K ? k0 + F8_BLOCK : K;
         float sc[NR];
         for (int r = 0; r < NR; r++) sc[r] = wscale[((row0 + r) / F8_BLOCK) * nbk + kb];
 #ifdef KERNELS_VECTOR
-        vecw acc[NR][NT], acc2[NR][NT];
-        for (int r = 0; r < NR; r++)
-            for (int t = 0; t < NT; t++) acc[r][t] = acc2[r][t] = vw_zero();
-        for (; k + 2 * VW <= k1; k += 2 * VW)
-            for (int r = 0; r < NR; r++) {
-                vecw w0, w1;
-                if (SCR) {
-                    w0 = vw_loadx(wsc + (int64_t)r * K + k);
-                    w1 = vw_loadx(wsc + (int64_t)r * K + k + VW);
-                }
-#ifdef F8_BITS
-                else if (BITS) {
-                    w0 = f8vw_bits(w + (row0 + r) * (int64_t)K + k);
-                    w1 = f8vw_bits(w + (row0 + r) * (int64_t)K + k + VW);
-                }
-#endif
-                else {
-                    f8x2vw<FINITE>(w + (row0 + r) * (int64_t)K + k, &w0, &w1);
-                }
-                for (int t = 0; t < NT; t++) {
-                    acc[r][t] = vw_fma(w0, vw_loadx(x + (int64_t)t * ldx + k), acc[r][t]);
-                    acc2[r][t] = vw_fma(w1, vw_loadx(x + (int64_t)t * ldx + k + VW), acc2[r][t]);
-                }
-            }
-        if (k + VW <= k1) {
-            for (int r = 0; r < NR; r++) {
-                vecw wv = SCR ? vw_loadx(wsc + (int64_t)r * K + k) : f8xvw(w + (row0 + r) * (int64_t)K + k);
-#ifdef F8_BITS
-                if (BITS) wv = f8vw_bits(w + (row0 + r) * (int64_t)K + k);
-#endif
-                for (int t = 0; t < NT; t++) acc[r][t] = vw_fma(wv, vw_loadx(x + (int64_t)t * ldx + k), acc[r][t]);
-            }
-            k += VW;
-        }
-        for (int r = 0; r < NR; r++) {
-            vecw s = vw_set1(sc[r] * xs);
-            for (int t = 0; t < NT; t++) tot[r][t] = vw_fma(vw_add(acc[r][t], acc2[r][t]), s, tot[r][t]);
-        }
+        int k = tile_f8_block<NR, NT, FINITE, SCR, BITS>(x, ldx, w, row0, K, k0, k1, wsc, sc, xs, tot);
 #else
-        float acc[NR][NT][8];
-        memset(acc, 0, sizeof acc);
-        for (; k + 8 <= k1; k += 8)
-            for (int r = 0; r < NR; r++)
-                for (int j = 0; j < 8; j++) {
-                    float wv = f8_table.v[w[(row0 + r) * (int64_t)K + k + j]];
-                    for (int t = 0; t < NT; t++) acc[r][t][j] += wv * x[(int64_t)t * ldx + k + j];
-                }
-        for (int r = 0; r < NR; r++)
-            for (int t = 0; t < NT; t++) {
-                float s = 0;
-                for (int j = 0; j < 8; j++) s += acc[r][t][j];
-                out[r][t] += s * sc[r];
-            }
+        int k = tile_f8_block<NR, NT>(x, ldx, w, row0, K, k0, k1, sc, out);
 #endif
         for (; k < k1; k++) // the last block's columns past a multiple of the vector width
             for (int r = 0; r < NR; r++) {

@@ -81,14 +81,13 @@ static inline __m256i q8_block_dot(__m256i aw, __m256i sw, __m256i xv) {
 }
 #endif
 
-/* NR rows x NT tokens of Q8 weights against quantized activations (xq: (NT, ldq) bytes, xd: (NT,
- * ldq / 32) scales). */
-template <int NR, int NT>
-static inline void tile_q8(const int8_t *xq, const float *xd, int ldq, const int8_t *w, const float *wscale,
-                           int64_t row0, int K, float *y, int ldy, const float *bias) {
-    int nb = K / Q8_BLOCK, ldd = ldq / Q8_BLOCK;
-    float out[NR][NT];
+/* out[r][t] = the Q8 dot product of row row0 + r and token t (xq: (NT, ldq) bytes, xd: (NT, ldq / 32)
+ * scales), one version per instruction set. */
 #if defined(KERNELS_AVX512) && defined(__AVX512VNNI__)
+template <int NR, int NT>
+static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int ldq, const int8_t *w, const float *wscale,
+                                        int64_t row0, int K, float (*out)[NT]) {
+    int nb = K / Q8_BLOCK, ldd = ldq / Q8_BLOCK;
     // Two blocks per 512-bit vector: lanes 0-7 sum block b, lanes 8-15 block b + 1. vpdpbusd
     // multiplies unsigned by signed bytes: w + 128 (its sign bit flipped, once per row) times x,
     // started from -128 * (x's 4-byte group sums, once per token), is sum(w * x) exactly, so a
@@ -136,7 +135,12 @@ static inline void tile_q8(const int8_t *xq, const float *xd, int ldq, const int
     else
         for (int r = 0; r < NR; r++)
             for (int t = 0; t < NT; t++) out[r][t] = vw_sum(tot[r][t]);
+}
 #elif defined(KERNELS_VECTOR)
+template <int NR, int NT>
+static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int ldq, const int8_t *w, const float *wscale,
+                                        int64_t row0, int K, float (*out)[NT]) {
+    int nb = K / Q8_BLOCK, ldd = ldq / Q8_BLOCK;
     __m256 tot[NR][NT];
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) tot[r][t] = _mm256_setzero_ps();
@@ -155,7 +159,12 @@ static inline void tile_q8(const int8_t *xq, const float *xd, int ldq, const int
     }
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) out[r][t] = hsum(tot[r][t]);
+}
 #else
+template <int NR, int NT>
+static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int ldq, const int8_t *w, const float *wscale,
+                                        int64_t row0, int K, float (*out)[NT]) {
+    int nb = K / Q8_BLOCK, ldd = ldq / Q8_BLOCK;
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) {
             const int8_t *wr = w + (row0 + r) * (int64_t)K;
@@ -168,7 +177,15 @@ static inline void tile_q8(const int8_t *xq, const float *xd, int ldq, const int
             }
             out[r][t] = s;
         }
+}
 #endif
+
+/* NR rows x NT tokens of Q8 weights against quantized activations, plus the bias. */
+template <int NR, int NT>
+static inline void tile_q8(const int8_t *xq, const float *xd, int ldq, const int8_t *w, const float *wscale,
+                           int64_t row0, int K, float *y, int ldy, const float *bias) {
+    float out[NR][NT];
+    tile_q8_sums<NR, NT>(xq, xd, ldq, w, wscale, row0, K, out);
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) y[(int64_t)t * ldy + r] = out[r][t] + (bias ? bias[r] : 0.0f);
 }
