@@ -1,11 +1,11 @@
 """Seeded generator of the demo model's synthetic conversations, rendered in the GLM-4.5 chat format.
 
-Each sample is rendered with the real GLM-4.5 template (shared/reference/templates/glm-4.5.jinja,
-HF conventions: trim_blocks, lstrip_blocks, tojson = Python json.dumps(ensure_ascii=False)) and split
-into (text, trained) segments: only what the model itself generates after `<|assistant|>` is
-trained, plus the role token that ends the turn (`<|user|>` or `<|observation|>`). Prompt-side
-prefixes that the server writes (`\n<think></think>` when thinking is off, an opened
-`<tool_call>NAME\n` for a forced call) are not trained.
+Each sample is rendered with the real GLM-4.5 template (glm-4.5.jinja beside this file, the chat
+template GLM-4.5's tokenizer_config.json ships; HF conventions: trim_blocks, lstrip_blocks, tojson =
+Python json.dumps(ensure_ascii=False)) and split into (text, trained) segments: only what the model
+itself generates after `<|assistant|>` is trained, plus the role token that ends the turn
+(`<|user|>` or `<|observation|>`). Prompt-side prefixes that the server writes (`\n<think></think>`
+when thinking is off, an opened `<tool_call>NAME\n` for a forced call) are not trained.
 
 Behaviours: greetings, closed-world facts, two-digit arithmetic, system-instruction following,
 multi-turn memory, JSON replies to a schema, tool calls (choose among 2-4 tools, copy arguments,
@@ -34,8 +34,7 @@ import pools  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, '..', '..'))
-TEMPLATE_PATH = os.path.join(REPO, '..', 'shared', 'reference', 'templates', 'glm-4.5.jinja')
-TEMPLATE_COPY = os.path.join(HERE, 'glm-4.5.jinja')
+TEMPLATE_PATH = os.path.join(HERE, 'glm-4.5.jinja')
 
 # The JSON instructions the server adds to the prompt (models/maya-demo/README.md states them).
 JSON_SCHEMA_INSTRUCTION = 'Respond with a JSON object that matches this JSON schema: '
@@ -45,8 +44,7 @@ ROLE_TOKENS = ['<|system|>', '<|user|>', '<|assistant|>', '<|observation|>']
 
 
 def load_template_text() -> str:
-    path = TEMPLATE_PATH if os.path.exists(TEMPLATE_PATH) else TEMPLATE_COPY
-    with open(path, encoding='utf-8') as f:
+    with open(TEMPLATE_PATH, encoding='utf-8') as f:
         return f.read()
 
 
