@@ -83,8 +83,17 @@ def config_json(cfg: Config, tok: Tokenizer, dtype: str) -> dict:
 
 def tokenizer_config_json(tok: Tokenizer) -> dict:
     return {
-        'added_tokens_decoder': {str(i): {'content': t, 'lstrip': False, 'normalized': False, 'rstrip': False,
-                                          'single_word': False, 'special': True} for t, i in tok.special.items()},
+        'added_tokens_decoder': {
+            str(i): {
+                'content': t,
+                'lstrip': False,
+                'normalized': False,
+                'rstrip': False,
+                'single_word': False,
+                'special': True,
+            }
+            for t, i in tok.special.items()
+        },
         'additional_special_tokens': [t for t in SPECIAL_TOKENS if t not in ('<|endoftext|>',)],
         'bos_token': None,
         'eos_token': '<|endoftext|>',
@@ -103,15 +112,23 @@ def load_hf(model_dir: str) -> tuple[Glm4, Tokenizer]:
     """The exported directory back into the torch model (weights as stored, e.g. bf16-rounded)."""
     with open(os.path.join(model_dir, 'config.json')) as f:
         c = json.load(f)
-    cfg = Config(vocab_size=c['vocab_size'], hidden_size=c['hidden_size'], intermediate_size=c['intermediate_size'],
-                 num_hidden_layers=c['num_hidden_layers'], num_attention_heads=c['num_attention_heads'],
-                 num_key_value_heads=c['num_key_value_heads'], head_dim=c['head_dim'],
-                 partial_rotary_factor=c['partial_rotary_factor'], rope_theta=c['rope_theta'],
-                 rms_norm_eps=c['rms_norm_eps'], max_position_embeddings=c['max_position_embeddings'],
-                 tie_word_embeddings=False)
+    cfg = Config(
+        vocab_size=c['vocab_size'],
+        hidden_size=c['hidden_size'],
+        intermediate_size=c['intermediate_size'],
+        num_hidden_layers=c['num_hidden_layers'],
+        num_attention_heads=c['num_attention_heads'],
+        num_key_value_heads=c['num_key_value_heads'],
+        head_dim=c['head_dim'],
+        partial_rotary_factor=c['partial_rotary_factor'],
+        rope_theta=c['rope_theta'],
+        rms_norm_eps=c['rms_norm_eps'],
+        max_position_embeddings=c['max_position_embeddings'],
+        tie_word_embeddings=False,
+    )
     model = Glm4(cfg)
     st = read_safetensors(os.path.join(model_dir, 'model.safetensors'))
-    sd = {k[len('model.'):] if k.startswith('model.') else k: v for k, v in st.items()}
+    sd = {k[len('model.') :] if k.startswith('model.') else k: v for k, v in st.items()}
     model.load_state_dict(sd, strict=True)
     model.eval()
     return model, Tokenizer.load(os.path.join(model_dir, 'tokenizer.json'))
@@ -134,8 +151,16 @@ def main() -> None:
         json.dump(config_json(cfg, tok, args.dtype), f, indent=2)
         f.write('\n')
     with open(os.path.join(args.out, 'generation_config.json'), 'w') as f:
-        json.dump({'eos_token_id': [tok.special[t] for t in EOS_TOKENS], 'pad_token_id': tok.special['<|endoftext|>'],
-                   'do_sample': False, 'transformers_version': '4.56.0'}, f, indent=2)
+        json.dump(
+            {
+                'eos_token_id': [tok.special[t] for t in EOS_TOKENS],
+                'pad_token_id': tok.special['<|endoftext|>'],
+                'do_sample': False,
+                'transformers_version': '4.56.0',
+            },
+            f,
+            indent=2,
+        )
         f.write('\n')
     with open(os.path.join(args.out, 'tokenizer_config.json'), 'w') as f:
         json.dump(tokenizer_config_json(tok), f, indent=2, ensure_ascii=False)
@@ -146,8 +171,10 @@ def main() -> None:
     with torch.no_grad():
         a, b = model(ids), back(ids)
     err = float((a - b).abs().max())
-    print(f'exported step {ck["step"]} ({"final" if ck.get("final") else "intermediate"}), '
-          f'{sum(t.numel() for t in hf_tensors(model).values())} stored values, max |logit diff| {err:.4f}')
+    print(
+        f'exported step {ck["step"]} ({"final" if ck.get("final") else "intermediate"}), '
+        f'{sum(t.numel() for t in hf_tensors(model).values())} stored values, max |logit diff| {err:.4f}'
+    )
     assert err < (0.5 if args.dtype == 'bf16' else 1e-4)
 
 

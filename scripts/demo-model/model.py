@@ -88,7 +88,7 @@ class Attention(nn.Module):
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         # Grouped-query attention without copying K/V per query head: the g query heads that share a
         # KV head are stacked along the time axis, and the mask is added inside the matmul.
-        q = (q * (d ** -0.5)).reshape(b * kv, g * t, d)
+        q = (q * (d**-0.5)).reshape(b * kv, g * t, d)
         att = torch.baddbmm(bias, q, k.reshape(b * kv, t, d).transpose(1, 2))
         y = (F.softmax(att, dim=-1) @ v.reshape(b * kv, t, d)).view(b, h, t, d)
         return self.o_proj(y.transpose(1, 2).reshape(b, t, h * d))
