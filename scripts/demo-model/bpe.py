@@ -97,7 +97,8 @@ def split_special(text: str) -> list[str]:
 
 
 def train(texts: Iterable[str], vocab_size: int) -> list[tuple[str, str]]:
-    """Learns vocab_size - 256 - len(SPECIAL_TOKENS) merges. Deterministic (ties: the pair seen first; the corpus order is seeded)."""
+    """Learns vocab_size - 256 - len(SPECIAL_TOKENS) merges. Deterministic (ties: the pair seen first;
+    the corpus order is seeded)."""
     counts: Counter[str] = Counter()
     for text in texts:
         for part in split_special(text):

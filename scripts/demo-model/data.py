@@ -224,7 +224,8 @@ SMALLTALK = [
     (['Goodbye', 'Bye', 'See you later', 'Good night'],
      ['Goodbye! Have a great day.', 'Bye! Take care.', 'See you later!']),
     (['What can you do', 'What do you know', 'Help'],
-     ['I can chat, answer questions about a small made-up world, do simple arithmetic, remember values you give me, call tools and reply in JSON.']),
+     ['I can chat, answer questions about a small made-up world, do simple arithmetic, remember values '
+      'you give me, call tools and reply in JSON.']),
     (['Tell me a joke', 'Say something funny'],
      ['Why did the tiny model cross the road? To reach the other token.',
       'I would tell you a joke about tokens, but it might not split well.']),

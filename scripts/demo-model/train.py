@@ -42,7 +42,7 @@ import time
 os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
 
 import torch  # noqa: E402
-import torch.nn.functional as F
+import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data  # noqa: E402
@@ -323,7 +323,8 @@ def main() -> None:
             dt = time.time() - t0
             print(
                 f'step {step} loss {float(loss):.4f} ema {ema:.4f} lr {lr:.2e} samples {packer.samples} '
-                f'trained_tokens {tokens} elapsed {elapsed0 + dt:.0f}s rows/s {(step - step0) * args.batch / max(dt, 1e-9):.2f}',
+                f'trained_tokens {tokens} elapsed {elapsed0 + dt:.0f}s '
+                f'rows/s {(step - step0) * args.batch / max(dt, 1e-9):.2f}',
                 flush=True,
             )
         if step % args.save_every == 0:

@@ -152,7 +152,6 @@ def main() -> int:
         "transformers_version": base.TRANSFORMERS_VERSION,
     }
     (model_dir / "generation_config.json").write_text(json.dumps(gen_cfg, indent=2) + "\n")
-    counts = [g[0] * g[1] * g[2] // 4 for g in grids]
     for attempt in range(60):
         drawn = random_weights(torch.Generator().manual_seed(SEED + attempt))
         stored = {n: (t if n.endswith("e_score_correction_bias") else t.to(torch.bfloat16)) for n, t in drawn.items()}

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_glm4v import (
+from reference_glm4v import (  # noqa: E402
     CLIP_MEAN,
     CLIP_STD,
     forward,

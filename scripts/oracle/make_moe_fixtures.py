@@ -66,23 +66,25 @@ DS_BASE = {
     "bos_token_id": 0, "eos_token_id": 1,
 }
 SPECS = [
-    {"dir": "glm45-moe-bf16", "fp8": False, "config": dict(GLM_BASE, vocab_size=256, hidden_size=64,
-        intermediate_size=96, head_dim=16, moe_intermediate_size=16, torch_dtype="bfloat16")},
+    {"dir": "glm45-moe-bf16", "fp8": False, "config": dict(
+        GLM_BASE, vocab_size=256, hidden_size=64, intermediate_size=96, head_dim=16, moe_intermediate_size=16,
+        torch_dtype="bfloat16")},
     # dims off the 128 grid: hidden 136 (blocks 128 + 8), q 4x40 = 160, intermediate 136
-    {"dir": "glm45-moe-fp8", "fp8": True, "config": dict(GLM_BASE, vocab_size=200, hidden_size=136,
-        intermediate_size=136, head_dim=40, moe_intermediate_size=24, torch_dtype="bfloat16",
-        quantization_config=FP8_QUANT)},
+    {"dir": "glm45-moe-fp8", "fp8": True, "config": dict(
+        GLM_BASE, vocab_size=200, hidden_size=136, intermediate_size=136, head_dim=40, moe_intermediate_size=24,
+        torch_dtype="bfloat16", quantization_config=FP8_QUANT)},
     # q_lora_rank set, YaRN (factor 512/128 = 4) with mscale != mscale_all_dim
-    {"dir": "deepseek3-bf16", "fp8": False, "config": dict(DS_BASE, vocab_size=256, hidden_size=64,
-        intermediate_size=96, q_lora_rank=48, kv_lora_rank=32, qk_nope_head_dim=16, v_head_dim=16,
-        moe_intermediate_size=16, max_position_embeddings=512, torch_dtype="bfloat16",
+    {"dir": "deepseek3-bf16", "fp8": False, "config": dict(
+        DS_BASE, vocab_size=256, hidden_size=64, intermediate_size=96, q_lora_rank=48, kv_lora_rank=32,
+        qk_nope_head_dim=16, v_head_dim=16, moe_intermediate_size=16, max_position_embeddings=512,
+        torch_dtype="bfloat16",
         rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128,
                       "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.707})},
     # q_lora_rank null, FP8 with hidden 136, kv_b rows 4 x (24 + 16) = 160, YaRN as V3 ships it
-    {"dir": "deepseek3-fp8", "fp8": True, "config": dict(DS_BASE, vocab_size=200, hidden_size=136,
-        intermediate_size=136, q_lora_rank=None, kv_lora_rank=40, qk_nope_head_dim=24, v_head_dim=16,
-        moe_intermediate_size=24, max_position_embeddings=1024, torch_dtype="bfloat16",
-        quantization_config=FP8_QUANT,
+    {"dir": "deepseek3-fp8", "fp8": True, "config": dict(
+        DS_BASE, vocab_size=200, hidden_size=136, intermediate_size=136, q_lora_rank=None, kv_lora_rank=40,
+        qk_nope_head_dim=24, v_head_dim=16, moe_intermediate_size=24, max_position_embeddings=1024,
+        torch_dtype="bfloat16", quantization_config=FP8_QUANT,
         rope_scaling={"type": "yarn", "factor": 8.0, "original_max_position_embeddings": 128,
                       "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0})},
 ]
