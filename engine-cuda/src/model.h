@@ -178,7 +178,7 @@ int32_t model_load(const std::string &dir, Model *out);
  * max_bytes; Weight pointers move there, aliases (tied embeddings) stay aliases, the Q8 buffers are
  * freed. A decode step streams every matrix from DRAM: with 4 KiB pages of a file mapping each page
  * of a row stream costs a TLB walk, and a 2-thread f32 decode of a 110M model measured 17% faster
- * from huge pages (bench notes in engine-cuda/README.md). Idempotent. *placed: whether the copy
+ * from huge pages (measurements in bench/results/engine-log.md). Idempotent. *placed: whether the copy
  * was made (not when over budget, nor when the arena cannot be mapped). Returns OK. */
 int32_t model_place_weights(Model *m, int64_t max_bytes, bool *placed);
 /* Marks each FP8 matrix free of NaN bytes (0x7F / 0xFF) is_f8_finite, so the CPU kernels can skip
