@@ -17,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 5,
+  ABI_VERSION: 6,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -86,6 +86,24 @@ export const ENG = {
   FINISH_ERROR: 4,
   EVENT_INTS: 4,
   SEQ_KEEP_LOGITS: 1,
+  BACKEND_AUTO: 0,
+  BACKEND_CPU: 1,
+  BACKEND_CUDA: 2,
+  ARCH_GLM4: 1,
+  ARCH_LLAMA: 2,
+  ARCH_QWEN3: 3,
+  ARCH_GLM4_MOE: 4,
+  ARCH_DEEPSEEK_V3: 5,
+  ARCH_GLM4V: 6,
+  ARCH_GLM4V_MOE: 7,
+  SIMD_SCALAR: 0,
+  SIMD_AVX2: 1,
+  SIMD_AVX512: 2,
+  WEIGHT_DTYPE_F32: 0,
+  WEIGHT_DTYPE_F16: 1,
+  WEIGHT_DTYPE_BF16: 2,
+  WEIGHT_DTYPE_FP8: 4,
+  WEIGHT_DTYPE_Q8: 5,
 } as const;
 
 /** The exported functions of engine.h, in header order. */
@@ -118,9 +136,9 @@ const STATUS_CODES: Record<number, EngineErrorCode> = {
   [ENG.STATUS_INTERNAL]: 'internal',
 };
 
-/** Backends by their ENG_PARAM_BACKEND value; 'auto' = cuda when usable, else cpu. */
+/** Backends by name; 'auto' = cuda when usable, else cpu. */
 export const BACKENDS = ['auto', 'cpu', 'cuda'] as const;
-/** CPU kernel paths by their ENG_PARAM_SIMD value; 'auto' = the fastest the CPU runs. */
+/** CPU kernel paths by name; 'auto' = the fastest the CPU runs. */
 export const SIMD_PATHS = ['auto', 'scalar', 'avx2', 'avx512'] as const;
 /** Tensor-core threshold meaning "never" (above any batch the engine runs). */
 export const TC_NEVER = 2 ** 30;
@@ -427,12 +445,31 @@ export class NativeLib {
   }
 }
 
+/** ENG_PARAM_BACKEND's value of each backend. */
+const BACKEND_PARAM: Record<(typeof BACKENDS)[number], number> = {
+  auto: ENG.BACKEND_AUTO,
+  cpu: ENG.BACKEND_CPU,
+  cuda: ENG.BACKEND_CUDA,
+};
+/** ENG_PARAM_SIMD's value of each kernel path: 0 the fastest, else 1 + ENG_SIMD_*. */
+const SIMD_PARAM: Record<(typeof SIMD_PATHS)[number], number> = {
+  auto: 0,
+  scalar: 1 + ENG.SIMD_SCALAR,
+  avx2: 1 + ENG.SIMD_AVX2,
+  avx512: 1 + ENG.SIMD_AVX512,
+};
+/** ENG_PARAM_WEIGHT_DTYPE's value: 0 as stored, or the dtype to quantize to at load. */
+const WEIGHT_DTYPE_PARAM: Record<NonNullable<ContextParams['weightDtype']>, number> = {
+  stored: 0,
+  q8: ENG.WEIGHT_DTYPE_Q8,
+};
+
 export function encodeParams(params: ContextParams): BigInt64Array {
   const p = new BigInt64Array(ENG.PARAM_COUNT);
   const set = (index: number, value: number | undefined) => {
     if (value !== undefined && value > 0) p[index] = BigInt(Math.floor(value));
   };
-  set(ENG.PARAM_BACKEND, BACKENDS.indexOf(params.backend ?? 'auto'));
+  set(ENG.PARAM_BACKEND, BACKEND_PARAM[params.backend ?? 'auto']);
   set(ENG.PARAM_N_THREADS, params.numThreads);
   set(ENG.PARAM_BLOCK_SIZE, params.blockSize);
   set(ENG.PARAM_N_BLOCKS, params.numBlocks);
@@ -440,8 +477,8 @@ export function encodeParams(params: ContextParams): BigInt64Array {
   set(ENG.PARAM_MAX_BATCH, params.maxBatch);
   set(ENG.PARAM_PREFILL_CHUNK, params.prefillChunk);
   set(ENG.PARAM_N_CTX, params.contextLength);
-  set(ENG.PARAM_WEIGHT_DTYPE, { stored: 1, q8: 2 }[params.weightDtype ?? 'stored']);
-  set(ENG.PARAM_SIMD, SIMD_PATHS.indexOf(params.simd ?? 'auto'));
+  set(ENG.PARAM_WEIGHT_DTYPE, WEIGHT_DTYPE_PARAM[params.weightDtype ?? 'stored']);
+  set(ENG.PARAM_SIMD, SIMD_PARAM[params.simd ?? 'auto']);
   set(ENG.PARAM_WEIGHT_COPY, params.weightCopy === undefined ? undefined : params.weightCopy ? 1 : 2);
   set(ENG.PARAM_CUDA_DEVICE, params.cudaDevice);
   set(ENG.PARAM_CUDA_TC_MIN_TOKENS, params.cudaTcMinTokens);

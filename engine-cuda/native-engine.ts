@@ -50,24 +50,35 @@ const FINISH_REASONS: Record<number, FinishReason> = {
 };
 
 const ARCHS: Record<number, EngineInfo['arch']> = {
-  1: 'glm4',
-  2: 'llama',
-  3: 'qwen3',
-  4: 'glm4_moe',
-  5: 'deepseek_v3',
-  6: 'glm4v',
-  7: 'glm4v_moe',
+  [ENG.ARCH_GLM4]: 'glm4',
+  [ENG.ARCH_LLAMA]: 'llama',
+  [ENG.ARCH_QWEN3]: 'qwen3',
+  [ENG.ARCH_GLM4_MOE]: 'glm4_moe',
+  [ENG.ARCH_DEEPSEEK_V3]: 'deepseek_v3',
+  [ENG.ARCH_GLM4V]: 'glm4v',
+  [ENG.ARCH_GLM4V_MOE]: 'glm4v_moe',
 };
 
-/** ENG_INFO_WEIGHT_DTYPE values (engine.h; the engine's DType enum, where 3 is no matrix dtype). */
-const WEIGHT_DTYPES: Record<number, EngineInfo['weightDtype']> = { 0: 'f32', 1: 'f16', 2: 'bf16', 4: 'fp8', 5: 'q8' };
+const SIMD_PATHS: Record<number, EngineInfo['simd']> = {
+  [ENG.SIMD_SCALAR]: 'scalar',
+  [ENG.SIMD_AVX2]: 'avx2',
+  [ENG.SIMD_AVX512]: 'avx512',
+};
+
+const WEIGHT_DTYPES: Record<number, EngineInfo['weightDtype']> = {
+  [ENG.WEIGHT_DTYPE_F32]: 'f32',
+  [ENG.WEIGHT_DTYPE_F16]: 'f16',
+  [ENG.WEIGHT_DTYPE_BF16]: 'bf16',
+  [ENG.WEIGHT_DTYPE_FP8]: 'fp8',
+  [ENG.WEIGHT_DTYPE_Q8]: 'q8',
+};
 
 /** Maps eng_ctx_info() fields to EngineInfo. */
 export function engineInfoFromFields(f: number[]): EngineInfo {
   const at = (i: number) => f[i] ?? 0;
   return {
     arch: ARCHS[at(ENG.INFO_ARCH)] ?? 'llama',
-    backend: at(ENG.INFO_BACKEND) === 2 ? 'cuda' : 'cpu',
+    backend: at(ENG.INFO_BACKEND) === ENG.BACKEND_CUDA ? 'cuda' : 'cpu',
     numVocab: at(ENG.INFO_N_VOCAB),
     contextLength: at(ENG.INFO_N_CTX),
     numLayers: at(ENG.INFO_N_LAYER),
@@ -77,7 +88,7 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     blockSize: at(ENG.INFO_BLOCK_SIZE),
     numBlocks: at(ENG.INFO_N_BLOCKS),
     weightBytes: at(ENG.INFO_WEIGHT_BYTES),
-    simd: (['scalar', 'avx2', 'avx512'] as const)[at(ENG.INFO_SIMD)] ?? 'scalar',
+    simd: SIMD_PATHS[at(ENG.INFO_SIMD)] ?? 'scalar',
     vision: at(ENG.INFO_VISION) === 1,
     weightDtype: WEIGHT_DTYPES[at(ENG.INFO_WEIGHT_DTYPE)] ?? 'f32',
     numThreads: at(ENG.INFO_N_THREADS),

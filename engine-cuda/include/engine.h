@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 5
+#define ENG_ABI_VERSION 6
 
 typedef struct eng_ctx eng_ctx;
 
@@ -60,11 +60,11 @@ enum {
     ENG_PARAM_MAX_BATCH = 5,     /* most sequences decoded in one step; default 16 */
     ENG_PARAM_PREFILL_CHUNK = 6, /* most prompt tokens prefilled in one step; default 256 */
     ENG_PARAM_N_CTX = 7,         /* context limit; default (and maximum) max_position_embeddings */
-    ENG_PARAM_WEIGHT_DTYPE = 8,  /* 0/1 as stored; 2 q8: matrices quantized at load to int8 per block of
-                                    32 with an f32 scale (CPU backend only; MoE routers and matrices
-                                    whose columns are not a multiple of 32 stay as stored) */
-    ENG_PARAM_SIMD = 9,          /* CPU kernel path of this context: 0 the fastest this CPU runs, 1 scalar,
-                                    2 avx2, 3 avx512 (UNSUPPORTED when the CPU or the build lacks it) */
+    ENG_PARAM_WEIGHT_DTYPE = 8,  /* 0 as stored; ENG_WEIGHT_DTYPE_Q8: matrices quantized at load to int8 per
+                                    block of 32 with an f32 scale (CPU backend only; MoE routers and
+                                    matrices whose columns are not a multiple of 32 stay as stored) */
+    ENG_PARAM_SIMD = 9,          /* CPU kernel path of this context: 0 the fastest this CPU runs, else
+                                    1 + ENG_SIMD_* (UNSUPPORTED when the CPU or the build lacks it) */
     ENG_PARAM_WEIGHT_COPY = 10,  /* CPU backend: 0/1 copy the matrices into transparent huge pages when they
                                     take at most half of MemAvailable; 2 keep them in the checkpoint mapping */
     ENG_PARAM_CUDA_DEVICE = 11,  /* CUDA device ordinal; default 0 */
@@ -78,15 +78,38 @@ enum {
 enum {
     ENG_INFO_N_VOCAB = 0, ENG_INFO_N_CTX = 1, ENG_INFO_N_LAYER = 2, ENG_INFO_N_EMBD = 3,
     ENG_INFO_N_HEAD = 4, ENG_INFO_N_HEAD_KV = 5, ENG_INFO_HEAD_DIM = 6, ENG_INFO_BLOCK_SIZE = 7,
-    ENG_INFO_N_BLOCKS = 8, ENG_INFO_BACKEND = 9,
-    ENG_INFO_ARCH = 10, /* 1 glm4, 2 llama, 3 qwen3, 4 glm4_moe, 5 deepseek_v3, 6 glm4v, 7 glm4v_moe */
+    ENG_INFO_N_BLOCKS = 8,
+    ENG_INFO_BACKEND = 9, /* ENG_BACKEND_CPU or ENG_BACKEND_CUDA */
+    ENG_INFO_ARCH = 10,   /* ENG_ARCH_* */
     ENG_INFO_N_PARAMS = 11, ENG_INFO_WEIGHT_BYTES = 12, /* bytes of weights one decoded token reads */
-    ENG_INFO_SIMD = 13, /* CPU kernel path: 0 scalar, 1 avx2, 2 avx512 */
+    ENG_INFO_SIMD = 13, /* the CPU kernel path: ENG_SIMD_* */
     ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
     ENG_INFO_VISION = 15, /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
-    ENG_INFO_WEIGHT_DTYPE = 16, /* the matrices' dtype as run: 0 f32, 1 f16, 2 bf16, 4 fp8 e4m3, 5 q8 (quantized at load) */
+    ENG_INFO_WEIGHT_DTYPE = 16, /* the matrices' dtype as run: ENG_WEIGHT_DTYPE_* (Q8: quantized at load) */
     ENG_INFO_N_THREADS = 17, /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
     ENG_INFO_COUNT = 18
+};
+
+/* Codes of backends (ENG_PARAM_BACKEND, ENG_INFO_BACKEND), architectures (ENG_INFO_ARCH, by the
+ * checkpoint's config.json architectures[0]), CPU kernel paths (ENG_INFO_SIMD; ENG_PARAM_SIMD takes
+ * them plus one) and weight dtypes (ENG_INFO_WEIGHT_DTYPE; ENG_PARAM_WEIGHT_DTYPE takes Q8). */
+enum { ENG_BACKEND_AUTO = 0, ENG_BACKEND_CPU = 1, ENG_BACKEND_CUDA = 2 };
+enum {
+    ENG_ARCH_GLM4 = 1,        /* Glm4ForCausalLM */
+    ENG_ARCH_LLAMA = 2,       /* LlamaForCausalLM */
+    ENG_ARCH_QWEN3 = 3,       /* Qwen3ForCausalLM */
+    ENG_ARCH_GLM4_MOE = 4,    /* Glm4MoeForCausalLM */
+    ENG_ARCH_DEEPSEEK_V3 = 5, /* DeepseekV3ForCausalLM */
+    ENG_ARCH_GLM4V = 6,       /* Glm4vForConditionalGeneration */
+    ENG_ARCH_GLM4V_MOE = 7    /* Glm4vMoeForConditionalGeneration */
+};
+enum { ENG_SIMD_SCALAR = 0, ENG_SIMD_AVX2 = 1, ENG_SIMD_AVX512 = 2 };
+enum {
+    ENG_WEIGHT_DTYPE_F32 = 0,
+    ENG_WEIGHT_DTYPE_F16 = 1,
+    ENG_WEIGHT_DTYPE_BF16 = 2,
+    ENG_WEIGHT_DTYPE_FP8 = 4, /* float8 e4m3, block-scaled (3: no matrix dtype) */
+    ENG_WEIGHT_DTYPE_Q8 = 5   /* int8 per block of 32 with an f32 scale, made at load */
 };
 
 /* Fields of eng_ctx_stats() (a snapshot; counters are cumulative). */

@@ -66,8 +66,8 @@ class Backend {
     /* Optional: (n_logits) argmax of every row of the latest forward() (lowest id on ties, as the
      * sampler's); rows flagged in Batch::row_is_greedy may then lack their logits. Null: not offered. */
     virtual const int32_t *argmax_rows() const { return nullptr; }
-    virtual int32_t kind() const = 0; // ENG_INFO_BACKEND: 1 cpu, 2 cuda
-    virtual int32_t simd() const = 0; // ENG_INFO_SIMD
+    virtual int32_t kind() const = 0; // ENG_INFO_BACKEND: ENG_BACKEND_CPU or ENG_BACKEND_CUDA
+    virtual int32_t simd() const = 0; // ENG_INFO_SIMD: ENG_SIMD_*
 };
 
 struct Kernels;     // kernels.h

@@ -13,15 +13,24 @@
 #include <unordered_map>
 #include <vector>
 
-#include "json.h" // defines: JsonValue, json_parse
+#include "../include/engine.h" // defines: ENG_WEIGHT_DTYPE_*
+#include "json.h"                // defines: JsonValue, json_parse
 
 namespace maya {
 
-/* DT_F8_E4M3: OCP float8 e4m3fn (bias 7, no infinities, 0x7F/0xFF NaN), block-scaled by a
- * companion `<name>_scale_inv` tensor (see model.cpp). DT_Q8: never stored in a checkpoint; made at
- * load (ENG_PARAM_WEIGHT_DTYPE q8, quantize_q8_matrix): int8 per block of 32 columns, one f32
- * scale per (row, block). */
-enum DType : int32_t { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2, DT_OTHER = 3, DT_F8_E4M3 = 4, DT_Q8 = 5 };
+/* The matrix dtypes are engine.h's ENG_WEIGHT_DTYPE_* (ENG_INFO_WEIGHT_DTYPE reports one); DT_OTHER
+ * (3) is any other stored dtype. DT_F8_E4M3: OCP float8 e4m3fn (bias 7, no infinities, 0x7F/0xFF
+ * NaN), block-scaled by a companion `<name>_scale_inv` tensor (see model.cpp). DT_Q8: never stored
+ * in a checkpoint; made at load (ENG_PARAM_WEIGHT_DTYPE q8, quantize_q8_matrix): int8 per block of
+ * 32 columns, one f32 scale per (row, block). */
+enum DType : int32_t {
+    DT_F32 = ENG_WEIGHT_DTYPE_F32,
+    DT_F16 = ENG_WEIGHT_DTYPE_F16,
+    DT_BF16 = ENG_WEIGHT_DTYPE_BF16,
+    DT_OTHER = 3,
+    DT_F8_E4M3 = ENG_WEIGHT_DTYPE_FP8,
+    DT_Q8 = ENG_WEIGHT_DTYPE_Q8
+};
 
 size_t dtype_size(DType dt); // DT_Q8: 1 (its scales add 4 bytes per 32 weights)
 

@@ -27,6 +27,14 @@
 
 namespace maya {
 
+// The kernels' copy of the dtype codes and the FP8 block (kernels.h) is DType's and kFp8Block.
+static_assert(kDtF32 == DT_F32 && kDtF16 == DT_F16 && kDtBF16 == DT_BF16, "kernels.h: float dtype codes differ from DType");
+static_assert(kDtF8 == DT_F8_E4M3 && kDtQ8 == DT_Q8, "kernels.h: 8-bit dtype codes differ from DType");
+static_assert(kDtF8Finite != DT_F32 && kDtF8Finite != DT_F16 && kDtF8Finite != DT_BF16 && kDtF8Finite != DT_OTHER &&
+                  kDtF8Finite != DT_F8_E4M3 && kDtF8Finite != DT_Q8,
+              "kernels.h: kDtF8Finite must be no DType");
+static_assert(kF8Block == kFp8Block, "kernels.h: the FP8 block differs from model.h's");
+
 namespace {
 
 struct MatJob {
@@ -256,10 +264,14 @@ class CpuBackend final : public Backend {
     }
     int32_t init(const BackendConfig &cfg);
     int32_t forward(const Batch &batch, float *logits) override;
-    int32_t kind() const override { return 1; }
+    int32_t kind() const override { return ENG_BACKEND_CPU; }
     int32_t simd() const override { return k_.simd; }
 
   private:
+    // init()'s steps.
+    int32_t map_kv_cache();
+    void alloc_activations();
+    void alloc_scratch();
     void linear(int T, const MatJob *jobs, int n_jobs);
     void rope(float *v, int n_heads, int stride, int t);
     void qkv(int l, const Batch &b, int T);
@@ -316,7 +328,15 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     ENG_TRY(pool_.start(cfg.n_threads));
     // 16 MiB: half the 32 MiB L3 of the CPU box; above it the matrices of a step cannot stay cached.
     is_streaming_ = m_.weight_bytes > (16 << 20);
-    size_t want = (size_t)((int64_t)cfg.n_blocks * kv_block_floats()) * sizeof(float);
+    ENG_TRY(map_kv_cache());
+    alloc_activations();
+    alloc_scratch();
+    return ENG_STATUS_OK;
+}
+
+/* Reserves the KV cache (cfg_.n_blocks blocks), untouched until used. */
+int32_t CpuBackend::map_kv_cache() {
+    size_t want = (size_t)((int64_t)cfg_.n_blocks * kv_block_floats()) * sizeof(float);
     void *p = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return fail(ENG_STATUS_OUT_OF_MEMORY, "cannot reserve %zu bytes of KV cache", want);
     // 2 MiB pages where the kernel allows them (best effort): a head's rows come bs positions at a
@@ -326,7 +346,12 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     madvise(p, want, MADV_HUGEPAGE);
     kv_ = (float *)p;
     kv_bytes_ = want;
-    size_t T = (size_t)cfg.max_tokens, C = (size_t)c_.n_embd, qd = (size_t)c_.n_head * c_.head_dim,
+    return ENG_STATUS_OK;
+}
+
+/* The activation buffers of a batch of cfg_.max_tokens tokens (and MLA's and MoE's own). */
+void CpuBackend::alloc_activations() {
+    size_t T = (size_t)cfg_.max_tokens, C = (size_t)c_.n_embd, qd = (size_t)c_.n_head * c_.head_dim,
            kvd = (size_t)c_.n_head_kv * c_.head_dim, I = (size_t)c_.n_ff, H = (size_t)c_.n_head;
     // MoE: T*K expert rows plus T shared rows go through ff_/ff2_ at once.
     size_t moe_ff = T * (size_t)c_.n_expert_used * (size_t)c_.n_ff_expert + T * (size_t)c_.n_ff_shared;
@@ -369,11 +394,18 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     rope_sin_.resize(T * (size_t)half);
     tok_seq_.resize(T);
     attn_tiles_.resize(2 * T);
-    out_x_.resize((size_t)cfg.max_logits * C);
+    out_x_.resize((size_t)cfg_.max_logits * C);
     inv_freq_.resize((size_t)half);
     model_rope_inv_freq(c_, inv_freq_.data());
+}
+
+/* The quantized / scaled activations of one linear() call and each worker's matmul scratch and
+ * attention scores, sized by the widest matmul input. */
+void CpuBackend::alloc_scratch() {
+    size_t T = (size_t)cfg_.max_tokens;
+    int64_t qd = (int64_t)c_.n_head * c_.head_dim, att = c_.is_mla() ? (int64_t)c_.n_head * c_.v_head_dim : qd;
     int64_t kmax = c_.n_embd;
-    for (int64_t k : {(int64_t)I, (int64_t)c_.n_ff_expert, (int64_t)c_.n_ff_shared, (int64_t)qd, (int64_t)att, (int64_t)c_.kv_lora_rank, (int64_t)c_.q_lora_rank})
+    for (int64_t k : {(int64_t)c_.n_ff, (int64_t)c_.n_ff_expert, (int64_t)c_.n_ff_shared, qd, att, (int64_t)c_.kv_lora_rank, (int64_t)c_.q_lora_rank})
         if (k > kmax) kmax = k;
     if (m_.has_q8()) { // the activations of one linear() call: T rows per distinct input, at most K + 2 inputs of kmax
         q8x_.resize(T * (size_t)(c_.n_expert_used + 2) * (size_t)kmax);
@@ -388,11 +420,10 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     for (int w = 0; w < nw; w++) {
         // MLA's absorb widens a head's Dn rows of W_UK (R columns each) at once.
         scratch_[(size_t)w].resize((size_t)std::max<int64_t>(kMatmulRows * kmax, (int64_t)c_.qk_nope_dim * c_.kv_lora_rank));
-        scores_[(size_t)w].resize(group * (size_t)(c_.is_mla() ? 1 : attn_tile_tokens((int)group)) * (size_t)cfg.n_ctx);
+        scores_[(size_t)w].resize(group * (size_t)(c_.is_mla() ? 1 : attn_tile_tokens((int)group)) * (size_t)cfg_.n_ctx);
         scratch_ptr_.push_back(scratch_[(size_t)w].data());
         scores_ptr_.push_back(scores_[(size_t)w].data());
     }
-    return ENG_STATUS_OK;
 }
 
 /* Rows below which for_rows runs inline (a pool loop costs a few microseconds). */

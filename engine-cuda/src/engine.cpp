@@ -48,10 +48,6 @@ static int64_t param(const int64_t *params, int32_t n, int idx, int64_t def) {
     return (params && idx < n && params[idx] > 0) ? params[idx] : def;
 }
 
-// ENG_INFO_WEIGHT_DTYPE is the DType of the matrices; engine.h documents these numbers.
-static_assert(DT_F32 == 0 && DT_F16 == 1 && DT_BF16 == 2 && DT_F8_E4M3 == 4 && DT_Q8 == 5,
-              "DType values are ENG_INFO_WEIGHT_DTYPE's (engine.h)");
-
 static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, int64_t n_threads) {
     const ModelConfig &mc = c->model.cfg;
     int64_t *in = c->info;
@@ -79,19 +75,19 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, i
 
 /* ENG_PARAM_BACKEND for this model: auto picks cuda when its library is built and sees a GPU, cpu
  * otherwise; a model only the CPU backend runs (vision, q8 weights) takes the CPU in auto mode and
- * is refused when cuda was asked for. Writes 1 (cpu) or 2 (cuda). */
+ * is refused when cuda was asked for. Writes ENG_BACKEND_CPU or ENG_BACKEND_CUDA. */
 static int32_t choose_backend(const eng_ctx *c, const int64_t *params, int32_t n_params, int64_t *out, bool *is_auto) {
-    int64_t b = param(params, n_params, ENG_PARAM_BACKEND, 0);
-    if (b > 2) return fail(ENG_STATUS_INVALID_ARG, "unknown backend %lld", (long long)b);
-    *is_auto = b == 0;
-    if (b == 0) b = cuda_backend_usable(nullptr) ? 2 : 1;
-    if (c->model.vision && b == 2) { // M-RoPE and image embeddings exist on the CPU backend only
+    int64_t b = param(params, n_params, ENG_PARAM_BACKEND, ENG_BACKEND_AUTO);
+    if (b > ENG_BACKEND_CUDA) return fail(ENG_STATUS_INVALID_ARG, "unknown backend %lld", (long long)b);
+    *is_auto = b == ENG_BACKEND_AUTO;
+    if (b == ENG_BACKEND_AUTO) b = cuda_backend_usable(nullptr) ? ENG_BACKEND_CUDA : ENG_BACKEND_CPU;
+    if (c->model.vision && b == ENG_BACKEND_CUDA) { // M-RoPE and image embeddings exist on the CPU backend only
         if (!*is_auto) return fail(ENG_STATUS_UNSUPPORTED, "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
-        b = 1;
+        b = ENG_BACKEND_CPU;
     }
-    if (c->model.is_q8 && b == 2) { // the Q8 kernels are the CPU backend's
+    if (c->model.is_q8 && b == ENG_BACKEND_CUDA) { // the Q8 kernels are the CPU backend's
         if (!*is_auto) return fail(ENG_STATUS_UNSUPPORTED, "weight dtype q8 runs on the CPU backend only");
-        b = 1;
+        b = ENG_BACKEND_CPU;
     }
     *out = b;
     return ENG_STATUS_OK;
@@ -124,7 +120,7 @@ static int64_t weight_copy_budget(const int64_t *params, int32_t n_params) {
 static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t n_params) {
     std::vector<int64_t> p(ENG_PARAM_COUNT, 0);
     for (int32_t i = 0; i < n_params && i < ENG_PARAM_COUNT; i++) p[(size_t)i] = params[i];
-    p[ENG_PARAM_BACKEND] = 1;
+    p[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
     return configure(c, p.data(), ENG_PARAM_COUNT);
 }
 
@@ -154,7 +150,7 @@ static int32_t size_kv_cache(const ModelConfig &mc, const int64_t *params, int32
     int64_t block_bytes = mc.n_layer * mc.kv_floats_per_token() * s->bs * (int64_t)sizeof(float);
     int64_t want = (s->max_batch * s->n_ctx + s->bs - 1) / s->bs;
     s->n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
-    if (s->n_blocks == 0 && backend == 2) {
+    if (s->n_blocks == 0 && backend == ENG_BACKEND_CUDA) {
         s->n_blocks = want > INT32_MAX / 2 ? INT32_MAX / 2 : want;
     } else if (s->n_blocks == 0) {
         int64_t budget = param(params, n_params, ENG_PARAM_KV_BYTES, 2LL << 30);
@@ -230,14 +226,14 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
  * chosen per context), the backend, the KV cache sizes, then the scheduler. */
 static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     const Kernels *k = nullptr;
-    int64_t backend = 1;
+    int64_t backend = ENG_BACKEND_CPU;
     bool is_auto = false;
     Sizes s;
     ENG_TRY(kernels_choose(param(params, n_params, ENG_PARAM_SIMD, 0), &k));
     ENG_TRY(choose_backend(c, params, n_params, &backend, &is_auto));
     ENG_TRY(read_sizes(c->model.cfg, params, n_params, &s));
     ENG_TRY(size_kv_cache(c->model.cfg, params, n_params, backend, &s));
-    if (backend == 2) {
+    if (backend == ENG_BACKEND_CUDA) {
         int32_t st = create_cuda_backend(c, params, n_params, &s);
         if (st == ENG_STATUS_UNSUPPORTED && is_auto) { // auto: a model the GPU path lacks runs on the CPU
             clear_error();
@@ -288,11 +284,12 @@ ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int
     try {
         c = new eng_ctx();
         int64_t wd = param(params, n_params, ENG_PARAM_WEIGHT_DTYPE, 0);
-        if (wd > 2) {
+        if (wd != 0 && wd != ENG_WEIGHT_DTYPE_Q8) {
             delete c;
-            return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_WEIGHT_DTYPE must be 0, 1 (as stored) or 2 (q8), got %lld", (long long)wd);
+            return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_WEIGHT_DTYPE must be 0 (as stored) or %d (q8), got %lld",
+                        ENG_WEIGHT_DTYPE_Q8, (long long)wd);
         }
-        c->model.is_q8 = wd == 2;
+        c->model.is_q8 = wd == ENG_WEIGHT_DTYPE_Q8;
         st = model_load(model_dir, &c->model);
         if (st >= 0) st = configure(c, params, n_params);
     } catch (const std::bad_alloc &) {

@@ -16,11 +16,21 @@
 
 #include <stdint.h>
 
+#include "../include/engine.h" // defines: ENG_SIMD_*, ENG_WEIGHT_DTYPE_* (a C header: no inline code for the ISA builds)
+
 namespace maya {
 
 /* Rows of W a matmul work unit covers (and the scratch a worker needs: kMatmulRows * K floats).
  * 16 rows x K f32 stays in L2 (K = 4096: 256 KiB) while all tokens of a prefill chunk pass it. */
 const int kMatmulRows = 16;
+/* The codes of the kernels' `dtype` arguments: checkpoint.h's DType values (engine.h's
+ * ENG_WEIGHT_DTYPE_*), and the edge of an FP8 block scale: model.h's kFp8Block. Restated here because
+ * the per-ISA builds (kernels_impl.h) must include no C++ library header (checkpoint.h's <string> and
+ * <vector> would have their inline functions compiled with two instruction sets); cpu_backend.cpp
+ * pins each with a static_assert. */
+const int kDtF32 = ENG_WEIGHT_DTYPE_F32, kDtF16 = ENG_WEIGHT_DTYPE_F16, kDtBF16 = ENG_WEIGHT_DTYPE_BF16,
+          kDtF8 = ENG_WEIGHT_DTYPE_FP8, kDtQ8 = ENG_WEIGHT_DTYPE_Q8;
+const int kF8Block = 128;
 /* The matmul's dtype for an FP8 e4m3 matrix the loader found free of NaN bytes (0x7F / 0xFF;
  * model_check_f8): the same results as DT_F8_E4M3 with fewer instructions per weight. Only
  * matmul takes it. */
@@ -30,7 +40,7 @@ const int kQ8Block = 32;
 
 struct Kernels {
     const char *name;
-    int32_t simd; // ENG_INFO_SIMD: 0 scalar, 1 avx2, 2 avx512
+    int32_t simd; // ENG_INFO_SIMD: ENG_SIMD_*
     /* y[t*ldy + r] = dot(x[t*ldx ..], W[r, 0..K)) (+ bias[r]) for t in [0, T), r in [r0, r1), with W
      * a row-major (rows, K) matrix of `dtype` (DType). r1 - r0 <= kMatmulRows; scratch holds
      * kMatmulRows * K floats. bias may be null. is_streaming: W is read from DRAM (a model larger

@@ -225,8 +225,8 @@ static int32_t parse_glm4v(const JsonValue &root, const JsonValue &c, ModelConfi
     return ENG_STATUS_OK;
 }
 
-int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
-    *m = ModelConfig();
+/* architectures[0] -> m->arch. */
+static int32_t parse_arch(const JsonValue &root, ModelConfig *m) {
     const JsonValue *archs = field(root, "architectures");
     if (!archs || archs->kind != JsonValue::ARRAY || archs->items.empty() ||
         archs->items[0].kind != JsonValue::STRING)
@@ -245,18 +245,24 @@ int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
     else return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture %s (supported: Glm4ForCausalLM, LlamaForCausalLM, "
                                              "Qwen3ForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, Glm4vForConditionalGeneration, "
                                              "Glm4vMoeForConditionalGeneration)", a.c_str());
-    bool ds = m->arch == ARCH_DEEPSEEK_V3;
-    bool vision = m->arch == ARCH_GLM4V || m->arch == ARCH_GLM4V_MOE;       // GLM-4.1V / GLM-4.5V
-    bool glm4v = m->arch == ARCH_GLM4V;                                      // its text: GLM-4-0414's layer
-    bool glm_moe = m->arch == ARCH_GLM4_MOE || m->arch == ARCH_GLM4V_MOE;    // GLM-4.5V's text: GLM-4.5's
-    bool glm4 = m->arch == ARCH_GLM4 || glm4v;
-    // The vision models keep the language model's fields in text_config (older configs: at the top level).
-    const JsonValue *tc = vision ? field(root, "text_config") : nullptr;
-    const JsonValue &c = tc && tc->kind == JsonValue::OBJECT ? *tc : root;
-    if (ds && (field(c, "index_topk") || field(c, "index_n_heads")))
-        return fail(ENG_STATUS_UNSUPPORTED, "config.json: index_topk/index_n_heads (DeepSeek-V3.2 sparse attention) "
-                                            "are not supported");
+    return ENG_STATUS_OK;
+}
 
+namespace {
+/* The architecture families the parsing rules below tell apart. */
+struct ArchFamily {
+    bool ds, vision, glm4v, glm_moe, glm4;
+    explicit ArchFamily(Arch a)
+        : ds(a == ARCH_DEEPSEEK_V3),
+          vision(a == ARCH_GLM4V || a == ARCH_GLM4V_MOE),   // GLM-4.1V / GLM-4.5V
+          glm4v(a == ARCH_GLM4V),                          // its text: GLM-4-0414's layer
+          glm_moe(a == ARCH_GLM4_MOE || a == ARCH_GLM4V_MOE), // GLM-4.5V's text: GLM-4.5's
+          glm4(a == ARCH_GLM4 || a == ARCH_GLM4V) {}
+};
+} // namespace
+
+/* Vocabulary, widths, layer and head counts, context, head_dim and the RMSNorm epsilon. */
+static int32_t parse_sizes(const JsonValue &c, const ArchFamily &f, ModelConfig *m) {
     ENG_TRY(get_int(c, "vocab_size", 0, &m->n_vocab, true));
     ENG_TRY(get_int(c, "hidden_size", 0, &m->n_embd, true));
     ENG_TRY(get_int(c, "num_hidden_layers", 0, &m->n_layer, true));
@@ -268,42 +274,68 @@ int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: sizes must be positive");
     int64_t def_head_dim = m->arch == ARCH_GLM4 || m->arch == ARCH_QWEN3 ? 128 : m->n_embd / m->n_head;
     ENG_TRY(get_int(c, "head_dim", def_head_dim, &m->head_dim, false));
-    if (glm4v) m->head_dim = m->n_embd / m->n_head; // Glm4vTextAttention: hidden_size / heads
-    if ((!ds && m->head_dim <= 0) || m->n_head % m->n_head_kv != 0) // MLA sets its own head dims
+    if (f.glm4v) m->head_dim = m->n_embd / m->n_head; // Glm4vTextAttention: hidden_size / heads
+    if ((!f.ds && m->head_dim <= 0) || m->n_head % m->n_head_kv != 0) // MLA sets its own head dims
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: head_dim %d, heads %d / kv heads %d are inconsistent",
                     m->head_dim, m->n_head, m->n_head_kv);
-    double eps = 0, partial = 0;
-    ENG_TRY(get_float(c, "rms_norm_eps", m->arch == ARCH_GLM4 ? 1.5625e-07 : glm_moe || glm4v ? 1e-5 : 1e-6, &eps));
+    double eps = 0;
+    ENG_TRY(get_float(c, "rms_norm_eps", m->arch == ARCH_GLM4 ? 1.5625e-07 : f.glm_moe || f.glm4v ? 1e-5 : 1e-6, &eps));
     m->rms_eps = (float)eps;
+    return ENG_STATUS_OK;
+}
+
+/* partial_rotary_factor (GLM: 0.5 by default), rope_scaling and the plain softmax scale. */
+static int32_t parse_rotary(const JsonValue &c, const ArchFamily &f, ModelConfig *m) {
+    double partial = 0;
     const JsonValue *rp = field(c, "rope_parameters");
-    double def_partial = (glm4 || glm_moe) ? 0.5 : 1.0;
+    double def_partial = (f.glm4 || f.glm_moe) ? 0.5 : 1.0;
     if (rp) ENG_TRY(get_float(*rp, "partial_rotary_factor", def_partial, &def_partial));
     ENG_TRY(get_float(c, "partial_rotary_factor", def_partial, &partial));
     if (partial <= 0 || partial > 1) return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: partial_rotary_factor %g", partial);
     m->rotary_dim = (int32_t)(m->head_dim * partial);
-    if (!ds && (m->rotary_dim < 2 || m->rotary_dim % 2 != 0))
+    if (!f.ds && (m->rotary_dim < 2 || m->rotary_dim % 2 != 0))
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: rotary dims %d must be even and >= 2", m->rotary_dim);
-    if (!glm4 && !glm_moe && !ds && m->rotary_dim != m->head_dim)
+    if (!f.glm4 && !f.glm_moe && !f.ds && m->rotary_dim != m->head_dim)
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: partial_rotary_factor %g is only supported for GLM-4", partial);
     ENG_TRY(parse_rope(c, m));
-    if (m->is_yarn && !ds) return fail(ENG_STATUS_UNSUPPORTED, "config.json: yarn rope scaling is only supported for DeepseekV3");
+    if (m->is_yarn && !f.ds) return fail(ENG_STATUS_UNSUPPORTED, "config.json: yarn rope scaling is only supported for DeepseekV3");
     m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
-    ENG_TRY(parse_quant(root));
-    if (vision) ENG_TRY(parse_glm4v(root, c, m));
+    return ENG_STATUS_OK;
+}
 
+/* Tied embeddings, biases, QK-norm, sandwich norms and the RoPE pairing of each family. */
+static int32_t parse_layer_options(const JsonValue &root, const JsonValue &c, const ArchFamily &f, ModelConfig *m) {
     m->is_tied = get_bool(root, "tie_word_embeddings", get_bool(c, "tie_word_embeddings", false));
     // Glm4vTextAttention: always; Glm4vMoeTextConfig: attention_bias defaults to true.
-    bool attn_bias = glm4v || get_bool(c, "attention_bias", m->arch == ARCH_GLM4 || m->arch == ARCH_GLM4V_MOE);
+    bool attn_bias = f.glm4v || get_bool(c, "attention_bias", m->arch == ARCH_GLM4 || m->arch == ARCH_GLM4V_MOE);
     m->has_qkv_bias = attn_bias;
-    m->has_o_bias = !glm4 && !glm_moe && attn_bias; // GLM-4 / GLM-4.5 o_proj never has a bias
+    m->has_o_bias = !f.glm4 && !f.glm_moe && attn_bias; // GLM-4 / GLM-4.5 o_proj never has a bias
     m->has_mlp_bias = m->arch == ARCH_LLAMA && get_bool(c, "mlp_bias", false);
     // Glm4vMoeTextConfig removes use_qk_norm: GLM-4.5V has no QK-norm.
     m->has_qk_norm = m->arch == ARCH_QWEN3 || (m->arch == ARCH_GLM4_MOE && get_bool(c, "use_qk_norm", false));
-    m->has_sandwich_norms = glm4;
-    m->is_rope_interleaved = glm4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe); GLM-4.1V pairs (rotate_half_llm)
-    if (ds && attn_bias) return fail(ENG_STATUS_UNSUPPORTED, "config.json: attention_bias true is not supported for DeepseekV3");
-    if (glm_moe || ds) ENG_TRY(parse_moe(c, m));
-    if (ds) ENG_TRY(parse_mla(c, m));
+    m->has_sandwich_norms = f.glm4;
+    m->is_rope_interleaved = f.glm4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe); GLM-4.1V pairs (rotate_half_llm)
+    if (f.ds && attn_bias) return fail(ENG_STATUS_UNSUPPORTED, "config.json: attention_bias true is not supported for DeepseekV3");
+    return ENG_STATUS_OK;
+}
+
+int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
+    *m = ModelConfig();
+    ENG_TRY(parse_arch(root, m));
+    ArchFamily f(m->arch);
+    // The vision models keep the language model's fields in text_config (older configs: at the top level).
+    const JsonValue *tc = f.vision ? field(root, "text_config") : nullptr;
+    const JsonValue &c = tc && tc->kind == JsonValue::OBJECT ? *tc : root;
+    if (f.ds && (field(c, "index_topk") || field(c, "index_n_heads")))
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: index_topk/index_n_heads (DeepSeek-V3.2 sparse attention) "
+                                            "are not supported");
+    ENG_TRY(parse_sizes(c, f, m));
+    ENG_TRY(parse_rotary(c, f, m));
+    ENG_TRY(parse_quant(root));
+    if (f.vision) ENG_TRY(parse_glm4v(root, c, m));
+    ENG_TRY(parse_layer_options(root, c, f, m));
+    if (f.glm_moe || f.ds) ENG_TRY(parse_moe(c, m));
+    if (f.ds) ENG_TRY(parse_mla(c, m));
     if (get_bool(c, "use_sliding_window", false)) // Qwen2/3 configs carry it, normally false
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: use_sliding_window is not supported");
     const JsonValue *act = field(c, "hidden_act");

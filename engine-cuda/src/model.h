@@ -16,12 +16,21 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.h" // defines: Checkpoint, Tensor, DType
+#include "../include/engine.h" // defines: ENG_ARCH_*
+#include "checkpoint.h"          // defines: Checkpoint, Tensor, DType
 
 namespace maya {
 
-enum Arch : int32_t { ARCH_GLM4 = 1, ARCH_LLAMA = 2, ARCH_QWEN3 = 3, ARCH_GLM4_MOE = 4, ARCH_DEEPSEEK_V3 = 5, ARCH_GLM4V = 6,
-                     ARCH_GLM4V_MOE = 7 };
+/* The ENG_ARCH_* codes of engine.h (ENG_INFO_ARCH). */
+enum Arch : int32_t {
+    ARCH_GLM4 = ENG_ARCH_GLM4,
+    ARCH_LLAMA = ENG_ARCH_LLAMA,
+    ARCH_QWEN3 = ENG_ARCH_QWEN3,
+    ARCH_GLM4_MOE = ENG_ARCH_GLM4_MOE,
+    ARCH_DEEPSEEK_V3 = ENG_ARCH_DEEPSEEK_V3,
+    ARCH_GLM4V = ENG_ARCH_GLM4V,
+    ARCH_GLM4V_MOE = ENG_ARCH_GLM4V_MOE
+};
 
 struct VisionModel; // vision.h: GLM-4.1V's vision tower
 
@@ -169,7 +178,7 @@ int32_t model_load(const std::string &dir, Model *out);
  * max_bytes; Weight pointers move there, aliases (tied embeddings) stay aliases, the Q8 buffers are
  * freed. A decode step streams every matrix from DRAM: with 4 KiB pages of a file mapping each page
  * of a row stream costs a TLB walk, and a 2-thread f32 decode of a 110M model measured 17% faster
- * from huge pages (bench notes in engine-cuda/README.md). Idempotent. *placed: whether the copy
+ * from huge pages (measurements in bench/results/engine-log.md). Idempotent. *placed: whether the copy
  * was made (not when over budget, nor when the arena cannot be mapped). Returns OK. */
 int32_t model_place_weights(Model *m, int64_t max_bytes, bool *placed);
 /* Marks each FP8 matrix free of NaN bytes (0x7F / 0xFF) is_f8_finite, so the CPU kernels can skip

@@ -75,6 +75,14 @@ class VisionEncoder {
 
   private:
     void linear(const Weight &w, const float *x, int ldx, int T, float *y, int ldy, const float *bias);
+    // The steps of encode(), in order (vision.cpp says what each computes).
+    void reserve(int N, int L);
+    void embed(const float *pixels, int t, int h, int w);
+    void add_positions(int t, int h, int w);
+    void rotary_angles(int L);
+    void block(const VisionBlock &B, int t, int N, int L);
+    void rotate_and_repack(int N, int L);
+    void merge(int N, float *out);
 
     const VisionModel *v_ = nullptr;
     const Kernels *k_ = nullptr;

@@ -23,7 +23,7 @@ extern int g_test_failures;
 std::string test_tmpdir(const char *tag);
 /* Repository root (for test/fixtures). */
 std::string test_repo_root();
-/* The kernel path the harness runs (ENG_PARAM_SIMD code from $MAYA_ENGINE_SIMD; 0 = fastest). */
+/* The kernel path the harness runs (ENG_PARAM_SIMD code from $MAYA_ENGINE_SIMD: 0 fastest, else 1 + ENG_SIMD_*). */
 int64_t test_simd();
 /* eng_ctx_create with the harness's engine settings where params leave them unset (0). The library
  * reads no environment; the harness does, as the server's config/ does: ENG_PARAM_BACKEND from

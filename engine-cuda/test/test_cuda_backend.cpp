@@ -75,7 +75,7 @@ TEST(cuda_backend_selection_and_errors) {
     CHECK(create_with(dir, 1, 0, &ctx, &msg) == ENG_STATUS_OK && ctx);
     if (ctx) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
-        CHECK(info[ENG_INFO_BACKEND] == 1);
+        CHECK(info[ENG_INFO_BACKEND] == ENG_BACKEND_CPU);
         eng_ctx_free(ctx);
     }
     // ENG_PARAM_KV_BYTES sets the KV budget (a cap on the GPU): 2 blocks of 2 layers x 2 kv heads x
@@ -91,7 +91,7 @@ TEST(cuda_backend_selection_and_errors) {
     CHECK(st == ENG_STATUS_OK && ctx);
     if (ctx) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
-        CHECK(info[ENG_INFO_BACKEND] == (usable ? 2 : 1));
+        CHECK(info[ENG_INFO_BACKEND] == (usable ? ENG_BACKEND_CUDA : ENG_BACKEND_CPU));
         eng_ctx_free(ctx);
     }
 
@@ -132,7 +132,7 @@ TEST(ctx_create_reads_no_environment) {
     }
     setenv("MAYA_ENGINE_KV_BYTES", "1", 1);
     int64_t p[ENG_PARAM_COUNT] = {0};
-    p[ENG_PARAM_BACKEND] = 1;
+    p[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
     eng_ctx *ctx = nullptr;
     CHECK(eng_ctx_create(dir.c_str(), p, ENG_PARAM_COUNT, &ctx) == ENG_STATUS_OK && ctx);
     if (ctx) {
@@ -239,11 +239,11 @@ static void gpu_vs_cpu(const std::string &dir, const std::string &name, int32_t 
     std::vector<size_t> all = {0, 1, 2, 3, 4, 5};
     const int n_gen = 24;
     Workload cpu, gpu, gpu_chunked, gpu_alone, gpu_cached, gpu_argmax;
-    eng_ctx *c = open_ctx(dir, 1, 256);
+    eng_ctx *c = open_ctx(dir, ENG_BACKEND_CPU, 256);
     if (!c) return;
     run_prompts(c, prompts, all, n_gen, &cpu);
     eng_ctx_free(c);
-    eng_ctx *g = open_ctx(dir, 2, 256);
+    eng_ctx *g = open_ctx(dir, ENG_BACKEND_CUDA, 256);
     if (!g) return;
     run_prompts(g, prompts, all, n_gen, &gpu);
     compare(cpu, gpu, "cuda vs cpu, batched", name);
@@ -258,7 +258,7 @@ static void gpu_vs_cpu(const std::string &dir, const std::string &name, int32_t 
     for (size_t p = 0; p < prompts.size(); p++) run_prompts(g, prompts, {p}, n_gen, &gpu_alone);
     compare(gpu, gpu_alone, "cuda alone vs batched", name);
     eng_ctx_free(g);
-    g = open_ctx(dir, 2, 7);
+    g = open_ctx(dir, ENG_BACKEND_CUDA, 7);
     if (!g) return;
     run_prompts(g, prompts, all, n_gen, &gpu_chunked);
     compare(gpu, gpu_chunked, "cuda chunk 7 vs chunk 256", name);

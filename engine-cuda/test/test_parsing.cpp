@@ -230,8 +230,8 @@ TEST(abi_create_errors_and_last_error) {
     CHECK(test_ctx_create(dir.c_str(), nullptr, 0, &ctx) == ENG_STATUS_OK && ctx);
     int64_t info[ENG_INFO_COUNT + 4];
     CHECK(eng_ctx_info(ctx, info, ENG_INFO_COUNT + 4) == ENG_INFO_COUNT);
-    CHECK(info[ENG_INFO_N_VOCAB] == 64 && info[ENG_INFO_ARCH] == 2 && info[ENG_INFO_N_CTX] == 256);
-    CHECK(info[ENG_INFO_BLOCK_SIZE] == 16 && info[ENG_INFO_BACKEND] == 1);
+    CHECK(info[ENG_INFO_N_VOCAB] == 64 && info[ENG_INFO_ARCH] == ENG_ARCH_LLAMA && info[ENG_INFO_N_CTX] == 256);
+    CHECK(info[ENG_INFO_BLOCK_SIZE] == 16 && info[ENG_INFO_BACKEND] == ENG_BACKEND_CPU);
     CHECK(eng_ctx_info(ctx, info, 3) == 3);
     CHECK(eng_abi_version() == ENG_ABI_VERSION && strcmp(eng_status_str(ENG_STATUS_CONTEXT_OVERFLOW), "context overflow") == 0);
     eng_ctx_free(ctx);

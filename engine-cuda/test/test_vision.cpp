@@ -175,8 +175,8 @@ TEST(vision_greedy_matches_golden_whole_and_chunked) {
         if (!ctx) return;
         int64_t info[ENG_INFO_COUNT];
         CHECK(eng_ctx_info(ctx, info, ENG_INFO_COUNT) == ENG_INFO_COUNT);
-        CHECK(info[ENG_INFO_VISION] == 1 && info[ENG_INFO_ARCH] == (strcmp(name, "glm4v-tiny") == 0 ? 6 : 7));
-        CHECK(info[ENG_INFO_BACKEND] == 1);
+        CHECK(info[ENG_INFO_VISION] == 1 && info[ENG_INFO_ARCH] == (strcmp(name, "glm4v-tiny") == 0 ? ENG_ARCH_GLM4V : ENG_ARCH_GLM4V_MOE));
+        CHECK(info[ENG_INFO_BACKEND] == ENG_BACKEND_CPU);
         std::vector<int32_t> ids;
         std::vector<const maya::JsonValue *> logits;
         for (size_t p = 0; p < prompts->items.size(); p++) {

@@ -74,7 +74,7 @@ TEST(weight_placement_moves_q8_weights_and_scales) {
 static void run_once(const std::string &dir, int64_t weight_copy, std::vector<float> *logits, std::vector<int32_t> *toks) {
     int64_t params[ENG_PARAM_COUNT] = {0};
     params[ENG_PARAM_N_THREADS] = 2;
-    params[ENG_PARAM_BACKEND] = 1;
+    params[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
     params[ENG_PARAM_WEIGHT_COPY] = weight_copy;
     eng_ctx *ctx = nullptr;
     CHECK(test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0);

@@ -14,17 +14,35 @@ sys.path.insert(0, HERE)
 import make_eval_cases  # noqa: E402
 import pools  # noqa: E402
 
-FRESH_ARG = ['{p} amounting to {v}', 'the {p} would be {v}', 'choosing {v} for the {p}', 'put {v} down as the {p}',
-             'with a {p} of exactly {v}', '{v} being what the {p} holds', 'where {p} reads as {v}',
-             'picking {v} as the {p}']
-FRESH_TOOL_REQUEST = ['Please go and {a} {args}.', 'Could we {a}, {args}?', 'Right, {a} {args}.',
-                      'I am asking you to {a} {args}.']
-FRESH_JSON_REQUEST = ['Structure this for me: {args}.', 'Make an entry out of this - {args}.',
-                      'Encode the following: {args}.']
+FRESH_ARG = [
+    '{p} amounting to {v}',
+    'the {p} would be {v}',
+    'choosing {v} for the {p}',
+    'put {v} down as the {p}',
+    'with a {p} of exactly {v}',
+    '{v} being what the {p} holds',
+    'where {p} reads as {v}',
+    'picking {v} as the {p}',
+]
+FRESH_TOOL_REQUEST = [
+    'Please go and {a} {args}.',
+    'Could we {a}, {args}?',
+    'Right, {a} {args}.',
+    'I am asking you to {a} {args}.',
+]
+FRESH_JSON_REQUEST = [
+    'Structure this for me: {args}.',
+    'Make an entry out of this - {args}.',
+    'Encode the following: {args}.',
+]
 
 
 def main() -> None:
-    for family, fresh in (('arg', FRESH_ARG), ('tool_request', FRESH_TOOL_REQUEST), ('json_request', FRESH_JSON_REQUEST)):
+    for family, fresh in (
+        ('arg', FRESH_ARG),
+        ('tool_request', FRESH_TOOL_REQUEST),
+        ('json_request', FRESH_JSON_REQUEST),
+    ):
         train, _ = pools.TEMPLATES[family]
         assert not set(fresh) & set(train), family
         pools.TEMPLATES[family] = (train, fresh)

@@ -53,8 +53,8 @@ class CudaBackend final : public Backend {
     int32_t init(BackendConfig *cfg, const CudaOptions &opt);
     int32_t forward(const Batch &batch, float *logits) override;
     const int32_t *argmax_rows() const override { return argmax_h_; }
-    int32_t kind() const override { return 2; }
-    int32_t simd() const override { return 0; }
+    int32_t kind() const override { return ENG_BACKEND_CUDA; }
+    int32_t simd() const override { return ENG_SIMD_SCALAR; }
 
   private:
     size_t weight_bytes() const;

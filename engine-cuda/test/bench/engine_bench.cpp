@@ -74,13 +74,13 @@ int main(int argc, char **argv) {
     params[ENG_PARAM_N_THREADS] = argc > 2 ? atoi(argv[2]) : 0;
     // The library reads no environment: the bench passes these settings as parameters.
     const char *wd = getenv("MAYA_WEIGHT_DTYPE"); // q8: 8-bit weights quantized at load
-    if (wd && !strcmp(wd, "q8")) params[ENG_PARAM_WEIGHT_DTYPE] = 2;
+    if (wd && !strcmp(wd, "q8")) params[ENG_PARAM_WEIGHT_DTYPE] = ENG_WEIGHT_DTYPE_Q8;
     const char *simd = getenv("MAYA_ENGINE_SIMD"), *const paths[] = {"scalar", "avx2", "avx512"};
     for (int i = 0; simd && i < 3; i++)
-        if (!strcmp(simd, paths[i])) params[ENG_PARAM_SIMD] = i + 1;
+        if (!strcmp(simd, paths[i])) params[ENG_PARAM_SIMD] = 1 + ENG_SIMD_SCALAR + i; // 1 + ENG_SIMD_*
     const char *backend = getenv("MAYA_ENGINE_BACKEND");
-    if (backend && !strcmp(backend, "cpu")) params[ENG_PARAM_BACKEND] = 1;
-    if (backend && !strcmp(backend, "cuda")) params[ENG_PARAM_BACKEND] = 2;
+    if (backend && !strcmp(backend, "cpu")) params[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
+    if (backend && !strcmp(backend, "cuda")) params[ENG_PARAM_BACKEND] = ENG_BACKEND_CUDA;
     int prompt_len = argc > 3 ? atoi(argv[3]) : 128, gen_len = argc > 4 ? atoi(argv[4]) : 64;
     eng_ctx *ctx;
     if (eng_ctx_create(argv[1], params, ENG_PARAM_COUNT, &ctx) != 0) {

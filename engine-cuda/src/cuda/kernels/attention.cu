@@ -151,7 +151,8 @@ int32_t attention(const AttnArgs &a, cudaStream_t st) {
     attention_kernel<<<dim3(a.T, a.Hkv, a.n_split), kAttnThreads, smem, st>>>(a);
     CUDA_CHECK(cudaGetLastError());
     if (a.n_split > 1) {
-        attention_combine_kernel<<<dim3(a.T, a.H), a.D < 128 ? a.D : 128, 0, st>>>(a);
+        int threads = a.D < 128 ? a.D : 128; // (a named count: clang-format 14 misreads `<` inside <<<>>>)
+        attention_combine_kernel<<<dim3(a.T, a.H), threads, 0, st>>>(a);
         CUDA_CHECK(cudaGetLastError());
     }
     return ENG_STATUS_OK;
