@@ -35,15 +35,15 @@ typedef struct eng_ctx eng_ctx;
 /* Status codes. */
 enum {
     ENG_STATUS_OK = 0,
-    ENG_STATUS_NO_KV_SPACE = 1,          /* recoverable: retry when blocks free up */
+    ENG_STATUS_NO_KV_SPACE = 1, /* recoverable: retry when blocks free up */
     ENG_STATUS_INVALID_ARG = -1,
-    ENG_STATUS_IO = -2,                  /* a file could not be opened, read or mapped */
-    ENG_STATUS_BAD_CHECKPOINT = -3,      /* config/safetensors malformed, tensor missing, shape mismatch */
-    ENG_STATUS_UNSUPPORTED = -4,         /* architecture, dtype or backend not supported */
-    ENG_STATUS_CONTEXT_OVERFLOW = -5,    /* prompt + max_tokens exceeds the model's context */
+    ENG_STATUS_IO = -2,               /* a file could not be opened, read or mapped */
+    ENG_STATUS_BAD_CHECKPOINT = -3,   /* config/safetensors malformed, tensor missing, shape mismatch */
+    ENG_STATUS_UNSUPPORTED = -4,      /* architecture, dtype or backend not supported */
+    ENG_STATUS_CONTEXT_OVERFLOW = -5, /* prompt + max_tokens exceeds the model's context */
     ENG_STATUS_OUT_OF_MEMORY = -6,
     ENG_STATUS_UNKNOWN_SEQ = -7,
-    ENG_STATUS_BACKEND = -8,             /* a backend (CUDA) call failed */
+    ENG_STATUS_BACKEND = -8, /* a backend (CUDA) call failed */
     ENG_STATUS_INTERNAL = -9
 };
 
@@ -70,23 +70,30 @@ enum {
     ENG_PARAM_CUDA_DEVICE = 11,  /* CUDA device ordinal; default 0 */
     ENG_PARAM_CUDA_TC_MIN_TOKENS = 12, /* CUDA: a matmul over at least this many tokens uses the tensor-core
                                     bf16 gemm; default 16 (a value above any batch, e.g. 1 << 30: never) */
-    ENG_PARAM_CUDA_GRAPHS = 13,  /* CUDA: 0/1 replay decode steps as CUDA graphs; 2 launch each kernel */
+    ENG_PARAM_CUDA_GRAPHS = 13,        /* CUDA: 0/1 replay decode steps as CUDA graphs; 2 launch each kernel */
     ENG_PARAM_COUNT = 14
 };
 
 /* Fields of eng_ctx_info() (fixed for the context's life). */
 enum {
-    ENG_INFO_N_VOCAB = 0, ENG_INFO_N_CTX = 1, ENG_INFO_N_LAYER = 2, ENG_INFO_N_EMBD = 3,
-    ENG_INFO_N_HEAD = 4, ENG_INFO_N_HEAD_KV = 5, ENG_INFO_HEAD_DIM = 6, ENG_INFO_BLOCK_SIZE = 7,
+    ENG_INFO_N_VOCAB = 0,
+    ENG_INFO_N_CTX = 1,
+    ENG_INFO_N_LAYER = 2,
+    ENG_INFO_N_EMBD = 3,
+    ENG_INFO_N_HEAD = 4,
+    ENG_INFO_N_HEAD_KV = 5,
+    ENG_INFO_HEAD_DIM = 6,
+    ENG_INFO_BLOCK_SIZE = 7,
     ENG_INFO_N_BLOCKS = 8,
     ENG_INFO_BACKEND = 9, /* ENG_BACKEND_CPU or ENG_BACKEND_CUDA */
     ENG_INFO_ARCH = 10,   /* ENG_ARCH_* */
-    ENG_INFO_N_PARAMS = 11, ENG_INFO_WEIGHT_BYTES = 12, /* bytes of weights one decoded token reads */
-    ENG_INFO_SIMD = 13, /* the CPU kernel path: ENG_SIMD_* */
+    ENG_INFO_N_PARAMS = 11,
+    ENG_INFO_WEIGHT_BYTES = 12,    /* bytes of weights one decoded token reads */
+    ENG_INFO_SIMD = 13,            /* the CPU kernel path: ENG_SIMD_* */
     ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
-    ENG_INFO_VISION = 15, /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
-    ENG_INFO_WEIGHT_DTYPE = 16, /* the matrices' dtype as run: ENG_WEIGHT_DTYPE_* (Q8: quantized at load) */
-    ENG_INFO_N_THREADS = 17, /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
+    ENG_INFO_VISION = 15,          /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
+    ENG_INFO_WEIGHT_DTYPE = 16,    /* the matrices' dtype as run: ENG_WEIGHT_DTYPE_* (Q8: quantized at load) */
+    ENG_INFO_N_THREADS = 17,       /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
     ENG_INFO_COUNT = 18
 };
 
@@ -114,9 +121,15 @@ enum {
 
 /* Fields of eng_ctx_stats() (a snapshot; counters are cumulative). */
 enum {
-    ENG_STAT_BLOCKS_TOTAL = 0, ENG_STAT_BLOCKS_FREE = 1, ENG_STAT_BLOCKS_CACHED = 2,
-    ENG_STAT_SEQS_WAITING = 3, ENG_STAT_SEQS_RUNNING = 4, ENG_STAT_STEPS = 5,
-    ENG_STAT_PREFILL_TOKENS = 6, ENG_STAT_CACHED_TOKENS = 7, ENG_STAT_DECODE_TOKENS = 8,
+    ENG_STAT_BLOCKS_TOTAL = 0,
+    ENG_STAT_BLOCKS_FREE = 1,
+    ENG_STAT_BLOCKS_CACHED = 2,
+    ENG_STAT_SEQS_WAITING = 3,
+    ENG_STAT_SEQS_RUNNING = 4,
+    ENG_STAT_STEPS = 5,
+    ENG_STAT_PREFILL_TOKENS = 6,
+    ENG_STAT_CACHED_TOKENS = 7,
+    ENG_STAT_DECODE_TOKENS = 8,
     ENG_STAT_PREEMPTIONS = 9,
     ENG_STAT_IMAGES_ENCODED = 10, /* images run through the vision encoder */
     ENG_STAT_ENCODE_US = 11,      /* microseconds spent encoding them (wall clock) */
@@ -158,10 +171,9 @@ ENG_API int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap);
  * end generation (the stop token is reported, then FINISH stop). temperature <= 0: greedy.
  * top_p in (0, 1]. seed: the sampler's seed. Writes its id to *out_seq_id.
  * Returns OK, INVALID_ARG, CONTEXT_OVERFLOW (n_tokens + max_tokens > n_ctx). */
-ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens,
-                            const int32_t *stop_ids, int32_t n_stop, int32_t max_tokens,
-                            float temperature, float top_p, uint64_t seed, uint32_t flags,
-                            int32_t *out_seq_id);
+ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
+                            int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
+                            uint32_t flags, int32_t *out_seq_id);
 /* eng_seq_add plus images, for a checkpoint with a vision encoder (GLM-4.1V). pixels: the
  * concatenation over images of the image processor's pixel_values rows (image i: t*h*w rows of
  * C*temporal_patch*patch*patch floats, merge-window grouped, as Glm4vImageProcessor orders them),
@@ -175,10 +187,9 @@ ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_token
  * eng_seq_add. Returns what eng_seq_add returns; INVALID_ARG on any count mismatch (eng_seq_add
  * on a vision model also refuses prompts holding image placeholders); UNSUPPORTED when n_images > 0
  * and the checkpoint has no vision encoder. */
-ENG_API int32_t eng_seq_add_mm(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens,
-                               const int32_t *stop_ids, int32_t n_stop, int32_t max_tokens,
-                               float temperature, float top_p, uint64_t seed, uint32_t flags,
-                               const float *pixels, int64_t n_pixels, const int32_t *grids,
+ENG_API int32_t eng_seq_add_mm(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
+                               int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
+                               uint32_t flags, const float *pixels, int64_t n_pixels, const int32_t *grids,
                                const uint64_t *image_hashes, int32_t n_images, int32_t *out_seq_id);
 /* Marks a sequence cancelled; the next eng_step frees its blocks and reports FINISH cancelled.
  * Returns OK or UNKNOWN_SEQ. */

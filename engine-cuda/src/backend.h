@@ -18,18 +18,18 @@
 namespace maya {
 
 struct BatchSeq {
-    int32_t tok0 = 0;        // first row of this sequence's tokens in Batch::tokens
-    int32_t n_tokens = 0;    // tokens computed this step
-    int32_t pos0 = 0;        // position of the first one (= tokens already in the KV cache)
+    int32_t tok0 = 0;                     // first row of this sequence's tokens in Batch::tokens
+    int32_t n_tokens = 0;                 // tokens computed this step
+    int32_t pos0 = 0;                     // position of the first one (= tokens already in the KV cache)
     const int32_t *block_table = nullptr; // (n_blocks) block ids covering positions [0, pos0 + n_tokens)
     int32_t n_blocks = 0;
     int32_t logits_row = -1; // row of the logits output for its last token, or -1 (mid-prefill chunk)
 };
 
 struct Batch {
-    std::vector<int32_t> tokens; // (T) token ids, grouped per sequence
-    std::vector<BatchSeq> seqs;  // (B)
-    int32_t n_logits = 0;        // rows of logits requested
+    std::vector<int32_t> tokens;        // (T) token ids, grouped per sequence
+    std::vector<BatchSeq> seqs;         // (B)
+    int32_t n_logits = 0;               // rows of logits requested
     std::vector<uint8_t> row_is_greedy; // (n_logits) 1: sampled by argmax and its logits not kept, so a
                                         // backend with argmax_rows() may skip copying that row
     // Multimodal (GLM-4.1V), both empty otherwise: (T, 3) M-RoPE positions of every token (the
@@ -75,7 +75,8 @@ struct CudaOptions; // cuda/cuda_api.h
 
 /* Creates the CPU backend over a loaded model (which must outlive it), running the kernel table k.
  * Returns OK, OUT_OF_MEMORY or INVALID_ARG. */
-int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, const Kernels &k, std::unique_ptr<Backend> *out);
+int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, const Kernels &k,
+                           std::unique_ptr<Backend> *out);
 
 /* The CUDA backend lives in libmaya_engine_cuda.so (src/cuda/, loaded on first use by
  * cuda_loader.cpp). Whether it is built, loadable and sees a GPU; else *why says what is missing. */
@@ -85,7 +86,8 @@ bool cuda_backend_usable(std::string *why);
 int32_t cuda_library_set(const char *path);
 /* Creates it; cfg->n_blocks (wanted) is lowered to what device memory and opt.kv_cap_bytes (0: no
  * cap) hold. Returns OK, UNSUPPORTED (library or GPU missing), OUT_OF_MEMORY, INVALID_ARG or BACKEND. */
-int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, const CudaOptions &opt, std::unique_ptr<Backend> *out);
+int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, const CudaOptions &opt,
+                            std::unique_ptr<Backend> *out);
 
 } // namespace maya
 

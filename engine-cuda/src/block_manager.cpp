@@ -24,7 +24,8 @@ uint64_t BlockManager::seq_block_hash(const Sequence &seq, int32_t i, int32_t bl
     for (const SeqImage &img : seq.images) {
         if (img.tok0 >= b1 || img.tok0 + img.n_tok <= b0) continue;
         // The grid too: the same pixels in another shape give other M-RoPE positions.
-        int32_t words[5] = {(int32_t)(uint32_t)img.hash, (int32_t)(uint32_t)(img.hash >> 32), img.grid[0], img.grid[1], img.grid[2]};
+        int32_t words[5] = {(int32_t)(uint32_t)img.hash, (int32_t)(uint32_t)(img.hash >> 32), img.grid[0], img.grid[1],
+                            img.grid[2]};
         h = hash_block(h, words, 5);
     }
     return h;

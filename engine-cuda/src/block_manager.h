@@ -58,7 +58,7 @@ class BlockManager {
         int32_t ref = 0;
         bool has_hash = false;
         uint64_t hash = 0;
-        std::vector<int32_t> tokens; // (block_size) ids, when has_hash
+        std::vector<int32_t> tokens;  // (block_size) ids, when has_hash
         int32_t prev = -1, next = -1; // free-list links (when ref == 0)
     };
     /* Cached prefix of seq: block ids of the matched blocks and their hashes. */

@@ -58,7 +58,10 @@ static float stored_to_f32(const void *src, DType dt, int64_t i) {
             if (mant == 0) bits = sign;
             else {
                 exp = 127 - 15 + 1;
-                while (!(mant & 0x400)) { mant <<= 1; exp--; }
+                while (!(mant & 0x400)) {
+                    mant <<= 1;
+                    exp--;
+                }
                 bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
             }
         } else if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);
@@ -97,8 +100,9 @@ int32_t safetensors_parse(const uint8_t *base, size_t len, const std::string &fi
     if (len < 8) return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: too short for a safetensors header", file.c_str());
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | base[i];
-    if (n > len - 8) return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: header length %llu exceeds the file",
-                                 file.c_str(), (unsigned long long)n);
+    if (n > len - 8)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: header length %llu exceeds the file", file.c_str(),
+                    (unsigned long long)n);
     JsonValue header;
     std::string err;
     if (!json_parse((const char *)base + 8, (size_t)n, &header, &err))
@@ -117,11 +121,15 @@ int32_t safetensors_parse(const uint8_t *base, size_t len, const std::string &fi
             return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: malformed header entry", file.c_str(), name);
         Tensor t;
         t.dtype_str = dt->string;
-        t.dtype = dt->string == "F32" ? DT_F32 : dt->string == "F16" ? DT_F16 : dt->string == "BF16" ? DT_BF16
-                  : dt->string == "F8_E4M3" ? DT_F8_E4M3 : DT_OTHER;
+        t.dtype = dt->string == "F32"       ? DT_F32
+                  : dt->string == "F16"     ? DT_F16
+                  : dt->string == "BF16"    ? DT_BF16
+                  : dt->string == "F8_E4M3" ? DT_F8_E4M3
+                                            : DT_OTHER;
         size_t esize = header_dtype_size(dt->string);
         if (esize == 0)
-            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: unknown dtype %s", file.c_str(), name, dt->string.c_str());
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: unknown dtype %s", file.c_str(), name,
+                        dt->string.c_str());
         for (const auto &d : shape->items) {
             if (!d.is_integer || d.integer < 0 || d.integer > ((int64_t)1 << 40))
                 return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: bad shape", file.c_str(), name);
@@ -238,8 +246,7 @@ static std::string shape_str(const std::vector<int64_t> &s) {
     return r + "]";
 }
 
-int32_t Checkpoint::require(const std::string &name, std::initializer_list<int64_t> shape,
-                            const Tensor **out) const {
+int32_t Checkpoint::require(const std::string &name, std::initializer_list<int64_t> shape, const Tensor **out) const {
     const Tensor *t = find(name);
     if (!t) return fail(ENG_STATUS_BAD_CHECKPOINT, "missing tensor %s", name.c_str());
     std::vector<int64_t> want(shape);
@@ -247,8 +254,9 @@ int32_t Checkpoint::require(const std::string &name, std::initializer_list<int64
         return fail(ENG_STATUS_BAD_CHECKPOINT, "tensor %s has shape %s, expected %s", name.c_str(),
                     shape_str(t->shape).c_str(), shape_str(want).c_str());
     if (t->dtype == DT_OTHER)
-        return fail(ENG_STATUS_UNSUPPORTED, "tensor %s has unsupported dtype %s (BF16, F16, F32, F8_E4M3 are supported)",
-                    name.c_str(), t->dtype_str.c_str());
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "tensor %s has unsupported dtype %s (BF16, F16, F32, F8_E4M3 are supported)", name.c_str(),
+                    t->dtype_str.c_str());
     *out = t;
     return ENG_STATUS_OK;
 }

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../include/engine.h" // defines: ENG_WEIGHT_DTYPE_*
-#include "json.h"                // defines: JsonValue, json_parse
+#include "json.h"              // defines: JsonValue, json_parse
 
 namespace maya {
 
@@ -72,8 +72,7 @@ class Checkpoint {
     const Tensor *find(const std::string &name) const;
     /* The tensor `name` with exactly `shape` in a supported dtype; else BAD_CHECKPOINT (missing,
      * shape mismatch) or UNSUPPORTED (dtype), naming it. */
-    int32_t require(const std::string &name, std::initializer_list<int64_t> shape,
-                    const Tensor **out) const;
+    int32_t require(const std::string &name, std::initializer_list<int64_t> shape, const Tensor **out) const;
 
   private:
     struct Mapping {

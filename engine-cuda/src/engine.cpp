@@ -35,13 +35,13 @@ struct eng_ctx {
     size_t pending_pos = 0;
 };
 
-#define ABI_GUARD(body)                                                              \
-    try {                                                                            \
-        body                                                                         \
-    } catch (const std::bad_alloc &) {                                               \
-        return fail(ENG_STATUS_OUT_OF_MEMORY, "out of memory");                      \
-    } catch (...) {                                                                  \
-        return fail(ENG_STATUS_INTERNAL, "internal error (unexpected exception)");   \
+#define ABI_GUARD(body)                                                            \
+    try {                                                                          \
+        body                                                                       \
+    } catch (const std::bad_alloc &) {                                             \
+        return fail(ENG_STATUS_OUT_OF_MEMORY, "out of memory");                    \
+    } catch (...) {                                                                \
+        return fail(ENG_STATUS_INTERNAL, "internal error (unexpected exception)"); \
     }
 
 static int64_t param(const int64_t *params, int32_t n, int idx, int64_t def) {
@@ -69,7 +69,9 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, i
     in[ENG_INFO_VISION] = c->model.vision ? 1 : 0;
     // q8 when any matrix was quantized at load; else layer 0's attention output matrix stands for
     // all (every architecture has one, and FP8 applies to all the big matrices alike).
-    in[ENG_INFO_WEIGHT_DTYPE] = c->model.has_q8() ? DT_Q8 : c->model.layers.empty() ? DT_F32 : c->model.layers[0].wo.dtype;
+    in[ENG_INFO_WEIGHT_DTYPE] = c->model.has_q8()         ? DT_Q8
+                                : c->model.layers.empty() ? DT_F32
+                                                          : c->model.layers[0].wo.dtype;
     in[ENG_INFO_N_THREADS] = n_threads;
 }
 
@@ -82,7 +84,9 @@ static int32_t choose_backend(const eng_ctx *c, const int64_t *params, int32_t n
     *is_auto = b == ENG_BACKEND_AUTO;
     if (b == ENG_BACKEND_AUTO) b = cuda_backend_usable(nullptr) ? ENG_BACKEND_CUDA : ENG_BACKEND_CPU;
     if (c->model.vision && b == ENG_BACKEND_CUDA) { // M-RoPE and image embeddings exist on the CPU backend only
-        if (!*is_auto) return fail(ENG_STATUS_UNSUPPORTED, "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
+        if (!*is_auto)
+            return fail(ENG_STATUS_UNSUPPORTED,
+                        "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
         b = ENG_BACKEND_CPU;
     }
     if (c->model.is_q8 && b == ENG_BACKEND_CUDA) { // the Q8 kernels are the CPU backend's
@@ -146,7 +150,8 @@ static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t 
 /* ENG_PARAM_N_BLOCKS, else room for max_batch full contexts: on CUDA lowered later by the backend to
  * free device memory (and ENG_PARAM_KV_BYTES), on the CPU within ENG_PARAM_KV_BYTES (default 2 GiB;
  * pages are touched lazily). Lowers n_ctx so that one sequence always fits. */
-static int32_t size_kv_cache(const ModelConfig &mc, const int64_t *params, int32_t n_params, int64_t backend, Sizes *s) {
+static int32_t size_kv_cache(const ModelConfig &mc, const int64_t *params, int32_t n_params, int64_t backend,
+                             Sizes *s) {
     int64_t block_bytes = mc.n_layer * mc.kv_floats_per_token() * s->bs * (int64_t)sizeof(float);
     int64_t want = (s->max_batch * s->n_ctx + s->bs - 1) / s->bs;
     s->n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
@@ -155,8 +160,9 @@ static int32_t size_kv_cache(const ModelConfig &mc, const int64_t *params, int32
     } else if (s->n_blocks == 0) {
         int64_t budget = param(params, n_params, ENG_PARAM_KV_BYTES, 2LL << 30);
         s->n_blocks = budget / block_bytes < want ? budget / block_bytes : want;
-        if (s->n_blocks < 1) return fail(ENG_STATUS_INVALID_ARG, "KV budget %lld bytes holds no block of %lld bytes",
-                                         (long long)budget, (long long)block_bytes);
+        if (s->n_blocks < 1)
+            return fail(ENG_STATUS_INVALID_ARG, "KV budget %lld bytes holds no block of %lld bytes", (long long)budget,
+                        (long long)block_bytes);
     }
     if (s->n_blocks > INT32_MAX / 2) return fail(ENG_STATUS_INVALID_ARG, "too many KV blocks");
     if (s->n_ctx > s->n_blocks * s->bs) s->n_ctx = s->n_blocks * s->bs;
@@ -182,7 +188,8 @@ static int32_t create_cuda_backend(eng_ctx *c, const int64_t *params, int32_t n_
     opt.kv_cap_bytes = param(params, n_params, ENG_PARAM_KV_BYTES, 0);
     int64_t device = param(params, n_params, ENG_PARAM_CUDA_DEVICE, 0);
     int64_t tc_min = param(params, n_params, ENG_PARAM_CUDA_TC_MIN_TOKENS, opt.tc_min_tokens);
-    if (device > 4096) return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_CUDA_DEVICE %lld is out of range", (long long)device);
+    if (device > 4096)
+        return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_CUDA_DEVICE %lld is out of range", (long long)device);
     opt.device = (int32_t)device;
     opt.tc_min_tokens = (int32_t)(tc_min > (1 << 30) ? (1 << 30) : tc_min);
     opt.use_graphs = param(params, n_params, ENG_PARAM_CUDA_GRAPHS, 1) != 2;
@@ -195,7 +202,8 @@ static int32_t create_cuda_backend(eng_ctx *c, const int64_t *params, int32_t n_
 }
 
 /* The CPU backend on kernel table k, after placing the weights (weight_copy_budget). */
-static int32_t create_cpu_backend(eng_ctx *c, const int64_t *params, int32_t n_params, const Kernels &k, const Sizes &s) {
+static int32_t create_cpu_backend(eng_ctx *c, const int64_t *params, int32_t n_params, const Kernels &k,
+                                  const Sizes &s) {
     bool placed;
     model_check_f8(&c->model);
     ENG_TRY(model_place_weights(&c->model, weight_copy_budget(params, n_params), &placed));
@@ -305,9 +313,11 @@ ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int
     return ENG_STATUS_OK;
 }
 
-ENG_API int32_t eng_cuda_lib_set(const char *path) { ABI_GUARD({ return cuda_library_set(path); }) }
+ENG_API int32_t eng_cuda_lib_set(const char *path){ABI_GUARD({ return cuda_library_set(path); })}
 
-ENG_API void eng_ctx_free(eng_ctx *ctx) { delete ctx; }
+ENG_API void eng_ctx_free(eng_ctx *ctx) {
+    delete ctx;
+}
 
 ENG_API int32_t eng_ctx_info(const eng_ctx *ctx, int64_t *out, int32_t cap) {
     if (!ctx || !out || cap < 0) return fail(ENG_STATUS_INVALID_ARG, "eng_ctx_info: null argument");
@@ -341,7 +351,8 @@ ENG_API int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap) {
 /* Checks the images of eng_seq_add_mm against the prompt and the vision config; fills s->images
  * (tok0, grid, hash, pixels) and the M-RoPE positions. n_images 0: only refuses placeholders. */
 static int32_t add_images(const eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const float *pixels,
-                          int64_t n_pixels, const int32_t *grids, const uint64_t *hashes, int32_t n_images, Sequence *s) {
+                          int64_t n_pixels, const int32_t *grids, const uint64_t *hashes, int32_t n_images,
+                          Sequence *s) {
     const Model &m = ctx->model;
     if (n_images < 0 || n_pixels < 0) return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add_mm: negative count");
     if (n_images > 0 && !m.vision)
@@ -358,8 +369,9 @@ static int32_t add_images(const eng_ctx *ctx, const int32_t *tokens, int32_t n_t
         const int32_t *g = grids + 3 * i;
         if (g[0] < 1 || g[0] > 1024 || g[1] < merge || g[2] < merge || g[1] > 65536 || g[2] > 65536 || g[1] % merge ||
             g[2] % merge)
-            return fail(ENG_STATUS_INVALID_ARG, "image %d: grid (%d, %d, %d) must be t >= 1 and h, w positive multiples of %d",
-                        i, g[0], g[1], g[2], merge);
+            return fail(ENG_STATUS_INVALID_ARG,
+                        "image %d: grid (%d, %d, %d) must be t >= 1 and h, w positive multiples of %d", i, g[0], g[1],
+                        g[2], merge);
         int64_t patches = (int64_t)g[0] * g[1] * g[2];
         if (patches / (merge * merge) > n_tokens)
             return fail(ENG_STATUS_INVALID_ARG, "image %d needs %lld image tokens; the prompt has %d tokens", i,
@@ -372,20 +384,20 @@ static int32_t add_images(const eng_ctx *ctx, const int32_t *tokens, int32_t n_t
         want += patches * P;
     }
     if (n_pixels != want)
-        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add_mm: %lld pixel floats given, the grids need %lld", (long long)n_pixels,
-                    (long long)want);
+        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add_mm: %lld pixel floats given, the grids need %lld",
+                    (long long)n_pixels, (long long)want);
     // Each image's placeholders: one consecutive run of exactly its token count, images in order.
     int32_t k = 0, got = 0;
     for (int32_t i = 0; i < n_tokens; i++) {
         if (tokens[i] != image_id) {
             if (got > 0)
-                return fail(ENG_STATUS_INVALID_ARG, "image %d has %d consecutive image tokens in the prompt, needs %d", k, got,
-                            s->images[(size_t)k].n_tok);
+                return fail(ENG_STATUS_INVALID_ARG, "image %d has %d consecutive image tokens in the prompt, needs %d",
+                            k, got, s->images[(size_t)k].n_tok);
             continue;
         }
         if (k >= n_images)
-            return fail(ENG_STATUS_INVALID_ARG, "the prompt holds more image tokens (id %d) than its %d images take", image_id,
-                        n_images);
+            return fail(ENG_STATUS_INVALID_ARG, "the prompt holds more image tokens (id %d) than its %d images take",
+                        image_id, n_images);
         if (got == 0) s->images[(size_t)k].tok0 = i;
         if (++got == s->images[(size_t)k].n_tok) {
             k++;
@@ -408,8 +420,9 @@ static int32_t add_images(const eng_ctx *ctx, const int32_t *tokens, int32_t n_t
 }
 
 static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids, int32_t n_stop,
-                       int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags, const float *pixels,
-                       int64_t n_pixels, const int32_t *grids, const uint64_t *hashes, int32_t n_images, int32_t *out_seq_id) {
+                       int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags,
+                       const float *pixels, int64_t n_pixels, const int32_t *grids, const uint64_t *hashes,
+                       int32_t n_images, int32_t *out_seq_id) {
     if (!ctx || !tokens || n_tokens < 1 || !out_seq_id || n_stop < 0 || (n_stop > 0 && !stop_ids))
         return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add: tokens (n >= 1), stop ids and out_seq_id are required");
     if (max_tokens < 1) return fail(ENG_STATUS_INVALID_ARG, "max_tokens must be >= 1 (got %d)", max_tokens);
@@ -420,7 +433,8 @@ static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, co
     int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
     for (int32_t i = 0; i < n_tokens; i++)
         if (tokens[i] < 0 || tokens[i] >= V)
-            return fail(ENG_STATUS_INVALID_ARG, "prompt token %d at index %d is outside the vocabulary (%d)", tokens[i], i, V);
+            return fail(ENG_STATUS_INVALID_ARG, "prompt token %d at index %d is outside the vocabulary (%d)", tokens[i],
+                        i, V);
     ABI_GUARD({
         std::unique_ptr<Sequence> s(new Sequence());
         ENG_TRY(add_images(ctx, tokens, n_tokens, pixels, n_pixels, grids, hashes, n_images, s.get()));
@@ -438,16 +452,16 @@ static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, co
 ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
                             int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
                             uint32_t flags, int32_t *out_seq_id) {
-    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, seed, flags, nullptr, 0, nullptr,
-                   nullptr, 0, out_seq_id);
+    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, seed, flags, nullptr, 0,
+                   nullptr, nullptr, 0, out_seq_id);
 }
 
 ENG_API int32_t eng_seq_add_mm(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
                                int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
                                uint32_t flags, const float *pixels, int64_t n_pixels, const int32_t *grids,
                                const uint64_t *image_hashes, int32_t n_images, int32_t *out_seq_id) {
-    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, seed, flags, pixels, n_pixels,
-                   grids, image_hashes, n_images, out_seq_id);
+    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, seed, flags, pixels,
+                   n_pixels, grids, image_hashes, n_images, out_seq_id);
 }
 
 ENG_API int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id) {
@@ -461,14 +475,16 @@ ENG_API int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, i
     if (!s) return fail(ENG_STATUS_UNKNOWN_SEQ, "no sequence %d", seq_id);
     int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
     if (!(s->flags & ENG_SEQ_KEEP_LOGITS) || s->logits.empty())
-        return fail(ENG_STATUS_INVALID_ARG, "sequence %d has no kept logits (flag ENG_SEQ_KEEP_LOGITS, after a TOKEN event)", seq_id);
+        return fail(ENG_STATUS_INVALID_ARG,
+                    "sequence %d has no kept logits (flag ENG_SEQ_KEEP_LOGITS, after a TOKEN event)", seq_id);
     if (cap < V) return fail(ENG_STATUS_INVALID_ARG, "logits buffer holds %d floats, needs %d", cap, V);
     memcpy(out, s->logits.data(), (size_t)V * sizeof(float));
     return V;
 }
 
 ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask, int32_t n_words) {
-    if (!ctx || n_words < 0 || (n_words > 0 && !mask)) return fail(ENG_STATUS_INVALID_ARG, "eng_seq_mask: null argument");
+    if (!ctx || n_words < 0 || (n_words > 0 && !mask))
+        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_mask: null argument");
     // find() is const for the readers; the sequence itself is owned mutably by the scheduler.
     Sequence *s = const_cast<Sequence *>(ctx->sched.find(seq_id));
     if (!s) return fail(ENG_STATUS_UNKNOWN_SEQ, "no sequence %d", seq_id);
@@ -478,7 +494,8 @@ ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask,
         return ENG_STATUS_OK;
     }
     if (n_words != words) return fail(ENG_STATUS_INVALID_ARG, "mask has %d words, needs %d", n_words, words);
-    if (V % 32 != 0 && (mask[words - 1] >> (V % 32)) != 0) return fail(ENG_STATUS_INVALID_ARG, "mask allows ids beyond the vocabulary");
+    if (V % 32 != 0 && (mask[words - 1] >> (V % 32)) != 0)
+        return fail(ENG_STATUS_INVALID_ARG, "mask allows ids beyond the vocabulary");
     uint32_t any = 0;
     for (int32_t i = 0; i < words; i++) any |= mask[i];
     if (!any) return fail(ENG_STATUS_INVALID_ARG, "mask allows no token");
@@ -489,7 +506,8 @@ ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask,
 }
 
 ENG_API int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap) {
-    if (!ctx || !out || cap < ENG_EVENT_INTS) return fail(ENG_STATUS_INVALID_ARG, "eng_step: buffer of at least one event required");
+    if (!ctx || !out || cap < ENG_EVENT_INTS)
+        return fail(ENG_STATUS_INVALID_ARG, "eng_step: buffer of at least one event required");
     ABI_GUARD({
         int32_t st = ENG_STATUS_OK;
         if (ctx->pending_pos >= ctx->pending.size()) {

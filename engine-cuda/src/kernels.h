@@ -46,15 +46,15 @@ struct Kernels {
      * kMatmulRows * K floats. bias may be null. is_streaming: W is read from DRAM (a model larger
      * than the caches), which changes the loop order, never the result. wscale: the FP8 block
      * scales of W (dtype DT_F8_E4M3: (ceil(rows/128), ceil(K/128)) floats), else ignored. */
-    void (*matmul)(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y,
-                   int ldy, const float *bias, float *scratch, bool is_streaming, const float *wscale);
+    void (*matmul)(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y, int ldy,
+                   const float *bias, float *scratch, bool is_streaming, const float *wscale);
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float *y, float a, const float *x, int n); // y += a * x
     void (*scale)(float *y, float a, int n);                // y *= a
     /* out = x / sqrt(mean(x^2) + eps) * w (out may alias x) */
     void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
     void (*silu_mul)(float *out, const float *gate, const float *up, int n); // out = silu(gate) * up
-    void (*softmax)(float *row, int n);                                       // in place, n >= 1
+    void (*softmax)(float *row, int n);                                      // in place, n >= 1
     /* out = W[row, 0..n) of a (rows, n) matrix; wscale as for matmul. */
     void (*row_to_f32)(float *out, const void *w, int dtype, int64_t row, int n, const float *wscale);
     /* Attention over n consecutive cached positions of one kv head (k, v: (n, D), v rows ldv floats
@@ -62,10 +62,10 @@ struct Kernels {
      * it: row i is token i / group, head i % group, at q + (i / group) * ldq + (i % group) * D (out
      * likewise with ldo); scores/probs: (nq * group, ld), columns j0..j0+n. A (row, position) pair
      * gets the same bits whatever nq, group or n it is computed with. */
-    void (*attn_scores)(float *scores, int ld, int j0, const float *q, int ldq, int nq, int group, const float *k, int n,
-                        int D, float scale);
-    void (*attn_accum)(float *out, int ldo, const float *probs, int ld, int j0, int nq, int group, const float *v, int n,
-                       int D, int ldv);
+    void (*attn_scores)(float *scores, int ld, int j0, const float *q, int ldq, int nq, int group, const float *k,
+                        int n, int D, float scale);
+    void (*attn_accum)(float *out, int ldo, const float *probs, int ld, int j0, int nq, int group, const float *v,
+                       int n, int D, int ldv);
     /* Q8 weights (dtype DT_Q8: int8 per block of kQ8Block columns, wscale (rows, K/32) f32): matmul
      * above quantizes x per token itself; these split that so a batch is quantized once per step.
      * quantize_q8: x[0..K) -> q (K int8) and d (K/32 scales), K a multiple of 32. matmul_q8: as

@@ -25,22 +25,35 @@ namespace maya {
 extern const Kernels KERNELS_TABLE;
 const Kernels KERNELS_TABLE = {
 #if defined(KERNELS_AVX512)
-    "avx512", ENG_SIMD_AVX512,
+    "avx512",
+    ENG_SIMD_AVX512,
 #elif defined(KERNELS_VECTOR)
-    "avx2", ENG_SIMD_AVX2,
+    "avx2",
+    ENG_SIMD_AVX2,
 #else
-    "scalar", ENG_SIMD_SCALAR,
+    "scalar",
+    ENG_SIMD_SCALAR,
 #endif
-    KERNELS_NS::matmul, KERNELS_NS::dot, KERNELS_NS::axpy, KERNELS_NS::scale,
-    KERNELS_NS::rmsnorm, KERNELS_NS::silu_mul, KERNELS_NS::softmax, KERNELS_NS::row_to_f32,
-    KERNELS_NS::attn_scores, KERNELS_NS::attn_accum,
-    KERNELS_NS::quantize_q8, KERNELS_NS::matmul_q8_pre,
+    KERNELS_NS::matmul,
+    KERNELS_NS::dot,
+    KERNELS_NS::axpy,
+    KERNELS_NS::scale,
+    KERNELS_NS::rmsnorm,
+    KERNELS_NS::silu_mul,
+    KERNELS_NS::softmax,
+    KERNELS_NS::row_to_f32,
+    KERNELS_NS::attn_scores,
+    KERNELS_NS::attn_accum,
+    KERNELS_NS::quantize_q8,
+    KERNELS_NS::matmul_q8_pre,
 #ifdef F8_BITS
     KERNELS_NS::F8_X_SCALE,
 #else
     1.0f,
 #endif
-    KERNELS_NS::matmul_f8x, KERNELS_NS::rows_accum, KERNELS_NS::row_dot,
+    KERNELS_NS::matmul_f8x,
+    KERNELS_NS::rows_accum,
+    KERNELS_NS::row_dot,
 };
 
 } // namespace maya

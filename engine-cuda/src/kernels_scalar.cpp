@@ -35,10 +35,10 @@ int32_t kernels_choose(int64_t simd, const Kernels **out) {
         return ENG_STATUS_OK;
     }
     static const char *const names[] = {"scalar", "avx2", "avx512"}; // by ENG_SIMD_*
-    int64_t path = simd - 1;                                           // ENG_PARAM_SIMD is 1 + ENG_SIMD_*
+    int64_t path = simd - 1;                                         // ENG_PARAM_SIMD is 1 + ENG_SIMD_*
     if (path < ENG_SIMD_SCALAR || path > ENG_SIMD_AVX512)
-        return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_SIMD must be 0 (fastest), 1 scalar, 2 avx2 or 3 avx512 (got %lld)",
-                    (long long)simd);
+        return fail(ENG_STATUS_INVALID_ARG,
+                    "ENG_PARAM_SIMD must be 0 (fastest), 1 scalar, 2 avx2 or 3 avx512 (got %lld)", (long long)simd);
     for (int i = 0; i < n; i++)
         if (t[i]->simd == path) {
             *out = t[i];

@@ -41,7 +41,10 @@ static int32_t get_int(const JsonValue &c, const char *key, int64_t def, int32_t
 
 static int32_t get_float(const JsonValue &c, const char *key, double def, double *out) {
     const JsonValue *v = field(c, key);
-    if (!v) { *out = def; return ENG_STATUS_OK; }
+    if (!v) {
+        *out = def;
+        return ENG_STATUS_OK;
+    }
     if (v->kind != JsonValue::NUMBER) return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: %s is not a number", key);
     *out = v->number;
     return ENG_STATUS_OK;
@@ -53,9 +56,7 @@ static bool get_bool(const JsonValue &c, const char *key, bool def) {
 }
 
 /* yarn_get_mscale of transformers' modeling_rope_utils / modeling_deepseek_v3. */
-static double yarn_mscale(double scale, double mscale) {
-    return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0;
-}
+static double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0; }
 
 /* rope_type "yarn" as transformers' _compute_yarn_parameters reads it: when
  * original_max_position_embeddings is given, the factor becomes max_position_embeddings / it;
@@ -65,7 +66,8 @@ static double yarn_mscale(double scale, double mscale) {
 static int32_t parse_yarn(const JsonValue &sc, ModelConfig *m) {
     double factor = 0, fast = 0, slow = 0, attn = 0, ms = 0, ms_all = 0;
     ENG_TRY(get_float(sc, "factor", 0, &factor));
-    if (factor <= 0) return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: rope_scaling.factor must be positive for yarn");
+    if (factor <= 0)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: rope_scaling.factor must be positive for yarn");
     ENG_TRY(get_int(sc, "original_max_position_embeddings", m->max_pos, &m->rope_orig_ctx, false));
     if (field(sc, "original_max_position_embeddings") && m->rope_orig_ctx > 0)
         factor = (double)m->max_pos / (double)m->rope_orig_ctx;
@@ -76,7 +78,9 @@ static int32_t parse_yarn(const JsonValue &sc, ModelConfig *m) {
     ENG_TRY(get_float(sc, "mscale_all_dim", 0, &ms_all));
     if (!get_bool(sc, "truncate", true))
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: rope_scaling.truncate false is not supported");
-    if (attn < 0) attn = (ms != 0 && ms_all != 0) ? yarn_mscale(factor, ms) / yarn_mscale(factor, ms_all) : yarn_mscale(factor, 1);
+    if (attn < 0)
+        attn =
+            (ms != 0 && ms_all != 0) ? yarn_mscale(factor, ms) / yarn_mscale(factor, ms_all) : yarn_mscale(factor, 1);
     m->is_yarn = true;
     m->yarn_factor = (float)factor;
     m->yarn_beta_fast = (float)(fast != 0 ? fast : 32);
@@ -102,7 +106,8 @@ static int32_t parse_rope(const JsonValue &c, ModelConfig *m) {
     if (t == "default") return ENG_STATUS_OK;
     if (t == "yarn") return parse_yarn(*sc, m);
     if (t != "llama3")
-        return fail(ENG_STATUS_UNSUPPORTED, "config.json: rope_scaling.rope_type %s is not supported (llama3, yarn)", t.c_str());
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: rope_scaling.rope_type %s is not supported (llama3, yarn)",
+                    t.c_str());
     double factor = 0, low = 0, high = 0;
     ENG_TRY(get_float(*sc, "factor", 8, &factor));
     ENG_TRY(get_float(*sc, "low_freq_factor", 1, &low));
@@ -122,7 +127,8 @@ static int32_t parse_quant(const JsonValue &c) {
     const JsonValue *method = field(*q, "quant_method");
     std::string qm = (method && method->kind == JsonValue::STRING) ? method->string : "(missing)";
     if (qm != "fp8")
-        return fail(ENG_STATUS_UNSUPPORTED, "config.json: quantization_config.quant_method %s is not supported (fp8 only)", qm.c_str());
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "config.json: quantization_config.quant_method %s is not supported (fp8 only)", qm.c_str());
     const JsonValue *fmt = field(*q, "fmt");
     if (fmt && (fmt->kind != JsonValue::STRING || fmt->string != "e4m3"))
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: quantization_config.fmt %s is not supported (e4m3 only)",
@@ -161,13 +167,16 @@ static int32_t parse_moe(const JsonValue &c, ModelConfig *m) {
                     tm->kind == JsonValue::STRING ? tm->string.c_str() : "?");
     int32_t freq = 1;
     ENG_TRY(get_int(c, "moe_layer_freq", 1, &freq, false));
-    if (freq != 1) return fail(ENG_STATUS_UNSUPPORTED, "config.json: moe_layer_freq %d is not supported (1 only)", freq);
+    if (freq != 1)
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: moe_layer_freq %d is not supported (1 only)", freq);
     int32_t E = m->n_expert, G = m->n_group;
     if (E <= 0 || m->n_ff_expert <= 0 || m->n_expert_used <= 0 || G <= 0 || E % G != 0 || E / G < 2 ||
-        m->topk_group <= 0 || m->topk_group > G || m->n_expert_used > m->topk_group * (E / G) || m->first_dense > m->n_layer)
+        m->topk_group <= 0 || m->topk_group > G || m->n_expert_used > m->topk_group * (E / G) ||
+        m->first_dense > m->n_layer)
         return fail(ENG_STATUS_BAD_CHECKPOINT,
                     "config.json: MoE sizes are inconsistent (n_routed_experts %d, num_experts_per_tok %d, n_group %d, "
-                    "topk_group %d, first_k_dense_replace %d)", E, m->n_expert_used, G, m->topk_group, m->first_dense);
+                    "topk_group %d, first_k_dense_replace %d)",
+                    E, m->n_expert_used, G, m->topk_group, m->first_dense);
     return ENG_STATUS_OK;
 }
 
@@ -214,8 +223,9 @@ static int32_t parse_glm4v(const JsonValue &root, const JsonValue &c, ModelConfi
         }
     }
     if (sec[0] + sec[1] + sec[2] != m->rotary_dim / 2)
-        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: mrope_section [%d, %d, %d] must sum to the %d rotary frequencies",
-                    sec[0], sec[1], sec[2], m->rotary_dim / 2);
+        return fail(ENG_STATUS_BAD_CHECKPOINT,
+                    "config.json: mrope_section [%d, %d, %d] must sum to the %d rotary frequencies", sec[0], sec[1],
+                    sec[2], m->rotary_dim / 2);
     memcpy(m->mrope_section, sec, sizeof sec);
     const JsonValue *img = field(root, "image_token_id");
     if (!img) img = field(c, "image_token_id");
@@ -228,8 +238,7 @@ static int32_t parse_glm4v(const JsonValue &root, const JsonValue &c, ModelConfi
 /* architectures[0] -> m->arch. */
 static int32_t parse_arch(const JsonValue &root, ModelConfig *m) {
     const JsonValue *archs = field(root, "architectures");
-    if (!archs || archs->kind != JsonValue::ARRAY || archs->items.empty() ||
-        archs->items[0].kind != JsonValue::STRING)
+    if (!archs || archs->kind != JsonValue::ARRAY || archs->items.empty() || archs->items[0].kind != JsonValue::STRING)
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: missing architectures");
     const std::string &a = archs->items[0].string;
     if (a == "Glm4ForCausalLM") m->arch = ARCH_GLM4;
@@ -240,11 +249,15 @@ static int32_t parse_arch(const JsonValue &root, ModelConfig *m) {
     else if (a == "Glm4vForConditionalGeneration") m->arch = ARCH_GLM4V;
     else if (a == "Glm4vMoeForConditionalGeneration") m->arch = ARCH_GLM4V_MOE;
     else if (a == "DeepseekV32ForCausalLM")
-        return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture DeepseekV32ForCausalLM: DeepSeek sparse attention "
-                                            "(the lightning indexer) is not implemented");
-    else return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture %s (supported: Glm4ForCausalLM, LlamaForCausalLM, "
-                                             "Qwen3ForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, Glm4vForConditionalGeneration, "
-                                             "Glm4vMoeForConditionalGeneration)", a.c_str());
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "unsupported architecture DeepseekV32ForCausalLM: DeepSeek sparse attention "
+                    "(the lightning indexer) is not implemented");
+    else
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "unsupported architecture %s (supported: Glm4ForCausalLM, LlamaForCausalLM, "
+                    "Qwen3ForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, Glm4vForConditionalGeneration, "
+                    "Glm4vMoeForConditionalGeneration)",
+                    a.c_str());
     return ENG_STATUS_OK;
 }
 
@@ -253,10 +266,9 @@ namespace {
 struct ArchFamily {
     bool ds, vision, glm4v, glm_moe, glm4;
     explicit ArchFamily(Arch a)
-        : ds(a == ARCH_DEEPSEEK_V3),
-          vision(a == ARCH_GLM4V || a == ARCH_GLM4V_MOE),   // GLM-4.1V / GLM-4.5V
-          glm4v(a == ARCH_GLM4V),                          // its text: GLM-4-0414's layer
-          glm_moe(a == ARCH_GLM4_MOE || a == ARCH_GLM4V_MOE), // GLM-4.5V's text: GLM-4.5's
+        : ds(a == ARCH_DEEPSEEK_V3), vision(a == ARCH_GLM4V || a == ARCH_GLM4V_MOE), // GLM-4.1V / GLM-4.5V
+          glm4v(a == ARCH_GLM4V),                                                    // its text: GLM-4-0414's layer
+          glm_moe(a == ARCH_GLM4_MOE || a == ARCH_GLM4V_MOE),                        // GLM-4.5V's text: GLM-4.5's
           glm4(a == ARCH_GLM4 || a == ARCH_GLM4V) {}
 };
 } // namespace
@@ -274,7 +286,7 @@ static int32_t parse_sizes(const JsonValue &c, const ArchFamily &f, ModelConfig 
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: sizes must be positive");
     int64_t def_head_dim = m->arch == ARCH_GLM4 || m->arch == ARCH_QWEN3 ? 128 : m->n_embd / m->n_head;
     ENG_TRY(get_int(c, "head_dim", def_head_dim, &m->head_dim, false));
-    if (f.glm4v) m->head_dim = m->n_embd / m->n_head; // Glm4vTextAttention: hidden_size / heads
+    if (f.glm4v) m->head_dim = m->n_embd / m->n_head;                 // Glm4vTextAttention: hidden_size / heads
     if ((!f.ds && m->head_dim <= 0) || m->n_head % m->n_head_kv != 0) // MLA sets its own head dims
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: head_dim %d, heads %d / kv heads %d are inconsistent",
                     m->head_dim, m->n_head, m->n_head_kv);
@@ -291,14 +303,17 @@ static int32_t parse_rotary(const JsonValue &c, const ArchFamily &f, ModelConfig
     double def_partial = (f.glm4 || f.glm_moe) ? 0.5 : 1.0;
     if (rp) ENG_TRY(get_float(*rp, "partial_rotary_factor", def_partial, &def_partial));
     ENG_TRY(get_float(c, "partial_rotary_factor", def_partial, &partial));
-    if (partial <= 0 || partial > 1) return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: partial_rotary_factor %g", partial);
+    if (partial <= 0 || partial > 1)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: partial_rotary_factor %g", partial);
     m->rotary_dim = (int32_t)(m->head_dim * partial);
     if (!f.ds && (m->rotary_dim < 2 || m->rotary_dim % 2 != 0))
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: rotary dims %d must be even and >= 2", m->rotary_dim);
     if (!f.glm4 && !f.glm_moe && !f.ds && m->rotary_dim != m->head_dim)
-        return fail(ENG_STATUS_UNSUPPORTED, "config.json: partial_rotary_factor %g is only supported for GLM-4", partial);
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: partial_rotary_factor %g is only supported for GLM-4",
+                    partial);
     ENG_TRY(parse_rope(c, m));
-    if (m->is_yarn && !f.ds) return fail(ENG_STATUS_UNSUPPORTED, "config.json: yarn rope scaling is only supported for DeepseekV3");
+    if (m->is_yarn && !f.ds)
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: yarn rope scaling is only supported for DeepseekV3");
     m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
     return ENG_STATUS_OK;
 }
@@ -314,8 +329,10 @@ static int32_t parse_layer_options(const JsonValue &root, const JsonValue &c, co
     // Glm4vMoeTextConfig removes use_qk_norm: GLM-4.5V has no QK-norm.
     m->has_qk_norm = m->arch == ARCH_QWEN3 || (m->arch == ARCH_GLM4_MOE && get_bool(c, "use_qk_norm", false));
     m->has_sandwich_norms = f.glm4;
-    m->is_rope_interleaved = f.glm4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe); GLM-4.1V pairs (rotate_half_llm)
-    if (f.ds && attn_bias) return fail(ENG_STATUS_UNSUPPORTED, "config.json: attention_bias true is not supported for DeepseekV3");
+    m->is_rope_interleaved =
+        f.glm4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe); GLM-4.1V pairs (rotate_half_llm)
+    if (f.ds && attn_bias)
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: attention_bias true is not supported for DeepseekV3");
     return ENG_STATUS_OK;
 }
 
@@ -340,7 +357,8 @@ int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: use_sliding_window is not supported");
     const JsonValue *act = field(c, "hidden_act");
     if (act && act->kind == JsonValue::STRING && act->string != "silu")
-        return fail(ENG_STATUS_UNSUPPORTED, "config.json: hidden_act %s is not supported (silu only)", act->string.c_str());
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: hidden_act %s is not supported (silu only)",
+                    act->string.c_str());
     return ENG_STATUS_OK;
 }
 
@@ -390,7 +408,10 @@ static float half_to_f32(uint16_t h) {
         if (mant == 0) bits = sign;
         else { // subnormal: renormalise
             exp = 127 - 15 + 1;
-            while (!(mant & 0x400)) { mant <<= 1; exp--; }
+            while (!(mant & 0x400)) {
+                mant <<= 1;
+                exp--;
+            }
             bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
         }
     } else if (exp == 31) {
@@ -463,7 +484,8 @@ struct Binder {
     /* `<name>_scale_inv` (DeepSeek's name; it multiplies): (ceil(rows/128), ceil(cols/128)), F32 or BF16. */
     int32_t fp8_scale(const std::string &name, int64_t rows, int64_t cols, Weight *w, int64_t *bytes) {
         if (!m->ckpt.config().get("quantization_config"))
-            return fail(ENG_STATUS_BAD_CHECKPOINT, "tensor %s is F8_E4M3 but config.json has no quantization_config", name.c_str());
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "tensor %s is F8_E4M3 but config.json has no quantization_config",
+                        name.c_str());
         const Tensor *s;
         int64_t br = (rows + kFp8Block - 1) / kFp8Block, bc = (cols + kFp8Block - 1) / kFp8Block;
         ENG_TRY(m->ckpt.require(name + "_scale_inv", {br, bc}, &s));
@@ -587,7 +609,8 @@ static void expert_size(const Mlp &e, int64_t *params, int64_t *bytes) {
         *params += n;
         *bytes += n * (int64_t)dtype_size(w->dtype);
         if (w->dtype == DT_Q8) *bytes += n / 32 * 4;
-        else if (w->scale) *bytes += (int64_t)((w->rows + kFp8Block - 1) / kFp8Block) * ((w->cols + kFp8Block - 1) / kFp8Block) * 4;
+        else if (w->scale)
+            *bytes += (int64_t)((w->rows + kFp8Block - 1) / kFp8Block) * ((w->cols + kFp8Block - 1) / kFp8Block) * 4;
     }
 }
 
@@ -598,10 +621,12 @@ int32_t model_load(const std::string &dir, Model *m) {
     Binder b{m};
     // GLM-4.1V: model.language_model.* (transformers >= 4.52), or model.* as older saves name it.
     bool vision = c.arch == ARCH_GLM4V || c.arch == ARCH_GLM4V_MOE;
-    std::string lm = vision && m->ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+    std::string lm =
+        vision && m->ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     ENG_TRY(b.matrix(lm + "embed_tokens.weight", c.n_vocab, c.n_embd, &m->embed));
     // Only one embedding row is read per token; count the rest as parameters, not bytes read.
-    int64_t embed_row = (int64_t)c.n_embd * (int64_t)dtype_size(m->embed.dtype) + (m->embed.dtype == DT_Q8 ? c.n_embd / 32 * 4 : 0);
+    int64_t embed_row =
+        (int64_t)c.n_embd * (int64_t)dtype_size(m->embed.dtype) + (m->embed.dtype == DT_Q8 ? c.n_embd / 32 * 4 : 0);
     m->weight_bytes -= (int64_t)c.n_vocab * embed_row;
     m->weight_bytes += embed_row;
     ENG_TRY(b.vec(lm + "norm.weight", c.n_embd, &m->final_norm));

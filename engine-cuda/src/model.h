@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "../include/engine.h" // defines: ENG_ARCH_*
-#include "checkpoint.h"          // defines: Checkpoint, Tensor, DType
+#include "checkpoint.h"        // defines: Checkpoint, Tensor, DType
 
 namespace maya {
 
@@ -39,8 +39,8 @@ const int kFp8Block = 128;
 
 struct ModelConfig {
     Arch arch = ARCH_LLAMA;
-    int32_t n_vocab = 0;   // V
-    int32_t n_embd = 0;    // C
+    int32_t n_vocab = 0; // V
+    int32_t n_embd = 0;  // C
     int32_t n_layer = 0;
     int32_t n_head = 0;    // H
     int32_t n_head_kv = 0; // Hkv
@@ -49,11 +49,11 @@ struct ModelConfig {
     int32_t max_pos = 0;   // max_position_embeddings
     float rms_eps = 1e-6f;
     float rope_theta = 10000.0f;
-    int32_t rotary_dim = 0;         // leading dims of each head that are rotated (D * partial_rotary_factor)
+    int32_t rotary_dim = 0;           // leading dims of each head that are rotated (D * partial_rotary_factor)
     bool is_rope_interleaved = false; // GLM-4: pairs (x0,x1),(x2,x3)..; else neox halves
-    bool is_tied = false;           // lm_head = embed_tokens
+    bool is_tied = false;             // lm_head = embed_tokens
     bool has_qkv_bias = false, has_o_bias = false, has_mlp_bias = false;
-    bool has_qk_norm = false;       // Qwen3
+    bool has_qk_norm = false;        // Qwen3
     bool has_sandwich_norms = false; // GLM-4: post_self_attn_layernorm / post_mlp_layernorm
     // llama3 rope scaling (rope_type "llama3"); factor 0 = none.
     float rope_factor = 0, rope_low_freq = 0, rope_high_freq = 0;
@@ -67,17 +67,17 @@ struct ModelConfig {
     int32_t mrope_section[3] = {0, 0, 0}; // all 0: one position per token
     int32_t image_token_id = -1;          // the placeholder id image embeddings replace (-1: none)
     // Mixture of experts (Glm4Moe, DeepseekV3); n_expert 0 = dense model.
-    int32_t n_expert = 0;        // E: n_routed_experts
-    int32_t n_expert_used = 0;   // K: num_experts_per_tok
-    int32_t n_ff_expert = 0;     // moe_intermediate_size
-    int32_t n_ff_shared = 0;     // moe_intermediate_size * n_shared_experts (0: none)
+    int32_t n_expert = 0;      // E: n_routed_experts
+    int32_t n_expert_used = 0; // K: num_experts_per_tok
+    int32_t n_ff_expert = 0;   // moe_intermediate_size
+    int32_t n_ff_shared = 0;   // moe_intermediate_size * n_shared_experts (0: none)
     int32_t n_group = 1, topk_group = 1;
-    int32_t first_dense = 0;     // first_k_dense_replace: layers [0, first_dense) are dense
-    bool is_norm_topk = true;    // norm_topk_prob
-    float routed_scale = 1.0f;   // routed_scaling_factor
+    int32_t first_dense = 0;   // first_k_dense_replace: layers [0, first_dense) are dense
+    bool is_norm_topk = true;  // norm_topk_prob
+    float routed_scale = 1.0f; // routed_scaling_factor
     // Multi-head latent attention (DeepseekV3); kv_lora_rank 0 = ordinary attention.
-    int32_t q_lora_rank = 0;     // 0: q_proj directly (q_lora_rank null)
-    int32_t kv_lora_rank = 0;    // R: the cached latent
+    int32_t q_lora_rank = 0;  // 0: q_proj directly (q_lora_rank null)
+    int32_t kv_lora_rank = 0; // R: the cached latent
     int32_t qk_nope_dim = 0, qk_rope_dim = 0, v_head_dim = 0;
     bool is_mla() const { return kv_lora_rank > 0; }
     bool is_moe_layer(int l) const { return n_expert > 0 && l >= first_dense; }
@@ -103,17 +103,17 @@ struct Mlp {
 };
 
 struct LayerWeights {
-    std::vector<float> attn_norm;      // (C) input_layernorm
-    std::vector<float> post_attn_norm; // (C) GLM-4 post_self_attn_layernorm
-    std::vector<float> mlp_norm;       // (C) post_attention_layernorm (the pre-MLP norm)
-    std::vector<float> post_mlp_norm;  // (C) GLM-4 post_mlp_layernorm
-    Weight wq, wk, wv;                 // (H*D, C), (Hkv*D, C), (Hkv*D, C)
-    Weight wo;                         // (C, H*D)
-    std::vector<float> bq, bk, bv, bo; // biases when present
-    std::vector<float> q_norm, k_norm; // (D) Qwen3
-    Weight w_gate_up;                  // (2I, C) GLM-4 fused [gate; up]
-    Weight w_gate, w_up;               // (I, C) Llama/Qwen3
-    Weight w_down;                     // (C, I)
+    std::vector<float> attn_norm;            // (C) input_layernorm
+    std::vector<float> post_attn_norm;       // (C) GLM-4 post_self_attn_layernorm
+    std::vector<float> mlp_norm;             // (C) post_attention_layernorm (the pre-MLP norm)
+    std::vector<float> post_mlp_norm;        // (C) GLM-4 post_mlp_layernorm
+    Weight wq, wk, wv;                       // (H*D, C), (Hkv*D, C), (Hkv*D, C)
+    Weight wo;                               // (C, H*D)
+    std::vector<float> bq, bk, bv, bo;       // biases when present
+    std::vector<float> q_norm, k_norm;       // (D) Qwen3
+    Weight w_gate_up;                        // (2I, C) GLM-4 fused [gate; up]
+    Weight w_gate, w_up;                     // (I, C) Llama/Qwen3
+    Weight w_down;                           // (C, I)
     std::vector<float> b_gate, b_up, b_down; // Llama mlp_bias
     // MLA (DeepseekV3): q_a (Rq, C) + q_a_norm (Rq) + q_b (H*(Dn+Dr), Rq), or wq (H*(Dn+Dr), C);
     // kv_a (R+Dr, C), kv_a_norm (R), kv_b (H*(Dn+Dv), R), wo (C, H*Dv).
@@ -150,21 +150,21 @@ class WeightArena {
 struct Model {
     ModelConfig cfg;
     Checkpoint ckpt;
-    Weight embed;                 // (V, C)
-    Weight lm_head;               // (V, C); = embed when tied
+    Weight embed;                  // (V, C)
+    Weight lm_head;                // (V, C); = embed when tied
     std::vector<float> final_norm; // (C)
     std::vector<LayerWeights> layers;
     int64_t n_params = 0;
-    int64_t n_params_active = 0;  // parameters one token uses (MoE: K of the E routed experts)
-    int64_t weight_bytes = 0;     // bytes of the matrices read per decoded token (+ one embedding row;
-                                  // MoE: the active experts only)
+    int64_t n_params_active = 0;            // parameters one token uses (MoE: K of the E routed experts)
+    int64_t weight_bytes = 0;               // bytes of the matrices read per decoded token (+ one embedding row;
+                                            // MoE: the active experts only)
     std::vector<std::vector<float>> scales; // FP8 / Q8 block scales (Weight::scale points here)
     bool is_q8 = false;                     // set before model_load: quantize matrices to DT_Q8
     std::vector<std::vector<int8_t>> q8;    // the Q8 weights (Weight::data points here until placed)
     bool is_q8_built = false;               // some matrix became DT_Q8
     bool has_q8() const { return is_q8_built; }
-    WeightArena arena;                      // model_place_weights(): the matrices' huge-page copy
-    std::shared_ptr<VisionModel> vision;   // GLM-4.1V's vision tower (vision.cpp), else null
+    WeightArena arena;                   // model_place_weights(): the matrices' huge-page copy
+    std::shared_ptr<VisionModel> vision; // GLM-4.1V's vision tower (vision.cpp), else null
 };
 
 /* Parses the hyperparameters of config.json. Returns OK, BAD_CHECKPOINT or UNSUPPORTED. */

@@ -19,8 +19,10 @@ void moe_route(const ModelConfig &c, const float *bias, const float *logits, flo
         for (int g = 0; g < G; g++) {
             float b1 = -INFINITY, b2 = -INFINITY;
             for (int e = g * per; e < (g + 1) * per; e++) {
-                if (choice[e] > b1) { b2 = b1; b1 = choice[e]; }
-                else if (choice[e] > b2) b2 = choice[e];
+                if (choice[e] > b1) {
+                    b2 = b1;
+                    b1 = choice[e];
+                } else if (choice[e] > b2) b2 = choice[e];
             }
             gscore[g] = b1 + b2;
         }

@@ -51,8 +51,7 @@ void Sampler::init(int32_t n_vocab) {
 int32_t Sampler::sample(const float *logits, const SamplerParams &p, Rng *rng, const uint32_t *allowed) {
     int32_t n = n_vocab_;
     if (allowed) {
-        for (int32_t i = 0; i < n; i++)
-            masked_[(size_t)i] = (allowed[i >> 5] >> (i & 31)) & 1u ? logits[i] : -INFINITY;
+        for (int32_t i = 0; i < n; i++) masked_[(size_t)i] = (allowed[i >> 5] >> (i & 31)) & 1u ? logits[i] : -INFINITY;
         logits = masked_.data();
     }
     if (p.temperature <= 0) return argmax(logits, n);
@@ -81,14 +80,16 @@ int32_t Sampler::sample(const float *logits, const SamplerParams &p, Rng *rng, c
         if (probs_[(size_t)i] >= cutoff) idx_[(size_t)m++] = i;
     if (m == 0) return argmax(probs_.data(), n);
     const float *pr = probs_.data();
-    std::sort(idx_.begin(), idx_.begin() + m, [pr](int32_t a, int32_t b) {
-        return pr[a] > pr[b] || (pr[a] == pr[b] && a < b);
-    });
+    std::sort(idx_.begin(), idx_.begin() + m,
+              [pr](int32_t a, int32_t b) { return pr[a] > pr[b] || (pr[a] == pr[b] && a < b); });
     float cum = 0;
     int32_t last = m - 1;
     for (int32_t i = 0; i < m; i++) {
         cum += pr[idx_[(size_t)i]];
-        if (cum >= p.top_p) { last = i; break; }
+        if (cum >= p.top_p) {
+            last = i;
+            break;
+        }
     }
     float r = u * cum, cdf = 0;
     for (int32_t i = 0; i <= last; i++) {

@@ -36,8 +36,9 @@ int32_t Scheduler::init(const SchedulerConfig &cfg, BlockManager *bm, Backend *b
 int32_t Scheduler::add(std::unique_ptr<Sequence> seq, int32_t *out_id) {
     int64_t need = (int64_t)seq->tokens.size() + seq->max_tokens;
     if (need > cfg_.n_ctx)
-        return fail(ENG_STATUS_CONTEXT_OVERFLOW, "prompt (%zu tokens) + max_tokens (%d) exceeds the context limit of %d",
-                    seq->tokens.size(), seq->max_tokens, cfg_.n_ctx);
+        return fail(ENG_STATUS_CONTEXT_OVERFLOW,
+                    "prompt (%zu tokens) + max_tokens (%d) exceeds the context limit of %d", seq->tokens.size(),
+                    seq->max_tokens, cfg_.n_ctx);
     seq->id = next_id_++;
     if (next_id_ == INT32_MAX) next_id_ = 1;
     seq->n_prompt = (int32_t)seq->tokens.size();
@@ -97,8 +98,7 @@ void Scheduler::schedule_one(Sequence *s, int32_t n, bool is_prefill) {
     b.block_table = s->block_table.data();
     b.n_blocks = (int32_t)s->block_table.size();
     b.logits_row = s->n_computed + n == (int32_t)s->tokens.size() ? batch_.n_logits++ : -1;
-    batch_.tokens.insert(batch_.tokens.end(), s->tokens.begin() + s->n_computed,
-                         s->tokens.begin() + s->n_computed + n);
+    batch_.tokens.insert(batch_.tokens.end(), s->tokens.begin() + s->n_computed, s->tokens.begin() + s->n_computed + n);
     batch_.seqs.push_back(b);
     entries_.push_back({s, n, is_prefill});
 }
@@ -117,7 +117,10 @@ void Scheduler::schedule() {
                 Sequence *victim = running_.back();
                 preempt(victim);
                 did_preempt = true;
-                if (victim == s) { is_victim = true; break; }
+                if (victim == s) {
+                    is_victim = true;
+                    break;
+                }
             }
             if (is_victim) break;
             bm_->append(*s);
@@ -160,7 +163,9 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
         const int32_t *am = backend_->argmax_rows();
         // A constrained sequence samples on the host, where its token mask applies.
         const uint32_t *mask = s->mask.empty() ? nullptr : s->mask.data();
-        int32_t tok = am && !mask && batch_.row_is_greedy[(size_t)row] ? am[row] : sampler_.sample(lg, s->sampling, &s->rng, mask);
+        int32_t tok = am && !mask && batch_.row_is_greedy[(size_t)row]
+                          ? am[row]
+                          : sampler_.sample(lg, s->sampling, &s->rng, mask);
         if (s->flags & ENG_SEQ_KEEP_LOGITS) s->logits.assign(lg, lg + cfg_.n_vocab);
         s->tokens.push_back(tok);
         emit(events, s->id, ENG_EVENT_TOKEN, tok, s->n_generated());
@@ -193,7 +198,9 @@ void Scheduler::prepare_mm() {
                 clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
                 vision_->encode(img.pixels.data(), img.grid[0], img.grid[1], img.grid[2], img.embd.data());
                 clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
-                stats_.encode_us += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+                stats_.encode_us +=
+                    std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+                        .count();
                 stats_.encode_cpu_us += (int64_t)(c1.tv_sec - c0.tv_sec) * 1000000 + (c1.tv_nsec - c0.tv_nsec) / 1000;
                 std::vector<float>().swap(img.pixels);
                 stats_.images_encoded++;

@@ -22,7 +22,8 @@ TEST(cuda_paging_matches_cpu_addressing) {
             for (int pos = 0; pos < (int)table.size() * bs; pos++)
                 for (int g = 0; g < Hkv; g++) {
                     int64_t blk = table[(size_t)(pos / bs)], D = 24;
-                    CHECK(maya::kv_offset(table.data(), pos, bs, Hkv, g, (int32_t)D) == ((blk * Hkv + g) * bs + pos % bs) * D);
+                    CHECK(maya::kv_offset(table.data(), pos, bs, Hkv, g, (int32_t)D) ==
+                          ((blk * Hkv + g) * bs + pos % bs) * D);
                 }
 }
 
@@ -83,7 +84,8 @@ TEST(cuda_backend_selection_and_errors) {
     CHECK(create_with(dir, 1, 8192, &ctx, &msg) == ENG_STATUS_OK && ctx);
     if (ctx) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
-        CHECK_MSG(info[ENG_INFO_N_BLOCKS] == 2 && info[ENG_INFO_N_CTX] == 32, "blocks %lld ctx %lld", (long long)info[ENG_INFO_N_BLOCKS], (long long)info[ENG_INFO_N_CTX]);
+        CHECK_MSG(info[ENG_INFO_N_BLOCKS] == 2 && info[ENG_INFO_N_CTX] == 32, "blocks %lld ctx %lld",
+                  (long long)info[ENG_INFO_N_BLOCKS], (long long)info[ENG_INFO_N_CTX]);
         eng_ctx_free(ctx);
     }
 
@@ -102,7 +104,8 @@ TEST(cuda_backend_selection_and_errors) {
     } else {
         // No GPU here (or no library): a clean status and a message saying which, never a crash.
         CHECK(st == ENG_STATUS_UNSUPPORTED && !ctx);
-        CHECK_MSG(msg == why || strstr(msg.c_str(), "NVIDIA GPU"), "message '%s', probe '%s'", msg.c_str(), why.c_str());
+        CHECK_MSG(msg == why || strstr(msg.c_str(), "NVIDIA GPU"), "message '%s', probe '%s'", msg.c_str(),
+                  why.c_str());
         const char *lib = getenv("MAYA_ENGINE_CUDA_LIB"); // the harness passed it to eng_cuda_lib_set
         bool is_lib_missing = lib && *lib && access(lib, F_OK) != 0;
         if (is_lib_missing) CHECK_MSG(strstr(msg.c_str(), "is not available"), "%s", msg.c_str());
@@ -152,8 +155,8 @@ TEST(ctx_create_reads_no_environment) {
  * the CPU backend through the ABI, and its batch / chunk / prefix-cache invariance. */
 
 struct Workload {
-    std::vector<std::vector<int32_t>> tokens;       // per prompt: greedy continuation
-    std::vector<std::vector<float>> first_logits;   // per prompt: logits of the last prompt position
+    std::vector<std::vector<int32_t>> tokens;     // per prompt: greedy continuation
+    std::vector<std::vector<float>> first_logits; // per prompt: logits of the last prompt position
 };
 
 static eng_ctx *open_ctx(const std::string &dir, int64_t backend, int64_t chunk) {
@@ -170,8 +173,9 @@ static eng_ctx *open_ctx(const std::string &dir, int64_t backend, int64_t chunk)
 }
 
 /* Runs prompts[i] for i in `which` together (added at once) and collects their results. */
-static void run_prompts(eng_ctx *ctx, const std::vector<std::vector<int32_t>> &prompts, const std::vector<size_t> &which,
-                        int n_gen, Workload *out, uint32_t flags = ENG_SEQ_KEEP_LOGITS) {
+static void run_prompts(eng_ctx *ctx, const std::vector<std::vector<int32_t>> &prompts,
+                        const std::vector<size_t> &which, int n_gen, Workload *out,
+                        uint32_t flags = ENG_SEQ_KEEP_LOGITS) {
     int64_t info[ENG_INFO_COUNT];
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
     int32_t V = (int32_t)info[ENG_INFO_N_VOCAB];

@@ -60,8 +60,10 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     CHECK(info[ENG_INFO_N_THREADS] == n_threads);
     // The fixture's name ends with its stored dtype; q8 replaces it.
     std::string nm = name;
-    auto ends = [&](const char *tail) { return nm.size() >= strlen(tail) && nm.compare(nm.size() - strlen(tail), std::string::npos, tail) == 0; };
-    int64_t want_dtype = q8                ? ENG_WEIGHT_DTYPE_Q8
+    auto ends = [&](const char *tail) {
+        return nm.size() >= strlen(tail) && nm.compare(nm.size() - strlen(tail), std::string::npos, tail) == 0;
+    };
+    int64_t want_dtype = q8              ? ENG_WEIGHT_DTYPE_Q8
                          : ends("-fp8")  ? ENG_WEIGHT_DTYPE_FP8
                          : ends("-bf16") ? ENG_WEIGHT_DTYPE_BF16
                          : ends("-f16")  ? ENG_WEIGHT_DTYPE_F16
@@ -117,7 +119,9 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
         for (size_t p = 0; p < ids.size(); p++) {
             const auto &ref = prompts->items[p].get("greedy")->items;
             int same = 0;
-            while (same < (int)ref.size() && same < (int)got[p].size() && ref[(size_t)same].integer == got[p][(size_t)same]) same++;
+            while (same < (int)ref.size() && same < (int)got[p].size() &&
+                   ref[(size_t)same].integer == got[p][(size_t)same])
+                same++;
             if (same < q8->agree) q8->agree = same;
         }
         eng_ctx_free(ctx);
@@ -229,7 +233,8 @@ TEST(fixture_two_contexts_keep_their_own_kernel_paths) {
         eng_ctx_info(runs[i].ctx, info, ENG_INFO_COUNT);
         CHECK(info[ENG_INFO_SIMD] == (i == 0 ? (int64_t)ENG_SIMD_SCALAR : fastest));
         int32_t id;
-        CHECK(eng_seq_add(runs[i].ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_greedy, 0.0f, 1.0f, 0, 0, &id) == 0);
+        CHECK(eng_seq_add(runs[i].ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_greedy, 0.0f, 1.0f, 0, 0,
+                          &id) == 0);
     }
     for (int guard = 0; guard < 1000 && !(runs[0].done && runs[1].done); guard++)
         for (GreedyRun &r : runs)
@@ -252,22 +257,23 @@ TEST(fixture_q8_weights_accuracy) {
         int min_agree;
     };
     const Bound bounds[] = {
-        {"llama-f32", Q8_LLAMA_DIFF, Q8_LLAMA_AGREE},     {"glm4-bf16", Q8_GLM4_DIFF, Q8_GLM4_AGREE},
-        {"qwen3-f16", Q8_QWEN3_DIFF, Q8_QWEN3_AGREE},     {"glm45-moe-bf16", Q8_MOE_DIFF, Q8_MOE_AGREE},
+        {"llama-f32", Q8_LLAMA_DIFF, Q8_LLAMA_AGREE}, {"glm4-bf16", Q8_GLM4_DIFF, Q8_GLM4_AGREE},
+        {"qwen3-f16", Q8_QWEN3_DIFF, Q8_QWEN3_AGREE}, {"glm45-moe-bf16", Q8_MOE_DIFF, Q8_MOE_AGREE},
         {"deepseek3-bf16", Q8_DS_DIFF, Q8_DS_AGREE},
     };
     for (const Bound &b : bounds) {
         Q8Result r;
         run_fixture(b.name, 2, 256, -1, &r);
-        fprintf(stderr, "  %s q8: max |logit diff| %.3g, greedy equal for the first %d of %d tokens (every prompt)\n", b.name,
-                r.worst, r.agree, r.n_greedy);
+        fprintf(stderr, "  %s q8: max |logit diff| %.3g, greedy equal for the first %d of %d tokens (every prompt)\n",
+                b.name, r.worst, r.agree, r.n_greedy);
         CHECK_MSG(r.worst <= b.max_diff, "%s q8: max |logit diff| %.3g > %.3g", b.name, r.worst, b.max_diff);
         CHECK_MSG(r.agree >= b.min_agree, "%s q8: greedy agreement %d < %d", b.name, r.agree, b.min_agree);
         // Batch invariance holds for q8 too: one thread and 7-token prefill chunks (activations
         // quantized per step in other groupings) give exactly the same logits and tokens.
         Q8Result small;
         run_fixture(b.name, 1, 7, -1, &small);
-        CHECK_MSG(small.worst == r.worst && small.agree == r.agree, "%s q8: chunk 7 gives %.9g / %d, chunk 256 %.9g / %d",
-                  b.name, small.worst, small.agree, r.worst, r.agree);
+        CHECK_MSG(small.worst == r.worst && small.agree == r.agree,
+                  "%s q8: chunk 7 gives %.9g / %d, chunk 256 %.9g / %d", b.name, small.worst, small.agree, r.worst,
+                  r.agree);
     }
 }

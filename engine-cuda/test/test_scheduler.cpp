@@ -74,8 +74,7 @@ int64_t stat(eng_ctx *ctx, int idx) {
 }
 
 /* Steps until n_seqs sequences finished; per_step is called after each step. */
-template <typename F>
-Trace drain(eng_ctx *ctx, int n_seqs, F per_step, int cap_events = 64) {
+template <typename F> Trace drain(eng_ctx *ctx, int n_seqs, F per_step, int cap_events = 64) {
     Trace tr;
     std::vector<int32_t> ev((size_t)cap_events * 4);
     int done = 0;
@@ -85,15 +84,22 @@ Trace drain(eng_ctx *ctx, int n_seqs, F per_step, int cap_events = 64) {
         if (n < 0) break;
         tr.steps++;
         for (int i = 0; i < n; i++) {
-            int32_t id = ev[(size_t)i * 4], kind = ev[(size_t)i * 4 + 1], tok = ev[(size_t)i * 4 + 2], val = ev[(size_t)i * 4 + 3];
-            if (kind == ENG_EVENT_PREFILLED) { tr.cached[id] = val; tr.prefilled_step[id] = tr.steps; }
+            int32_t id = ev[(size_t)i * 4], kind = ev[(size_t)i * 4 + 1], tok = ev[(size_t)i * 4 + 2],
+                    val = ev[(size_t)i * 4 + 3];
+            if (kind == ENG_EVENT_PREFILLED) {
+                tr.cached[id] = val;
+                tr.prefilled_step[id] = tr.steps;
+            }
             if (kind == ENG_EVENT_TOKEN) {
                 if (tr.tokens[id].empty()) tr.first_token_step[id] = tr.steps;
                 tr.tokens[id].push_back(tok);
                 tr.order.push_back(id);
                 CHECK(val == (int32_t)tr.tokens[id].size()); // value = tokens generated so far
             }
-            if (kind == ENG_EVENT_FINISH) { tr.finish[id] = val; done++; }
+            if (kind == ENG_EVENT_FINISH) {
+                tr.finish[id] = val;
+                done++;
+            }
         }
         per_step(tr);
     }
@@ -101,7 +107,8 @@ Trace drain(eng_ctx *ctx, int n_seqs, F per_step, int cap_events = 64) {
     return tr;
 }
 Trace drain(eng_ctx *ctx, int n_seqs, int cap_events = 64) {
-    return drain(ctx, n_seqs, [](Trace &) {}, cap_events);
+    return drain(
+        ctx, n_seqs, [](Trace &) {}, cap_events);
 }
 
 } // namespace
@@ -158,7 +165,7 @@ TEST(scheduler_prefix_reuse_reports_cached_tokens) {
     CHECK(stat(ctx, ENG_STAT_BLOCKS_CACHED) >= 2);
     int32_t b = add(ctx, p, 5);
     Trace t2 = drain(ctx, 1);
-    CHECK(t2.cached[b] == 32); // floor((40 - 1) / 16) * 16
+    CHECK(t2.cached[b] == 32);                                       // floor((40 - 1) / 16) * 16
     CHECK(stat(ctx, ENG_STAT_PREFILL_TOKENS) - prefill_before == 8); // only the rest is prefilled
     CHECK(stat(ctx, ENG_STAT_CACHED_TOKENS) == 32);
     CHECK(t1.tokens[a] == t2.tokens[b]); // cached KV gives the same continuation
@@ -183,7 +190,8 @@ TEST(scheduler_cancel_frees_blocks) {
     int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size());
     CHECK(n == 2);
     int cancelled = 0;
-    for (int i = 0; i < n; i++) cancelled += ev[(size_t)i * 4 + 1] == ENG_EVENT_FINISH && ev[(size_t)i * 4 + 3] == ENG_FINISH_CANCELLED;
+    for (int i = 0; i < n; i++)
+        cancelled += ev[(size_t)i * 4 + 1] == ENG_EVENT_FINISH && ev[(size_t)i * 4 + 3] == ENG_FINISH_CANCELLED;
     CHECK(cancelled == 2);
     CHECK(stat(ctx, ENG_STAT_BLOCKS_FREE) == total && stat(ctx, ENG_STAT_SEQS_RUNNING) == 0);
     CHECK(eng_step(ctx, ev.data(), (int32_t)ev.size()) == 0); // idle
@@ -296,11 +304,12 @@ TEST(scheduler_small_event_buffer_and_kept_logits) {
     std::vector<float> lg(97);
     CHECK(eng_seq_logits(ctx, a, lg.data(), 97) == 97); // valid after FINISH until the next step
     int best = 0;
-    for (int i = 1; i < 97; i++) if (lg[(size_t)i] > lg[(size_t)best]) best = i;
+    for (int i = 1; i < 97; i++)
+        if (lg[(size_t)i] > lg[(size_t)best]) best = i;
     int32_t tok = -1;
     for (int i = 0; i < n; i++)
         if (ev[(size_t)i * 4] == a && ev[(size_t)i * 4 + 1] == ENG_EVENT_TOKEN) tok = ev[(size_t)i * 4 + 2];
-    CHECK(tok >= 0 && best == tok); // greedy token = argmax of the kept logits
+    CHECK(tok >= 0 && best == tok);                                         // greedy token = argmax of the kept logits
     CHECK(eng_seq_logits(ctx, b, lg.data(), 97) == ENG_STATUS_INVALID_ARG); // not kept
     CHECK(eng_seq_logits(ctx, a, lg.data(), 10) == ENG_STATUS_INVALID_ARG); // too small
     CHECK(eng_step(ctx, ev.data(), (int32_t)ev.size()) == 0);
@@ -319,8 +328,17 @@ TEST(scheduler_random_workload_keeps_invariants) {
     int32_t n_ctx = (int32_t)info[ENG_INFO_N_CTX];
     CHECK(n_ctx == 128); // 8 blocks of 16
     uint64_t s = 99;
-    auto rnd = [&](int n) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (int)(s % (uint64_t)n); };
-    struct Want { std::vector<int32_t> prompt; int max_tokens; bool is_cancelled; };
+    auto rnd = [&](int n) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        return (int)(s % (uint64_t)n);
+    };
+    struct Want {
+        std::vector<int32_t> prompt;
+        int max_tokens;
+        bool is_cancelled;
+    };
     std::map<int32_t, Want> seqs;
     std::map<int32_t, std::vector<int32_t>> got;
     std::map<int32_t, int> finishes, reasons;
@@ -345,7 +363,10 @@ TEST(scheduler_random_workload_keeps_invariants) {
             for (int i = 0; i < n; i++) {
                 int32_t id = ev[(size_t)i * 4], kind = ev[(size_t)i * 4 + 1];
                 if (kind == ENG_EVENT_TOKEN) got[id].push_back(ev[(size_t)i * 4 + 2]);
-                if (kind == ENG_EVENT_FINISH) { finishes[id]++; reasons[id] = ev[(size_t)i * 4 + 3]; }
+                if (kind == ENG_EVENT_FINISH) {
+                    finishes[id]++;
+                    reasons[id] = ev[(size_t)i * 4 + 3];
+                }
             }
         }
     }
@@ -355,7 +376,10 @@ TEST(scheduler_random_workload_keeps_invariants) {
     for (auto &kv : seqs) {
         CHECK(finishes[kv.first] == 1);
         const Want &w = kv.second;
-        if (reasons[kv.first] == ENG_FINISH_CANCELLED) { CHECK(w.is_cancelled); continue; }
+        if (reasons[kv.first] == ENG_FINISH_CANCELLED) {
+            CHECK(w.is_cancelled);
+            continue;
+        }
         CHECK(reasons[kv.first] == ENG_FINISH_LENGTH && (int)got[kv.first].size() == w.max_tokens);
         if (checked++ < 25) { // a sample against solo runs (each is a full generation)
             int32_t id = add(solo, w.prompt, w.max_tokens);
@@ -368,7 +392,8 @@ TEST(scheduler_random_workload_keeps_invariants) {
     fprintf(stderr, "  %zu sequences, %d cancelled, %lld preemptions, %lld cached tokens\n", seqs.size(), n_cancelled,
             (long long)stat(ctx, ENG_STAT_PREEMPTIONS), (long long)stat(ctx, ENG_STAT_CACHED_TOKENS));
     CHECK(n_cancelled > 0);
-    CHECK(stat(ctx, ENG_STAT_BLOCKS_FREE) == 8 && stat(ctx, ENG_STAT_SEQS_RUNNING) == 0 && stat(ctx, ENG_STAT_SEQS_WAITING) == 0);
+    CHECK(stat(ctx, ENG_STAT_BLOCKS_FREE) == 8 && stat(ctx, ENG_STAT_SEQS_RUNNING) == 0 &&
+          stat(ctx, ENG_STAT_SEQS_WAITING) == 0);
     eng_ctx_free(solo);
     eng_ctx_free(ctx);
 }

@@ -64,8 +64,8 @@ static inline const float *query_row(const float *q, int ldq, int group, int D, 
     return q + (int64_t)(i / group) * ldq + (int64_t)(i % group) * D;
 }
 
-static void attn_scores(float *scores, int ld, int j0, const float *q, int ldq, int nq, int group, const float *k, int n,
-                        int D, float scale) {
+static void attn_scores(float *scores, int ld, int j0, const float *q, int ldq, int nq, int group, const float *k,
+                        int n, int D, float scale) {
     int R = nq * group;
 #ifdef KERNELS_AVX512
     if (D % 16 == 0) { // 4 rows x 4 keys share their loads; a row left over goes key by key (one stream)
@@ -135,8 +135,8 @@ static inline void accum_tile(float *const *o, const float *const *p, const floa
 }
 #endif
 
-static void attn_accum(float *out, int ldo, const float *probs, int ld, int j0, int nq, int group, const float *v, int n,
-                       int D, int ldv) {
+static void attn_accum(float *out, int ldo, const float *probs, int ld, int j0, int nq, int group, const float *v,
+                       int n, int D, int ldv) {
     int R = nq * group;
 #ifdef KERNELS_AVX512
     if (D % 16 == 0) { // up to 4 rows x 64 dims in registers; each v row loaded once for them all
@@ -150,9 +150,11 @@ static void attn_accum(float *out, int ldo, const float *probs, int ld, int j0, 
             }
             for (int d0 = 0; d0 < D; d0 += 64) {
                 int nv = (D - d0) / 16 < 4 ? (D - d0) / 16 : 4;
-#define ACCUM(NR) \
-    (nv == 4 ? accum_tile<NR, 4>(o, p, v, n, d0, ldv) : nv == 3 ? accum_tile<NR, 3>(o, p, v, n, d0, ldv) \
-             : nv == 2 ? accum_tile<NR, 2>(o, p, v, n, d0, ldv) : accum_tile<NR, 1>(o, p, v, n, d0, ldv))
+#define ACCUM(NR)                                       \
+    (nv == 4   ? accum_tile<NR, 4>(o, p, v, n, d0, ldv) \
+     : nv == 3 ? accum_tile<NR, 3>(o, p, v, n, d0, ldv) \
+     : nv == 2 ? accum_tile<NR, 2>(o, p, v, n, d0, ldv) \
+               : accum_tile<NR, 1>(o, p, v, n, d0, ldv))
                 if (nr == 4) ACCUM(4);
                 else if (nr == 3) ACCUM(3);
                 else if (nr == 2) ACCUM(2);
@@ -221,7 +223,8 @@ static void rows_accum(float *out, const float *a, int n, const void *w, int dty
 
 /* dot(W[row, 0..K), x) with W's row as row_to_f32 gives it: row_to_f32 then dot, bit for bit (FP8
  * on the vector tables widens in registers; else through scratch, K floats). */
-static float row_dot(const void *w, int dtype, int64_t row, int K, const float *wscale, const float *x, float *scratch) {
+static float row_dot(const void *w, int dtype, int64_t row, int K, const float *wscale, const float *x,
+                     float *scratch) {
     if (dtype == F8_FINITE) dtype = F8;
 #ifdef KERNELS_VECTOR
     if (dtype == F8) {

@@ -49,7 +49,10 @@ static inline float f16_scalar(uint16_t h) {
         if (mant == 0) bits = sign;
         else {
             exp = 127 - 15 + 1;
-            while (!(mant & 0x400)) { mant <<= 1; exp--; }
+            while (!(mant & 0x400)) {
+                mant <<= 1;
+                exp--;
+            }
             bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
         }
     } else if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);
@@ -128,7 +131,9 @@ static inline vecw vw_max(vecw a, vecw b) { return _mm512_max_ps(a, b); }
 static inline vecw vw_fnma(vecw a, vecw b, vecw c) { return _mm512_fnmadd_ps(a, b, c); } // c - a * b
 static inline vecw vw_round(vecw a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 static inline vecw vw_pow2_mul(vecw p, vecw n) { return _mm512_scalef_ps(p, n); } // p * 2^n
-static inline float vw_sum(vecw v) { return hsum(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))); }
+static inline float vw_sum(vecw v) {
+    return hsum(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
 static inline void vw_store(float *p, vecw v) { _mm512_storeu_ps(p, v); }
 /* out[i] = vw_sum(a[i]) for i < n, bit for bit: 16 vectors at a time go through one transposing
  * tree that adds lanes l + 8, then + 4, + 2, + 1 as vw_sum does (the same operands in every add),
@@ -176,7 +181,8 @@ static inline vecw vw_pow2_mul(vecw p, vecw n) {
     __m256i e = _mm256_cvtps_epi32(n);
     __m256i half = _mm256_srai_epi32(e, 1); // 2^n as 2^(n/2) * 2^(n - n/2): each factor a normal float
     vecw a = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
-    vecw b = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(e, half), _mm256_set1_epi32(127)), 23));
+    vecw b =
+        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(e, half), _mm256_set1_epi32(127)), 23));
     return _mm256_mul_ps(_mm256_mul_ps(p, a), b);
 }
 static inline float vw_sum(vecw v) { return hsum(v); }

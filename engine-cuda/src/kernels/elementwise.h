@@ -29,7 +29,8 @@ static void axpy(float *y, float a, const float *x, int n) {
     int i = 0;
 #ifdef KERNELS_VECTOR
     __m256 av = _mm256_set1_ps(a);
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
 #endif
     for (; i < n; i++) y[i] += a * x[i];
 }

@@ -69,7 +69,8 @@ template <bool FINITE> static inline void f8x2vw(const uint8_t *p, vecw *lo, vec
     __m512i b = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)p));
     __m512i h = _mm512_and_si512(_mm512_slli_epi16(b, 7), _mm512_set1_epi16((short)0xBF80));
     if (!FINITE) {
-        __mmask32 nan = _mm512_cmpeq_epi16_mask(_mm512_and_si512(h, _mm512_set1_epi16(0x3F80)), _mm512_set1_epi16(0x3F80));
+        __mmask32 nan =
+            _mm512_cmpeq_epi16_mask(_mm512_and_si512(h, _mm512_set1_epi16(0x3F80)), _mm512_set1_epi16(0x3F80));
         h = _mm512_mask_add_epi16(h, nan, h, _mm512_set1_epi16(0x4000));
     }
     *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
@@ -304,8 +305,9 @@ static void f8_rows_one_token(const float *xs, const uint8_t *w, const float *ws
 template <bool FINITE, bool BITS>
 static void f8_register_tiles(const float *x, int ldx, int T, const uint8_t *w, const float *wscale, int K, int r0,
                               int r1, float *y, int ldy, const float *bias, bool is_streaming) {
-#define F8_TILE(NR, NT) tile_f8<NR, NT, FINITE, false, BITS>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy, \
-                                        bias ? bias + r : nullptr)
+#define F8_TILE(NR, NT)                                                                                             \
+    tile_f8<NR, NT, FINITE, false, BITS>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy, \
+                                         bias ? bias + r : nullptr)
     if (is_streaming) {
         for (int r = r0; r < r1; r++) {
             int t = 0;
@@ -342,8 +344,8 @@ static void matmul_f8(const float *x, int ldx, int T, const uint8_t *w, const fl
 #ifdef KERNELS_VECTOR
     if (T >= (is_streaming ? kStreamConvertMinTokens : kConvertMinTokens)) {
         f8_rows_raw<FINITE>(scratch, w, K, r0, r1);
-#define F8S_TILE(NR, NT)                                                                                            \
-    tile_f8<NR, NT, FINITE, true>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy,        \
+#define F8S_TILE(NR, NT)                                                                                     \
+    tile_f8<NR, NT, FINITE, true>(x + (int64_t)t * ldx, ldx, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy, \
                                   bias ? bias + r : nullptr, scratch + (int64_t)(r - r0) * K)
         for (int t = 0; t < T;) {
             int nt = T - t >= 4 ? 4 : T - t, r = r0;

@@ -14,16 +14,27 @@ namespace maya {
 namespace KERNELS_NS {
 
 static void row_to_f32(float *out, const void *w, int dtype, int64_t row, int n, const float *wscale) {
-    if (dtype == F8) { f8_row_to_f32(out, (const uint8_t *)w, wscale, row, n); return; }
-    if (dtype == Q8) { q8_row_to_f32(out, (const int8_t *)w, wscale, row, n); return; }
+    if (dtype == F8) {
+        f8_row_to_f32(out, (const uint8_t *)w, wscale, row, n);
+        return;
+    }
+    if (dtype == Q8) {
+        q8_row_to_f32(out, (const int8_t *)w, wscale, row, n);
+        return;
+    }
     int64_t base = row * n;
-    if (dtype == F32) { memcpy(out, (const float *)w + base, (size_t)n * 4); return; }
+    if (dtype == F32) {
+        memcpy(out, (const float *)w + base, (size_t)n * 4);
+        return;
+    }
     int i = 0;
 #ifdef KERNELS_VECTOR
     for (; i + VW <= n; i += VW) vw_store(out + i, vw_loadw(w, base + i, dtype));
 #endif
-    if (dtype == BF16) for (; i < n; i++) out[i] = load1<BF16>(w, base + i);
-    else for (; i < n; i++) out[i] = load1<F16>(w, base + i);
+    if (dtype == BF16)
+        for (; i < n; i++) out[i] = load1<BF16>(w, base + i);
+    else
+        for (; i < n; i++) out[i] = load1<F16>(w, base + i);
 }
 
 /* Few tokens (decode): stream W once, widening in registers. Many tokens (prefill): widen the
@@ -33,10 +44,11 @@ static void row_to_f32(float *out, const void *w, int dtype, int64_t row, int n,
  * for one (bf16, K = 768; the hardware prefetcher follows one stream far better). From cache, 4 rows
  * at a time are faster (41 vs 22 GB/s at T = 1). Each (row, token) sums in the same order either
  * way, so results are bit-identical. */
-static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y,
-                   int ldy, const float *bias, float *scratch, bool is_streaming, const float *wscale) {
+static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int K, int r0, int r1, float *y, int ldy,
+                   const float *bias, float *scratch, bool is_streaming, const float *wscale) {
     if (dtype == F8 || dtype == F8_FINITE) { // the same sums: F8_FINITE only skips the NaN fix-up
-        if (dtype == F8) matmul_f8<false>(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming, scratch);
+        if (dtype == F8)
+            matmul_f8<false>(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming, scratch);
         else matmul_f8<true>(x, ldx, T, (const uint8_t *)w, wscale, K, r0, r1, y, ldy, bias, is_streaming, scratch);
         return;
     }

@@ -85,8 +85,8 @@ static inline __m256i q8_block_dot(__m256i aw, __m256i sw, __m256i xv) {
  * scales), one version per instruction set. */
 #if defined(KERNELS_AVX512) && defined(__AVX512VNNI__)
 template <int NR, int NT>
-static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int ldq, const int8_t *w, const float *wscale,
-                                        int64_t row0, int K, float (*out)[NT]) {
+static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int ldq, const int8_t *w,
+                                        const float *wscale, int64_t row0, int K, float (*out)[NT]) {
     int nb = K / Q8_BLOCK, ldd = ldq / Q8_BLOCK;
     // Two blocks per 512-bit vector: lanes 0-7 sum block b, lanes 8-15 block b + 1. vpdpbusd
     // multiplies unsigned by signed bytes: w + 128 (its sign bit flipped, once per row) times x,
@@ -104,13 +104,17 @@ static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int l
         __m512i wu[NR];
         __m512 ws[NR];
         for (int r = 0; r < NR; r++) {
-            wu[r] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK)), flip);
-            ws[r] = _mm512_permutexvar_ps(pair_idx, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(wscale + (row0 + r) * (int64_t)nb + b)))));
+            wu[r] =
+                _mm512_xor_si512(_mm512_loadu_si512((const void *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK)), flip);
+            ws[r] = _mm512_permutexvar_ps(pair_idx, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(
+                                                        (const double *)(wscale + (row0 + r) * (int64_t)nb + b)))));
         }
         for (int t = 0; t < NT; t++) {
             __m512i xv = _mm512_loadu_si512((const void *)(xq + (int64_t)t * ldq + b * Q8_BLOCK));
-            __m512i corr = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, xv));
-            __m512 xs = _mm512_permutexvar_ps(pair_idx, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(xd + (int64_t)t * ldd + b)))));
+            __m512i corr =
+                _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, xv));
+            __m512 xs = _mm512_permutexvar_ps(pair_idx, _mm512_castps128_ps512(_mm_castpd_ps(
+                                                            _mm_load_sd((const double *)(xd + (int64_t)t * ldd + b)))));
             for (int r = 0; r < NR; r++) {
                 __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(corr, wu[r], xv));
                 tot[r][t] = _mm512_fmadd_ps(p, _mm512_mul_ps(ws[r], xs), tot[r][t]);
@@ -120,11 +124,13 @@ static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int l
     for (; b < nb; b++) // an odd last block, in the low 8 lanes
         for (int r = 0; r < NR; r++) {
             const __m256i flip8 = _mm256_set1_epi8((char)0x80);
-            __m256i wu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK)), flip8);
+            __m256i wu = _mm256_xor_si256(
+                _mm256_loadu_si256((const __m256i *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK)), flip8);
             float dw = wscale[(row0 + r) * (int64_t)nb + b];
             for (int t = 0; t < NT; t++) {
                 __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + (int64_t)t * ldq + b * Q8_BLOCK));
-                __m256i corr = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), flip8, xv));
+                __m256i corr =
+                    _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), flip8, xv));
                 __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(corr, wu, xv));
                 __m512 p16 = _mm512_castps256_ps512(p); // upper lanes: zero them
                 p16 = _mm512_maskz_mov_ps(0x00FF, p16);
@@ -138,15 +144,16 @@ static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int l
 }
 #elif defined(KERNELS_VECTOR)
 template <int NR, int NT>
-static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int ldq, const int8_t *w, const float *wscale,
-                                        int64_t row0, int K, float (*out)[NT]) {
+static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int ldq, const int8_t *w,
+                                        const float *wscale, int64_t row0, int K, float (*out)[NT]) {
     int nb = K / Q8_BLOCK, ldd = ldq / Q8_BLOCK;
     __m256 tot[NR][NT];
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) tot[r][t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         __m256i xv[NT];
-        for (int t = 0; t < NT; t++) xv[t] = _mm256_loadu_si256((const __m256i *)(xq + (int64_t)t * ldq + b * Q8_BLOCK));
+        for (int t = 0; t < NT; t++)
+            xv[t] = _mm256_loadu_si256((const __m256i *)(xq + (int64_t)t * ldq + b * Q8_BLOCK));
         for (int r = 0; r < NR; r++) {
             __m256i wv = _mm256_loadu_si256((const __m256i *)(w + (row0 + r) * (int64_t)K + b * Q8_BLOCK));
             __m256i aw = _mm256_abs_epi8(wv);
@@ -162,8 +169,8 @@ static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int l
 }
 #else
 template <int NR, int NT>
-static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int ldq, const int8_t *w, const float *wscale,
-                                        int64_t row0, int K, float (*out)[NT]) {
+static KERNELS_INLINE void tile_q8_sums(const int8_t *xq, const float *xd, int ldq, const int8_t *w,
+                                        const float *wscale, int64_t row0, int K, float (*out)[NT]) {
     int nb = K / Q8_BLOCK, ldd = ldq / Q8_BLOCK;
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) {
@@ -195,8 +202,9 @@ static inline void tile_q8(const int8_t *xq, const float *xd, int ldq, const int
 static void matmul_q8_pre(const int8_t *xq, const float *xd, int ldq, int T, const int8_t *w, const float *wscale,
                           int K, int r0, int r1, float *y, int ldy, const float *bias, bool is_streaming) {
     int ldd = ldq / Q8_BLOCK;
-#define Q8_TILE(NR, NT) tile_q8<NR, NT>(xq + (int64_t)t * ldq, xd + (int64_t)t * ldd, ldq, w, wscale, r, K, \
-                                        y + (int64_t)t * ldy + r, ldy, bias ? bias + r : nullptr)
+#define Q8_TILE(NR, NT)                                                                                                \
+    tile_q8<NR, NT>(xq + (int64_t)t * ldq, xd + (int64_t)t * ldd, ldq, w, wscale, r, K, y + (int64_t)t * ldy + r, ldy, \
+                    bias ? bias + r : nullptr)
     if (is_streaming && T < 8) { // decode: one row (one DRAM stream) at a time
         for (int r = r0; r < r1; r++) {
             int t = 0;

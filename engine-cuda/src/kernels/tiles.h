@@ -90,9 +90,9 @@ static void rows_tile(const float *x, int ldx, const void *w, int K, int r0, int
 }
 
 template <int DT>
-static void rows_all_tokens(const float *x, int ldx, int T, const void *w, int K, int r0, int r1, float *y,
-                            int ldy, const float *bias, int64_t wrow0, Prefetch *pf = nullptr) {
-#define ROWS_TILE(NT)                                                                                          \
+static void rows_all_tokens(const float *x, int ldx, int T, const void *w, int K, int r0, int r1, float *y, int ldy,
+                            const float *bias, int64_t wrow0, Prefetch *pf = nullptr) {
+#define ROWS_TILE(NT) \
     rows_tile<NT, DT>(x + (int64_t)t * ldx, ldx, w, K, r0, r1, y + (int64_t)t * ldy, ldy, bias, wrow0, pf)
     int t = 0;
     if (TILE_NT == 6)
