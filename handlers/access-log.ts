@@ -21,12 +21,20 @@ export function createAccessLogger(
   return pino({ level, base: undefined, messageKey: 'message', timestamp: pino.stdTimeFunctions.isoTime }, destination);
 }
 
-/** `param` and `code` of an error body (`{"error":{...}}`), if the body is one. */
+/**
+ * `param` and `code` of an error body (`{"error":{...}}`), if the body is one; in Anthropic's
+ * envelope they are `error.details.param` and `error.details.error_code`.
+ */
 function errorFields(body: unknown): { param?: string | null; code?: string | null } {
   const error = body !== null && typeof body === 'object' ? (body as { error?: unknown }).error : undefined;
   if (error === null || typeof error !== 'object') return {};
-  const { param, code } = error as { param?: unknown; code?: unknown };
-  return { param: typeof param === 'string' ? param : null, code: typeof code === 'string' ? code : null };
+  const { param, code, details } = error as { param?: unknown; code?: unknown; details?: unknown };
+  const inner = (details !== null && typeof details === 'object' ? details : {}) as {
+    param?: unknown;
+    error_code?: unknown;
+  };
+  const text = (...values: unknown[]) => (values.find((v) => typeof v === 'string') as string | undefined) ?? null;
+  return { param: text(param, inner.param), code: text(code, inner.error_code) };
 }
 
 export function accessLog(deps: AppDeps): Koa.Middleware<RequestState> {
