@@ -368,6 +368,29 @@ describe('Anthropic errors', () => {
     });
   });
 
+  it('shutting down: 529 overloaded_error shutting_down with Retry-After, as the other endpoints answer 503', async () => {
+    const base = scriptedRuntime([TEXT]);
+    const runtime = stubRuntime({ ...base, id: 'maya-test' });
+    const app = createTestApp({ runtime, deps: { isStopping: () => true } });
+    const res = await app.request.post('/v1/messages').send(BASE);
+    expect(res.status).toBe(529);
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.body.error).toMatchObject({ type: 'overloaded_error', details: { error_code: 'shutting_down' } });
+    expect((await app.request.post('/v1/chat/completions').send({ messages: USER })).status).toBe(503);
+    expect(base.engine.calls).toEqual([]);
+  });
+
+  it('an image for a model without a vision path: 400 unsupported_content naming the block', async () => {
+    const app = appWith([]);
+    const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } };
+    const res = await app.request
+      .post('/v1/messages')
+      .send({ ...BASE, messages: [{ role: 'user', content: [{ type: 'text', text: 'Look' }, image] }] });
+    expect(res.status).toBe(400);
+    expect(res.body.error.details).toEqual({ error_code: 'unsupported_content', param: 'messages[0].content[1]' });
+    expect(app.engine.calls).toEqual([]);
+  });
+
   it.each([
     ['a server tool', { tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, 'tools[0].type'],
     [
