@@ -240,6 +240,36 @@ function toolChoice(request: AnyRequest): Pick<PlanRequest, 'tool_choice' | 'par
   return { tool_choice: mapped, ...(parallel === false ? { parallel_tool_calls: false } : {}) };
 }
 
+/** The request's tools as function tools (deferred ones only once referenced), and each one's index in `tools`. */
+function toolsOf(request: AnyRequest, referenced: Set<string>): { tools: PlanRequest['tools']; indexes: number[] } {
+  const indexes: number[] = [];
+  const tools = (request.tools ?? []).flatMap((tool, index) => {
+    if (tool.defer_loading === true && !referenced.has(tool.name)) return [];
+    indexes.push(index);
+    const spec = { type: 'function', name: tool.name, parameters: tool.input_schema, strict: tool.strict };
+    return [{ ...spec, ...(tool.description ? { description: tool.description } : {}) }];
+  });
+  return { tools, indexes };
+}
+
+/** Errors name the request's own fields: the block a history item came from, `tools[i].input_schema`, `max_tokens`. */
+function wireNames(sources: readonly Source[], toolIndexes: readonly number[]): WireNames {
+  return {
+    input: 'messages',
+    maxOutputTokens: 'max_tokens',
+    itemParam: (index, field) => {
+      const source = sources[index] ?? { base: 'messages', fields: {} };
+      return field === undefined ? source.base : `${source.base}.${source.fields[field] ?? field}`;
+    },
+    toolParam: (index) => `tools[${toolIndexes[index] ?? index}].input_schema`,
+  };
+}
+
+function displayOf(request: AnyRequest): ThinkingDisplay {
+  const thinking = request.thinking;
+  return thinking !== undefined && 'display' in thinking ? (thinking.display ?? 'summarized') : 'summarized';
+}
+
 /** A Messages (or count_tokens) request as the plan request and history the service runs. */
 export function translateMessages(request: AnyRequest, signatures?: ReasoningSeal): TranslatedMessages {
   const last = request.messages.length - 1;
@@ -252,50 +282,28 @@ export function translateMessages(request: AnyRequest, signatures?: ReasoningSea
   }
   const builder = new HistoryBuilder(signatures, clearedThinking(request));
   request.messages.forEach((message, index) => builder.add(message, index));
-  const toolIndexes: number[] = [];
-  const tools = (request.tools ?? []).flatMap((tool, index) => {
-    if (tool.defer_loading === true && !builder.referenced.has(tool.name)) return [];
-    toolIndexes.push(index);
-    const spec = { type: 'function', name: tool.name, parameters: tool.input_schema };
-    return [{ ...spec, ...(tool.description ? { description: tool.description } : {}), strict: tool.strict }];
-  });
-  const sources = builder.sources;
-  const wire: WireNames = {
-    input: 'messages',
-    maxOutputTokens: 'max_tokens',
-    itemParam: (index, field) => {
-      const source = sources[index] ?? { base: 'messages', fields: {} };
-      return field === undefined ? source.base : `${source.base}.${source.fields[field] ?? field}`;
-    },
-    toolParam: (index) => `tools[${toolIndexes[index] ?? index}].input_schema`,
-  };
+  const { tools, indexes } = toolsOf(request, builder.referenced);
   const effort = reasoningEffort(request);
   const format = request.output_config?.format;
   const system = request.system === undefined ? '' : blockText(request.system);
   const create = 'max_tokens' in request ? request : undefined;
-  return {
-    history: builder.items,
-    display:
-      request.thinking !== undefined && 'display' in request.thinking
-        ? (request.thinking.display ?? 'summarized')
-        : 'summarized',
-    plan: {
-      model: request.model,
-      ...(system !== '' ? { instructions: system } : {}),
-      tools,
-      ...toolChoice(request),
-      temperature: create?.temperature,
-      top_p: create?.top_p,
-      max_output_tokens: create?.max_tokens,
-      ...(effort !== undefined ? { reasoning: { effort } } : {}),
-      ...(format
-        ? { text: { format: { type: 'json_schema', name: 'output', schema: format.schema, strict: true } } }
-        : {}),
-      wire,
-      ...(create?.stop_sequences ? { stopSequences: create.stop_sequences } : {}),
-      clampOutputToContext: true,
-    },
+  const plan: PlanRequest = {
+    model: request.model,
+    ...(system !== '' ? { instructions: system } : {}),
+    tools,
+    ...toolChoice(request),
+    temperature: create?.temperature,
+    top_p: create?.top_p,
+    max_output_tokens: create?.max_tokens,
+    ...(effort !== undefined ? { reasoning: { effort } } : {}),
+    ...(format
+      ? { text: { format: { type: 'json_schema', name: 'output', schema: format.schema, strict: true } } }
+      : {}),
+    wire: wireNames(builder.sources, indexes),
+    ...(create?.stop_sequences ? { stopSequences: create.stop_sequences } : {}),
+    clampOutputToContext: true,
   };
+  return { history: builder.items, display: displayOf(request), plan };
 }
 
 /** The pipeline names an image by its Responses field (`….image_url`); here it is the block's `source`. */
