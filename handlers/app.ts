@@ -2,8 +2,8 @@
  * createApp(deps): the Koa application. Order: error + metrics middleware (first, so every error
  * anywhere becomes the one error shape: OpenAI's, or Anthropic's envelope for the operations the
  * contract marks `x-error-format: anthropic` and unknown paths below theirs), CORS (answers
- * preflights), then the routes bound from
- * the contract's operations table (contract/operations.ts). Each route runs auth → query/path
+ * preflights), then the routes bound from the contract's operations table
+ * (contract/operations.ts). Each route runs auth → query/path
  * validation → body read (size limit, JSON) → the rejection table → body schema validation → the
  * handler, so a handler only sees an authenticated, valid, supported request on ctx.state. Unknown
  * paths → 404, known paths with another method → 405, both in the error shape.
