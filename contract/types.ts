@@ -158,6 +158,26 @@ export type ChatCompletionStreamResponseDelta = Schemas['ChatCompletionStreamRes
 export type ChatCompletionMessageToolCallChunk = Schemas['ChatCompletionMessageToolCallChunk'];
 export type CompletionUsage = Schemas['CompletionUsage'];
 
+// ---- Anthropic Messages API (POST /v1/messages, /v1/messages/count_tokens)
+export type AnthropicCreateMessageRequest = Schemas['AnthropicCreateMessageRequest'];
+export type AnthropicCountTokensRequest = Schemas['AnthropicCountTokensRequest'];
+export type AnthropicMessageParam = Schemas['AnthropicMessageParam'];
+export type AnthropicUserContentBlock = Schemas['AnthropicUserContentBlock'];
+export type AnthropicAssistantContentBlock = Schemas['AnthropicAssistantContentBlock'];
+export type AnthropicToolResultContentBlock = Schemas['AnthropicToolResultContentBlock'];
+export type AnthropicTextBlockParam = Schemas['AnthropicTextBlockParam'];
+export type AnthropicImageBlockParam = Schemas['AnthropicImageBlockParam'];
+export type AnthropicTool = Schemas['AnthropicTool'];
+export type AnthropicToolChoice = Schemas['AnthropicToolChoice'];
+export type AnthropicThinkingConfig = Schemas['AnthropicThinkingConfig'];
+export type AnthropicMessage = Schemas['AnthropicMessage'];
+export type AnthropicContentBlock = Schemas['AnthropicContentBlock'];
+export type AnthropicUsage = Schemas['AnthropicUsage'];
+export type AnthropicStopReason = Schemas['AnthropicStopReason'];
+export type AnthropicMessageStreamEvent = Schemas['AnthropicMessageStreamEvent'];
+export type AnthropicMessageTokensCount = Schemas['AnthropicMessageTokensCount'];
+export type AnthropicErrorResponse = Schemas['AnthropicErrorResponse'];
+
 // ---- models and service
 export type Model = Schemas['Model'];
 export type ListModelsResponse = Schemas['ListModelsResponse'];

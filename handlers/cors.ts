@@ -8,7 +8,10 @@
 import type Koa from 'koa';
 
 const ALLOWED_METHODS = 'GET, POST, DELETE, OPTIONS';
-/** What browsers running the openai SDK send: its x-stainless-* and openai-* headers included. */
+/**
+ * What browsers running the openai or Anthropic SDK send: their x-stainless-*, openai-* and
+ * anthropic-* headers included.
+ */
 const ALLOWED_HEADERS = [
   'authorization',
   'content-type',
@@ -18,6 +21,9 @@ const ALLOWED_HEADERS = [
   'openai-organization',
   'openai-project',
   'openai-beta',
+  'anthropic-version',
+  'anthropic-beta',
+  'anthropic-dangerous-direct-browser-access',
   'x-stainless-arch',
   'x-stainless-lang',
   'x-stainless-os',
@@ -31,7 +37,7 @@ const ALLOWED_HEADERS = [
   'x-stainless-custom-poll-interval',
 ];
 const ALLOWED_HEADER_SET = new Set(ALLOWED_HEADERS);
-const EXPOSED_HEADERS = 'x-request-id, retry-after';
+const EXPOSED_HEADERS = 'x-request-id, request-id, retry-after';
 const LOOPBACK_ORIGIN = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i;
 
 export function isOriginAllowed(origin: string, allowed: readonly string[] | undefined): boolean {
@@ -39,12 +45,12 @@ export function isOriginAllowed(origin: string, allowed: readonly string[] | und
   return allowed.includes('*') || allowed.includes(origin);
 }
 
-/** Requested headers we allow: the fixed list plus any other x-stainless-* / openai-* header. */
+/** Requested headers we allow: the fixed list plus any other x-stainless-* / openai-* / anthropic-* header. */
 function allowedRequestHeaders(requested: string | undefined): string {
   const extra = (requested ?? '')
     .split(',')
     .map((name) => name.trim().toLowerCase())
-    .filter((name) => !ALLOWED_HEADER_SET.has(name) && /^(x-stainless-|openai-)[a-z0-9-]+$/.test(name));
+    .filter((name) => !ALLOWED_HEADER_SET.has(name) && /^(x-stainless-|openai-|anthropic-)[a-z0-9-]+$/.test(name));
   return [...ALLOWED_HEADERS, ...extra].join(', ');
 }
 

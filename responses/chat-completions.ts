@@ -185,7 +185,7 @@ export async function createChatCompletion(
     chatPlanRequest(chat),
     chatHistory(chat.messages),
     signal,
-    firstTokenObserver(deps),
+    { hooks: { onFirstToken: firstTokenObserver(deps) } },
   );
   const id = newId('chatcmpl');
   if (chat.stream) {

@@ -15,6 +15,7 @@ import { typedFailure } from '../contract/errors.ts';
 import { EventSequencer, type StreamEvent, type UnnumberedEvent } from '../contract/stream-events.ts';
 import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
 import { OutputAssembler, type ReasoningOutputItem } from './output-assembler.ts';
+import { StopSequenceMatcher } from './stop-sequences.ts';
 import type { ResponsePlan } from './response-plan.ts';
 import { makeUsage, type ResponseError, type ResponseObject } from './response-object.ts';
 
@@ -30,6 +31,8 @@ export interface RunHooks {
   sealReasoning?: (content: ReasoningOutputItem['content']) => string;
   /** Called once with the seconds from handing the sequence to the engine to its first token. */
   onFirstToken?: (seconds: number) => void;
+  /** Called with the stop sequence that ended the text (plan.stopSequences), before the terminal event. */
+  onStopSequence?: (sequence: string) => void;
 }
 
 type Failure = ResponseError;
@@ -80,11 +83,22 @@ export async function* runResponse(
 
   let finish: FinishInfo | undefined;
   let inReasoning = plan.parser.startInReasoning;
+  const stops = plan.stopSequences ? new StopSequenceMatcher(plan.stopSequences) : undefined;
+  const releaseHeldText = () => {
+    const held = stops?.flush();
+    if (held) assembler.push({ type: 'text_delta', text: held });
+  };
   const consume = (events: ParserEvent[]) => {
     for (const event of events) {
+      // The text ended at a stop sequence: nothing the model wrote after it counts.
+      if (stops?.matched !== undefined) return;
       if (event.type === 'reasoning_done') inReasoning = false;
       else if (event.type === 'error') state.failure ??= { code: event.code, message: event.message };
-      else {
+      else if (event.type === 'text_delta' && stops) {
+        const text = stops.push(event.text);
+        if (text !== '') assembler.push({ type: 'text_delta', text });
+      } else {
+        releaseHeldText();
         if (event.type === 'reasoning_delta') inReasoning = true;
         if (event.type === 'tool_call_done') checkStrictArguments(plan, assembler, event, state);
         assembler.push(event);
@@ -125,7 +139,7 @@ export async function* runResponse(
       consume(parser.push(decoder.push(event.id)));
       if (wasReasoning || inReasoning) state.reasoningTokens++;
       yield* ready.splice(0);
-      if (state.failure || state.stoppedAtCall) break;
+      if (state.failure || state.stoppedAtCall || stops?.matched !== undefined) break;
     }
   } catch (error) {
     state.failure ??= {
@@ -141,11 +155,14 @@ export async function* runResponse(
     return response;
   }
 
-  const reason = state.stoppedAtCall ? 'stop' : (finish?.reason ?? 'error');
+  const reason = state.stoppedAtCall || stops?.matched !== undefined ? 'stop' : (finish?.reason ?? 'error');
   // The engine ended the sequence without the client asking (the server is shutting down): the
   // output is cut short, so the response fails rather than passing as complete.
   if (reason === 'cancelled') state.failure ??= SHUTDOWN_FAILURE;
-  if (!state.failure) consume([...parser.push(decoder.flush()), ...parser.end(reason)]);
+  if (!state.failure) {
+    consume([...parser.push(decoder.flush()), ...parser.end(reason)]);
+    releaseHeldText();
+  }
   if (reason === 'error' && !state.failure)
     state.failure = { code: 'server_error', message: finish?.error ?? 'The engine failed.' };
   const isIncomplete = reason === 'length' && !state.failure;
@@ -174,6 +191,7 @@ export async function* runResponse(
   } else {
     response.status = 'completed';
   }
+  if (response.status !== 'failed' && stops?.matched !== undefined) hooks.onStopSequence?.(stops.matched);
   if (response.status !== 'failed') await hooks.beforeTerminal?.(response);
   yield lifecycle(`response.${response.status}`);
   return response;

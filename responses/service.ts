@@ -6,7 +6,8 @@
  * - createResponse: the loaded model or 503 → continued history → storage limits → plan → the
  *   Response object → a foreground run (events to drain or stream) or a queued background task.
  * - startTranslatedRun: the same plan and run for a request translated from another API
- *   (chat-completions.ts translates Chat Completions onto it).
+ *   (chat-completions.ts translates Chat Completions onto it, anthropic-messages.ts Anthropic's
+ *   Messages API); countTranslatedTokens: the same plan's prompt size, without a run.
  * - The resource operations (retrieve, stream, delete, cancel, input items, continuation) find a
  *   response id in one place, `taskRecords`: a background task's record first (it is the newer and
  *   fuller copy while it is retained), then the store.
@@ -33,7 +34,7 @@ import { newId } from './ids.ts';
 import { normaliseInput, type HistoryItem } from './input-history.ts';
 import { newResponseObject } from './response-object.ts';
 import { planResponseAsync, withSamplingDefaults, type PlanRequest, type ResponsePlan } from './response-plan.ts';
-import { runResponse } from './run-response.ts';
+import { runResponse, type RunHooks } from './run-response.ts';
 import type { Registry } from 'prom-client';
 import { generationMetrics } from '../metrics/generation-metrics.ts';
 
@@ -398,21 +399,53 @@ export function firstTokenObserver(deps: Pick<ServiceDeps, 'registry'>): ((secon
   return deps.registry ? generationMetrics(deps.registry).observeFirstToken : undefined;
 }
 
+/** What a translated run may add to its plan and run: input-image limits and run hooks. */
+export interface TranslatedRunOptions {
+  /** Input-image limits (vision models); absent = the defaults. */
+  images?: ImageSettings;
+  /** Sealing of reasoning output, the stop-sequence report, the time to first token (firstTokenObserver). */
+  hooks?: Pick<RunHooks, 'sealReasoning' | 'onStopSequence' | 'onFirstToken'>;
+}
+
+/** A started translated run: its Response, its events, and the prompt and output budget it was planned with. */
+export interface TranslatedRun {
+  response: ResponseObject;
+  events: AsyncGenerator<StreamEvent, ResponseObject, void>;
+  /** Prompt tokens (images included). */
+  promptTokens: number;
+  /** The most output tokens the run may generate (the request's, or the context's room when clamped). */
+  maxTokens: number;
+}
+
 /**
- * A foreground run of a request translated from another API (chat-completions.ts) on the loaded
- * model (requireRuntime): the plan of `request` over `history`, never stored, never in the
- * background, continuing nothing. Planning raises the request's 4xx; the events must be iterated
- * (drained or streamed). `onFirstToken` records its time to first token (firstTokenObserver).
+ * A foreground run of a request translated from another API (chat-completions.ts,
+ * anthropic-messages.ts) on the loaded model (requireRuntime): the plan of `request` over
+ * `history`, never stored, never in the background, continuing nothing. Planning raises the
+ * request's 4xx (`signal` also stops image downloads); the events must be iterated (drained or
+ * streamed).
  */
 export async function startTranslatedRun(
   runtime: ModelRuntime,
   request: PlanRequest,
   history: HistoryItem[],
   signal: AbortSignal,
-  onFirstToken?: (seconds: number) => void,
-): Promise<{ response: ResponseObject; events: AsyncGenerator<StreamEvent, ResponseObject, void> }> {
+  options: TranslatedRunOptions = {},
+): Promise<TranslatedRun> {
   const planned = withSamplingDefaults(runtime, request);
-  const plan = await planResponseAsync(runtime, planned, history, 0);
+  const plan = await planResponseAsync(runtime, planned, history, 0, { images: options.images, signal });
   const response = newResponseObject(planned, newId('resp'), runtime.id, 'in_progress');
-  return { response, events: runResponse(runtime, plan, response, { signal, seed: planned.seed, onFirstToken }) };
+  const events = runResponse(runtime, plan, response, { ...options.hooks, signal, seed: planned.seed });
+  return { response, events, promptTokens: plan.promptIds.length, maxTokens: plan.maxTokens };
+}
+
+/** The prompt tokens (images included) of a translated request's plan, without running it: the same 4xx as a run. */
+export async function countTranslatedTokens(
+  runtime: ModelRuntime,
+  request: PlanRequest,
+  history: HistoryItem[],
+  signal: AbortSignal,
+  options: Pick<TranslatedRunOptions, 'images'> = {},
+): Promise<number> {
+  const plan = await planResponseAsync(runtime, request, history, 0, { images: options.images, signal });
+  return plan.promptIds.length;
 }
