@@ -16,7 +16,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 3,
+  ABI_VERSION: 4,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -72,12 +72,14 @@ export const ENG = {
   EVENT_PREFILLED: 1,
   EVENT_TOKEN: 2,
   EVENT_FINISH: 3,
+  EVENT_PREFILL_PROGRESS: 4,
   FINISH_STOP: 1,
   FINISH_LENGTH: 2,
   FINISH_CANCELLED: 3,
   FINISH_ERROR: 4,
   EVENT_INTS: 4,
   SEQ_KEEP_LOGITS: 1,
+  SEQ_REPORT_PROGRESS: 2,
 } as const;
 
 /** The exported functions of engine.h, in header order. */

@@ -195,7 +195,7 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
         ENG_TRY(c->vision->init(*c->model.vision, (int)n_threads));
         c->sched.set_vision(c->vision.get(), mc.n_embd);
     }
-    c->pending.reserve((size_t)(3 * max_batch + 1) * ENG_EVENT_INTS);
+    c->pending.reserve((size_t)(4 * max_batch + 1) * ENG_EVENT_INTS);
     fill_info(c, n_ctx, bs, n_blocks);
     return ENG_STATUS_OK;
 }
@@ -367,7 +367,7 @@ static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, co
     if (!(temperature == temperature) || isinf(temperature))
         return fail(ENG_STATUS_INVALID_ARG, "temperature must be finite");
     if (!(top_p > 0.0f && top_p <= 1.0f)) return fail(ENG_STATUS_INVALID_ARG, "top_p must be in (0, 1]");
-    if (flags & ~(uint32_t)ENG_SEQ_KEEP_LOGITS) return fail(ENG_STATUS_INVALID_ARG, "unknown flags 0x%x", flags);
+    if (flags & ~(uint32_t)(ENG_SEQ_KEEP_LOGITS | ENG_SEQ_REPORT_PROGRESS)) return fail(ENG_STATUS_INVALID_ARG, "unknown flags 0x%x", flags);
     int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
     for (int32_t i = 0; i < n_tokens; i++)
         if (tokens[i] < 0 || tokens[i] >= V)
