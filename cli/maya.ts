@@ -11,6 +11,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mergeEnv, readConfigFile } from '../config/config-file.ts';
 import { loadResponsesSettings, loadServerSettings, SettingsError } from '../config/settings.ts';
+import { loadMcpSettings } from '../config/mcp-settings.ts';
 import type { LoadProgress } from '../runtime/model-runtime.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
 import { runGenerate } from './generate.ts';
@@ -90,7 +91,8 @@ async function serve(argv: string[]): Promise<number> {
     if (values.port !== undefined) env.MAYA_PORT = values.port;
     if (values.model !== undefined) env.MAYA_MODEL = values.model;
     settings = loadResponsesSettings(env);
-    server = loadServerSettings(env, values['api-key'] ?? []);
+    const mcp = loadMcpSettings(env);
+    server = { ...loadServerSettings(env, values['api-key'] ?? []), ...(mcp ? { mcp } : {}) };
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     process.stderr.write(`maya: ${err.message}\n`);

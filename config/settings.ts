@@ -69,7 +69,7 @@ function ruleText(rule: { allowZero?: boolean; max?: number; min?: number }): st
 }
 
 /** An integer setting's value under its rule (zero, min, max); SettingsError names the variable. */
-function ruledInteger(
+export function ruledInteger(
   variable: string,
   raw: string,
   rule: { allowZero?: boolean; max?: number; min?: number },
@@ -141,6 +141,38 @@ export interface ServerSettings {
   readonly images?: ImageSettings;
   /** MAYA_WEIGHT_DTYPE: `q8` quantizes the weights to 8 bits at load (CPU engine); undefined = as stored. */
   readonly weightDtype?: WeightDtype;
+  /** MAYA_MCP_* (mcp-settings.ts loadMcpSettings): the operator's MCP servers; absent = none configured. */
+  readonly mcp?: McpSettings;
+}
+
+/** One server of MAYA_MCP_CONFIG's `mcpServers`: a program Maya starts (stdio) or an address (Streamable HTTP). */
+export type McpServerConfig = {
+  /** The key in `mcpServers`: tools are offered as `<name>__<tool>`. */
+  readonly name: string;
+  /** Tools offered whatever their annotations under MAYA_MCP_PERMISSION=read. */
+  readonly allowedTools: readonly string[];
+} & (
+  | {
+      readonly transport: 'stdio';
+      readonly command: string;
+      readonly args: readonly string[];
+      readonly env: Readonly<Record<string, string>>;
+      readonly cwd?: string;
+    }
+  | { readonly transport: 'http'; readonly url: string; readonly headers: Readonly<Record<string, string>> }
+);
+
+/** The MAYA_MCP_* settings (config/mcp-settings.ts reads them). */
+export interface McpSettings {
+  readonly servers: readonly McpServerConfig[];
+  /** MAYA_MCP_PERMISSION: `read` offers only tools marked readOnlyHint or named in allowedTools; `full` all. */
+  readonly permission: 'read' | 'full';
+  /** MAYA_MCP_MAX_ROUNDS: rounds of tool calls one request may run. */
+  readonly maxRounds: number;
+  /** MAYA_MCP_CALL_TIMEOUT_S, in milliseconds: one tool call's limit. */
+  readonly callTimeoutMs: number;
+  /** MAYA_MCP_RESULT_CHARS: most characters of one result the model reads (the rest is cut, and the cut marked). */
+  readonly resultChars: number;
 }
 
 /**
@@ -372,6 +404,8 @@ export interface ResponsesOptIns {
   readonly itemReferences: boolean;
   /** ENCRYPTED_REASONING=on: include `reasoning.encrypted_content`, encrypted reasoning input, `reasoning.summary`. */
   readonly encryptedReasoning: boolean;
+  /** MCP=on: `{"type":"mcp"}` tools name MAYA_MCP_CONFIG servers, with OpenAI's mcp_* items and events. */
+  readonly mcp?: boolean;
   /** REASONING_KEY: the 32-byte AES-256-GCM key; undefined = a random key made at start-up. Never logged. */
   readonly reasoningKey?: Uint8Array;
 }
@@ -414,6 +448,7 @@ export function loadResponsesOptIns(env: Env): ResponsesOptIns {
   return {
     itemReferences: onOff(env, 'ITEM_REFERENCES'),
     encryptedReasoning: onOff(env, 'ENCRYPTED_REASONING'),
+    ...(onOff(env, 'MCP') ? { mcp: true } : {}),
     ...(key !== undefined ? { reasoningKey: key } : {}),
   };
 }
@@ -421,5 +456,5 @@ export function loadResponsesOptIns(env: Env): ResponsesOptIns {
 /** `{optIns}` when any opt-in is set, else nothing (the default server settings stay as they were). */
 function optInsField(env: Env): { optIns?: ResponsesOptIns } {
   const optIns = loadResponsesOptIns(env);
-  return optIns.itemReferences || optIns.encryptedReasoning || optIns.reasoningKey ? { optIns } : {};
+  return optIns.itemReferences || optIns.encryptedReasoning || optIns.mcp || optIns.reasoningKey ? { optIns } : {};
 }

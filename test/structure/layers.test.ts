@@ -20,6 +20,7 @@ const FOLDERS = [
   'responses',
   'store',
   'runtime',
+  'mcp',
   'config',
   'dialects',
   'engine-cuda',
