@@ -14,6 +14,7 @@ import { stderrLogger, type AppDeps, type Logger } from '../handlers/app-deps.ts
 import { createRegistry } from '../metrics/http-metrics.ts';
 import { DEFAULT_SERVER_LIMITS, type ResponsesSettings, type ServerSettings } from '../config/settings.ts';
 import { JobManager } from '../store/jobs/job-manager.ts';
+import { McpServers } from '../mcp/mcp-servers.ts';
 import { openResponseStore } from '../store/responses/open-response-store.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 
@@ -64,9 +65,12 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const sharedJobs = await backend.shareJobs?.(jobs, (error) =>
     logger.warn('shared task record write failed', { error: (error as Error).message }),
   );
+  const mcp = serverSettings.mcp ? new McpServers(serverSettings.mcp, logger) : undefined;
+  mcp?.start();
   const deps: AppDeps = {
     settings,
     server: serverSettings,
+    ...(mcp ? { mcp } : {}),
     registry,
     getRuntime: () => runtime,
     store,
@@ -98,6 +102,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       await runtime?.close();
       if (cleanup.status === 'rejected') throw cleanup.reason;
     } finally {
+      await mcp?.close();
       await sharedJobs?.close();
       await backend.close();
     }

@@ -1,7 +1,8 @@
 /**
  * getStatus (GET /v1/status): the model, its context limit, the API dialects Maya serves with
  * their endpoints, the engine's counters and whether the model has a vision path, and the `responses_cache` / `responses_jobs` sections
- * from the store and the job manager (zeros while no job manager is attached). Named
+ * from the store and the job manager (zeros while no job manager is attached), and `mcp_servers`
+ * (name, transport, state, tool count; never env or headers) when MCP servers are configured. Named
  * AppDeps.statusProviders sections are merged last. Aggregates only: no credential identifiers.
  */
 import type { Handler } from './app-deps.ts';
@@ -53,6 +54,7 @@ export const getStatus: Handler = async (ctx, deps) => {
     },
     responses_cache: await deps.store.stats(),
     responses_jobs: deps.jobs === undefined ? IDLE_JOBS : await deps.jobs.stats(),
+    ...(deps.mcp ? { mcp_servers: deps.mcp.status() } : {}),
     ...Object.fromEntries(extra),
   };
 };

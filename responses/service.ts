@@ -12,10 +12,11 @@
  *   fuller copy while it is retained), then the store.
  */
 import { conflict, badRequest, notFound, tooLarge, unavailable } from '../contract/errors.ts';
-import { drainEvents, type StreamEvent } from '../contract/stream-events.ts';
-import type { ResponseObject } from '../contract/types.ts';
+import { drainEvents, type EventSequencer, type StreamEvent } from '../contract/stream-events.ts';
+import type { McpTool as McpToolParam, ResponseObject } from '../contract/types.ts';
 import type { ImageSettings, ResponsesOptIns, ResponsesSettings } from '../config/settings.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
+import type { McpServers } from '../mcp/mcp-servers.ts';
 import type { JobManager, JobSpec } from '../store/jobs/job-manager.ts';
 import type { JobEvent } from '../store/jobs/job-event-buffer.ts';
 import type { RedisJobMirror } from '../store/jobs/redis-job-mirror.ts';
@@ -34,6 +35,8 @@ import { normaliseInput, type HistoryItem } from './input-history.ts';
 import { newResponseObject } from './response-object.ts';
 import { planResponseAsync, withSamplingDefaults, type PlanRequest, type ResponsePlan } from './response-plan.ts';
 import { runResponse } from './run-response.ts';
+import { runToolLoop, type HostedTools, type PlanRound } from './tool-loop.ts';
+import { prepareMcpRun, type McpRun } from './mcp-responses.ts';
 
 export interface ServiceDeps {
   readonly store: ResponseStore;
@@ -49,12 +52,15 @@ export interface ServiceDeps {
   readonly getRuntime: () => ModelRuntime | undefined;
   /** True once shutdown began: nothing new is generated (503 shutting_down). */
   readonly isStopping?: () => boolean;
+  /** The operator's MCP servers (MAYA_MCP_CONFIG); absent when none are configured. */
+  readonly mcp?: McpServers;
   /** Server settings the service reads: the opt-in features (item references, encrypted reasoning; absent = all off) and the input-image limits (absent = the defaults). */
   readonly server?: { readonly optIns?: ResponsesOptIns; readonly images?: ImageSettings };
 }
 
-/** The validated CreateResponse fields the service reads. */
-export type CreateRequest = PlanRequest & {
+/** The validated CreateResponse fields the service reads; `tools` may hold `mcp` tools (MAYA_GLM_RESPONSES_MCP). */
+export type CreateRequest = Omit<PlanRequest, 'tools'> & {
+  tools?: Array<NonNullable<PlanRequest['tools']>[number] | McpToolParam>;
   input?: string | Record<string, unknown>[];
   stream?: boolean | null;
   background?: boolean | null;
@@ -133,6 +139,8 @@ interface PreparedResponse {
   save?: (final: ResponseObject) => Promise<void>;
   /** Seals reasoning output as `encrypted_content` (include reasoning.encrypted_content). */
   sealReasoning?: (content: ReasoningContent) => string;
+  /** The request's mcp tools (MAYA_GLM_RESPONSES_MCP): the run is a tool loop. */
+  tools?: { run: McpRun; planRound: PlanRound };
 }
 
 /**
@@ -155,17 +163,24 @@ async function* runForeground(
   prepared: PreparedResponse,
   signal: AbortSignal,
 ): AsyncGenerator<StreamEvent, ResponseObject, void> {
-  const { runtime, plan, response, request, save, sealReasoning } = prepared;
   try {
-    return yield* runResponse(runtime, plan, response, {
-      signal,
-      beforeTerminal: save,
-      seed: request.seed,
-      sealReasoning,
-    });
+    return yield* run(prepared, { signal, beforeTerminal: prepared.save });
   } finally {
     prepared.previous?.release();
   }
+}
+
+/** The prepared run: one runResponse, or the tool loop when the request has mcp tools. */
+function run(
+  prepared: PreparedResponse,
+  hooks: { signal: AbortSignal; beforeTerminal?: (response: ResponseObject) => Promise<void> },
+  sequencer?: EventSequencer,
+): AsyncGenerator<StreamEvent, ResponseObject, void> {
+  const { runtime, plan, response, request, sealReasoning, tools } = prepared;
+  const all = { ...hooks, seed: request.seed, sealReasoning };
+  if (!tools) return runResponse(runtime, plan, response, all, sequencer);
+  const loop = { ...all, prelude: tools.run.prelude, maxOutputTokens: request.max_output_tokens ?? undefined };
+  return runToolLoop(runtime, plan, tools.planRound, response, tools.run.hosted, loop, sequencer);
 }
 
 async function prepare(
@@ -183,10 +198,26 @@ async function prepare(
     const newItems = normaliseInput(await resolveInput(deps, scope, request.input ?? []));
     const history: HistoryItem[] = [...((previous?.items ?? []) as HistoryItem[]), ...newItems];
     if (request.store) checkStorable(history, newItems, previous, deps.settings.ENTRY_BYTES);
-    const plan = await planResponseAsync(runtime, request, history, -(previous?.items.length ?? 0), {
-      ...(deps.server?.images ? { images: deps.server.images } : {}),
-      signal,
-    });
+    const mcpRun =
+      deps.server?.optIns?.mcp === true
+        ? await prepareMcpRun(deps.mcp, request.tools ?? [], history, newItems, signal)
+        : undefined;
+    const planRequest: PlanRequest = {
+      ...request,
+      tools: [...functionTools(request), ...(mcpRun?.hosted.tools ?? [])],
+    };
+    const planHistory = mcpRun?.history ?? history;
+    const offset = -(previous?.items.length ?? 0);
+    const options = { ...(deps.server?.images ? { images: deps.server.images } : {}), signal };
+    const plan = await planResponseAsync(runtime, planRequest, planHistory, offset, options);
+    const planRound: PlanRound = (extra, maxOutputTokens) =>
+      planResponseAsync(
+        runtime,
+        { ...planRequest, max_output_tokens: maxOutputTokens },
+        [...planHistory, ...extra],
+        offset,
+        options,
+      );
     const response = newResponseObject(
       request,
       newId('resp'),
@@ -195,11 +226,19 @@ async function prepare(
     );
     const save = request.store === true ? saver(deps, scope, newItems, previous) : undefined;
     const sealReasoning = reasoningSealer(deps, scope, request);
-    return { scope, request, runtime, plan, response, newItems, previous, save, sealReasoning };
+    const tools = mcpRun ? { run: mcpRun, planRound } : undefined;
+    return { scope, request, runtime, plan, response, newItems, previous, save, sealReasoning, tools };
   } catch (error) {
     previous?.release();
     throw error;
   }
+}
+
+/** The request's function tools (its mcp tools are hosted ones: prepareMcpRun). */
+function functionTools(request: CreateRequest): NonNullable<PlanRequest['tools']> {
+  return (request.tools ?? []).filter(
+    (tool): tool is NonNullable<PlanRequest['tools']>[number] => tool.type === 'function',
+  );
 }
 
 /** Stores the final response; with item references on, indexes its items for later references. */
@@ -287,12 +326,11 @@ async function startBackground(deps: ServiceDeps, prepared: PreparedResponse, si
 }
 
 function jobSpec(prepared: PreparedResponse): JobSpec {
-  const { runtime, plan, response, request, sealReasoning } = prepared;
+  const { response } = prepared;
   return {
     response,
     historyItems: [...(prepared.previous?.items ?? []), ...prepared.newItems],
-    run: ({ signal, sequencer, beforeTerminal }) =>
-      runResponse(runtime, plan, response, { signal, beforeTerminal, seed: request.seed, sealReasoning }, sequencer),
+    run: ({ signal, sequencer, beforeTerminal }) => run(prepared, { signal, beforeTerminal }, sequencer),
     save: prepared.save,
     release: () => prepared.previous?.release(),
   };
@@ -379,6 +417,14 @@ export async function listInputItems(
   return page;
 }
 
+/** What a translated run may add to the plain run. */
+export interface TranslatedRunOptions {
+  /** Tools the server runs (MCP), offered beside the request's own: the run is a tool loop (tool-loop.ts). */
+  hosted?: HostedTools;
+  /** Internal `maya.prompt_progress` events while the prompt is prefilled (run-response.ts). */
+  reportProgress?: boolean;
+}
+
 /**
  * A foreground run of a request translated from another API (chat-completions.ts) on the loaded
  * model (requireRuntime): the plan of `request` over `history`, never stored, never in the
@@ -390,9 +436,19 @@ export async function startTranslatedRun(
   request: PlanRequest,
   history: HistoryItem[],
   signal: AbortSignal,
+  options: TranslatedRunOptions = {},
 ): Promise<{ response: ResponseObject; events: AsyncGenerator<StreamEvent, ResponseObject, void> }> {
   const planned = withSamplingDefaults(runtime, request);
-  const plan = await planResponseAsync(runtime, planned, history, 0);
+  const offered = options.hosted ? { ...planned, tools: [...(planned.tools ?? []), ...options.hosted.tools] } : planned;
+  const plan = await planResponseAsync(runtime, offered, history, 0);
   const response = newResponseObject(planned, newId('resp'), runtime.id, 'in_progress');
-  return { response, events: runResponse(runtime, plan, response, { signal, seed: planned.seed }) };
+  const hooks = { signal, seed: planned.seed, ...(options.reportProgress ? { reportProgress: true } : {}) };
+  if (!options.hosted) return { response, events: runResponse(runtime, plan, response, hooks) };
+  const planRound: PlanRound = (extra, maxOutputTokens) =>
+    planResponseAsync(runtime, { ...offered, max_output_tokens: maxOutputTokens }, [...history, ...extra], 0);
+  const maxOutputTokens = planned.max_output_tokens ?? undefined;
+  return {
+    response,
+    events: runToolLoop(runtime, plan, planRound, response, options.hosted, { ...hooks, maxOutputTokens }),
+  };
 }

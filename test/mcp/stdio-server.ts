@@ -1,7 +1,8 @@
 /**
  * A stdio MCP server for the tests (the test tools of test-tools.ts), started by Maya as a child
  * process: `node --import tsx test/mcp/stdio-server.ts`. With MAYA_TEST_MCP_LOG=FILE it appends
- * each call's tool name to FILE (the test reads which calls reached the process).
+ * each call's tool name to FILE (the test reads which calls reached the process); with
+ * MAYA_TEST_MCP_TOOLS=a,b it offers only those tools.
  */
 import { appendFileSync } from 'node:fs';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -16,4 +17,5 @@ const calls = {
   },
 } as unknown as string[];
 const log: ToolLog = { calls, cancelled: [] };
-await testServer(log).connect(new StdioServerTransport());
+const only = process.env.MAYA_TEST_MCP_TOOLS?.split(',');
+await testServer(log, undefined, only).connect(new StdioServerTransport());

@@ -25,8 +25,14 @@ const text = (value: string) => ({ content: [{ type: 'text' as const, text: valu
 export function testServer(
   log: ToolLog = { calls: [], cancelled: [] },
   onCrash: () => void = () => process.exit(3),
+  only?: readonly string[],
 ): McpServer {
   const server = new McpServer({ name: 'maya-test-tools', version: '1.0.0' });
+  const register = server.registerTool.bind(server);
+  server.registerTool = ((name: string, ...rest: unknown[]) =>
+    only && !only.includes(name)
+      ? undefined
+      : (register as (...args: unknown[]) => unknown)(name, ...rest)) as typeof server.registerTool;
   server.registerTool(
     'get_weather',
     {
