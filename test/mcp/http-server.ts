@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { testServer, type ToolLog } from './test-tools.ts';
+import { testServer, type TestServerOptions, type ToolLog } from './test-tools.ts';
 
 export interface TestHttpServer {
   url: string;
@@ -17,7 +17,7 @@ export interface TestHttpServer {
   close(): Promise<void>;
 }
 
-export async function startHttpMcpServer(): Promise<TestHttpServer> {
+export async function startHttpMcpServer(options: TestServerOptions = {}): Promise<TestHttpServer> {
   const log: ToolLog = { calls: [], cancelled: [] };
   const headers: IncomingMessage['headers'][] = [];
   const sessions = new Map<string, StreamableHTTPServerTransport>();
@@ -31,7 +31,7 @@ export async function startHttpMcpServer(): Promise<TestHttpServer> {
         onsessioninitialized: (sessionId) => void sessions.set(sessionId, created),
       });
       transport = created;
-      await testServer(log, () => undefined).connect(created);
+      await testServer(log, { onCrash: () => undefined, ...options }).connect(created);
     }
     await transport.handleRequest(req, res);
   });

@@ -22,17 +22,31 @@ export interface ToolLog {
 
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });
 
-export function testServer(
-  log: ToolLog = { calls: [], cancelled: [] },
-  onCrash: () => void = () => process.exit(3),
-  only?: readonly string[],
-): McpServer {
+/**
+ * How get_weather answers: `plain` (the weather), or as one of the hostile tools (`crash`, `hang`,
+ * `huge`, `special`), so a test can have the demo model (which calls get_weather reliably) meet
+ * each through the real server. `special-second`: plain, then special tokens from the second call on.
+ */
+export type WeatherMode = 'plain' | 'crash' | 'hang' | 'huge' | 'special' | 'special-second';
+
+export interface TestServerOptions {
+  /** Offer only these tools. */
+  only?: readonly string[];
+  weather?: WeatherMode;
+  onCrash?: () => void;
+}
+
+export function testServer(log: ToolLog = { calls: [], cancelled: [] }, options: TestServerOptions = {}): McpServer {
+  const { only, weather = 'plain', onCrash = () => process.exit(3) } = options;
   const server = new McpServer({ name: 'maya-test-tools', version: '1.0.0' });
   const register = server.registerTool.bind(server);
   server.registerTool = ((name: string, ...rest: unknown[]) =>
     only && !only.includes(name)
       ? undefined
       : (register as (...args: unknown[]) => unknown)(name, ...rest)) as typeof server.registerTool;
+  const hang = (signal: AbortSignal, name: string) =>
+    new Promise<never>(() => signal.addEventListener('abort', () => log.cancelled.push(name), { once: true }));
+  let weatherCalls = 0;
   server.registerTool(
     'get_weather',
     {
@@ -40,9 +54,16 @@ export function testServer(
       inputSchema: { city: z.string() },
       annotations: { readOnlyHint: true },
     },
-    async ({ city }) => {
+    async ({ city }, extra) => {
       log.calls.push('get_weather');
-      return text(JSON.stringify({ city, temperature: 21, condition: 'sunny' }).replace(/([:,])/g, '$1 '));
+      weatherCalls++;
+      const plain = JSON.stringify({ city, temperature: 21, condition: 'sunny' }).replace(/([:,])/g, '$1 ');
+      if (weather === 'crash') onCrash();
+      if (weather === 'crash' || weather === 'hang') return hang(extra.signal, 'get_weather');
+      if (weather === 'huge') return text(plain + ' ' + 'x'.repeat(HUGE_CHARS));
+      if (weather === 'special' || (weather === 'special-second' && weatherCalls >= 2))
+        return text(`${plain} ${SPECIAL_TEXT}`);
+      return text(plain);
     },
   );
   server.registerTool(
@@ -53,16 +74,14 @@ export function testServer(
       return text('saved');
     },
   );
-  server.registerTool('crash', { description: 'Dies mid-call', annotations: { readOnlyHint: true } }, async () => {
+  server.registerTool('crash', { description: 'Dies mid-call', annotations: { readOnlyHint: true } }, async (extra) => {
     log.calls.push('crash');
     onCrash();
-    return new Promise<never>(() => {});
+    return hang(extra.signal, 'crash');
   });
   server.registerTool('hang', { description: 'Never answers', annotations: { readOnlyHint: true } }, (extra) => {
     log.calls.push('hang');
-    return new Promise<never>(() => {
-      extra.signal.addEventListener('abort', () => log.cancelled.push('hang'), { once: true });
-    });
+    return hang(extra.signal, 'hang');
   });
   server.registerTool('huge', { description: 'A very long result', annotations: { readOnlyHint: true } }, async () => {
     log.calls.push('huge');
