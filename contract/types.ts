@@ -104,12 +104,7 @@ export type McpApprovalRequestItem = Schemas['McpApprovalRequestItem'];
 export type McpApprovalResponseItem = Schemas['McpApprovalResponseItem'];
 export type McpTool = Schemas['McpTool'];
 export type ServerOutputItem =
-  | MessageItem
-  | ReasoningOutputItem
-  | FunctionCallItem
-  | McpListToolsItem
-  | McpCallItem
-  | McpApprovalRequestItem;
+  MessageItem | ReasoningOutputItem | FunctionCallItem | McpListToolsItem | McpCallItem | McpApprovalRequestItem;
 /** The Response object as Maya builds, stores and publishes it. */
 export type ResponseObject = Omit<Response, 'output'> & { output: ServerOutputItem[] };
 /** Why a response failed, before `typedFailure` (contract/errors.ts) adds its `type`. */

@@ -184,6 +184,25 @@ describe('strata_mcp on the demo model', () => {
     }
   }, 120_000);
 
+  it('past MAYA_MCP_MAX_ROUNDS a call is not run: a limit chunk, and the answer ends', async () => {
+    const service = await startDemoService([], {
+      mcp: { ...settings([weatherServer('weather', 'plain')]), maxRounds: 0 },
+    });
+    try {
+      const chunks = await chunksOf(await chat(service.origin, { ...STRATA, stream: true }));
+      const events = chunks.flatMap((c) => (c.strata_mcp ? [c.strata_mcp] : []));
+      expect(events.map((e) => e.event)).toEqual(['start', 'limit']);
+      expect(events[1]).toMatchObject({ server: 'weather', tool: 'get_weather', ok: false });
+      expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+      const body = (await (await chat(service.origin, STRATA)).json()) as {
+        strata_mcp: Array<{ ok: boolean; text: string }>;
+      };
+      expect(body.strata_mcp).toEqual([expect.objectContaining({ ok: false, text: expect.stringContaining('limit') })]);
+    } finally {
+      await service.stop();
+    }
+  }, 120_000);
+
   it('a huge result reaches the model cut at MAYA_MCP_RESULT_CHARS, the cut marked', async () => {
     await withService([weatherServer('huge', 'huge')], async (service) => {
       const response = await chat(service.origin, STRATA);
