@@ -56,12 +56,15 @@ const TOOL_NAME = /^[A-Za-z0-9_-]+$/;
 const CLIENT_INFO = { name: 'maya', version: '0.1.0' };
 /** The most tools/list pages read from one server (a server that pages forever is cut off). */
 const MAX_PAGES = 100;
+/** A server that failed to start is tried again at most this often (a broken command does not run on every request). */
+const RETRY_MS = 10_000;
 
 class Server {
   state: McpServerState = 'stopped';
   tools: McpTool[] = [];
   private client: Client | undefined;
   private connecting: Promise<Client> | undefined;
+  private failedAt = -Infinity;
 
   constructor(
     readonly config: McpServerConfig,
@@ -71,6 +74,8 @@ class Server {
   /** The live client, connecting (again) first when there is none. */
   connection(): Promise<Client> {
     if (this.client && this.state === 'ready') return Promise.resolve(this.client);
+    if (this.state === 'failed' && !this.connecting && performance.now() - this.failedAt < RETRY_MS)
+      return Promise.reject(new Error('the server could not be started; it is tried again shortly'));
     this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
     return this.connecting;
   }
@@ -101,6 +106,7 @@ class Server {
       return client;
     } catch (error) {
       this.state = 'failed';
+      this.failedAt = performance.now();
       await client.close().catch(() => undefined);
       this.logger.warn('MCP server could not start', { server: this.config.name, error: errorText(error) });
       throw error;

@@ -73,7 +73,6 @@ export interface Prelude {
   items: Array<McpCallItem | ResponseObject['output'][number]>;
   /** Their events, with output_index relative to `items`. */
   events: UnnumberedEvent[];
-  /** Conversation items the first round's plan already includes for them. */
 }
 
 const LIFECYCLE = new Set([

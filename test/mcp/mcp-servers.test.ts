@@ -178,6 +178,24 @@ describe('McpServers over stdio and Streamable HTTP', () => {
     }
   }, 30_000);
 
+  it('a server that cannot start is failed, offers no tools, and is not started again on every use', async () => {
+    const broken = { ...stdioConfig('broken'), command: path.join(dir, 'no-such-program') } as McpServerConfig;
+    const servers = new McpServers(settings([broken, stdioConfig('local')]), logger);
+    try {
+      const tools = await servers.tools();
+      expect(tools.some((tool) => tool.server === 'broken')).toBe(false);
+      expect(tools.some((tool) => tool.server === 'local')).toBe(true);
+      expect(servers.status()[0]).toEqual({ name: 'broken', transport: 'stdio', state: 'failed', tools: 0 });
+      const result = await servers.call('broken', 'get_weather', {}, never);
+      expect(result).toMatchObject({
+        ok: false,
+        text: 'error: the server could not be started; it is tried again shortly',
+      });
+    } finally {
+      await servers.close();
+    }
+  }, 60_000);
+
   it('a huge result is cut at MAYA_MCP_RESULT_CHARS with a marker', async () => {
     const servers = new McpServers(settings([stdioConfig('local')], { resultChars: 1000 }), logger);
     try {
