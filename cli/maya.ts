@@ -19,6 +19,7 @@ import {
   type ServerSettings,
 } from '../config/settings.ts';
 import { settingsInEffect } from '../config/settings-in-effect.ts';
+import { loadMcpSettings, type McpSettings } from '../config/mcp-settings.ts';
 import { createLogger, type Logger } from '../handlers/logger.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
@@ -94,6 +95,12 @@ function parseServeFlags(argv: string[]): ServeFlags | number {
  * The settings of `maya serve`, each taken from its flag, else the real environment, else the
  * --config file's env block, else its default. Throws SettingsError naming a bad value.
  */
+/** `{mcp}` when MAYA_MCP_CONFIG names servers, else nothing. */
+function mcpField(env: Env): { mcp?: McpSettings } {
+  const mcp = loadMcpSettings(env);
+  return mcp ? { mcp } : {};
+}
+
 export function loadServeSettings(
   flags: ServeFlags,
   processEnv: Env,
@@ -105,7 +112,7 @@ export function loadServeSettings(
   const apiKeys = flags['api-key'] ?? [];
   return {
     settings: loadResponsesSettings(env),
-    server: { ...loadServerSettings(env, apiKeys), inEffect: settingsInEffect(env, apiKeys) },
+    server: { ...loadServerSettings(env, apiKeys), ...mcpField(env), inEffect: settingsInEffect(env, apiKeys) },
   };
 }
 

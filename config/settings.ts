@@ -8,6 +8,7 @@
 
 import { DIALECT_NAMES } from '../dialects/select.ts';
 import { ENGINE_SETTING_NAMES, loadEngineSettings, type EngineSettings } from './engine-settings.ts';
+import { MCP_SETTING_NAMES, type McpSettings } from './mcp-settings.ts';
 import {
   parseInteger,
   rawValue,
@@ -19,6 +20,7 @@ import {
 } from './setting-rules.ts';
 
 export { SettingsError, type Env } from './setting-rules.ts';
+export type { McpServerConfig, McpSettings } from './mcp-settings.ts';
 
 export const RESPONSES_SETTINGS = {
   CACHE_ENTRIES: { default: 128 },
@@ -115,6 +117,8 @@ export interface ServerSettings {
   readonly web?: boolean;
   /** The settings in effect that differ from the defaults, secrets hidden (settings-in-effect.ts; GET /v1/status). */
   readonly inEffect?: readonly SettingInEffect[];
+  /** MAYA_MCP_* (mcp-settings.ts loadMcpSettings): the operator's MCP servers; absent = none configured. */
+  readonly mcp?: McpSettings;
 }
 
 /** One setting the server runs with: its variable and its value as given (or `(hidden)`). */
@@ -363,6 +367,8 @@ export interface ResponsesOptIns {
   readonly itemReferences: boolean;
   /** ENCRYPTED_REASONING=on: include `reasoning.encrypted_content`, encrypted reasoning input, `reasoning.summary`. */
   readonly encryptedReasoning: boolean;
+  /** MCP=on: `{"type":"mcp"}` tools name MAYA_MCP_CONFIG servers, with OpenAI's mcp_* items and events. */
+  readonly mcp?: boolean;
   /** REASONING_KEY: the 32-byte AES-256-GCM key; undefined = a random key made at start-up. Never logged. */
   readonly reasoningKey?: Uint8Array;
 }
@@ -405,6 +411,7 @@ export function loadResponsesOptIns(env: Env): ResponsesOptIns {
   return {
     itemReferences: onOff(env, 'ITEM_REFERENCES'),
     encryptedReasoning: onOff(env, 'ENCRYPTED_REASONING'),
+    ...(onOff(env, 'MCP') ? { mcp: true } : {}),
     ...(key !== undefined ? { reasoningKey: key } : {}),
   };
 }
@@ -412,7 +419,7 @@ export function loadResponsesOptIns(env: Env): ResponsesOptIns {
 /** `{optIns}` when any opt-in is set, else nothing (the default server settings stay as they were). */
 function optInsField(env: Env): { optIns?: ResponsesOptIns } {
   const optIns = loadResponsesOptIns(env);
-  return optIns.itemReferences || optIns.encryptedReasoning || optIns.reasoningKey ? { optIns } : {};
+  return optIns.itemReferences || optIns.encryptedReasoning || optIns.mcp || optIns.reasoningKey ? { optIns } : {};
 }
 
 /** Every variable the loaders above read (legacy STRATA_GLM_RESPONSES_* spellings aside), as the README lists them. */
@@ -435,7 +442,8 @@ export const SETTING_NAMES: readonly string[] = [
   'MAYA_WEIGHT_DTYPE',
   ...ENGINE_SETTING_NAMES,
   'MAYA_WEB',
-  ...[...Object.keys(RESPONSES_SETTINGS), 'ITEM_REFERENCES', 'ENCRYPTED_REASONING', 'REASONING_KEY'].map(
+  ...MCP_SETTING_NAMES,
+  ...[...Object.keys(RESPONSES_SETTINGS), 'ITEM_REFERENCES', 'ENCRYPTED_REASONING', 'MCP', 'REASONING_KEY'].map(
     (name) => MAYA_PREFIX + name,
   ),
 ];

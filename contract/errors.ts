@@ -49,6 +49,10 @@ export function notFound(kind: string, id: string, param: string | null = null):
   return new ApiError(404, `No ${kind} found with id '${id}'.`, 'invalid_request_error', 'not_found', param);
 }
 
+export function forbidden(message: string, code: string): ApiError {
+  return new ApiError(403, message, 'invalid_request_error', code, null);
+}
+
 export function unknownRoute(method: string, path: string): ApiError {
   return new ApiError(404, `Invalid URL (${method} ${path}).`, 'invalid_request_error', 'unknown_url', null);
 }

@@ -97,7 +97,14 @@ export type FunctionCallItem = {
   arguments: string;
   status: ServerItemStatus;
 };
-export type ServerOutputItem = MessageItem | ReasoningOutputItem | FunctionCallItem;
+/** The hosted MCP tool's items (MAYA_GLM_RESPONSES_MCP), in OpenAI's shapes. */
+export type McpListToolsItem = Schemas['McpListToolsItem'];
+export type McpCallItem = Schemas['McpCallItem'] & { status: NonNullable<Schemas['McpCallItem']['status']> };
+export type McpApprovalRequestItem = Schemas['McpApprovalRequestItem'];
+export type McpApprovalResponseItem = Schemas['McpApprovalResponseItem'];
+export type McpTool = Schemas['McpTool'];
+export type ServerOutputItem =
+  MessageItem | ReasoningOutputItem | FunctionCallItem | McpListToolsItem | McpCallItem | McpApprovalRequestItem;
 /** The Response object as Maya builds, stores and publishes it. */
 export type ResponseObject = Omit<Response, 'output'> & { output: ServerOutputItem[] };
 /** Why a response failed, before `typedFailure` (contract/errors.ts) adds its `type`. */
@@ -156,6 +163,9 @@ export type ChatCompletion = Schemas['CreateChatCompletionResponse'];
 export type ChatCompletionChunk = Schemas['CreateChatCompletionStreamResponse'];
 export type ChatCompletionStreamResponseDelta = Schemas['ChatCompletionStreamResponseDelta'];
 export type ChatCompletionMessageToolCallChunk = Schemas['ChatCompletionMessageToolCallChunk'];
+export type StrataMcpEvent = Schemas['StrataMcpEvent'];
+export type StrataMcpCall = Schemas['StrataMcpCall'];
+export type PromptProgress = Schemas['PromptProgress'];
 export type CompletionUsage = Schemas['CompletionUsage'];
 
 // ---- Anthropic Messages API (POST /v1/messages, /v1/messages/count_tokens)

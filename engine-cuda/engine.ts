@@ -26,6 +26,8 @@ export interface GenerateRequest {
   stopIds?: number[];
   /** Keep each step's logits (debug CLI `--top-logits`, oracle tests). */
   keepLogits?: boolean;
+  /** Report a 'prefill_progress' event after each prompt chunk, before 'prefilled' (Chat Completions' return_progress). */
+  reportProgress?: boolean;
   /** Constrained decoding: every sampled token keeps the output inside this grammar (needs setVocabulary). */
   constraint?: Constraint;
   /**
@@ -47,8 +49,14 @@ export interface EngineImage {
   hash: bigint;
 }
 
+/**
+ * 'prefill_progress' (reportProgress only): a prompt chunk was prefilled; processedTokens counts the
+ * prompt tokens whose K/V are in the cache now, the cachedTokens served from the prefix cache included.
+ */
 export type TokenEvent =
-  { type: 'prefilled'; cachedTokens: number } | { type: 'token'; id: number; logits?: Float32Array };
+  | { type: 'prefill_progress'; cachedTokens: number; processedTokens: number }
+  | { type: 'prefilled'; cachedTokens: number }
+  | { type: 'token'; id: number; logits?: Float32Array };
 
 export interface FinishInfo {
   reason: FinishReason;

@@ -17,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 6,
+  ABI_VERSION: 7,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -80,6 +80,7 @@ export const ENG = {
   EVENT_PREFILLED: 1,
   EVENT_TOKEN: 2,
   EVENT_FINISH: 3,
+  EVENT_PREFILL_PROGRESS: 4,
   FINISH_STOP: 1,
   FINISH_LENGTH: 2,
   FINISH_CANCELLED: 3,
@@ -104,6 +105,7 @@ export const ENG = {
   WEIGHT_DTYPE_BF16: 2,
   WEIGHT_DTYPE_FP8: 4,
   WEIGHT_DTYPE_Q8: 5,
+  SEQ_REPORT_PROGRESS: 2,
 } as const;
 
 /** The exported functions of engine.h, in header order. */

@@ -245,7 +245,8 @@ export class NativeEngine implements Engine {
           temperature: request.temperature ?? 0,
           topP: request.topP ?? 1,
           seed: request.seed ?? 0,
-          flags: request.keepLogits ? ENG.SEQ_KEEP_LOGITS : 0,
+          flags:
+            (request.keepLogits ? ENG.SEQ_KEEP_LOGITS : 0) | (request.reportProgress ? ENG.SEQ_REPORT_PROGRESS : 0),
           ...(request.images && request.images.length > 0 ? { images: request.images } : {}),
         },
         ...(request.constraint ? { constraint: request.constraint } : {}),
@@ -359,7 +360,13 @@ export class NativeEngine implements Engine {
       const kind = events[o + 1];
       const state = this.seqs.get(seqId);
       if (!state) continue;
-      if (kind === ENG.EVENT_PREFILLED) {
+      if (kind === ENG.EVENT_PREFILL_PROGRESS) {
+        state.queue.push({
+          type: 'prefill_progress',
+          cachedTokens: events[o + 2] ?? 0,
+          processedTokens: events[o + 3] ?? 0,
+        });
+      } else if (kind === ENG.EVENT_PREFILLED) {
         state.cachedTokens = events[o + 3] ?? 0;
         state.queue.push({ type: 'prefilled', cachedTokens: state.cachedTokens });
       } else if (kind === ENG.EVENT_TOKEN) {

@@ -6,6 +6,7 @@
  * Access-Control-Request-Method) are answered 204 here, before authentication.
  */
 import type Koa from 'koa';
+import { forbidden } from '../contract/errors.ts';
 
 const ALLOWED_METHODS = 'GET, POST, DELETE, OPTIONS';
 /**
@@ -39,6 +40,19 @@ const ALLOWED_HEADERS = [
 const ALLOWED_HEADER_SET = new Set(ALLOWED_HEADERS);
 const EXPOSED_HEADERS = 'x-request-id, request-id, retry-after';
 const LOOPBACK_ORIGIN = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i;
+
+/**
+ * A request that would run MCP tools must not come from a browser page the CORS setting does not
+ * allow: a page could otherwise make the server call tools without reading the answer (a "simple"
+ * request needs no preflight). 403 `origin_not_allowed`; requests without Origin (not a browser) pass.
+ */
+export function requireAllowedOrigin(origin: string, allowed: readonly string[] | undefined): void {
+  if (origin !== '' && !isOriginAllowed(origin, allowed))
+    throw forbidden(
+      `Origin ${origin} may not use MCP tools on this server (MAYA_CORS_ORIGINS does not allow it).`,
+      'origin_not_allowed',
+    );
+}
 
 export function isOriginAllowed(origin: string, allowed: readonly string[] | undefined): boolean {
   if (allowed === undefined) return LOOPBACK_ORIGIN.test(origin);

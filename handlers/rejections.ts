@@ -25,7 +25,7 @@ export interface Rejection {
   /** The offending field's path when the row applies to `body`, else undefined. */
   find(body: Json): string | undefined;
   /** The opt-in setting that lifts this row (config/settings.ts ResponsesOptIns); none = always applies. */
-  readonly liftedBy?: keyof Pick<ResponsesOptIns, 'itemReferences' | 'encryptedReasoning'>;
+  readonly liftedBy?: keyof Pick<ResponsesOptIns, 'itemReferences' | 'encryptedReasoning' | 'mcp'>;
 }
 
 const isObject = (value: unknown): value is Json =>
@@ -110,12 +110,36 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     },
   },
   {
-    id: 'hosted_tool',
+    id: 'mcp_tool',
     code: 'unsupported_value',
-    message: "Only tools of type 'function' are supported; hosted, custom and namespace tools are not.",
+    message:
+      "MCP tools are off on this server; declare function tools, or have the server started with MAYA_GLM_RESPONSES_MCP=on and MCP servers in MAYA_MCP_CONFIG (Chat Completions' strata_mcp uses them too).",
+    liftedBy: 'mcp',
     find: (body) => {
       if (!Array.isArray(body.tools)) return undefined;
-      const i = body.tools.findIndex((tool) => isObject(tool) && tool.type !== 'function');
+      const i = body.tools.findIndex((tool) => isObject(tool) && tool.type === 'mcp');
+      return i === -1 ? undefined : `tools[${i}].type`;
+    },
+  },
+  {
+    id: 'mcp_item',
+    code: 'unsupported_value',
+    message:
+      'MCP items (mcp_list_tools, mcp_call, mcp_approval_request, mcp_approval_response) need MAYA_GLM_RESPONSES_MCP=on on this server.',
+    liftedBy: 'mcp',
+    find: (body) => {
+      const hit = inputItems(body).find(([, item]) => typeof item.type === 'string' && item.type.startsWith('mcp_'));
+      return hit === undefined ? undefined : `${hit[0]}.type`;
+    },
+  },
+  {
+    id: 'hosted_tool',
+    code: 'unsupported_value',
+    message:
+      "Only tools of type 'function' (and 'mcp' where it is on) are supported; other hosted, custom and namespace tools are not.",
+    find: (body) => {
+      if (!Array.isArray(body.tools)) return undefined;
+      const i = body.tools.findIndex((tool) => isObject(tool) && tool.type !== 'function' && tool.type !== 'mcp');
       return i === -1 ? undefined : `tools[${i}].type`;
     },
   },

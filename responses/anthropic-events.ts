@@ -98,7 +98,16 @@ function thinkingBlock(item: ReasoningOutputItem, display: ThinkingDisplay): Ant
   return { type: 'thinking', thinking, signature: item.encrypted_content ?? '' };
 }
 
-function blockOf(item: ServerOutputItem, display: ThinkingDisplay): AnthropicContentBlock {
+/** The output items a Messages run makes: /v1/messages offers no hosted tools, so never an mcp_* item. */
+type MessageRunItem = Extract<ServerOutputItem, { type: 'reasoning' | 'message' | 'function_call' }>;
+
+function runItem(item: ServerOutputItem): MessageRunItem {
+  if (item.type === 'reasoning' || item.type === 'message' || item.type === 'function_call') return item;
+  throw new Error(`a Messages run made a ${item.type} item`);
+}
+
+function blockOf(output: ServerOutputItem, display: ThinkingDisplay): AnthropicContentBlock {
+  const item = runItem(output);
   if (item.type === 'reasoning') return thinkingBlock(item, display);
   if (item.type === 'message')
     return { type: 'text', text: item.content.map((part) => part.text).join(''), citations: null };
@@ -121,7 +130,8 @@ export function messageOf(response: ResponseObject, meta: MessageMeta): Anthropi
 }
 
 /** A block as content_block_start announces it: empty, filled by its deltas. */
-function openedBlock(item: ServerOutputItem): AnthropicContentBlock {
+function openedBlock(output: ServerOutputItem): AnthropicContentBlock {
+  const item = runItem(output);
   if (item.type === 'reasoning') return { type: 'thinking', thinking: '', signature: '' };
   if (item.type === 'message') return { type: 'text', text: '', citations: null };
   return { type: 'tool_use', id: item.call_id, name: item.name, input: {} };

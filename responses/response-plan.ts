@@ -16,7 +16,7 @@ import type { EchoedRequest } from './response-object.ts';
 import { checkToolParameters, compileTextFormat, type OutputValidator } from './structured-output.ts';
 
 /** The validated CreateResponse fields the pipeline reads. */
-export interface PlanRequest extends EchoedRequest {
+export interface PlanRequest extends Omit<EchoedRequest, 'tools'> {
   tools?: Array<{
     type: string;
     name: string;
@@ -189,7 +189,10 @@ function contextExceeded(
 }
 
 /** Fills omitted temperature / top_p from the checkpoint's generation_config.json (as vLLM does). */
-export function withSamplingDefaults<T extends PlanRequest>(runtime: GenerationRuntime, request: T): T {
+export function withSamplingDefaults<T extends Pick<PlanRequest, 'temperature' | 'top_p'>>(
+  runtime: GenerationRuntime,
+  request: T,
+): T {
   const defaults = runtime.samplingDefaults ?? {};
   return {
     ...request,

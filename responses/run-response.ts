@@ -12,7 +12,7 @@ import type { FinishInfo } from '../engine-cuda/engine.ts';
 import { EngineError } from '../engine-cuda/engine.ts';
 import type { ParserEvent } from '../dialects/dialect.ts';
 import { typedFailure } from '../contract/errors.ts';
-import { EventSequencer, type StreamEvent, type UnnumberedEvent } from '../contract/stream-events.ts';
+import { EventSequencer, internalEvent, type StreamEvent, type UnnumberedEvent } from '../contract/stream-events.ts';
 import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
 import { OutputAssembler, type ReasoningOutputItem } from './output-assembler.ts';
 import { StopSequenceMatcher } from './stop-sequences.ts';
@@ -33,7 +33,23 @@ export interface RunHooks {
   onFirstToken?: (seconds: number) => void;
   /** Called with the stop sequence that ended the text (plan.stopSequences), before the terminal event. */
   onStopSequence?: (sequence: string) => void;
+  /**
+   * Yield internal `maya.prompt_progress` events (contract/stream-events.ts) while the prompt is
+   * prefilled: one at the start (processed = the cached tokens), then one per prefill chunk.
+   */
+  reportProgress?: boolean;
 }
+
+/** llama.cpp's `prompt_progress` (tools/server): counts are cumulative; `processed` includes `cache`. */
+export interface PromptProgress {
+  total: number;
+  cache: number;
+  processed: number;
+  time_ms: number;
+}
+
+const promptProgressEvent = (progress: PromptProgress): StreamEvent =>
+  internalEvent('maya.prompt_progress', { prompt_progress: progress });
 
 type Failure = ResponseError;
 
@@ -43,12 +59,28 @@ const SHUTDOWN_FAILURE: Failure = {
 };
 
 class RunState {
+  readonly startedAt = performance.now();
+  private processed = -1;
   reasoningTokens = 0;
   outputTokens = 0;
   cachedTokens = 0;
   failure: Failure | undefined;
   stoppedAtCall = false;
   bufferBytes = 0;
+
+  /** The progress updates one engine report makes: the start update first, never going back. */
+  progress(total: number, report: { cachedTokens: number; processedTokens: number }): PromptProgress[] {
+    const at = (processed: number, timeMs: number) => ({
+      total,
+      cache: report.cachedTokens,
+      processed,
+      time_ms: timeMs,
+    });
+    const updates = this.processed < 0 ? [at(report.cachedTokens, 0)] : [];
+    this.processed = Math.max(this.processed, report.processedTokens);
+    updates.push(at(this.processed, Math.round(performance.now() - this.startedAt)));
+    return updates;
+  }
 }
 
 export async function* runResponse(
@@ -116,6 +148,7 @@ export async function* runResponse(
       topP: plan.topP,
       stopIds: plan.stopIds,
       seed: hooks.seed,
+      ...(hooks.reportProgress ? { reportProgress: true } : {}),
       ...(plan.constraint ? { constraint: plan.constraint } : {}),
       ...(plan.images ? { images: plan.images } : {}),
     },
@@ -129,6 +162,11 @@ export async function* runResponse(
         break;
       }
       const event = step.value;
+      if (event.type === 'prefill_progress') {
+        const progress = state.progress(plan.promptIds.length, event);
+        if (hooks.reportProgress) yield* progress.map((p) => promptProgressEvent(p));
+        continue;
+      }
       if (event.type === 'prefilled') {
         state.cachedTokens = event.cachedTokens;
         continue;

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 6
+#define ENG_ABI_VERSION 7
 
 typedef struct eng_ctx eng_ctx;
 
@@ -139,15 +139,21 @@ enum {
 
 /* A step writes events of 4 int32 each: { seq_id, kind, token, value }. */
 enum {
-    ENG_EVENT_PREFILLED = 1, /* prompt fully prefilled; value = prompt tokens served from cache */
-    ENG_EVENT_TOKEN = 2,     /* token = sampled token id; value = tokens generated so far */
-    ENG_EVENT_FINISH = 3     /* value = ENG_FINISH_*; the sequence is gone after this event */
+    ENG_EVENT_PREFILLED = 1,       /* prompt fully prefilled; value = prompt tokens served from cache */
+    ENG_EVENT_TOKEN = 2,           /* token = sampled token id; value = tokens generated so far */
+    ENG_EVENT_FINISH = 3,          /* value = ENG_FINISH_*; the sequence is gone after this event */
+    ENG_EVENT_PREFILL_PROGRESS = 4 /* ENG_SEQ_REPORT_PROGRESS sequences, once per prompt prefill chunk:
+                                      token = prompt tokens served from cache, value = prompt tokens
+                                      whose K/V are in the cache after the chunk (cached included) */
 };
 enum { ENG_FINISH_STOP = 1, ENG_FINISH_LENGTH = 2, ENG_FINISH_CANCELLED = 3, ENG_FINISH_ERROR = 4 };
 #define ENG_EVENT_INTS 4
 
 /* Sequence flags. */
-enum { ENG_SEQ_KEEP_LOGITS = 1 }; /* keep the logits of the latest sampled position (eng_seq_logits) */
+enum {
+    ENG_SEQ_KEEP_LOGITS = 1,    /* keep the logits of the latest sampled position (eng_seq_logits) */
+    ENG_SEQ_REPORT_PROGRESS = 2 /* report ENG_EVENT_PREFILL_PROGRESS while the prompt is prefilled */
+};
 
 ENG_API int32_t eng_abi_version(void);
 ENG_API const char *eng_status_str(int32_t status);
@@ -206,8 +212,8 @@ ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask,
 
 /* One bounded unit of work: schedule (admit, chunk prefill, batch decode) -> run -> sample.
  * Writes at most cap / ENG_EVENT_INTS events into out and returns how many, or a negative status.
- * A sequence yields at most 3 events a step (PREFILLED, TOKEN, FINISH); events that do not fit
- * are kept and returned by the next call before any new work. Returns 0 when idle. */
+ * A sequence yields at most 4 events a step (PREFILL_PROGRESS, PREFILLED, TOKEN, FINISH); events
+ * that do not fit are kept and returned by the next call before any new work. Returns 0 when idle. */
 ENG_API int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap);
 
 #ifdef __cplusplus

@@ -225,7 +225,7 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
         ENG_TRY(c->vision->init(*c->model.vision, (int)s.n_threads, k));
         c->sched.set_vision(c->vision.get(), mc.n_embd);
     }
-    c->pending.reserve((size_t)(3 * s.max_batch + 1) * ENG_EVENT_INTS);
+    c->pending.reserve((size_t)(4 * s.max_batch + 1) * ENG_EVENT_INTS);
     fill_info(c, s.n_ctx, s.bs, s.n_blocks, s.n_threads);
     return ENG_STATUS_OK;
 }
@@ -429,7 +429,8 @@ static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, co
     if (!(temperature == temperature) || isinf(temperature))
         return fail(ENG_STATUS_INVALID_ARG, "temperature must be finite");
     if (!(top_p > 0.0f && top_p <= 1.0f)) return fail(ENG_STATUS_INVALID_ARG, "top_p must be in (0, 1]");
-    if (flags & ~(uint32_t)ENG_SEQ_KEEP_LOGITS) return fail(ENG_STATUS_INVALID_ARG, "unknown flags 0x%x", flags);
+    if (flags & ~(uint32_t)(ENG_SEQ_KEEP_LOGITS | ENG_SEQ_REPORT_PROGRESS))
+        return fail(ENG_STATUS_INVALID_ARG, "unknown flags 0x%x", flags);
     int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
     for (int32_t i = 0; i < n_tokens; i++)
         if (tokens[i] < 0 || tokens[i] >= V)

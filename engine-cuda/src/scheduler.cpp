@@ -153,6 +153,8 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
         bm_->commit(*s);
         if (entries_[e].is_prefill) stats_.prefill_tokens += entries_[e].n_tokens;
         else stats_.decode_tokens++;
+        if (entries_[e].is_prefill && !s->is_prefill_reported && (s->flags & ENG_SEQ_REPORT_PROGRESS))
+            emit(events, s->id, ENG_EVENT_PREFILL_PROGRESS, s->n_cached, s->n_computed);
         int32_t row = batch_.seqs[e].logits_row;
         if (row < 0) continue; // mid-prefill chunk
         const float *lg = &logits_[(size_t)row * (size_t)cfg_.n_vocab];

@@ -178,6 +178,47 @@ TEST(scheduler_prefix_reuse_reports_cached_tokens) {
     eng_ctx_free(ctx);
 }
 
+/* ENG_SEQ_REPORT_PROGRESS: one PREFILL_PROGRESS event per prompt chunk, before PREFILLED, with the
+ * cached count and the cumulative prefilled position (cached tokens included); none for decode steps
+ * or for sequences without the flag. */
+TEST(scheduler_reports_prefill_progress_per_chunk) {
+    eng_ctx *ctx = make_ctx(16);
+    std::vector<int32_t> p = prompt(40, 9);
+    std::vector<int32_t> ev(64 * 4);
+    auto run = [&](uint32_t flags, std::vector<std::pair<int32_t, int32_t>> *progress, int32_t *prefilled_at) {
+        int32_t id = -1;
+        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, 3, 0, 1, 0, flags, &id) == 0);
+        for (bool done = false; !done;) {
+            int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size());
+            CHECK(n >= 0);
+            for (int i = 0; i < n; i++) {
+                int32_t kind = ev[(size_t)i * 4 + 1];
+                CHECK(ev[(size_t)i * 4] == id);
+                if (kind == ENG_EVENT_PREFILL_PROGRESS)
+                    progress->push_back({ev[(size_t)i * 4 + 2], ev[(size_t)i * 4 + 3]});
+                if (kind == ENG_EVENT_PREFILLED) *prefilled_at = (int32_t)progress->size();
+                if (kind == ENG_EVENT_FINISH) done = true;
+            }
+        }
+    };
+    std::vector<std::pair<int32_t, int32_t>> none, first, second;
+    int32_t at = -1;
+    run(0, &none, &at);
+    CHECK(none.empty());
+    run(ENG_SEQ_REPORT_PROGRESS, &first, &at);
+    // Cached from the first run: 32 tokens (two blocks); the remaining 8 are one chunk.
+    CHECK(first.size() == 1 && first[0].first == 32 && first[0].second == 40 && at == 1);
+    std::vector<int32_t> q = prompt(40, 10); // nothing cached: chunks end at 16, 32, 40
+    p = q;
+    run(ENG_SEQ_REPORT_PROGRESS, &second, &at);
+    CHECK(second.size() == 3 && at == 3);
+    CHECK(second[0] == std::make_pair(0, 16) && second[1] == std::make_pair(0, 32) &&
+          second[2] == std::make_pair(0, 40));
+    int32_t id = -1;
+    CHECK(eng_seq_add(ctx, p.data(), 4, nullptr, 0, 1, 0, 1, 0, 4, &id) == ENG_STATUS_INVALID_ARG); // unknown flag
+    eng_ctx_free(ctx);
+}
+
 TEST(scheduler_cancel_frees_blocks) {
     eng_ctx *ctx = make_ctx();
     int64_t total = stat(ctx, ENG_STAT_BLOCKS_TOTAL);

@@ -45,8 +45,15 @@ function fromFile(env: Record<string, string>): { settings: ResponsesSettings; s
 }
 
 type Loaded = ReturnType<typeof fromFile>;
-/** Each setting: a value other than its default, and where that value shows after loading. */
-const CASES: Record<string, [value: string, read: (l: Loaded) => unknown, want: unknown]> = {
+const MCP_CONFIG = join(tmp, 'mcp.json');
+writeFileSync(MCP_CONFIG, JSON.stringify({ mcpServers: { files: { command: 'node', args: ['files.js'] } } }));
+/** The MCP limits act only with servers configured: their cases set MAYA_MCP_CONFIG beside them. */
+const WITH_SERVERS = { MAYA_MCP_CONFIG: MCP_CONFIG };
+/** Each setting: a value other than its default, where that value shows after loading, and what it needs beside it. */
+const CASES: Record<
+  string,
+  [value: string, read: (l: Loaded) => unknown, want: unknown, beside?: Record<string, string>]
+> = {
   MAYA_MODEL: ['/models/x', (l) => l.server.model, '/models/x'],
   MAYA_HOST: ['::1', (l) => l.server.host, '::1'],
   MAYA_PORT: ['9000', (l) => l.server.port, 9000],
@@ -85,6 +92,12 @@ const CASES: Record<string, [value: string, read: (l: Loaded) => unknown, want: 
   MAYA_CUDA_TC_MIN_TOKENS: ['64', (l) => l.server.engine?.cudaTcMinTokens, 64],
   MAYA_CUDA_GRAPHS: ['0', (l) => l.server.engine?.cudaGraphs, false],
   MAYA_WEB: ['off', (l) => l.server.web, false],
+  MAYA_MCP_CONFIG: [MCP_CONFIG, (l) => l.server.mcp?.servers.map((server) => server.name), ['files']],
+  MAYA_MCP_PERMISSION: ['full', (l) => l.server.mcp?.permission, 'full', WITH_SERVERS],
+  MAYA_MCP_MAX_ROUNDS: ['3', (l) => l.server.mcp?.maxRounds, 3, WITH_SERVERS],
+  MAYA_MCP_CALL_TIMEOUT_S: ['5', (l) => l.server.mcp?.callTimeoutMs, 5000, WITH_SERVERS],
+  MAYA_MCP_RESULT_CHARS: ['100', (l) => l.server.mcp?.resultChars, 100, WITH_SERVERS],
+  MAYA_GLM_RESPONSES_MCP: ['on', (l) => l.server.optIns?.mcp, true],
   MAYA_GLM_RESPONSES_ITEM_REFERENCES: ['on', (l) => l.server.optIns?.itemReferences, true],
   MAYA_GLM_RESPONSES_ENCRYPTED_REASONING: ['on', (l) => l.server.optIns?.encryptedReasoning, true],
   MAYA_GLM_RESPONSES_REASONING_KEY: [
@@ -113,14 +126,15 @@ describe('a setting set only in a --config file', () => {
 
   it.each(Object.entries(CASES))(
     '%s takes effect, and GET /v1/status lists it (a secret hidden)',
-    (name, [value, read, want]) => {
-      const unset = fromFile({});
+    (name, [value, read, want, beside = {}]) => {
+      const unset = fromFile(beside);
       expect(read(unset)).not.toEqual(want); // the default differs
-      expect(unset.server.inEffect).toEqual([]);
-      const set = fromFile({ [name]: value });
+      expect(unset.server.inEffect).toEqual(Object.entries(beside).map(([n, v]) => ({ name: n, value: v })));
+      const set = fromFile({ ...beside, [name]: value });
       expect(read(set)).toEqual(want);
       const isSecret = name === 'MAYA_API_KEYS' || name === 'MAYA_GLM_RESPONSES_REASONING_KEY';
-      expect(set.server.inEffect).toEqual([{ name, value: isSecret ? '(hidden)' : value }]);
+      expect(set.server.inEffect).toContainEqual({ name, value: isSecret ? '(hidden)' : value });
+      expect(set.server.inEffect).toHaveLength(Object.keys(beside).length + 1);
     },
   );
 
@@ -181,7 +195,7 @@ describe('the engine settings of a --config file reach the engine', () => {
       cudaLibPath: '/opt/cuda/libmaya_engine_cuda.so',
     });
     const p = encodeParams(engine ?? {});
-    expect(p[ENG.PARAM_WEIGHT_DTYPE]).toBe(2n);
+    expect(p[ENG.PARAM_WEIGHT_DTYPE]).toBe(BigInt(ENG.WEIGHT_DTYPE_Q8));
     expect(p[ENG.PARAM_BACKEND]).toBe(2n);
     expect(p[ENG.PARAM_SIMD]).toBe(2n);
     expect(p[ENG.PARAM_KV_BYTES]).toBe(8388608n);

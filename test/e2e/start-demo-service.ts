@@ -10,7 +10,12 @@ import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { startService, type RunningService } from '../../cli/serve.ts';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS, type ResponsesOptIns } from '../../config/settings.ts';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_RESPONSES_SETTINGS,
+  type McpSettings,
+  type ResponsesOptIns,
+} from '../../config/settings.ts';
 import { silentLogger } from '../../handlers/app-deps.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
@@ -30,9 +35,16 @@ export interface DemoService {
 
 export async function startDemoService(
   apiKeys: string[] = [],
-  options: { constrainedDecoding?: boolean; optIns?: ResponsesOptIns } = {},
+  options: {
+    constrainedDecoding?: boolean;
+    optIns?: ResponsesOptIns;
+    mcp?: McpSettings;
+    corsOrigins?: string[];
+    /** Wraps the loaded runtime (a test watching what reaches the engine). */
+    wrapRuntime?: (runtime: ModelRuntime) => ModelRuntime;
+  } = {},
 ): Promise<DemoService> {
-  const { constrainedDecoding, optIns } = options;
+  const { constrainedDecoding, optIns, mcp, wrapRuntime = (runtime) => runtime } = options;
   const service = await startService({
     settings: DEFAULT_RESPONSES_SETTINGS,
     server: {
@@ -40,16 +52,17 @@ export async function startDemoService(
       port: 0,
       model: undefined,
       apiKeys,
-      corsOrigins: undefined,
+      corsOrigins: options.corsOrigins,
       maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
       engine: TEST_ENGINE_SETTINGS,
       ...(optIns ? { optIns } : {}),
+      ...(mcp ? { mcp } : {}),
     },
     modelDir: DEMO_MODEL_DIR,
-    loadRuntime:
-      constrainedDecoding === undefined
-        ? loadModelRuntime
-        : (dir, load) => loadModelRuntime(dir, { ...load, constrainedDecoding }),
+    loadRuntime: async (dir, load) =>
+      wrapRuntime(
+        await loadModelRuntime(dir, constrainedDecoding === undefined ? load : { ...load, constrainedDecoding }),
+      ),
     logger: silentLogger,
   });
   const runtime = await service.loaded;

@@ -81,6 +81,6 @@ describe('generated/operations.ts', () => {
     expect(operations.deleteResponse.query).toEqual([]);
     expect(operations.getResponse.pathParams).toEqual(['response_id']);
     expect(operations.getResponse.statuses).toEqual([200, 400, 401, 404, 409, 410, 429, 500]);
-    expect(operations.createResponse.statuses).toEqual([200, 400, 401, 404, 409, 413, 429, 500, 503]);
+    expect(operations.createResponse.statuses).toEqual([200, 400, 401, 403, 404, 409, 413, 429, 500, 503]);
   });
 });

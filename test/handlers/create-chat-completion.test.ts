@@ -141,6 +141,30 @@ describe('createChatCompletion JSON', () => {
     expect(app.engine.calls[0]!.maxTokens).toBe(16);
   });
 
+  it('stop: the content ends before the first stop string to appear (one split across tokens too), finish_reason stop', async () => {
+    const pieces = ['\n', 'One', ' two', ' ST', 'OP', ' three', '<|user|>'];
+    const app = appWith([{ pieces }, { pieces }, { pieces }]);
+    const send = (stop: unknown) =>
+      app.request
+        .post('/v1/chat/completions')
+        .send({ model: 'maya-test', messages: USER, reasoning_effort: 'none', stop });
+    const listed = await send(['END', 'STOP']);
+    expect(listed.body.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'One two ' } });
+    expect(app.engine.cancelledCount).toBe(1);
+    const single = await send('two');
+    expect(single.body.choices[0].message.content).toBe('One ');
+    const none = await send('');
+    expect(none.body.choices[0].message.content).toBe('One two STOP three');
+    const chunks = await streamChunks(appWith([{ pieces }]), {
+      messages: USER,
+      reasoning_effort: 'none',
+      stop: 'STOP',
+    });
+    const text = chunks.map((chunk) => chunk.choices[0]?.delta?.content ?? '').join('');
+    expect(text).toBe('One two ');
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+  });
+
   it('history with an assistant tool call and its tool result is accepted and rendered', async () => {
     const app = appWith([{ pieces: ['\n', 'Sunny.', '<|user|>'] }]);
     const messages = [

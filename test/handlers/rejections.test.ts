@@ -28,6 +28,22 @@ const CASES: { id: string; body: Record<string, unknown>; param: string }[] = [
     body: { input: 'hi', tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }] },
     param: 'tools[1].type',
   },
+  {
+    id: 'mcp_tool',
+    body: {
+      input: 'hi',
+      tools: [
+        { type: 'function', name: 'f' },
+        { type: 'mcp', server_label: 'weather' },
+      ],
+    },
+    param: 'tools[1].type',
+  },
+  {
+    id: 'mcp_item',
+    body: { input: [user('hi'), { type: 'mcp_approval_response', approval_request_id: 'mcpr_1', approve: true }] },
+    param: 'input[1].type',
+  },
   { id: 'hosted_tool_choice', body: { input: 'hi', tool_choice: { type: 'file_search' } }, param: 'tool_choice.type' },
   {
     id: 'encrypted_reasoning',
@@ -386,9 +402,10 @@ describe('opt-in settings lift their rows (and only those)', () => {
       'reasoning_generate_summary',
       'include_encrypted_reasoning',
     ],
+    mcp: ['mcp_tool', 'mcp_item'],
   } as const;
 
-  it('the lifted rows are exactly the item-reference and encrypted-reasoning rows', () => {
+  it('the lifted rows are exactly the item-reference, encrypted-reasoning and MCP rows', () => {
     const lifted = CREATE_RESPONSE_REJECTIONS.filter((row) => row.liftedBy !== undefined).map((row) => [
       row.liftedBy,
       row.id,
@@ -403,7 +420,7 @@ describe('opt-in settings lift their rows (and only those)', () => {
 
   it('off (the default): each lifted row still refuses, its message naming the setting that lifts it', () => {
     for (const row of CREATE_RESPONSE_REJECTIONS.filter((r) => r.liftedBy !== undefined))
-      expect(row.message).toMatch(/MAYA_GLM_RESPONSES_(ITEM_REFERENCES|ENCRYPTED_REASONING)=on/);
+      expect(row.message).toMatch(/MAYA_GLM_RESPONSES_(ITEM_REFERENCES|ENCRYPTED_REASONING|MCP)=on/);
   });
 
   for (const [setting, ids] of Object.entries(LIFTED) as [keyof typeof LIFTED, readonly string[]][]) {
@@ -414,6 +431,7 @@ describe('opt-in settings lift their rows (and only those)', () => {
       const optIns = {
         itemReferences: setting === 'itemReferences',
         encryptedReasoning: setting === 'encryptedReasoning',
+        mcp: setting === 'mcp',
       };
       const { request } = createTestApp({ handlers: { createResponse: handler }, server: { optIns } });
       for (const { id, body, param } of CASES.filter(

@@ -142,6 +142,8 @@ export class FakeEngine implements Engine {
         this.imagesEncoded += request.images?.length ?? 0;
         if (options.signal?.aborted) return finish('cancelled');
       }
+      if (request.reportProgress)
+        yield { type: 'prefill_progress', cachedTokens, processedTokens: request.promptIds.length };
       yield { type: 'prefilled', cachedTokens };
       for (const id of script.tokens) {
         if (outputTokens >= request.maxTokens) return finish('length');
