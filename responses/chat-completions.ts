@@ -57,6 +57,8 @@ export interface ChatRequest {
   stream?: boolean | null;
   stream_options?: { include_usage?: boolean } | null;
   seed?: number | null;
+  /** Up to 4 strings that end the content where one first appears (not returned). */
+  stop?: string | string[] | null;
   reasoning_effort?: string | null;
   response_format?:
     | { type: 'text' }
