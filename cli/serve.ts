@@ -57,7 +57,12 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const registry = createRegistry();
   // MAYA_STORE_URL=redis://… shares the store between replicas; an unreachable Redis throws
   // StoreConnectError here, before the server listens.
-  const backend = await openResponseStore({ settings, storeUrl: serverSettings.storeUrl, registry });
+  const backend = await openResponseStore({
+    settings,
+    storeUrl: serverSettings.storeUrl,
+    waitReplicas: serverSettings.storeWaitReplicas,
+    registry,
+  });
   const store = backend.store;
   const jobs = new JobManager({ settings, store, registry });
   const logger = options.logger ?? stderrLogger;
