@@ -33,7 +33,7 @@ const { values } = parseArgs({
     'duration-s': { type: 'string' },
     'baseline-s': { type: 'string' },
     workers: { type: 'string', default: '3' },
-    'wait-replicas': { type: 'string', default: '1' },
+    'wait-replicas': { type: 'string' },
     seed: { type: 'string' },
     out: { type: 'string' },
   },
@@ -41,7 +41,8 @@ const { values } = parseArgs({
 const DURATION_S = Number(values['duration-s'] ?? (values.short ? 0 : 240));
 const BASELINE_S = Number(values['baseline-s'] ?? (values.short ? 10 : 60));
 const WORKERS = Number(values.workers);
-const WAIT_REPLICAS = Number(values['wait-replicas']);
+/** undefined = Maya's default with Sentinel (1). */
+const WAIT_REPLICAS = values['wait-replicas'];
 const SEED = Number(values.seed ?? Date.now() % 1_000_000);
 const KEY = 'chaos-key';
 
@@ -62,7 +63,7 @@ const settings = {
   duration_s: DURATION_S,
   baseline_s: BASELINE_S,
   workers: WORKERS,
-  wait_replicas: WAIT_REPLICAS,
+  wait_replicas: WAIT_REPLICAS ?? 'default (1)',
   seed: SEED,
   replicas: 3,
 };
@@ -71,7 +72,7 @@ const rng = seeded(SEED);
 const bed = await startReplicaBed({
   apiKeys: [KEY],
   env: {
-    MAYA_STORE_WAIT_REPLICAS: String(WAIT_REPLICAS),
+    ...(WAIT_REPLICAS !== undefined ? { MAYA_STORE_WAIT_REPLICAS: WAIT_REPLICAS } : {}),
     // Room for every response of the run: an eviction would read as a lost response.
     MAYA_GLM_RESPONSES_CACHE_ENTRIES: '100000',
     MAYA_GLM_RESPONSES_CACHE_BYTES: String(512 * 1024 * 1024),

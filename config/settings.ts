@@ -137,9 +137,10 @@ export interface ServerSettings {
   /** MAYA_STORE_URL: `redis://…`, `rediss://…` or `redis+sentinel://…` shares stored responses through Redis; undefined = in memory. */
   readonly storeUrl?: string;
   /**
-   * MAYA_STORE_WAIT_REPLICAS (integer >= 0, default 0): with a Redis store, how many Redis replicas
-   * must acknowledge a stored response (Redis WAIT) before it is reported stored; fewer within
-   * STORE_WAIT_MS is 503 `store_unavailable`. 0 = the primary's acknowledgement is enough.
+   * MAYA_STORE_WAIT_REPLICAS (integer >= 0; default 1 with redis+sentinel://, else 0): with a
+   * Redis store, how many Redis replicas must acknowledge a stored response (Redis WAIT) before it
+   * is reported stored; fewer within STORE_WAIT_MS is 503 `store_unavailable`. 0 = the primary's
+   * acknowledgement is enough (a failover can then lose what the replica had not received).
    */
   readonly storeWaitReplicas?: number;
   /** Opt-in client-compatibility features beyond the spec (loadResponsesOptIns); absent = all off. */
@@ -335,7 +336,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   const waitRaw = env.MAYA_STORE_WAIT_REPLICAS;
   const storeWaitReplicas =
     waitRaw === undefined || waitRaw === ''
-      ? 0
+      ? Number(storeUrl !== undefined && parseStoreUrl(storeUrl)?.kind === 'sentinel')
       : ruledInteger('MAYA_STORE_WAIT_REPLICAS', waitRaw, { allowZero: true });
   const weightDtype = loadWeightDtype(env.MAYA_WEIGHT_DTYPE);
   return {

@@ -60,6 +60,8 @@ export interface Task {
   isCancelRequested?: boolean;
   /** The last answer a poll got (status and response status), for the report. */
   lastSeen?: string;
+  /** A failed task's error message. */
+  error?: string;
 }
 
 export type ViolationKind = 'lost' | 'truncated' | 'wrong_data' | 'http_500' | 'task_not_terminal' | 'task_lease';

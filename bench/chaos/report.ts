@@ -6,7 +6,7 @@
  */
 import type { Answer, Ledger, Sample, ViolationKind } from './chaos-client.ts';
 import type { FaultWindow } from './faults.ts';
-import type { VerifyFigures } from './verify.ts';
+import { LEASE_BOUND_MS, type VerifyFigures } from './verify.ts';
 
 export interface Latency {
   count: number;
@@ -131,8 +131,9 @@ export function printReport(report: ChaosReport, write: (line: string) => void):
     `stored responses acknowledged: ${v.storedChecked}, each asked on ${v.replicasAsked} replicas; completed answers rerun: ${v.rerunsCompared}`,
   );
   write(
-    `tasks: ${v.tasks} ${JSON.stringify(v.tasksByStatus)}; of killed/stopped replicas: ${v.orphanedTasks}, slowest to terminal ${v.slowestOrphanMs} ms`,
+    `tasks: ${v.tasks} ${JSON.stringify(v.tasksByStatus)}; of killed/stopped replicas: ${v.orphanedTasks}, slowest to terminal ${v.slowestOrphanMs} ms (bound ${LEASE_BOUND_MS} ms); failed for a lease while their replica ran: ${v.falseOrphans}`,
   );
+  write(`task failures: ${JSON.stringify(v.failures)}`);
   const { baseline, chaosOutsideFaults: outside, chaosInsideFaults: inside } = report.latency;
   write(
     `latency (ok json/stream/continue): no faults p50 ${baseline.p50_ms} p99 ${baseline.p99_ms} ms (${baseline.count}); chaos outside faults p50 ${outside.p50_ms} p99 ${outside.p99_ms} ms (${outside.count}); inside p50 ${inside.p50_ms} p99 ${inside.p99_ms} ms (${inside.count})`,

@@ -219,6 +219,7 @@ export class Traffic {
         if (result.answer !== 200 || !body || !TERMINAL.has(body.status)) continue;
         task.terminalAt = now();
         task.status = body.status;
+        if (body.error) task.error = body.error.message;
         if (body.status === 'completed' || body.status === 'incomplete')
           this.ledger.ack({
             id: task.id,

@@ -29,6 +29,10 @@ export interface VerifyFigures {
   /** Tasks of killed/stopped replicas, not terminal at the signal, and the slowest one's time to terminal. */
   orphanedTasks: number;
   slowestOrphanMs: number;
+  /** Failed tasks by error message. */
+  failures: Record<string, number>;
+  /** Tasks failed for an expired lease whose replica was never killed or stopped (a false alarm). */
+  falseOrphans: number;
 }
 
 export async function verify(
@@ -116,6 +120,13 @@ export async function verify(
     );
   }
 
+  const failures: Record<string, number> = {};
+  let falseOrphans = 0;
+  for (const task of tasks.filter((each) => each.status === 'failed')) {
+    failures[task.error ?? '?'] = (failures[task.error ?? '?'] ?? 0) + 1;
+    const wasSignalled = windows.some((w) => w.victim === task.owner && (w.signalledAt ?? Infinity) >= task.createdAt);
+    if (/lease expired/.test(task.error ?? '') && !wasSignalled) falseOrphans++;
+  }
   const tasksByStatus: Record<string, number> = {};
   for (const task of tasks) tasksByStatus[task.status ?? 'none'] = (tasksByStatus[task.status ?? 'none'] ?? 0) + 1;
   return {
@@ -126,5 +137,7 @@ export async function verify(
     tasksByStatus,
     orphanedTasks,
     slowestOrphanMs: Math.round(slowestOrphanMs),
+    failures,
+    falseOrphans,
   };
 }

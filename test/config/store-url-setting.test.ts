@@ -38,8 +38,13 @@ describe('MAYA_STORE_URL', () => {
     expect(parseStoreUrl('redis://127.0.0.1:6379/2')).toEqual({ kind: 'redis', url: 'redis://127.0.0.1:6379/2' });
   });
 
-  it('MAYA_STORE_WAIT_REPLICAS: unset is 0 (absent), else an integer >= 0', () => {
+  it('MAYA_STORE_WAIT_REPLICAS: unset is 1 with Sentinel and 0 (absent) otherwise, else an integer >= 0', () => {
     expect(loadServerSettings({}).storeWaitReplicas).toBeUndefined();
+    expect(loadServerSettings({ MAYA_STORE_URL: 'redis://h:6379' }).storeWaitReplicas).toBeUndefined();
+    expect(loadServerSettings({ MAYA_STORE_URL: 'redis+sentinel://h/m' }).storeWaitReplicas).toBe(1);
+    expect(
+      loadServerSettings({ MAYA_STORE_URL: 'redis+sentinel://h/m', MAYA_STORE_WAIT_REPLICAS: '0' }).storeWaitReplicas,
+    ).toBeUndefined();
     expect(loadServerSettings({ MAYA_STORE_WAIT_REPLICAS: '0' }).storeWaitReplicas).toBeUndefined();
     expect(loadServerSettings({ MAYA_STORE_WAIT_REPLICAS: '2' }).storeWaitReplicas).toBe(2);
     expect(() => loadServerSettings({ MAYA_STORE_WAIT_REPLICAS: '-1' })).toThrow(/MAYA_STORE_WAIT_REPLICAS/);
