@@ -12,6 +12,8 @@
  *   verify    bench/chaos/verify.ts: nothing acknowledged as stored lost or changed on any
  *             replica, no completed answer truncated (greedy rerun), every task terminal, tasks of
  *             killed replicas terminal within the lease.
+ *   baseline  again after the chaos phase (not with --short): the run without faults brackets the
+ *             faulted one, so a machine whose load drifts does not pass for a fault's cost.
  * The report (bench/chaos/report.ts) is printed and, with --out, written as JSON; the exit code is 1
  * when any check fails (a 500 included). --short (.ci/run) is one fault cycle after 10 s of
  * baseline, about a minute and a half. Load is a few closed-loop workers: the checks are about
@@ -101,7 +103,7 @@ try {
       input: prompt,
       store: false,
       temperature: 0,
-      max_output_tokens: 8,
+      max_output_tokens: 16,
     });
   ledger.phase = 'baseline';
   let workers = runWorkers();
@@ -121,9 +123,18 @@ try {
   await Promise.all(workers);
   log(`chaos: ${ledger.samples.filter((s) => s.phase === 'chaos').length} requests`);
 
-  ledger.phase = 'verify';
   await chaosPoller;
   await bed.settled();
+  if (!values.short) {
+    isStopped = false;
+    ledger.phase = 'baseline';
+    workers = runWorkers();
+    const after = traffic.pollTasks(() => isStopped);
+    await new Promise((resolve) => setTimeout(resolve, BASELINE_S * 1000));
+    isStopped = true;
+    await Promise.all([...workers, after]);
+  }
+  ledger.phase = 'verify';
   const figures = await verify(bed, client, traffic, ledger, windows);
   const report = buildReport(ledger, windows, figures, settings, origin);
   printReport(report, (line) => process.stdout.write(`${line}\n`));

@@ -24,7 +24,14 @@ export interface ChaosReport {
   violations: Record<ViolationKind, number>;
   violationDetails: string[];
   faults: { name: string; detail: string; start_s: number; recovered_s: number; exitCode?: number | null }[];
-  perFault: Record<string, { requests: number; answers: Record<string, number> }>;
+  /**
+   * Per kind of fault: the requests that overlapped its windows and their answers, and how long
+   * after the fault's start the last failed one ended (failed: not 200, or a stream's error event).
+   */
+  perFault: Record<
+    string,
+    { windows: number; requests: number; answers: Record<string, number>; failureSpan_s: number[] }
+  >;
   latency: { baseline: Latency; chaosOutsideFaults: Latency; chaosInsideFaults: Latency };
   verify: VerifyFigures;
   isPass: boolean;
@@ -71,8 +78,12 @@ export function buildReport(
   const perFault: ChaosReport['perFault'] = {};
   for (const window of windows) {
     const inside = traffic.filter((s) => s.phase === 'chaos' && overlaps(s, window));
-    const entry = (perFault[window.name] ??= { requests: 0, answers: {} });
+    const entry = (perFault[window.name] ??= { windows: 0, requests: 0, answers: {}, failureSpan_s: [] });
+    entry.windows++;
     entry.requests += inside.length;
+    const failed = inside.filter((s) => s.answer !== 200 || s.code !== undefined);
+    const span = failed.length === 0 ? 0 : Math.max(...failed.map((s) => s.end)) - window.start;
+    entry.failureSpan_s.push(Math.round(span / 100) / 10);
     for (const [answer, count] of Object.entries(tally(inside)))
       entry.answers[answer] = (entry.answers[answer] ?? 0) + count;
   }
@@ -125,7 +136,9 @@ export function printReport(report: ChaosReport, write: (line: string) => void):
   for (const fault of report.faults)
     write(`fault at ${fault.start_s} s: ${fault.name} (${fault.detail}), whole again after ${fault.recovered_s} s`);
   for (const [name, entry] of Object.entries(report.perFault))
-    write(`  during ${name}: ${entry.requests} requests, ${JSON.stringify(entry.answers)}`);
+    write(
+      `  during ${entry.windows} × ${name}: ${entry.requests} requests, ${JSON.stringify(entry.answers)}; last failure ends [${entry.failureSpan_s.join(', ')}] s after the fault`,
+    );
   const v = report.verify;
   write(
     `stored responses acknowledged: ${v.storedChecked}, each asked on ${v.replicasAsked} replicas; completed answers rerun: ${v.rerunsCompared}`,
