@@ -25,8 +25,8 @@ export interface ChaosReport {
   violationDetails: string[];
   faults: { name: string; detail: string; start_s: number; recovered_s: number; exitCode?: number | null }[];
   /**
-   * Per kind of fault: the requests that overlapped its windows and their answers, and how long
-   * after the fault's start the last failed one ended (failed: not 200, or a stream's error event).
+   * Per kind of fault: the requests that overlapped its windows and their answers (with the error
+   * code of failed ones), and how long after the fault's start the last failed one ended.
    */
   perFault: Record<
     string,
@@ -59,6 +59,11 @@ function tally(samples: Sample[], key: (s: Sample) => string = (s) => String(s.a
   return out;
 }
 
+/** Not answered as asked: an HTTP error, a connection error, or an error event in a stream (a client's own cancel is no failure). */
+const isFailed = (s: Sample) => s.answer !== 200 || (s.code !== undefined && s.code !== 'response_cancelled');
+const answerWithCode = (s: Sample) =>
+  isFailed(s) && s.code !== undefined ? `${s.answer} ${s.code}` : String(s.answer);
+
 const overlaps = (sample: Sample, window: FaultWindow) => sample.start < window.end && sample.end > window.start;
 
 export function buildReport(
@@ -81,10 +86,10 @@ export function buildReport(
     const entry = (perFault[window.name] ??= { windows: 0, requests: 0, answers: {}, failureSpan_s: [] });
     entry.windows++;
     entry.requests += inside.length;
-    const failed = inside.filter((s) => s.answer !== 200 || s.code !== undefined);
+    const failed = inside.filter(isFailed);
     const span = failed.length === 0 ? 0 : Math.max(...failed.map((s) => s.end)) - window.start;
     entry.failureSpan_s.push(Math.round(span / 100) / 10);
-    for (const [answer, count] of Object.entries(tally(inside)))
+    for (const [answer, count] of Object.entries(tally(inside, answerWithCode)))
       entry.answers[answer] = (entry.answers[answer] ?? 0) + count;
   }
   const ok = (s: Sample) => GENERATION.has(s.kind) && s.answer === 200 && s.code === undefined;
