@@ -61,6 +61,8 @@ const POLL_MS = 50;
 type ScriptName = keyof typeof JOB_SCRIPTS;
 type Reply = (string | number | Reply)[];
 
+type ScriptClient = Redis & Record<ScriptName, (...args: (string | number)[]) => Promise<Reply | number>>;
+
 /** One of this replica's tasks, watched until Redis holds its end. */
 interface Tracked {
   record: JobRecord;
@@ -75,7 +77,6 @@ interface Tracked {
   /** When Redis confirmed the task's end (FINISH, and WAIT with `durable`); 0 = not yet. */
   finishedAt: number;
 }
-type ScriptClient = Redis & Record<ScriptName, (...args: (string | number)[]) => Promise<Reply | number>>;
 
 interface SharedRecord {
   id: string;
