@@ -1,9 +1,9 @@
 /**
  * `npm run bench:chaos -- [--short] [--duration-s S] [--baseline-s S] [--workers N]
- *   [--wait-replicas N] [--seed N] [--out FILE]`: Maya in production shape under faults, on loopback.
+ *   [--wait-replicas N] [--redis-replicas N] [--seed N] [--out FILE]`: Maya in production shape under faults, on loopback.
  *
  * The bed (test/helpers/replica-bed.ts): three `maya serve` replicas on the demo model behind
- * haproxy (round robin, /health checks), a Redis primary and replica with three Sentinels,
+ * haproxy (round robin, /health checks), a Redis primary and replica (--redis-replicas) with three Sentinels,
  * MAYA_STORE_URL=redis+sentinel://…, one shared reasoning key. Phases:
  *   baseline  mixed traffic (bench/chaos/traffic.ts) for --baseline-s without faults;
  *   chaos     the same traffic while bench/chaos/faults.ts kills -9 and restarts a replica, forces
@@ -36,6 +36,7 @@ const { values } = parseArgs({
     'baseline-s': { type: 'string' },
     workers: { type: 'string', default: '3' },
     'wait-replicas': { type: 'string' },
+    'redis-replicas': { type: 'string', default: '1' },
     seed: { type: 'string' },
     out: { type: 'string' },
   },
@@ -68,11 +69,13 @@ const settings = {
   wait_replicas: WAIT_REPLICAS ?? 'default (1)',
   seed: SEED,
   replicas: 3,
+  redis_replicas: Number(values['redis-replicas']),
 };
 log(`settings ${JSON.stringify(settings)}`);
 const rng = seeded(SEED);
 const bed = await startReplicaBed({
   apiKeys: [KEY],
+  redisReplicas: settings.redis_replicas,
   env: {
     ...(WAIT_REPLICAS !== undefined ? { MAYA_STORE_WAIT_REPLICAS: WAIT_REPLICAS } : {}),
     // Room for every response of the run: an eviction would read as a lost response.

@@ -146,7 +146,7 @@ export function printReport(report: ChaosReport, write: (line: string) => void):
     );
   const v = report.verify;
   write(
-    `stored responses acknowledged: ${v.storedChecked}, each asked on ${v.replicasAsked} replicas; completed answers rerun: ${v.rerunsCompared}`,
+    `stored responses acknowledged: ${v.storedChecked}, each asked on ${v.replicasAsked} replicas, lost or changed: ${v.storedLost}; completed answers rerun: ${v.rerunsCompared}`,
   );
   write(
     `tasks: ${v.tasks} ${JSON.stringify(v.tasksByStatus)}; of killed/stopped replicas: ${v.orphanedTasks}, slowest to terminal ${v.slowestOrphanMs} ms (bound ${LEASE_BOUND_MS} ms); failed for a lease while their replica ran: ${v.falseOrphans}`,

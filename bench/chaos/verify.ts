@@ -22,6 +22,8 @@ export const LEASE_BOUND_MS = LEASE_MS + HEARTBEAT_MS + LEASE_SLACK_MS;
 
 export interface VerifyFigures {
   storedChecked: number;
+  /** Acknowledged stored responses that some replica no longer answered with their output. */
+  storedLost: number;
   replicasAsked: number;
   rerunsCompared: number;
   tasks: number;
@@ -68,6 +70,7 @@ export async function verify(
     }
   }
 
+  const lostIds = new Set<string>();
   for (const ack of ledger.stored.values()) {
     for (const replica of bed.replicas) {
       const result = await client.json('GET', `/responses/${ack.id}`, undefined, replica.origin);
@@ -76,6 +79,7 @@ export async function verify(
         JSON.stringify((result.body as unknown as ResponseBody).output) === JSON.stringify(ack.output)
       )
         continue;
+      lostIds.add(ack.id);
       ledger.violate(
         result.answer === 404 ? 'lost' : 'wrong_data',
         `stored ${ack.id} (${ack.via}) on ${replica.name}: ${result.answer}${result.answer === 200 ? ' with other output' : ''}`,
@@ -131,6 +135,7 @@ export async function verify(
   for (const task of tasks) tasksByStatus[task.status ?? 'none'] = (tasksByStatus[task.status ?? 'none'] ?? 0) + 1;
   return {
     storedChecked: ledger.stored.size,
+    storedLost: lostIds.size,
     replicasAsked: bed.replicas.length,
     rerunsCompared,
     tasks: tasks.length,

@@ -60,7 +60,6 @@ const POLL_MS = 50;
 
 type ScriptName = keyof typeof JOB_SCRIPTS;
 type Reply = (string | number | Reply)[];
-
 type ScriptClient = Redis & Record<ScriptName, (...args: (string | number)[]) => Promise<Reply | number>>;
 
 /** One of this replica's tasks, watched until Redis holds its end. */

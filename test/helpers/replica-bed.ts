@@ -1,7 +1,7 @@
 /**
  * A production-shaped test bed on loopback, started and stopped by the caller: N `maya serve`
  * replicas (separate processes, demo model) behind Debian's haproxy (round robin, health checks on
- * /health), sharing a Redis primary with one replica, watched by three Redis Sentinels; the
+ * /health), sharing a Redis primary with one replica (or more), watched by three Redis Sentinels; the
  * replicas reach Redis through MAYA_STORE_URL=redis+sentinel://… (bench/chaos.bench.ts and
  * test/e2e/redis-sentinel.test.ts use it). Also the faults: kill or signal a replica, restart it,
  * force a Sentinel failover, pause the Redis primary.
@@ -34,6 +34,8 @@ process.once('exit', () => {
 
 export interface BedOptions {
   replicas?: number;
+  /** Redis replicas of the primary (default 1). */
+  redisReplicas?: number;
   /** Extra environment of every replica (e.g. MAYA_STORE_WAIT_REPLICAS). */
   env?: Record<string, string>;
   apiKeys?: string[];
@@ -206,12 +208,15 @@ export async function startReplicaBed(options: BedOptions = {}): Promise<Replica
   const dir = options.dir ?? mkdtempSync(path.join(tmpdir(), 'maya-bed-'));
   mkdirSync(dir, { recursive: true });
   const primaryNode = await startRedis(dir);
-  const redis = [primaryNode, await startRedis(dir, primaryNode.port)];
-  await waitFor(
-    'Redis replica in sync',
-    async () => (await replicationInfo(redis[1]!.port)).master_link_status === 'up',
-    10_000,
-  );
+  const redis = [primaryNode];
+  for (let n = 0; n < (options.redisReplicas ?? 1); n++) redis.push(await startRedis(dir, primaryNode.port));
+  for (const node of redis.slice(1)) {
+    await waitFor(
+      'Redis replica in sync',
+      async () => (await replicationInfo(node.port)).master_link_status === 'up',
+      10_000,
+    );
+  }
   const sentinels: RedisNode[] = [];
   for (let n = 0; n < 3; n++) sentinels.push(await startSentinel(dir, primaryNode.port));
   // Each Sentinel must know the replica and the other Sentinels before a failover can be agreed.
@@ -221,7 +226,7 @@ export async function startReplicaBed(options: BedOptions = {}): Promise<Replica
       for (const sentinel of sentinels) {
         const master = (await admin(sentinel.port, (c) => c.call('SENTINEL', 'MASTER', MASTER_NAME))) as string[];
         const fields = Object.fromEntries(master.flatMap((v, i) => (i % 2 === 0 ? [[v, master[i + 1]]] : [])));
-        if (Number(fields['num-slaves']) < 1 || Number(fields['num-other-sentinels']) < 2) return false;
+        if (Number(fields['num-slaves']) < redis.length - 1 || Number(fields['num-other-sentinels']) < 2) return false;
       }
       return true;
     },
