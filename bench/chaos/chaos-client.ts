@@ -133,7 +133,8 @@ export class ChaosClient {
       try {
         parsed = JSON.parse(text) as Record<string, unknown>;
       } catch {
-        parsed = undefined;
+        // Not Maya's answer (Maya's bodies are JSON): haproxy's own error page.
+        parsed = response.ok ? undefined : { error: { code: 'not_from_maya' } };
       }
       return {
         answer: response.status,
@@ -161,7 +162,8 @@ export class ChaosClient {
     }
     const replica = response.headers.get('x-maya-replica') ?? undefined;
     if (!response.headers.get('content-type')?.includes('text/event-stream')) {
-      const parsed = (await response.json().catch(() => undefined)) as { error?: { code?: string } } | undefined;
+      const parsed = (await response.json().catch(() => ({ error: { code: 'not_from_maya' } }))) as
+        { error?: { code?: string } } | undefined;
       return { answer: response.status, code: parsed?.error?.code, events: [], isTerminal: false, replica };
     }
     const events: Record<string, unknown>[] = [];

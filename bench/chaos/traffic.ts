@@ -177,7 +177,7 @@ export class Traffic {
       max_output_tokens: MAX_OUTPUT_TOKENS,
       include: ['reasoning.encrypted_content'],
     });
-    this.ledger.record('replay', start, first.answer);
+    this.ledger.record('replay', start, first.answer, (first.body?.error as { code?: string } | undefined)?.code);
     if (first.answer !== 200) return;
     const output = (first.body as unknown as ResponseBody).output;
     const replayed = output.map((item: OutputItem) =>
