@@ -109,7 +109,12 @@ async function openStores(
   logger: Logger,
 ): Promise<Stores> {
   const { settings } = options;
-  const backend = await openResponseStore({ settings, storeUrl: options.server.storeUrl, registry });
+  const backend = await openResponseStore({
+    settings,
+    storeUrl: options.server.storeUrl,
+    waitReplicas: options.server.storeWaitReplicas,
+    registry,
+  });
   const jobs = new JobManager({ settings, store: backend.store, registry });
   const sharedJobs = await backend.shareJobs?.(jobs, (error) =>
     logger.warn('shared task record write failed', { error: (error as Error).message }),

@@ -21,6 +21,7 @@ import {
 
 export { SettingsError, type Env } from './setting-rules.ts';
 export type { McpServerConfig, McpSettings } from './mcp-settings.ts';
+import { parseStoreUrl, STORE_URL_RULE } from './store-url.ts';
 
 export const RESPONSES_SETTINGS = {
   CACHE_ENTRIES: { default: 128 },
@@ -103,8 +104,15 @@ export interface ServerSettings {
   readonly limits?: ServerLimits;
   /** MAYA_LOG_LEVEL, default `info` (`silent` = none): the level of the one logger (handlers/logger.ts). */
   readonly logLevel?: LogLevel;
-  /** MAYA_STORE_URL: `redis://…` or `rediss://…` shares stored responses through Redis; undefined = in memory. */
+  /** MAYA_STORE_URL: `redis://…`, `rediss://…` or `redis+sentinel://…` shares stored responses through Redis; undefined = in memory. */
   readonly storeUrl?: string;
+  /**
+   * MAYA_STORE_WAIT_REPLICAS (integer >= 0; default 1 with redis+sentinel://, else 0): with a
+   * Redis store, how many Redis replicas must acknowledge a stored response (Redis WAIT) before it
+   * is reported stored; fewer within STORE_WAIT_MS is 503 `store_unavailable`. 0 = the primary's
+   * acknowledgement is enough (a failover can then lose what the replica had not received).
+   */
+  readonly storeWaitReplicas?: number;
   /** Opt-in client-compatibility features beyond the spec (loadResponsesOptIns); absent = all off. */
   readonly optIns?: ResponsesOptIns;
   /** MAYA_IMAGE_*: limits on `input_image` URLs and images (IMAGE_LIMITS); absent = DEFAULT_IMAGE_SETTINGS. */
@@ -317,6 +325,11 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     throw new SettingsError('MAYA_LOG_LEVEL', `MAYA_LOG_LEVEL=${logLevel}: must be one of ${LOG_LEVELS.join(', ')}`);
   }
   const storeUrl = loadStoreUrl(env.MAYA_STORE_URL);
+  const waitRaw = env.MAYA_STORE_WAIT_REPLICAS;
+  const storeWaitReplicas =
+    waitRaw === undefined || waitRaw === ''
+      ? Number(storeUrl !== undefined && parseStoreUrl(storeUrl)?.kind === 'sentinel')
+      : ruledInteger('MAYA_STORE_WAIT_REPLICAS', waitRaw, { allowZero: true });
   const weightDtype = loadWeightDtype(env.MAYA_WEIGHT_DTYPE);
   const engine = loadEngineSettings(env);
   return {
@@ -331,6 +344,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     logLevel: logLevel as LogLevel,
     decoding: loadDecodingSettings(env),
     ...(storeUrl !== undefined ? { storeUrl } : {}),
+    ...(storeWaitReplicas > 0 ? { storeWaitReplicas } : {}),
     ...optInsField(env),
     images: loadImageSettings(env),
     ...(weightDtype !== undefined ? { weightDtype } : {}),
@@ -339,21 +353,10 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   };
 }
 
-/** MAYA_STORE_URL: unset or empty = in memory; otherwise a redis:// or rediss:// URL. */
+/** MAYA_STORE_URL: unset or empty = in memory; otherwise a Redis or Redis Sentinel URL (store-url.ts). */
 function loadStoreUrl(raw: string | undefined): string | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
-  let protocol = '';
-  try {
-    protocol = new URL(raw.trim()).protocol;
-  } catch {
-    // reported below
-  }
-  if (protocol !== 'redis:' && protocol !== 'rediss:') {
-    throw new SettingsError(
-      'MAYA_STORE_URL',
-      'MAYA_STORE_URL: must be a redis://[user:password@]host[:port][/db] or rediss:// URL (unset = in-memory store)',
-    );
-  }
+  if (parseStoreUrl(raw) === undefined) throw new SettingsError('MAYA_STORE_URL', STORE_URL_RULE);
   return raw.trim();
 }
 
@@ -432,6 +435,7 @@ export const SETTING_NAMES: readonly string[] = [
   'MAYA_MAX_BODY_BYTES',
   'MAYA_LOG_LEVEL',
   'MAYA_STORE_URL',
+  'MAYA_STORE_WAIT_REPLICAS',
   'MAYA_DIALECT',
   ...Object.keys(SERVER_LIMITS).map((name) => `MAYA_${name}`),
   'MAYA_CONSTRAINED_DECODING',

@@ -11,6 +11,10 @@ set -euo pipefail
 # "command package": the tests run `command`, Debian's `package` provides it.
 NEEDS=(
   "redis-server redis-server" # the Redis store tests start private servers (test/helpers/redis-server.ts)
+  # the replica test bed (test/helpers/replica-bed.ts: test/e2e/redis-sentinel, bench:chaos) puts
+  # replicas behind haproxy on a Sentinel-watched Redis; it starts its own processes on loopback
+  "haproxy haproxy"
+  "redis-sentinel redis-sentinel"
   "clang-format clang-format" # format:cpp:check (scripts/format-cpp.sh; the style was settled with Debian 12's 14)
   "black black"               # lint:py (scripts/check-python.sh)
   "flake8 flake8"             # lint:py

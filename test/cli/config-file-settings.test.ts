@@ -62,6 +62,7 @@ const CASES: Record<
   MAYA_MAX_BODY_BYTES: ['1024', (l) => l.server.maxBodyBytes, 1024],
   MAYA_LOG_LEVEL: ['warn', (l) => l.server.logLevel, 'warn'],
   MAYA_STORE_URL: ['redis://127.0.0.1:6390/1', (l) => l.server.storeUrl, 'redis://127.0.0.1:6390/1'],
+  MAYA_STORE_WAIT_REPLICAS: ['2', (l) => l.server.storeWaitReplicas, 2],
   MAYA_DIALECT: ['glm47', (l) => l.server.dialect, 'glm47'],
   MAYA_MAX_CONNECTIONS: ['64', (l) => l.server.limits?.MAX_CONNECTIONS, 64],
   MAYA_HEADERS_TIMEOUT_S: ['3', (l) => l.server.limits?.HEADERS_TIMEOUT_S, 3],
