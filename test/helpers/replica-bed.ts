@@ -127,7 +127,9 @@ function requireTools(): void {
     (tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0,
   );
   if (missing.length > 0)
-    throw new Error(`the replica test bed needs ${missing.join(', ')}: run bash scripts/provision-test.sh haproxy redis-sentinel`);
+    throw new Error(
+      `the replica test bed needs ${missing.join(', ')}: run bash scripts/provision-test.sh haproxy redis-sentinel`,
+    );
 }
 
 function launch(command: string, args: string[], log: string, env?: NodeJS.ProcessEnv): ChildProcess {
