@@ -763,6 +763,8 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
         const BatchSeq &q = b.seqs[s];
         if (q.pos0 + q.n_tokens > q.n_blocks * cfg_.block_size || q.pos0 + q.n_tokens > cfg_.n_ctx)
             return fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch lacks KV blocks", s);
+        if (q.logits_row >= 0 && (q.n_logits < 1 || q.n_logits > q.n_tokens || q.logits_row + q.n_logits > b.n_logits))
+            return fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch asks for bad logits rows", s);
         for (int i = 0; i < q.n_tokens; i++) {
             int t = q.tok0 + i;
             tok_seq_[(size_t)t] = (int32_t)s;
@@ -792,8 +794,9 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
     if (b.n_logits == 0) return ENG_STATUS_OK;
     for (const BatchSeq &s : b.seqs) {
         if (s.logits_row < 0) continue;
-        k_.rmsnorm(&out_x_[(size_t)s.logits_row * C], &x_[(size_t)(s.tok0 + s.n_tokens - 1) * C], m_.final_norm.data(),
-                   C, c_.rms_eps);
+        for (int i = 0; i < s.n_logits; i++)
+            k_.rmsnorm(&out_x_[(size_t)(s.logits_row + i) * C], &x_[(size_t)(s.tok0 + s.n_tokens - s.n_logits + i) * C],
+                       m_.final_norm.data(), C, c_.rms_eps);
     }
     MatJob head = {&m_.lm_head, out_x_.data(), C, logits, c_.n_vocab, nullptr};
     linear(b.n_logits, &head, 1);

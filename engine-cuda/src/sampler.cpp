@@ -99,4 +99,74 @@ int32_t Sampler::sample(const float *logits, const SamplerParams &p, Rng *rng, c
     return idx_[(size_t)last];
 }
 
+void Sampler::distribution(const float *logits, const SamplerParams &p, int32_t *n_out, float *cum_out) {
+    int32_t n = n_vocab_;
+    float mx = logits[argmax(logits, n)], inv_t = 1.0f / p.temperature;
+    double sum = 0;
+    for (int32_t i = 0; i < n; i++) {
+        probs_[(size_t)i] = expf((logits[i] - mx) * inv_t);
+        sum += probs_[(size_t)i];
+    }
+    float inv_sum = (float)(1.0 / sum);
+    for (int32_t i = 0; i < n; i++) probs_[(size_t)i] *= inv_sum;
+    if (p.top_p >= 1.0f) {
+        double total = 0;
+        for (int32_t i = 0; i < n; i++) {
+            idx_[(size_t)i] = i;
+            total += probs_[(size_t)i];
+        }
+        *n_out = n;
+        *cum_out = (float)total;
+        return;
+    }
+    // The nucleus as sample() takes it (same cutoff, order and cumulative sum).
+    float cutoff = (1.0f - p.top_p) / (float)(n > 1 ? n - 1 : 1);
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (probs_[(size_t)i] >= cutoff) idx_[(size_t)m++] = i;
+    if (m == 0) {
+        idx_[0] = argmax(probs_.data(), n);
+        *n_out = 1;
+        *cum_out = probs_[(size_t)idx_[0]];
+        return;
+    }
+    const float *pr = probs_.data();
+    std::sort(idx_.begin(), idx_.begin() + m,
+              [pr](int32_t a, int32_t b) { return pr[a] > pr[b] || (pr[a] == pr[b] && a < b); });
+    float cum = 0;
+    int32_t last = m - 1;
+    for (int32_t i = 0; i < m; i++) {
+        cum += pr[idx_[(size_t)i]];
+        if (cum >= p.top_p) {
+            last = i;
+            break;
+        }
+    }
+    *n_out = last + 1;
+    *cum_out = cum;
+}
+
+int32_t Sampler::sample_draft(const float *logits, const SamplerParams &p, Rng *rng, int32_t draft) {
+    if (p.temperature <= 0) return argmax(logits, n_vocab_);
+    int32_t m = 0;
+    float cum = 0;
+    distribution(logits, p, &m, &cum);
+    const float *pr = probs_.data();
+    float p_draft = 0; // the draft's probability within the nucleus (unnormalised, as cum)
+    for (int32_t i = 0; i < m; i++)
+        if (idx_[(size_t)i] == draft) p_draft = pr[draft];
+    if (rng->uniform() * cum < p_draft) return draft;
+    // Rejected: the residual max(p - q, 0) for the point mass q = 1 at the draft is p without it.
+    float rest = cum - p_draft, r = rng->uniform() * rest, cdf = 0;
+    int32_t fallback = -1;
+    for (int32_t i = 0; i < m; i++) {
+        int32_t id = idx_[(size_t)i];
+        if (id == draft) continue;
+        fallback = id;
+        cdf += pr[id];
+        if (r < cdf) return id;
+    }
+    return fallback >= 0 ? fallback : draft; // rounding left r above the rest; a nucleus of one id is the draft
+}
+
 } // namespace maya

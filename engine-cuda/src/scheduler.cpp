@@ -25,10 +25,13 @@ int32_t Scheduler::init(const SchedulerConfig &cfg, BlockManager *bm, Backend *b
     bm_ = bm;
     backend_ = backend;
     sampler_.init(cfg.n_vocab);
-    logits_.resize((size_t)cfg.max_batch * (size_t)cfg.n_vocab);
-    batch_.tokens.reserve((size_t)(cfg.prefill_chunk + cfg.max_batch));
+    if (cfg.max_draft < 0 || cfg.ngram_min < 1 || cfg.ngram_max < cfg.ngram_min)
+        return fail(ENG_STATUS_INVALID_ARG, "scheduler: bad speculative limits");
+    logits_.resize((size_t)cfg.max_batch * (size_t)(1 + cfg.max_draft) * (size_t)cfg.n_vocab);
+    batch_.tokens.reserve((size_t)(cfg.prefill_chunk + cfg.max_batch * (1 + cfg.max_draft)));
     batch_.seqs.reserve((size_t)cfg.max_batch);
     entries_.reserve((size_t)cfg.max_batch);
+    verified_.reserve((size_t)cfg.max_draft + 1);
     running_.reserve((size_t)cfg.max_batch);
     return ENG_STATUS_OK;
 }
@@ -85,22 +88,68 @@ void Scheduler::reap_cancelled(std::vector<int32_t> *events) {
 
 void Scheduler::preempt(Sequence *s) {
     bm_->deallocate(*s);
+    s->draft.clear();
     running_.erase(std::find(running_.begin(), running_.end(), s));
     waiting_.push_front(s);
     stats_.preemptions++;
 }
 
+/* Adds n of s's uncomputed tokens to the batch; a decode pass (is_prefill false) also carries s->draft
+ * after its pending token and asks for the logits of all of them. */
 void Scheduler::schedule_one(Sequence *s, int32_t n, bool is_prefill) {
+    int32_t k = is_prefill ? 0 : (int32_t)s->draft.size();
     BatchSeq b;
     b.tok0 = (int32_t)batch_.tokens.size();
-    b.n_tokens = n;
+    b.n_tokens = n + k;
     b.pos0 = s->n_computed;
     b.block_table = s->block_table.data();
     b.n_blocks = (int32_t)s->block_table.size();
-    b.logits_row = s->n_computed + n == (int32_t)s->tokens.size() ? batch_.n_logits++ : -1;
+    b.n_logits = 1 + k;
+    b.logits_row = s->n_computed + n == (int32_t)s->tokens.size() ? batch_.n_logits : -1;
+    if (b.logits_row >= 0) batch_.n_logits += b.n_logits;
     batch_.tokens.insert(batch_.tokens.end(), s->tokens.begin() + s->n_computed, s->tokens.begin() + s->n_computed + n);
+    batch_.tokens.insert(batch_.tokens.end(), s->draft.begin(), s->draft.begin() + k);
     batch_.seqs.push_back(b);
-    entries_.push_back({s, n, is_prefill});
+    entries_.push_back({s, n + k, is_prefill});
+}
+
+/* The draft of a decoding sequence for this step: the host's (eng_seq_draft), else prompt lookup
+ * (n-gram): the most recent earlier occurrence of its last m tokens (m from ngram_max down to
+ * ngram_min) in its prompt and output, and the tokens that followed it. Cut to spec_k (the
+ * turn-down) and to what max_tokens and the context leave; none while a mask is set (the host's
+ * matcher must see each token before the next is chosen) or during a turn-down pause. */
+void Scheduler::propose(Sequence *s) {
+    s->draft.clear();
+    if (cfg_.max_draft <= 0) return;
+    if (!s->mask.empty()) {
+        s->host_draft.clear();
+        return;
+    }
+    int32_t n = (int32_t)s->tokens.size();
+    int32_t room = std::min(s->max_tokens - s->n_generated() - 1, cfg_.n_ctx - n - 1);
+    if (s->spec_k < 0) s->spec_k = cfg_.max_draft;
+    if (!s->host_draft.empty()) {
+        int32_t k = std::min(room, (int32_t)s->host_draft.size());
+        if (k > 0) s->draft.assign(s->host_draft.begin(), s->host_draft.begin() + k);
+        s->host_draft.clear();
+        return;
+    }
+    int32_t k = std::min(room, s->spec_k);
+    if (k <= 0) return;
+    if (s->spec_pause > 0) {
+        s->spec_pause--;
+        return;
+    }
+    const int32_t *t = s->tokens.data();
+    for (int32_t m = std::min(cfg_.ngram_max, n - 1); m >= cfg_.ngram_min; m--) {
+        const int32_t *suffix = t + (n - m);
+        for (int32_t j = n - m - 1; j >= 0; j--) {
+            if (t[j] != suffix[0] || memcmp(t + j, suffix, (size_t)m * sizeof(int32_t)) != 0) continue;
+            int32_t from = j + m, take = std::min(k, n - from);
+            s->draft.assign(t + from, t + from + take);
+            return;
+        }
+    }
 }
 
 void Scheduler::schedule() {
@@ -124,6 +173,15 @@ void Scheduler::schedule() {
             }
             if (is_victim) break;
             bm_->append(*s);
+            propose(s);
+            if (!s->draft.empty()) {
+                // Drafts take free blocks only while one stays for each later running sequence.
+                int32_t bs = bm_->block_size(), n = (int32_t)s->tokens.size();
+                int32_t spare = std::max(0, bm_->n_free() - (int32_t)(running_.size() - i - 1));
+                int32_t fit = ((int32_t)s->block_table.size() + spare) * bs - n;
+                if ((int32_t)s->draft.size() > fit) s->draft.resize((size_t)std::max(0, fit));
+                bm_->append(*s, (int32_t)s->draft.size());
+            }
             schedule_one(s, 1, false);
         } else if (budget > 0) {
             int32_t n = std::min(todo, budget);
@@ -146,13 +204,74 @@ void Scheduler::schedule() {
     }
 }
 
+/* A decode pass that carried drafts: the longest accepted prefix of the draft plus one token of the
+ * sequence's own (the correction at the first rejection, or the token after the whole draft), cut
+ * after a stop id; K/V, prefix-cache hashes and blocks are kept for accepted positions only. */
+void Scheduler::verify(size_t e, std::vector<int32_t> *events) {
+    Sequence *s = entries_[e].seq;
+    const BatchSeq &b = batch_.seqs[e];
+    int32_t k = (int32_t)s->draft.size(), V = cfg_.n_vocab;
+    const int32_t *am = backend_->argmax_rows();
+    bool use_am = am && batch_.row_is_greedy[(size_t)b.logits_row];
+    verified_.clear();
+    for (int32_t i = 0; i <= k; i++) {
+        int32_t row = b.logits_row + i;
+        const float *lg = &logits_[(size_t)row * (size_t)V];
+        int32_t tok = use_am  ? am[row]
+                      : i < k ? sampler_.sample_draft(lg, s->sampling, &s->rng, s->draft[(size_t)i])
+                              : sampler_.sample(lg, s->sampling, &s->rng, nullptr);
+        verified_.push_back(tok);
+        if (std::find(s->stop_ids.begin(), s->stop_ids.end(), tok) != s->stop_ids.end()) break;
+        if (i < k && tok != s->draft[(size_t)i]) break;
+    }
+    int32_t a = 0, m = (int32_t)verified_.size();
+    while (a < k && a < m && verified_[(size_t)a] == s->draft[(size_t)a]) a++;
+    // Positions n_computed (the pending token) and the a accepted drafts after it hold valid K/V.
+    s->n_computed += 1 + a;
+    int32_t gen0 = s->n_generated();
+    s->tokens.insert(s->tokens.end(), verified_.begin(), verified_.end());
+    bm_->commit(*s);
+    bm_->trim(*s);
+    stats_.decode_passes++;
+    stats_.decode_tokens += m;
+    stats_.draft_tokens += k;
+    stats_.draft_accepted += a;
+    // The turn-down: a verification that accepts nothing halves the draft length and, from the
+    // second in a row, pauses drafting for 2, 4, ... 64 passes; an accepted draft restores it.
+    if (a == 0) {
+        s->spec_k = std::max(1, s->spec_k / 2);
+        if (++s->spec_misses >= 2) s->spec_pause = std::min(64, 1 << (s->spec_misses - 1));
+    } else {
+        s->spec_misses = 0;
+        if (a == k) s->spec_k = std::min(cfg_.max_draft, 2 * s->spec_k);
+    }
+    s->draft.clear();
+    if (s->flags & ENG_SEQ_KEEP_LOGITS) {
+        const float *lg = &logits_[(size_t)(b.logits_row + m - 1) * (size_t)V];
+        s->logits.assign(lg, lg + V);
+    }
+    for (int32_t j = 0; j < m; j++) emit(events, s->id, ENG_EVENT_TOKEN, verified_[(size_t)j], gen0 + j + 1);
+    int32_t tok = verified_.back();
+    bool is_stop = std::find(s->stop_ids.begin(), s->stop_ids.end(), tok) != s->stop_ids.end();
+    if (is_stop) finish(s, ENG_FINISH_STOP, events);
+    else if (s->n_generated() >= s->max_tokens || (int32_t)s->tokens.size() >= cfg_.n_ctx)
+        finish(s, ENG_FINISH_LENGTH, events);
+}
+
 void Scheduler::postprocess(std::vector<int32_t> *events) {
     for (size_t e = 0; e < entries_.size(); e++) {
         Sequence *s = entries_[e].seq;
+        if (!entries_[e].is_prefill && !s->draft.empty()) {
+            verify(e, events);
+            continue;
+        }
         s->n_computed += entries_[e].n_tokens;
         bm_->commit(*s);
         if (entries_[e].is_prefill) stats_.prefill_tokens += entries_[e].n_tokens;
-        else stats_.decode_tokens++;
+        else {
+            stats_.decode_tokens++;
+            stats_.decode_passes++;
+        }
         int32_t row = batch_.seqs[e].logits_row;
         if (row < 0) continue; // mid-prefill chunk
         const float *lg = &logits_[(size_t)row * (size_t)cfg_.n_vocab];
@@ -227,8 +346,8 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
         const Sequence *s = entries_[e].seq;
         int32_t row = batch_.seqs[e].logits_row;
         // A masked (constrained) row samples on the host, so the backend must return its logits.
-        if (row >= 0)
-            batch_.row_is_greedy[(size_t)row] =
+        for (int32_t i = 0; row >= 0 && i < batch_.seqs[e].n_logits; i++)
+            batch_.row_is_greedy[(size_t)(row + i)] =
                 s->sampling.temperature <= 0 && !(s->flags & ENG_SEQ_KEEP_LOGITS) && s->mask.empty();
     }
     prepare_mm();
