@@ -72,6 +72,7 @@ class Pump {
   constructor(
     private readonly ctx: NativeContext,
     private readonly numVocab: number,
+    private readonly maxDraft: number,
     private readonly post: (msg: FromWorker, transfer?: ArrayBuffer[]) => void,
     /** The next message already queued for the worker, taken synchronously (undefined: none). */
     private readonly drain?: () => ToWorker | undefined,
@@ -177,7 +178,8 @@ class Pump {
 
   private stepOnce(): void {
     if (this.closed) return;
-    const needed = (2 * this.live.size + 1) * ENG.EVENT_INTS;
+    // A sequence yields up to 3 + the most drafted tokens events a step (its verified draft's tokens).
+    const needed = ((3 + this.maxDraft) * this.live.size + 1) * ENG.EVENT_INTS;
     if (this.events.length < needed) this.events = new Int32Array(needed * 2);
     let n: number;
     try {
@@ -239,7 +241,7 @@ async function main(): Promise<void> {
   const receive = (workerThreads as { receiveMessageOnPort?: typeof workerThreads.receiveMessageOnPort })
     .receiveMessageOnPort;
   const drain = receive ? () => receive(port)?.message as ToWorker | undefined : undefined;
-  const pump = new Pump(ctx, info[ENG.INFO_N_VOCAB] ?? 0, post, drain);
+  const pump = new Pump(ctx, info[ENG.INFO_N_VOCAB] ?? 0, info[ENG.INFO_SPEC_MAX_DRAFT] ?? 0, post, drain);
   port.on('message', (msg: ToWorker) => pump.handle(msg));
   post({ op: 'ready', info });
 }
