@@ -217,12 +217,18 @@ ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask,
 
 /* Drafted tokens for a sequence's next decode pass (speculative decoding), replacing the engine's
  * own prompt-lookup draft for that one pass: the step scores them with the sequence's pending token
- * in one pass and keeps the longest accepted prefix plus one token of its own (greedy: a draft is
- * accepted when it is the argmax; sampling: the speculative-sampling rule for a point-mass draft,
- * so the output distribution is unchanged). Ignored while a mask is set (eng_seq_mask), and cut to
- * what max_tokens, the context and free KV blocks allow. n = 0 clears it. Returns OK, INVALID_ARG
- * (ids outside the vocabulary, n above ENG_INFO_SPEC_MAX_DRAFT, speculation off), UNKNOWN_SEQ. */
-ENG_API int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *tokens, int32_t n);
+ * in one pass and keeps the longest accepted prefix plus one token of its own. Each position samples
+ * as decoding without drafts would (greedy: the argmax; sampling: one draw of the sequence's RNG) and
+ * a draft is accepted when it is the token drawn: for a point-mass draft that is the
+ * speculative-sampling rule, and the tokens are those of decoding without drafts, seed for seed.
+ * Constrained sequences: masks (n x n_words words, as eng_seq_mask's) holds the mask of the token
+ * after each drafted token (the first is restricted by the sequence's mask), so the host's matcher
+ * advances over the draft; a sequence with a mask set takes a draft only with masks, and a draft is
+ * cut before its first token its mask forbids. masks = NULL, n_words = 0: none. Also cut to what
+ * max_tokens, the context and free KV blocks allow. n = 0 clears it. Returns OK, INVALID_ARG (ids
+ * outside the vocabulary, n above ENG_INFO_SPEC_MAX_DRAFT, speculation off, mask size), UNKNOWN_SEQ. */
+ENG_API int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *tokens, int32_t n, const uint32_t *masks,
+                              int32_t n_words);
 
 /* One bounded unit of work: schedule (admit, chunk prefill, batch decode) -> run -> sample.
  * Writes at most cap / ENG_EVENT_INTS events into out and returns how many, or a negative status.

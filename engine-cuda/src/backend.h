@@ -54,9 +54,11 @@ struct BackendConfig {
     int32_t n_threads = 1;
     int32_t block_size = 16;
     int32_t n_blocks = 0;
-    int32_t max_tokens = 0; // most tokens in one Batch
-    int32_t max_logits = 0; // most logits rows in one Batch (max batch x (1 + most drafted tokens))
-    int32_t n_ctx = 0;      // longest sequence
+    int32_t max_tokens = 0;  // most tokens in one Batch
+    int32_t max_logits = 0;  // most logits rows in one Batch (max batch x (1 + most drafted tokens))
+    int32_t n_ctx = 0;       // longest sequence
+    int32_t verify_rows = 0; // CPU: query rows (tokens x heads per kv head) one attention task of a verification
+                             // pass covers, so its drafts read the KV cache together (0: speculation off)
 };
 
 class Backend {

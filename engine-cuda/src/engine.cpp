@@ -186,6 +186,7 @@ static BackendConfig backend_config(const Sizes &s) {
     bc.max_tokens = (int32_t)(s.chunk + s.max_batch * (1 + s.max_draft));
     bc.max_logits = (int32_t)(s.max_batch * (1 + s.max_draft));
     bc.n_ctx = (int32_t)s.n_ctx;
+    bc.verify_rows = s.max_draft > 0 ? 16 : 0;
     return bc;
 }
 
@@ -520,8 +521,10 @@ ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask,
     })
 }
 
-ENG_API int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *tokens, int32_t n) {
-    if (!ctx || n < 0 || (n > 0 && !tokens)) return fail(ENG_STATUS_INVALID_ARG, "eng_seq_draft: null argument");
+ENG_API int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *tokens, int32_t n, const uint32_t *masks,
+                              int32_t n_words) {
+    if (!ctx || n < 0 || (n > 0 && !tokens) || n_words < 0 || (n_words > 0 && n > 0 && !masks))
+        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_draft: null argument");
     Sequence *s = const_cast<Sequence *>(ctx->sched.find(seq_id));
     if (!s) return fail(ENG_STATUS_UNKNOWN_SEQ, "no sequence %d", seq_id);
     int64_t max_draft = ctx->info[ENG_INFO_SPEC_MAX_DRAFT];
@@ -533,8 +536,13 @@ ENG_API int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *token
         if (tokens[i] < 0 || tokens[i] >= V)
             return fail(ENG_STATUS_INVALID_ARG, "drafted token %d at index %d is outside the vocabulary (%d)",
                         tokens[i], i, V);
+    int32_t words = (V + 31) / 32;
+    if (n_words != 0 && n_words != words)
+        return fail(ENG_STATUS_INVALID_ARG, "draft masks have %d words, need %d", n_words, words);
     ABI_GUARD({
         s->host_draft.assign(tokens, tokens + n);
+        if (n_words > 0) s->host_draft_masks.assign(masks, masks + (size_t)n * (size_t)words);
+        else s->host_draft_masks.clear();
         return ENG_STATUS_OK;
     })
 }

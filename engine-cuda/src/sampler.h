@@ -32,18 +32,8 @@ class Sampler {
      * ceil(n_vocab / 32) words (bit i of word i / 32 = id i may be sampled, at least one set);
      * disallowed ids get probability 0 under greedy, temperature and top-p alike. */
     int32_t sample(const float *logits, const SamplerParams &p, Rng *rng, const uint32_t *allowed = nullptr);
-    /* Verifies a drafted token (speculative decoding) against logits, the target distribution p
-     * (temperature and top-p as sample()). Greedy: the argmax. Sampling, the speculative-sampling
-     * rule for a draft that is a point mass (Leviathan et al. 2023, Chen et al. 2023): the draft is
-     * kept with probability p(draft), else a token is drawn from p with the draft removed and the
-     * rest renormalised, so the token returned is distributed as p. The draft was accepted iff the
-     * token returned equals it. */
-    int32_t sample_draft(const float *logits, const SamplerParams &p, Rng *rng, int32_t draft);
 
   private:
-    /* probs_ = softmax(logits / temperature); the nucleus of top_p as ids idx_[0..*n) in descending
-     * probability (all ids in order when top_p >= 1) and their total *cum. */
-    void distribution(const float *logits, const SamplerParams &p, int32_t *n, float *cum);
     std::vector<float> probs_;
     std::vector<int32_t> idx_;
     std::vector<float> masked_; // (V) logits with disallowed ids at -inf

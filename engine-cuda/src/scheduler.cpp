@@ -113,33 +113,68 @@ void Scheduler::schedule_one(Sequence *s, int32_t n, bool is_prefill) {
     entries_.push_back({s, n + k, is_prefill});
 }
 
+void StepCost::add(double T, double seconds, double generated) {
+    const double d = 0.95; // about the latest 20 steps
+    n = d * n + 1;
+    st = d * st + T;
+    stt = d * stt + T * T;
+    sy = d * sy + seconds;
+    sty = d * sty + T * seconds;
+    time = d * time + seconds;
+    tokens = d * tokens + generated;
+}
+
+double StepCost::relative_token_cost() const {
+    double var = n * stt - st * st;
+    if (n < 4 || var <= 1e-9 * n * n || tokens <= 0) return 0;
+    double b = (n * sty - st * sy) / var;
+    return b > 0 ? b / (time / tokens) : 0;
+}
+
 /* The draft of a decoding sequence for this step: the host's (eng_seq_draft), else prompt lookup
  * (n-gram): the most recent earlier occurrence of its last m tokens (m from ngram_max down to
- * ngram_min) in its prompt and output, and the tokens that followed it. Cut to spec_k (the
- * turn-down) and to what max_tokens and the context leave; none while a mask is set (the host's
- * matcher must see each token before the next is chosen) or during a turn-down pause. */
+ * ngram_min) in its prompt and output, and the tokens that followed it. None while a mask is set
+ * (the host's matcher must see each token before the next is chosen), and cut to what max_tokens
+ * and the context leave.
+ * The turn-down cuts a prompt-lookup draft to the tokens worth their cost: draft token j is accepted
+ * with probability about alpha^j (alpha: the sequence's per-token acceptance so far) and costs
+ * token_cost_ generated tokens' worth of time (the step cost model), so the draft keeps the j with
+ * alpha^j >= token_cost_. When that is none, the sequence drafts one token every 16th pass to keep
+ * its acceptance current. Outputs never depend on any of this (see verify()). */
 void Scheduler::propose(Sequence *s) {
     s->draft.clear();
+    s->draft_masks.clear();
     if (cfg_.max_draft <= 0) return;
-    if (!s->mask.empty()) {
-        s->host_draft.clear();
-        return;
-    }
     int32_t n = (int32_t)s->tokens.size();
     int32_t room = std::min(s->max_tokens - s->n_generated() - 1, cfg_.n_ctx - n - 1);
-    if (s->spec_k < 0) s->spec_k = cfg_.max_draft;
     if (!s->host_draft.empty()) {
+        // A constrained sequence takes a draft only with the masks after its tokens, cut before the
+        // first token its mask forbids.
+        size_t words = (size_t)(cfg_.n_vocab + 31) / 32;
+        bool has_masks = !s->host_draft_masks.empty();
         int32_t k = std::min(room, (int32_t)s->host_draft.size());
+        if (!s->mask.empty() && !has_masks) k = 0;
+        for (int32_t j = 0; j < k; j++) {
+            const uint32_t *m = j == 0      ? (s->mask.empty() ? nullptr : s->mask.data())
+                                : has_masks ? &s->host_draft_masks[(size_t)(j - 1) * words]
+                                            : nullptr;
+            int32_t d = s->host_draft[(size_t)j];
+            if (m && !((m[d >> 5] >> (d & 31)) & 1u)) k = j;
+        }
         if (k > 0) s->draft.assign(s->host_draft.begin(), s->host_draft.begin() + k);
+        if (k > 0 && has_masks)
+            s->draft_masks.assign(s->host_draft_masks.begin(), s->host_draft_masks.begin() + (size_t)k * words);
         s->host_draft.clear();
+        s->host_draft_masks.clear();
         return;
     }
-    int32_t k = std::min(room, s->spec_k);
+    if (!s->mask.empty()) return; // the engine cannot know the masks after its own drafts
+    double alpha = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
+    int32_t k = 0;
+    for (double p = alpha; k < cfg_.max_draft && p >= token_cost_; p *= alpha) k++;
+    if (k == 0 && ++s->spec_idle >= 16) k = 1; // a probe
+    k = std::min(k, room);
     if (k <= 0) return;
-    if (s->spec_pause > 0) {
-        s->spec_pause--;
-        return;
-    }
     const int32_t *t = s->tokens.data();
     for (int32_t m = std::min(cfg_.ngram_max, n - 1); m >= cfg_.ngram_min; m--) {
         const int32_t *suffix = t + (n - m);
@@ -147,6 +182,7 @@ void Scheduler::propose(Sequence *s) {
             if (t[j] != suffix[0] || memcmp(t + j, suffix, (size_t)m * sizeof(int32_t)) != 0) continue;
             int32_t from = j + m, take = std::min(k, n - from);
             s->draft.assign(t + from, t + from + take);
+            s->spec_idle = 0;
             return;
         }
     }
@@ -217,9 +253,16 @@ void Scheduler::verify(size_t e, std::vector<int32_t> *events) {
     for (int32_t i = 0; i <= k; i++) {
         int32_t row = b.logits_row + i;
         const float *lg = &logits_[(size_t)row * (size_t)V];
-        int32_t tok = use_am  ? am[row]
-                      : i < k ? sampler_.sample_draft(lg, s->sampling, &s->rng, s->draft[(size_t)i])
-                              : sampler_.sample(lg, s->sampling, &s->rng, nullptr);
+        // Each position samples as decoding without drafts would (greedy: the argmax; otherwise one
+        // uniform of the sequence's RNG), and a draft is accepted when it is the token drawn. For a
+        // draft that is a point mass this is the speculative-sampling rule (Leviathan et al. 2023,
+        // Chen et al. 2023): accepted with probability p(draft), else a token from p without the
+        // draft, renormalised. And it draws the same uniforms in the same order as decoding without
+        // drafts, so the tokens are identical for a given seed, sampling included.
+        const uint32_t *mask = i == 0                   ? (s->mask.empty() ? nullptr : s->mask.data())
+                               : s->draft_masks.empty() ? nullptr
+                                                        : &s->draft_masks[(size_t)(i - 1) * (size_t)((V + 31) / 32)];
+        int32_t tok = use_am ? am[row] : sampler_.sample(lg, s->sampling, &s->rng, mask);
         verified_.push_back(tok);
         if (std::find(s->stop_ids.begin(), s->stop_ids.end(), tok) != s->stop_ids.end()) break;
         if (i < k && tok != s->draft[(size_t)i]) break;
@@ -236,16 +279,11 @@ void Scheduler::verify(size_t e, std::vector<int32_t> *events) {
     stats_.decode_tokens += m;
     stats_.draft_tokens += k;
     stats_.draft_accepted += a;
-    // The turn-down: a verification that accepts nothing halves the draft length and, from the
-    // second in a row, pauses drafting for 2, 4, ... 64 passes; an accepted draft restores it.
-    if (a == 0) {
-        s->spec_k = std::max(1, s->spec_k / 2);
-        if (++s->spec_misses >= 2) s->spec_pause = std::min(64, 1 << (s->spec_misses - 1));
-    } else {
-        s->spec_misses = 0;
-        if (a == k) s->spec_k = std::min(cfg_.max_draft, 2 * s->spec_k);
-    }
+    // The turn-down's record (decayed): a accepted drafted tokens, then a rejection unless all were.
+    s->spec_accepted = 0.8f * s->spec_accepted + (float)a;
+    s->spec_rejected = 0.8f * s->spec_rejected + (a < k ? 1.0f : 0.0f);
     s->draft.clear();
+    s->draft_masks.clear();
     if (s->flags & ENG_SEQ_KEEP_LOGITS) {
         const float *lg = &logits_[(size_t)(b.logits_row + m - 1) * (size_t)V];
         s->logits.assign(lg, lg + V);
@@ -347,16 +385,26 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
         int32_t row = batch_.seqs[e].logits_row;
         // A masked (constrained) row samples on the host, so the backend must return its logits.
         for (int32_t i = 0; row >= 0 && i < batch_.seqs[e].n_logits; i++)
-            batch_.row_is_greedy[(size_t)(row + i)] =
-                s->sampling.temperature <= 0 && !(s->flags & ENG_SEQ_KEEP_LOGITS) && s->mask.empty();
+            batch_.row_is_greedy[(size_t)(row + i)] = s->sampling.temperature <= 0 &&
+                                                      !(s->flags & ENG_SEQ_KEEP_LOGITS) && s->mask.empty() &&
+                                                      s->draft_masks.empty();
     }
     prepare_mm();
+    auto t0 = std::chrono::steady_clock::now();
     int32_t st = backend_->forward(batch_, logits_.data());
     if (st < 0) {
         for (const Entry &e : entries_) finish(e.seq, ENG_FINISH_ERROR, events);
         return st;
     }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    size_t n_events = events->size();
     postprocess(events);
+    if (cfg_.max_draft > 0) { // the cost model of the turn-down (propose)
+        double generated = 0;
+        for (size_t i = n_events; i + 3 < events->size(); i += 4) generated += (*events)[i + 1] == ENG_EVENT_TOKEN;
+        cost_.add((double)batch_.tokens.size(), seconds, generated);
+        token_cost_ = cost_.relative_token_cost();
+    }
     return ENG_STATUS_OK;
 }
 

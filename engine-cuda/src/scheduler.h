@@ -49,6 +49,17 @@ struct SchedulerStats {
     int64_t draft_tokens = 0, draft_accepted = 0, decode_passes = 0;
 };
 
+/* The turn-down's cost model (scheduler.cpp): a forward pass over T tokens takes about a + b T, fitted
+ * by decayed least squares over the latest steps, and the mean time per generated token. */
+struct StepCost {
+    double n = 0, st = 0, stt = 0, sy = 0, sty = 0; // decayed sums over steps of 1, T, T^2, time, T time
+    double time = 0, tokens = 0;                    // decayed sums of step time and tokens generated
+    void add(double T, double seconds, double generated);
+    /* b x (time per generated token)^-1: what one more token in a pass costs, in generated tokens;
+     * 0 until the steps vary in size (drafting is then free to start). */
+    double relative_token_cost() const;
+};
+
 class Scheduler {
   public:
     /* bm and backend must outlive the scheduler. Returns OK or INVALID_ARG. */
@@ -103,6 +114,8 @@ class Scheduler {
     std::vector<std::unique_ptr<Sequence>> retired_; // finished in the latest step
     int32_t next_id_ = 1;
     SchedulerStats stats_;
+    StepCost cost_;
+    double token_cost_ = 0; // cost_.relative_token_cost() as of the latest step
     VisionEncoder *vision_ = nullptr;
     int32_t n_embd_ = 0;
 };
