@@ -248,7 +248,14 @@ interface Symbols {
   eng_seq_cancel(ctx: CtxHandle, seqId: number): number;
   eng_seq_logits(ctx: CtxHandle, seqId: number, out: Float32Array, cap: number): number;
   eng_seq_mask(ctx: CtxHandle, seqId: number, mask: Uint32Array, nWords: number): number;
-  eng_seq_draft(ctx: CtxHandle, seqId: number, tokens: Int32Array, n: number): number;
+  eng_seq_draft(
+    ctx: CtxHandle,
+    seqId: number,
+    tokens: Int32Array,
+    n: number,
+    masks: Uint32Array,
+    nWords: number,
+  ): number;
   eng_step(ctx: CtxHandle, out: Int32Array, cap: number): number;
 }
 type CtxHandle = bigint | number;
@@ -320,7 +327,7 @@ async function bindBun(path: string): Promise<Symbols> {
     eng_seq_cancel: { args: [T.ptr, T.i32], returns: T.i32 },
     eng_seq_logits: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
     eng_seq_mask: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
-    eng_seq_draft: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
+    eng_seq_draft: { args: [T.ptr, T.i32, T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
     eng_step: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
   });
   const s = lib.symbols;
@@ -378,7 +385,7 @@ async function bindKoffi(path: string): Promise<Symbols> {
       'int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask, int32_t n_words)',
     ) as Symbols['eng_seq_mask'],
     eng_seq_draft: f(
-      'int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *tokens, int32_t n)',
+      'int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *tokens, int32_t n, const uint32_t *masks, int32_t n_words)',
     ) as Symbols['eng_seq_draft'],
     eng_step: f('int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap)') as Symbols['eng_step'],
   };
@@ -617,10 +624,15 @@ export class NativeContext {
     this.lib.check(this.sym.eng_seq_mask(this.ctx, seqId, words, mask ? mask.length : 0), 'eng_seq_mask');
   }
 
-  /** Drafted tokens for the sequence's next decode pass (speculative decoding); empty clears them. */
-  seqDraft(seqId: number, tokens: ArrayLike<number>): void {
+  /**
+   * Drafted tokens for the sequence's next decode pass (speculative decoding); empty clears them.
+   * masks: for a constrained sequence, the mask after each drafted token (tokens.length x ceil(V/32) words).
+   */
+  seqDraft(seqId: number, tokens: ArrayLike<number>, masks?: Uint32Array): void {
     const buf = Int32Array.from(tokens.length > 0 ? tokens : [0]);
-    this.lib.check(this.sym.eng_seq_draft(this.ctx, seqId, buf, tokens.length), 'eng_seq_draft');
+    const words = masks && tokens.length > 0 ? masks.length / tokens.length : 0;
+    const m = masks && masks.length > 0 ? masks : new Uint32Array(1);
+    this.lib.check(this.sym.eng_seq_draft(this.ctx, seqId, buf, tokens.length, m, words), 'eng_seq_draft');
   }
 
   /** One step; writes events (ENG.EVENT_INTS ints each) into buf and returns how many. */

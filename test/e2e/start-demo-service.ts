@@ -14,6 +14,7 @@ import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS, type ResponsesOptIn
 import { silentLogger } from '../../handlers/app-deps.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
+import type { EngineSettings } from '../../config/engine-settings.ts';
 import { TEST_ENGINE_SETTINGS } from '../helpers/test-engine.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -30,7 +31,7 @@ export interface DemoService {
 
 export async function startDemoService(
   apiKeys: string[] = [],
-  options: { constrainedDecoding?: boolean; optIns?: ResponsesOptIns } = {},
+  options: { constrainedDecoding?: boolean; optIns?: ResponsesOptIns; engine?: EngineSettings } = {},
 ): Promise<DemoService> {
   const { constrainedDecoding, optIns } = options;
   const service = await startService({
@@ -42,7 +43,7 @@ export async function startDemoService(
       apiKeys,
       corsOrigins: undefined,
       maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
-      engine: TEST_ENGINE_SETTINGS,
+      engine: { ...TEST_ENGINE_SETTINGS, ...options.engine },
       ...(optIns ? { optIns } : {}),
     },
     modelDir: DEMO_MODEL_DIR,

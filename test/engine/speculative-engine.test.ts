@@ -3,7 +3,8 @@
  * tokens with prompt lookup on (MAYA_SPECULATIVE=ngram) as off, on the demo model (dense GLM-4) and
  * the MoE, MLA and FP8 golden fixtures, alone and eight at a time, with and without a constraint in
  * the batch; prompt lookup drafts and has drafts accepted on a prompt that asks for a quote; the
- * counters add up (tokens = passes + accepted drafts) and a constrained sequence never drafts. The C
+ * counters add up (tokens = passes + accepted drafts); a constrained sequence drafts through the worker
+ * (constrained-drafts.ts: its matcher advances over the draft, each position goes with its mask). The C
  * tests (engine-cuda/test/test_speculative.cpp) force drafts that are partly wrong at every position.
  */
 import { join } from 'node:path';
@@ -102,16 +103,20 @@ describe('speculative decoding through NativeEngine', () => {
     expect(['Avalon is a city.', 'Duskmoor is a town.'].some((t) => constrained.startsWith(t))).toBe(true);
   }, 120_000);
 
-  it('never drafts for a constrained sequence (its matcher sees every token)', async () => {
+  it('drafts for a constrained sequence through its matcher: the same text, inside the grammar', async () => {
+    const sentence =
+      'Avalon trades wool with Brightwater every 4 days, and Brightwater sends grain to Avalon every 6 days.';
     const constraint: Constraint = {
-      grammar: { rules: {}, root: text('Avalon trades wool with Brightwater every 4 days.') },
+      grammar: { rules: {}, root: text(sentence) },
       stopIds: [tokenizer.tokenId('<|user|>') ?? -1],
     };
     const before = await on.stats();
     const ids = await generate(on, chat(QUOTE), 64, constraint);
     const d = diff(before, await on.stats());
-    expect(tokenizer.decode(ids)).toContain('Avalon trades wool with Brightwater every 4 days.');
-    expect(d.drafted).toBe(0);
+    expect(ids).toEqual(await generate(off, chat(QUOTE), 64, constraint));
+    expect(tokenizer.decode(ids).startsWith(sentence)).toBe(true);
+    expect(d.drafted).toBeGreaterThan(0); // the worker's drafts, with the mask after each token
+    expect(d.accepted).toBeGreaterThan(0);
   }, 60_000);
 
   it.each(FIXTURES)(
