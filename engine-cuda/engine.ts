@@ -89,6 +89,9 @@ export interface EngineInfo {
   weightDtype: 'f32' | 'f16' | 'bf16' | 'fp8' | 'q8';
   /** CPU worker threads (ENG_INFO_N_THREADS). */
   numThreads: number;
+  /** Speculative decoding as run ('off' or 'ngram': prompt lookup) and its most drafted tokens per step. */
+  speculative?: 'off' | 'ngram';
+  specMaxDraft?: number;
 }
 
 export interface EngineStats {
@@ -108,6 +111,11 @@ export interface EngineStats {
   encodeMicros: number;
   /** CPU time of the engine's process meanwhile (all threads), in microseconds. */
   encodeCpuMicros: number;
+  /** Speculative decoding: drafted tokens scored by verification passes, and those accepted. */
+  draftTokens: number;
+  draftAccepted: number;
+  /** Decode passes (one per decoding sequence and step): decodeTokens / decodePasses = tokens per pass. */
+  decodePasses: number;
 }
 
 export interface GenerateOptions {

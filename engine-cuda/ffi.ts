@@ -17,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 7,
+  ABI_VERSION: 8,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -43,7 +43,9 @@ export const ENG = {
   PARAM_CUDA_DEVICE: 11,
   PARAM_CUDA_TC_MIN_TOKENS: 12,
   PARAM_CUDA_GRAPHS: 13,
-  PARAM_COUNT: 14,
+  PARAM_SPECULATIVE: 14,
+  PARAM_SPEC_MAX_DRAFT: 15,
+  PARAM_COUNT: 16,
   INFO_N_VOCAB: 0,
   INFO_N_CTX: 1,
   INFO_N_LAYER: 2,
@@ -62,7 +64,9 @@ export const ENG = {
   INFO_VISION: 15,
   INFO_WEIGHT_DTYPE: 16,
   INFO_N_THREADS: 17,
-  INFO_COUNT: 18,
+  INFO_SPECULATIVE: 18,
+  INFO_SPEC_MAX_DRAFT: 19,
+  INFO_COUNT: 20,
   STAT_BLOCKS_TOTAL: 0,
   STAT_BLOCKS_FREE: 1,
   STAT_BLOCKS_CACHED: 2,
@@ -76,7 +80,10 @@ export const ENG = {
   STAT_IMAGES_ENCODED: 10,
   STAT_ENCODE_US: 11,
   STAT_ENCODE_CPU_US: 12,
-  STAT_COUNT: 13,
+  STAT_DRAFT_TOKENS: 13,
+  STAT_DRAFT_ACCEPTED: 14,
+  STAT_DECODE_PASSES: 15,
+  STAT_COUNT: 16,
   EVENT_PREFILLED: 1,
   EVENT_TOKEN: 2,
   EVENT_FINISH: 3,
@@ -106,6 +113,10 @@ export const ENG = {
   WEIGHT_DTYPE_FP8: 4,
   WEIGHT_DTYPE_Q8: 5,
   SEQ_REPORT_PROGRESS: 2,
+  SPEC_AUTO: 0,
+  SPEC_OFF: 1,
+  SPEC_NGRAM: 2,
+  SPEC_MTP: 3,
 } as const;
 
 /** The exported functions of engine.h, in header order. */
@@ -123,6 +134,7 @@ export const ENG_FUNCTIONS = [
   'eng_seq_cancel',
   'eng_seq_logits',
   'eng_seq_mask',
+  'eng_seq_draft',
   'eng_step',
 ] as const;
 
@@ -144,6 +156,9 @@ export const BACKENDS = ['auto', 'cpu', 'cuda'] as const;
 export const SIMD_PATHS = ['auto', 'scalar', 'avx2', 'avx512'] as const;
 /** Tensor-core threshold meaning "never" (above any batch the engine runs). */
 export const TC_NEVER = 2 ** 30;
+/** Speculative decoding modes by name (ENG_PARAM_SPECULATIVE); 'auto' = MTP where the checkpoint has it, else
+ * prompt lookup (the engine has no MTP drafts yet, so prompt lookup). */
+export const SPECULATIVE_MODES = ['auto', 'off', 'ngram', 'mtp'] as const;
 
 /** Creation parameters (ENG_PARAM_*); unset or <= 0 means the library's default. */
 export interface ContextParams {
@@ -167,6 +182,10 @@ export interface ContextParams {
   cudaTcMinTokens?: number;
   /** CUDA: replay decode steps as CUDA graphs (default true). */
   cudaGraphs?: boolean;
+  /** Speculative decoding (default 'auto'). */
+  speculative?: (typeof SPECULATIVE_MODES)[number];
+  /** Most drafted tokens a sequence verifies per step (default 8, at most 64). */
+  specMaxDraft?: number;
 }
 
 export interface SeqAddArgs {
@@ -231,6 +250,14 @@ interface Symbols {
   eng_seq_cancel(ctx: CtxHandle, seqId: number): number;
   eng_seq_logits(ctx: CtxHandle, seqId: number, out: Float32Array, cap: number): number;
   eng_seq_mask(ctx: CtxHandle, seqId: number, mask: Uint32Array, nWords: number): number;
+  eng_seq_draft(
+    ctx: CtxHandle,
+    seqId: number,
+    tokens: Int32Array,
+    n: number,
+    masks: Uint32Array,
+    nWords: number,
+  ): number;
   eng_step(ctx: CtxHandle, out: Int32Array, cap: number): number;
 }
 type CtxHandle = bigint | number;
@@ -302,6 +329,7 @@ async function bindBun(path: string): Promise<Symbols> {
     eng_seq_cancel: { args: [T.ptr, T.i32], returns: T.i32 },
     eng_seq_logits: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
     eng_seq_mask: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
+    eng_seq_draft: { args: [T.ptr, T.i32, T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
     eng_step: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
   });
   const s = lib.symbols;
@@ -358,6 +386,9 @@ async function bindKoffi(path: string): Promise<Symbols> {
     eng_seq_mask: f(
       'int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask, int32_t n_words)',
     ) as Symbols['eng_seq_mask'],
+    eng_seq_draft: f(
+      'int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *tokens, int32_t n, const uint32_t *masks, int32_t n_words)',
+    ) as Symbols['eng_seq_draft'],
     eng_step: f('int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap)') as Symbols['eng_step'],
   };
 }
@@ -460,6 +491,13 @@ const SIMD_PARAM: Record<(typeof SIMD_PATHS)[number], number> = {
   avx2: 1 + ENG.SIMD_AVX2,
   avx512: 1 + ENG.SIMD_AVX512,
 };
+/** ENG_PARAM_SPECULATIVE's value of each mode. */
+const SPECULATIVE_PARAM: Record<(typeof SPECULATIVE_MODES)[number], number> = {
+  auto: ENG.SPEC_AUTO,
+  off: ENG.SPEC_OFF,
+  ngram: ENG.SPEC_NGRAM,
+  mtp: ENG.SPEC_MTP,
+};
 /** ENG_PARAM_WEIGHT_DTYPE's value: 0 as stored, or the dtype to quantize to at load. */
 const WEIGHT_DTYPE_PARAM: Record<NonNullable<ContextParams['weightDtype']>, number> = {
   stored: 0,
@@ -485,6 +523,8 @@ export function encodeParams(params: ContextParams): BigInt64Array {
   set(ENG.PARAM_CUDA_DEVICE, params.cudaDevice);
   set(ENG.PARAM_CUDA_TC_MIN_TOKENS, params.cudaTcMinTokens);
   set(ENG.PARAM_CUDA_GRAPHS, params.cudaGraphs === undefined ? undefined : params.cudaGraphs ? 1 : 2);
+  set(ENG.PARAM_SPECULATIVE, SPECULATIVE_PARAM[params.speculative ?? 'auto']);
+  set(ENG.PARAM_SPEC_MAX_DRAFT, params.specMaxDraft);
   return p;
 }
 
@@ -584,6 +624,17 @@ export class NativeContext {
   seqMask(seqId: number, mask: Uint32Array | null): void {
     const words = mask ?? new Uint32Array(1);
     this.lib.check(this.sym.eng_seq_mask(this.ctx, seqId, words, mask ? mask.length : 0), 'eng_seq_mask');
+  }
+
+  /**
+   * Drafted tokens for the sequence's next decode pass (speculative decoding); empty clears them.
+   * masks: for a constrained sequence, the mask after each drafted token (tokens.length x ceil(V/32) words).
+   */
+  seqDraft(seqId: number, tokens: ArrayLike<number>, masks?: Uint32Array): void {
+    const buf = Int32Array.from(tokens.length > 0 ? tokens : [0]);
+    const words = masks && tokens.length > 0 ? masks.length / tokens.length : 0;
+    const m = masks && masks.length > 0 ? masks : new Uint32Array(1);
+    this.lib.check(this.sym.eng_seq_draft(this.ctx, seqId, buf, tokens.length, m, words), 'eng_seq_draft');
   }
 
   /** One step; writes events (ENG.EVENT_INTS ints each) into buf and returns how many. */

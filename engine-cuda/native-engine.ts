@@ -92,6 +92,8 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     vision: at(ENG.INFO_VISION) === 1,
     weightDtype: WEIGHT_DTYPES[at(ENG.INFO_WEIGHT_DTYPE)] ?? 'f32',
     numThreads: at(ENG.INFO_N_THREADS),
+    speculative: at(ENG.INFO_SPECULATIVE) === ENG.SPEC_NGRAM ? 'ngram' : 'off',
+    specMaxDraft: at(ENG.INFO_SPEC_MAX_DRAFT),
   };
 }
 
@@ -124,6 +126,9 @@ export function engineStatsFromFields(f: number[]): EngineStats {
     imagesEncoded: at(ENG.STAT_IMAGES_ENCODED),
     encodeMicros: at(ENG.STAT_ENCODE_US),
     encodeCpuMicros: at(ENG.STAT_ENCODE_CPU_US),
+    draftTokens: at(ENG.STAT_DRAFT_TOKENS),
+    draftAccepted: at(ENG.STAT_DRAFT_ACCEPTED),
+    decodePasses: at(ENG.STAT_DECODE_PASSES),
   };
 }
 

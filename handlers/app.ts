@@ -28,6 +28,7 @@ import {
 import { handlers as defaultHandlers } from './index.ts';
 import { findRejection, rejectionsFor } from './rejections.ts';
 import { compileValidators, defaultDocument, type OpenApiDocument, type OperationValidator } from './validation.ts';
+import { registerEngineMetrics } from '../metrics/engine-metrics.ts';
 import { createHttpMetrics, type HttpMetrics } from '../metrics/http-metrics.ts';
 import { operations } from '../contract/operations.ts';
 import type { OperationId } from '../contract/types.ts';
@@ -44,6 +45,7 @@ export interface AppOptions {
 export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestState> {
   const app = new Koa<RequestState>();
   const metrics = createHttpMetrics(deps.registry);
+  registerEngineMetrics(deps.registry, async () => deps.getRuntime()?.engine.stats());
   const ids = Object.keys(operations) as OperationId[];
   const validators = compileValidators(options.document ?? defaultDocument, ids);
   const authenticator = createAuthenticator(deps.server.apiKeys, deps.scopeSecret);

@@ -24,6 +24,8 @@ struct BatchSeq {
     const int32_t *block_table = nullptr; // (n_blocks) block ids covering positions [0, pos0 + n_tokens)
     int32_t n_blocks = 0;
     int32_t logits_row = -1; // row of the logits output for its last token, or -1 (mid-prefill chunk)
+    int32_t n_logits = 1;    // with logits_row >= 0: rows logits_row.. for its last n_logits tokens, in order
+                             // (> 1: a decode pass verifying drafted tokens)
 };
 
 struct Batch {
@@ -52,9 +54,11 @@ struct BackendConfig {
     int32_t n_threads = 1;
     int32_t block_size = 16;
     int32_t n_blocks = 0;
-    int32_t max_tokens = 0; // most tokens in one Batch
-    int32_t max_logits = 0; // most logits rows in one Batch
-    int32_t n_ctx = 0;      // longest sequence
+    int32_t max_tokens = 0;  // most tokens in one Batch
+    int32_t max_logits = 0;  // most logits rows in one Batch (max batch x (1 + most drafted tokens))
+    int32_t n_ctx = 0;       // longest sequence
+    int32_t verify_rows = 0; // CPU: query rows (tokens x heads per kv head) one attention task of a verification
+                             // pass covers, so its drafts read the KV cache together (0: speculation off)
 };
 
 class Backend {

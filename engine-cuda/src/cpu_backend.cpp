@@ -428,8 +428,9 @@ void CpuBackend::alloc_scratch() {
         // MLA's absorb widens a head's Dn rows of W_UK (R columns each) at once.
         scratch_[(size_t)w].resize(
             (size_t)std::max<int64_t>(kMatmulRows * kmax, (int64_t)c_.qk_nope_dim * c_.kv_lora_rank));
-        scores_[(size_t)w].resize(group * (size_t)(c_.is_mla() ? 1 : attn_tile_tokens((int)group)) *
-                                  (size_t)cfg_.n_ctx);
+        size_t rows = group * (size_t)(c_.is_mla() ? 1 : attn_tile_tokens((int)group));
+        if (!c_.is_mla() && (size_t)cfg_.verify_rows > rows) rows = (size_t)cfg_.verify_rows;
+        scores_[(size_t)w].resize(rows * (size_t)cfg_.n_ctx);
         scratch_ptr_.push_back(scratch_[(size_t)w].data());
         scores_ptr_.push_back(scores_[(size_t)w].data());
     }
@@ -577,12 +578,21 @@ void CpuBackend::attention_block(int l, const Batch &b, int T) {
     int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps); });
     qkv(l, b, T);
-    int qt = attn_tile_tokens(H / Hkv), n_tiles = 0;
-    for (const BatchSeq &s : b.seqs)
+    int group = H / Hkv, n_tiles = 0;
+    for (const BatchSeq &s : b.seqs) {
+        int qt = attn_tile_tokens(group);
+        // A verification pass (its pending token and drafts): tiles of up to verify_rows query rows, in
+        // as few tiles as that allows, so the drafts read each cached row together (long contexts).
+        int per = cfg_.verify_rows / group;
+        if (s.n_logits > 1 && per > qt) {
+            int n_t = (s.n_tokens + per - 1) / per;
+            qt = (s.n_tokens + n_t - 1) / n_t;
+        }
         for (int t = s.tok0; t < s.tok0 + s.n_tokens; t += qt, n_tiles++) {
             attn_tiles_[(size_t)(2 * n_tiles)] = t;
             attn_tiles_[(size_t)(2 * n_tiles + 1)] = s.tok0 + s.n_tokens - t < qt ? s.tok0 + s.n_tokens - t : qt;
         }
+    }
     AttnTask at{&k_,         &b,        tok_seq_.data(), attn_tiles_.data(), q_.data(),
                 att_.data(), kcache(l), vcache(l),       kv_block_floats(),  H,
                 Hkv,         D,         cfg_.block_size, c_.attn_scale,      scores_ptr_.data()};
@@ -763,6 +773,8 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
         const BatchSeq &q = b.seqs[s];
         if (q.pos0 + q.n_tokens > q.n_blocks * cfg_.block_size || q.pos0 + q.n_tokens > cfg_.n_ctx)
             return fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch lacks KV blocks", s);
+        if (q.logits_row >= 0 && (q.n_logits < 1 || q.n_logits > q.n_tokens || q.logits_row + q.n_logits > b.n_logits))
+            return fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch asks for bad logits rows", s);
         for (int i = 0; i < q.n_tokens; i++) {
             int t = q.tok0 + i;
             tok_seq_[(size_t)t] = (int32_t)s;
@@ -792,8 +804,9 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
     if (b.n_logits == 0) return ENG_STATUS_OK;
     for (const BatchSeq &s : b.seqs) {
         if (s.logits_row < 0) continue;
-        k_.rmsnorm(&out_x_[(size_t)s.logits_row * C], &x_[(size_t)(s.tok0 + s.n_tokens - 1) * C], m_.final_norm.data(),
-                   C, c_.rms_eps);
+        for (int i = 0; i < s.n_logits; i++)
+            k_.rmsnorm(&out_x_[(size_t)(s.logits_row + i) * C], &x_[(size_t)(s.tok0 + s.n_tokens - s.n_logits + i) * C],
+                       m_.final_norm.data(), C, c_.rms_eps);
     }
     MatJob head = {&m_.lm_head, out_x_.data(), C, logits, c_.n_vocab, nullptr};
     linear(b.n_logits, &head, 1);

@@ -131,6 +131,7 @@ static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t
 /* What configure() derives from the creation parameters and the model. */
 struct Sizes {
     int64_t n_threads = 1, bs = 16, max_batch = 16, chunk = 256, n_ctx = 0, n_blocks = 0;
+    int64_t spec = ENG_SPEC_OFF, max_draft = 0; // speculative decoding as run
 };
 
 /* Threads, KV block size, batch, prefill chunk and context limit (n_blocks: size_kv_cache). */
@@ -143,6 +144,14 @@ static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t 
     s->n_ctx = param(params, n_params, ENG_PARAM_N_CTX, mc.max_pos);
     if (s->n_threads > 256 || s->bs > 4096 || s->max_batch > 4096 || s->chunk > (1 << 20))
         return fail(ENG_STATUS_INVALID_ARG, "a creation parameter is out of range");
+    int64_t spec = param(params, n_params, ENG_PARAM_SPECULATIVE, ENG_SPEC_AUTO);
+    if (spec > ENG_SPEC_MTP) return fail(ENG_STATUS_INVALID_ARG, "unknown ENG_PARAM_SPECULATIVE %lld", (long long)spec);
+    if (spec == ENG_SPEC_MTP)
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "speculative decoding with MTP drafts is not implemented (use ngram or auto)");
+    s->spec = spec == ENG_SPEC_OFF ? ENG_SPEC_OFF : ENG_SPEC_NGRAM; // auto: prompt lookup (no MTP layers yet)
+    s->max_draft = s->spec == ENG_SPEC_OFF ? 0 : param(params, n_params, ENG_PARAM_SPEC_MAX_DRAFT, 8);
+    if (s->max_draft > 64) return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_SPEC_MAX_DRAFT must be at most 64");
     if (s->n_ctx > mc.max_pos) s->n_ctx = mc.max_pos;
     return ENG_STATUS_OK;
 }
@@ -174,9 +183,10 @@ static BackendConfig backend_config(const Sizes &s) {
     bc.n_threads = (int32_t)s.n_threads;
     bc.block_size = (int32_t)s.bs;
     bc.n_blocks = (int32_t)s.n_blocks;
-    bc.max_tokens = (int32_t)(s.chunk + s.max_batch);
-    bc.max_logits = (int32_t)s.max_batch;
+    bc.max_tokens = (int32_t)(s.chunk + s.max_batch * (1 + s.max_draft));
+    bc.max_logits = (int32_t)(s.max_batch * (1 + s.max_draft));
     bc.n_ctx = (int32_t)s.n_ctx;
+    bc.verify_rows = s.max_draft > 0 ? 16 : 0;
     return bc;
 }
 
@@ -219,14 +229,17 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
     sc.prefill_chunk = (int32_t)s.chunk;
     sc.n_ctx = (int32_t)s.n_ctx;
     sc.n_vocab = mc.n_vocab;
+    sc.max_draft = (int32_t)s.max_draft;
     ENG_TRY(c->sched.init(sc, &c->bm, c->backend.get()));
     if (c->model.vision) {
         c->vision.reset(new VisionEncoder());
         ENG_TRY(c->vision->init(*c->model.vision, (int)s.n_threads, k));
         c->sched.set_vision(c->vision.get(), mc.n_embd);
     }
-    c->pending.reserve((size_t)(4 * s.max_batch + 1) * ENG_EVENT_INTS);
+    c->pending.reserve((size_t)((4 + s.max_draft) * s.max_batch + 1) * ENG_EVENT_INTS);
     fill_info(c, s.n_ctx, s.bs, s.n_blocks, s.n_threads);
+    c->info[ENG_INFO_SPECULATIVE] = s.spec;
+    c->info[ENG_INFO_SPEC_MAX_DRAFT] = s.max_draft;
     return ENG_STATUS_OK;
 }
 
@@ -343,6 +356,9 @@ ENG_API int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap) {
     v[ENG_STAT_IMAGES_ENCODED] = s.images_encoded;
     v[ENG_STAT_ENCODE_US] = s.encode_us;
     v[ENG_STAT_ENCODE_CPU_US] = s.encode_cpu_us;
+    v[ENG_STAT_DRAFT_TOKENS] = s.draft_tokens;
+    v[ENG_STAT_DRAFT_ACCEPTED] = s.draft_accepted;
+    v[ENG_STAT_DECODE_PASSES] = s.decode_passes;
     int32_t n = cap < ENG_STAT_COUNT ? cap : ENG_STAT_COUNT;
     memcpy(out, v, (size_t)n * sizeof(int64_t));
     return n;
@@ -502,6 +518,32 @@ ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask,
     if (!any) return fail(ENG_STATUS_INVALID_ARG, "mask allows no token");
     ABI_GUARD({
         s->mask.assign(mask, mask + words);
+        return ENG_STATUS_OK;
+    })
+}
+
+ENG_API int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *tokens, int32_t n, const uint32_t *masks,
+                              int32_t n_words) {
+    if (!ctx || n < 0 || (n > 0 && !tokens) || n_words < 0 || (n_words > 0 && n > 0 && !masks))
+        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_draft: null argument");
+    Sequence *s = const_cast<Sequence *>(ctx->sched.find(seq_id));
+    if (!s) return fail(ENG_STATUS_UNKNOWN_SEQ, "no sequence %d", seq_id);
+    int64_t max_draft = ctx->info[ENG_INFO_SPEC_MAX_DRAFT];
+    if (n > max_draft)
+        return fail(ENG_STATUS_INVALID_ARG, "draft of %d tokens exceeds the most per step (%lld%s)", n,
+                    (long long)max_draft, max_draft == 0 ? ": speculative decoding is off" : "");
+    int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return fail(ENG_STATUS_INVALID_ARG, "drafted token %d at index %d is outside the vocabulary (%d)",
+                        tokens[i], i, V);
+    int32_t words = (V + 31) / 32;
+    if (n_words != 0 && n_words != words)
+        return fail(ENG_STATUS_INVALID_ARG, "draft masks have %d words, need %d", n_words, words);
+    ABI_GUARD({
+        s->host_draft.assign(tokens, tokens + n);
+        if (n_words > 0) s->host_draft_masks.assign(masks, masks + (size_t)n * (size_t)words);
+        else s->host_draft_masks.clear();
         return ENG_STATUS_OK;
     })
 }

@@ -46,6 +46,15 @@ struct Sequence {
     std::vector<SeqImage> images; // in prompt order (eng_seq_add_mm); empty for text prompts
     std::vector<int32_t> mpos;    // (n_prompt, 3) M-RoPE positions when images; else empty
     int32_t mrope_delta = 0;      // token i >= n_prompt is at position i + mrope_delta
+    // Speculative decoding (scheduler.cpp): the drafted tokens verified by this step (never in tokens
+    // until accepted), the host's draft for the next pass (eng_seq_draft), and the turn-down's record
+    // of its prompt-lookup drafts: decayed counts of accepted drafted tokens and of rejections (the
+    // per-token acceptance is accepted / (accepted + rejected)), and passes since it last drafted.
+    std::vector<int32_t> draft;
+    std::vector<int32_t> host_draft;
+    std::vector<uint32_t> host_draft_masks, draft_masks; // (n, ceil(V/32)): the mask after each drafted token
+    float spec_accepted = 1.0f, spec_rejected = 1.0f;    // prior: acceptance 0.5
+    int32_t spec_idle = 0;
 
     int32_t n_generated() const { return (int32_t)tokens.size() - n_prompt; }
 };

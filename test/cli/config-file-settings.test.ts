@@ -92,6 +92,8 @@ const CASES: Record<
   MAYA_CUDA_DEVICE: ['3', (l) => l.server.engine?.cudaDevice, 3],
   MAYA_CUDA_TC_MIN_TOKENS: ['64', (l) => l.server.engine?.cudaTcMinTokens, 64],
   MAYA_CUDA_GRAPHS: ['0', (l) => l.server.engine?.cudaGraphs, false],
+  MAYA_SPECULATIVE: ['off', (l) => l.server.engine?.speculative, 'off'],
+  MAYA_SPECULATIVE_MAX_DRAFT: ['5', (l) => l.server.engine?.specMaxDraft, 5],
   MAYA_WEB: ['off', (l) => l.server.web, false],
   MAYA_MCP_CONFIG: [MCP_CONFIG, (l) => l.server.mcp?.servers.map((server) => server.name), ['files']],
   MAYA_MCP_PERMISSION: ['full', (l) => l.server.mcp?.permission, 'full', WITH_SERVERS],
@@ -160,6 +162,10 @@ describe('a setting set only in a --config file', () => {
     expect(() => fromFile({ MAYA_ENGINE_SIMD: 'sse' })).toThrow(/MAYA_ENGINE_SIMD=sse: must be one of auto, scalar/);
     expect(() => fromFile({ MAYA_CUDA_GRAPHS: 'yes' })).toThrow(/MAYA_CUDA_GRAPHS=yes: must be one of 0, 1/);
     expect(() => fromFile({ MAYA_ENGINE_KV_BYTES: '0' })).toThrow(/MAYA_ENGINE_KV_BYTES=0: must be a positive integer/);
+    expect(() => fromFile({ MAYA_SPECULATIVE: 'eagle' })).toThrow(/MAYA_SPECULATIVE=eagle: must be one of auto, off/);
+    expect(() => fromFile({ MAYA_SPECULATIVE_MAX_DRAFT: '65' })).toThrow(
+      /MAYA_SPECULATIVE_MAX_DRAFT=65: must be a positive integer <= 64/,
+    );
   });
 });
 
@@ -177,6 +183,8 @@ describe('the engine settings of a --config file reach the engine', () => {
       MAYA_CUDA_DEVICE: '3',
       MAYA_CUDA_TC_MIN_TOKENS: '0',
       MAYA_CUDA_GRAPHS: '0',
+      MAYA_SPECULATIVE: 'ngram',
+      MAYA_SPECULATIVE_MAX_DRAFT: '5',
     });
     const seen: Parameters<LoadModelRuntime>[1][] = [];
     service = await startService({
@@ -204,6 +212,9 @@ describe('the engine settings of a --config file reach the engine', () => {
     expect(p[ENG.PARAM_CUDA_DEVICE]).toBe(3n);
     expect(p[ENG.PARAM_CUDA_TC_MIN_TOKENS]).toBe(BigInt(2 ** 30)); // 0 = never
     expect(p[ENG.PARAM_CUDA_GRAPHS]).toBe(2n);
+    expect(p[ENG.PARAM_SPECULATIVE]).toBe(BigInt(ENG.SPEC_NGRAM));
+    expect(p[ENG.PARAM_SPEC_MAX_DRAFT]).toBe(5n);
+    expect(encodeParams({ speculative: 'off' })[ENG.PARAM_SPECULATIVE]).toBe(BigInt(ENG.SPEC_OFF));
     // Unset, every engine parameter is the library's default: 0, or 1 (as stored) for the weight dtype.
     const defaults = [...encodeParams(fromFile({}).server.engine ?? {})];
     expect(defaults.filter((value, index) => index !== ENG.PARAM_WEIGHT_DTYPE && value !== 0n)).toEqual([]);

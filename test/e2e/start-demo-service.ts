@@ -19,6 +19,7 @@ import {
 import { silentLogger } from '../../handlers/app-deps.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
+import type { EngineSettings } from '../../config/engine-settings.ts';
 import { TEST_ENGINE_SETTINGS } from '../helpers/test-engine.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -40,6 +41,7 @@ export async function startDemoService(
     optIns?: ResponsesOptIns;
     mcp?: McpSettings;
     corsOrigins?: string[];
+    engine?: EngineSettings;
     /** Wraps the loaded runtime (a test watching what reaches the engine). */
     wrapRuntime?: (runtime: ModelRuntime) => ModelRuntime;
   } = {},
@@ -54,7 +56,7 @@ export async function startDemoService(
       apiKeys,
       corsOrigins: options.corsOrigins,
       maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
-      engine: TEST_ENGINE_SETTINGS,
+      engine: { ...TEST_ENGINE_SETTINGS, ...options.engine },
       ...(optIns ? { optIns } : {}),
       ...(mcp ? { mcp } : {}),
     },

@@ -182,6 +182,9 @@ export class FakeEngine implements Engine {
       imagesEncoded: this.imagesEncoded,
       encodeMicros: this.imagesEncoded * this.imageEncodeMs * 1000,
       encodeCpuMicros: 0,
+      draftTokens: 0,
+      draftAccepted: 0,
+      decodePasses: this.counters.decodeTokens,
     };
   }
 

@@ -276,7 +276,10 @@ int32_t CudaBackend::forward(const Batch &b, float *logits) {
             mh[off_pos() + t] = q.pos0 + i;
             mh[off_bt_off() + t] = (int32_t)bt_used;
         }
-        if (q.logits_row >= 0) mh[off_rows() + q.logits_row] = q.tok0 + q.n_tokens - 1;
+        if (q.logits_row >= 0 && (q.n_logits < 1 || q.n_logits > q.n_tokens || q.logits_row + q.n_logits > b.n_logits))
+            return cuda_fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch asks for bad logits rows", s);
+        for (int i = 0; q.logits_row >= 0 && i < q.n_logits; i++)
+            mh[off_rows() + q.logits_row + i] = q.tok0 + q.n_tokens - q.n_logits + i;
         bt_used += q.n_blocks;
     }
     CUDA_CHECK(
