@@ -3,8 +3,8 @@
  * model (the real engine): messages.create with text and with thinking (signatures sealed: the
  * server runs with MAYA_GLM_RESPONSES_ENCRYPTED_REASONING on, and a second turn replays the
  * thinking block), messages.stream with finalMessage(), a tool round trip (tool_use →
- * tool_result → the answer), countTokens, the typed errors (AuthenticationError,
- * BadRequestError, NotFoundError), and an image on the GLM-4.1V fixture checkpoint, whose prompt
+ * tool_result → the answer), top_k (1 = the greedy answer), countTokens, the typed errors
+ * (AuthenticationError, BadRequestError, NotFoundError), and an image on the GLM-4.1V fixture checkpoint, whose prompt
  * and greedy tokens are the PyTorch reference's. Settings Maya needs: `baseURL` = Maya's origin
  * (the SDK adds `/v1/messages`), an API key when the server has MAYA_API_KEYS.
  */
@@ -106,6 +106,21 @@ describe('messages.create', () => {
     expect(altered).toBeInstanceOf(Anthropic.BadRequestError);
     expect(altered.type).toBe('invalid_request_error');
     expect(altered.errorCode).toBe('invalid_signature');
+  });
+});
+
+describe('sampling', () => {
+  it('top_k 1 at temperature 1 is the greedy answer; top_k 40 samples; a negative top_k is a BadRequestError', async () => {
+    const params = { model: maya.model, max_tokens: 48, messages: [{ role: 'user' as const, content: 'Hello' }] };
+    const greedy = await client.messages.create({ ...params, temperature: 0 });
+    const topOne = await client.messages.create({ ...params, temperature: 1, top_k: 1 });
+    expect(textOf(topOne)).toBe(textOf(greedy));
+    expect(topOne.usage.output_tokens).toBe(greedy.usage.output_tokens);
+    const sampled = await client.messages.create({ ...params, temperature: 1, top_p: 0.95, top_k: 40 });
+    expect(sampled.usage.output_tokens).toBeGreaterThan(0);
+    const negative = await rejection(client.messages.create({ ...params, top_k: -1 }));
+    expect(negative).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(negative.details).toMatchObject({ param: 'top_k' });
   });
 });
 
