@@ -111,14 +111,23 @@ describe('messages.create', () => {
 
 describe('sampling', () => {
   it('top_k 1 at temperature 1 is the greedy answer; top_k 40 samples; a negative top_k is a BadRequestError', async () => {
-    const params = { model: maya.model, max_tokens: 48, messages: [{ role: 'user' as const, content: 'Hello' }] };
-    const greedy = await client.messages.create({ ...params, temperature: 0 });
-    const topOne = await client.messages.create({ ...params, temperature: 1, top_k: 1 });
+    // SDK 1.10's types declare no sampling fields; it sends them as given (checked on the wire below).
+    type Sampling = { temperature?: number; top_p?: number; top_k?: number };
+    const create = (sampling: Sampling) =>
+      client.messages.create({
+        model: maya.model,
+        max_tokens: 48,
+        messages: [{ role: 'user', content: 'Hello' }],
+        ...sampling,
+      } as Anthropic.MessageCreateParamsNonStreaming);
+    const greedy = await create({ temperature: 0 });
+    const topOne = await create({ temperature: 1, top_k: 1 });
+    expect(recorded.requests.filter((r) => r.path === '/v1/messages').at(-1)!.body).toMatchObject({ top_k: 1 });
     expect(textOf(topOne)).toBe(textOf(greedy));
     expect(topOne.usage.output_tokens).toBe(greedy.usage.output_tokens);
-    const sampled = await client.messages.create({ ...params, temperature: 1, top_p: 0.95, top_k: 40 });
+    const sampled = await create({ temperature: 1, top_p: 0.95, top_k: 40 });
     expect(sampled.usage.output_tokens).toBeGreaterThan(0);
-    const negative = await rejection(client.messages.create({ ...params, top_k: -1 }));
+    const negative = await rejection(create({ top_k: -1 }));
     expect(negative).toBeInstanceOf(Anthropic.BadRequestError);
     expect(negative.details).toMatchObject({ param: 'top_k' });
   });
