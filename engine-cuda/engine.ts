@@ -21,6 +21,8 @@ export interface GenerateRequest {
   temperature?: number;
   /** (0, 1]; 1 = off. */
   topP?: number;
+  /** Integer >= 0: sample among the topK most likely ids only (after a constraint's mask), then topP; 0 = off. */
+  topK?: number;
   seed?: number;
   /** Token ids that end the turn (reported as a token event, then finish 'stop'). */
   stopIds?: number[];

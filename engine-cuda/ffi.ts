@@ -17,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 8,
+  ABI_VERSION: 9,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -194,6 +194,8 @@ export interface SeqAddArgs {
   maxTokens: number;
   temperature?: number;
   topP?: number;
+  /** >= 0; 0 = off. */
+  topK?: number;
   seed?: number | bigint;
   flags?: number;
   /** Images (eng_seq_add_mm): each one's pixel_values rows, grid (t, h, w in patches) and pixel hash. */
@@ -225,6 +227,7 @@ interface Symbols {
     maxTokens: number,
     temperature: number,
     topP: number,
+    topK: number,
     seed: bigint,
     flags: number,
     outSeqId: Int32Array,
@@ -238,6 +241,7 @@ interface Symbols {
     maxTokens: number,
     temperature: number,
     topP: number,
+    topK: number,
     seed: bigint,
     flags: number,
     pixels: Float32Array,
@@ -302,7 +306,7 @@ async function bindBun(path: string): Promise<Symbols> {
     eng_ctx_info: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
     eng_ctx_stats: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
     eng_seq_add: {
-      args: [T.ptr, T.ptr, T.i32, T.ptr, T.i32, T.i32, T.f32, T.f32, T.u64, T.u32, T.ptr],
+      args: [T.ptr, T.ptr, T.i32, T.ptr, T.i32, T.i32, T.f32, T.f32, T.i32, T.u64, T.u32, T.ptr],
       returns: T.i32,
     },
     eng_seq_add_mm: {
@@ -315,6 +319,7 @@ async function bindBun(path: string): Promise<Symbols> {
         T.i32,
         T.f32,
         T.f32,
+        T.i32,
         T.u64,
         T.u32,
         T.ptr,
@@ -370,13 +375,13 @@ async function bindKoffi(path: string): Promise<Symbols> {
     ) as Symbols['eng_ctx_stats'],
     eng_seq_add: f(
       'int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids, ' +
-        'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags, ' +
-        'int32_t *out_seq_id)',
+        'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, int32_t top_k, uint64_t seed, ' +
+        'uint32_t flags, int32_t *out_seq_id)',
     ) as Symbols['eng_seq_add'],
     eng_seq_add_mm: f(
       'int32_t eng_seq_add_mm(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids, ' +
-        'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags, ' +
-        'const float *pixels, int64_t n_pixels, const int32_t *grids, const uint64_t *image_hashes, ' +
+        'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, int32_t top_k, uint64_t seed, ' +
+        'uint32_t flags, const float *pixels, int64_t n_pixels, const int32_t *grids, const uint64_t *image_hashes, ' +
         'int32_t n_images, int32_t *out_seq_id)',
     ) as Symbols['eng_seq_add_mm'],
     eng_seq_cancel: f('int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id)') as Symbols['eng_seq_cancel'],
@@ -575,6 +580,7 @@ export class NativeContext {
       args.maxTokens,
       args.temperature ?? 0,
       args.topP ?? 1,
+      args.topK ?? 0,
       seed,
       args.flags ?? 0,
     ] as const;

@@ -207,9 +207,12 @@ export class NativeEngine implements Engine {
     if (!request.promptIds.every(isId) || !(request.stopIds ?? []).every(isId)) {
       throw new EngineError('invalid_arg', `token ids must be integers in [0, ${this.info.numVocab})`);
     }
-    const { temperature = 0, topP = 1 } = request;
+    const { temperature = 0, topP = 1, topK = 0 } = request;
     if (!Number.isFinite(temperature) || !(topP > 0 && topP <= 1)) {
       throw new EngineError('invalid_arg', 'temperature must be finite and topP in (0, 1]');
+    }
+    if (!Number.isInteger(topK) || topK < 0 || topK > 0x7fffffff) {
+      throw new EngineError('invalid_arg', 'topK must be an integer >= 0 (0 = off)');
     }
     const images = request.images ?? [];
     if (images.length > 0 && !this.info.vision) {
@@ -249,6 +252,7 @@ export class NativeEngine implements Engine {
           maxTokens: request.maxTokens,
           temperature: request.temperature ?? 0,
           topP: request.topP ?? 1,
+          topK: request.topK ?? 0,
           seed: request.seed ?? 0,
           flags:
             (request.keepLogits ? ENG.SEQ_KEEP_LOGITS : 0) | (request.reportProgress ? ENG.SEQ_REPORT_PROGRESS : 0),

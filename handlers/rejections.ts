@@ -452,12 +452,6 @@ export const MESSAGES_REJECTIONS: readonly Rejection[] = [
     },
   },
   {
-    id: 'anthropic_top_k',
-    code: 'unsupported_parameter',
-    message: "top_k is not supported: Maya's sampler has no top-k (use top_p or temperature).",
-    find: (body) => (isSet(body.top_k) ? 'top_k' : undefined),
-  },
-  {
     id: 'anthropic_document',
     code: 'unsupported_value',
     message:

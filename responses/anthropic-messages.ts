@@ -301,6 +301,7 @@ export function translateMessages(request: AnyRequest, signatures?: ReasoningSea
     ...toolChoice(request),
     temperature: create?.temperature,
     top_p: create?.top_p,
+    ...(create?.top_k !== undefined ? { topK: create.top_k } : {}),
     max_output_tokens: create?.max_tokens,
     ...(effort !== undefined ? { reasoning: { effort } } : {}),
     ...(format

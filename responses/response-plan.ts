@@ -34,6 +34,8 @@ export interface PlanRequest extends Omit<EchoedRequest, 'tools'> {
   stopSequences?: string[];
   /** A max_output_tokens beyond the room the prompt leaves is cut to that room, not refused (Anthropic's Messages API). */
   clampOutputToContext?: boolean;
+  /** Sample among the top_k most likely tokens only (Anthropic's top_k; OpenAI's APIs have none); 0 or absent = off. */
+  topK?: number;
 }
 
 /** Field names for `param` and messages: Chat Completions says `messages` and `max_tokens`. */
@@ -54,6 +56,8 @@ export interface ResponsePlan {
   stopIds: number[];
   temperature: number;
   topP: number;
+  /** 0 = off. */
+  topK: number;
   parser: ParserOptions;
   /** Declared tools the model may call (empty when tool_choice is none). */
   allowedTools: ToolSpec[];
@@ -414,6 +418,7 @@ function finishPlan(
     // top_p 0 keeps only the most likely token: greedy, as OpenAI treats it.
     temperature: request.top_p === 0 ? 0 : (request.temperature ?? 1),
     topP: request.top_p === 0 ? 1 : (request.top_p ?? 1),
+    topK: request.topK ?? 0,
     parser,
     allowedTools: draft.allowedTools,
     forced: draft.forced,

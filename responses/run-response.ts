@@ -146,6 +146,7 @@ export async function* runResponse(
       maxTokens: plan.maxTokens,
       temperature: plan.temperature,
       topP: plan.topP,
+      ...(plan.topK > 0 ? { topK: plan.topK } : {}),
       stopIds: plan.stopIds,
       seed: hooks.seed,
       ...(hooks.reportProgress ? { reportProgress: true } : {}),

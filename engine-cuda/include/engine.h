@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 8
+#define ENG_ABI_VERSION 9
 
 typedef struct eng_ctx eng_ctx;
 
@@ -186,11 +186,13 @@ ENG_API int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap);
 
 /* Queues a sequence (FIFO). tokens: the prompt (n_tokens >= 1), copied. stop_ids: token ids that
  * end generation (the stop token is reported, then FINISH stop). temperature <= 0: greedy.
- * top_p in (0, 1]. seed: the sampler's seed. Writes its id to *out_seq_id.
+ * top_p in (0, 1]. top_k >= 0: sample among the top_k most likely ids only (after the mask of
+ * eng_seq_mask, counting allowed ids; ties to the lowest id), then top_p among those; 0 = off, and
+ * top_k >= the allowed count is off too. seed: the sampler's seed. Writes its id to *out_seq_id.
  * Returns OK, INVALID_ARG, CONTEXT_OVERFLOW (n_tokens + max_tokens > n_ctx). */
 ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
-                            int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
-                            uint32_t flags, int32_t *out_seq_id);
+                            int32_t n_stop, int32_t max_tokens, float temperature, float top_p, int32_t top_k,
+                            uint64_t seed, uint32_t flags, int32_t *out_seq_id);
 /* eng_seq_add plus images, for a checkpoint with a vision encoder (GLM-4.1V). pixels: the
  * concatenation over images of the image processor's pixel_values rows (image i: t*h*w rows of
  * C*temporal_patch*patch*patch floats, merge-window grouped, as Glm4vImageProcessor orders them),
@@ -205,9 +207,10 @@ ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_token
  * on a vision model also refuses prompts holding image placeholders); UNSUPPORTED when n_images > 0
  * and the checkpoint has no vision encoder. */
 ENG_API int32_t eng_seq_add_mm(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
-                               int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
-                               uint32_t flags, const float *pixels, int64_t n_pixels, const int32_t *grids,
-                               const uint64_t *image_hashes, int32_t n_images, int32_t *out_seq_id);
+                               int32_t n_stop, int32_t max_tokens, float temperature, float top_p, int32_t top_k,
+                               uint64_t seed, uint32_t flags, const float *pixels, int64_t n_pixels,
+                               const int32_t *grids, const uint64_t *image_hashes, int32_t n_images,
+                               int32_t *out_seq_id);
 /* Marks a sequence cancelled; the next eng_step frees its blocks and reports FINISH cancelled.
  * Returns OK or UNKNOWN_SEQ. */
 ENG_API int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id);

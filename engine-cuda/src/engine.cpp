@@ -436,7 +436,7 @@ static int32_t add_images(const eng_ctx *ctx, const int32_t *tokens, int32_t n_t
 }
 
 static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids, int32_t n_stop,
-                       int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags,
+                       int32_t max_tokens, float temperature, float top_p, int32_t top_k, uint64_t seed, uint32_t flags,
                        const float *pixels, int64_t n_pixels, const int32_t *grids, const uint64_t *hashes,
                        int32_t n_images, int32_t *out_seq_id) {
     if (!ctx || !tokens || n_tokens < 1 || !out_seq_id || n_stop < 0 || (n_stop > 0 && !stop_ids))
@@ -445,6 +445,7 @@ static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, co
     if (!(temperature == temperature) || isinf(temperature))
         return fail(ENG_STATUS_INVALID_ARG, "temperature must be finite");
     if (!(top_p > 0.0f && top_p <= 1.0f)) return fail(ENG_STATUS_INVALID_ARG, "top_p must be in (0, 1]");
+    if (top_k < 0) return fail(ENG_STATUS_INVALID_ARG, "top_k must be >= 0 (got %d)", top_k);
     if (flags & ~(uint32_t)(ENG_SEQ_KEEP_LOGITS | ENG_SEQ_REPORT_PROGRESS))
         return fail(ENG_STATUS_INVALID_ARG, "unknown flags 0x%x", flags);
     int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
@@ -460,6 +461,7 @@ static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, co
         s->max_tokens = max_tokens;
         s->sampling.temperature = temperature;
         s->sampling.top_p = top_p;
+        s->sampling.top_k = top_k;
         s->rng.seed(seed);
         s->flags = flags;
         return ctx->sched.add(std::move(s), out_seq_id);
@@ -467,17 +469,18 @@ static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, co
 }
 
 ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
-                            int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
-                            uint32_t flags, int32_t *out_seq_id) {
-    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, seed, flags, nullptr, 0,
-                   nullptr, nullptr, 0, out_seq_id);
+                            int32_t n_stop, int32_t max_tokens, float temperature, float top_p, int32_t top_k,
+                            uint64_t seed, uint32_t flags, int32_t *out_seq_id) {
+    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, top_k, seed, flags, nullptr,
+                   0, nullptr, nullptr, 0, out_seq_id);
 }
 
 ENG_API int32_t eng_seq_add_mm(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
-                               int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
-                               uint32_t flags, const float *pixels, int64_t n_pixels, const int32_t *grids,
-                               const uint64_t *image_hashes, int32_t n_images, int32_t *out_seq_id) {
-    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, seed, flags, pixels,
+                               int32_t n_stop, int32_t max_tokens, float temperature, float top_p, int32_t top_k,
+                               uint64_t seed, uint32_t flags, const float *pixels, int64_t n_pixels,
+                               const int32_t *grids, const uint64_t *image_hashes, int32_t n_images,
+                               int32_t *out_seq_id) {
+    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, top_k, seed, flags, pixels,
                    n_pixels, grids, image_hashes, n_images, out_seq_id);
 }
 

@@ -184,7 +184,7 @@ static void run_prompts(eng_ctx *ctx, const std::vector<std::vector<int32_t>> &p
     std::vector<int32_t> ids(which.size(), -1);
     for (size_t i = 0; i < which.size(); i++) {
         const auto &p = prompts[which[i]];
-        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, n_gen, 0.0f, 1.0f, 0, flags, &ids[i]) == 0);
+        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, n_gen, 0.0f, 1.0f, 0, 0, flags, &ids[i]) == 0);
         out->tokens[which[i]].clear();
     }
     std::vector<int32_t> ev(4 * 256);

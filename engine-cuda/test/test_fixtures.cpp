@@ -77,7 +77,7 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     for (size_t p = 0; p < prompts->items.size(); p++) {
         std::vector<int32_t> toks;
         for (const auto &v : prompts->items[p].get("ids")->items) toks.push_back((int32_t)v.integer);
-        st = eng_seq_add(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_greedy, 0.0f, 1.0f, 0,
+        st = eng_seq_add(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_greedy, 0.0f, 1.0f, 0, 0,
                          ENG_SEQ_KEEP_LOGITS, &ids[p]);
         CHECK(st == 0);
     }
@@ -233,7 +233,7 @@ TEST(fixture_two_contexts_keep_their_own_kernel_paths) {
         eng_ctx_info(runs[i].ctx, info, ENG_INFO_COUNT);
         CHECK(info[ENG_INFO_SIMD] == (i == 0 ? (int64_t)ENG_SIMD_SCALAR : fastest));
         int32_t id;
-        CHECK(eng_seq_add(runs[i].ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_greedy, 0.0f, 1.0f, 0, 0,
+        CHECK(eng_seq_add(runs[i].ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_greedy, 0.0f, 1.0f, 0, 0, 0,
                           &id) == 0);
     }
     for (int guard = 0; guard < 1000 && !(runs[0].done && runs[1].done); guard++)

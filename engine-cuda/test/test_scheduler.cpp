@@ -55,7 +55,7 @@ int32_t add(eng_ctx *ctx, const std::vector<int32_t> &p, int max_tokens, float t
             const std::vector<int32_t> &stops = {}) {
     int32_t id = -1;
     int32_t st = eng_seq_add(ctx, p.data(), (int32_t)p.size(), stops.data(), (int32_t)stops.size(), max_tokens, temp,
-                             1.0f, seed, 0, &id);
+                             1.0f, 0, seed, 0, &id);
     CHECK(st == 0);
     return id;
 }
@@ -187,7 +187,7 @@ TEST(scheduler_reports_prefill_progress_per_chunk) {
     std::vector<int32_t> ev(64 * 4);
     auto run = [&](uint32_t flags, std::vector<std::pair<int32_t, int32_t>> *progress, int32_t *prefilled_at) {
         int32_t id = -1;
-        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, 3, 0, 1, 0, flags, &id) == 0);
+        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, 3, 0, 1, 0, 0, flags, &id) == 0);
         for (bool done = false; !done;) {
             int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size());
             CHECK(n >= 0);
@@ -215,7 +215,7 @@ TEST(scheduler_reports_prefill_progress_per_chunk) {
     CHECK(second[0] == std::make_pair(0, 16) && second[1] == std::make_pair(0, 32) &&
           second[2] == std::make_pair(0, 40));
     int32_t id = -1;
-    CHECK(eng_seq_add(ctx, p.data(), 4, nullptr, 0, 1, 0, 1, 0, 4, &id) == ENG_STATUS_INVALID_ARG); // unknown flag
+    CHECK(eng_seq_add(ctx, p.data(), 4, nullptr, 0, 1, 0, 1, 0, 0, 4, &id) == ENG_STATUS_INVALID_ARG); // unknown flag
     eng_ctx_free(ctx);
 }
 
@@ -299,25 +299,44 @@ TEST(scheduler_seeded_sampling_is_reproducible) {
     eng_ctx_free(ctx);
 }
 
+TEST(scheduler_top_k_is_per_sequence) {
+    eng_ctx *ctx = make_ctx();
+    std::vector<int32_t> p = prompt(9, 4);
+    auto add_k = [&](int32_t top_k) {
+        int32_t id = -1;
+        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, 30, 1.5f, 1.0f, top_k, 42, 0, &id) == 0);
+        return id;
+    };
+    // Side by side in one batch: greedy, top_k 1 at temperature 1.5, plain sampling, top_k above V.
+    int32_t g = add(ctx, p, 30), k1 = add_k(1), free_run = add_k(0), k_big = add_k(1000);
+    Trace tr = drain(ctx, 4);
+    CHECK(tr.tokens[k1] == tr.tokens[g]);           // top_k 1 is greedy whatever the temperature
+    CHECK(tr.tokens[free_run] != tr.tokens[g]);     // while the same seed without top_k is not
+    CHECK(tr.tokens[k_big] == tr.tokens[free_run]); // top_k >= V is off: the same draws
+    eng_ctx_free(ctx);
+}
+
 TEST(scheduler_argument_checks) {
     eng_ctx *ctx = make_ctx();
     int64_t info[ENG_INFO_COUNT];
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
     int32_t n_ctx = (int32_t)info[ENG_INFO_N_CTX], id = 0;
     std::vector<int32_t> p = prompt(10, 1);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, n_ctx - 10, 0, 1, 0, 0, &id) == 0);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, n_ctx - 9, 0, 1, 0, 0, &id) == ENG_STATUS_CONTEXT_OVERFLOW);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, n_ctx - 10, 0, 1, 0, 0, 0, &id) == 0);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, n_ctx - 9, 0, 1, 0, 0, 0, &id) == ENG_STATUS_CONTEXT_OVERFLOW);
     char msg[256];
     CHECK(eng_last_error(msg, sizeof msg) > 0 && strstr(msg, "context limit"));
-    CHECK(eng_seq_add(ctx, p.data(), 0, nullptr, 0, 5, 0, 1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 0, 0, 1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 0.0f, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1.5f, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, NAN, 1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 2, 5, 0, 1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1, 0, 8, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 0, nullptr, 0, 5, 0, 1, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 0, 0, 1, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 0.0f, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1.5f, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, NAN, 1, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 2, 5, 0, 1, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1, 0, 0, 8, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 1, 1, -1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_last_error(msg, sizeof msg) > 0 && strstr(msg, "top_k"));
     p[3] = 97; // outside the vocabulary
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
     CHECK(eng_last_error(msg, sizeof msg) > 0 && strstr(msg, "index 3"));
     int32_t ev[4];
     CHECK(eng_step(ctx, ev, 3) == ENG_STATUS_INVALID_ARG);
@@ -330,14 +349,14 @@ TEST(scheduler_small_event_buffer_and_kept_logits) {
     eng_ctx *ctx = make_ctx();
     std::vector<int32_t> p = prompt(6, 2);
     int32_t a = -1, b = add(ctx, p, 3);
-    CHECK(eng_seq_add(ctx, p.data(), 6, nullptr, 0, 3, 0, 1, 0, ENG_SEQ_KEEP_LOGITS, &a) == 0);
+    CHECK(eng_seq_add(ctx, p.data(), 6, nullptr, 0, 3, 0, 1, 0, 0, ENG_SEQ_KEEP_LOGITS, &a) == 0);
     // One event per call: PREFILLED, TOKEN, ..., FINISH all still arrive, in order.
     Trace tr = drain(ctx, 2, 1);
     CHECK(tr.tokens[a] == tr.tokens[b] && tr.tokens[a].size() == 3);
     eng_ctx_free(ctx);
     ctx = make_ctx();
     a = -1;
-    CHECK(eng_seq_add(ctx, p.data(), 6, nullptr, 0, 1, 0, 1, 0, ENG_SEQ_KEEP_LOGITS, &a) == 0);
+    CHECK(eng_seq_add(ctx, p.data(), 6, nullptr, 0, 1, 0, 1, 0, 0, ENG_SEQ_KEEP_LOGITS, &a) == 0);
     b = add(ctx, p, 1);
     std::vector<int32_t> ev(64);
     int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size());

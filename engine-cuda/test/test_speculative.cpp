@@ -77,7 +77,7 @@ void run_some(eng_ctx *ctx, const std::vector<Prompt> &prompts, const std::vecto
         const Prompt &pr = prompts[p];
         int32_t id = -1;
         int32_t st = eng_seq_add_mm(ctx, pr.ids.data(), (int32_t)pr.ids.size(), o.stops.data(), (int32_t)o.stops.size(),
-                                    o.max_tokens, 0.0f, 1.0f, 0, 0, pr.pixels.empty() ? nullptr : pr.pixels.data(),
+                                    o.max_tokens, 0.0f, 1.0f, 0, 0, 0, pr.pixels.empty() ? nullptr : pr.pixels.data(),
                                     (int64_t)pr.pixels.size(), pr.grids.data(), pr.hashes.data(),
                                     (int32_t)(pr.grids.size() / 3), &id);
         CHECK(st == 0);
@@ -380,7 +380,8 @@ TEST(speculative_rejections_leave_no_trace) {
     f.max_tokens = 10;
     Result fresh = run(dir, fp, f, nullptr);
     int32_t id = -1;
-    CHECK(eng_seq_add(ctx, follow.ids.data(), (int32_t)follow.ids.size(), nullptr, 0, 10, 0.0f, 1.0f, 0, 0, &id) == 0);
+    CHECK(eng_seq_add(ctx, follow.ids.data(), (int32_t)follow.ids.size(), nullptr, 0, 10, 0.0f, 1.0f, 0, 0, 0, &id) ==
+          0);
     std::vector<int32_t> got, ev(64 * 4);
     int32_t cached = -1;
     for (int guard = 0; guard < 1000; guard++) {
@@ -395,7 +396,7 @@ TEST(speculative_rejections_leave_no_trace) {
     CHECK(cached == (n_follow - 1) / 16 * 16); // every full block of prompt + output was cached
     CHECK(got == fresh.tokens[0]);
     // Cancellation with drafts in flight.
-    CHECK(eng_seq_add(ctx, prompts[1].ids.data(), (int32_t)prompts[1].ids.size(), nullptr, 0, 40, 0.0f, 1.0f, 0, 0,
+    CHECK(eng_seq_add(ctx, prompts[1].ids.data(), (int32_t)prompts[1].ids.size(), nullptr, 0, 40, 0.0f, 1.0f, 0, 0, 0,
                       &id) == 0);
     int tokens = 0;
     for (int guard = 0; guard < 100 && tokens < 5; guard++) {
@@ -424,7 +425,7 @@ TEST(speculative_rejections_leave_no_trace) {
     // Off: no drafts taken; MTP: refused by name at creation.
     ctx = open(dir, off);
     if (!ctx) return;
-    CHECK(eng_seq_add(ctx, prompts[1].ids.data(), (int32_t)prompts[1].ids.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0,
+    CHECK(eng_seq_add(ctx, prompts[1].ids.data(), (int32_t)prompts[1].ids.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, 0,
                       &id) == 0);
     CHECK(eng_seq_draft(ctx, id, bad, 1, nullptr, 0) == ENG_STATUS_INVALID_ARG);
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
@@ -469,8 +470,8 @@ std::vector<std::vector<float>> last_logits(const std::string &dir, const std::v
     std::vector<int32_t> ids;
     for (const auto &pr : prompts) {
         int32_t id = -1;
-        CHECK(eng_seq_add(ctx, pr.data(), (int32_t)pr.size(), nullptr, 0, 1, 0.0f, 1.0f, 0, ENG_SEQ_KEEP_LOGITS, &id) ==
-              0);
+        CHECK(eng_seq_add(ctx, pr.data(), (int32_t)pr.size(), nullptr, 0, 1, 0.0f, 1.0f, 0, 0, ENG_SEQ_KEEP_LOGITS,
+                          &id) == 0);
         ids.push_back(id);
     }
     std::vector<int32_t> ev(64 * 4);
@@ -558,7 +559,7 @@ TEST(speculative_sampling_keeps_the_distribution) {
     std::map<int32_t, std::vector<int32_t>> toks;
     for (int i = 0; i < N; i++) {
         int32_t id = -1;
-        CHECK(eng_seq_add(ctx, prompt.data(), (int32_t)prompt.size(), nullptr, 0, 3, (float)T, (float)TOP_P,
+        CHECK(eng_seq_add(ctx, prompt.data(), (int32_t)prompt.size(), nullptr, 0, 3, (float)T, (float)TOP_P, 0,
                           (uint64_t)i + 1, 0, &id) == 0);
         toks[id];
     }
@@ -605,7 +606,7 @@ TEST(speculative_sampling_keeps_the_distribution) {
     std::vector<int32_t> order;
     for (int i = 0; i < N; i++) {
         int32_t id = -1;
-        CHECK(eng_seq_add(ref, prompt.data(), (int32_t)prompt.size(), nullptr, 0, 3, (float)T, (float)TOP_P,
+        CHECK(eng_seq_add(ref, prompt.data(), (int32_t)prompt.size(), nullptr, 0, 3, (float)T, (float)TOP_P, 0,
                           (uint64_t)i + 1, 0, &id) == 0);
         order.push_back(id);
     }

@@ -68,7 +68,7 @@ int32_t add_prompt(eng_ctx *ctx, const Golden &g, size_t p, const std::vector<ui
         grids.insert(grids.end(), g.grids[(size_t)v.integer].begin(), g.grids[(size_t)v.integer].end());
     }
     int32_t id = -1;
-    int32_t st = eng_seq_add_mm(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, max_tokens, 0.0f, 1.0f, 0,
+    int32_t st = eng_seq_add_mm(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, max_tokens, 0.0f, 1.0f, 0, 0,
                                 ENG_SEQ_KEEP_LOGITS, pixels.data(), (int64_t)pixels.size(), grids.data(), hashes.data(),
                                 (int32_t)(grids.size() / 3), &id);
     char msg[512] = "";
@@ -234,7 +234,7 @@ TEST(vision_prefix_cache_keys_on_image_hash) {
         std::vector<int32_t> toks = ints(*p0.get("ids"));
         int32_t grid[3] = {1, 10, 8}, id = -1;
         uint64_t hash = 0xAAAA;
-        CHECK(eng_seq_add_mm(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, 2, 0.0f, 1.0f, 0, 0,
+        CHECK(eng_seq_add_mm(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, 2, 0.0f, 1.0f, 0, 0, 0,
                              g.pixels[0].data(), (int64_t)g.pixels[0].size(), grid, &hash, 1, &id) == 0);
         std::vector<Run> r = run_all(ctx, {id}, {});
         CHECK_MSG(r[0].cached == 0, "cached %d", r[0].cached);
@@ -309,7 +309,7 @@ TEST(vision_argument_checks) {
     uint64_t hash = 7;
     char msg[512];
     auto add = [&](const std::vector<int32_t> &t, int64_t n_px, const int32_t *gr, int32_t n_img) {
-        return eng_seq_add_mm(ctx, t.data(), (int32_t)t.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, px.data(), n_px, gr,
+        return eng_seq_add_mm(ctx, t.data(), (int32_t)t.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, 0, px.data(), n_px, gr,
                               &hash, n_img, &id);
     };
     CHECK(add(toks, (int64_t)px.size() - 1, grid, 1) == ENG_STATUS_INVALID_ARG); // pixel count
@@ -323,12 +323,12 @@ TEST(vision_argument_checks) {
     std::vector<int32_t> split = toks;
     split[10] = 32; // a text token inside the image's run
     CHECK(add(split, (int64_t)px.size(), grid, 1) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, &id) ==
+    CHECK(eng_seq_add(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, 0, &id) ==
           ENG_STATUS_INVALID_ARG);
     eng_last_error(msg, sizeof msg);
     CHECK(strstr(msg, "image tokens") != nullptr);
     std::vector<int32_t> text = {1002, 1004, 1007, 10, 532, 1008};
-    CHECK(eng_seq_add(ctx, text.data(), (int32_t)text.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, &id) ==
+    CHECK(eng_seq_add(ctx, text.data(), (int32_t)text.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, 0, &id) ==
           0); // text on a vision model
     CHECK(add(toks, (int64_t)px.size(), grid, 1) == 0);
     eng_ctx_free(ctx);
@@ -343,7 +343,7 @@ TEST(vision_argument_checks) {
     CHECK(add(t2, (int64_t)px.size(), grid, 1) == ENG_STATUS_UNSUPPORTED);
     eng_last_error(msg, sizeof msg);
     CHECK(strstr(msg, "no vision encoder") != nullptr);
-    CHECK(eng_seq_add_mm(ctx, t2.data(), 3, nullptr, 0, 4, 0.0f, 1.0f, 0, 0, nullptr, 0, nullptr, nullptr, 0, &id) ==
+    CHECK(eng_seq_add_mm(ctx, t2.data(), 3, nullptr, 0, 4, 0.0f, 1.0f, 0, 0, 0, nullptr, 0, nullptr, nullptr, 0, &id) ==
           0);
     eng_ctx_free(ctx);
 }

@@ -83,7 +83,7 @@ static void run_once(const std::string &dir, int64_t weight_copy, std::vector<fl
     CHECK(test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0);
     if (!ctx) return;
     int32_t prompt[5] = {3, 9, 27, 11, 40}, id;
-    CHECK(eng_seq_add(ctx, prompt, 5, nullptr, 0, 8, 0.0f, 1.0f, 0, ENG_SEQ_KEEP_LOGITS, &id) == 0);
+    CHECK(eng_seq_add(ctx, prompt, 5, nullptr, 0, 8, 0.0f, 1.0f, 0, 0, ENG_SEQ_KEEP_LOGITS, &id) == 0);
     int32_t ev[64];
     std::vector<float> buf(4096);
     for (int done = 0; !done;) {

@@ -3,8 +3,8 @@
  * model (the real engine): messages.create with text and with thinking (signatures sealed: the
  * server runs with MAYA_GLM_RESPONSES_ENCRYPTED_REASONING on, and a second turn replays the
  * thinking block), messages.stream with finalMessage(), a tool round trip (tool_use →
- * tool_result → the answer), countTokens, the typed errors (AuthenticationError,
- * BadRequestError, NotFoundError), and an image on the GLM-4.1V fixture checkpoint, whose prompt
+ * tool_result → the answer), top_k (1 = the greedy answer), countTokens, the typed errors
+ * (AuthenticationError, BadRequestError, NotFoundError), and an image on the GLM-4.1V fixture checkpoint, whose prompt
  * and greedy tokens are the PyTorch reference's. Settings Maya needs: `baseURL` = Maya's origin
  * (the SDK adds `/v1/messages`), an API key when the server has MAYA_API_KEYS.
  */
@@ -106,6 +106,30 @@ describe('messages.create', () => {
     expect(altered).toBeInstanceOf(Anthropic.BadRequestError);
     expect(altered.type).toBe('invalid_request_error');
     expect(altered.errorCode).toBe('invalid_signature');
+  });
+});
+
+describe('sampling', () => {
+  it('top_k 1 at temperature 1 is the greedy answer; top_k 40 samples; a negative top_k is a BadRequestError', async () => {
+    // SDK 1.10's types declare no sampling fields; it sends them as given (checked on the wire below).
+    type Sampling = { temperature?: number; top_p?: number; top_k?: number };
+    const create = (sampling: Sampling) =>
+      client.messages.create({
+        model: maya.model,
+        max_tokens: 48,
+        messages: [{ role: 'user', content: 'Hello' }],
+        ...sampling,
+      } as Anthropic.MessageCreateParamsNonStreaming);
+    const greedy = await create({ temperature: 0 });
+    const topOne = await create({ temperature: 1, top_k: 1 });
+    expect(recorded.requests.filter((r) => r.path === '/v1/messages').at(-1)!.body).toMatchObject({ top_k: 1 });
+    expect(textOf(topOne)).toBe(textOf(greedy));
+    expect(topOne.usage.output_tokens).toBe(greedy.usage.output_tokens);
+    const sampled = await create({ temperature: 1, top_p: 0.95, top_k: 40 });
+    expect(sampled.usage.output_tokens).toBeGreaterThan(0);
+    const negative = await rejection(create({ top_k: -1 }));
+    expect(negative).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(negative.details).toMatchObject({ param: 'top_k' });
   });
 });
 

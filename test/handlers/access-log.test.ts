@@ -78,14 +78,14 @@ describe('access log', () => {
     const res = await request
       .post('/v1/messages')
       .set('x-api-key', KEY)
-      .send({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: PROMPT }], top_k: 3 });
+      .send({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: PROMPT }], top_k: -3 });
     expect(res.status).toBe(400);
     expect(records()).toEqual([
       expect.objectContaining({
         status: 400,
         operation: 'createMessage',
         param: 'top_k',
-        code: 'unsupported_parameter',
+        code: 'integer_below_min_value',
       }),
     ]);
     expect(lines.join('')).not.toContain(PROMPT);

@@ -222,6 +222,19 @@ describe('createMessage JSON', () => {
     });
   });
 
+  it('top_k, temperature and top_p reach the engine call; top_k absent or 0 is off', async () => {
+    const app = appWith(Array.from({ length: 4 }, () => TEXT));
+    const sampled = await app.request.post('/v1/messages').send({ ...BASE, top_k: 40, temperature: 0.7, top_p: 0.9 });
+    expect(sampled.status).toBe(200);
+    expect(app.engine.calls[0]).toMatchObject({ topK: 40, temperature: 0.7, topP: 0.9 });
+    await stream(app, { top_k: 1 });
+    expect(app.engine.calls[1]!.topK).toBe(1);
+    await app.request.post('/v1/messages').send({ ...BASE, top_k: 0 });
+    await app.request.post('/v1/messages').send(BASE);
+    expect(app.engine.calls[2]!.topK ?? 0).toBe(0);
+    expect(app.engine.calls[3]!.topK ?? 0).toBe(0);
+  });
+
   it('no thinking asked for: the dialect renders thinking off; disabled and adaptive map to the reasoning switch', async () => {
     const app = appWith(Array.from({ length: 3 }, () => TEXT));
     await app.request.post('/v1/messages').send(BASE);
@@ -405,7 +418,8 @@ describe('Anthropic errors', () => {
       { context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] } },
       'context_management.edits[0].type',
     ],
-    ['top_k', { top_k: 40 }, 'top_k'],
+    ['a negative top_k', { top_k: -1 }, 'top_k'],
+    ['a non-integer top_k', { top_k: 2.5 }, 'top_k'],
     [
       'a document',
       {

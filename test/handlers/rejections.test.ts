@@ -290,7 +290,6 @@ describe('Anthropic Messages rejection table (both operations, in the Anthropic 
       },
       param: 'context_management.edits[1].type',
     },
-    { id: 'anthropic_top_k', body: { ...said('hi'), top_k: 5 }, param: 'top_k' },
     {
       id: 'anthropic_document',
       body: said([

@@ -106,6 +106,9 @@ export class FakeEngine implements Engine {
     if (!Number.isInteger(request.maxTokens) || request.maxTokens < 1) {
       throw new EngineError('invalid_arg', 'maxTokens must be a positive integer');
     }
+    const topK = request.topK ?? 0;
+    if (!Number.isInteger(topK) || topK < 0)
+      throw new EngineError('invalid_arg', 'topK must be an integer >= 0 (0 = off)');
     if ((request.images?.length ?? 0) > 0 && !this.info.vision) {
       throw new EngineError('unsupported', 'this model has no vision encoder: images are not supported');
     }

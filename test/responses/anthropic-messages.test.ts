@@ -109,6 +109,7 @@ describe('translateMessages: plan request', () => {
         tool_choice: { type: 'any', disable_parallel_tool_use: true },
         temperature: 0.2,
         top_p: 0.9,
+        top_k: 40,
         stop_sequences: ['END'],
       }),
     );
@@ -126,6 +127,7 @@ describe('translateMessages: plan request', () => {
       parallel_tool_calls: false,
       temperature: 0.2,
       top_p: 0.9,
+      topK: 40,
       max_output_tokens: 64,
       stopSequences: ['END'],
       clampOutputToContext: true,
@@ -138,6 +140,7 @@ describe('translateMessages: plan request', () => {
       name: 'get_weather',
     });
     expect(translateMessages(base({ tool_choice: { type: 'none' } })).plan.tool_choice).toBe('none');
+    expect(translateMessages(base({})).plan.topK).toBeUndefined();
   });
 
   it('output_config.format is a strict json_schema text format', () => {

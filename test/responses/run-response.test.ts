@@ -104,6 +104,15 @@ describe('text and reasoning', () => {
     expect(response.usage!.output_tokens_details.reasoning_tokens).toBe(0);
   });
 
+  it("the plan's topK (Anthropic's top_k) reaches the engine call; without one the call has none (off)", async () => {
+    const runtime = scriptedRuntime(Array.from({ length: 2 }, () => ({ pieces: ['\n', 'Hi', '<|user|>'] })));
+    const { plan } = await run(runtime, { input: 'Hello', temperature: 0.8, topK: 5, reasoning: { effort: 'none' } });
+    expect(plan.topK).toBe(5);
+    await run(runtime, { input: 'Hello', temperature: 0.8, reasoning: { effort: 'none' } });
+    expect(runtime.engine.calls[0]).toMatchObject({ topK: 5, temperature: 0.8 });
+    expect(runtime.engine.calls[1]!.topK).toBeUndefined();
+  });
+
   it('max_output_tokens cut → incomplete with reason max_output_tokens', async () => {
     const runtime = scriptedRuntime([{ pieces: ['\n', 'One', ' two', ' three', ' four'] }]);
     const { events, response } = await run(runtime, {

@@ -34,7 +34,7 @@ static void run(eng_ctx *ctx, int batch, int prompt_len, int gen_len, double *pr
     for (int b = 0; b < batch; b++) {
         std::vector<int32_t> p((size_t)prompt_len);
         for (int i = 0; i < prompt_len; i++) p[(size_t)i] = (int32_t)((i * 31 + b * 7 + salt * 131) % 1000 + 3);
-        eng_seq_add(ctx, p.data(), prompt_len, nullptr, 0, gen_len, 0.0f, 1.0f, 0, 0, &ids[(size_t)b]);
+        eng_seq_add(ctx, p.data(), prompt_len, nullptr, 0, gen_len, 0.0f, 1.0f, 0, 0, 0, &ids[(size_t)b]);
     }
     std::vector<int32_t> ev(4 * 256);
     int finished = 0, prefilled = 0;
