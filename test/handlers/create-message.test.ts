@@ -14,16 +14,8 @@ import { createTestApp, listenTestApp, stubRuntime } from '../helpers/test-app.t
 import { parseSse, rawText } from '../helpers/sse.ts';
 import { scriptedRuntime } from '../responses/scripted-runtime.ts';
 import { schemaProblems } from '../e2e/stream-contract.ts';
-import {
-  CALL,
-  expectCancelled,
-  leaveMidStream,
-  LONG,
-  scriptedApp,
-  THINK_TEXT,
-  type ScriptedApp,
-  type Script,
-} from './scripted-app.ts';
+import { CALL, expectCancelled, leaveMidStream, LONG, scriptedApp, THINK_TEXT } from './scripted-app.ts';
+import type { Script, ScriptedApp } from './scripted-app.ts';
 import type { ResponsesOptIns } from '../../config/settings.ts';
 
 type Json = Record<string, unknown>;

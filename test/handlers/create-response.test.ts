@@ -11,16 +11,8 @@ import { createTestApp, listenTestApp, stubRuntime } from '../helpers/test-app.t
 import { rawText } from '../helpers/sse.ts';
 import { scriptedRuntime } from '../responses/scripted-runtime.ts';
 import { checkResponseStream, schemaProblems, type WireEvent } from '../e2e/stream-contract.ts';
-import {
-  CALL,
-  expectCancelled,
-  leaveMidStream,
-  LONG,
-  scriptedApp,
-  THINK_TEXT,
-  type ScriptedApp,
-  type Script,
-} from './scripted-app.ts';
+import { CALL, expectCancelled, leaveMidStream, LONG, scriptedApp, THINK_TEXT } from './scripted-app.ts';
+import type { Script, ScriptedApp } from './scripted-app.ts';
 
 /** 20 words: longer than the smallest max_output_tokens the contract allows (16). */
 const LONG_WORDS: Script = { pieces: ['\n', ...Array.from({ length: 20 }, (_, i) => ` w${i}`)] };
