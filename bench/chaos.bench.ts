@@ -28,6 +28,7 @@ import { runFaults } from './chaos/faults.ts';
 import { buildReport, printReport } from './chaos/report.ts';
 import { PROMPTS, Traffic } from './chaos/traffic.ts';
 import { verify } from './chaos/verify.ts';
+import { mulberry32 } from '../test/helpers/mulberry32.ts';
 
 const { values } = parseArgs({
   options: {
@@ -49,18 +50,6 @@ const WAIT_REPLICAS = values['wait-replicas'];
 const SEED = Number(values.seed ?? Date.now() % 1_000_000);
 const KEY = 'chaos-key';
 
-/** mulberry32: a seeded generator, so a failing run's choices can be replayed with --seed. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const log = (line: string) => process.stderr.write(`chaos: ${line}\n`);
 const settings = {
   duration_s: DURATION_S,
@@ -72,7 +61,7 @@ const settings = {
   redis_replicas: Number(values['redis-replicas']),
 };
 log(`settings ${JSON.stringify(settings)}`);
-const rng = seeded(SEED);
+const rng = mulberry32(SEED);
 const bed = await startReplicaBed({
   apiKeys: [KEY],
   redisReplicas: settings.redis_replicas,

@@ -83,6 +83,18 @@ class RunState {
   }
 }
 
+/** A lifecycle event (response.created, response.in_progress, the terminal one) with a snapshot of `response`. */
+export function lifecycleEvent(sequencer: EventSequencer, response: ResponseObject, type: string): StreamEvent {
+  return sequencer.number({ type, response: structuredClone(response) });
+}
+
+/** The response turns in_progress: response.created, then response.in_progress. */
+export function* openLifecycle(sequencer: EventSequencer, response: ResponseObject): Generator<StreamEvent> {
+  response.status = 'in_progress';
+  yield lifecycleEvent(sequencer, response, 'response.created');
+  yield lifecycleEvent(sequencer, response, 'response.in_progress');
+}
+
 export async function* runResponse(
   runtime: GenerationRuntime,
   plan: ResponsePlan,
@@ -90,10 +102,7 @@ export async function* runResponse(
   hooks: RunHooks = {},
   sequencer = new EventSequencer(),
 ): AsyncGenerator<StreamEvent, ResponseObject, void> {
-  const lifecycle = (type: string): StreamEvent => sequencer.number({ type, response: structuredClone(response) });
-  response.status = 'in_progress';
-  yield lifecycle('response.created');
-  yield lifecycle('response.in_progress');
+  yield* openLifecycle(sequencer, response);
 
   const state = new RunState();
   const buffered: UnnumberedEvent[] = [];
@@ -232,7 +241,7 @@ export async function* runResponse(
   }
   if (response.status !== 'failed' && stops?.matched !== undefined) hooks.onStopSequence?.(stops.matched);
   if (response.status !== 'failed') await hooks.beforeTerminal?.(response);
-  yield lifecycle(`response.${response.status}`);
+  yield lifecycleEvent(sequencer, response, `response.${response.status}`);
   return response;
 }
 

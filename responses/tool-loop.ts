@@ -27,7 +27,7 @@ import { newId } from './ids.ts';
 import type { HistoryItem } from './input-history.ts';
 import { makeUsage } from './response-object.ts';
 import type { ResponsePlan } from './response-plan.ts';
-import { runResponse, type RunHooks } from './run-response.ts';
+import { lifecycleEvent, openLifecycle, runResponse, type RunHooks } from './run-response.ts';
 
 /** Where an offered hosted tool lives. */
 export interface HostedRoute {
@@ -104,10 +104,7 @@ export async function* runToolLoop(
   hooks: RunHooks & { maxOutputTokens?: number; prelude?: Prelude },
   sequencer = new EventSequencer(),
 ): AsyncGenerator<StreamEvent, ResponseObject, void> {
-  const lifecycle = (type: string): StreamEvent => sequencer.number({ type, response: structuredClone(response) });
-  response.status = 'in_progress';
-  yield lifecycle('response.created');
-  yield lifecycle('response.in_progress');
+  yield* openLifecycle(sequencer, response);
   const output = response.output;
   if (hooks.prelude) {
     output.push(...hooks.prelude.items);
@@ -186,7 +183,7 @@ export async function* runToolLoop(
   response.usage = makeUsage(totals.input, totals.cached, totals.output, totals.reasoning);
   response.completed_at = Math.floor(Date.now() / 1000);
   if (response.status !== 'failed') await hooks.beforeTerminal?.(response);
-  yield lifecycle(`response.${response.status}`);
+  yield lifecycleEvent(sequencer, response, `response.${response.status}`);
   return response;
 }
 

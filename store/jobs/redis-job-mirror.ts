@@ -31,7 +31,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { ResponseObject } from '../../contract/types.ts';
-import { storeFailure, waitForReplicas } from '../redis/redis-connection.ts';
+import { defineScripts, storeFailure, waitForReplicas } from '../redis/redis-connection.ts';
 import type {
   InputItemPage,
   ListInputItemsOptions,
@@ -138,12 +138,7 @@ export class RedisJobMirror implements JobObserver {
       client: options.durable.client as ScriptClient,
       replicas: options.durable.replicas,
     };
-    for (const client of [this.client, this.durable?.client]) {
-      for (const [name, lua] of Object.entries(JOB_SCRIPTS)) {
-        if (client && typeof client[name as ScriptName] !== 'function')
-          client.defineCommand(name, { numberOfKeys: 0, lua });
-      }
-    }
+    defineScripts([this.client, this.durable?.client], JOB_SCRIPTS);
     this.jobs.observer = this;
   }
 

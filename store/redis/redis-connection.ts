@@ -112,6 +112,19 @@ export async function openRedis(client: Redis, url: string): Promise<void> {
  */
 export const STORE_WAIT_MS = 500;
 
+/** Defines each Lua script of `scripts` (name → source, keys passed as arguments) on each client that lacks it. */
+export function defineScripts(
+  clients: ReadonlyArray<Redis | undefined>,
+  scripts: Readonly<Record<string, string>>,
+): void {
+  for (const client of clients) {
+    for (const [name, lua] of Object.entries(scripts)) {
+      if (client && typeof (client as unknown as Record<string, unknown>)[name] !== 'function')
+        client.defineCommand(name, { numberOfKeys: 0, lua });
+    }
+  }
+}
+
 /**
  * Waits until `replicas` replicas hold every write this connection made (Redis WAIT); fewer
  * within STORE_WAIT_MS → StoreError `store_unavailable`: the write may survive on the primary

@@ -36,7 +36,7 @@ import {
   type StoredResponseInput,
 } from './response-store.ts';
 import { RESPONSE_STORE_SCRIPTS } from './redis-store-scripts.ts';
-import { storeFailure, waitForReplicas } from '../redis/redis-connection.ts';
+import { defineScripts, storeFailure, waitForReplicas } from '../redis/redis-connection.ts';
 
 export interface RedisResponseStoreOptions {
   /** A connected client (createRedisClient + openRedis); the store never closes it. */
@@ -86,12 +86,7 @@ export class RedisResponseStore implements ResponseStore {
       client: options.durable.client as ScriptClient,
       replicas: options.durable.replicas,
     };
-    for (const client of [this.client, this.durable?.client]) {
-      for (const [name, lua] of Object.entries(RESPONSE_STORE_SCRIPTS)) {
-        if (client && typeof client[name as ScriptName] !== 'function')
-          client.defineCommand(name, { numberOfKeys: 0, lua });
-      }
-    }
+    defineScripts([this.client, this.durable?.client], RESPONSE_STORE_SCRIPTS);
   }
 
   async put(scope: string, record: StoredResponseInput): Promise<void> {

@@ -12,10 +12,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from '../../cli/serve.ts';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
-import { silentLogger } from '../../handlers/app-deps.ts';
-import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
+import type { RunningService } from '../../cli/serve.ts';
+import { startLoopbackService } from '../helpers/loopback-service.ts';
 import { fixturePng, type VisionFixtures } from '../helpers/vision-runtime.ts';
 import { recordingFetch, startMaya, type Maya } from './maya.ts';
 
@@ -255,20 +253,7 @@ describe('an image on the GLM-4.1V fixture checkpoint', () => {
   let vision: Anthropic;
 
   beforeAll(async () => {
-    service = await startService({
-      settings: DEFAULT_RESPONSES_SETTINGS,
-      server: {
-        host: '127.0.0.1',
-        port: 0,
-        model: undefined,
-        apiKeys: [],
-        corsOrigins: undefined,
-        maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
-      },
-      modelDir: dir,
-      loadRuntime: loadModelRuntime,
-      logger: silentLogger,
-    });
+    service = await startLoopbackService({ modelDir: dir });
     await service.loaded;
     vision = new Anthropic({ baseURL: service.origin, apiKey: 'unused', maxRetries: 0 });
   }, 120_000);

@@ -1,26 +1,20 @@
 /**
  * End-to-end fixture: the real service (startService + loadModelRuntime: NativeEngine on the
  * embedded demo checkpoint, its tokenizer and GLM-4.5 dialect) on 127.0.0.1 with a free port,
- * and an official openai SDK client pointed at it. Also `freePort()` and `waitForReady()` for
- * tests that spawn the CLI.
+ * and an official openai SDK client pointed at it. Also `waitForReady()` for tests that spawn
+ * the CLI.
  */
-import { createServer } from 'node:net';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
-import { startService, type RunningService } from '../../cli/serve.ts';
-import {
-  DEFAULT_MAX_BODY_BYTES,
-  DEFAULT_RESPONSES_SETTINGS,
-  type McpSettings,
-  type ResponsesOptIns,
-} from '../../config/settings.ts';
-import { silentLogger } from '../../handlers/app-deps.ts';
+import type { RunningService } from '../../cli/serve.ts';
+import type { McpSettings, ResponsesOptIns } from '../../config/settings.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
 import type { EngineSettings } from '../../config/engine-settings.ts';
 import { TEST_ENGINE_SETTINGS } from '../helpers/test-engine.ts';
+import { startLoopbackService } from '../helpers/loopback-service.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const DEMO_MODEL_DIR = path.join(ROOT, 'models/maya-demo');
@@ -47,15 +41,10 @@ export async function startDemoService(
   } = {},
 ): Promise<DemoService> {
   const { constrainedDecoding, optIns, mcp, wrapRuntime = (runtime) => runtime } = options;
-  const service = await startService({
-    settings: DEFAULT_RESPONSES_SETTINGS,
+  const service = await startLoopbackService({
     server: {
-      host: '127.0.0.1',
-      port: 0,
-      model: undefined,
       apiKeys,
       corsOrigins: options.corsOrigins,
-      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
       engine: { ...TEST_ENGINE_SETTINGS, ...options.engine },
       ...(optIns ? { optIns } : {}),
       ...(mcp ? { mcp } : {}),
@@ -65,20 +54,10 @@ export async function startDemoService(
       wrapRuntime(
         await loadModelRuntime(dir, constrainedDecoding === undefined ? load : { ...load, constrainedDecoding }),
       ),
-    logger: silentLogger,
   });
   const runtime = await service.loaded;
   const client = new OpenAI({ baseURL: `${service.origin}/v1`, apiKey: apiKeys[0] ?? 'unused', maxRetries: 0 });
   return { service, runtime, client, origin: service.origin, stop: () => service.stop() };
-}
-
-/** A port that was free a moment ago on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** Resolves once the CLI's stderr says the model is ready; rejects if it exits first. */

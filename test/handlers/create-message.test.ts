@@ -9,65 +9,18 @@
  * endpoints keep theirs; thinking signatures sealed and checked with encrypted reasoning on;
  * count_tokens equal to the prompt a run gets; a client that goes away stops the run.
  */
-import { request as httpRequest } from 'node:http';
-import { describe, expect, it, vi } from 'vitest';
-import { FakeEngine, type FakeScript } from '../helpers/fake-engine.ts';
+import { describe, expect, it } from 'vitest';
 import { createTestApp, listenTestApp, stubRuntime } from '../helpers/test-app.ts';
 import { parseSse, rawText } from '../helpers/sse.ts';
 import { scriptedRuntime } from '../responses/scripted-runtime.ts';
 import { schemaProblems } from '../e2e/stream-contract.ts';
+import { CALL, expectCancelled, leaveMidStream, LONG, scriptedApp, THINK_TEXT } from './scripted-app.ts';
+import type { Script, ScriptedApp } from './scripted-app.ts';
 import type { ResponsesOptIns } from '../../config/settings.ts';
 
-type Script = { pieces: string[]; finishReason?: FakeScript['finishReason']; cachedTokens?: number };
 type Json = Record<string, unknown>;
 
-function appWith(
-  scripts: Script[],
-  options: {
-    contextLength?: number;
-    apiKeys?: string[];
-    tokenDelayMs?: number;
-    optIns?: ResponsesOptIns;
-    maxBodyBytes?: number;
-  } = {},
-) {
-  const base = scriptedRuntime(scripts, options.contextLength);
-  const engine =
-    options.tokenDelayMs === undefined
-      ? base.engine
-      : new FakeEngine({
-          script: scripts.map((s) => ({ tokens: base.ids(s.pieces) })),
-          tokenDelayMs: options.tokenDelayMs,
-          info: { contextLength: base.contextLength },
-        });
-  const runtime = stubRuntime({ ...base, engine, id: 'maya-test' });
-  const server = {
-    apiKeys: options.apiKeys ?? [],
-    ...(options.optIns ? { optIns: options.optIns } : {}),
-    ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}),
-  };
-  return { ...createTestApp({ runtime, server }), engine, runtime };
-}
-
-const THINK_TEXT: Script = {
-  pieces: ['<think>', 'The user', ' greets.', '</think>', '\n', 'Hello', ' there!', '<|user|>'],
-  cachedTokens: 2,
-};
 const TEXT: Script = { pieces: ['\n', 'Hello', ' there!', '<|user|>'] };
-const CALL = [
-  '<tool_call>',
-  'get_weather',
-  '\n',
-  '<arg_key>',
-  'city',
-  '</arg_key>',
-  '\n',
-  '<arg_value>',
-  'Paris',
-  '</arg_value>',
-  '\n',
-  '</tool_call>',
-];
 const WEATHER = {
   name: 'get_weather',
   description: 'Weather for a city',
@@ -77,7 +30,7 @@ const USER = [{ role: 'user', content: 'Hello' }];
 const BASE = { model: 'claude-sonnet-4-5', max_tokens: 256, messages: USER };
 const THINKING = { type: 'enabled', budget_tokens: 2048 };
 
-async function stream(app: ReturnType<typeof appWith>, body: Json): Promise<{ events: Json[]; text: string }> {
+async function stream(app: ScriptedApp, body: Json): Promise<{ events: Json[]; text: string }> {
   const res = await app.request
     .post('/v1/messages')
     .send({ ...BASE, stream: true, ...body })
@@ -124,7 +77,7 @@ function accumulate(events: Json[]): Json {
 
 describe('createMessage JSON', () => {
   it('thinking enabled: a thinking block then a text block, end_turn, usage split by the prefix cache, valid against the contract', async () => {
-    const app = appWith([THINK_TEXT]);
+    const app = scriptedApp([THINK_TEXT]);
     const res = await app.request.post('/v1/messages').send({ ...BASE, thinking: THINKING });
     expect(res.status).toBe(200);
     expect(schemaProblems('AnthropicMessage', res.body)).toBe('');
@@ -152,7 +105,7 @@ describe('createMessage JSON', () => {
   });
 
   it('a tool call: a tool_use block with the parsed input and its call id, stop_reason tool_use', async () => {
-    const app = appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]);
+    const app = scriptedApp([{ pieces: ['\n', ...CALL, '<|observation|>'] }]);
     const res = await app.request.post('/v1/messages').send({ ...BASE, tools: [WEATHER] });
     expect(res.status).toBe(200);
     expect(schemaProblems('AnthropicMessage', res.body)).toBe('');
@@ -163,7 +116,7 @@ describe('createMessage JSON', () => {
   });
 
   it('a tool round trip: tool_use then tool_result in the history is accepted; an unknown tool_use_id names the block', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const history = [
       { role: 'user', content: 'Weather in Paris?' },
       {
@@ -190,7 +143,7 @@ describe('createMessage JSON', () => {
 
   it('max_tokens: the engine stopping at the limit is max_tokens; a limit beyond the context is cut to it (model_context_window_exceeded)', async () => {
     const cut: Script = { pieces: ['\n', 'Hello', ' there'], finishReason: 'length' };
-    const app = appWith([cut, cut], { contextLength: 512 });
+    const app = scriptedApp([cut, cut], { contextLength: 512 });
     const limited = await app.request.post('/v1/messages').send({ ...BASE, max_tokens: 16 });
     expect(limited.body).toMatchObject({ stop_reason: 'max_tokens', content: [{ type: 'text', text: 'Hello there' }] });
     expect(app.engine.calls[0]!.maxTokens).toBe(16);
@@ -201,7 +154,7 @@ describe('createMessage JSON', () => {
   });
 
   it('stop_sequences: the text ends before the first sequence to appear, even one split across tokens', async () => {
-    const app = appWith([
+    const app = scriptedApp([
       { pieces: ['\n', 'One', ' two', ' ST', 'OP', ' three', '<|user|>'] },
       { pieces: ['\n', 'One', ' ST', 'ray', '<|user|>'] },
     ]);
@@ -223,7 +176,7 @@ describe('createMessage JSON', () => {
   });
 
   it('top_k, temperature and top_p reach the engine call; top_k absent or 0 is off', async () => {
-    const app = appWith(Array.from({ length: 4 }, () => TEXT));
+    const app = scriptedApp(Array.from({ length: 4 }, () => TEXT));
     const sampled = await app.request.post('/v1/messages').send({ ...BASE, top_k: 40, temperature: 0.7, top_p: 0.9 });
     expect(sampled.status).toBe(200);
     expect(app.engine.calls[0]).toMatchObject({ topK: 40, temperature: 0.7, topP: 0.9 });
@@ -236,7 +189,7 @@ describe('createMessage JSON', () => {
   });
 
   it('no thinking asked for: the dialect renders thinking off; disabled and adaptive map to the reasoning switch', async () => {
-    const app = appWith(Array.from({ length: 3 }, () => TEXT));
+    const app = scriptedApp(Array.from({ length: 3 }, () => TEXT));
     await app.request.post('/v1/messages').send(BASE);
     await app.request.post('/v1/messages').send({ ...BASE, thinking: { type: 'disabled' } });
     await app.request.post('/v1/messages').send({ ...BASE, thinking: { type: 'adaptive' } });
@@ -249,7 +202,7 @@ describe('createMessage JSON', () => {
 
 describe('createMessage stream', () => {
   it('message_start, ping, blocks with their deltas, message_delta, message_stop: the same message as the JSON answer', async () => {
-    const app = appWith([THINK_TEXT, THINK_TEXT]);
+    const app = scriptedApp([THINK_TEXT, THINK_TEXT]);
     const json = (await app.request.post('/v1/messages').send({ ...BASE, thinking: THINKING })).body as Json;
     const { events } = await stream(app, { thinking: THINKING });
     expect(
@@ -276,7 +229,7 @@ describe('createMessage stream', () => {
   });
 
   it('tool input streams as input_json_delta and parses to the same input', async () => {
-    const app = appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]);
+    const app = scriptedApp([{ pieces: ['\n', ...CALL, '<|observation|>'] }]);
     const { events } = await stream(app, { tools: [WEATHER] });
     const message = accumulate(events);
     expect(message.content).toEqual([
@@ -287,7 +240,7 @@ describe('createMessage stream', () => {
   });
 
   it('a failure after the stream began is an error event in the envelope, ending the stream', async () => {
-    const app = appWith([{ pieces: ['\n', 'Hello', ' there'], finishReason: 'cancelled' }]);
+    const app = scriptedApp([{ pieces: ['\n', 'Hello', ' there'], finishReason: 'cancelled' }]);
     const { events } = await stream(app, {});
     expect(events.at(-1)).toEqual({
       type: 'error',
@@ -303,7 +256,7 @@ describe('createMessage stream', () => {
 
 describe('Anthropic errors', () => {
   it('a schema violation: 400 invalid_request_error in the envelope naming the field, request_id = the request-id header', async () => {
-    const app = appWith([]);
+    const app = scriptedApp([]);
     const res = await app.request.post('/v1/messages').send({ model: 'x', messages: USER });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
@@ -330,7 +283,7 @@ describe('Anthropic errors', () => {
   });
 
   it('the OpenAI endpoints keep the OpenAI envelope', async () => {
-    const app = appWith([]);
+    const app = scriptedApp([]);
     const res = await app.request.post('/v1/chat/completions').send({ messages: USER, frobnicate: 1 });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
@@ -340,7 +293,7 @@ describe('Anthropic errors', () => {
   });
 
   it('401 authentication_error without a key; x-api-key and Authorization: Bearer both work', async () => {
-    const app = appWith([TEXT, TEXT], { apiKeys: ['sk-one'] });
+    const app = scriptedApp([TEXT, TEXT], { apiKeys: ['sk-one'] });
     const missing = await app.request.post('/v1/messages').send(BASE);
     expect(missing.status).toBe(401);
     expect(missing.body.error.type).toBe('authentication_error');
@@ -360,7 +313,7 @@ describe('Anthropic errors', () => {
   });
 
   it('529 overloaded_error while the model loads; 413 request_too_large; 404 and 405 below /v1/messages', async () => {
-    const app = appWith([], { maxBodyBytes: 4096 });
+    const app = scriptedApp([], { maxBodyBytes: 4096 });
     app.setRuntime(undefined);
     const loading = await app.request.post('/v1/messages').send(BASE);
     expect(loading.status).toBe(529);
@@ -394,7 +347,7 @@ describe('Anthropic errors', () => {
   });
 
   it('an image for a model without a vision path: 400 unsupported_content naming the block', async () => {
-    const app = appWith([]);
+    const app = scriptedApp([]);
     const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } };
     const res = await app.request
       .post('/v1/messages')
@@ -484,7 +437,7 @@ describe('Anthropic errors', () => {
     ],
     ['a thinking type Maya does not have', { thinking: { type: 'between_tools' } }, 'thinking.type'],
   ])('%s is refused with a 400 naming the field, before any generation', async (_name, body, param) => {
-    const app = appWith([]);
+    const app = scriptedApp([]);
     const res = await app.request.post('/v1/messages').send({ ...BASE, tools: [WEATHER], ...body });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ type: 'invalid_request_error', details: { param } });
@@ -493,7 +446,7 @@ describe('Anthropic errors', () => {
   });
 
   it('cache_control markers, metadata, service_tier and the anthropic headers are accepted and ignored', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request
       .post('/v1/messages')
       .set('anthropic-version', '2023-06-01')
@@ -515,7 +468,7 @@ describe('thinking signatures (MAYA_GLM_RESPONSES_ENCRYPTED_REASONING)', () => {
   const ON: ResponsesOptIns = { itemReferences: false, encryptedReasoning: true };
 
   it('on: thinking blocks carry a sealed signature (streamed as signature_delta) that replays; altered thinking or another key is refused', async () => {
-    const app = appWith(
+    const app = scriptedApp(
       Array.from({ length: 6 }, () => THINK_TEXT),
       { optIns: ON, apiKeys: ['sk-one', 'sk-two'] },
     );
@@ -556,7 +509,7 @@ describe('thinking signatures (MAYA_GLM_RESPONSES_ENCRYPTED_REASONING)', () => {
   });
 
   it('display omitted: no thinking text, and the signature alone carries it into the next turn', async () => {
-    const app = appWith(
+    const app = scriptedApp(
       Array.from({ length: 4 }, () => THINK_TEXT),
       { optIns: ON },
     );
@@ -585,7 +538,7 @@ describe('thinking signatures (MAYA_GLM_RESPONSES_ENCRYPTED_REASONING)', () => {
   });
 
   it('off: the signature is empty and not checked; the thinking text is replayed', async () => {
-    const app = appWith([THINK_TEXT, TEXT]);
+    const app = scriptedApp([THINK_TEXT, TEXT]);
     const first = await app.request.post('/v1/messages').send({ ...BASE, thinking: THINKING });
     expect(first.body.content[0].signature).toBe('');
     const replay = await app.request.post('/v1/messages').send({
@@ -608,7 +561,7 @@ describe('thinking signatures (MAYA_GLM_RESPONSES_ENCRYPTED_REASONING)', () => {
 
 describe('countMessageTokens', () => {
   it('the prompt tokens a run of the same request gets, tools and system included', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const body = { model: 'x', system: 'Be brief.', tools: [WEATHER], messages: USER };
     const counted = await app.request.post('/v1/messages/count_tokens').send(body);
     expect(counted.status).toBe(200);
@@ -626,38 +579,11 @@ describe('countMessageTokens', () => {
 
 describe('createMessage: a client that disconnects mid-stream stops generation', () => {
   it('the sequence is cancelled after the socket closes', async () => {
-    const long: Script = { pieces: ['\n', ...Array.from({ length: 200 }, (_, i) => ` w${i}`), '<|user|>'] };
-    const base = appWith([long], { tokenDelayMs: 5 });
+    const base = scriptedApp([LONG], { tokenDelayMs: 5 });
     const served = await listenTestApp({ runtime: base.runtime });
     try {
-      await new Promise<void>((resolve, reject) => {
-        const req = httpRequest(
-          `${served.origin}/v1/messages`,
-          { method: 'POST', headers: { 'content-type': 'application/json' } },
-          (res) => {
-            let text = '';
-            res.setEncoding('utf8');
-            res.on('data', (chunk: string) => {
-              text += chunk;
-              if (text.includes(' w1')) {
-                req.destroy();
-                resolve();
-              }
-            });
-            res.on('error', () => {});
-          },
-        );
-        req.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
-        req.end(JSON.stringify({ ...BASE, stream: true }));
-      });
-      await vi.waitFor(
-        () => {
-          expect(base.engine.cancelledCount).toBe(1);
-          expect(base.engine.activeCount).toBe(0);
-        },
-        { timeout: 10_000, interval: 20 },
-      );
-      expect((await base.engine.stats()).decodeTokens).toBeLessThan(long.pieces.length);
+      await leaveMidStream(`${served.origin}/v1/messages`, { ...BASE, stream: true }, ' w1');
+      await expectCancelled(base.engine, LONG);
     } finally {
       await served.close();
     }

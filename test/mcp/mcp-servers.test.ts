@@ -13,21 +13,13 @@ import type { McpServerConfig, McpSettings } from '../../config/settings.ts';
 import { McpServers } from '../../mcp/mcp-servers.ts';
 import { startHttpMcpServer, type TestHttpServer } from './http-server.ts';
 import { HUGE_CHARS } from './test-tools.ts';
+import { stdioServer } from './stdio-config.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const dir = mkdtempSync(path.join(tmpdir(), 'maya-mcp-'));
 const logFile = path.join(dir, 'calls.log');
 
 export function stdioConfig(name: string, logPath = logFile): McpServerConfig {
-  return {
-    name,
-    allowedTools: [],
-    transport: 'stdio',
-    command: process.execPath,
-    args: ['--import', 'tsx', path.join(ROOT, 'test/mcp/stdio-server.ts')],
-    env: { MAYA_TEST_MCP_LOG: logPath, SECRET_TOKEN: 'env-secret-value' },
-    cwd: ROOT,
-  };
+  return stdioServer(name, { MAYA_TEST_MCP_LOG: logPath, SECRET_TOKEN: 'env-secret-value' });
 }
 
 const settings = (servers: McpServerConfig[], extra: Partial<McpSettings> = {}): McpSettings => ({

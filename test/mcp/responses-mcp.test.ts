@@ -6,12 +6,11 @@
  * previous_response_id, or replayed), the server_url and server_label refusals, and the setting
  * off.
  */
-import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { McpServerConfig } from '../../config/settings.ts';
 import { startDemoService, type DemoService } from '../e2e/start-demo-service.ts';
 import { startHttpMcpServer, type TestHttpServer } from './http-server.ts';
+import { stdioServer } from './stdio-config.ts';
 
 type Item = OpenAI.Responses.ResponseOutputItem;
 type Event = OpenAI.Responses.ResponseStreamEvent;
@@ -19,7 +18,6 @@ type McpCall = OpenAI.Responses.ResponseOutputItem.McpCall;
 type McpListTools = OpenAI.Responses.ResponseOutputItem.McpListTools;
 type McpApprovalRequest = OpenAI.Responses.ResponseOutputItem.McpApprovalRequest;
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const QUESTION = "What's the weather in Paris?";
 
 let demo: DemoService;
@@ -30,15 +28,7 @@ let calls: () => number;
 beforeAll(async () => {
   http = await startHttpMcpServer({ only: ['get_weather'] });
   calls = () => http.log.calls.length;
-  const stdio: McpServerConfig = {
-    name: 'local',
-    allowedTools: [],
-    transport: 'stdio',
-    command: process.execPath,
-    args: ['--import', 'tsx', path.join(ROOT, 'test/mcp/stdio-server.ts')],
-    env: { MAYA_TEST_MCP_TOOLS: 'get_weather' },
-    cwd: ROOT,
-  };
+  const stdio = stdioServer('local', { MAYA_TEST_MCP_TOOLS: 'get_weather' });
   const mcp = {
     servers: [{ name: 'weather', allowedTools: [], transport: 'http' as const, url: http.url, headers: {} }, stdio],
     permission: 'read' as const,

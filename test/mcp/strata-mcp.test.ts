@@ -7,7 +7,6 @@
  * call (notifications/cancelled); the permission filter; 403 for a disallowed browser origin;
  * /v1/status; the 400s.
  */
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { McpServerConfig, McpSettings } from '../../config/settings.ts';
 import type { GenerateRequest } from '../../engine-cuda/engine.ts';
@@ -15,21 +14,13 @@ import type { ModelRuntime } from '../../runtime/model-runtime.ts';
 import { startDemoService, type DemoService } from '../e2e/start-demo-service.ts';
 import { startHttpMcpServer, type TestHttpServer } from './http-server.ts';
 import { HUGE_CHARS, SPECIAL_TEXT, type WeatherMode } from './test-tools.ts';
+import { stdioServer } from './stdio-config.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const QUESTION = "What's the weather in Paris?";
 
 /** A stdio server offering only get_weather, answering as `weather` says. */
 function weatherServer(name: string, weather: WeatherMode, tools = 'get_weather'): McpServerConfig {
-  return {
-    name,
-    allowedTools: [],
-    transport: 'stdio',
-    command: process.execPath,
-    args: ['--import', 'tsx', path.join(ROOT, 'test/mcp/stdio-server.ts')],
-    env: { MAYA_TEST_MCP_TOOLS: tools, MAYA_TEST_MCP_WEATHER: weather },
-    cwd: ROOT,
-  };
+  return stdioServer(name, { MAYA_TEST_MCP_TOOLS: tools, MAYA_TEST_MCP_WEATHER: weather });
 }
 
 const settings = (servers: McpServerConfig[]): McpSettings => ({

@@ -10,7 +10,7 @@ import { newResponseObject, type ResponseObject } from '../../responses/response
 import { planResponse, type PlanRequest } from '../../responses/response-plan.ts';
 import { runResponse } from '../../responses/run-response.ts';
 import type { StreamEvent } from '../../contract/stream-events.ts';
-import { scriptedRuntime, type ScriptedRuntime } from './scripted-runtime.ts';
+import { glmToolCall, scriptedRuntime, type ScriptedRuntime } from './scripted-runtime.ts';
 import { streamViolations } from './stream-rules.ts';
 
 const WEATHER = {
@@ -41,28 +41,7 @@ async function run(runtime: ScriptedRuntime, request: PlanRequest & { input: unk
 }
 
 const types = (events: StreamEvent[]) => events.map((event) => event.type);
-const CALL = [
-  '<tool_call>',
-  'get_weather',
-  '\n',
-  '<arg_key>',
-  'city',
-  '</arg_key>',
-  '\n',
-  '<arg_value>',
-  'Paris',
-  '</arg_value>',
-  '\n',
-  '<arg_key>',
-  'days',
-  '</arg_key>',
-  '\n',
-  '<arg_value>',
-  '3',
-  '</arg_value>',
-  '\n',
-  '</tool_call>',
-];
+const CALL = glmToolCall('get_weather', { city: 'Paris', days: '3' });
 
 describe('text and reasoning', () => {
   it('streams a reasoning item then a message in OpenAI lifecycle order, with usage', async () => {

@@ -8,7 +8,7 @@ import {
   storeFailure,
 } from '../../../store/redis/redis-connection.ts';
 import { StoreError } from '../../../store/responses/response-store.ts';
-import { freePort } from '../../e2e/start-demo-service.ts';
+import { freePort } from '../../helpers/loopback.ts';
 
 describe('redis connection', () => {
   it('redacts user and password from URLs', () => {
