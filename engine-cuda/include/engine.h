@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 6
+#define ENG_ABI_VERSION 7
 
 typedef struct eng_ctx eng_ctx;
 
@@ -108,7 +108,8 @@ enum {
     ENG_ARCH_GLM4_MOE = 4,    /* Glm4MoeForCausalLM */
     ENG_ARCH_DEEPSEEK_V3 = 5, /* DeepseekV3ForCausalLM */
     ENG_ARCH_GLM4V = 6,       /* Glm4vForConditionalGeneration */
-    ENG_ARCH_GLM4V_MOE = 7    /* Glm4vMoeForConditionalGeneration */
+    ENG_ARCH_GLM4V_MOE = 7,   /* Glm4vMoeForConditionalGeneration */
+    ENG_ARCH_QWEN3_MOE = 8    /* Qwen3MoeForCausalLM */
 };
 enum { ENG_SIMD_SCALAR = 0, ENG_SIMD_AVX2 = 1, ENG_SIMD_AVX512 = 2 };
 enum {
@@ -154,7 +155,8 @@ ENG_API const char *eng_status_str(int32_t status);
 /* Detail of the latest failure on this thread. Returns its length; -needed if len is too small. */
 ENG_API int32_t eng_last_error(char *buf, int32_t len);
 
-/* Loads a Hugging Face model directory (config.json + safetensors). Writes the context to *out.
+/* Loads a Hugging Face model directory (config.json + safetensors), or a llama.cpp GGUF file (a path
+ * ending in .gguf; of a split set, the first file). Writes the context to *out.
  * Returns OK, INVALID_ARG, IO, BAD_CHECKPOINT, UNSUPPORTED, OUT_OF_MEMORY, BACKEND. */
 ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int32_t n_params, eng_ctx **out);
 /* Where the CUDA backend's library is loaded from; default libmaya_engine_cuda.so beside this

@@ -1,7 +1,9 @@
-/* checkpoint.h: a Hugging Face model directory on disk: config.json plus safetensors weights.
+/* checkpoint.h: a model on disk: a Hugging Face directory (config.json plus safetensors weights) or a
+ * llama.cpp GGUF file (or the first file of a split set), read through gguf.h into the same names.
  *
- * Weights stay memory-mapped read-only in their stored dtype (BF16, F16, F32, F8_E4M3); nothing is copied
- * or converted here. Shards are found through model.safetensors.index.json ("weight_map").
+ * Weights stay memory-mapped read-only in their stored dtype (BF16, F16, F32, F8_E4M3, GGUF's
+ * blocks); nothing is copied or converted here (except DeepSeek's MLA kv_b_proj, which GGUF files
+ * store split and transposed). Shards are found through model.safetensors.index.json ("weight_map").
  * Every failure names the file or tensor involved (via fail()).
  */
 #ifndef MAYA_CHECKPOINT_H
@@ -65,8 +67,16 @@ class Checkpoint {
     ~Checkpoint();
 
     /* Loads dir/config.json and maps dir/model.safetensors or the shards named by
-     * dir/model.safetensors.index.json. Returns OK, IO or BAD_CHECKPOINT. */
-    int32_t open(const std::string &dir);
+     * dir/model.safetensors.index.json; or, when path names a .gguf file, maps it (and the other
+     * files of its split set) and binds it (gguf_bind). Returns OK, IO, BAD_CHECKPOINT or UNSUPPORTED. */
+    int32_t open(const std::string &path);
+    /* The model came from a GGUF file. */
+    bool is_gguf() const { return is_gguf_; }
+    /* GGUF llama: q/k rows in llama.cpp's adjacent-pair order (the rotation pairs them, model.cpp). */
+    bool is_qk_permuted() const { return is_qk_permuted_; }
+    /* Drops the mapped files' resident pages (after the weights were copied out): they are read
+     * again from the file if touched. */
+    void release_pages() const;
 
     const JsonValue &config() const { return config_; }
     const Tensor *find(const std::string &name) const;
@@ -80,10 +90,15 @@ class Checkpoint {
         size_t len;
     };
     int32_t map_file(const std::string &path);
+    int32_t map_only(const std::string &path, const uint8_t **base, size_t *len);
+    int32_t open_gguf(const std::string &path);
 
     std::vector<Mapping> maps_;
     std::unordered_map<std::string, Tensor> tensors_;
+    std::unordered_map<std::string, std::string> source_; // GGUF: Hugging Face name -> the file's name
+    std::vector<std::vector<uint8_t>> owned_;             // GGUF: tensors built at load
     JsonValue config_;
+    bool is_gguf_ = false, is_qk_permuted_ = false;
 };
 
 } // namespace maya

@@ -180,6 +180,33 @@ static int32_t parse_moe(const JsonValue &c, ModelConfig *m) {
     return ENG_STATUS_OK;
 }
 
+/* Qwen3MoeForCausalLM (transformers' configuration_qwen3_moe: num_experts, num_experts_per_tok,
+ * moe_intermediate_size, norm_topk_prob default false, decoder_sparse_step 1, mlp_only_layers []):
+ * every layer sparse, softmax router over all experts, no shared expert, no scaling. */
+static int32_t parse_qwen3_moe(const JsonValue &c, ModelConfig *m) {
+    ENG_TRY(get_int(c, "num_experts", 0, &m->n_expert, true));
+    ENG_TRY(get_int(c, "num_experts_per_tok", 0, &m->n_expert_used, true));
+    ENG_TRY(get_int(c, "moe_intermediate_size", 0, &m->n_ff_expert, true));
+    int32_t step = 1;
+    ENG_TRY(get_int(c, "decoder_sparse_step", 1, &step, false));
+    const JsonValue *only = field(c, "mlp_only_layers");
+    if (step != 1 || (only && (only->kind != JsonValue::ARRAY || !only->items.empty())))
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "config.json: dense Qwen3-MoE layers (decoder_sparse_step %d, mlp_only_layers) are not supported",
+                    step);
+    m->is_norm_topk = get_bool(c, "norm_topk_prob", false);
+    m->is_softmax_router = true;
+    m->routed_scale = 1.0f;
+    m->n_group = m->topk_group = 1;
+    m->first_dense = 0;
+    m->n_ff_shared = 0;
+    if (m->n_expert <= 0 || m->n_ff_expert <= 0 || m->n_expert_used <= 0 || m->n_expert_used > m->n_expert)
+        return fail(ENG_STATUS_BAD_CHECKPOINT,
+                    "config.json: MoE sizes are inconsistent (num_experts %d, num_experts_per_tok %d)", m->n_expert,
+                    m->n_expert_used);
+    return ENG_STATUS_OK;
+}
+
 /* DeepseekV3: q_lora_rank (null: q_proj), kv_lora_rank, head dims; the softmax scale. */
 static int32_t parse_mla(const JsonValue &c, ModelConfig *m) {
     ENG_TRY(get_int(c, "q_lora_rank", 0, &m->q_lora_rank, false)); // null: no q compression
@@ -248,6 +275,7 @@ static int32_t parse_arch(const JsonValue &root, ModelConfig *m) {
     else if (a == "DeepseekV3ForCausalLM") m->arch = ARCH_DEEPSEEK_V3;
     else if (a == "Glm4vForConditionalGeneration") m->arch = ARCH_GLM4V;
     else if (a == "Glm4vMoeForConditionalGeneration") m->arch = ARCH_GLM4V_MOE;
+    else if (a == "Qwen3MoeForCausalLM") m->arch = ARCH_QWEN3_MOE;
     else if (a == "DeepseekV32ForCausalLM")
         return fail(ENG_STATUS_UNSUPPORTED,
                     "unsupported architecture DeepseekV32ForCausalLM: DeepSeek sparse attention "
@@ -255,7 +283,8 @@ static int32_t parse_arch(const JsonValue &root, ModelConfig *m) {
     else
         return fail(ENG_STATUS_UNSUPPORTED,
                     "unsupported architecture %s (supported: Glm4ForCausalLM, LlamaForCausalLM, "
-                    "Qwen3ForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, Glm4vForConditionalGeneration, "
+                    "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, "
+                    "Glm4vForConditionalGeneration, "
                     "Glm4vMoeForConditionalGeneration)",
                     a.c_str());
     return ENG_STATUS_OK;
@@ -284,7 +313,8 @@ static int32_t parse_sizes(const JsonValue &c, const ArchFamily &f, ModelConfig 
     ENG_TRY(get_int(c, "max_position_embeddings", 2048, &m->max_pos, false));
     if (m->n_head <= 0 || m->n_embd <= 0 || m->n_layer <= 0 || m->n_vocab <= 0 || m->n_ff <= 0 || m->n_head_kv <= 0)
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: sizes must be positive");
-    int64_t def_head_dim = m->arch == ARCH_GLM4 || m->arch == ARCH_QWEN3 ? 128 : m->n_embd / m->n_head;
+    int64_t def_head_dim =
+        m->arch == ARCH_GLM4 || m->arch == ARCH_QWEN3 || m->arch == ARCH_QWEN3_MOE ? 128 : m->n_embd / m->n_head;
     ENG_TRY(get_int(c, "head_dim", def_head_dim, &m->head_dim, false));
     if (f.glm4v) m->head_dim = m->n_embd / m->n_head;                 // Glm4vTextAttention: hidden_size / heads
     if ((!f.ds && m->head_dim <= 0) || m->n_head % m->n_head_kv != 0) // MLA sets its own head dims
@@ -327,7 +357,8 @@ static int32_t parse_layer_options(const JsonValue &root, const JsonValue &c, co
     m->has_o_bias = !f.glm4 && !f.glm_moe && attn_bias; // GLM-4 / GLM-4.5 o_proj never has a bias
     m->has_mlp_bias = m->arch == ARCH_LLAMA && get_bool(c, "mlp_bias", false);
     // Glm4vMoeTextConfig removes use_qk_norm: GLM-4.5V has no QK-norm.
-    m->has_qk_norm = m->arch == ARCH_QWEN3 || (m->arch == ARCH_GLM4_MOE && get_bool(c, "use_qk_norm", false));
+    m->has_qk_norm = m->arch == ARCH_QWEN3 || m->arch == ARCH_QWEN3_MOE ||
+                     (m->arch == ARCH_GLM4_MOE && get_bool(c, "use_qk_norm", false));
     m->has_sandwich_norms = f.glm4;
     m->is_rope_interleaved =
         f.glm4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe); GLM-4.1V pairs (rotate_half_llm)
@@ -353,6 +384,7 @@ int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
     ENG_TRY(parse_layer_options(root, c, f, m));
     if (f.glm_moe || f.ds) ENG_TRY(parse_moe(c, m));
     if (f.ds) ENG_TRY(parse_mla(c, m));
+    if (m->arch == ARCH_QWEN3_MOE) ENG_TRY(parse_qwen3_moe(c, m));
     if (get_bool(c, "use_sliding_window", false)) // Qwen2/3 configs carry it, normally false
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: use_sliding_window is not supported");
     const JsonValue *act = field(c, "hidden_act");
@@ -558,7 +590,8 @@ static int32_t bind_attention(Binder &b, const ModelConfig &c, const std::string
 static int32_t bind_moe(Binder &b, const ModelConfig &c, const std::string &p, LayerWeights *L) {
     int64_t C = c.n_embd;
     ENG_TRY(b.matrix(p + "mlp.gate.weight", c.n_expert, C, &L->router));
-    ENG_TRY(b.vec(p + "mlp.gate.e_score_correction_bias", c.n_expert, &L->router_bias));
+    if (c.is_softmax_router) L->router_bias.assign((size_t)c.n_expert, 0.0f); // Qwen3-MoE: no selection bias
+    else ENG_TRY(b.vec(p + "mlp.gate.e_score_correction_bias", c.n_expert, &L->router_bias));
     L->experts.resize((size_t)c.n_expert);
     b.is_counted = false;
     for (int e = 0; e < c.n_expert; e++) {
@@ -617,6 +650,9 @@ static void expert_size(const Mlp &e, int64_t *params, int64_t *bytes) {
 int32_t model_load(const std::string &dir, Model *m) {
     ENG_TRY(m->ckpt.open(dir));
     ENG_TRY(model_config_parse(m->ckpt.config(), &m->cfg));
+    // GGUF llama: llama.cpp's converter stores q/k rows in adjacent-pair order (gguf.cpp); rotating
+    // adjacent pairs undoes it.
+    if (m->ckpt.is_qk_permuted()) m->cfg.is_rope_interleaved = true;
     const ModelConfig &c = m->cfg;
     Binder b{m};
     // GLM-4.1V: model.language_model.* (transformers >= 4.52), or model.* as older saves name it.
@@ -739,6 +775,9 @@ int32_t model_place_weights(Model *m, int64_t max_bytes, bool *placed) {
             if (used.count(sc.data())) keep.push_back(std::move(sc)); // moving a vector keeps its buffer
         m->scales.swap(keep);
     }
+    // The file mapping's pages read by the copy would stay resident beside it: drop them (a later
+    // touch reads the file again), so the process holds the weights once.
+    m->ckpt.release_pages();
     *placed = true;
     return ENG_STATUS_OK;
 }
