@@ -58,7 +58,7 @@ export interface FinishInfo {
 }
 
 export interface EngineInfo {
-  arch: 'glm4' | 'llama' | 'qwen3' | 'glm4_moe' | 'deepseek_v3' | 'glm4v' | 'glm4v_moe';
+  arch: 'glm4' | 'llama' | 'qwen3' | 'qwen3_moe' | 'glm4_moe' | 'deepseek_v3' | 'glm4v' | 'glm4v_moe';
   backend: 'cpu' | 'cuda';
   numVocab: number;
   /** Context limit in tokens (prompt + output). */

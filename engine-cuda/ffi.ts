@@ -17,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 6,
+  ABI_VERSION: 7,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -96,6 +96,7 @@ export const ENG = {
   ARCH_DEEPSEEK_V3: 5,
   ARCH_GLM4V: 6,
   ARCH_GLM4V_MOE: 7,
+  ARCH_QWEN3_MOE: 8,
   SIMD_SCALAR: 0,
   SIMD_AVX2: 1,
   SIMD_AVX512: 2,

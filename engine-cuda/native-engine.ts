@@ -57,6 +57,7 @@ const ARCHS: Record<number, EngineInfo['arch']> = {
   [ENG.ARCH_DEEPSEEK_V3]: 'deepseek_v3',
   [ENG.ARCH_GLM4V]: 'glm4v',
   [ENG.ARCH_GLM4V_MOE]: 'glm4v_moe',
+  [ENG.ARCH_QWEN3_MOE]: 'qwen3_moe',
 };
 
 const SIMD_PATHS: Record<number, EngineInfo['simd']> = {
