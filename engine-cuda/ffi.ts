@@ -17,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 6,
+  ABI_VERSION: 7,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -104,6 +104,14 @@ export const ENG = {
   WEIGHT_DTYPE_BF16: 2,
   WEIGHT_DTYPE_FP8: 4,
   WEIGHT_DTYPE_Q8: 5,
+  WEIGHT_DTYPE_Q8_0: 8,
+  WEIGHT_DTYPE_Q4_0: 9,
+  WEIGHT_DTYPE_Q4_1: 10,
+  WEIGHT_DTYPE_Q5_0: 11,
+  WEIGHT_DTYPE_Q5_1: 12,
+  WEIGHT_DTYPE_Q4_K: 13,
+  WEIGHT_DTYPE_Q5_K: 14,
+  WEIGHT_DTYPE_Q6_K: 15,
 } as const;
 
 /** The exported functions of engine.h, in header order. */

@@ -30,6 +30,10 @@ const int kMatmulRows = 16;
  * pins each with a static_assert. */
 const int kDtF32 = ENG_WEIGHT_DTYPE_F32, kDtF16 = ENG_WEIGHT_DTYPE_F16, kDtBF16 = ENG_WEIGHT_DTYPE_BF16,
           kDtF8 = ENG_WEIGHT_DTYPE_FP8, kDtQ8 = ENG_WEIGHT_DTYPE_Q8;
+/* The GGUF block dtypes (kernels/ggml_blocks.h), stored as ggml lays them out. */
+const int kDtQ8_0 = ENG_WEIGHT_DTYPE_Q8_0, kDtQ4_0 = ENG_WEIGHT_DTYPE_Q4_0, kDtQ4_1 = ENG_WEIGHT_DTYPE_Q4_1,
+          kDtQ5_0 = ENG_WEIGHT_DTYPE_Q5_0, kDtQ5_1 = ENG_WEIGHT_DTYPE_Q5_1, kDtQ4_K = ENG_WEIGHT_DTYPE_Q4_K,
+          kDtQ5_K = ENG_WEIGHT_DTYPE_Q5_K, kDtQ6_K = ENG_WEIGHT_DTYPE_Q6_K;
 const int kF8Block = 128;
 /* The matmul's dtype for an FP8 e4m3 matrix the loader found free of NaN bytes (0x7F / 0xFF;
  * model_check_f8): the same results as DT_F8_E4M3 with fewer instructions per weight. Only

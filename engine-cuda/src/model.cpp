@@ -607,7 +607,7 @@ static void expert_size(const Mlp &e, int64_t *params, int64_t *bytes) {
     for (const Weight *w : {&e.gate, &e.up, &e.down}) {
         int64_t n = (int64_t)w->rows * w->cols;
         *params += n;
-        *bytes += n * (int64_t)dtype_size(w->dtype);
+        *bytes += w->rows * dtype_row_bytes(w->dtype, w->cols);
         if (w->dtype == DT_Q8) *bytes += n / 32 * 4;
         else if (w->scale)
             *bytes += (int64_t)((w->rows + kFp8Block - 1) / kFp8Block) * ((w->cols + kFp8Block - 1) / kFp8Block) * 4;
@@ -625,8 +625,7 @@ int32_t model_load(const std::string &dir, Model *m) {
         vision && m->ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     ENG_TRY(b.matrix(lm + "embed_tokens.weight", c.n_vocab, c.n_embd, &m->embed));
     // Only one embedding row is read per token; count the rest as parameters, not bytes read.
-    int64_t embed_row =
-        (int64_t)c.n_embd * (int64_t)dtype_size(m->embed.dtype) + (m->embed.dtype == DT_Q8 ? c.n_embd / 32 * 4 : 0);
+    int64_t embed_row = dtype_row_bytes(m->embed.dtype, c.n_embd) + (m->embed.dtype == DT_Q8 ? c.n_embd / 32 * 4 : 0);
     m->weight_bytes -= (int64_t)c.n_vocab * embed_row;
     m->weight_bytes += embed_row;
     ENG_TRY(b.vec(lm + "norm.weight", c.n_embd, &m->final_norm));
@@ -690,7 +689,7 @@ std::vector<Weight *> model_matrices(Model *m) {
     return ws;
 }
 
-size_t matrix_bytes(const Weight &w) { return (size_t)w.rows * (size_t)w.cols * dtype_size(w.dtype); }
+size_t matrix_bytes(const Weight &w) { return (size_t)w.rows * (size_t)dtype_row_bytes(w.dtype, w.cols); }
 // Q8 scales are as large a stream as an eighth of the weights: they move with them. FP8 block
 // scales (one float per 16K weights) stay where they are.
 size_t q8_scale_bytes(const Weight &w) { return w.dtype == DT_Q8 ? (size_t)w.rows * (size_t)(w.cols / 32) * 4 : 0; }

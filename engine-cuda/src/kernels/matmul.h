@@ -7,6 +7,7 @@
 
 #include "base.h"  // defines: vecw, load1
 #include "fp8.h"   // defines: f8_row_to_f32, matmul_f8
+#include "ggml.h"  // defines: is_ggml, ggml_row_to_f32, matmul_ggml
 #include "q8.h"    // defines: q8_row_to_f32, matmul_q8
 #include "tiles.h" // defines: rows_all_tokens, rows_streaming, Prefetch
 
@@ -20,6 +21,10 @@ static void row_to_f32(float *out, const void *w, int dtype, int64_t row, int n,
     }
     if (dtype == Q8) {
         q8_row_to_f32(out, (const int8_t *)w, wscale, row, n);
+        return;
+    }
+    if (is_ggml(dtype)) {
+        ggml_row_to_f32(out, w, dtype, row, n);
         return;
     }
     int64_t base = row * n;
@@ -54,6 +59,11 @@ static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int
     }
     if (dtype == Q8) {
         matmul_q8(x, ldx, T, (const int8_t *)w, wscale, K, r0, r1, y, ldy, bias, scratch, is_streaming);
+        return;
+    }
+    if (is_ggml(dtype)) { // widened into scratch, then the f32 tiles
+        for (int r = r0; r < r1; r++) ggml_row_to_f32(scratch + (int64_t)(r - r0) * K, w, dtype, r, K);
+        rows_all_tokens<F32>(x, ldx, T, scratch, K, r0, r1, y, ldy, bias, 0, nullptr);
         return;
     }
     // Copy (f32 weights: one sequential stream) or widen the row block into scratch first?
