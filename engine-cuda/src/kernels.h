@@ -77,6 +77,14 @@ struct Kernels {
     void (*quantize_q8)(const float *x, int K, int8_t *q, float *d);
     void (*matmul_q8)(const int8_t *xq, const float *xd, int ldq, int T, const int8_t *w, const float *wscale, int K,
                       int r0, int r1, float *y, int ldy, const float *bias, bool is_streaming);
+    /* GGUF block dtypes (kernels/ggml_dot.h; matmul above quantizes x itself): the 32-weight blocks
+     * take quantize_q8's activations, the K-quants quantize_q8k's: per 256 columns q (int8), d (one
+     * f32) and bsums (the int16 sums of each 16 q), K a multiple of 256. matmul_ggml: as matmul over
+     * quantized activations xq (T, ldq) bytes, xd (T, ldq / 32 or ldq / 256) and, K-quants, xbs
+     * (T, ldq / 16); the same bits as matmul. */
+    void (*quantize_q8k)(const float *x, int K, int8_t *q, float *d, int16_t *bsums);
+    void (*matmul_ggml)(const int8_t *xq, const float *xd, const int16_t *xbs, int ldq, int T, const void *w, int dtype,
+                        int K, int r0, int r1, float *y, int ldy, const float *bias, bool is_streaming);
     /* FP8 weights known finite (kDtF8Finite) over activations given times f8_x_scale: matmul's
      * results, bit for bit, without its scratch. The vector tables widen e4m3 bytes straight to
      * f32 bits (value times 2^-120) and need x times 2^32 so no product underflows; the caller
