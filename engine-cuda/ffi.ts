@@ -105,6 +105,14 @@ export const ENG = {
   WEIGHT_DTYPE_BF16: 2,
   WEIGHT_DTYPE_FP8: 4,
   WEIGHT_DTYPE_Q8: 5,
+  WEIGHT_DTYPE_Q8_0: 8,
+  WEIGHT_DTYPE_Q4_0: 9,
+  WEIGHT_DTYPE_Q4_1: 10,
+  WEIGHT_DTYPE_Q5_0: 11,
+  WEIGHT_DTYPE_Q5_1: 12,
+  WEIGHT_DTYPE_Q4_K: 13,
+  WEIGHT_DTYPE_Q5_K: 14,
+  WEIGHT_DTYPE_Q6_K: 15,
 } as const;
 
 /** The exported functions of engine.h, in header order. */

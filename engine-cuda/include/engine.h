@@ -117,7 +117,18 @@ enum {
     ENG_WEIGHT_DTYPE_F16 = 1,
     ENG_WEIGHT_DTYPE_BF16 = 2,
     ENG_WEIGHT_DTYPE_FP8 = 4, /* float8 e4m3, block-scaled (3: no matrix dtype) */
-    ENG_WEIGHT_DTYPE_Q8 = 5   /* int8 per block of 32 with an f32 scale, made at load */
+    ENG_WEIGHT_DTYPE_Q8 = 5,  /* int8 per block of 32 with an f32 scale, made at load */
+    /* GGUF (ggml) block formats, stored exactly as ggml lays them out (ggml-common.h): a row of K
+     * weights is K / block weights of blocks; 7 is unused. As ENG_PARAM_WEIGHT_DTYPE, Q4_K asks
+     * for llama.cpp's Q4_K_M mixture made at load (Q4_K, some matrices Q6_K; see model.cpp). */
+    ENG_WEIGHT_DTYPE_Q8_0 = 8,  /* 32 weights in 34 bytes */
+    ENG_WEIGHT_DTYPE_Q4_0 = 9,  /* 32 weights in 18 bytes */
+    ENG_WEIGHT_DTYPE_Q4_1 = 10, /* 32 weights in 20 bytes */
+    ENG_WEIGHT_DTYPE_Q5_0 = 11, /* 32 weights in 22 bytes */
+    ENG_WEIGHT_DTYPE_Q5_1 = 12, /* 32 weights in 24 bytes */
+    ENG_WEIGHT_DTYPE_Q4_K = 13, /* 256 weights in 144 bytes */
+    ENG_WEIGHT_DTYPE_Q5_K = 14, /* 256 weights in 176 bytes */
+    ENG_WEIGHT_DTYPE_Q6_K = 15  /* 256 weights in 210 bytes */
 };
 
 /* Fields of eng_ctx_stats() (a snapshot; counters are cumulative). */

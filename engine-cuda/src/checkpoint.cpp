@@ -17,8 +17,9 @@
 
 #include <set>
 
-#include "common.h" // defines: fail, ENG_STATUS_*
-#include "gguf.h"   // defines: gguf_parse, gguf_bind
+#include "common.h"              // defines: fail, ENG_STATUS_*
+#include "gguf.h"                // defines: gguf_parse, gguf_bind
+#include "kernels/ggml_blocks.h" // defines: ggml_row_bytes
 
 namespace maya {
 
@@ -33,6 +34,8 @@ size_t dtype_size(DType dt) {
     }
 }
 
+int64_t dtype_row_bytes(DType dt, int64_t cols) { return dt == DT_OTHER ? 0 : ggml_row_bytes(dt, cols); }
+
 const char *dtype_name(DType dt) {
     switch (dt) {
     case DT_F32: return "F32";
@@ -40,6 +43,14 @@ const char *dtype_name(DType dt) {
     case DT_BF16: return "BF16";
     case DT_F8_E4M3: return "F8_E4M3";
     case DT_Q8: return "Q8";
+    case DT_Q8_0: return "Q8_0";
+    case DT_Q4_0: return "Q4_0";
+    case DT_Q4_1: return "Q4_1";
+    case DT_Q5_0: return "Q5_0";
+    case DT_Q5_1: return "Q5_1";
+    case DT_Q4_K: return "Q4_K";
+    case DT_Q5_K: return "Q5_K";
+    case DT_Q6_K: return "Q6_K";
     default: return "other";
     }
 }

@@ -31,10 +31,23 @@ enum DType : int32_t {
     DT_BF16 = ENG_WEIGHT_DTYPE_BF16,
     DT_OTHER = 3,
     DT_F8_E4M3 = ENG_WEIGHT_DTYPE_FP8,
-    DT_Q8 = ENG_WEIGHT_DTYPE_Q8
+    DT_Q8 = ENG_WEIGHT_DTYPE_Q8,
+    // GGUF block formats (kernels/ggml_blocks.h): stored as ggml lays them out, or made at load
+    // (ENG_PARAM_WEIGHT_DTYPE Q4_K: the Q4_K_M mixture).
+    DT_Q8_0 = ENG_WEIGHT_DTYPE_Q8_0,
+    DT_Q4_0 = ENG_WEIGHT_DTYPE_Q4_0,
+    DT_Q4_1 = ENG_WEIGHT_DTYPE_Q4_1,
+    DT_Q5_0 = ENG_WEIGHT_DTYPE_Q5_0,
+    DT_Q5_1 = ENG_WEIGHT_DTYPE_Q5_1,
+    DT_Q4_K = ENG_WEIGHT_DTYPE_Q4_K,
+    DT_Q5_K = ENG_WEIGHT_DTYPE_Q5_K,
+    DT_Q6_K = ENG_WEIGHT_DTYPE_Q6_K
 };
 
-size_t dtype_size(DType dt); // DT_Q8: 1 (its scales add 4 bytes per 32 weights)
+size_t dtype_size(DType dt); // DT_Q8: 1 (its scales add 4 bytes per 32 weights); block dtypes: 0
+/* Bytes of one stored row of `cols` weights (block dtypes: cols / block blocks; 0 when cols is not
+ * a multiple of the block); DT_Q8 and FP8 scales are not included. */
+int64_t dtype_row_bytes(DType dt, int64_t cols);
 
 /* The 8-bit weights of ENG_PARAM_WEIGHT_DTYPE q8: a (rows, cols) F32/F16/BF16 matrix (cols a
  * multiple of 32) to q (rows * cols int8 in [-127, 127]) and scales (rows * cols / 32): per block

@@ -31,6 +31,9 @@ namespace maya {
 static_assert(kDtF32 == DT_F32 && kDtF16 == DT_F16 && kDtBF16 == DT_BF16,
               "kernels.h: float dtype codes differ from DType");
 static_assert(kDtF8 == DT_F8_E4M3 && kDtQ8 == DT_Q8, "kernels.h: 8-bit dtype codes differ from DType");
+static_assert(kDtQ8_0 == DT_Q8_0 && kDtQ4_0 == DT_Q4_0 && kDtQ4_1 == DT_Q4_1 && kDtQ5_0 == DT_Q5_0 &&
+                  kDtQ5_1 == DT_Q5_1 && kDtQ4_K == DT_Q4_K && kDtQ5_K == DT_Q5_K && kDtQ6_K == DT_Q6_K,
+              "kernels.h: GGUF dtype codes differ from DType");
 static_assert(kDtF8Finite != DT_F32 && kDtF8Finite != DT_F16 && kDtF8Finite != DT_BF16 && kDtF8Finite != DT_OTHER &&
                   kDtF8Finite != DT_F8_E4M3 && kDtF8Finite != DT_Q8,
               "kernels.h: kDtF8Finite must be no DType");

@@ -8,7 +8,8 @@
 
 #include <set>
 
-#include "common.h" // defines: fail, ENG_TRY
+#include "common.h"  // defines: fail, ENG_TRY
+#include "kernels.h" // defines: kernels_scalar (row_to_f32 of the block dtypes)
 
 namespace maya {
 
@@ -469,17 +470,14 @@ int32_t to_tensor(const GgufTensor &g, const std::string &file, Tensor *t) {
     case GGML_F32: t->dtype = DT_F32; break;
     case GGML_F16: t->dtype = DT_F16; break;
     case GGML_BF16: t->dtype = DT_BF16; break;
-    case GGML_Q8_0:
-    case GGML_Q4_0:
-    case GGML_Q4_1:
-    case GGML_Q5_0:
-    case GGML_Q5_1:
-    case GGML_Q4_K:
-    case GGML_Q5_K:
-    case GGML_Q6_K:
-        // Read, but no kernel runs them yet: require() refuses the tensor naming its type.
-        t->dtype = DT_OTHER;
-        break;
+    case GGML_Q8_0: t->dtype = DT_Q8_0; break;
+    case GGML_Q4_0: t->dtype = DT_Q4_0; break;
+    case GGML_Q4_1: t->dtype = DT_Q4_1; break;
+    case GGML_Q5_0: t->dtype = DT_Q5_0; break;
+    case GGML_Q5_1: t->dtype = DT_Q5_1; break;
+    case GGML_Q4_K: t->dtype = DT_Q4_K; break;
+    case GGML_Q5_K: t->dtype = DT_Q5_K; break;
+    case GGML_Q6_K: t->dtype = DT_Q6_K; break;
     default:
         return fail(ENG_STATUS_UNSUPPORTED,
                     "%s: tensor %s has type %s, which Maya does not run (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
@@ -528,21 +526,35 @@ float widen(const void *p, DType dt, int64_t i) {
     return f;
 }
 
+bool is_float(DType dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; }
+
+/* The whole tensor t (rows of cols) in f32: float types widened, block dtypes dequantized exactly
+ * as ggml's to_float does (kernels_scalar.row_to_f32). */
+std::vector<float> tensor_f32(const Tensor &t, int64_t cols) {
+    std::vector<float> out((size_t)t.numel);
+    if (is_float(t.dtype))
+        for (int64_t i = 0; i < t.numel; i++) out[(size_t)i] = widen(t.data, t.dtype, i);
+    else
+        for (int64_t r = 0; r < t.numel / cols; r++)
+            kernels_scalar.row_to_f32(out.data() + r * cols, t.data, t.dtype, r, (int)cols, nullptr);
+    return out;
+}
+
 /* DeepSeek MLA in llama.cpp's layout: attn_k_b (H, R, Dn) = each head's W_UK transposed, attn_v_b
  * (H, Dv, R) = W_UV. Rebuilds HF's kv_b_proj (H * (Dn + Dv), R): per head Dn rows of W_UK, then Dv
- * rows of W_UV. Same dtype when both are the same float type (an exact copy), else f32. */
+ * rows of W_UV. Same dtype when both are the same float type (an exact copy), else f32 (block
+ * dtypes dequantized: the values the file encodes; the pair is under 1 % of a DeepSeek-V3's weights). */
 int32_t build_kv_b(const Tensor &kb, const Tensor &vb, const std::string &kname, const std::string &vname,
                    GgufBound *out, Tensor *t) {
     if (kb.shape.size() != 3 || vb.shape.size() != 3 || kb.shape[0] != vb.shape[0] || kb.shape[1] != vb.shape[2])
         return fail(ENG_STATUS_BAD_CHECKPOINT, "tensors %s and %s have inconsistent shapes", kname.c_str(),
                     vname.c_str());
-    for (const Tensor *x : {&kb, &vb})
-        if (x->dtype == DT_OTHER)
-            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s has unsupported dtype %s (F32, F16, BF16 run so far)",
-                        x == &kb ? kname.c_str() : vname.c_str(), x->dtype_str.c_str());
     int64_t H = kb.shape[0], R = kb.shape[1], Dn = kb.shape[2], Dv = vb.shape[1];
-    DType dt = kb.dtype == vb.dtype ? kb.dtype : DT_F32;
+    DType dt = kb.dtype == vb.dtype && is_float(kb.dtype) ? kb.dtype : DT_F32;
     size_t es = dtype_size(dt);
+    std::vector<float> kf, vf; // f32 copies when converting
+    if (dt != kb.dtype) kf = tensor_f32(kb, Dn);
+    if (dt != vb.dtype) vf = tensor_f32(vb, R);
     out->owned.emplace_back((size_t)(H * (Dn + Dv) * R) * es);
     uint8_t *dst = out->owned.back().data();
     for (int64_t h = 0; h < H; h++) {
@@ -552,20 +564,14 @@ int32_t build_kv_b(const Tensor &kb, const Tensor &vb, const std::string &kname,
                 int64_t src = (h * R + r) * Dn + i;
                 uint8_t *d = head + (size_t)(i * R + r) * es;
                 if (dt == kb.dtype) memcpy(d, (const uint8_t *)kb.data + (size_t)src * es, es);
-                else {
-                    float f = widen(kb.data, kb.dtype, src);
-                    memcpy(d, &f, 4);
-                }
+                else memcpy(d, &kf[(size_t)src], 4);
             }
         for (int64_t j = 0; j < Dv; j++)
             for (int64_t r = 0; r < R; r++) {
                 int64_t src = (h * Dv + j) * R + r;
                 uint8_t *d = head + (size_t)((Dn + j) * R + r) * es;
                 if (dt == vb.dtype) memcpy(d, (const uint8_t *)vb.data + (size_t)src * es, es);
-                else {
-                    float f = widen(vb.data, vb.dtype, src);
-                    memcpy(d, &f, 4);
-                }
+                else memcpy(d, &vf[(size_t)src], 4);
             }
     }
     t->dtype = dt;

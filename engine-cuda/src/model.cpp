@@ -490,7 +490,7 @@ struct Binder {
         w->scale = nullptr;
         int64_t bytes = (int64_t)t->nbytes;
         if (t->dtype == DT_F8_E4M3) ENG_TRY(fp8_scale(name, rows, cols, w, &bytes));
-        else if (m->is_q8) to_q8(name, t, w, &bytes);
+        else if (m->is_q8 && dtype_size(t->dtype) > 0) to_q8(name, t, w, &bytes); // block dtypes stay as stored
         m->n_params += t->numel;
         if (is_counted) {
             m->n_params_active += t->numel;
@@ -532,8 +532,9 @@ struct Binder {
     int32_t vec(const std::string &name, int64_t n, std::vector<float> *v) {
         const Tensor *t;
         ENG_TRY(m->ckpt.require(name, {n}, &t));
-        if (t->dtype == DT_F8_E4M3)
-            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s: F8_E4M3 vectors are not supported", name.c_str());
+        if (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16)
+            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s: %s vectors are not supported (F32, F16, BF16 are)",
+                        name.c_str(), dtype_name(t->dtype));
         to_f32(t, v);
         m->n_params += t->numel;
         m->n_params_active += t->numel;
@@ -640,7 +641,7 @@ static void expert_size(const Mlp &e, int64_t *params, int64_t *bytes) {
     for (const Weight *w : {&e.gate, &e.up, &e.down}) {
         int64_t n = (int64_t)w->rows * w->cols;
         *params += n;
-        *bytes += n * (int64_t)dtype_size(w->dtype);
+        *bytes += w->rows * dtype_row_bytes(w->dtype, w->cols);
         if (w->dtype == DT_Q8) *bytes += n / 32 * 4;
         else if (w->scale)
             *bytes += (int64_t)((w->rows + kFp8Block - 1) / kFp8Block) * ((w->cols + kFp8Block - 1) / kFp8Block) * 4;
@@ -661,8 +662,7 @@ int32_t model_load(const std::string &dir, Model *m) {
         vision && m->ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     ENG_TRY(b.matrix(lm + "embed_tokens.weight", c.n_vocab, c.n_embd, &m->embed));
     // Only one embedding row is read per token; count the rest as parameters, not bytes read.
-    int64_t embed_row =
-        (int64_t)c.n_embd * (int64_t)dtype_size(m->embed.dtype) + (m->embed.dtype == DT_Q8 ? c.n_embd / 32 * 4 : 0);
+    int64_t embed_row = dtype_row_bytes(m->embed.dtype, c.n_embd) + (m->embed.dtype == DT_Q8 ? c.n_embd / 32 * 4 : 0);
     m->weight_bytes -= (int64_t)c.n_vocab * embed_row;
     m->weight_bytes += embed_row;
     ENG_TRY(b.vec(lm + "norm.weight", c.n_embd, &m->final_norm));
@@ -726,7 +726,7 @@ std::vector<Weight *> model_matrices(Model *m) {
     return ws;
 }
 
-size_t matrix_bytes(const Weight &w) { return (size_t)w.rows * (size_t)w.cols * dtype_size(w.dtype); }
+size_t matrix_bytes(const Weight &w) { return (size_t)w.rows * (size_t)dtype_row_bytes(w.dtype, w.cols); }
 // Q8 scales are as large a stream as an eighth of the weights: they move with them. FP8 block
 // scales (one float per 16K weights) stay where they are.
 size_t q8_scale_bytes(const Weight &w) { return w.dtype == DT_Q8 ? (size_t)w.rows * (size_t)(w.cols / 32) * 4 : 0; }
