@@ -30,7 +30,7 @@ export interface DemoService {
 
 export async function startDemoService(
   apiKeys: string[] = [],
-  options: { constrainedDecoding?: boolean; optIns?: ResponsesOptIns } = {},
+  options: { constrainedDecoding?: boolean; optIns?: ResponsesOptIns; modelDir?: string } = {},
 ): Promise<DemoService> {
   const { constrainedDecoding, optIns } = options;
   const service = await startService({
@@ -45,7 +45,7 @@ export async function startDemoService(
       engine: TEST_ENGINE_SETTINGS,
       ...(optIns ? { optIns } : {}),
     },
-    modelDir: DEMO_MODEL_DIR,
+    modelDir: options.modelDir ?? DEMO_MODEL_DIR,
     loadRuntime:
       constrainedDecoding === undefined
         ? loadModelRuntime
