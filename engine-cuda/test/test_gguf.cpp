@@ -2,6 +2,7 @@
  * float64 reference (<model>.json: the bound, the checked greedy tokens and decode steps; see its
  * README, "Tolerance contract"), and bad files: every defect refused with a message naming it,
  * and a fuzz over mutated headers that must never crash. */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,4 +494,100 @@ TEST(gguf_fuzz_mutated_headers) {
     }
     fprintf(stderr, "  %d mutated files: %d refused with a message, %d still valid\n", N, n_refused, n_ok);
     CHECK(n_refused > N / 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory: a GGUF model costs its file once (issue 34: RSS after loading a Q4_K_M file is at most
+// its size plus the KV cache plus 10 %). /proc/self/smaps gives the file mapping's resident bytes
+// apart from the rest, so the check does not depend on the process's other memory.
+
+namespace {
+
+/* Resident KiB of the mappings of `path` (smaps "Rss:" of each mapping whose line names it). */
+long mapping_rss_kib(const std::string &path) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    char line[4096];
+    bool in = false;
+    long kib = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strchr(line, '-') && isxdigit((unsigned char)line[0]) && !isupper((unsigned char)line[0])) {
+            size_t n = strlen(line);
+            if (n && line[n - 1] == '\n') line[n - 1] = '\0';
+            in = n > path.size() && strcmp(line + strlen(line) - path.size(), path.c_str()) == 0;
+        } else if (in && !strncmp(line, "Rss:", 4)) {
+            kib += atol(line + 4);
+        }
+    }
+    fclose(f);
+    return kib;
+}
+
+long status_kib(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long v = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, strlen(field))) v = atol(line + strlen(field) + 1);
+    fclose(f);
+    return v;
+}
+
+/* Loads the file with ENG_PARAM_WEIGHT_COPY `copy`, generates 64 tokens after a 64-token prompt;
+ * returns the mapping's resident KiB and the growth of anonymous memory. */
+void load_and_generate(const std::string &path, int64_t copy, long *file_kib, long *anon_kib, int64_t *kv_bytes) {
+    int64_t params[ENG_PARAM_COUNT] = {0};
+    params[ENG_PARAM_N_THREADS] = 2;
+    params[ENG_PARAM_WEIGHT_COPY] = copy;
+    params[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
+    params[ENG_PARAM_MAX_BATCH] = 1;
+    params[ENG_PARAM_N_CTX] = 256;
+    long anon0 = status_kib("RssAnon:");
+    eng_ctx *ctx = nullptr;
+    CHECK(test_ctx_create(path.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0);
+    if (!ctx) return;
+    int64_t info[ENG_INFO_COUNT];
+    eng_ctx_info(ctx, info, ENG_INFO_COUNT);
+    std::vector<int32_t> prompt(64);
+    for (int i = 0; i < 64; i++) prompt[(size_t)i] = 10 + 7 * i;
+    int32_t id;
+    CHECK(eng_seq_add(ctx, prompt.data(), 64, nullptr, 0, 64, 0.0f, 1.0f, 0, 0, &id) == 0);
+    int32_t ev[4 * 16];
+    for (int guard = 0, done = 0; !done && guard < 1000; guard++) {
+        int32_t n = eng_step(ctx, ev, 4 * 16);
+        CHECK(n >= 0);
+        for (int32_t i = 0; i < n; i++) done |= ev[i * 4 + 1] == ENG_EVENT_FINISH;
+        if (n < 0) break;
+    }
+    *file_kib = mapping_rss_kib(path);
+    *anon_kib = status_kib("RssAnon:") - anon0;
+    // 128 positions of K and V in f32 (MLA aside; the demo model is GLM-4).
+    *kv_bytes = 128 * 2 * info[ENG_INFO_N_LAYER] * info[ENG_INFO_N_HEAD_KV] * info[ENG_INFO_HEAD_DIM] * 4;
+    eng_ctx_free(ctx);
+}
+
+} // namespace
+
+TEST(gguf_memory_file_size_once) {
+    std::string path = gguf_dir() + "maya-demo-Q4_K_M.gguf";
+    struct stat st;
+    CHECK(stat(path.c_str(), &st) == 0);
+    long file = (long)(st.st_size / 1024);
+    long map_kib = 0, anon_kib = 0;
+    int64_t kv = 0;
+    // Weights read in place: the mapping holds at most the file, and anonymous memory grows by far
+    // less than a dequantized copy (f32 would be 7x the file): the KV cache, activations, scratch.
+    load_and_generate(path, 2, &map_kib, &anon_kib, &kv);
+    fprintf(stderr, "  in place: file %ld KiB, mapping resident %ld KiB, anonymous growth %ld KiB (KV %lld KiB)\n",
+            file, map_kib, anon_kib, (long long)(kv / 1024));
+    CHECK(map_kib <= file + 4 && map_kib >= file / 2);
+    CHECK(anon_kib <= file / 2 + kv / 1024 + 8192);
+    // Copied into huge pages (the default): the copy releases the mapping's pages, so the weights
+    // are held once: file + KV + 10 % and the same allowance for activations.
+    load_and_generate(path, 1, &map_kib, &anon_kib, &kv);
+    fprintf(stderr, "  copied:   file %ld KiB, mapping resident %ld KiB, anonymous growth %ld KiB\n", file, map_kib,
+            anon_kib);
+    CHECK(map_kib <= file / 10);
+    CHECK(anon_kib <= file + file / 10 + kv / 1024 + 8192);
 }
