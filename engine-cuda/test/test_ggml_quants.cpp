@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "../include/engine.h"
+#include "../src/checkpoint.h" // read_text_file
 #include "../src/ggml_quants.h"
+#include "../src/json.h"
 #include "../src/kernels/ggml_blocks.h"
 #include "../src/model.h" // q4_k_m_dtype
 #include "test.h"
@@ -217,4 +220,73 @@ TEST(f32_to_f16_rounds_to_nearest_even) {
     CHECK(f32_to_f16(1.0f + 3.0f / 2048) == 0x3C02);                                   // tie to even (up)
     CHECK(f32_to_f16(5.9604645e-8f) == 0x0001 && f32_to_f16(2.9802322e-8f) == 0x0000); // 2^-24; 2^-25 ties to 0
     CHECK(f32_to_f16(6.097555e-5f) == 0x03FF && f32_to_f16(0.0f) == 0 && f32_to_f16(-0.0f) == 0x8000);
+}
+
+TEST(q4_k_m_at_load_gives_the_llama_quantize_files_logits) {
+    // models/maya-demo (bf16 safetensors) loaded with ENG_PARAM_WEIGHT_DTYPE Q4_K builds the blocks
+    // llama-quantize wrote to maya-demo-Q4_K_M.gguf (the two tests above), so the engine's logits must
+    // meet that file's reference (test/fixtures/gguf/maya-demo.json: float64 over the same blocks)
+    // within its bound, and its first greedy_checked greedy tokens.
+    std::string root = test_repo_root(), text, err;
+    CHECK(read_text_file(root + "/test/fixtures/gguf/maya-demo.json", &text) == 0);
+    JsonValue fx;
+    CHECK_MSG(json_parse(text.data(), text.size(), &fx, &err), "%s", err.c_str());
+    const JsonValue *file = &fx.get("files")->items[0];
+    CHECK(file->get("file")->string == "maya-demo-Q4_K_M.gguf");
+    double bound = file->get("tolerance")->get("max_abs_logit_diff")->number;
+    int64_t params[ENG_PARAM_COUNT] = {0};
+    params[ENG_PARAM_N_THREADS] = 2;
+    params[ENG_PARAM_WEIGHT_DTYPE] = ENG_WEIGHT_DTYPE_Q4_K;
+    eng_ctx *ctx = nullptr;
+    CHECK(test_ctx_create((root + "/models/maya-demo").c_str(), params, ENG_PARAM_COUNT, &ctx) == 0 && ctx);
+    if (!ctx) return;
+    int64_t info[ENG_INFO_COUNT];
+    eng_ctx_info(ctx, info, ENG_INFO_COUNT);
+    CHECK(info[ENG_INFO_WEIGHT_DTYPE] == ENG_WEIGHT_DTYPE_Q4_K);
+    int32_t V = (int32_t)info[ENG_INFO_N_VOCAB];
+    double worst = 0, worst_llama = 0;
+    const JsonValue *prompts = fx.get("prompts");
+    for (size_t p = 0; p < prompts->items.size(); p++) {
+        const JsonValue &ref = file->get("prompts")->items[p];
+        int n_check = (int)ref.get("greedy_checked")->integer;
+        std::vector<int32_t> toks;
+        for (const auto &v : prompts->items[p].items) toks.push_back((int32_t)v.integer);
+        int32_t sid;
+        CHECK(eng_seq_add(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_check > 0 ? n_check : 1, 0.0f, 1.0f, 0,
+                          ENG_SEQ_KEEP_LOGITS, &sid) == 0);
+        std::vector<int32_t> ev(4 * 16), got;
+        std::vector<float> logits((size_t)V);
+        for (int guard = 0; guard < 1000; guard++) {
+            int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size());
+            CHECK(n >= 0);
+            bool done = n < 0;
+            for (int i = 0; i < n; i++) {
+                if (ev[(size_t)i * 4 + 1] == ENG_EVENT_TOKEN) {
+                    if (got.empty()) {
+                        CHECK(eng_seq_logits(ctx, sid, logits.data(), V) == V);
+                        const auto &l = ref.get("last_logits")->items;
+                        const auto &lq = ref.get("last_logits_actq")->get("llama.cpp")->items;
+                        for (int32_t v = 0; v < V && v < (int32_t)l.size(); v++) {
+                            double d = fabs(logits[(size_t)v] - l[(size_t)v].number);
+                            double dq = fabs(logits[(size_t)v] - lq[(size_t)v].number);
+                            worst = d > worst ? d : worst;
+                            worst_llama = dq > worst_llama ? dq : worst_llama;
+                        }
+                    }
+                    got.push_back(ev[(size_t)i * 4 + 2]);
+                } else if (ev[(size_t)i * 4 + 1] == ENG_EVENT_FINISH) done = true;
+            }
+            if (done) break;
+        }
+        const auto &greedy = ref.get("greedy")->items;
+        for (int i = 0; i < n_check; i++)
+            CHECK_MSG(i < (int)got.size() && got[(size_t)i] == greedy[(size_t)i].integer,
+                      "prompt %zu: greedy token %d differs", p, i);
+    }
+    CHECK_MSG(worst <= bound, "max |logit diff| %.3g over the bound %.3g", worst, bound);
+    fprintf(stderr,
+            "  maya-demo q4_k_m at load: max |logit diff| %.3g vs the float64 reference (bound %.3g), %.3g vs "
+            "its llama.cpp activation-quantization simulation\n",
+            worst, bound, worst_llama);
+    eng_ctx_free(ctx);
 }
