@@ -61,8 +61,10 @@ enum {
     ENG_PARAM_PREFILL_CHUNK = 6, /* most prompt tokens prefilled in one step; default 256 */
     ENG_PARAM_N_CTX = 7,         /* context limit; default (and maximum) max_position_embeddings */
     ENG_PARAM_WEIGHT_DTYPE = 8,  /* 0 as stored; ENG_WEIGHT_DTYPE_Q8: matrices quantized at load to int8 per
-                                    block of 32 with an f32 scale (CPU backend only; MoE routers and
-                                    matrices whose columns are not a multiple of 32 stay as stored) */
+                                    block of 32 with an f32 scale; ENG_WEIGHT_DTYPE_Q4_K: llama.cpp's Q4_K_M
+                                    mixture made at load (Q4_K, some Q6_K; Q5_0 / Q8_0 where rows are
+                                    not whole 256-blocks). CPU backend only; MoE routers and matrices
+                                    whose columns are not a multiple of 32 stay as stored */
     ENG_PARAM_SIMD = 9,          /* CPU kernel path of this context: 0 the fastest this CPU runs, else
                                     1 + ENG_SIMD_* (UNSUPPORTED when the CPU or the build lacks it) */
     ENG_PARAM_WEIGHT_COPY = 10,  /* CPU backend: 0/1 copy the matrices into transparent huge pages when they

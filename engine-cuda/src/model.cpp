@@ -14,10 +14,12 @@
 #include <unordered_set>
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "common.h" // defines: fail, clear_error, ENG_TRY
-#include "vision.h" // defines: vision_load
+#include "common.h"      // defines: fail, clear_error, ENG_TRY
+#include "ggml_quants.h" // defines: ggml_quantize_matrix
+#include "vision.h"      // defines: vision_load
 
 namespace maya {
 
@@ -474,6 +476,28 @@ static void to_f32(const Tensor *t, std::vector<float> *out) {
     }
 }
 
+/* llama.cpp's "more bits" layers of a mixture (llama-quant.cpp use_more_bits): the first and last
+ * eighth of the layers and every third one between. */
+static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+DType q4_k_m_dtype(const std::string &name, int64_t cols, int n_layer, bool is_tied) {
+    auto ends = [&](const char *s) {
+        size_t n = strlen(s);
+        return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+    };
+    if (ends("mlp.gate.weight") || cols % 32 != 0) return DT_OTHER; // MoE routers keep their precision
+    int layer = -1;
+    size_t at = name.find("layers.");
+    if (at != std::string::npos) layer = atoi(name.c_str() + at + 7);
+    DType dt = DT_Q4_K;
+    if (ends("lm_head.weight") || (is_tied && ends("embed_tokens.weight"))) dt = DT_Q6_K; // the output matrix
+    else if ((ends("self_attn.v_proj.weight") || ends("down_proj.weight")) && layer >= 0 &&
+             use_more_bits(layer, n_layer))
+        dt = DT_Q6_K;
+    if (cols % 256 != 0) dt = dt == DT_Q6_K ? DT_Q8_0 : DT_Q5_0; // rows not whole K-quant blocks
+    return dt;
+}
+
 namespace {
 
 /* Binds tensors by name and counts parameters and the bytes a decoded token reads. */
@@ -491,6 +515,7 @@ struct Binder {
         int64_t bytes = (int64_t)t->nbytes;
         if (t->dtype == DT_F8_E4M3) ENG_TRY(fp8_scale(name, rows, cols, w, &bytes));
         else if (m->is_q8 && dtype_size(t->dtype) > 0) to_q8(name, t, w, &bytes); // block dtypes stay as stored
+        else if (m->is_q4_k_m) to_q4_k_m(name, t, w, &bytes);
         m->n_params += t->numel;
         if (is_counted) {
             m->n_params_active += t->numel;
@@ -512,6 +537,19 @@ struct Binder {
         w->dtype = DT_Q8;
         w->scale = m->scales.back().data();
         *bytes = n + n / 32 * 4;
+    }
+    /* ENG_PARAM_WEIGHT_DTYPE Q4_K: the matrix quantized at load to its type in llama.cpp's Q4_K_M
+     * mixture (q4_k_m_dtype), kept as stored when that is none. */
+    void to_q4_k_m(const std::string &name, const Tensor *t, Weight *w, int64_t *bytes) {
+        DType dt = q4_k_m_dtype(name, w->cols, m->cfg.n_layer, m->cfg.is_tied);
+        if (dt == DT_OTHER || (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16)) return;
+        int64_t rb = dtype_row_bytes(dt, w->cols);
+        m->q8.emplace_back((size_t)(rb * w->rows));
+        ggml_quantize_matrix(dt, t->data, t->dtype, w->rows, w->cols, m->q8.back().data(), m->quant_threads);
+        w->data = m->q8.back().data();
+        w->dtype = dt;
+        w->scale = nullptr;
+        *bytes = rb * w->rows;
     }
     /* `<name>_scale_inv` (DeepSeek's name; it multiplies): (ceil(rows/128), ceil(cols/128)), F32 or BF16. */
     int32_t fp8_scale(const std::string &name, int64_t rows, int64_t cols, Weight *w, int64_t *bytes) {

@@ -166,7 +166,9 @@ struct Model {
     std::vector<std::vector<int8_t>> q8;    // the Q8 weights (Weight::data points here until placed)
     bool is_q8_built = false;               // some matrix became DT_Q8
     bool has_q8() const { return is_q8_built; }
-    WeightArena arena;                   // model_place_weights(): the matrices' huge-page copy
+    bool is_q4_k_m = false; // set before model_load: quantize matrices to llama.cpp's Q4_K_M mixture (model.cpp)
+    int quant_threads = 1;  // threads for quantizing at load
+    WeightArena arena;      // model_place_weights(): the matrices' huge-page copy
     std::shared_ptr<VisionModel> vision; // GLM-4.1V's vision tower (vision.cpp), else null
 };
 
@@ -174,6 +176,13 @@ struct Model {
 int32_t model_config_parse(const JsonValue &config, ModelConfig *out);
 /* inv_freq of the rotary dims (rotary_dim / 2 floats): plain, llama3 or yarn as transformers computes them. */
 void model_rope_inv_freq(const ModelConfig &c, float *out);
+/* The dtype llama.cpp's Q4_K_M mixture gives the matrix `name` (HF name) of `cols` columns in a model
+ * of n_layer layers (llama-quant.cpp's llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M): Q4_K;
+ * Q6_K for the output matrix (lm_head, or the embedding when tied) and for v_proj and down_proj
+ * (experts' and shared experts' included) of the use_more_bits layers; columns not a multiple of
+ * 256 fall back (Q4_K -> Q5_0, Q6_K -> Q8_0); DT_OTHER (keep as stored) for MoE routers and
+ * columns not a multiple of 32. Rules of llama.cpp for 8-expert models and fused QKV are not applied. */
+DType q4_k_m_dtype(const std::string &name, int64_t cols, int n_layer, bool is_tied);
 /* Opens dir and binds every weight of the architecture. Returns OK, IO, BAD_CHECKPOINT, UNSUPPORTED. */
 int32_t model_load(const std::string &dir, Model *out);
 /* The CPU backend's weight placement: copies every matrix (and the Q8 scales) out of the checkpoint

@@ -154,10 +154,12 @@ static KERNELS_INLINE void gg_tile32(const int8_t *xq, const float *xd, int ldq,
     const int off = DT == Q4_0 ? 8 : DT == Q5_0 ? 16 : 0;
     const bool has_min = DT == Q4_1 || DT == Q5_1;
     int nb = K / 32, ldd = ldq / 32;
-    __m256 tot[NR][NT];
+    // Two f32 accumulators per (row, token), so consecutive blocks do not wait on one fma chain:
+    // with a min, the scaled quants and the min terms; else even and odd blocks. Summed at the end.
+    __m256 tot[NR][NT], tot2[NR][NT];
     for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) tot[r][t] = _mm256_setzero_ps();
-    for (int b = 0; b < nb; b++) {
+        for (int t = 0; t < NT; t++) tot[r][t] = tot2[r][t] = _mm256_setzero_ps();
+    auto block = [&](int b, __m256(&A)[NR][NT]) KERNELS_INLINE_LAMBDA {
         __m256i u[NR];
         float dw[NR], mw[NR];
         for (int r = 0; r < NR; r++)
@@ -186,13 +188,20 @@ static KERNELS_INLINE void gg_tile32(const int8_t *xq, const float *xd, int ldq,
                 else
 #endif
                     p = gg_dot_u8s8(corr, u[r], x);
-                tot[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw[r] * dx), tot[r][t]);
-                if (has_min) tot[r][t] = _mm256_fmadd_ps(gsf, _mm256_set1_ps(mw[r] * dx), tot[r][t]);
+                A[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw[r] * dx), A[r][t]);
+                if (has_min) tot2[r][t] = _mm256_fmadd_ps(gsf, _mm256_set1_ps(mw[r] * dx), tot2[r][t]);
             }
         }
+    };
+    int b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        block(b, tot);
+        if (has_min) block(b + 1, tot);
+        else block(b + 1, tot2);
     }
+    if (b < nb) block(b, tot);
     for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) out[r][t] = hsum(tot[r][t]);
+        for (int t = 0; t < NT; t++) out[r][t] = hsum(_mm256_add_ps(tot[r][t], tot2[r][t]));
 }
 
 /* ---- K-quants (256-weight blocks) ---- */
@@ -249,10 +258,11 @@ template <int DT> static KERNELS_INLINE void gg_kvec(const GgKRow &p, int v, __m
         *u = _mm256_or_si256(lo, hi);
         // scales 2v (low lane) and 2v + 1 (high lane): both in 128-bit lane hf of p.sc
         __m256i half = hf ? _mm256_permute2x128_si256(p.sc, p.sc, 0x11) : _mm256_permute2x128_si256(p.sc, p.sc, 0x00);
-        char a = (char)(4 * k), c = (char)(4 * k + 2);
-        *s = _mm256_shuffle_epi8(half, _mm256_setr_epi8(a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a,
-                                                        a + 1, a, a + 1, c, c + 1, c, c + 1, c, c + 1, c, c + 1, c,
-                                                        c + 1, c, c + 1, c, c + 1, c, c + 1));
+        // int16 element 2k in the low lane, 2k + 1 in the high lane (one broadcast pattern each)
+        __m256i pat = _mm256_add_epi16(
+            _mm256_set1_epi16((short)(((4 * k + 1) << 8) | (4 * k))),
+            _mm256_setr_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0x0202, 0x0202, 0x0202, 0x0202, 0x0202, 0x0202, 0x0202, 0x0202));
+        *s = _mm256_shuffle_epi8(half, pat);
         return;
     }
     const uint8_t *qs = DT == Q4_K ? ((const BlockQ4_K *)p.blk)->qs : ((const BlockQ5_K *)p.blk)->qs;
@@ -282,18 +292,26 @@ static KERNELS_INLINE void gg_tilek(const int8_t *xq, const float *xd, const int
     for (int b = 0; b < nb; b++) {
         GgKRow p[NR];
         for (int r = 0; r < NR; r++) gg_kprep<DT>(w + (row0 + r) * row_bytes + (int64_t)b * BB, &p[r]);
-        __m256i acc[NR][NT];
+        // Small tiles (decode) keep two integer sums per pair (even and odd vectors) so the multiply-
+        // adds do not wait on each other; integer sums, so the same bits either way.
+        const bool dual = NR * NT <= 2;
+        __m256i acc[NR][NT], acc2[NR][NT];
         for (int r = 0; r < NR; r++)
-            for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_si256();
+            for (int t = 0; t < NT; t++) acc[r][t] = acc2[r][t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
         for (int v = 0; v < 8; v++)
             for (int r = 0; r < NR; r++) {
                 __m256i u, s;
                 gg_kvec<DT>(p[r], v, &u, &s);
                 for (int t = 0; t < NT; t++) {
                     __m256i x = _mm256_loadu_si256((const __m256i *)(xq + (int64_t)t * ldq + b * 256 + 32 * v));
-                    acc[r][t] = gg_madd_acc(acc[r][t], _mm256_maddubs_epi16(u, x), s);
+                    if (dual && (v & 1)) acc2[r][t] = gg_madd_acc(acc2[r][t], _mm256_maddubs_epi16(u, x), s);
+                    else acc[r][t] = gg_madd_acc(acc[r][t], _mm256_maddubs_epi16(u, x), s);
                 }
             }
+        if (dual)
+            for (int r = 0; r < NR; r++)
+                for (int t = 0; t < NT; t++) acc[r][t] = _mm256_add_epi32(acc[r][t], acc2[r][t]);
         for (int t = 0; t < NT; t++) {
             __m256i bs = _mm256_loadu_si256((const __m256i *)(xbs + (int64_t)t * ldb + b * 16));
             float dx = xd[(int64_t)t * ldd + b];
