@@ -93,6 +93,7 @@ class Checkpoint {
 
     const JsonValue &config() const { return config_; }
     const Tensor *find(const std::string &name) const;
+    const std::unordered_map<std::string, Tensor> &tensors() const { return tensors_; }
     /* The tensor `name` with exactly `shape` in a supported dtype; else BAD_CHECKPOINT (missing,
      * shape mismatch) or UNSUPPORTED (dtype), naming it. */
     int32_t require(const std::string &name, std::initializer_list<int64_t> shape, const Tensor **out) const;

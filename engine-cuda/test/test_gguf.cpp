@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "../include/engine.h"
-#include "../src/checkpoint.h" // read_text_file
+#include "../src/checkpoint.h" // read_text_file, Checkpoint
 #include "../src/json.h"
+#include "model_writer.h" // write_safetensors, write_text
 #include "test.h"
 
 namespace {
@@ -32,7 +33,7 @@ std::string last_err() {
  * last position and the decode steps. Returns false when the engine refused the file (status and
  * message in *st, *msg). */
 bool run_gguf(const std::string &model, const std::string &file, int64_t n_threads, int64_t chunk, int32_t *st,
-              std::string *msg, double *worst_out = nullptr) {
+              std::string *msg, double *worst_out = nullptr, const std::string &load_path = "") {
     std::string text, err;
     CHECK(maya::read_text_file(gguf_dir() + model + ".json", &text) == 0);
     maya::JsonValue fx;
@@ -48,7 +49,7 @@ bool run_gguf(const std::string &model, const std::string &file, int64_t n_threa
     params[ENG_PARAM_PREFILL_CHUNK] = chunk;
     params[ENG_PARAM_N_CTX] = 512;
     eng_ctx *ctx = nullptr;
-    std::string path = gguf_dir() + file;
+    std::string path = load_path.empty() ? gguf_dir() + file : load_path;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     *st = test_ctx_create(path.c_str(), params, ENG_PARAM_COUNT, &ctx);
@@ -164,6 +165,65 @@ TEST(gguf_llama_float) {
 TEST(gguf_qwen3_bf16) { run_float("qwen3", "qwen3-BF16.gguf"); }
 TEST(gguf_glm4_f16_split) { run_float("glm4", "glm4-F16-00001-of-00003.gguf"); }
 TEST(gguf_qwen3moe_bf16) { run_float("qwen3moe", "qwen3moe-BF16.gguf"); }
+
+namespace {
+
+std::string json_text(const maya::JsonValue &v) {
+    switch (v.kind) {
+    case maya::JsonValue::NUL: return "null";
+    case maya::JsonValue::BOOL: return v.boolean ? "true" : "false";
+    case maya::JsonValue::NUMBER: {
+        if (v.is_integer) return std::to_string(v.integer);
+        char b[64];
+        snprintf(b, sizeof b, "%.17g", v.number);
+        return b;
+    }
+    case maya::JsonValue::STRING: return "\"" + v.string + "\"";
+    case maya::JsonValue::ARRAY: {
+        std::string s = "[";
+        for (size_t i = 0; i < v.items.size(); i++) s += (i ? "," : "") + json_text(v.items[i]);
+        return s + "]";
+    }
+    default: {
+        std::string s = "{";
+        for (size_t i = 0; i < v.members.size(); i++)
+            s += (i ? ",\"" : "\"") + v.members[i].first + "\":" + json_text(v.members[i].second);
+        return s + "}";
+    }
+    }
+}
+
+} // namespace
+
+/* Qwen3MoeForCausalLM from safetensors: the qwen3moe fixture's weights under their Hugging Face
+ * names (as the GGUF reader binds them, BF16) beside the checkpoint's own config.json (the
+ * fixture's source config), held to the same float64 reference. */
+TEST(qwen3moe_safetensors_matches_reference) {
+    maya::Checkpoint ck;
+    CHECK(ck.open(gguf_dir() + "qwen3moe-BF16.gguf") == 0);
+    std::vector<RawTensor> ts;
+    for (const auto &kv : ck.tensors()) {
+        const maya::Tensor &t = kv.second;
+        const uint8_t *p = (const uint8_t *)t.data;
+        ts.push_back({kv.first, t.dtype_str, t.shape, std::vector<uint8_t>(p, p + t.nbytes)});
+    }
+    CHECK(ts.size() > 12 * 3 * 2);
+    std::string text, err;
+    CHECK(maya::read_text_file(gguf_dir() + "qwen3moe.json", &text) == 0);
+    maya::JsonValue fx;
+    CHECK(maya::json_parse(text.data(), text.size(), &fx, &err));
+    const maya::JsonValue *config = fx.get("source")->get("config");
+    CHECK(config && config->get("architectures")->items[0].string == "Qwen3MoeForCausalLM");
+    std::string dir = test_tmpdir("qwen3moe-st");
+    CHECK(write_text(dir + "/config.json", json_text(*config)));
+    CHECK(write_safetensors(dir + "/model.safetensors", ts));
+    int32_t st = 0;
+    std::string msg;
+    bool ran = run_gguf("qwen3moe", "qwen3moe-BF16.gguf", 2, 256, &st, &msg, nullptr, dir);
+    CHECK_MSG(ran, "safetensors qwen3moe: status %d: %s", st, msg.c_str());
+    ran = run_gguf("qwen3moe", "qwen3moe-BF16.gguf", 1, 7, &st, &msg, nullptr, dir);
+    CHECK_MSG(ran, "safetensors qwen3moe: status %d: %s", st, msg.c_str());
+}
 TEST(gguf_glm4moe_bf16) { run_float("glm4moe", "glm4moe-BF16.gguf"); }
 TEST(gguf_deepseek2_f16) { run_float("deepseek2", "deepseek2-F16.gguf"); }
 
