@@ -25,6 +25,7 @@
 
 // The parts a register tile is written in (tile_f8_block, tile_q8_sums): one loop nest once compiled.
 #define KERNELS_INLINE inline __attribute__((always_inline))
+#define KERNELS_INLINE_LAMBDA __attribute__((always_inline))
 
 #ifndef KERNELS_NS
 #error "kernels/*.h are included through kernels_impl.h, which needs KERNELS_NS"
