@@ -19,6 +19,7 @@
 
 #include "common.h"              // defines: fail, ENG_STATUS_*
 #include "gguf.h"                // defines: gguf_parse, gguf_bind
+#include "kernels.h"             // defines: half_to_f32
 #include "kernels/ggml_blocks.h" // defines: ggml_row_bytes
 
 namespace maya {
@@ -63,26 +64,13 @@ static float stored_to_f32(const void *src, DType dt, int64_t i) {
     }
     uint16_t h;
     memcpy(&h, (const uint8_t *)src + 2 * i, 2);
-    uint32_t bits;
-    if (dt == DT_BF16) bits = (uint32_t)h << 16;
-    else { // f16
-        uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
-        if (exp == 0) {
-            if (mant == 0) bits = sign;
-            else {
-                exp = 127 - 15 + 1;
-                while (!(mant & 0x400)) {
-                    mant <<= 1;
-                    exp--;
-                }
-                bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
-            }
-        } else if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);
-        else bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    if (dt == DT_BF16) {
+        uint32_t bits = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &bits, 4);
+        return f;
     }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+    return half_to_f32(h); // f16
 }
 
 void quantize_q8_matrix(const void *src, DType dt, int64_t rows, int64_t cols, int8_t *q, float *scales) {

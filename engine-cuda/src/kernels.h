@@ -20,6 +20,27 @@
 
 namespace maya {
 
+/* IEEE half (binary16) bits to float, exactly (subnormals, infinities and NaN kept); the one
+ * scalar conversion, shared by the kernels' f16 loads and the checkpoint's element reads. */
+static inline float half_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF, bits;
+    if (exp == 0) {
+        if (mant == 0) bits = sign;
+        else {
+            exp = 127 - 15 + 1;
+            while (!(mant & 0x400)) {
+                mant <<= 1;
+                exp--;
+            }
+            bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
+        }
+    } else if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);
+    else bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    float f;
+    __builtin_memcpy(&f, &bits, 4);
+    return f;
+}
+
 /* Rows of W a matmul work unit covers (and the scratch a worker needs: kMatmulRows * K floats).
  * 16 rows x K f32 stays in L2 (K = 4096: 256 KiB) while all tokens of a prefill chunk pass it. */
 const int kMatmulRows = 16;

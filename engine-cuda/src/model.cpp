@@ -436,28 +436,6 @@ void model_rope_inv_freq(const ModelConfig &c, float *out) {
     }
 }
 
-static float half_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF, bits;
-    if (exp == 0) {
-        if (mant == 0) bits = sign;
-        else { // subnormal: renormalise
-            exp = 127 - 15 + 1;
-            while (!(mant & 0x400)) {
-                mant <<= 1;
-                exp--;
-            }
-            bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7F800000u | (mant << 13);
-    } else {
-        bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 /* Vectors and FP8 scales: F32, F16 or BF16 widened to f32 (callers reject F8 first). */
 static void to_f32(const Tensor *t, std::vector<float> *out) {
     out->resize((size_t)t->numel);
