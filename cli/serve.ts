@@ -182,6 +182,7 @@ function loadOptions(options: ServeOptions): Parameters<LoadModelRuntime>[1] {
   return {
     onProgress: options.onProgress,
     dialect: server.dialect,
+    ...(server.chatTemplate !== undefined ? { chatTemplate: server.chatTemplate } : {}),
     engine: engineOptions(server.engine, server.weightDtype),
     ...(server.decoding
       ? {

@@ -98,6 +98,9 @@ export interface ServerSettings {
   readonly maxBodyBytes: number;
   /** MAYA_DIALECT: overrides the dialect detected from the checkpoint (e.g. glm47); undefined = detect. */
   readonly dialect?: string;
+  /** MAYA_CHAT_TEMPLATE: a Jinja chat template file replacing the checkpoint's (a GGUF file without
+   * tokenizer.chat_template needs one); undefined = the checkpoint's. */
+  readonly chatTemplate?: string;
   /** MAYA_CONSTRAINED_DECODING (0|1, default 1) and MAYA_GRAMMAR_MAX_STRING / _MAX_ITEMS (>= 0, 0 = no limit). */
   readonly decoding?: DecodingSettings;
   /** Connection and shutdown limits (SERVER_LIMITS); absent = DEFAULT_SERVER_LIMITS. */
@@ -320,6 +323,8 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   if (dialect !== undefined && !DIALECT_NAMES.includes(dialect as never)) {
     throw new SettingsError('MAYA_DIALECT', `MAYA_DIALECT=${dialect}: must be one of ${DIALECT_NAMES.join(', ')}`);
   }
+  const chatTemplate =
+    env.MAYA_CHAT_TEMPLATE !== undefined && env.MAYA_CHAT_TEMPLATE !== '' ? env.MAYA_CHAT_TEMPLATE : undefined;
   const logLevel = env.MAYA_LOG_LEVEL !== undefined && env.MAYA_LOG_LEVEL !== '' ? env.MAYA_LOG_LEVEL : 'info';
   if (!LOG_LEVELS.includes(logLevel as LogLevel)) {
     throw new SettingsError('MAYA_LOG_LEVEL', `MAYA_LOG_LEVEL=${logLevel}: must be one of ${LOG_LEVELS.join(', ')}`);
@@ -340,6 +345,7 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     corsOrigins: origins.length > 0 ? origins : undefined,
     maxBodyBytes,
     ...(dialect !== undefined ? { dialect } : {}),
+    ...(chatTemplate !== undefined ? { chatTemplate } : {}),
     limits: loadServerLimits(env),
     logLevel: logLevel as LogLevel,
     decoding: loadDecodingSettings(env),
@@ -437,6 +443,7 @@ export const SETTING_NAMES: readonly string[] = [
   'MAYA_STORE_URL',
   'MAYA_STORE_WAIT_REPLICAS',
   'MAYA_DIALECT',
+  'MAYA_CHAT_TEMPLATE',
   ...Object.keys(SERVER_LIMITS).map((name) => `MAYA_${name}`),
   'MAYA_CONSTRAINED_DECODING',
   'MAYA_GRAMMAR_MAX_STRING',

@@ -68,7 +68,7 @@ export interface FinishInfo {
 }
 
 export interface EngineInfo {
-  arch: 'glm4' | 'llama' | 'qwen3' | 'glm4_moe' | 'deepseek_v3' | 'glm4v' | 'glm4v_moe';
+  arch: 'glm4' | 'llama' | 'qwen3' | 'qwen3_moe' | 'glm4_moe' | 'deepseek_v3' | 'glm4v' | 'glm4v_moe';
   backend: 'cpu' | 'cuda';
   numVocab: number;
   /** Context limit in tokens (prompt + output). */
@@ -88,7 +88,8 @@ export interface EngineInfo {
   vision: boolean;
   /** The weight matrices' dtype as the engine runs them (ENG_INFO_WEIGHT_DTYPE): as stored, or q8 when
    * quantized at load (MAYA_WEIGHT_DTYPE=q8). */
-  weightDtype: 'f32' | 'f16' | 'bf16' | 'fp8' | 'q8';
+  weightDtype:
+    'f32' | 'f16' | 'bf16' | 'fp8' | 'q8' | 'q8_0' | 'q4_0' | 'q4_1' | 'q5_0' | 'q5_1' | 'q4_k' | 'q5_k' | 'q6_k';
   /** CPU worker threads (ENG_INFO_N_THREADS). */
   numThreads: number;
   /** Speculative decoding as run ('off' or 'ngram': prompt lookup) and its most drafted tokens per step. */

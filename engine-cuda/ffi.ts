@@ -17,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 9,
+  ABI_VERSION: 10,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -104,6 +104,7 @@ export const ENG = {
   ARCH_DEEPSEEK_V3: 5,
   ARCH_GLM4V: 6,
   ARCH_GLM4V_MOE: 7,
+  ARCH_QWEN3_MOE: 8,
   SIMD_SCALAR: 0,
   SIMD_AVX2: 1,
   SIMD_AVX512: 2,
@@ -117,6 +118,14 @@ export const ENG = {
   SPEC_OFF: 1,
   SPEC_NGRAM: 2,
   SPEC_MTP: 3,
+  WEIGHT_DTYPE_Q8_0: 8,
+  WEIGHT_DTYPE_Q4_0: 9,
+  WEIGHT_DTYPE_Q4_1: 10,
+  WEIGHT_DTYPE_Q5_0: 11,
+  WEIGHT_DTYPE_Q5_1: 12,
+  WEIGHT_DTYPE_Q4_K: 13,
+  WEIGHT_DTYPE_Q5_K: 14,
+  WEIGHT_DTYPE_Q6_K: 15,
 } as const;
 
 /** The exported functions of engine.h, in header order. */

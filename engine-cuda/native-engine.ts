@@ -57,6 +57,7 @@ const ARCHS: Record<number, EngineInfo['arch']> = {
   [ENG.ARCH_DEEPSEEK_V3]: 'deepseek_v3',
   [ENG.ARCH_GLM4V]: 'glm4v',
   [ENG.ARCH_GLM4V_MOE]: 'glm4v_moe',
+  [ENG.ARCH_QWEN3_MOE]: 'qwen3_moe',
 };
 
 const SIMD_PATHS: Record<number, EngineInfo['simd']> = {
@@ -71,6 +72,14 @@ const WEIGHT_DTYPES: Record<number, EngineInfo['weightDtype']> = {
   [ENG.WEIGHT_DTYPE_BF16]: 'bf16',
   [ENG.WEIGHT_DTYPE_FP8]: 'fp8',
   [ENG.WEIGHT_DTYPE_Q8]: 'q8',
+  [ENG.WEIGHT_DTYPE_Q8_0]: 'q8_0',
+  [ENG.WEIGHT_DTYPE_Q4_0]: 'q4_0',
+  [ENG.WEIGHT_DTYPE_Q4_1]: 'q4_1',
+  [ENG.WEIGHT_DTYPE_Q5_0]: 'q5_0',
+  [ENG.WEIGHT_DTYPE_Q5_1]: 'q5_1',
+  [ENG.WEIGHT_DTYPE_Q4_K]: 'q4_k',
+  [ENG.WEIGHT_DTYPE_Q5_K]: 'q5_k',
+  [ENG.WEIGHT_DTYPE_Q6_K]: 'q6_k',
 };
 
 /** Maps eng_ctx_info() fields to EngineInfo. */

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 9
+#define ENG_ABI_VERSION 10
 
 typedef struct eng_ctx eng_ctx;
 
@@ -61,8 +61,10 @@ enum {
     ENG_PARAM_PREFILL_CHUNK = 6, /* most prompt tokens prefilled in one step; default 256 */
     ENG_PARAM_N_CTX = 7,         /* context limit; default (and maximum) max_position_embeddings */
     ENG_PARAM_WEIGHT_DTYPE = 8,  /* 0 as stored; ENG_WEIGHT_DTYPE_Q8: matrices quantized at load to int8 per
-                                    block of 32 with an f32 scale (CPU backend only; MoE routers and
-                                    matrices whose columns are not a multiple of 32 stay as stored) */
+                                    block of 32 with an f32 scale; ENG_WEIGHT_DTYPE_Q4_K: llama.cpp's Q4_K_M
+                                    mixture made at load (Q4_K, some Q6_K; Q5_0 / Q8_0 where rows are
+                                    not whole 256-blocks). CPU backend only; MoE routers and matrices
+                                    whose columns are not a multiple of 32 stay as stored */
     ENG_PARAM_SIMD = 9,          /* CPU kernel path of this context: 0 the fastest this CPU runs, else
                                     1 + ENG_SIMD_* (UNSUPPORTED when the CPU or the build lacks it) */
     ENG_PARAM_WEIGHT_COPY = 10,  /* CPU backend: 0/1 copy the matrices into transparent huge pages when they
@@ -113,7 +115,8 @@ enum {
     ENG_ARCH_GLM4_MOE = 4,    /* Glm4MoeForCausalLM */
     ENG_ARCH_DEEPSEEK_V3 = 5, /* DeepseekV3ForCausalLM */
     ENG_ARCH_GLM4V = 6,       /* Glm4vForConditionalGeneration */
-    ENG_ARCH_GLM4V_MOE = 7    /* Glm4vMoeForConditionalGeneration */
+    ENG_ARCH_GLM4V_MOE = 7,   /* Glm4vMoeForConditionalGeneration */
+    ENG_ARCH_QWEN3_MOE = 8    /* Qwen3MoeForCausalLM */
 };
 enum { ENG_SIMD_SCALAR = 0, ENG_SIMD_AVX2 = 1, ENG_SIMD_AVX512 = 2 };
 enum {
@@ -121,7 +124,18 @@ enum {
     ENG_WEIGHT_DTYPE_F16 = 1,
     ENG_WEIGHT_DTYPE_BF16 = 2,
     ENG_WEIGHT_DTYPE_FP8 = 4, /* float8 e4m3, block-scaled (3: no matrix dtype) */
-    ENG_WEIGHT_DTYPE_Q8 = 5   /* int8 per block of 32 with an f32 scale, made at load */
+    ENG_WEIGHT_DTYPE_Q8 = 5,  /* int8 per block of 32 with an f32 scale, made at load */
+    /* GGUF (ggml) block formats, stored exactly as ggml lays them out (ggml-common.h): a row of K
+     * weights is K / block weights of blocks; 7 is unused. As ENG_PARAM_WEIGHT_DTYPE, Q4_K asks
+     * for llama.cpp's Q4_K_M mixture made at load (Q4_K, some matrices Q6_K; see model.cpp). */
+    ENG_WEIGHT_DTYPE_Q8_0 = 8,  /* 32 weights in 34 bytes */
+    ENG_WEIGHT_DTYPE_Q4_0 = 9,  /* 32 weights in 18 bytes */
+    ENG_WEIGHT_DTYPE_Q4_1 = 10, /* 32 weights in 20 bytes */
+    ENG_WEIGHT_DTYPE_Q5_0 = 11, /* 32 weights in 22 bytes */
+    ENG_WEIGHT_DTYPE_Q5_1 = 12, /* 32 weights in 24 bytes */
+    ENG_WEIGHT_DTYPE_Q4_K = 13, /* 256 weights in 144 bytes */
+    ENG_WEIGHT_DTYPE_Q5_K = 14, /* 256 weights in 176 bytes */
+    ENG_WEIGHT_DTYPE_Q6_K = 15  /* 256 weights in 210 bytes */
 };
 /* Speculative decoding modes (ENG_PARAM_SPECULATIVE, ENG_INFO_SPECULATIVE). */
 enum { ENG_SPEC_AUTO = 0, ENG_SPEC_OFF = 1, ENG_SPEC_NGRAM = 2, ENG_SPEC_MTP = 3 };
@@ -171,7 +185,8 @@ ENG_API const char *eng_status_str(int32_t status);
 /* Detail of the latest failure on this thread. Returns its length; -needed if len is too small. */
 ENG_API int32_t eng_last_error(char *buf, int32_t len);
 
-/* Loads a Hugging Face model directory (config.json + safetensors). Writes the context to *out.
+/* Loads a Hugging Face model directory (config.json + safetensors), or a llama.cpp GGUF file (a path
+ * ending in .gguf; of a split set, the first file). Writes the context to *out.
  * Returns OK, INVALID_ARG, IO, BAD_CHECKPOINT, UNSUPPORTED, OUT_OF_MEMORY, BACKEND. */
 ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int32_t n_params, eng_ctx **out);
 /* Where the CUDA backend's library is loaded from; default libmaya_engine_cuda.so beside this

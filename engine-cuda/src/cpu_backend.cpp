@@ -19,11 +19,12 @@
 
 #include <algorithm>
 
-#include "backend.h"     // defines: Backend, Batch, BackendConfig
-#include "common.h"      // defines: fail
-#include "kernels.h"     // defines: Kernels, kMatmulRows
-#include "moe_router.h"  // defines: moe_route
-#include "thread_pool.h" // defines: ThreadPool
+#include "backend.h"             // defines: Backend, Batch, BackendConfig
+#include "common.h"              // defines: fail
+#include "kernels.h"             // defines: Kernels, kMatmulRows
+#include "kernels/ggml_blocks.h" // defines: ggml_is_k_dtype, ggml_is_block_dtype
+#include "moe_router.h"          // defines: moe_route
+#include "thread_pool.h"         // defines: ThreadPool
 
 namespace maya {
 
@@ -31,6 +32,9 @@ namespace maya {
 static_assert(kDtF32 == DT_F32 && kDtF16 == DT_F16 && kDtBF16 == DT_BF16,
               "kernels.h: float dtype codes differ from DType");
 static_assert(kDtF8 == DT_F8_E4M3 && kDtQ8 == DT_Q8, "kernels.h: 8-bit dtype codes differ from DType");
+static_assert(kDtQ8_0 == DT_Q8_0 && kDtQ4_0 == DT_Q4_0 && kDtQ4_1 == DT_Q4_1 && kDtQ5_0 == DT_Q5_0 &&
+                  kDtQ5_1 == DT_Q5_1 && kDtQ4_K == DT_Q4_K && kDtQ5_K == DT_Q5_K && kDtQ6_K == DT_Q6_K,
+              "kernels.h: GGUF dtype codes differ from DType");
 static_assert(kDtF8Finite != DT_F32 && kDtF8Finite != DT_F16 && kDtF8Finite != DT_BF16 && kDtF8Finite != DT_OTHER &&
                   kDtF8Finite != DT_F8_E4M3 && kDtF8Finite != DT_Q8,
               "kernels.h: kDtF8Finite must be no DType");
@@ -56,9 +60,13 @@ struct MatmulTask {
     const MatJob *jobs;
     const int *unit_end; // (n_jobs) cumulative work units per job
     float *const *scratch;
-    const int64_t *q8_off; // (n_jobs) Q8 weights: offset of the job's quantized x in q8x/q8d, or -1
+    const int64_t *q8_off; // (n_jobs) Q8 and 32-block GGUF weights: offset of the job's quantized x in q8x/q8d, or -1
     const int8_t *q8x;
     const float *q8d;
+    const int64_t *kq_off; // (n_jobs) K-quant weights: offset of the job's quantized x in kqx/kqd/kqbs, or -1
+    const int8_t *kqx;
+    const float *kqd;      // per 256
+    const int16_t *kqbs;   // per 16
     const int64_t *f8_off; // (n_jobs) finite FP8 weights, few tokens: offset of the job's scaled x in f8x, or -1
     const float *f8x;      // x times Kernels::f8_x_scale
 };
@@ -71,6 +79,19 @@ static void matmul_task(void *arg, int task, int worker) {
     int r0 = (task - first) * kMatmulRows;
     int r1 = r0 + kMatmulRows < job.w->rows ? r0 + kMatmulRows : job.w->rows;
     int64_t qo = m.q8_off[j];
+    int64_t ko = m.kq_off[j];
+    if (ko >= 0) { // as Q8 below, per 256
+        int K = job.w->cols;
+        m.k->matmul_ggml(m.kqx + ko, m.kqd + ko / 256, m.kqbs + ko / 16, K, job.T > 0 ? job.T : m.T, job.w->data,
+                         job.w->dtype, K, r0, r1, job.y, job.ldy, job.bias, m.is_streaming);
+        return;
+    }
+    if (qo >= 0 && job.w->dtype != DT_Q8) { // a 32-block GGUF dtype over the Q8 activations
+        int K = job.w->cols;
+        m.k->matmul_ggml(m.q8x + qo, m.q8d + qo / kQ8Block, nullptr, K, job.T > 0 ? job.T : m.T, job.w->data,
+                         job.w->dtype, K, r0, r1, job.y, job.ldy, job.bias, m.is_streaming);
+        return;
+    }
     if (qo >= 0) { // x quantized once for all row blocks (bit-identical to matmul's own quantization)
         int K = job.w->cols;
         m.k->matmul_q8(m.q8x + qo, m.q8d + qo / kQ8Block, K, job.T > 0 ? job.T : m.T, (const int8_t *)job.w->data,
@@ -318,7 +339,12 @@ class CpuBackend final : public Backend {
     std::vector<int> unit_end_;                          // (max(3, 2 (E + 1))) see linear()
     std::vector<int64_t> q8_off_;                        // (as unit_end_) see linear()
     std::vector<int8_t, LineAlloc<int8_t>> q8x_;         // Q8 weights: quantized activations
-    std::vector<float> q8d_;                             //   and their per-32 scales
+    std::vector<float> q8d_;                             //   and their per-32 scales (32-block GGUF dtypes too)
+    std::vector<int64_t> kq_off_;                        // (as unit_end_) see linear()
+    std::vector<int8_t, LineAlloc<int8_t>> kqx_;         // K-quant weights: quantized activations,
+    std::vector<float> kqd_;                             //   their per-256 scales
+    std::vector<int16_t> kqbs_;                          //   and per-16 sums
+    size_t act_cap_ = 0;                                 // quantized activation bytes one linear() may need
     std::vector<int64_t> f8_off_;                        // (as unit_end_) see linear()
     Buf f8x_;                                            // finite FP8 weights: x times f8_x_scale
     Buf out_x_;                                          // (max_logits, C)
@@ -373,6 +399,7 @@ void CpuBackend::alloc_activations() {
     ff2_.resize(T * I > moe_ff ? T * I : moe_ff);
     unit_end_.resize(3 + 2 * (size_t)(c_.n_expert + 1));
     q8_off_.resize(unit_end_.size());
+    kq_off_.resize(unit_end_.size());
     f8_off_.resize(unit_end_.size());
     if (c_.is_mla()) {
         size_t R = (size_t)c_.kv_lora_rank, Dr = (size_t)c_.qk_rope_dim;
@@ -413,8 +440,11 @@ void CpuBackend::alloc_scratch() {
     for (int64_t k : {(int64_t)c_.n_ff, (int64_t)c_.n_ff_expert, (int64_t)c_.n_ff_shared, qd, att,
                       (int64_t)c_.kv_lora_rank, (int64_t)c_.q_lora_rank})
         if (k > kmax) kmax = k;
-    if (m_.has_q8()) { // the activations of one linear() call: T rows per distinct input, at most K + 2 inputs of kmax
-        q8x_.resize(T * (size_t)(c_.n_expert_used + 2) * (size_t)kmax);
+    // The quantized activations of one linear() call: T rows per distinct input, at most K + 2
+    // inputs of kmax. Allocated here for Q8, on first use for GGUF block dtypes.
+    act_cap_ = T * (size_t)(c_.n_expert_used + 2) * (size_t)kmax;
+    if (m_.has_q8()) {
+        q8x_.resize(act_cap_);
         q8d_.resize(q8x_.size() / kQ8Block);
     }
     if (k_.f8_x_scale != 1.0f) // decode's scaled activations: as q8x_, for up to kF8ScaledMaxTokens tokens
@@ -469,12 +499,11 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
     m.unit_end = unit_end_.data();
     m.scratch = scratch_ptr_.data();
     m.q8_off = q8_off_.data();
-    m.q8x = q8x_.data();
-    m.q8d = q8d_.data();
+    m.kq_off = kq_off_.data();
     m.f8_off = f8_off_.data();
     m.f8x = f8x_.data();
     int total = 0;
-    int64_t q8_used = 0, f8_used = 0;
+    int64_t q8_used = 0, f8_used = 0, kq_used = 0;
     // The offset an earlier job's prepared copy of this job's input has in offs (the same x, rows
     // and columns), or -1.
     auto shared = [&](const int64_t *offs, int j) {
@@ -493,6 +522,7 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
         const MatJob &jb = jobs[j];
         int jt = jb.T > 0 ? jb.T : T, K = jb.w->cols;
         q8_off_[(size_t)j] = -1;
+        kq_off_[(size_t)j] = -1;
         f8_off_[(size_t)j] = -1;
         if (jb.w->dtype == DT_F8_E4M3 && jb.w->is_f8_finite && jt <= kF8ScaledMaxTokens && !f8x_.empty()) {
             // Scaled once for every row block (and for jobs sharing the input, as gate/up do).
@@ -507,7 +537,28 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
             f8_used += (int64_t)jt * K;
             continue;
         }
-        if (jb.w->dtype != DT_Q8) continue;
+        if (ggml_is_k_dtype(jb.w->dtype)) { // K-quants: per 256, with bsums
+            if (kqx_.empty()) {
+                kqx_.resize(act_cap_);
+                kqd_.resize(act_cap_ / 256);
+                kqbs_.resize(act_cap_ / 16);
+            }
+            kq_off_[(size_t)j] = shared(kq_off_.data(), j);
+            if (kq_off_[(size_t)j] >= 0 || kq_used + (int64_t)jt * K > (int64_t)kqx_.size()) continue;
+            for (int t = 0; t < jt; t++) {
+                int64_t o = kq_used + (int64_t)t * K;
+                k_.quantize_q8k(jb.x + (int64_t)t * jb.ldx, K, &kqx_[(size_t)o], &kqd_[(size_t)(o / 256)],
+                                &kqbs_[(size_t)(o / 16)]);
+            }
+            kq_off_[(size_t)j] = kq_used;
+            kq_used += (int64_t)jt * K;
+            continue;
+        }
+        if (jb.w->dtype != DT_Q8 && !ggml_is_block_dtype(jb.w->dtype)) continue;
+        if (q8x_.empty()) {
+            q8x_.resize(act_cap_);
+            q8d_.resize(act_cap_ / kQ8Block);
+        }
         q8_off_[(size_t)j] = shared(q8_off_.data(), j);
         if (q8_off_[(size_t)j] >= 0 || q8_used + (int64_t)jt * K > (int64_t)q8x_.size()) continue;
         for (int t = 0; t < jt; t++)
@@ -516,6 +567,11 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
         q8_off_[(size_t)j] = q8_used;
         q8_used += (int64_t)jt * K;
     }
+    m.q8x = q8x_.data(); // (buffers made on first use above)
+    m.q8d = q8d_.data();
+    m.kqx = kqx_.data();
+    m.kqd = kqd_.data();
+    m.kqbs = kqbs_.data();
     pool_.run(total, matmul_task, &m, is_streaming_);
 }
 

@@ -70,6 +70,7 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, i
     // q8 when any matrix was quantized at load; else layer 0's attention output matrix stands for
     // all (every architecture has one, and FP8 applies to all the big matrices alike).
     in[ENG_INFO_WEIGHT_DTYPE] = c->model.has_q8()         ? DT_Q8
+                                : c->model.is_q4_k_m      ? DT_Q4_K // the mixture made at load
                                 : c->model.layers.empty() ? DT_F32
                                                           : c->model.layers[0].wo.dtype;
     in[ENG_INFO_N_THREADS] = n_threads;
@@ -89,8 +90,10 @@ static int32_t choose_backend(const eng_ctx *c, const int64_t *params, int32_t n
                         "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
         b = ENG_BACKEND_CPU;
     }
-    if (c->model.is_q8 && b == ENG_BACKEND_CUDA) { // the Q8 kernels are the CPU backend's
-        if (!*is_auto) return fail(ENG_STATUS_UNSUPPORTED, "weight dtype q8 runs on the CPU backend only");
+    if ((c->model.is_q8 || c->model.is_q4_k_m) && b == ENG_BACKEND_CUDA) { // the Q8 / GGUF kernels are the CPU's
+        if (!*is_auto)
+            return fail(ENG_STATUS_UNSUPPORTED, "weight dtype %s runs on the CPU backend only",
+                        c->model.is_q8 ? "q8" : "q4_k_m");
         b = ENG_BACKEND_CPU;
     }
     *out = b;
@@ -305,12 +308,17 @@ ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int
     try {
         c = new eng_ctx();
         int64_t wd = param(params, n_params, ENG_PARAM_WEIGHT_DTYPE, 0);
-        if (wd != 0 && wd != ENG_WEIGHT_DTYPE_Q8) {
+        if (wd != 0 && wd != ENG_WEIGHT_DTYPE_Q8 && wd != ENG_WEIGHT_DTYPE_Q4_K) {
             delete c;
-            return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_WEIGHT_DTYPE must be 0 (as stored) or %d (q8), got %lld",
-                        ENG_WEIGHT_DTYPE_Q8, (long long)wd);
+            return fail(ENG_STATUS_INVALID_ARG,
+                        "ENG_PARAM_WEIGHT_DTYPE must be 0 (as stored), %d (q8) or %d (q4_k_m), got %lld",
+                        ENG_WEIGHT_DTYPE_Q8, ENG_WEIGHT_DTYPE_Q4_K, (long long)wd);
         }
         c->model.is_q8 = wd == ENG_WEIGHT_DTYPE_Q8;
+        c->model.is_q4_k_m = wd == ENG_WEIGHT_DTYPE_Q4_K;
+        int64_t nt = param(params, n_params, ENG_PARAM_N_THREADS, 0);
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        c->model.quant_threads = (int)(nt > 0 ? nt : cores > 0 ? cores : 1);
         st = model_load(model_dir, &c->model);
         if (st >= 0) st = configure(c, params, n_params);
     } catch (const std::bad_alloc &) {

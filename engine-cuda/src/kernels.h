@@ -20,6 +20,27 @@
 
 namespace maya {
 
+/* IEEE half (binary16) bits to float, exactly (subnormals, infinities and NaN kept); the one
+ * scalar conversion, shared by the kernels' f16 loads and the checkpoint's element reads. */
+static inline float half_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF, bits;
+    if (exp == 0) {
+        if (mant == 0) bits = sign;
+        else {
+            exp = 127 - 15 + 1;
+            while (!(mant & 0x400)) {
+                mant <<= 1;
+                exp--;
+            }
+            bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
+        }
+    } else if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);
+    else bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    float f;
+    __builtin_memcpy(&f, &bits, 4);
+    return f;
+}
+
 /* Rows of W a matmul work unit covers (and the scratch a worker needs: kMatmulRows * K floats).
  * 16 rows x K f32 stays in L2 (K = 4096: 256 KiB) while all tokens of a prefill chunk pass it. */
 const int kMatmulRows = 16;
@@ -30,6 +51,10 @@ const int kMatmulRows = 16;
  * pins each with a static_assert. */
 const int kDtF32 = ENG_WEIGHT_DTYPE_F32, kDtF16 = ENG_WEIGHT_DTYPE_F16, kDtBF16 = ENG_WEIGHT_DTYPE_BF16,
           kDtF8 = ENG_WEIGHT_DTYPE_FP8, kDtQ8 = ENG_WEIGHT_DTYPE_Q8;
+/* The GGUF block dtypes (kernels/ggml_blocks.h), stored as ggml lays them out. */
+const int kDtQ8_0 = ENG_WEIGHT_DTYPE_Q8_0, kDtQ4_0 = ENG_WEIGHT_DTYPE_Q4_0, kDtQ4_1 = ENG_WEIGHT_DTYPE_Q4_1,
+          kDtQ5_0 = ENG_WEIGHT_DTYPE_Q5_0, kDtQ5_1 = ENG_WEIGHT_DTYPE_Q5_1, kDtQ4_K = ENG_WEIGHT_DTYPE_Q4_K,
+          kDtQ5_K = ENG_WEIGHT_DTYPE_Q5_K, kDtQ6_K = ENG_WEIGHT_DTYPE_Q6_K;
 const int kF8Block = 128;
 /* The matmul's dtype for an FP8 e4m3 matrix the loader found free of NaN bytes (0x7F / 0xFF;
  * model_check_f8): the same results as DT_F8_E4M3 with fewer instructions per weight. Only
@@ -73,6 +98,14 @@ struct Kernels {
     void (*quantize_q8)(const float *x, int K, int8_t *q, float *d);
     void (*matmul_q8)(const int8_t *xq, const float *xd, int ldq, int T, const int8_t *w, const float *wscale, int K,
                       int r0, int r1, float *y, int ldy, const float *bias, bool is_streaming);
+    /* GGUF block dtypes (kernels/ggml_dot.h; matmul above quantizes x itself): the 32-weight blocks
+     * take quantize_q8's activations, the K-quants quantize_q8k's: per 256 columns q (int8), d (one
+     * f32) and bsums (the int16 sums of each 16 q), K a multiple of 256. matmul_ggml: as matmul over
+     * quantized activations xq (T, ldq) bytes, xd (T, ldq / 32 or ldq / 256) and, K-quants, xbs
+     * (T, ldq / 16); the same bits as matmul. */
+    void (*quantize_q8k)(const float *x, int K, int8_t *q, float *d, int16_t *bsums);
+    void (*matmul_ggml)(const int8_t *xq, const float *xd, const int16_t *xbs, int ldq, int T, const void *w, int dtype,
+                        int K, int r0, int r1, float *y, int ldy, const float *bias, bool is_streaming);
     /* FP8 weights known finite (kDtF8Finite) over activations given times f8_x_scale: matmul's
      * results, bit for bit, without its scratch. The vector tables widen e4m3 bytes straight to
      * f32 bits (value times 2^-120) and need x times 2^32 so no product underflows; the caller

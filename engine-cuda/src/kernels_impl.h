@@ -6,6 +6,8 @@
  *   tiles.h        f32 / bf16 / f16 matmul register tiles and row orders
  *   fp8.h          FP8 e4m3 widening, block-scaled tiles and matmuls
  *   q8.h           8-bit weights: activation quantization, integer block dots, Q8 matmuls
+ *   ggml.h         GGUF block dtypes: dequantization as ggml's (ggml_blocks.h: the layouts)
+ *   ggml_dot.h     GGUF block dtypes: quantized activations, integer block dots, matmuls
  *   matmul.h       Kernels::matmul and row_to_f32 over any dtype
  *   elementwise.h  dot, axpy, scale, RMSNorm, SiLU * up
  *   attention.h    softmax, attention scores and sums, MLA's rows_accum / row_dot
@@ -16,6 +18,8 @@
 #include "kernels/base.h"
 #include "kernels/elementwise.h"
 #include "kernels/fp8.h"
+#include "kernels/ggml.h"
+#include "kernels/ggml_dot.h"
 #include "kernels/matmul.h"
 #include "kernels/q8.h"
 #include "kernels/tiles.h"
@@ -46,6 +50,8 @@ const Kernels KERNELS_TABLE = {
     KERNELS_NS::attn_accum,
     KERNELS_NS::quantize_q8,
     KERNELS_NS::matmul_q8_pre,
+    KERNELS_NS::quantize_q8k,
+    KERNELS_NS::matmul_ggml_pre,
 #ifdef F8_BITS
     KERNELS_NS::F8_X_SCALE,
 #else

@@ -14,10 +14,12 @@
 #include <unordered_set>
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "common.h" // defines: fail, clear_error, ENG_TRY
-#include "vision.h" // defines: vision_load
+#include "common.h"      // defines: fail, clear_error, ENG_TRY
+#include "ggml_quants.h" // defines: ggml_quantize_matrix
+#include "vision.h"      // defines: vision_load
 
 namespace maya {
 
@@ -180,6 +182,33 @@ static int32_t parse_moe(const JsonValue &c, ModelConfig *m) {
     return ENG_STATUS_OK;
 }
 
+/* Qwen3MoeForCausalLM (transformers' configuration_qwen3_moe: num_experts, num_experts_per_tok,
+ * moe_intermediate_size, norm_topk_prob default false, decoder_sparse_step 1, mlp_only_layers []):
+ * every layer sparse, softmax router over all experts, no shared expert, no scaling. */
+static int32_t parse_qwen3_moe(const JsonValue &c, ModelConfig *m) {
+    ENG_TRY(get_int(c, "num_experts", 0, &m->n_expert, true));
+    ENG_TRY(get_int(c, "num_experts_per_tok", 0, &m->n_expert_used, true));
+    ENG_TRY(get_int(c, "moe_intermediate_size", 0, &m->n_ff_expert, true));
+    int32_t step = 1;
+    ENG_TRY(get_int(c, "decoder_sparse_step", 1, &step, false));
+    const JsonValue *only = field(c, "mlp_only_layers");
+    if (step != 1 || (only && (only->kind != JsonValue::ARRAY || !only->items.empty())))
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "config.json: dense Qwen3-MoE layers (decoder_sparse_step %d, mlp_only_layers) are not supported",
+                    step);
+    m->is_norm_topk = get_bool(c, "norm_topk_prob", false);
+    m->is_softmax_router = true;
+    m->routed_scale = 1.0f;
+    m->n_group = m->topk_group = 1;
+    m->first_dense = 0;
+    m->n_ff_shared = 0;
+    if (m->n_expert <= 0 || m->n_ff_expert <= 0 || m->n_expert_used <= 0 || m->n_expert_used > m->n_expert)
+        return fail(ENG_STATUS_BAD_CHECKPOINT,
+                    "config.json: MoE sizes are inconsistent (num_experts %d, num_experts_per_tok %d)", m->n_expert,
+                    m->n_expert_used);
+    return ENG_STATUS_OK;
+}
+
 /* DeepseekV3: q_lora_rank (null: q_proj), kv_lora_rank, head dims; the softmax scale. */
 static int32_t parse_mla(const JsonValue &c, ModelConfig *m) {
     ENG_TRY(get_int(c, "q_lora_rank", 0, &m->q_lora_rank, false)); // null: no q compression
@@ -248,6 +277,7 @@ static int32_t parse_arch(const JsonValue &root, ModelConfig *m) {
     else if (a == "DeepseekV3ForCausalLM") m->arch = ARCH_DEEPSEEK_V3;
     else if (a == "Glm4vForConditionalGeneration") m->arch = ARCH_GLM4V;
     else if (a == "Glm4vMoeForConditionalGeneration") m->arch = ARCH_GLM4V_MOE;
+    else if (a == "Qwen3MoeForCausalLM") m->arch = ARCH_QWEN3_MOE;
     else if (a == "DeepseekV32ForCausalLM")
         return fail(ENG_STATUS_UNSUPPORTED,
                     "unsupported architecture DeepseekV32ForCausalLM: DeepSeek sparse attention "
@@ -255,7 +285,8 @@ static int32_t parse_arch(const JsonValue &root, ModelConfig *m) {
     else
         return fail(ENG_STATUS_UNSUPPORTED,
                     "unsupported architecture %s (supported: Glm4ForCausalLM, LlamaForCausalLM, "
-                    "Qwen3ForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, Glm4vForConditionalGeneration, "
+                    "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, "
+                    "Glm4vForConditionalGeneration, "
                     "Glm4vMoeForConditionalGeneration)",
                     a.c_str());
     return ENG_STATUS_OK;
@@ -284,7 +315,8 @@ static int32_t parse_sizes(const JsonValue &c, const ArchFamily &f, ModelConfig 
     ENG_TRY(get_int(c, "max_position_embeddings", 2048, &m->max_pos, false));
     if (m->n_head <= 0 || m->n_embd <= 0 || m->n_layer <= 0 || m->n_vocab <= 0 || m->n_ff <= 0 || m->n_head_kv <= 0)
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: sizes must be positive");
-    int64_t def_head_dim = m->arch == ARCH_GLM4 || m->arch == ARCH_QWEN3 ? 128 : m->n_embd / m->n_head;
+    int64_t def_head_dim =
+        m->arch == ARCH_GLM4 || m->arch == ARCH_QWEN3 || m->arch == ARCH_QWEN3_MOE ? 128 : m->n_embd / m->n_head;
     ENG_TRY(get_int(c, "head_dim", def_head_dim, &m->head_dim, false));
     if (f.glm4v) m->head_dim = m->n_embd / m->n_head;                 // Glm4vTextAttention: hidden_size / heads
     if ((!f.ds && m->head_dim <= 0) || m->n_head % m->n_head_kv != 0) // MLA sets its own head dims
@@ -327,7 +359,8 @@ static int32_t parse_layer_options(const JsonValue &root, const JsonValue &c, co
     m->has_o_bias = !f.glm4 && !f.glm_moe && attn_bias; // GLM-4 / GLM-4.5 o_proj never has a bias
     m->has_mlp_bias = m->arch == ARCH_LLAMA && get_bool(c, "mlp_bias", false);
     // Glm4vMoeTextConfig removes use_qk_norm: GLM-4.5V has no QK-norm.
-    m->has_qk_norm = m->arch == ARCH_QWEN3 || (m->arch == ARCH_GLM4_MOE && get_bool(c, "use_qk_norm", false));
+    m->has_qk_norm = m->arch == ARCH_QWEN3 || m->arch == ARCH_QWEN3_MOE ||
+                     (m->arch == ARCH_GLM4_MOE && get_bool(c, "use_qk_norm", false));
     m->has_sandwich_norms = f.glm4;
     m->is_rope_interleaved =
         f.glm4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe); GLM-4.1V pairs (rotate_half_llm)
@@ -353,6 +386,7 @@ int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
     ENG_TRY(parse_layer_options(root, c, f, m));
     if (f.glm_moe || f.ds) ENG_TRY(parse_moe(c, m));
     if (f.ds) ENG_TRY(parse_mla(c, m));
+    if (m->arch == ARCH_QWEN3_MOE) ENG_TRY(parse_qwen3_moe(c, m));
     if (get_bool(c, "use_sliding_window", false)) // Qwen2/3 configs carry it, normally false
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: use_sliding_window is not supported");
     const JsonValue *act = field(c, "hidden_act");
@@ -402,28 +436,6 @@ void model_rope_inv_freq(const ModelConfig &c, float *out) {
     }
 }
 
-static float half_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF, bits;
-    if (exp == 0) {
-        if (mant == 0) bits = sign;
-        else { // subnormal: renormalise
-            exp = 127 - 15 + 1;
-            while (!(mant & 0x400)) {
-                mant <<= 1;
-                exp--;
-            }
-            bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7F800000u | (mant << 13);
-    } else {
-        bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 /* Vectors and FP8 scales: F32, F16 or BF16 widened to f32 (callers reject F8 first). */
 static void to_f32(const Tensor *t, std::vector<float> *out) {
     out->resize((size_t)t->numel);
@@ -442,6 +454,28 @@ static void to_f32(const Tensor *t, std::vector<float> *out) {
     }
 }
 
+/* llama.cpp's "more bits" layers of a mixture (llama-quant.cpp use_more_bits): the first and last
+ * eighth of the layers and every third one between. */
+static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+DType q4_k_m_dtype(const std::string &name, int64_t cols, int n_layer, bool is_tied) {
+    auto ends = [&](const char *s) {
+        size_t n = strlen(s);
+        return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+    };
+    if (ends("mlp.gate.weight") || cols % 32 != 0) return DT_OTHER; // MoE routers keep their precision
+    int layer = -1;
+    size_t at = name.find("layers.");
+    if (at != std::string::npos) layer = atoi(name.c_str() + at + 7);
+    DType dt = DT_Q4_K;
+    if (ends("lm_head.weight") || (is_tied && ends("embed_tokens.weight"))) dt = DT_Q6_K; // the output matrix
+    else if ((ends("self_attn.v_proj.weight") || ends("down_proj.weight")) && layer >= 0 &&
+             use_more_bits(layer, n_layer))
+        dt = DT_Q6_K;
+    if (cols % 256 != 0) dt = dt == DT_Q6_K ? DT_Q8_0 : DT_Q5_0; // rows not whole K-quant blocks
+    return dt;
+}
+
 namespace {
 
 /* Binds tensors by name and counts parameters and the bytes a decoded token reads. */
@@ -458,7 +492,8 @@ struct Binder {
         w->scale = nullptr;
         int64_t bytes = (int64_t)t->nbytes;
         if (t->dtype == DT_F8_E4M3) ENG_TRY(fp8_scale(name, rows, cols, w, &bytes));
-        else if (m->is_q8) to_q8(name, t, w, &bytes);
+        else if (m->is_q8 && dtype_size(t->dtype) > 0) to_q8(name, t, w, &bytes); // block dtypes stay as stored
+        else if (m->is_q4_k_m) to_q4_k_m(name, t, w, &bytes);
         m->n_params += t->numel;
         if (is_counted) {
             m->n_params_active += t->numel;
@@ -481,6 +516,19 @@ struct Binder {
         w->scale = m->scales.back().data();
         *bytes = n + n / 32 * 4;
     }
+    /* ENG_PARAM_WEIGHT_DTYPE Q4_K: the matrix quantized at load to its type in llama.cpp's Q4_K_M
+     * mixture (q4_k_m_dtype), kept as stored when that is none. */
+    void to_q4_k_m(const std::string &name, const Tensor *t, Weight *w, int64_t *bytes) {
+        DType dt = q4_k_m_dtype(name, w->cols, m->cfg.n_layer, m->cfg.is_tied);
+        if (dt == DT_OTHER || (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16)) return;
+        int64_t rb = dtype_row_bytes(dt, w->cols);
+        m->q8.emplace_back((size_t)(rb * w->rows));
+        ggml_quantize_matrix(dt, t->data, t->dtype, w->rows, w->cols, m->q8.back().data(), m->quant_threads);
+        w->data = m->q8.back().data();
+        w->dtype = dt;
+        w->scale = nullptr;
+        *bytes = rb * w->rows;
+    }
     /* `<name>_scale_inv` (DeepSeek's name; it multiplies): (ceil(rows/128), ceil(cols/128)), F32 or BF16. */
     int32_t fp8_scale(const std::string &name, int64_t rows, int64_t cols, Weight *w, int64_t *bytes) {
         if (!m->ckpt.config().get("quantization_config"))
@@ -500,8 +548,9 @@ struct Binder {
     int32_t vec(const std::string &name, int64_t n, std::vector<float> *v) {
         const Tensor *t;
         ENG_TRY(m->ckpt.require(name, {n}, &t));
-        if (t->dtype == DT_F8_E4M3)
-            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s: F8_E4M3 vectors are not supported", name.c_str());
+        if (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16)
+            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s: %s vectors are not supported (F32, F16, BF16 are)",
+                        name.c_str(), dtype_name(t->dtype));
         to_f32(t, v);
         m->n_params += t->numel;
         m->n_params_active += t->numel;
@@ -558,7 +607,8 @@ static int32_t bind_attention(Binder &b, const ModelConfig &c, const std::string
 static int32_t bind_moe(Binder &b, const ModelConfig &c, const std::string &p, LayerWeights *L) {
     int64_t C = c.n_embd;
     ENG_TRY(b.matrix(p + "mlp.gate.weight", c.n_expert, C, &L->router));
-    ENG_TRY(b.vec(p + "mlp.gate.e_score_correction_bias", c.n_expert, &L->router_bias));
+    if (c.is_softmax_router) L->router_bias.assign((size_t)c.n_expert, 0.0f); // Qwen3-MoE: no selection bias
+    else ENG_TRY(b.vec(p + "mlp.gate.e_score_correction_bias", c.n_expert, &L->router_bias));
     L->experts.resize((size_t)c.n_expert);
     b.is_counted = false;
     for (int e = 0; e < c.n_expert; e++) {
@@ -607,7 +657,7 @@ static void expert_size(const Mlp &e, int64_t *params, int64_t *bytes) {
     for (const Weight *w : {&e.gate, &e.up, &e.down}) {
         int64_t n = (int64_t)w->rows * w->cols;
         *params += n;
-        *bytes += n * (int64_t)dtype_size(w->dtype);
+        *bytes += w->rows * dtype_row_bytes(w->dtype, w->cols);
         if (w->dtype == DT_Q8) *bytes += n / 32 * 4;
         else if (w->scale)
             *bytes += (int64_t)((w->rows + kFp8Block - 1) / kFp8Block) * ((w->cols + kFp8Block - 1) / kFp8Block) * 4;
@@ -617,6 +667,9 @@ static void expert_size(const Mlp &e, int64_t *params, int64_t *bytes) {
 int32_t model_load(const std::string &dir, Model *m) {
     ENG_TRY(m->ckpt.open(dir));
     ENG_TRY(model_config_parse(m->ckpt.config(), &m->cfg));
+    // GGUF llama: llama.cpp's converter stores q/k rows in adjacent-pair order (gguf.cpp); rotating
+    // adjacent pairs undoes it.
+    if (m->ckpt.is_qk_permuted()) m->cfg.is_rope_interleaved = true;
     const ModelConfig &c = m->cfg;
     Binder b{m};
     // GLM-4.1V: model.language_model.* (transformers >= 4.52), or model.* as older saves name it.
@@ -625,8 +678,7 @@ int32_t model_load(const std::string &dir, Model *m) {
         vision && m->ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     ENG_TRY(b.matrix(lm + "embed_tokens.weight", c.n_vocab, c.n_embd, &m->embed));
     // Only one embedding row is read per token; count the rest as parameters, not bytes read.
-    int64_t embed_row =
-        (int64_t)c.n_embd * (int64_t)dtype_size(m->embed.dtype) + (m->embed.dtype == DT_Q8 ? c.n_embd / 32 * 4 : 0);
+    int64_t embed_row = dtype_row_bytes(m->embed.dtype, c.n_embd) + (m->embed.dtype == DT_Q8 ? c.n_embd / 32 * 4 : 0);
     m->weight_bytes -= (int64_t)c.n_vocab * embed_row;
     m->weight_bytes += embed_row;
     ENG_TRY(b.vec(lm + "norm.weight", c.n_embd, &m->final_norm));
@@ -690,7 +742,7 @@ std::vector<Weight *> model_matrices(Model *m) {
     return ws;
 }
 
-size_t matrix_bytes(const Weight &w) { return (size_t)w.rows * (size_t)w.cols * dtype_size(w.dtype); }
+size_t matrix_bytes(const Weight &w) { return (size_t)w.rows * (size_t)dtype_row_bytes(w.dtype, w.cols); }
 // Q8 scales are as large a stream as an eighth of the weights: they move with them. FP8 block
 // scales (one float per 16K weights) stay where they are.
 size_t q8_scale_bytes(const Weight &w) { return w.dtype == DT_Q8 ? (size_t)w.rows * (size_t)(w.cols / 32) * 4 : 0; }
@@ -739,6 +791,9 @@ int32_t model_place_weights(Model *m, int64_t max_bytes, bool *placed) {
             if (used.count(sc.data())) keep.push_back(std::move(sc)); // moving a vector keeps its buffer
         m->scales.swap(keep);
     }
+    // The file mapping's pages read by the copy would stay resident beside it: drop them (a later
+    // touch reads the file again), so the process holds the weights once.
+    m->ckpt.release_pages();
     *placed = true;
     return ENG_STATUS_OK;
 }

@@ -2,7 +2,8 @@
  *
  * Big matrices stay in their stored dtype inside the checkpoint mapping (Weight points there);
  * only vectors (norms, biases) and FP8 block scales are converted to f32 at load. Supported:
- * Glm4ForCausalLM (GLM-4-0414), LlamaForCausalLM, Qwen3ForCausalLM, Glm4MoeForCausalLM
+ * Glm4ForCausalLM (GLM-4-0414), LlamaForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM (Qwen3-30B-A3B:
+ * MoE with a softmax router), Glm4MoeForCausalLM
  * (GLM-4.5/4.6/4.7: MoE), DeepseekV3ForCausalLM (DeepSeek-V3/V3.1: MLA + MoE) and
  * Glm4vForConditionalGeneration (GLM-4.1V: GLM-4 text with M-RoPE + the vision tower of vision.h) and
  * Glm4vMoeForConditionalGeneration (GLM-4.5V: GLM-4.5 MoE text with M-RoPE + the same tower), with Hugging
@@ -29,7 +30,8 @@ enum Arch : int32_t {
     ARCH_GLM4_MOE = ENG_ARCH_GLM4_MOE,
     ARCH_DEEPSEEK_V3 = ENG_ARCH_DEEPSEEK_V3,
     ARCH_GLM4V = ENG_ARCH_GLM4V,
-    ARCH_GLM4V_MOE = ENG_ARCH_GLM4V_MOE
+    ARCH_GLM4V_MOE = ENG_ARCH_GLM4V_MOE,
+    ARCH_QWEN3_MOE = ENG_ARCH_QWEN3_MOE
 };
 
 struct VisionModel; // vision.h: GLM-4.1V's vision tower
@@ -66,15 +68,16 @@ struct ModelConfig {
     // takes the temporal position for j < s[0], the row for j < s[0]+s[1], else the column.
     int32_t mrope_section[3] = {0, 0, 0}; // all 0: one position per token
     int32_t image_token_id = -1;          // the placeholder id image embeddings replace (-1: none)
-    // Mixture of experts (Glm4Moe, DeepseekV3); n_expert 0 = dense model.
+    // Mixture of experts (Glm4Moe, DeepseekV3, Qwen3Moe); n_expert 0 = dense model.
     int32_t n_expert = 0;      // E: n_routed_experts
     int32_t n_expert_used = 0; // K: num_experts_per_tok
     int32_t n_ff_expert = 0;   // moe_intermediate_size
     int32_t n_ff_shared = 0;   // moe_intermediate_size * n_shared_experts (0: none)
     int32_t n_group = 1, topk_group = 1;
-    int32_t first_dense = 0;   // first_k_dense_replace: layers [0, first_dense) are dense
-    bool is_norm_topk = true;  // norm_topk_prob
-    float routed_scale = 1.0f; // routed_scaling_factor
+    int32_t first_dense = 0;        // first_k_dense_replace: layers [0, first_dense) are dense
+    bool is_norm_topk = true;       // norm_topk_prob
+    bool is_softmax_router = false; // Qwen3Moe: softmax over all experts, no selection bias (else sigmoid)
+    float routed_scale = 1.0f;      // routed_scaling_factor
     // Multi-head latent attention (DeepseekV3); kv_lora_rank 0 = ordinary attention.
     int32_t q_lora_rank = 0;  // 0: q_proj directly (q_lora_rank null)
     int32_t kv_lora_rank = 0; // R: the cached latent
@@ -163,7 +166,9 @@ struct Model {
     std::vector<std::vector<int8_t>> q8;    // the Q8 weights (Weight::data points here until placed)
     bool is_q8_built = false;               // some matrix became DT_Q8
     bool has_q8() const { return is_q8_built; }
-    WeightArena arena;                   // model_place_weights(): the matrices' huge-page copy
+    bool is_q4_k_m = false; // set before model_load: quantize matrices to llama.cpp's Q4_K_M mixture (model.cpp)
+    int quant_threads = 1;  // threads for quantizing at load
+    WeightArena arena;      // model_place_weights(): the matrices' huge-page copy
     std::shared_ptr<VisionModel> vision; // GLM-4.1V's vision tower (vision.cpp), else null
 };
 
@@ -171,6 +176,13 @@ struct Model {
 int32_t model_config_parse(const JsonValue &config, ModelConfig *out);
 /* inv_freq of the rotary dims (rotary_dim / 2 floats): plain, llama3 or yarn as transformers computes them. */
 void model_rope_inv_freq(const ModelConfig &c, float *out);
+/* The dtype llama.cpp's Q4_K_M mixture gives the matrix `name` (HF name) of `cols` columns in a model
+ * of n_layer layers (llama-quant.cpp's llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M): Q4_K;
+ * Q6_K for the output matrix (lm_head, or the embedding when tied) and for v_proj and down_proj
+ * (experts' and shared experts' included) of the use_more_bits layers; columns not a multiple of
+ * 256 fall back (Q4_K -> Q5_0, Q6_K -> Q8_0); DT_OTHER (keep as stored) for MoE routers and
+ * columns not a multiple of 32. Rules of llama.cpp for 8-expert models and fused QKV are not applied. */
+DType q4_k_m_dtype(const std::string &name, int64_t cols, int n_layer, bool is_tied);
 /* Opens dir and binds every weight of the architecture. Returns OK, IO, BAD_CHECKPOINT, UNSUPPORTED. */
 int32_t model_load(const std::string &dir, Model *out);
 /* The CPU backend's weight placement: copies every matrix (and the Q8 scales) out of the checkpoint

@@ -64,6 +64,7 @@ const CASES: Record<
   MAYA_STORE_URL: ['redis://127.0.0.1:6390/1', (l) => l.server.storeUrl, 'redis://127.0.0.1:6390/1'],
   MAYA_STORE_WAIT_REPLICAS: ['2', (l) => l.server.storeWaitReplicas, 2],
   MAYA_DIALECT: ['glm47', (l) => l.server.dialect, 'glm47'],
+  MAYA_CHAT_TEMPLATE: ['/t/chat_template.jinja', (l) => l.server.chatTemplate, '/t/chat_template.jinja'],
   MAYA_MAX_CONNECTIONS: ['64', (l) => l.server.limits?.MAX_CONNECTIONS, 64],
   MAYA_HEADERS_TIMEOUT_S: ['3', (l) => l.server.limits?.HEADERS_TIMEOUT_S, 3],
   MAYA_REQUEST_TIMEOUT_S: ['9', (l) => l.server.limits?.REQUEST_TIMEOUT_S, 9],

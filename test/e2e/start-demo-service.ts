@@ -36,6 +36,8 @@ export async function startDemoService(
     mcp?: McpSettings;
     corsOrigins?: string[];
     engine?: EngineSettings;
+    /** A model other than the demo directory (a GGUF file). */
+    modelDir?: string;
     /** Wraps the loaded runtime (a test watching what reaches the engine). */
     wrapRuntime?: (runtime: ModelRuntime) => ModelRuntime;
   } = {},
@@ -49,7 +51,7 @@ export async function startDemoService(
       ...(optIns ? { optIns } : {}),
       ...(mcp ? { mcp } : {}),
     },
-    modelDir: DEMO_MODEL_DIR,
+    modelDir: options.modelDir ?? DEMO_MODEL_DIR,
     loadRuntime: async (dir, load) =>
       wrapRuntime(
         await loadModelRuntime(dir, constrainedDecoding === undefined ? load : { ...load, constrainedDecoding }),

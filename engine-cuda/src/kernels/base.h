@@ -25,6 +25,7 @@
 
 // The parts a register tile is written in (tile_f8_block, tile_q8_sums): one loop nest once compiled.
 #define KERNELS_INLINE inline __attribute__((always_inline))
+#define KERNELS_INLINE_LAMBDA __attribute__((always_inline))
 
 #ifndef KERNELS_NS
 #error "kernels/*.h are included through kernels_impl.h, which needs KERNELS_NS"
@@ -43,24 +44,7 @@ static inline float bf16_scalar(uint16_t h) {
     return f;
 }
 
-static inline float f16_scalar(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF, bits;
-    if (exp == 0) {
-        if (mant == 0) bits = sign;
-        else {
-            exp = 127 - 15 + 1;
-            while (!(mant & 0x400)) {
-                mant <<= 1;
-                exp--;
-            }
-            bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
-        }
-    } else if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);
-    else bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
+static inline float f16_scalar(uint16_t h) { return half_to_f32(h); }
 
 /* e4m3fn: sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is subnormal (m * 2^-9),
  * 0x7F/0xFF are NaN and there are no infinities (OCP 8-bit floating point spec, "E4M3"). */

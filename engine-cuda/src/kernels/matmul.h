@@ -1,14 +1,16 @@
-/* kernels/matmul.h: Kernels::matmul and row_to_f32 over a matrix of any dtype: FP8 and Q8 go to
- * their files; f32 / bf16 / f16 choose between the register tiles and a widened copy of the row
+/* kernels/matmul.h: Kernels::matmul and row_to_f32 over a matrix of any dtype: FP8, Q8 and the GGUF
+ * block dtypes go to their files; f32 / bf16 / f16 choose between the register tiles and a widened copy of the row
  * block.
  */
 #ifndef MAYA_KERNELS_MATMUL_H
 #define MAYA_KERNELS_MATMUL_H
 
-#include "base.h"  // defines: vecw, load1
-#include "fp8.h"   // defines: f8_row_to_f32, matmul_f8
-#include "q8.h"    // defines: q8_row_to_f32, matmul_q8
-#include "tiles.h" // defines: rows_all_tokens, rows_streaming, Prefetch
+#include "base.h"     // defines: vecw, load1
+#include "fp8.h"      // defines: f8_row_to_f32, matmul_f8
+#include "ggml.h"     // defines: is_ggml, ggml_row_to_f32
+#include "ggml_dot.h" // defines: matmul_ggml
+#include "q8.h"       // defines: q8_row_to_f32, matmul_q8
+#include "tiles.h"    // defines: rows_all_tokens, rows_streaming, Prefetch
 
 namespace maya {
 namespace KERNELS_NS {
@@ -20,6 +22,10 @@ static void row_to_f32(float *out, const void *w, int dtype, int64_t row, int n,
     }
     if (dtype == Q8) {
         q8_row_to_f32(out, (const int8_t *)w, wscale, row, n);
+        return;
+    }
+    if (is_ggml(dtype)) {
+        ggml_row_to_f32(out, w, dtype, row, n);
         return;
     }
     int64_t base = row * n;
@@ -54,6 +60,10 @@ static void matmul(const float *x, int ldx, int T, const void *w, int dtype, int
     }
     if (dtype == Q8) {
         matmul_q8(x, ldx, T, (const int8_t *)w, wscale, K, r0, r1, y, ldy, bias, scratch, is_streaming);
+        return;
+    }
+    if (is_ggml(dtype)) { // quantized activations, integer block dots (ggml_dot.h)
+        matmul_ggml(x, ldx, T, w, dtype, K, r0, r1, y, ldy, bias, scratch, is_streaming);
         return;
     }
     // Copy (f32 weights: one sequential stream) or widen the row block into scratch first?
