@@ -11,7 +11,7 @@ const LAYERS = [
   ['cli'],
   ['handlers'],
   ['responses'],
-  ['store', 'runtime'],
+  ['store', 'runtime', 'mcp'],
   ['config'],
   ['dialects'],
   ['engine-cuda', 'checkpoint', 'contract', 'metrics'],

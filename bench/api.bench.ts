@@ -19,8 +19,9 @@ import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import Koa from 'koa';
 import { createApp } from '../handlers/app.ts';
 import { silentLogger, type AppDeps } from '../handlers/app-deps.ts';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS } from '../config/settings.ts';
+import { DEFAULT_RESPONSES_SETTINGS } from '../config/settings.ts';
 import { FakeEngine } from '../test/helpers/fake-engine.ts';
+import { loopbackServer } from '../test/helpers/loopback.ts';
 import { loadDialect } from '../dialects/select.ts';
 import { createRegistry } from '../metrics/http-metrics.ts';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
@@ -77,14 +78,7 @@ function mayaDeps(runtime: ModelRuntime): AppDeps {
     logger: silentLogger,
     statusProviders: {},
     getRuntime: () => runtime,
-    server: {
-      host: '127.0.0.1',
-      port: 0,
-      model: undefined,
-      apiKeys: [],
-      corsOrigins: undefined,
-      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
-    },
+    server: loopbackServer(),
     store: new MemoryResponseStore({ settings, registry }),
   };
 }

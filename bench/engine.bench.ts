@@ -14,6 +14,9 @@
  * avx512), per weight dtype (the 110M model stored f32 and bf16, and bf16 loaded as q8) and per
  * thread count (1 and all cores), beside the machine's measured FMA peak for that path (a small
  * C loop of independent FMAs, all threads, best run) so prefill GFLOP/s has a reference.
+ * Speculative rows (bench/speculative.bench.ts): the demo model on edit / tool-call / JSON / chat workloads,
+ * speculation off and on, batch 1 and 8 (--speculative-only runs just those, --no-speculative skips them,
+ * --max-draft K sets MAYA_SPECULATIVE_MAX_DRAFT for them).
  * Options: --runs N (default 3), --quick (small model only; --moe adds the MoE rows; --moe-only runs just those), --threads N (engine threads; default
  * 1 and all cores), --paths avx2,avx512 (default: the vector paths this CPU has), --dtypes f32,bf16,q8, --llama2c PATH/run.c (also time llama2.c's fp32 run.c on the 110M shape, the
  * issue's reference point; the source is not fetched here), --backend cuda (the GPU benchmark of
@@ -32,6 +35,7 @@ import {
   type RandomCheckpointOptions,
 } from '../scripts/make-random-checkpoint.ts';
 import { makeMoeCheckpoint, moeBenchSizes, type MoeBenchOptions } from './moe-checkpoint.ts';
+import { benchSpeculative, speculativeTable } from './speculative.bench.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WORK = join(ROOT, '.bench');
@@ -596,6 +600,7 @@ async function main(argv: string[]): Promise<void> {
     return runCudaBench(argv, ROOT, WORK, { decodeRate, median, prompt });
   }
   const runs = Number(flag('--runs') ?? 3);
+  if (argv.includes('--speculative-only')) return speculativeRows(runs, flag('--max-draft'));
   const threads = flag('--threads') === undefined ? undefined : Number(flag('--threads'));
   mkdirSync(WORK, { recursive: true });
   const cores = threads ?? availableParallelism();
@@ -676,6 +681,22 @@ async function main(argv: string[]): Promise<void> {
     join(WORK, 'engine-bench.json'),
     `${JSON.stringify({ gbps, threads: cores, runs, rows, moeRows, llama2c }, null, 2)}\n`,
   );
+  if (!argv.includes('--no-speculative')) await speculativeRows(runs, flag('--max-draft'));
+}
+
+/** The speculative-decoding rows on the demo model (bench/speculative.bench.ts). */
+async function speculativeRows(runs: number, maxDraft: string | undefined): Promise<void> {
+  const load = (dir: string, options: Parameters<typeof NativeEngine.load>[1]) => loadOnPath(dir, undefined, options);
+  const rows = await benchSpeculative(ROOT, load, runs, maxDraft === undefined ? undefined : Number(maxDraft));
+  console.log(
+    'Speculative decoding (prompt lookup) on models/maya-demo, greedy: decode tok/s off and on (medians of alternating',
+  );
+  console.log(
+    'rounds), acceptance = accepted / drafted tokens, tok/pass = decode tokens per decode pass, same = identical tokens.',
+  );
+  console.log(speculativeTable(rows));
+  mkdirSync(WORK, { recursive: true });
+  writeFileSync(join(WORK, 'speculative-bench.json'), `${JSON.stringify({ runs, rows }, null, 2)}\n`);
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

@@ -5,8 +5,9 @@
  * benchmark. 9.4B parameters, 18.7 GB: written from small random pools repeated (the benchmark
  * measures speed, and pool values keep activations O(1)), so writing costs little more than the disk.
  */
-import { mkdir, open, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { numelOf, writeSafetensors } from '../scripts/safetensors-writer.ts';
 
 export type Glm4Shape = typeof GLM4_9B;
 export const GLM4_9B = {
@@ -57,7 +58,7 @@ function specs(shape: Glm4Shape): Spec[] {
   return out;
 }
 
-const numel = (s: Spec) => s.shape.reduce((a, b) => a * b, 1);
+const numel = (s: Spec) => numelOf(s.shape);
 
 export function glm4ParameterCount(shape: Glm4Shape = GLM4_9B): number {
   return specs(shape).reduce((n, s) => n + numel(s), 0);
@@ -87,17 +88,6 @@ function pool(n: number, center: number, scale: number, seed: number): Uint16Arr
 /** Writes the checkpoint into dir (`shape` smaller than GLM-4-9B for tests). */
 export async function writeGlm4Checkpoint(dir: string, shape: Glm4Shape = GLM4_9B): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const all = specs(shape);
-  const header: Record<string, unknown> = { __metadata__: { format: 'pt' } };
-  let offset = 0;
-  for (const s of all) {
-    header[s.name] = { dtype: 'BF16', shape: s.shape, data_offsets: [offset, offset + 2 * numel(s)] };
-    offset += 2 * numel(s);
-  }
-  let text = JSON.stringify(header);
-  text += ' '.repeat((8 - (text.length % 8)) % 8);
-  const prefix = Buffer.alloc(8);
-  prefix.writeBigUInt64LE(BigInt(text.length));
   const n = 1 << 22;
   const pools: Record<string, Uint16Array> = {
     norm: pool(n, 1, 0.1, 1),
@@ -106,18 +96,14 @@ export async function writeGlm4Checkpoint(dir: string, shape: Glm4Shape = GLM4_9
     [`matrix${shape.hidden}`]: pool(n, 0, Math.sqrt(3 / shape.hidden), 4),
     [`matrix${shape.heads * shape.headDim}`]: pool(n, 0, Math.sqrt(3 / (shape.heads * shape.headDim)), 5),
   };
-  const file = await open(join(dir, 'model.safetensors'), 'w');
-  try {
-    await file.write(Buffer.concat([prefix, Buffer.from(text)]));
-    for (const s of all) {
-      const src = pools[s.kind === 'matrix' ? `matrix${s.shape[1] ?? 0}` : s.kind] ?? pools.norm ?? new Uint16Array(n);
-      for (let left = numel(s); left > 0; left -= Math.min(left, n)) {
-        await file.write(new Uint8Array(src.buffer, 0, 2 * Math.min(left, n)));
-      }
-    }
-  } finally {
-    await file.close();
+  // Each tensor repeats the pool of its kind (matrices: of their fan-in).
+  function* chunks(s: Spec): Generator<Uint8Array> {
+    const src = pools[s.kind === 'matrix' ? `matrix${s.shape[1] ?? 0}` : s.kind] ?? pools.norm ?? new Uint16Array(n);
+    for (let left = numel(s); left > 0; left -= Math.min(left, n))
+      yield new Uint8Array(src.buffer, 0, 2 * Math.min(left, n));
   }
+  const all = specs(shape).map((s) => ({ ...s, dtype: 'BF16' as const }));
+  await writeSafetensors(join(dir, 'model.safetensors'), all, chunks);
   const { dim, layers, heads, kvHeads, headDim, hidden, vocab, ctx } = shape;
   const config = {
     architectures: ['Glm4ForCausalLM'],

@@ -16,7 +16,7 @@
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { freePort } from '../test/e2e/start-demo-service.ts';
+import { freePort } from '../test/helpers/loopback.ts';
 
 const { values } = parseArgs({
   options: {

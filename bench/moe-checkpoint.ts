@@ -6,8 +6,9 @@
  * Weights: bf16 uniform with std 1/sqrt(fan-in); FP8 bytes drawn among finite e4m3 values with one
  * f32 scale per 128x128 block; norms 1. Same options, same bytes.
  */
-import { mkdir, open, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { numelOf, writeSafetensors, type TensorHeader } from '../scripts/safetensors-writer.ts';
 
 export interface MoeBenchOptions {
   arch: 'Glm4MoeForCausalLM' | 'DeepseekV3ForCausalLM';
@@ -105,7 +106,7 @@ function specs(o: MoeBenchOptions): Spec[] {
 
 /** FP8 applies to the projection matrices (not embeddings, lm_head or the router), as the releases ship. */
 const isFp8 = (o: MoeBenchOptions, s: Spec) => o.fp8 && s.kind === 'matrix' && s.name.endsWith('_proj.weight');
-const numel = (s: Spec) => s.shape.reduce((a, b) => a * b, 1);
+const numel = (s: Spec) => numelOf(s.shape);
 const scaleShape = (s: Spec) => [Math.ceil((s.shape[0] ?? 1) / 128), Math.ceil((s.shape[1] ?? 1) / 128)];
 
 export interface MoeBenchSizes {
@@ -225,63 +226,56 @@ function config(o: MoeBenchOptions): Record<string, unknown> {
   };
 }
 
-export async function makeMoeCheckpoint(dir: string, o: MoeBenchOptions, seed = 3): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  const header: Record<string, unknown> = { __metadata__: { format: 'pt' } };
-  const tensors: { spec: Spec; as: 'bf16' | 'f8' | 'f32' | 'scale' }[] = [];
-  let offset = 0;
-  const add = (name: string, shape: number[], dtype: string, bytes: number) => {
-    header[name] = { dtype, shape, data_offsets: [offset, offset + bytes] };
-    offset += bytes;
-  };
+/** A tensor to write: its spec and how its values are stored (an FP8 matrix adds its scale tensor). */
+interface Stored extends TensorHeader {
+  spec: Spec;
+  as: 'bf16' | 'f8' | 'f32' | 'scale';
+}
+
+function storedTensors(o: MoeBenchOptions): Stored[] {
+  const out: Stored[] = [];
   for (const s of specs(o)) {
     if (isFp8(o, s)) {
-      add(s.name, s.shape, 'F8_E4M3', numel(s));
-      tensors.push({ spec: s, as: 'f8' });
-      const sc = scaleShape(s);
-      add(`${s.name}_scale_inv`, sc, 'F32', 4 * sc.reduce((a, b) => a * b, 1));
-      tensors.push({ spec: { ...s, name: `${s.name}_scale_inv`, shape: sc }, as: 'scale' });
+      out.push({ name: s.name, dtype: 'F8_E4M3', shape: s.shape, spec: s, as: 'f8' });
+      const sc = { ...s, name: `${s.name}_scale_inv`, shape: scaleShape(s) };
+      out.push({ name: sc.name, dtype: 'F32', shape: sc.shape, spec: sc, as: 'scale' });
     } else if (s.kind === 'bias') {
-      add(s.name, s.shape, 'F32', 4 * numel(s));
-      tensors.push({ spec: s, as: 'f32' });
+      out.push({ name: s.name, dtype: 'F32', shape: s.shape, spec: s, as: 'f32' });
     } else {
-      add(s.name, s.shape, 'BF16', 2 * numel(s));
-      tensors.push({ spec: s, as: 'bf16' });
+      out.push({ name: s.name, dtype: 'BF16', shape: s.shape, spec: s, as: 'bf16' });
     }
   }
-  let text = JSON.stringify(header);
-  text += ' '.repeat((8 - (text.length % 8)) % 8);
-  const prefix = Buffer.alloc(8);
-  prefix.writeBigUInt64LE(BigInt(text.length));
-  const file = await open(join(dir, 'model.safetensors'), 'w');
+  return out;
+}
+
+/** One tensor's bytes (a single chunk: the bench shapes are small). */
+function storedBytes({ spec, as }: Stored, random: () => number): Uint8Array {
+  const n = numel(spec);
+  const fanIn = spec.shape[spec.shape.length - 1] ?? 1;
+  if (as === 'f8') {
+    // finite e4m3 bytes of either sign, exponents 1..14
+    const buf = Buffer.alloc(n);
+    for (let i = 0; i < n; i++) buf[i] = ((random() * 0x70) | 0) + 8 + (random() < 0.5 ? 0x80 : 0);
+    return buf;
+  }
+  if (as === 'scale' || as === 'f32') {
+    const f = new Float32Array(n).fill(as === 'scale' ? 0.02 / Math.sqrt(fanIn) : 0);
+    return new Uint8Array(f.buffer);
+  }
+  const words = new Uint16Array(n),
+    f = new Float32Array(1),
+    w = new Uint32Array(f.buffer);
+  const scale = Math.sqrt(3 / fanIn);
+  for (let i = 0; i < n; i++) {
+    f[0] = spec.kind === 'norm' ? 1 : (2 * random() - 1) * scale;
+    words[i] = (w[0] ?? 0) >>> 16;
+  }
+  return new Uint8Array(words.buffer);
+}
+
+export async function makeMoeCheckpoint(dir: string, o: MoeBenchOptions, seed = 3): Promise<void> {
+  await mkdir(dir, { recursive: true });
   const random = xorshift(seed);
-  try {
-    await file.write(Buffer.concat([prefix, Buffer.from(text)]));
-    for (const { spec, as } of tensors) {
-      const n = numel(spec);
-      const fanIn = spec.shape[spec.shape.length - 1] ?? 1;
-      if (as === 'f8') {
-        // finite e4m3 bytes of either sign, exponents 1..14
-        const buf = Buffer.alloc(n);
-        for (let i = 0; i < n; i++) buf[i] = ((random() * 0x70) | 0) + 8 + (random() < 0.5 ? 0x80 : 0);
-        await file.write(buf);
-      } else if (as === 'scale' || as === 'f32') {
-        const f = new Float32Array(n).fill(as === 'scale' ? 0.02 / Math.sqrt(fanIn) : 0);
-        await file.write(new Uint8Array(f.buffer));
-      } else {
-        const words = new Uint16Array(n),
-          f = new Float32Array(1),
-          w = new Uint32Array(f.buffer);
-        const scale = Math.sqrt(3 / fanIn);
-        for (let i = 0; i < n; i++) {
-          f[0] = spec.kind === 'norm' ? 1 : (2 * random() - 1) * scale;
-          words[i] = (w[0] ?? 0) >>> 16;
-        }
-        await file.write(new Uint8Array(words.buffer));
-      }
-    }
-  } finally {
-    await file.close();
-  }
+  await writeSafetensors(join(dir, 'model.safetensors'), storedTensors(o), (t) => [storedBytes(t, random)]);
   await writeFile(join(dir, 'config.json'), `${JSON.stringify(config(o), null, 2)}\n`);
 }

@@ -9,16 +9,18 @@
  *   merge 2; 1 block, MLP / output width 1024, merger 2048; generated into .bench/) encoding a
  *   448 x 448 image (32 x 32 patches): the encoder's GFLOP/s at the real layer widths.
  * - GLM-4.1V-9B: FLOPs of one 1024 x 1024 image with the published vision config (depth 24, hidden
- *   1536, 12 heads, out_hidden_size 4096, intermediate_size 13696, patch 14, merge 2; research
- *   dialects.md section 5 / configuration_glm4v.py defaults), and that count over the wide rate.
+ *   1536, 12 heads, out_hidden_size 4096, intermediate_size 13696, patch 14, merge 2; the defaults
+ *   of transformers' configuration_glm4v.py), and that count over the wide rate.
  * Encode time is the engine's own counter (ENG_STAT_ENCODE_US), median of the runs; every run uses
  * a new image hash, so nothing comes from the prefix cache.
  */
-import { existsSync, mkdirSync, openSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { engineOptions, loadEngineSettings } from '../config/engine-settings.ts';
 import { NativeEngine } from '../engine-cuda/native-engine.ts';
+import { numelOf, writeSafetensors } from '../scripts/safetensors-writer.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WORK = join(ROOT, '.bench');
@@ -107,7 +109,7 @@ function bf16(f: number): number {
 }
 
 /** Writes a random GLM-4.1V-shaped checkpoint (BF16; norms 1, matrices uniform with std 1/sqrt(fan-in)). */
-function writeWideCheckpoint(dir: string, s: VisionShape): void {
+async function writeWideCheckpoint(dir: string, s: VisionShape): Promise<void> {
   const C = s.outHidden,
     heads = 8,
     kv = 2,
@@ -161,30 +163,16 @@ function writeWideCheckpoint(dir: string, s: VisionShape): void {
     [`${p}mlp.down_proj.weight`, [C, I], 'matrix'],
   );
   t.sort((a, b) => (a[0] < b[0] ? -1 : 1));
-  const header: Record<string, unknown> = { __metadata__: { format: 'pt' } };
-  let offset = 0;
-  for (const [name, shape] of t) {
-    const bytes = 2 * shape.reduce((a, b) => a * b, 1);
-    header[name] = { dtype: 'BF16', shape, data_offsets: [offset, offset + bytes] };
-    offset += bytes;
-  }
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  mkdirSync(dir, { recursive: true });
-  const fd = openSync(join(dir, 'model.safetensors'), 'w');
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(json.length));
-  writeSync(fd, len);
-  writeSync(fd, Buffer.from(json));
+  await mkdir(dir, { recursive: true });
   const rand = rng(20261201);
-  for (const [, shape, kind] of t) {
-    const n = shape.reduce((a, b) => a * b, 1);
-    const scale = Math.sqrt(3 / shape.slice(1).reduce((a, b) => a * b, 1));
+  const tensors = t.map(([name, shape, kind]) => ({ name, dtype: 'BF16' as const, shape, kind }));
+  await writeSafetensors(join(dir, 'model.safetensors'), tensors, ({ shape, kind }) => {
+    const n = numelOf(shape);
+    const scale = Math.sqrt(3 / numelOf(shape.slice(1)));
     const out = new Uint16Array(n);
     for (let i = 0; i < n; i++) out[i] = bf16(kind === 'norm' ? 1 : (2 * rand() - 1) * scale);
-    writeSync(fd, Buffer.from(out.buffer));
-  }
-  closeSync(fd);
+    return [new Uint8Array(out.buffer)];
+  });
   const config = {
     architectures: ['Glm4vForConditionalGeneration'],
     model_type: 'glm4v',
@@ -217,7 +205,7 @@ function writeWideCheckpoint(dir: string, s: VisionShape): void {
       rms_norm_eps: 1e-5,
     },
   };
-  writeFileSync(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  await writeFile(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
 }
 
 /** Median encode wall and CPU milliseconds of an h x w-patch image on the model in dir (ENG_STAT_ENCODE_US / _CPU_US). */
@@ -266,7 +254,7 @@ async function encodeMs(
 export async function runVisionBench(runs: number, threads: number | undefined): Promise<void> {
   const tinyDir = join(ROOT, 'test', 'fixtures', 'engine', 'glm4v-tiny');
   const wideDir = join(WORK, 'glm4v-wide');
-  if (!existsSync(join(wideDir, 'config.json'))) writeWideCheckpoint(wideDir, WIDE);
+  if (!existsSync(join(wideDir, 'config.json'))) await writeWideCheckpoint(wideDir, WIDE);
   const tinyMs = await encodeMs(tinyDir, 74, 74, runs, threads);
   process.stderr.write('bench: vision tiny done\n');
   const wideMs = await encodeMs(wideDir, 32, 32, runs, threads);
@@ -295,7 +283,7 @@ export async function runVisionBench(runs: number, threads: number | undefined):
       `${(realFlops / 1e12).toFixed(2)} TFLOP per image = ${(realFlops / (wideRate * 1e9)).toFixed(0)} s at ` +
       `${wideRate.toFixed(1)} GFLOP/s, ${(realFlops / (wideCpuRate * 1e9)).toFixed(0)} CPU-seconds at ${wideCpuRate.toFixed(1)}`,
   );
-  writeFileSync(
+  await writeFile(
     join(WORK, 'vision-bench.json'),
     `${JSON.stringify({ runs, tinyMs, tinyFlops, wideMs, wideFlops, wideRate, wideCpuRate, realFlops }, null, 2)}\n`,
   );

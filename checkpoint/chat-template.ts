@@ -23,6 +23,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Environment, Template } from '@huggingface/jinja';
+import { isGgufPath, readGgufModel } from './gguf.ts';
 
 /** A content part of a chat-completions message (only text reaches text-only templates). */
 export type TemplateContentPart = { type: 'text'; text: string } | { type: string; [key: string]: unknown };
@@ -168,18 +169,33 @@ export interface CheckpointTemplate {
 }
 
 /**
- * Reads a Hugging Face model directory's chat template: `chat_template.jinja` if present, else
+ * Reads a Hugging Face model directory's chat template (or a GGUF file's `tokenizer.chat_template`;
+ * templateFile, MAYA_CHAT_TEMPLATE, replaces either): `chat_template.jinja` if present, else
  * `tokenizer_config.json` `chat_template` (a string, or a list of `{name, template}` where the
  * one named "default" wins). Special tokens come from tokenizer_config.json (strings or
  * AddedToken objects with `content`).
  */
-export async function readCheckpointTemplate(dir: string): Promise<CheckpointTemplate> {
+export async function readCheckpointTemplate(dir: string, templateFile?: string): Promise<CheckpointTemplate> {
+  const override =
+    templateFile === undefined
+      ? null
+      : await readFile(templateFile, 'utf8').catch((err: Error) => {
+          throw new ChatTemplateError(`cannot read the chat template ${templateFile}: ${err.message}`);
+        });
+  if (isGgufPath(dir)) {
+    // A GGUF file: tokenizer.chat_template and the special tokens of its metadata (checkpoint/gguf.ts).
+    const gguf = await readGgufModel(dir).catch((err: Error) => {
+      throw new ChatTemplateError(err.message);
+    });
+    return { source: override ?? gguf.chatTemplate, specialTokens: gguf.specialTokens };
+  }
   const config = await readJsonIfExists(join(dir, 'tokenizer_config.json'));
   const specialTokens: SpecialTokens = {};
   for (const key of ['bos_token', 'eos_token', 'unk_token', 'pad_token'] as const) {
     const token = tokenText(config?.[key]);
     if (token !== undefined) specialTokens[key] = token;
   }
+  if (override !== null) return { source: override, specialTokens };
   const file = await readFile(join(dir, 'chat_template.jinja'), 'utf8').catch(() => null);
   if (file !== null) return { source: file, specialTokens };
   return { source: templateFromConfig(config?.chat_template), specialTokens };

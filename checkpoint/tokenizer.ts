@@ -11,6 +11,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
+import { isGgufPath, readGgufModel } from './gguf.ts';
 
 export class TokenizerError extends Error {
   constructor(message: string) {
@@ -92,8 +93,15 @@ export class Tokenizer {
    */
   readonly maxTokenBytes: number | undefined;
 
-  /** Loads `tokenizer.json` and, when present, `tokenizer_config.json` from a model directory. */
+  /** Loads `tokenizer.json` and, when present, `tokenizer_config.json` from a model directory; from a
+   * GGUF file, the tokenizer its metadata describes (checkpoint/gguf.ts). */
   static async fromDir(dir: string): Promise<Tokenizer> {
+    if (isGgufPath(dir)) {
+      const gguf = await readGgufModel(dir).catch((err: Error) => {
+        throw new TokenizerError(err.message);
+      });
+      return new Tokenizer(gguf.tokenizerJson, gguf.tokenizerConfig);
+    }
     const json = await readJson(join(dir, 'tokenizer.json'));
     if (json === undefined) throw new TokenizerError(`${dir} has no tokenizer.json`);
     const config = (await readJson(join(dir, 'tokenizer_config.json'))) ?? {};

@@ -20,6 +20,7 @@ const USAGE = `Usage: maya generate --model DIR (--prompt TEXT | --prompt-ids 1,
   --max-tokens N     tokens to generate (default 32)
   --temperature T    0 = greedy (default 0)
   --top-p P          nucleus sampling, (0, 1] (default 1)
+  --top-k K          sample among the K most likely tokens only; 0 = off (default 0)
   --seed S           sampler seed (default 0)
   --stop-ids 1,2     stop token ids (default: the model's eos ids; --stop-ids none for none)
   --top-logits K     print each step's K largest logits (id, logit, piece)
@@ -48,6 +49,7 @@ interface Options {
   maxTokens: number;
   temperature: number;
   topP: number;
+  topK: number;
   seed: number;
   stopIds?: number[];
   topLogits: number;
@@ -85,6 +87,7 @@ function parseOptions(argv: string[]): Options | 'help' {
       'max-tokens': { type: 'string' },
       temperature: { type: 'string' },
       'top-p': { type: 'string' },
+      'top-k': { type: 'string' },
       seed: { type: 'string' },
       'stop-ids': { type: 'string' },
       'top-logits': { type: 'string' },
@@ -110,6 +113,7 @@ function parseOptions(argv: string[]): Options | 'help' {
     maxTokens: number(values['max-tokens'], '--max-tokens', 32, isInt(1)),
     temperature: number(values.temperature, '--temperature', 0, (n) => n >= 0),
     topP: number(values['top-p'], '--top-p', 1, (n) => n > 0 && n <= 1),
+    topK: number(values['top-k'], '--top-k', 0, isInt(0)),
     seed: number(values.seed, '--seed', 0, isInt(0)),
     stopIds: stop === undefined ? undefined : stop === 'none' ? [] : idList(stop, '--stop-ids'),
     topLogits: number(values['top-logits'], '--top-logits', 0, isInt(0)),
@@ -169,6 +173,7 @@ async function generate(o: Options, processEnv: Env): Promise<Result> {
       maxTokens: o.maxTokens,
       temperature: o.temperature,
       topP: o.topP,
+      topK: o.topK,
       seed: o.seed,
       stopIds: o.stopIds ?? model.eosIds,
       keepLogits: o.topLogits > 0,

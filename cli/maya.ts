@@ -1,6 +1,6 @@
 /**
  * The `maya` command (bin/maya.js runs it under Node through tsx; `bun cli/maya.ts` also works).
- *   maya serve [--model DIR] [--host H] [--port P] [--config FILE] [--api-key K]...
+ *   maya serve [--model DIR|FILE.gguf] [--chat-template FILE] [--host H] [--port P] [--config FILE] [--api-key K]...
  *   maya generate ...        (cli/generate.ts)
  * Precedence for every setting: command-line flag > real environment > the --config file's
  * `env` block > default. A bad setting prints its rule and exits 2; a model that fails to load
@@ -19,6 +19,7 @@ import {
   type ServerSettings,
 } from '../config/settings.ts';
 import { settingsInEffect } from '../config/settings-in-effect.ts';
+import { loadMcpSettings, type McpSettings } from '../config/mcp-settings.ts';
 import { createLogger, type Logger } from '../handlers/logger.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
@@ -29,11 +30,12 @@ import { StoreConnectError } from '../store/redis/redis-connection.ts';
 export const DEFAULT_MODEL_DIR = fileURLToPath(new URL('../models/maya-demo', import.meta.url));
 
 const USAGE = `Usage:
-  maya serve [--model DIR] [--host H] [--port P] [--config FILE] [--api-key K]...
+  maya serve [--model DIR|FILE.gguf] [--chat-template FILE] [--host H] [--port P] [--config FILE] [--api-key K]...
   maya generate ...
 
 serve options (flag > environment > config file > default):
-  --model DIR      Hugging Face model directory (MAYA_MODEL; default models/maya-demo)
+  --model DIR      Hugging Face model directory, or a GGUF file (MAYA_MODEL; default models/maya-demo)
+  --chat-template FILE  Jinja chat template replacing the model's (MAYA_CHAT_TEMPLATE; a GGUF file without one needs it)
   --host H         listen address (MAYA_HOST; default 127.0.0.1)
   --port P         listen port (MAYA_PORT; default 8080; 0 = any free port)
   --config FILE    JSON file {"env": {...}} (the environment wins over it)
@@ -56,6 +58,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 export interface ServeFlags {
   model?: string;
+  'chat-template'?: string;
   host?: string;
   port?: string;
   config?: string;
@@ -75,6 +78,7 @@ function parseServeFlags(argv: string[]): ServeFlags | number {
       args: argv,
       options: {
         model: { type: 'string' },
+        'chat-template': { type: 'string' },
         host: { type: 'string' },
         port: { type: 'string' },
         config: { type: 'string' },
@@ -94,6 +98,12 @@ function parseServeFlags(argv: string[]): ServeFlags | number {
  * The settings of `maya serve`, each taken from its flag, else the real environment, else the
  * --config file's env block, else its default. Throws SettingsError naming a bad value.
  */
+/** `{mcp}` when MAYA_MCP_CONFIG names servers, else nothing. */
+function mcpField(env: Env): { mcp?: McpSettings } {
+  const mcp = loadMcpSettings(env);
+  return mcp ? { mcp } : {};
+}
+
 export function loadServeSettings(
   flags: ServeFlags,
   processEnv: Env,
@@ -102,10 +112,11 @@ export function loadServeSettings(
   if (flags.host !== undefined) env.MAYA_HOST = flags.host;
   if (flags.port !== undefined) env.MAYA_PORT = flags.port;
   if (flags.model !== undefined) env.MAYA_MODEL = flags.model;
+  if (flags['chat-template'] !== undefined) env.MAYA_CHAT_TEMPLATE = flags['chat-template'];
   const apiKeys = flags['api-key'] ?? [];
   return {
     settings: loadResponsesSettings(env),
-    server: { ...loadServerSettings(env, apiKeys), inEffect: settingsInEffect(env, apiKeys) },
+    server: { ...loadServerSettings(env, apiKeys), ...mcpField(env), inEffect: settingsInEffect(env, apiKeys) },
   };
 }
 

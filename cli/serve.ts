@@ -24,6 +24,7 @@ import {
 import type { NativeEngineOptions } from '../engine-cuda/native-engine.ts';
 import { JobManager } from '../store/jobs/job-manager.ts';
 import type { RedisJobMirror } from '../store/jobs/redis-job-mirror.ts';
+import { McpServers } from '../mcp/mcp-servers.ts';
 import { openResponseStore } from '../store/responses/open-response-store.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 
@@ -72,11 +73,12 @@ interface ServiceState {
 
 type StoreBackend = Awaited<ReturnType<typeof openResponseStore>>;
 
-/** The response store, the job manager and (Redis) the shared task records. */
+/** The response store, the job manager, (Redis) the shared task records and the operator's MCP servers. */
 interface Stores {
   backend: StoreBackend;
   jobs: JobManager;
   sharedJobs: RedisJobMirror | undefined;
+  mcp: McpServers | undefined;
 }
 
 export async function startService(options: ServeOptions): Promise<RunningService> {
@@ -107,17 +109,24 @@ async function openStores(
   logger: Logger,
 ): Promise<Stores> {
   const { settings } = options;
-  const backend = await openResponseStore({ settings, storeUrl: options.server.storeUrl, registry });
+  const backend = await openResponseStore({
+    settings,
+    storeUrl: options.server.storeUrl,
+    waitReplicas: options.server.storeWaitReplicas,
+    registry,
+  });
   const jobs = new JobManager({ settings, store: backend.store, registry });
   const sharedJobs = await backend.shareJobs?.(jobs, (error) =>
     logger.warn('shared task record write failed', { error: (error as Error).message }),
   );
-  return { backend, jobs, sharedJobs };
+  const mcp = options.server.mcp ? new McpServers(options.server.mcp, logger) : undefined;
+  mcp?.start();
+  return { backend, jobs, sharedJobs, mcp };
 }
 
 function appDeps(
   options: ServeOptions,
-  { backend, jobs, sharedJobs }: Stores,
+  { backend, jobs, sharedJobs, mcp }: Stores,
   registry: ReturnType<typeof createRegistry>,
   logger: Logger,
   state: ServiceState,
@@ -125,6 +134,7 @@ function appDeps(
   return {
     settings: options.settings,
     server: options.server,
+    ...(mcp ? { mcp } : {}),
     registry,
     getRuntime: () => state.runtime,
     store: backend.store,
@@ -172,6 +182,7 @@ function loadOptions(options: ServeOptions): Parameters<LoadModelRuntime>[1] {
   return {
     onProgress: options.onProgress,
     dialect: server.dialect,
+    ...(server.chatTemplate !== undefined ? { chatTemplate: server.chatTemplate } : {}),
     engine: engineOptions(server.engine, server.weightDtype),
     ...(server.decoding
       ? {
@@ -203,7 +214,7 @@ function loadModel(options: ServeOptions, state: ServiceState): Promise<ModelRun
  * grace period has run out and the model has closed, which is what frees such a task.
  */
 async function shutDown(
-  { backend, jobs, sharedJobs }: Stores,
+  { backend, jobs, sharedJobs, mcp }: Stores,
   inflight: { settled(ms: number): Promise<void> },
   state: ServiceState,
   graceMs: number,
@@ -213,6 +224,7 @@ async function shutDown(
     await state.runtime?.close();
     if (cleanup.status === 'rejected') throw cleanup.reason;
   } finally {
+    await mcp?.close();
     await sharedJobs?.close();
     await backend.close();
   }

@@ -5,7 +5,7 @@
  * ENG_PARAM_*, encoded by engine-cuda/ffi.ts) or, for the two library paths, as the paths
  * NativeEngine loads.
  */
-import { BACKENDS, SIMD_PATHS, TC_NEVER } from '../engine-cuda/ffi.ts';
+import { BACKENDS, SIMD_PATHS, SPECULATIVE_MODES, TC_NEVER } from '../engine-cuda/ffi.ts';
 import type { NativeEngineOptions } from '../engine-cuda/native-engine.ts';
 import { oneOf, rawValue, ruledInteger, SettingsError, type Env } from './setting-rules.ts';
 
@@ -25,6 +25,11 @@ export interface EngineSettings {
   readonly cudaTcMinTokens?: number;
   /** MAYA_CUDA_GRAPHS: false launches each decode kernel instead of replaying CUDA graphs. */
   readonly cudaGraphs?: boolean;
+  /** MAYA_SPECULATIVE: speculative decoding: auto (MTP where the checkpoint has it, else prompt lookup), off,
+   * ngram (prompt lookup), mtp (not implemented yet: the model load fails naming it). */
+  readonly speculative?: (typeof SPECULATIVE_MODES)[number];
+  /** MAYA_SPECULATIVE_MAX_DRAFT: most drafted tokens a sequence verifies per step (default 8, 1..64). */
+  readonly specMaxDraft?: number;
   /** MAYA_ENGINE_LIB: the engine library (default engine-cuda/build/libmaya_engine.so). */
   readonly libPath?: string;
   /** MAYA_ENGINE_CUDA_LIB: the CUDA backend's library (default beside the engine library). */
@@ -42,6 +47,8 @@ export const ENGINE_SETTING_NAMES = [
   'MAYA_CUDA_DEVICE',
   'MAYA_CUDA_TC_MIN_TOKENS',
   'MAYA_CUDA_GRAPHS',
+  'MAYA_SPECULATIVE',
+  'MAYA_SPECULATIVE_MAX_DRAFT',
 ] as const;
 
 function onOff(env: Env, variable: string): boolean | undefined {
@@ -60,7 +67,13 @@ function path(env: Env, variable: string): string | undefined {
   return raw?.trim();
 }
 
-/** The MAYA_ENGINE_* and MAYA_CUDA_* settings from `env`; SettingsError names a bad one. */
+/** MAYA_SPECULATIVE_MAX_DRAFT: an integer in 1..64 (the engine's bound, ENG_PARAM_SPEC_MAX_DRAFT). */
+function maxDraft(env: Env): number | undefined {
+  const raw = rawValue(env, 'MAYA_SPECULATIVE_MAX_DRAFT');
+  return raw === undefined ? undefined : ruledInteger('MAYA_SPECULATIVE_MAX_DRAFT', raw, { max: 64 });
+}
+
+/** The MAYA_ENGINE_*, MAYA_CUDA_* and MAYA_SPECULATIVE* settings from `env`; SettingsError names a bad one. */
 export function loadEngineSettings(env: Env): EngineSettings {
   const tcMinTokens = integer(env, 'MAYA_CUDA_TC_MIN_TOKENS', true);
   const settings: EngineSettings = {
@@ -73,6 +86,8 @@ export function loadEngineSettings(env: Env): EngineSettings {
     cudaDevice: integer(env, 'MAYA_CUDA_DEVICE', true),
     cudaTcMinTokens: tcMinTokens === 0 ? TC_NEVER : tcMinTokens,
     cudaGraphs: onOff(env, 'MAYA_CUDA_GRAPHS'),
+    speculative: oneOf(env, 'MAYA_SPECULATIVE', SPECULATIVE_MODES),
+    specMaxDraft: maxDraft(env),
   };
   return Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined));
 }

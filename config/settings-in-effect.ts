@@ -3,6 +3,7 @@
  * page's About tab): every MAYA_* (and legacy STRATA_*) variable that changes what config/'s
  * loaders resolve, the engine's MAYA_ENGINE_* / MAYA_CUDA_* among them, with secrets hidden.
  */
+import { loadMcpSettings } from './mcp-settings.ts';
 import { loadResponsesSettings, loadServerSettings, type Env, type SettingInEffect } from './settings.ts';
 
 /**
@@ -15,7 +16,8 @@ const SECRET_SETTING = /(^MAYA_API_KEYS$|_KEY$|SECRET|PASSWORD|_TOKEN$)/;
 /**
  * The settings in `env` that change what the loaders resolve (a default spelled out, an unknown
  * variable or one the loaders ignore is not listed). loadServerSettings holds the engine's settings
- * (engine-settings.ts) and the opt-ins, loadResponsesSettings the MAYA_GLM_RESPONSES_* table.
+ * (engine-settings.ts) and the opt-ins, loadResponsesSettings the MAYA_GLM_RESPONSES_* table,
+ * loadMcpSettings the MAYA_MCP_* servers and limits (a limit without servers changes nothing).
  * `extraApiKeys` (the CLI's --api-key) count as MAYA_API_KEYS. Secret values are `(hidden)`; a
  * URL's user and password are replaced by `***`.
  */
@@ -23,7 +25,7 @@ export function settingsInEffect(env: Env, extraApiKeys: readonly string[] = [])
   const keys = [env.MAYA_API_KEYS ?? '', ...extraApiKeys].filter((key) => key !== '').join(',');
   const full: Record<string, string | undefined> = { ...env, ...(keys !== '' ? { MAYA_API_KEYS: keys } : {}) };
   const resolved = (of: Env) =>
-    JSON.stringify([loadServerSettings(of), loadResponsesSettings(of)], (_key, value) =>
+    JSON.stringify([loadServerSettings(of), loadResponsesSettings(of), loadMcpSettings(of)], (_key, value) =>
       value instanceof Uint8Array ? [...value] : value,
     );
   const base = resolved(full);

@@ -8,6 +8,7 @@
 
 import { DIALECT_NAMES } from '../dialects/select.ts';
 import { ENGINE_SETTING_NAMES, loadEngineSettings, type EngineSettings } from './engine-settings.ts';
+import { MCP_SETTING_NAMES, type McpSettings } from './mcp-settings.ts';
 import {
   parseInteger,
   rawValue,
@@ -19,6 +20,8 @@ import {
 } from './setting-rules.ts';
 
 export { SettingsError, type Env } from './setting-rules.ts';
+export type { McpServerConfig, McpSettings } from './mcp-settings.ts';
+import { parseStoreUrl, STORE_URL_RULE } from './store-url.ts';
 
 export const RESPONSES_SETTINGS = {
   CACHE_ENTRIES: { default: 128 },
@@ -95,14 +98,24 @@ export interface ServerSettings {
   readonly maxBodyBytes: number;
   /** MAYA_DIALECT: overrides the dialect detected from the checkpoint (e.g. glm47); undefined = detect. */
   readonly dialect?: string;
+  /** MAYA_CHAT_TEMPLATE: a Jinja chat template file replacing the checkpoint's (a GGUF file without
+   * tokenizer.chat_template needs one); undefined = the checkpoint's. */
+  readonly chatTemplate?: string;
   /** MAYA_CONSTRAINED_DECODING (0|1, default 1) and MAYA_GRAMMAR_MAX_STRING / _MAX_ITEMS (>= 0, 0 = no limit). */
   readonly decoding?: DecodingSettings;
   /** Connection and shutdown limits (SERVER_LIMITS); absent = DEFAULT_SERVER_LIMITS. */
   readonly limits?: ServerLimits;
   /** MAYA_LOG_LEVEL, default `info` (`silent` = none): the level of the one logger (handlers/logger.ts). */
   readonly logLevel?: LogLevel;
-  /** MAYA_STORE_URL: `redis://…` or `rediss://…` shares stored responses through Redis; undefined = in memory. */
+  /** MAYA_STORE_URL: `redis://…`, `rediss://…` or `redis+sentinel://…` shares stored responses through Redis; undefined = in memory. */
   readonly storeUrl?: string;
+  /**
+   * MAYA_STORE_WAIT_REPLICAS (integer >= 0; default 1 with redis+sentinel://, else 0): with a
+   * Redis store, how many Redis replicas must acknowledge a stored response (Redis WAIT) before it
+   * is reported stored; fewer within STORE_WAIT_MS is 503 `store_unavailable`. 0 = the primary's
+   * acknowledgement is enough (a failover can then lose what the replica had not received).
+   */
+  readonly storeWaitReplicas?: number;
   /** Opt-in client-compatibility features beyond the spec (loadResponsesOptIns); absent = all off. */
   readonly optIns?: ResponsesOptIns;
   /** MAYA_IMAGE_*: limits on `input_image` URLs and images (IMAGE_LIMITS); absent = DEFAULT_IMAGE_SETTINGS. */
@@ -115,6 +128,8 @@ export interface ServerSettings {
   readonly web?: boolean;
   /** The settings in effect that differ from the defaults, secrets hidden (settings-in-effect.ts; GET /v1/status). */
   readonly inEffect?: readonly SettingInEffect[];
+  /** MAYA_MCP_* (mcp-settings.ts loadMcpSettings): the operator's MCP servers; absent = none configured. */
+  readonly mcp?: McpSettings;
 }
 
 /** One setting the server runs with: its variable and its value as given (or `(hidden)`). */
@@ -308,11 +323,18 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   if (dialect !== undefined && !DIALECT_NAMES.includes(dialect as never)) {
     throw new SettingsError('MAYA_DIALECT', `MAYA_DIALECT=${dialect}: must be one of ${DIALECT_NAMES.join(', ')}`);
   }
+  const chatTemplate =
+    env.MAYA_CHAT_TEMPLATE !== undefined && env.MAYA_CHAT_TEMPLATE !== '' ? env.MAYA_CHAT_TEMPLATE : undefined;
   const logLevel = env.MAYA_LOG_LEVEL !== undefined && env.MAYA_LOG_LEVEL !== '' ? env.MAYA_LOG_LEVEL : 'info';
   if (!LOG_LEVELS.includes(logLevel as LogLevel)) {
     throw new SettingsError('MAYA_LOG_LEVEL', `MAYA_LOG_LEVEL=${logLevel}: must be one of ${LOG_LEVELS.join(', ')}`);
   }
   const storeUrl = loadStoreUrl(env.MAYA_STORE_URL);
+  const waitRaw = env.MAYA_STORE_WAIT_REPLICAS;
+  const storeWaitReplicas =
+    waitRaw === undefined || waitRaw === ''
+      ? Number(storeUrl !== undefined && parseStoreUrl(storeUrl)?.kind === 'sentinel')
+      : ruledInteger('MAYA_STORE_WAIT_REPLICAS', waitRaw, { allowZero: true });
   const weightDtype = loadWeightDtype(env.MAYA_WEIGHT_DTYPE);
   const engine = loadEngineSettings(env);
   return {
@@ -323,10 +345,12 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
     corsOrigins: origins.length > 0 ? origins : undefined,
     maxBodyBytes,
     ...(dialect !== undefined ? { dialect } : {}),
+    ...(chatTemplate !== undefined ? { chatTemplate } : {}),
     limits: loadServerLimits(env),
     logLevel: logLevel as LogLevel,
     decoding: loadDecodingSettings(env),
     ...(storeUrl !== undefined ? { storeUrl } : {}),
+    ...(storeWaitReplicas > 0 ? { storeWaitReplicas } : {}),
     ...optInsField(env),
     images: loadImageSettings(env),
     ...(weightDtype !== undefined ? { weightDtype } : {}),
@@ -335,21 +359,10 @@ export function loadServerSettings(env: Env, extraApiKeys: readonly string[] = [
   };
 }
 
-/** MAYA_STORE_URL: unset or empty = in memory; otherwise a redis:// or rediss:// URL. */
+/** MAYA_STORE_URL: unset or empty = in memory; otherwise a Redis or Redis Sentinel URL (store-url.ts). */
 function loadStoreUrl(raw: string | undefined): string | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
-  let protocol = '';
-  try {
-    protocol = new URL(raw.trim()).protocol;
-  } catch {
-    // reported below
-  }
-  if (protocol !== 'redis:' && protocol !== 'rediss:') {
-    throw new SettingsError(
-      'MAYA_STORE_URL',
-      'MAYA_STORE_URL: must be a redis://[user:password@]host[:port][/db] or rediss:// URL (unset = in-memory store)',
-    );
-  }
+  if (parseStoreUrl(raw) === undefined) throw new SettingsError('MAYA_STORE_URL', STORE_URL_RULE);
   return raw.trim();
 }
 
@@ -363,6 +376,8 @@ export interface ResponsesOptIns {
   readonly itemReferences: boolean;
   /** ENCRYPTED_REASONING=on: include `reasoning.encrypted_content`, encrypted reasoning input, `reasoning.summary`. */
   readonly encryptedReasoning: boolean;
+  /** MCP=on: `{"type":"mcp"}` tools name MAYA_MCP_CONFIG servers, with OpenAI's mcp_* items and events. */
+  readonly mcp?: boolean;
   /** REASONING_KEY: the 32-byte AES-256-GCM key; undefined = a random key made at start-up. Never logged. */
   readonly reasoningKey?: Uint8Array;
 }
@@ -405,6 +420,7 @@ export function loadResponsesOptIns(env: Env): ResponsesOptIns {
   return {
     itemReferences: onOff(env, 'ITEM_REFERENCES'),
     encryptedReasoning: onOff(env, 'ENCRYPTED_REASONING'),
+    ...(onOff(env, 'MCP') ? { mcp: true } : {}),
     ...(key !== undefined ? { reasoningKey: key } : {}),
   };
 }
@@ -412,7 +428,7 @@ export function loadResponsesOptIns(env: Env): ResponsesOptIns {
 /** `{optIns}` when any opt-in is set, else nothing (the default server settings stay as they were). */
 function optInsField(env: Env): { optIns?: ResponsesOptIns } {
   const optIns = loadResponsesOptIns(env);
-  return optIns.itemReferences || optIns.encryptedReasoning || optIns.reasoningKey ? { optIns } : {};
+  return optIns.itemReferences || optIns.encryptedReasoning || optIns.mcp || optIns.reasoningKey ? { optIns } : {};
 }
 
 /** Every variable the loaders above read (legacy STRATA_GLM_RESPONSES_* spellings aside), as the README lists them. */
@@ -425,7 +441,9 @@ export const SETTING_NAMES: readonly string[] = [
   'MAYA_MAX_BODY_BYTES',
   'MAYA_LOG_LEVEL',
   'MAYA_STORE_URL',
+  'MAYA_STORE_WAIT_REPLICAS',
   'MAYA_DIALECT',
+  'MAYA_CHAT_TEMPLATE',
   ...Object.keys(SERVER_LIMITS).map((name) => `MAYA_${name}`),
   'MAYA_CONSTRAINED_DECODING',
   'MAYA_GRAMMAR_MAX_STRING',
@@ -435,7 +453,8 @@ export const SETTING_NAMES: readonly string[] = [
   'MAYA_WEIGHT_DTYPE',
   ...ENGINE_SETTING_NAMES,
   'MAYA_WEB',
-  ...[...Object.keys(RESPONSES_SETTINGS), 'ITEM_REFERENCES', 'ENCRYPTED_REASONING', 'REASONING_KEY'].map(
+  ...MCP_SETTING_NAMES,
+  ...[...Object.keys(RESPONSES_SETTINGS), 'ITEM_REFERENCES', 'ENCRYPTED_REASONING', 'MCP', 'REASONING_KEY'].map(
     (name) => MAYA_PREFIX + name,
   ),
 ];

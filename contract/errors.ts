@@ -1,7 +1,9 @@
 /**
  * ApiError and its constructors: the only place that builds error bodies. Every non-2xx body is
  * exactly `{"error":{"message","type","param","code"}}` (the spec's ErrorResponse), which the
- * openai SDK turns into the APIError subclass for the status (BadRequestError, NotFoundError, ...).
+ * openai SDK turns into the APIError subclass for the status (BadRequestError, NotFoundError, ...);
+ * the operations the contract marks `x-error-format: anthropic` answer the same ApiError in
+ * Anthropic's envelope instead (`anthropicError`).
  *
  * Types follow what OpenAI's API returns: `invalid_request_error` for every 4xx caused by the
  * request (400, 401, 404, 405, 409, 410, 413), `requests` with code `rate_limit_exceeded` for 429,
@@ -45,6 +47,10 @@ export function unauthorized(message = 'Missing or incorrect API key.', code = '
 /** `notFound('response', id)` → "No response found with id 'resp_…'." */
 export function notFound(kind: string, id: string, param: string | null = null): ApiError {
   return new ApiError(404, `No ${kind} found with id '${id}'.`, 'invalid_request_error', 'not_found', param);
+}
+
+export function forbidden(message: string, code: string): ApiError {
+  return new ApiError(403, message, 'invalid_request_error', code, null);
 }
 
 export function unknownRoute(method: string, path: string): ApiError {
@@ -162,4 +168,57 @@ export function typedFailure<Failure extends { code: string; message: string }>(
       ? 'requests'
       : 'server_error';
   return { ...failure, type };
+}
+
+/** Anthropic's error types (its API's errors page: one per HTTP status). */
+export type AnthropicErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'request_too_large'
+  | 'rate_limit_error'
+  | 'api_error'
+  | 'overloaded_error';
+
+export interface AnthropicErrorBody {
+  type: 'error';
+  error: {
+    type: AnthropicErrorType;
+    message: string;
+    /** Maya extension (the SDK's `error.details`): the OpenAI envelope's `code` and `param`. */
+    details: { error_code: string | null; param: string | null };
+  };
+  request_id?: string | null;
+}
+
+/** Anthropic answers an overloaded service with 529; Maya's 503s (loading, shutting down) become it. */
+export const ANTHROPIC_OVERLOADED_STATUS = 529;
+
+const ANTHROPIC_TYPES: Readonly<Record<number, AnthropicErrorType>> = {
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  503: 'overloaded_error',
+  529: 'overloaded_error',
+};
+
+/**
+ * Any thrown value in Anthropic's envelope `{"type":"error","error":{"type","message"}}`, with the
+ * status it answers with: the ApiError's own, except 503 → 529 `overloaded_error`. Other 4xx are
+ * `invalid_request_error`, other 5xx `api_error`. The message starts with the offending field
+ * (Anthropic's `field: problem` form) unless it names it already.
+ */
+export function anthropicError(err: unknown, requestId?: string | null): { status: number; body: AnthropicErrorBody } {
+  const api = toApiError(err);
+  const type = ANTHROPIC_TYPES[api.status] ?? (api.status >= 500 ? 'api_error' : 'invalid_request_error');
+  const message = api.param !== null && !api.message.includes(api.param) ? `${api.param}: ${api.message}` : api.message;
+  const body: AnthropicErrorBody = {
+    type: 'error',
+    error: { type, message, details: { error_code: api.code, param: api.param } },
+    ...(requestId === undefined ? {} : { request_id: requestId }),
+  };
+  return { status: api.status === 503 ? ANTHROPIC_OVERLOADED_STATUS : api.status, body };
 }

@@ -10,6 +10,19 @@ export type UnnumberedEvent = { type: string } & Record<string, unknown>;
 
 export type StreamEvent = UnnumberedEvent & { sequence_number: number };
 
+/**
+ * An event a run yields only for a translator that asked for it (run-response.ts RunHooks.reportProgress,
+ * the tool loop's `maya.tool_limit`): `type` starts with `maya.`, `sequence_number` is -1, and it is
+ * never published on a Responses stream. The translator turns it into its own wire form.
+ */
+export function internalEvent(type: `maya.${string}`, fields: Record<string, unknown>): StreamEvent {
+  return { ...fields, type, sequence_number: -1 };
+}
+
+export function isInternalEvent(event: { type: string }): boolean {
+  return event.type.startsWith('maya.');
+}
+
 export class EventSequencer {
   private next = 0;
 

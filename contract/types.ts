@@ -97,7 +97,14 @@ export type FunctionCallItem = {
   arguments: string;
   status: ServerItemStatus;
 };
-export type ServerOutputItem = MessageItem | ReasoningOutputItem | FunctionCallItem;
+/** The hosted MCP tool's items (MAYA_GLM_RESPONSES_MCP), in OpenAI's shapes. */
+export type McpListToolsItem = Schemas['McpListToolsItem'];
+export type McpCallItem = Schemas['McpCallItem'] & { status: NonNullable<Schemas['McpCallItem']['status']> };
+export type McpApprovalRequestItem = Schemas['McpApprovalRequestItem'];
+export type McpApprovalResponseItem = Schemas['McpApprovalResponseItem'];
+export type McpTool = Schemas['McpTool'];
+export type ServerOutputItem =
+  MessageItem | ReasoningOutputItem | FunctionCallItem | McpListToolsItem | McpCallItem | McpApprovalRequestItem;
 /** The Response object as Maya builds, stores and publishes it. */
 export type ResponseObject = Omit<Response, 'output'> & { output: ServerOutputItem[] };
 /** Why a response failed, before `typedFailure` (contract/errors.ts) adds its `type`. */
@@ -156,7 +163,30 @@ export type ChatCompletion = Schemas['CreateChatCompletionResponse'];
 export type ChatCompletionChunk = Schemas['CreateChatCompletionStreamResponse'];
 export type ChatCompletionStreamResponseDelta = Schemas['ChatCompletionStreamResponseDelta'];
 export type ChatCompletionMessageToolCallChunk = Schemas['ChatCompletionMessageToolCallChunk'];
+export type StrataMcpEvent = Schemas['StrataMcpEvent'];
+export type StrataMcpCall = Schemas['StrataMcpCall'];
+export type PromptProgress = Schemas['PromptProgress'];
 export type CompletionUsage = Schemas['CompletionUsage'];
+
+// ---- Anthropic Messages API (POST /v1/messages, /v1/messages/count_tokens)
+export type AnthropicCreateMessageRequest = Schemas['AnthropicCreateMessageRequest'];
+export type AnthropicCountTokensRequest = Schemas['AnthropicCountTokensRequest'];
+export type AnthropicMessageParam = Schemas['AnthropicMessageParam'];
+export type AnthropicUserContentBlock = Schemas['AnthropicUserContentBlock'];
+export type AnthropicAssistantContentBlock = Schemas['AnthropicAssistantContentBlock'];
+export type AnthropicToolResultContentBlock = Schemas['AnthropicToolResultContentBlock'];
+export type AnthropicTextBlockParam = Schemas['AnthropicTextBlockParam'];
+export type AnthropicImageBlockParam = Schemas['AnthropicImageBlockParam'];
+export type AnthropicTool = Schemas['AnthropicTool'];
+export type AnthropicToolChoice = Schemas['AnthropicToolChoice'];
+export type AnthropicThinkingConfig = Schemas['AnthropicThinkingConfig'];
+export type AnthropicMessage = Schemas['AnthropicMessage'];
+export type AnthropicContentBlock = Schemas['AnthropicContentBlock'];
+export type AnthropicUsage = Schemas['AnthropicUsage'];
+export type AnthropicStopReason = Schemas['AnthropicStopReason'];
+export type AnthropicMessageStreamEvent = Schemas['AnthropicMessageStreamEvent'];
+export type AnthropicMessageTokensCount = Schemas['AnthropicMessageTokensCount'];
+export type AnthropicErrorResponse = Schemas['AnthropicErrorResponse'];
 
 // ---- models and service
 export type Model = Schemas['Model'];

@@ -8,6 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ChatTemplate, readCheckpointTemplate, type SpecialTokens } from '../checkpoint/chat-template.ts';
+import { isGgufPath } from '../checkpoint/gguf.ts';
 import { createDeepseekV31Dialect } from './deepseek.ts';
 import { DialectError, type Dialect } from './dialect.ts';
 import { createDsmlDialect } from './dsml.ts';
@@ -25,6 +26,8 @@ export const DIALECT_NAMES = [
   'plain',
 ] as const;
 export type DialectName = (typeof DIALECT_NAMES)[number];
+/** Dialects that render without the checkpoint's chat template. */
+const TEMPLATE_FREE = new Set<string>(['deepseek-v32', 'deepseek-v4', 'deepseek-v41']);
 
 export interface CheckpointInfo {
   /** The chat template text (readCheckpointTemplate), or null. */
@@ -100,9 +103,19 @@ export function selectDialect(info: CheckpointInfo, override?: string): Dialect 
   }
 }
 
-/** Reads config.json and the chat template of a Hugging Face model directory, then selects. */
-export async function loadDialect(dir: string, override?: string): Promise<Dialect> {
-  const template = await readCheckpointTemplate(dir);
+/** Reads config.json and the chat template of a Hugging Face model directory (or a GGUF file's
+ * metadata), then selects; templateFile (MAYA_CHAT_TEMPLATE) replaces the checkpoint's template. */
+export async function loadDialect(dir: string, override?: string, templateFile?: string): Promise<Dialect> {
+  const template = await readCheckpointTemplate(dir, templateFile);
+  if (isGgufPath(dir)) {
+    if (template.source === null && !(override && TEMPLATE_FREE.has(override)))
+      throw new DialectError(
+        `${dir} has no chat template (no tokenizer.chat_template in its metadata): ` +
+          'give one with --chat-template FILE (MAYA_CHAT_TEMPLATE)',
+      );
+    const info: CheckpointInfo = { chatTemplate: template.source, specialTokens: template.specialTokens };
+    return selectDialect(info, override);
+  }
   const configText = await readFile(join(dir, 'config.json'), 'utf8').catch(() => '{}');
   let config: { architectures?: unknown; model_type?: unknown };
   try {

@@ -13,6 +13,7 @@ import * as workerThreads from 'node:worker_threads';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ConstraintCache, type Constraint } from '../grammar/constraint.ts';
 import type { TokenMatcher, VocabularyData } from '../grammar/token-mask.ts';
+import { ConstrainedDrafter } from './constrained-drafts.ts';
 import { EngineError } from './engine.ts';
 import { ENG, NativeLib, type ContextParams, type NativeContext, type SeqAddArgs } from './ffi.ts';
 
@@ -63,6 +64,8 @@ class Pump {
   private readonly live = new Map<number, boolean>();
   /** Constrained sequences: their matcher sets the mask of their next token after every step. */
   private readonly matchers = new Map<number, TokenMatcher>();
+  /** Constrained sequences' drafts (speculative decoding; the engine drafts for the others itself). */
+  private readonly drafters = new Map<number, ConstrainedDrafter>();
   private vocab: VocabularyData | undefined;
   private constraints: ConstraintCache | undefined;
   private events = new Int32Array(64 * ENG.EVENT_INTS);
@@ -72,6 +75,7 @@ class Pump {
   constructor(
     private readonly ctx: NativeContext,
     private readonly numVocab: number,
+    private readonly maxDraft: number,
     private readonly post: (msg: FromWorker, transfer?: ArrayBuffer[]) => void,
     /** The next message already queued for the worker, taken synchronously (undefined: none). */
     private readonly drain?: () => ToWorker | undefined,
@@ -85,6 +89,8 @@ class Pump {
           const seqId = this.ctx.seqAdd(msg.args);
           this.live.set(seqId, ((msg.args.flags ?? 0) & ENG.SEQ_KEEP_LOGITS) !== 0);
           if (msg.constraint) this.constrain(seqId, msg.constraint);
+          if (this.matchers.has(seqId) && this.maxDraft > 0)
+            this.drafters.set(seqId, new ConstrainedDrafter(msg.args.tokens, this.maxDraft));
           this.post({ op: 'added', reqId: msg.reqId, seqId });
           this.schedule();
         } catch (err) {
@@ -133,6 +139,7 @@ class Pump {
   /** Drops a sequence's matcher and lifts any mask it had set (the engine keeps a mask until replaced). */
   private unconstrain(seqId: number): void {
     this.matchers.delete(seqId);
+    this.drafters.delete(seqId);
     try {
       this.ctx.seqMask(seqId, null);
     } catch {
@@ -177,7 +184,8 @@ class Pump {
 
   private stepOnce(): void {
     if (this.closed) return;
-    const needed = (2 * this.live.size + 1) * ENG.EVENT_INTS;
+    // A sequence yields up to 3 + the most drafted tokens events a step (its verified draft's tokens).
+    const needed = ((3 + this.maxDraft) * this.live.size + 1) * ENG.EVENT_INTS;
     if (this.events.length < needed) this.events = new Int32Array(needed * 2);
     let n: number;
     try {
@@ -202,6 +210,7 @@ class Pump {
       } else if (kind === ENG.EVENT_FINISH) {
         this.live.delete(seqId);
         this.matchers.delete(seqId);
+        this.drafters.delete(seqId);
       }
     }
     // Masks for the next step, set before it runs (a finished sequence has no matcher left).
@@ -216,7 +225,38 @@ class Pump {
         this.unconstrain(seqId);
       }
     }
+    this.draftConstrained(events, n);
     this.post({ op: 'events', events, logits }, [events.buffer, ...logits.map(([, l]) => l.buffer as ArrayBuffer)]);
+  }
+
+  /** Drafts for the constrained sequences that produced tokens in this step (constrained-drafts.ts). */
+  private draftConstrained(events: Int32Array, n: number): void {
+    if (this.drafters.size === 0) return;
+    const produced = new Map<number, number[]>();
+    for (let i = 0; i < n; i++) {
+      const o = i * ENG.EVENT_INTS;
+      const seqId = events[o] ?? -1;
+      if (events[o + 1] !== ENG.EVENT_TOKEN || !this.drafters.has(seqId)) continue;
+      const list = produced.get(seqId) ?? [];
+      list.push(events[o + 2] ?? -1);
+      produced.set(seqId, list);
+    }
+    const words = Math.ceil(this.numVocab / 32);
+    for (const [seqId, tokens] of produced) {
+      const drafter = this.drafters.get(seqId);
+      const matcher = this.matchers.get(seqId);
+      drafter?.observe(tokens);
+      if (!drafter || !matcher) {
+        this.drafters.delete(seqId);
+        continue;
+      }
+      try {
+        const draft = drafter.next(matcher, words);
+        if (draft.tokens.length > 0) this.ctx.seqDraft(seqId, draft.tokens, draft.masks);
+      } catch {
+        this.drafters.delete(seqId); // a draft is an optimisation only: decoding goes on without
+      }
+    }
   }
 }
 
@@ -239,7 +279,7 @@ async function main(): Promise<void> {
   const receive = (workerThreads as { receiveMessageOnPort?: typeof workerThreads.receiveMessageOnPort })
     .receiveMessageOnPort;
   const drain = receive ? () => receive(port)?.message as ToWorker | undefined : undefined;
-  const pump = new Pump(ctx, info[ENG.INFO_N_VOCAB] ?? 0, post, drain);
+  const pump = new Pump(ctx, info[ENG.INFO_N_VOCAB] ?? 0, info[ENG.INFO_SPEC_MAX_DRAFT] ?? 0, post, drain);
   port.on('message', (msg: ToWorker) => pump.handle(msg));
   post({ op: 'ready', info });
 }

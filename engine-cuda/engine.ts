@@ -21,11 +21,15 @@ export interface GenerateRequest {
   temperature?: number;
   /** (0, 1]; 1 = off. */
   topP?: number;
+  /** Integer >= 0: sample among the topK most likely ids only (after a constraint's mask), then topP; 0 = off. */
+  topK?: number;
   seed?: number;
   /** Token ids that end the turn (reported as a token event, then finish 'stop'). */
   stopIds?: number[];
   /** Keep each step's logits (debug CLI `--top-logits`, oracle tests). */
   keepLogits?: boolean;
+  /** Report a 'prefill_progress' event after each prompt chunk, before 'prefilled' (Chat Completions' return_progress). */
+  reportProgress?: boolean;
   /** Constrained decoding: every sampled token keeps the output inside this grammar (needs setVocabulary). */
   constraint?: Constraint;
   /**
@@ -47,8 +51,14 @@ export interface EngineImage {
   hash: bigint;
 }
 
+/**
+ * 'prefill_progress' (reportProgress only): a prompt chunk was prefilled; processedTokens counts the
+ * prompt tokens whose K/V are in the cache now, the cachedTokens served from the prefix cache included.
+ */
 export type TokenEvent =
-  { type: 'prefilled'; cachedTokens: number } | { type: 'token'; id: number; logits?: Float32Array };
+  | { type: 'prefill_progress'; cachedTokens: number; processedTokens: number }
+  | { type: 'prefilled'; cachedTokens: number }
+  | { type: 'token'; id: number; logits?: Float32Array };
 
 export interface FinishInfo {
   reason: FinishReason;
@@ -58,7 +68,7 @@ export interface FinishInfo {
 }
 
 export interface EngineInfo {
-  arch: 'glm4' | 'llama' | 'qwen3' | 'glm4_moe' | 'deepseek_v3' | 'glm4v' | 'glm4v_moe';
+  arch: 'glm4' | 'llama' | 'qwen3' | 'qwen3_moe' | 'glm4_moe' | 'deepseek_v3' | 'glm4v' | 'glm4v_moe';
   backend: 'cpu' | 'cuda';
   numVocab: number;
   /** Context limit in tokens (prompt + output). */
@@ -78,9 +88,13 @@ export interface EngineInfo {
   vision: boolean;
   /** The weight matrices' dtype as the engine runs them (ENG_INFO_WEIGHT_DTYPE): as stored, or q8 when
    * quantized at load (MAYA_WEIGHT_DTYPE=q8). */
-  weightDtype: 'f32' | 'f16' | 'bf16' | 'fp8' | 'q8';
+  weightDtype:
+    'f32' | 'f16' | 'bf16' | 'fp8' | 'q8' | 'q8_0' | 'q4_0' | 'q4_1' | 'q5_0' | 'q5_1' | 'q4_k' | 'q5_k' | 'q6_k';
   /** CPU worker threads (ENG_INFO_N_THREADS). */
   numThreads: number;
+  /** Speculative decoding as run ('off' or 'ngram': prompt lookup) and its most drafted tokens per step. */
+  speculative?: 'off' | 'ngram';
+  specMaxDraft?: number;
 }
 
 export interface EngineStats {
@@ -100,6 +114,11 @@ export interface EngineStats {
   encodeMicros: number;
   /** CPU time of the engine's process meanwhile (all threads), in microseconds. */
   encodeCpuMicros: number;
+  /** Speculative decoding: drafted tokens scored by verification passes, and those accepted. */
+  draftTokens: number;
+  draftAccepted: number;
+  /** Decode passes (one per decoding sequence and step): decodeTokens / decodePasses = tokens per pass. */
+  decodePasses: number;
 }
 
 export interface GenerateOptions {

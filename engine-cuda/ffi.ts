@@ -17,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 5,
+  ABI_VERSION: 10,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -43,7 +43,9 @@ export const ENG = {
   PARAM_CUDA_DEVICE: 11,
   PARAM_CUDA_TC_MIN_TOKENS: 12,
   PARAM_CUDA_GRAPHS: 13,
-  PARAM_COUNT: 14,
+  PARAM_SPECULATIVE: 14,
+  PARAM_SPEC_MAX_DRAFT: 15,
+  PARAM_COUNT: 16,
   INFO_N_VOCAB: 0,
   INFO_N_CTX: 1,
   INFO_N_LAYER: 2,
@@ -62,7 +64,9 @@ export const ENG = {
   INFO_VISION: 15,
   INFO_WEIGHT_DTYPE: 16,
   INFO_N_THREADS: 17,
-  INFO_COUNT: 18,
+  INFO_SPECULATIVE: 18,
+  INFO_SPEC_MAX_DRAFT: 19,
+  INFO_COUNT: 20,
   STAT_BLOCKS_TOTAL: 0,
   STAT_BLOCKS_FREE: 1,
   STAT_BLOCKS_CACHED: 2,
@@ -76,16 +80,52 @@ export const ENG = {
   STAT_IMAGES_ENCODED: 10,
   STAT_ENCODE_US: 11,
   STAT_ENCODE_CPU_US: 12,
-  STAT_COUNT: 13,
+  STAT_DRAFT_TOKENS: 13,
+  STAT_DRAFT_ACCEPTED: 14,
+  STAT_DECODE_PASSES: 15,
+  STAT_COUNT: 16,
   EVENT_PREFILLED: 1,
   EVENT_TOKEN: 2,
   EVENT_FINISH: 3,
+  EVENT_PREFILL_PROGRESS: 4,
   FINISH_STOP: 1,
   FINISH_LENGTH: 2,
   FINISH_CANCELLED: 3,
   FINISH_ERROR: 4,
   EVENT_INTS: 4,
   SEQ_KEEP_LOGITS: 1,
+  BACKEND_AUTO: 0,
+  BACKEND_CPU: 1,
+  BACKEND_CUDA: 2,
+  ARCH_GLM4: 1,
+  ARCH_LLAMA: 2,
+  ARCH_QWEN3: 3,
+  ARCH_GLM4_MOE: 4,
+  ARCH_DEEPSEEK_V3: 5,
+  ARCH_GLM4V: 6,
+  ARCH_GLM4V_MOE: 7,
+  ARCH_QWEN3_MOE: 8,
+  SIMD_SCALAR: 0,
+  SIMD_AVX2: 1,
+  SIMD_AVX512: 2,
+  WEIGHT_DTYPE_F32: 0,
+  WEIGHT_DTYPE_F16: 1,
+  WEIGHT_DTYPE_BF16: 2,
+  WEIGHT_DTYPE_FP8: 4,
+  WEIGHT_DTYPE_Q8: 5,
+  SEQ_REPORT_PROGRESS: 2,
+  SPEC_AUTO: 0,
+  SPEC_OFF: 1,
+  SPEC_NGRAM: 2,
+  SPEC_MTP: 3,
+  WEIGHT_DTYPE_Q8_0: 8,
+  WEIGHT_DTYPE_Q4_0: 9,
+  WEIGHT_DTYPE_Q4_1: 10,
+  WEIGHT_DTYPE_Q5_0: 11,
+  WEIGHT_DTYPE_Q5_1: 12,
+  WEIGHT_DTYPE_Q4_K: 13,
+  WEIGHT_DTYPE_Q5_K: 14,
+  WEIGHT_DTYPE_Q6_K: 15,
 } as const;
 
 /** The exported functions of engine.h, in header order. */
@@ -103,6 +143,7 @@ export const ENG_FUNCTIONS = [
   'eng_seq_cancel',
   'eng_seq_logits',
   'eng_seq_mask',
+  'eng_seq_draft',
   'eng_step',
 ] as const;
 
@@ -118,12 +159,15 @@ const STATUS_CODES: Record<number, EngineErrorCode> = {
   [ENG.STATUS_INTERNAL]: 'internal',
 };
 
-/** Backends by their ENG_PARAM_BACKEND value; 'auto' = cuda when usable, else cpu. */
+/** Backends by name; 'auto' = cuda when usable, else cpu. */
 export const BACKENDS = ['auto', 'cpu', 'cuda'] as const;
-/** CPU kernel paths by their ENG_PARAM_SIMD value; 'auto' = the fastest the CPU runs. */
+/** CPU kernel paths by name; 'auto' = the fastest the CPU runs. */
 export const SIMD_PATHS = ['auto', 'scalar', 'avx2', 'avx512'] as const;
 /** Tensor-core threshold meaning "never" (above any batch the engine runs). */
 export const TC_NEVER = 2 ** 30;
+/** Speculative decoding modes by name (ENG_PARAM_SPECULATIVE); 'auto' = MTP where the checkpoint has it, else
+ * prompt lookup (the engine has no MTP drafts yet, so prompt lookup). */
+export const SPECULATIVE_MODES = ['auto', 'off', 'ngram', 'mtp'] as const;
 
 /** Creation parameters (ENG_PARAM_*); unset or <= 0 means the library's default. */
 export interface ContextParams {
@@ -147,6 +191,10 @@ export interface ContextParams {
   cudaTcMinTokens?: number;
   /** CUDA: replay decode steps as CUDA graphs (default true). */
   cudaGraphs?: boolean;
+  /** Speculative decoding (default 'auto'). */
+  speculative?: (typeof SPECULATIVE_MODES)[number];
+  /** Most drafted tokens a sequence verifies per step (default 8, at most 64). */
+  specMaxDraft?: number;
 }
 
 export interface SeqAddArgs {
@@ -155,6 +203,8 @@ export interface SeqAddArgs {
   maxTokens: number;
   temperature?: number;
   topP?: number;
+  /** >= 0; 0 = off. */
+  topK?: number;
   seed?: number | bigint;
   flags?: number;
   /** Images (eng_seq_add_mm): each one's pixel_values rows, grid (t, h, w in patches) and pixel hash. */
@@ -186,6 +236,7 @@ interface Symbols {
     maxTokens: number,
     temperature: number,
     topP: number,
+    topK: number,
     seed: bigint,
     flags: number,
     outSeqId: Int32Array,
@@ -199,6 +250,7 @@ interface Symbols {
     maxTokens: number,
     temperature: number,
     topP: number,
+    topK: number,
     seed: bigint,
     flags: number,
     pixels: Float32Array,
@@ -211,6 +263,14 @@ interface Symbols {
   eng_seq_cancel(ctx: CtxHandle, seqId: number): number;
   eng_seq_logits(ctx: CtxHandle, seqId: number, out: Float32Array, cap: number): number;
   eng_seq_mask(ctx: CtxHandle, seqId: number, mask: Uint32Array, nWords: number): number;
+  eng_seq_draft(
+    ctx: CtxHandle,
+    seqId: number,
+    tokens: Int32Array,
+    n: number,
+    masks: Uint32Array,
+    nWords: number,
+  ): number;
   eng_step(ctx: CtxHandle, out: Int32Array, cap: number): number;
 }
 type CtxHandle = bigint | number;
@@ -255,7 +315,7 @@ async function bindBun(path: string): Promise<Symbols> {
     eng_ctx_info: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
     eng_ctx_stats: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
     eng_seq_add: {
-      args: [T.ptr, T.ptr, T.i32, T.ptr, T.i32, T.i32, T.f32, T.f32, T.u64, T.u32, T.ptr],
+      args: [T.ptr, T.ptr, T.i32, T.ptr, T.i32, T.i32, T.f32, T.f32, T.i32, T.u64, T.u32, T.ptr],
       returns: T.i32,
     },
     eng_seq_add_mm: {
@@ -268,6 +328,7 @@ async function bindBun(path: string): Promise<Symbols> {
         T.i32,
         T.f32,
         T.f32,
+        T.i32,
         T.u64,
         T.u32,
         T.ptr,
@@ -282,6 +343,7 @@ async function bindBun(path: string): Promise<Symbols> {
     eng_seq_cancel: { args: [T.ptr, T.i32], returns: T.i32 },
     eng_seq_logits: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
     eng_seq_mask: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
+    eng_seq_draft: { args: [T.ptr, T.i32, T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
     eng_step: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
   });
   const s = lib.symbols;
@@ -322,13 +384,13 @@ async function bindKoffi(path: string): Promise<Symbols> {
     ) as Symbols['eng_ctx_stats'],
     eng_seq_add: f(
       'int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids, ' +
-        'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags, ' +
-        'int32_t *out_seq_id)',
+        'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, int32_t top_k, uint64_t seed, ' +
+        'uint32_t flags, int32_t *out_seq_id)',
     ) as Symbols['eng_seq_add'],
     eng_seq_add_mm: f(
       'int32_t eng_seq_add_mm(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids, ' +
-        'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags, ' +
-        'const float *pixels, int64_t n_pixels, const int32_t *grids, const uint64_t *image_hashes, ' +
+        'int32_t n_stop, int32_t max_tokens, float temperature, float top_p, int32_t top_k, uint64_t seed, ' +
+        'uint32_t flags, const float *pixels, int64_t n_pixels, const int32_t *grids, const uint64_t *image_hashes, ' +
         'int32_t n_images, int32_t *out_seq_id)',
     ) as Symbols['eng_seq_add_mm'],
     eng_seq_cancel: f('int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id)') as Symbols['eng_seq_cancel'],
@@ -338,6 +400,9 @@ async function bindKoffi(path: string): Promise<Symbols> {
     eng_seq_mask: f(
       'int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask, int32_t n_words)',
     ) as Symbols['eng_seq_mask'],
+    eng_seq_draft: f(
+      'int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *tokens, int32_t n, const uint32_t *masks, int32_t n_words)',
+    ) as Symbols['eng_seq_draft'],
     eng_step: f('int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap)') as Symbols['eng_step'],
   };
 }
@@ -427,12 +492,38 @@ export class NativeLib {
   }
 }
 
+/** ENG_PARAM_BACKEND's value of each backend. */
+const BACKEND_PARAM: Record<(typeof BACKENDS)[number], number> = {
+  auto: ENG.BACKEND_AUTO,
+  cpu: ENG.BACKEND_CPU,
+  cuda: ENG.BACKEND_CUDA,
+};
+/** ENG_PARAM_SIMD's value of each kernel path: 0 the fastest, else 1 + ENG_SIMD_*. */
+const SIMD_PARAM: Record<(typeof SIMD_PATHS)[number], number> = {
+  auto: 0,
+  scalar: 1 + ENG.SIMD_SCALAR,
+  avx2: 1 + ENG.SIMD_AVX2,
+  avx512: 1 + ENG.SIMD_AVX512,
+};
+/** ENG_PARAM_SPECULATIVE's value of each mode. */
+const SPECULATIVE_PARAM: Record<(typeof SPECULATIVE_MODES)[number], number> = {
+  auto: ENG.SPEC_AUTO,
+  off: ENG.SPEC_OFF,
+  ngram: ENG.SPEC_NGRAM,
+  mtp: ENG.SPEC_MTP,
+};
+/** ENG_PARAM_WEIGHT_DTYPE's value: 0 as stored, or the dtype to quantize to at load. */
+const WEIGHT_DTYPE_PARAM: Record<NonNullable<ContextParams['weightDtype']>, number> = {
+  stored: 0,
+  q8: ENG.WEIGHT_DTYPE_Q8,
+};
+
 export function encodeParams(params: ContextParams): BigInt64Array {
   const p = new BigInt64Array(ENG.PARAM_COUNT);
   const set = (index: number, value: number | undefined) => {
     if (value !== undefined && value > 0) p[index] = BigInt(Math.floor(value));
   };
-  set(ENG.PARAM_BACKEND, BACKENDS.indexOf(params.backend ?? 'auto'));
+  set(ENG.PARAM_BACKEND, BACKEND_PARAM[params.backend ?? 'auto']);
   set(ENG.PARAM_N_THREADS, params.numThreads);
   set(ENG.PARAM_BLOCK_SIZE, params.blockSize);
   set(ENG.PARAM_N_BLOCKS, params.numBlocks);
@@ -440,12 +531,14 @@ export function encodeParams(params: ContextParams): BigInt64Array {
   set(ENG.PARAM_MAX_BATCH, params.maxBatch);
   set(ENG.PARAM_PREFILL_CHUNK, params.prefillChunk);
   set(ENG.PARAM_N_CTX, params.contextLength);
-  set(ENG.PARAM_WEIGHT_DTYPE, { stored: 1, q8: 2 }[params.weightDtype ?? 'stored']);
-  set(ENG.PARAM_SIMD, SIMD_PATHS.indexOf(params.simd ?? 'auto'));
+  set(ENG.PARAM_WEIGHT_DTYPE, WEIGHT_DTYPE_PARAM[params.weightDtype ?? 'stored']);
+  set(ENG.PARAM_SIMD, SIMD_PARAM[params.simd ?? 'auto']);
   set(ENG.PARAM_WEIGHT_COPY, params.weightCopy === undefined ? undefined : params.weightCopy ? 1 : 2);
   set(ENG.PARAM_CUDA_DEVICE, params.cudaDevice);
   set(ENG.PARAM_CUDA_TC_MIN_TOKENS, params.cudaTcMinTokens);
   set(ENG.PARAM_CUDA_GRAPHS, params.cudaGraphs === undefined ? undefined : params.cudaGraphs ? 1 : 2);
+  set(ENG.PARAM_SPECULATIVE, SPECULATIVE_PARAM[params.speculative ?? 'auto']);
+  set(ENG.PARAM_SPEC_MAX_DRAFT, params.specMaxDraft);
   return p;
 }
 
@@ -496,6 +589,7 @@ export class NativeContext {
       args.maxTokens,
       args.temperature ?? 0,
       args.topP ?? 1,
+      args.topK ?? 0,
       seed,
       args.flags ?? 0,
     ] as const;
@@ -545,6 +639,17 @@ export class NativeContext {
   seqMask(seqId: number, mask: Uint32Array | null): void {
     const words = mask ?? new Uint32Array(1);
     this.lib.check(this.sym.eng_seq_mask(this.ctx, seqId, words, mask ? mask.length : 0), 'eng_seq_mask');
+  }
+
+  /**
+   * Drafted tokens for the sequence's next decode pass (speculative decoding); empty clears them.
+   * masks: for a constrained sequence, the mask after each drafted token (tokens.length x ceil(V/32) words).
+   */
+  seqDraft(seqId: number, tokens: ArrayLike<number>, masks?: Uint32Array): void {
+    const buf = Int32Array.from(tokens.length > 0 ? tokens : [0]);
+    const words = masks && tokens.length > 0 ? masks.length / tokens.length : 0;
+    const m = masks && masks.length > 0 ? masks : new Uint32Array(1);
+    this.lib.check(this.sym.eng_seq_draft(this.ctx, seqId, buf, tokens.length, m, words), 'eng_seq_draft');
   }
 
   /** One step; writes events (ENG.EVENT_INTS ints each) into buf and returns how many. */

@@ -50,24 +50,44 @@ const FINISH_REASONS: Record<number, FinishReason> = {
 };
 
 const ARCHS: Record<number, EngineInfo['arch']> = {
-  1: 'glm4',
-  2: 'llama',
-  3: 'qwen3',
-  4: 'glm4_moe',
-  5: 'deepseek_v3',
-  6: 'glm4v',
-  7: 'glm4v_moe',
+  [ENG.ARCH_GLM4]: 'glm4',
+  [ENG.ARCH_LLAMA]: 'llama',
+  [ENG.ARCH_QWEN3]: 'qwen3',
+  [ENG.ARCH_GLM4_MOE]: 'glm4_moe',
+  [ENG.ARCH_DEEPSEEK_V3]: 'deepseek_v3',
+  [ENG.ARCH_GLM4V]: 'glm4v',
+  [ENG.ARCH_GLM4V_MOE]: 'glm4v_moe',
+  [ENG.ARCH_QWEN3_MOE]: 'qwen3_moe',
 };
 
-/** ENG_INFO_WEIGHT_DTYPE values (engine.h; the engine's DType enum, where 3 is no matrix dtype). */
-const WEIGHT_DTYPES: Record<number, EngineInfo['weightDtype']> = { 0: 'f32', 1: 'f16', 2: 'bf16', 4: 'fp8', 5: 'q8' };
+const SIMD_PATHS: Record<number, EngineInfo['simd']> = {
+  [ENG.SIMD_SCALAR]: 'scalar',
+  [ENG.SIMD_AVX2]: 'avx2',
+  [ENG.SIMD_AVX512]: 'avx512',
+};
+
+const WEIGHT_DTYPES: Record<number, EngineInfo['weightDtype']> = {
+  [ENG.WEIGHT_DTYPE_F32]: 'f32',
+  [ENG.WEIGHT_DTYPE_F16]: 'f16',
+  [ENG.WEIGHT_DTYPE_BF16]: 'bf16',
+  [ENG.WEIGHT_DTYPE_FP8]: 'fp8',
+  [ENG.WEIGHT_DTYPE_Q8]: 'q8',
+  [ENG.WEIGHT_DTYPE_Q8_0]: 'q8_0',
+  [ENG.WEIGHT_DTYPE_Q4_0]: 'q4_0',
+  [ENG.WEIGHT_DTYPE_Q4_1]: 'q4_1',
+  [ENG.WEIGHT_DTYPE_Q5_0]: 'q5_0',
+  [ENG.WEIGHT_DTYPE_Q5_1]: 'q5_1',
+  [ENG.WEIGHT_DTYPE_Q4_K]: 'q4_k',
+  [ENG.WEIGHT_DTYPE_Q5_K]: 'q5_k',
+  [ENG.WEIGHT_DTYPE_Q6_K]: 'q6_k',
+};
 
 /** Maps eng_ctx_info() fields to EngineInfo. */
 export function engineInfoFromFields(f: number[]): EngineInfo {
   const at = (i: number) => f[i] ?? 0;
   return {
     arch: ARCHS[at(ENG.INFO_ARCH)] ?? 'llama',
-    backend: at(ENG.INFO_BACKEND) === 2 ? 'cuda' : 'cpu',
+    backend: at(ENG.INFO_BACKEND) === ENG.BACKEND_CUDA ? 'cuda' : 'cpu',
     numVocab: at(ENG.INFO_N_VOCAB),
     contextLength: at(ENG.INFO_N_CTX),
     numLayers: at(ENG.INFO_N_LAYER),
@@ -77,10 +97,12 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     blockSize: at(ENG.INFO_BLOCK_SIZE),
     numBlocks: at(ENG.INFO_N_BLOCKS),
     weightBytes: at(ENG.INFO_WEIGHT_BYTES),
-    simd: (['scalar', 'avx2', 'avx512'] as const)[at(ENG.INFO_SIMD)] ?? 'scalar',
+    simd: SIMD_PATHS[at(ENG.INFO_SIMD)] ?? 'scalar',
     vision: at(ENG.INFO_VISION) === 1,
     weightDtype: WEIGHT_DTYPES[at(ENG.INFO_WEIGHT_DTYPE)] ?? 'f32',
     numThreads: at(ENG.INFO_N_THREADS),
+    speculative: at(ENG.INFO_SPECULATIVE) === ENG.SPEC_NGRAM ? 'ngram' : 'off',
+    specMaxDraft: at(ENG.INFO_SPEC_MAX_DRAFT),
   };
 }
 
@@ -113,6 +135,9 @@ export function engineStatsFromFields(f: number[]): EngineStats {
     imagesEncoded: at(ENG.STAT_IMAGES_ENCODED),
     encodeMicros: at(ENG.STAT_ENCODE_US),
     encodeCpuMicros: at(ENG.STAT_ENCODE_CPU_US),
+    draftTokens: at(ENG.STAT_DRAFT_TOKENS),
+    draftAccepted: at(ENG.STAT_DRAFT_ACCEPTED),
+    decodePasses: at(ENG.STAT_DECODE_PASSES),
   };
 }
 
@@ -191,9 +216,12 @@ export class NativeEngine implements Engine {
     if (!request.promptIds.every(isId) || !(request.stopIds ?? []).every(isId)) {
       throw new EngineError('invalid_arg', `token ids must be integers in [0, ${this.info.numVocab})`);
     }
-    const { temperature = 0, topP = 1 } = request;
+    const { temperature = 0, topP = 1, topK = 0 } = request;
     if (!Number.isFinite(temperature) || !(topP > 0 && topP <= 1)) {
       throw new EngineError('invalid_arg', 'temperature must be finite and topP in (0, 1]');
+    }
+    if (!Number.isInteger(topK) || topK < 0 || topK > 0x7fffffff) {
+      throw new EngineError('invalid_arg', 'topK must be an integer >= 0 (0 = off)');
     }
     const images = request.images ?? [];
     if (images.length > 0 && !this.info.vision) {
@@ -233,8 +261,10 @@ export class NativeEngine implements Engine {
           maxTokens: request.maxTokens,
           temperature: request.temperature ?? 0,
           topP: request.topP ?? 1,
+          topK: request.topK ?? 0,
           seed: request.seed ?? 0,
-          flags: request.keepLogits ? ENG.SEQ_KEEP_LOGITS : 0,
+          flags:
+            (request.keepLogits ? ENG.SEQ_KEEP_LOGITS : 0) | (request.reportProgress ? ENG.SEQ_REPORT_PROGRESS : 0),
           ...(request.images && request.images.length > 0 ? { images: request.images } : {}),
         },
         ...(request.constraint ? { constraint: request.constraint } : {}),
@@ -348,7 +378,13 @@ export class NativeEngine implements Engine {
       const kind = events[o + 1];
       const state = this.seqs.get(seqId);
       if (!state) continue;
-      if (kind === ENG.EVENT_PREFILLED) {
+      if (kind === ENG.EVENT_PREFILL_PROGRESS) {
+        state.queue.push({
+          type: 'prefill_progress',
+          cachedTokens: events[o + 2] ?? 0,
+          processedTokens: events[o + 3] ?? 0,
+        });
+      } else if (kind === ENG.EVENT_PREFILLED) {
         state.cachedTokens = events[o + 3] ?? 0;
         state.queue.push({ type: 'prefilled', cachedTokens: state.cachedTokens });
       } else if (kind === ENG.EVENT_TOKEN) {

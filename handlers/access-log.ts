@@ -13,12 +13,20 @@ import type { AppDeps, RequestState } from './app-deps.ts';
 import { operations } from '../contract/operations.ts';
 import type { OperationId } from '../contract/types.ts';
 
-/** `param` and `code` of an error body (`{"error":{...}}`), if the body is one. */
+/**
+ * `param` and `code` of an error body (`{"error":{...}}`), if the body is one; in Anthropic's
+ * envelope they are `error.details.param` and `error.details.error_code`.
+ */
 function errorFields(body: unknown): { param?: string | null; code?: string | null } {
   const error = body !== null && typeof body === 'object' ? (body as { error?: unknown }).error : undefined;
   if (error === null || typeof error !== 'object') return {};
-  const { param, code } = error as { param?: unknown; code?: unknown };
-  return { param: typeof param === 'string' ? param : null, code: typeof code === 'string' ? code : null };
+  const { param, code, details } = error as { param?: unknown; code?: unknown; details?: unknown };
+  const inner = (details !== null && typeof details === 'object' ? details : {}) as {
+    param?: unknown;
+    error_code?: unknown;
+  };
+  const text = (...values: unknown[]) => (values.find((v) => typeof v === 'string') as string | undefined) ?? null;
+  return { param: text(param, inner.param), code: text(code, inner.error_code) };
 }
 
 /** The line's level: a failure of the server is an error, of the request a warning. */

@@ -6,6 +6,7 @@
 import type Koa from 'koa';
 import type { Registry } from 'prom-client';
 import type { ResponsesSettings, ServerSettings } from '../config/settings.ts';
+import type { McpServers } from '../mcp/mcp-servers.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
 import type { JobManager } from '../store/jobs/job-manager.ts';
 import type { RedisJobMirror } from '../store/jobs/redis-job-mirror.ts';
@@ -39,6 +40,8 @@ export interface AppDeps {
    * Redis backend provides one); absent = a random per-process secret.
    */
   readonly scopeSecret?: Uint8Array;
+  /** The operator's MCP servers (MAYA_MCP_CONFIG); absent when none are configured. */
+  readonly mcp?: McpServers;
   /** Extra /v1/status sections by name, merged over the built-in ones (model, engine, cache, jobs). */
   readonly statusProviders: Record<string, StatusProvider>;
   /** The one logger (handlers/logger.ts): warnings, errors and the access log. */

@@ -1,11 +1,12 @@
 /**
  * createApp(deps): the Koa application. Order: error + metrics middleware (first, so every error
- * anywhere becomes the one error shape), CORS (answers preflights), the web page's static files
- * (web-page.ts; not with MAYA_WEB=off), then the routes bound from the contract's operations table
- * (contract/operations.ts). Each route runs auth → query/path validation → body read (size limit,
- * JSON) → the rejection table → body schema validation → the handler, so a handler only sees an
- * authenticated, valid, supported request on ctx.state. Unknown paths → 404, known paths with
- * another method → 405, both in the error shape.
+ * anywhere becomes the one error shape: OpenAI's, or Anthropic's envelope for the operations the
+ * contract marks `x-error-format: anthropic` and unknown paths below theirs), CORS (answers
+ * preflights), the web page's static files (web-page.ts; not with MAYA_WEB=off), then the routes
+ * bound from the contract's operations table (contract/operations.ts). Each route runs auth →
+ * query/path validation → body read (size limit, JSON) → the rejection table → body schema
+ * validation → the handler, so a handler only sees an authenticated, valid, supported request on
+ * ctx.state. Unknown paths → 404, known paths with another method → 405, both in the error shape.
  */
 import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
@@ -16,10 +17,18 @@ import { createAuthenticator, ANONYMOUS_SCOPE } from './auth.ts';
 import { readJsonBody } from './body.ts';
 import { corsMiddleware } from './cors.ts';
 import { loadWebFiles, webPage } from './web-page.ts';
-import { ApiError, badRequest, methodNotAllowed, toApiError, unknownRoute } from '../contract/errors.ts';
+import {
+  anthropicError,
+  ApiError,
+  badRequest,
+  methodNotAllowed,
+  toApiError,
+  unknownRoute,
+} from '../contract/errors.ts';
 import { handlers as defaultHandlers } from './index.ts';
 import { findRejection, rejectionsFor } from './rejections.ts';
 import { compileValidators, defaultDocument, type OpenApiDocument, type OperationValidator } from './validation.ts';
+import { registerEngineMetrics } from '../metrics/engine-metrics.ts';
 import { createHttpMetrics, type HttpMetrics } from '../metrics/http-metrics.ts';
 import { operations } from '../contract/operations.ts';
 import type { OperationId } from '../contract/types.ts';
@@ -36,6 +45,7 @@ export interface AppOptions {
 export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestState> {
   const app = new Koa<RequestState>();
   const metrics = createHttpMetrics(deps.registry);
+  registerEngineMetrics(deps.registry, async () => deps.getRuntime()?.engine.stats());
   const ids = Object.keys(operations) as OperationId[];
   const validators = compileValidators(options.document ?? defaultDocument, ids);
   const authenticator = createAuthenticator(deps.server.apiKeys, deps.scopeSecret);
@@ -76,6 +86,25 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Koa<RequestS
   return app;
 }
 
+/** The paths of the operations whose errors take Anthropic's envelope (`x-error-format: anthropic`). */
+const ANTHROPIC_PATHS: readonly string[] = (Object.keys(operations) as OperationId[])
+  .filter((id) => operations[id].errorFormat === 'anthropic')
+  .map((id) => operations[id].path);
+
+/** An Anthropic operation's path, or a path below one (`/v1/messages/batches`: not served, answered in its envelope). */
+function isAnthropicPath(path: string): boolean {
+  return ANTHROPIC_PATHS.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
+}
+
+/** The error's status and body in the envelope of the operation (else the path) that failed. */
+function errorAnswer(ctx: Koa.ParameterizedContext<RequestState>, api: ApiError): { status: number; body: unknown } {
+  const id = ctx.state.operationId as OperationId | undefined;
+  const isAnthropic =
+    id !== undefined && id in operations ? operations[id].errorFormat === 'anthropic' : isAnthropicPath(ctx.path);
+  if (isAnthropic) return anthropicError(api, ctx.response.get('x-request-id') || null);
+  return { status: api.status, body: api.toJSON() };
+}
+
 function errorMiddleware(deps: AppDeps, metrics: HttpMetrics): Koa.Middleware<RequestState> {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
@@ -91,7 +120,10 @@ function errorMiddleware(deps: AppDeps, metrics: HttpMetrics): Koa.Middleware<Re
     };
     ctx.res.once('finish', observe);
     ctx.res.once('close', observe);
-    ctx.set('x-request-id', `req_${randomBytes(12).toString('hex')}`);
+    const requestId = `req_${randomBytes(12).toString('hex')}`;
+    ctx.set('x-request-id', requestId);
+    // Anthropic's SDKs read the request id from `request-id`.
+    if (isAnthropicPath(ctx.path)) ctx.set('request-id', requestId);
     try {
       await next();
     } catch (err) {
@@ -104,9 +136,10 @@ function errorMiddleware(deps: AppDeps, metrics: HttpMetrics): Koa.Middleware<Re
       // A request refused before its body was read (401, 413, ...) closes its socket, so a slow
       // or unwanted body cannot hold it open.
       if (!ctx.req.complete) ctx.set('Connection', 'close');
-      ctx.status = api.status;
+      const answer = errorAnswer(ctx, api);
+      ctx.status = answer.status;
       for (const [name, value] of Object.entries(api.headers)) ctx.set(name, value);
-      ctx.body = api.toJSON();
+      ctx.body = answer.body;
     }
   };
 }

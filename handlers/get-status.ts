@@ -3,8 +3,9 @@
  * serves with their endpoints, the engine (backend, kernel path, threads, weight dtype, counters,
  * whether the model has a vision path), the `responses_cache` / `responses_jobs` sections
  * from the store and the job manager (zeros while no job manager is attached) and the settings
- * that differ from the defaults (secrets hidden). Named AppDeps.statusProviders sections are
- * merged last. Aggregates only: no credential identifiers.
+ * that differ from the defaults (secrets hidden), and `mcp_servers` (name, transport, state, tool
+ * count; never env or headers) when MCP servers are configured. Named AppDeps.statusProviders
+ * sections are merged last. Aggregates only: no credential identifiers.
  */
 import { readFileSync } from 'node:fs';
 import type { Handler } from './app-deps.ts';
@@ -61,10 +62,15 @@ export const getStatus: Handler = async (ctx, deps) => {
       cached_tokens: stats.cachedTokens,
       decode_tokens: stats.decodeTokens,
       preemptions: stats.preemptions,
+      speculative: info.speculative ?? 'off',
+      draft_tokens: stats.draftTokens,
+      draft_accepted: stats.draftAccepted,
+      decode_passes: stats.decodePasses,
     },
     responses_cache: await deps.store.stats(),
     responses_jobs: deps.jobs === undefined ? IDLE_JOBS : await deps.jobs.stats(),
     settings: deps.server.inEffect ?? [],
+    ...(deps.mcp ? { mcp_servers: deps.mcp.status() } : {}),
     ...Object.fromEntries(extra),
   };
 };

@@ -6,7 +6,9 @@
 import type { Handler } from './app-deps.ts';
 import { notImplementedError } from '../contract/errors.ts';
 import { cancelResponse } from './cancel-response.ts';
+import { countMessageTokens } from './count-message-tokens.ts';
 import { createChatCompletion } from './create-chat-completion.ts';
+import { createMessage } from './create-message.ts';
 import { createResponse } from './create-response.ts';
 import { deleteResponse } from './delete-response.ts';
 import { getHealth } from './get-health.ts';
@@ -28,6 +30,8 @@ export function notImplemented(operationId: string): Handler {
 export const handlers = {
   createResponse,
   createChatCompletion,
+  createMessage,
+  countMessageTokens,
   getResponse,
   deleteResponse,
   listInputItems,

@@ -25,7 +25,7 @@ export interface Rejection {
   /** The offending field's path when the row applies to `body`, else undefined. */
   find(body: Json): string | undefined;
   /** The opt-in setting that lifts this row (config/settings.ts ResponsesOptIns); none = always applies. */
-  readonly liftedBy?: keyof Pick<ResponsesOptIns, 'itemReferences' | 'encryptedReasoning'>;
+  readonly liftedBy?: keyof Pick<ResponsesOptIns, 'itemReferences' | 'encryptedReasoning' | 'mcp'>;
 }
 
 const isObject = (value: unknown): value is Json =>
@@ -110,12 +110,36 @@ export const CREATE_RESPONSE_REJECTIONS: readonly Rejection[] = [
     },
   },
   {
-    id: 'hosted_tool',
+    id: 'mcp_tool',
     code: 'unsupported_value',
-    message: "Only tools of type 'function' are supported; hosted, custom and namespace tools are not.",
+    message:
+      "MCP tools are off on this server; declare function tools, or have the server started with MAYA_GLM_RESPONSES_MCP=on and MCP servers in MAYA_MCP_CONFIG (Chat Completions' strata_mcp uses them too).",
+    liftedBy: 'mcp',
     find: (body) => {
       if (!Array.isArray(body.tools)) return undefined;
-      const i = body.tools.findIndex((tool) => isObject(tool) && tool.type !== 'function');
+      const i = body.tools.findIndex((tool) => isObject(tool) && tool.type === 'mcp');
+      return i === -1 ? undefined : `tools[${i}].type`;
+    },
+  },
+  {
+    id: 'mcp_item',
+    code: 'unsupported_value',
+    message:
+      'MCP items (mcp_list_tools, mcp_call, mcp_approval_request, mcp_approval_response) need MAYA_GLM_RESPONSES_MCP=on on this server.',
+    liftedBy: 'mcp',
+    find: (body) => {
+      const hit = inputItems(body).find(([, item]) => typeof item.type === 'string' && item.type.startsWith('mcp_'));
+      return hit === undefined ? undefined : `${hit[0]}.type`;
+    },
+  },
+  {
+    id: 'hosted_tool',
+    code: 'unsupported_value',
+    message:
+      "Only tools of type 'function' (and 'mcp' where it is on) are supported; other hosted, custom and namespace tools are not.",
+    find: (body) => {
+      if (!Array.isArray(body.tools)) return undefined;
+      const i = body.tools.findIndex((tool) => isObject(tool) && tool.type !== 'function' && tool.type !== 'mcp');
       return i === -1 ? undefined : `tools[${i}].type`;
     },
   },
@@ -330,10 +354,150 @@ export const CREATE_CHAT_COMPLETION_REJECTIONS: readonly Rejection[] = [
   },
 ];
 
+/** [path, block] for each content block of each Anthropic message, tool results' inner blocks included. */
+function messageBlocks(body: Json): [string, Json][] {
+  const blocks: [string, Json][] = [];
+  if (!Array.isArray(body.messages)) return blocks;
+  body.messages.forEach((message, i) => {
+    const content = isObject(message) ? message.content : undefined;
+    if (!Array.isArray(content)) return;
+    content.forEach((block, j) => {
+      if (!isObject(block)) return;
+      blocks.push([`messages[${i}].content[${j}]`, block]);
+      if (Array.isArray(block.content))
+        block.content.forEach(
+          (inner, k) => isObject(inner) && blocks.push([`messages[${i}].content[${j}].content[${k}]`, inner]),
+        );
+    });
+  });
+  return blocks;
+}
+
+function firstBlock(body: Json, test: (block: Json) => boolean, field = 'type'): string | undefined {
+  const hit = messageBlocks(body).find(([, block]) => test(block));
+  return hit === undefined ? undefined : `${hit[0]}.${field}`;
+}
+
+const blockOfType =
+  (...types: string[]) =>
+  (block: Json): boolean =>
+    typeof block.type === 'string' && types.includes(block.type);
+
+/** Anthropic's server-side tool blocks, which only its servers make or read. */
+const SERVER_TOOL_BLOCKS = [
+  'server_tool_use',
+  'web_search_tool_result',
+  'web_fetch_tool_result',
+  'code_execution_tool_result',
+  'bash_code_execution_tool_result',
+  'text_editor_code_execution_tool_result',
+  'tool_search_tool_result',
+  'mcp_tool_use',
+  'mcp_tool_result',
+  'container_upload',
+];
+
+/**
+ * Anthropic Messages API (POST /v1/messages and /v1/messages/count_tokens): the features Maya does
+ * not have, refused naming the field. `cache_control` markers are not here: they are accepted and
+ * ignored (the prefix cache needs none).
+ */
+export const MESSAGES_REJECTIONS: readonly Rejection[] = [
+  {
+    id: 'anthropic_server_tool',
+    code: 'unsupported_value',
+    message:
+      "Server tools (web search, web fetch, code execution, bash, text editor, computer use, memory, tool search, ...) are not supported; declare client tools (`name`, `input_schema`, `type` absent or 'custom') and run them yourself.",
+    find: (body) => {
+      if (!Array.isArray(body.tools)) return undefined;
+      const i = body.tools.findIndex((tool) => isObject(tool) && isSet(tool.type) && tool.type !== 'custom');
+      return i === -1 ? undefined : `tools[${i}].type`;
+    },
+  },
+  {
+    id: 'anthropic_allowed_callers',
+    code: 'unsupported_value',
+    message: "Programmatic tool calling is not supported: `allowed_callers` may only list 'direct'.",
+    find: (body) => {
+      if (!Array.isArray(body.tools)) return undefined;
+      const i = body.tools.findIndex(
+        (tool) =>
+          isObject(tool) && Array.isArray(tool.allowed_callers) && tool.allowed_callers.some((c) => c !== 'direct'),
+      );
+      return i === -1 ? undefined : `tools[${i}].allowed_callers`;
+    },
+  },
+  {
+    id: 'anthropic_mcp_servers',
+    code: 'unsupported_parameter',
+    message:
+      'The MCP connector (`mcp_servers`) is not supported; connect MCP servers in the client and declare their tools.',
+    find: (body) => (isSet(body.mcp_servers) ? 'mcp_servers' : undefined),
+  },
+  {
+    id: 'anthropic_container',
+    code: 'unsupported_parameter',
+    message: 'Containers (code execution, skills) are not supported.',
+    find: (body) => (isSet(body.container) ? 'container' : undefined),
+  },
+  {
+    id: 'anthropic_context_management',
+    code: 'unsupported_value',
+    message: "Only 'clear_thinking_20251015' context edits are supported; tool-result clearing and compaction are not.",
+    find: (body) => {
+      const edits = isObject(body.context_management) ? body.context_management.edits : undefined;
+      if (!Array.isArray(edits)) return undefined;
+      const i = edits.findIndex((edit) => isObject(edit) && edit.type !== 'clear_thinking_20251015');
+      return i === -1 ? undefined : `context_management.edits[${i}].type`;
+    },
+  },
+  {
+    id: 'anthropic_document',
+    code: 'unsupported_value',
+    message:
+      'Document blocks (PDF, plain-text and file documents, and their citations) are not supported; send text blocks.',
+    find: (body) => firstBlock(body, blockOfType('document')),
+  },
+  {
+    id: 'anthropic_search_result',
+    code: 'unsupported_value',
+    message: 'Search result blocks (and their citations) are not supported; send text blocks.',
+    find: (body) => firstBlock(body, blockOfType('search_result')),
+  },
+  {
+    id: 'anthropic_server_tool_block',
+    code: 'unsupported_value',
+    message: "Server tool blocks (server_tool_use and the server tools' results) are not supported.",
+    find: (body) => firstBlock(body, blockOfType(...SERVER_TOOL_BLOCKS)),
+  },
+  {
+    id: 'anthropic_redacted_thinking',
+    code: 'unsupported_value',
+    message:
+      "redacted_thinking blocks are not supported: Maya makes none and cannot read another server's; drop them from the history.",
+    find: (body) => firstBlock(body, blockOfType('redacted_thinking')),
+  },
+  {
+    id: 'anthropic_file_source',
+    code: 'unsupported_value',
+    message: "Files are not supported; send images as 'base64' or 'url' sources.",
+    find: (body) => firstBlock(body, (block) => isObject(block.source) && block.source.type === 'file', 'source.type'),
+  },
+  {
+    id: 'anthropic_citations',
+    code: 'unsupported_value',
+    message: 'Citations are not supported; send text blocks without `citations` (or with an empty list).',
+    find: (body) =>
+      firstBlock(body, (block) => Array.isArray(block.citations) && block.citations.length > 0, 'citations'),
+  },
+];
+
 /** Rejection rows by operationId; operations without rows have nothing schema-valid to refuse. */
 export const REJECTIONS: Readonly<Record<string, readonly Rejection[]>> = {
   createResponse: CREATE_RESPONSE_REJECTIONS,
   createChatCompletion: CREATE_CHAT_COMPLETION_REJECTIONS,
+  createMessage: MESSAGES_REJECTIONS,
+  countMessageTokens: MESSAGES_REJECTIONS,
 };
 
 /** The rows of `operationId` that apply with these opt-ins (a row an opt-in lifts is dropped). */

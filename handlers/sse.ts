@@ -1,15 +1,17 @@
 /**
- * The one SSE writer, for both endpoints: an async iterable → frames, each written whole in one
- * write, with backpressure (a write that cannot drain within `writeTimeoutMs` ends the stream),
- * `: keep-alive` comments during silences and `data: [DONE]` at the end. The format decides the
- * frames: Responses events as `event:`/`data:` (the default), Chat Completions chunks as `data:`.
- * An error raised after the headers went out becomes the format's error frame (the status can no
- * longer change). A closed connection aborts `onDisconnect` so the producer stops.
+ * The one SSE writer, for every streaming endpoint: an async iterable → frames, each written whole
+ * in one write, with backpressure (a write that cannot drain within `writeTimeoutMs` ends the
+ * stream), a keep-alive frame during silences and an end frame. The format decides the frames:
+ * Responses events as `event:`/`data:` (the default), Chat Completions chunks as `data:`, both
+ * with `: keep-alive` comments and `data: [DONE]` at the end; Anthropic's Messages events as
+ * `event:`/`data:` with `ping` events for keep-alive and no end frame. An error raised after the
+ * headers went out becomes the format's error frame (the status can no longer change). A closed
+ * connection aborts `onDisconnect` so the producer stops.
  */
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { MayaContext } from './app-deps.ts';
-import { sseErrorEvent, toApiError } from '../contract/errors.ts';
+import { anthropicError, sseErrorEvent, toApiError } from '../contract/errors.ts';
 
 export interface SseEvent {
   type: string;
@@ -21,6 +23,10 @@ export interface SseFormat<T> {
   frame(item: T): string;
   /** The frame for an error raised after `items` frames were written (the last one `last`). */
   error(error: unknown, last: T | undefined): string;
+  /** Written during silences; default a `: keep-alive` comment. */
+  keepAlive?: string;
+  /** Written after the last frame; default `data: [DONE]`, '' for none. */
+  end?: string;
 }
 
 /** Responses: `event: <type>` frames; an error is the standard `error` event, numbered next. */
@@ -33,6 +39,14 @@ export const responsesFormat: SseFormat<SseEvent> = {
 export const chatFormat: SseFormat<object> = {
   frame: (chunk) => `data: ${JSON.stringify(chunk)}\n\n`,
   error: (error) => `data: ${JSON.stringify(toApiError(error).toJSON())}\n\n`,
+};
+
+/** Anthropic's Messages API: `event: <type>` frames, `ping` events as keep-alive, an `error` event in its envelope, no end frame. */
+export const anthropicFormat: SseFormat<{ type: string }> = {
+  frame: (event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
+  error: (error) => `event: error\ndata: ${JSON.stringify(anthropicError(error).body)}\n\n`,
+  keepAlive: 'event: ping\ndata: {"type":"ping"}\n\n',
+  end: '',
 };
 
 export interface SseOptions<T = SseEvent> {
@@ -103,7 +117,7 @@ export async function streamSse<T = SseEvent>(
   const keepAlive = setInterval(
     () => {
       if (Date.now() - lastWrite >= keepAliveMs && !res.destroyed) {
-        res.write(': keep-alive\n\n');
+        res.write(format.keepAlive ?? ': keep-alive\n\n');
         lastWrite = Date.now();
       }
     },
@@ -127,7 +141,8 @@ export async function streamSse<T = SseEvent>(
     clearInterval(keepAlive);
   }
   if (!res.destroyed) {
-    await write(res, 'data: [DONE]\n\n', options.writeTimeoutMs);
+    const end = format.end ?? 'data: [DONE]\n\n';
+    if (end !== '') await write(res, end, options.writeTimeoutMs);
     res.end();
   }
 }

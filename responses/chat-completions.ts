@@ -20,12 +20,18 @@ import type {
   ChatCompletionStreamResponseDelta,
   CompletionUsage,
   FunctionCallItem,
+  McpCallItem,
+  PromptProgress,
   ResponseObject,
+  StrataMcpCall,
+  StrataMcpEvent,
 } from '../contract/types.ts';
 import type { HistoryItem } from './input-history.ts';
 import { newId } from './ids.ts';
 import type { PlanRequest, WireNames } from './response-plan.ts';
+import { mcpHostedTools } from './mcp-tools.ts';
 import { firstTokenObserver, requireRuntime, runToEnd, startTranslatedRun, type ServiceDeps } from './service.ts';
+import { TOOL_LIMIT_ERROR, type HostedTools } from './tool-loop.ts';
 
 type ChatContent = string | Array<{ type: string; text?: string }> | null | undefined;
 export interface ChatMessage {
@@ -51,11 +57,17 @@ export interface ChatRequest {
   stream?: boolean | null;
   stream_options?: { include_usage?: boolean } | null;
   seed?: number | null;
+  /** Up to 4 strings that end the content where one first appears (not returned). */
+  stop?: string | string[] | null;
   reasoning_effort?: string | null;
   response_format?:
     | { type: 'text' }
     | { type: 'json_object' }
     | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null } };
+  /** Strata's extension: the operator's MCP tools beside `tools` (only `true`; the schema refuses anything else). */
+  strata_mcp?: true;
+  /** llama.cpp's extension: `prompt_progress` chunks before the first token (needs stream). */
+  return_progress?: boolean | null;
 }
 
 function contentText(content: ChatContent, param: string): string {
@@ -159,8 +171,15 @@ export function chatPlanRequest(chat: ChatRequest): PlanRequest {
           ? { format: { type: format.type } }
           : undefined,
     seed: chat.seed ?? undefined,
+    ...stopField(chat.stop),
     wire: chatWire(chat),
   };
+}
+
+/** Chat's `stop` (a string or up to 4): the run's stop sequences (stop-sequences.ts); empty strings stop nothing. */
+function stopField(stop: ChatRequest['stop']): { stopSequences?: string[] } {
+  const sequences = (typeof stop === 'string' ? [stop] : (stop ?? [])).filter((sequence) => sequence !== '');
+  return sequences.length > 0 ? { stopSequences: sequences } : {};
 }
 
 /** A created chat completion: the chunks to stream, or the body to answer. */
@@ -175,17 +194,28 @@ export type ChatCompletionResult =
  * Otherwise the run is drained here: the chat.completion, or the failed run's 500/503.
  */
 export async function createChatCompletion(
-  deps: Pick<ServiceDeps, 'getRuntime' | 'isStopping' | 'registry'>,
+  deps: Pick<ServiceDeps, 'getRuntime' | 'isStopping' | 'registry' | 'mcp'>,
   chat: ChatRequest,
   signal: AbortSignal,
 ): Promise<ChatCompletionResult> {
   const runtime = requireRuntime(deps);
+  if (chat.return_progress === true && chat.stream !== true)
+    throw badRequest(
+      'return_progress',
+      'return_progress reports prompt processing in streamed chunks; it needs "stream": true.',
+      'invalid_value',
+    );
+  const hosted = chat.strata_mcp === true ? await strataTools(deps, chat) : undefined;
   const { response, events } = await startTranslatedRun(
     runtime,
     chatPlanRequest(chat),
     chatHistory(chat.messages),
     signal,
-    firstTokenObserver(deps),
+    {
+      hooks: { onFirstToken: firstTokenObserver(deps) },
+      ...(hosted ? { hosted } : {}),
+      ...(chat.return_progress === true ? { reportProgress: true } : {}),
+    },
   );
   const id = newId('chatcmpl');
   if (chat.stream) {
@@ -208,8 +238,49 @@ export async function createChatCompletion(
     system_fingerprint: null,
     choices: [{ index: 0, message: message(final), finish_reason: finishReason(final), logprobs: null }],
     usage: usage(final),
+    ...(hosted ? { strata_mcp: strataCalls(final) } : {}),
   };
   return { stream: false, completion };
+}
+
+/** `strata_mcp: true`: every permitted tool of the operator's MCP servers, beside the request's own. */
+async function strataTools(deps: Pick<ServiceDeps, 'mcp'>, chat: ChatRequest): Promise<HostedTools> {
+  if (!deps.mcp)
+    throw badRequest('strata_mcp', 'This server has no MCP servers configured (MAYA_MCP_CONFIG).', 'invalid_value');
+  const choice = chat.tool_choice;
+  if (choice === 'required' || typeof choice === 'object')
+    throw badRequest(
+      'tool_choice',
+      'tool_choice cannot force a call while strata_mcp is on (every round would have to call a tool); use auto or none.',
+      'invalid_value',
+    );
+  const taken = new Set((chat.tools ?? []).map((tool) => tool.function.name));
+  return (await mcpHostedTools(deps.mcp, { taken })).hosted;
+}
+
+/** The MCP calls of a finished strata_mcp run; a round is each run of calls between the model's other output. */
+function strataCalls(response: ResponseObject): StrataMcpCall[] {
+  const calls: StrataMcpCall[] = [];
+  let round = 0;
+  let isInCalls = false;
+  for (const item of response.output) {
+    if (item.type !== 'mcp_call') {
+      isInCalls = false;
+      continue;
+    }
+    if (!isInCalls) round++;
+    isInCalls = true;
+    calls.push({
+      id: item.id,
+      server: item.server_label,
+      tool: item.name,
+      arguments: item.arguments,
+      ok: item.status === 'completed',
+      text: item.output ?? item.error ?? '',
+      round,
+    });
+  }
+  return calls;
 }
 
 /** The fields every chunk of one completion repeats. */
@@ -229,15 +300,93 @@ async function* chatChunks(
   includeUsage: boolean,
 ): AsyncGenerator<ChatCompletionChunk, void, void> {
   const callIndex = new Map<string, number>();
-  yield chunk(head, { role: 'assistant', content: '' });
-  const response = yield* relayEvents(events, (event) => {
+  const strata = new StrataEvents();
+  let isOpened = false;
+  const open = () => (isOpened ? [] : ((isOpened = true), [chunk(head, { role: 'assistant', content: '' })]));
+  const response = yield* relayChunks(events, (event) => {
+    if (event.type === 'maya.prompt_progress')
+      return [
+        {
+          ...chunk(head, { role: 'assistant', content: null }),
+          prompt_progress: event.prompt_progress as PromptProgress,
+        },
+      ];
+    const mcp = strata.map(event);
+    if (mcp) return [...open(), ...mcp.map((e) => ({ ...chunk(head, {}), strata_mcp: e }))];
     const d = delta(event, callIndex);
-    return d && chunk(head, d);
+    return d ? [...open(), chunk(head, d)] : [];
   });
+  yield* open();
   if (response.status === 'failed') throw failure(response);
   if (response.status === 'cancelled') return;
   yield chunk(head, {}, finishReason(response));
   if (includeUsage) yield { ...head, choices: [], usage: usage(response) };
+}
+
+/** Like relayEvents, for a map that gives any number of chunks per event. */
+async function* relayChunks<R>(
+  events: AsyncGenerator<StreamEvent, R, void>,
+  map: (event: StreamEvent) => ChatCompletionChunk[],
+): AsyncGenerator<ChatCompletionChunk, R, void> {
+  const chunks = relayEvents(events, (event) => {
+    const out = map(event);
+    return out.length > 0 ? out : undefined;
+  });
+  let step = await chunks.next();
+  while (!step.done) {
+    yield* step.value;
+    step = await chunks.next();
+  }
+  return step.value;
+}
+
+/**
+ * The tool loop's mcp_call events as Strata's `strata_mcp` chunk bodies: `start` when the model
+ * begins a call, `call` when it runs (its arguments complete), `result` with what the model reads,
+ * `limit` for a call not run because MAYA_MCP_MAX_ROUNDS was reached.
+ */
+class StrataEvents {
+  private readonly calls = new Map<string, McpCallItem>();
+  private round = 0;
+  private isInCalls = false;
+
+  map(event: StreamEvent): StrataMcpEvent[] | undefined {
+    const item = event.item as McpCallItem | undefined;
+    if (event.type === 'response.output_item.added') {
+      if (item?.type !== 'mcp_call') return undefined;
+      if (!this.isInCalls) this.round++;
+      this.isInCalls = true;
+      this.calls.set(item.id, { ...item });
+      return [{ event: 'start', id: item.id, server: item.server_label, tool: item.name, round: this.round }];
+    }
+    if (event.type === 'response.output_item.done' && item?.type === 'mcp_call') {
+      const base = {
+        id: item.id,
+        server: item.server_label,
+        tool: item.name,
+        arguments: item.arguments,
+        round: this.round,
+      };
+      if (item.error === TOOL_LIMIT_ERROR) return [{ event: 'limit', ...base, ok: false, text: item.error }];
+      return [{ event: 'result', ...base, ok: item.status === 'completed', text: item.output ?? item.error ?? '' }];
+    }
+    const call = typeof event.item_id === 'string' ? this.calls.get(event.item_id) : undefined;
+    if (event.type === 'response.mcp_call_arguments.done' && call) call.arguments = event.arguments as string;
+    if (event.type === 'response.mcp_call.in_progress' && call)
+      return [
+        {
+          event: 'call',
+          id: call.id,
+          server: call.server_label,
+          tool: call.name,
+          arguments: call.arguments,
+          round: this.round,
+        },
+      ];
+    if (call) return [];
+    if (event.type === 'response.output_item.added' || event.type.endsWith('.delta')) this.isInCalls = false;
+    return undefined;
+  }
 }
 
 /** One Responses stream event → the chat delta it carries, if any. */
@@ -308,7 +457,7 @@ function message(response: ResponseObject): ChatCompletionResponseMessage {
   for (const item of response.output) {
     if (item.type === 'message') content += item.content.map((part) => part.text).join('');
     else if (item.type === 'reasoning') reasoning += item.content.map((part) => part.text).join('');
-    else calls.push(item);
+    else if (item.type === 'function_call') calls.push(item);
   }
   return {
     role: 'assistant',

@@ -1,8 +1,9 @@
 /**
  * The opt-in client features around the Responses service (ServerSettings.optIns): item
  * references resolved before planning and indexed when a response is saved (item-references.ts),
- * encrypted reasoning opened on input and sealed on output (encrypted-reasoning.ts). With the
- * settings off every function here leaves the request as it is.
+ * encrypted reasoning opened on input and sealed on output (encrypted-reasoning.ts), also as the
+ * `signature` of Anthropic thinking blocks. With the settings off every function here leaves the
+ * request as it is.
  */
 import type { ResponsesOptIns } from '../config/settings.ts';
 import type { ResponseStore } from '../store/responses/response-store.ts';
@@ -67,6 +68,28 @@ export function reasoningSealer(
     return undefined;
   const cipher = cipherOf(optIns);
   return (content) => cipher.seal(scope, content);
+}
+
+/** Seals reasoning for a credential scope, and opens what was sealed for it (400 at `param` otherwise). */
+export interface ReasoningSeal {
+  seal(content: ReasoningContent): string;
+  open(token: string, param: string): ReasoningContent;
+}
+
+/**
+ * The `signature` of Anthropic thinking blocks: with encrypted reasoning on, the block's reasoning
+ * sealed for `scope` exactly as `encrypted_content` is (so a stateless client's replayed thinking
+ * is authenticated and, with `display: omitted`, carried); undefined when it is off (signatures
+ * are then empty and not checked).
+ */
+export function thinkingSignatures(
+  deps: { readonly server?: { readonly optIns?: ResponsesOptIns } },
+  scope: string,
+): ReasoningSeal | undefined {
+  const optIns = deps.server?.optIns;
+  if (optIns?.encryptedReasoning !== true) return undefined;
+  const cipher = cipherOf(optIns);
+  return { seal: (content) => cipher.seal(scope, content), open: (token, param) => cipher.open(scope, token, param) };
 }
 
 /** With item references on, records that the stored response `responseId` holds `items`. */

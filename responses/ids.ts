@@ -4,7 +4,7 @@
  */
 import { randomFillSync } from 'node:crypto';
 
-export type IdPrefix = 'resp' | 'msg' | 'rs' | 'fc' | 'call' | 'fco' | 'chatcmpl';
+export type IdPrefix = 'resp' | 'msg' | 'rs' | 'fc' | 'call' | 'fco' | 'chatcmpl' | 'mcp' | 'mcpl' | 'mcpr';
 
 const ID_BYTES = 24;
 const pool = Buffer.alloc(4096);

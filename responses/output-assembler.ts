@@ -14,7 +14,6 @@ import type {
   OutputTextPart,
   ReasoningOutputItem,
   ReasoningTextPart,
-  ServerOutputItem as OutputItem,
 } from '../contract/types.ts';
 import type { ParserEvent } from '../dialects/dialect.ts';
 import { newId } from './ids.ts';
@@ -30,6 +29,9 @@ export type {
 } from '../contract/types.ts';
 
 const clone = <T>(value: T): T => structuredClone(value);
+
+/** The items the model's output becomes (hosted tool items are added by the tool loop). */
+type OutputItem = MessageItem | ReasoningOutputItem | FunctionCallItem;
 
 export class OutputAssembler {
   readonly output: OutputItem[] = [];

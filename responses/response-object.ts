@@ -3,7 +3,7 @@
  * Open Responses schema requires present (nullable ones as null), echoing the request's settings.
  * Snake_case wire form from here to the store and back out.
  */
-import type { Response, ResponseFailure, ResponseObject, ResponseUsage } from '../contract/types.ts';
+import type { McpTool, Response, ResponseFailure, ResponseObject, ResponseUsage } from '../contract/types.ts';
 
 export type { ResponseObject } from '../contract/types.ts';
 
@@ -24,13 +24,16 @@ export interface EchoedRequest {
   max_output_tokens?: number | null;
   max_tool_calls?: number | null;
   metadata?: Record<string, string> | null;
-  tools?: Array<{
-    type: string;
-    name: string;
-    description?: string | null;
-    parameters?: Record<string, unknown> | null;
-    strict?: boolean | null;
-  }>;
+  tools?: Array<
+    | {
+        type: string;
+        name: string;
+        description?: string | null;
+        parameters?: Record<string, unknown> | null;
+        strict?: boolean | null;
+      }
+    | McpTool
+  >;
   tool_choice?: unknown;
   parallel_tool_calls?: boolean | null;
   text?: { format?: Record<string, unknown>; verbosity?: string | null } | null;
@@ -46,15 +49,19 @@ export type Usage = ResponseUsage;
 
 export type ResponseError = ResponseFailure;
 
-/** Function tools echoed with description/parameters/strict keys always present. */
+/** Function tools echoed with description/parameters/strict keys always present; mcp tools as sent. */
 function echoTools(tools: EchoedRequest['tools']): Response['tools'] {
-  return (tools ?? []).map((tool) => ({
-    type: 'function',
-    name: tool.name,
-    description: tool.description ?? null,
-    parameters: tool.parameters ?? null,
-    strict: tool.strict ?? null,
-  }));
+  return (tools ?? []).map((tool) =>
+    'server_label' in tool
+      ? { ...tool }
+      : {
+          type: 'function',
+          name: tool.name,
+          description: tool.description ?? null,
+          parameters: tool.parameters ?? null,
+          strict: tool.strict ?? null,
+        },
+  );
 }
 
 // The request's values passed the contract's schema before the pipeline ran; these name their wire types.

@@ -16,7 +16,7 @@ import type { EchoedRequest } from './response-object.ts';
 import { checkToolParameters, compileTextFormat, type OutputValidator } from './structured-output.ts';
 
 /** The validated CreateResponse fields the pipeline reads. */
-export interface PlanRequest extends EchoedRequest {
+export interface PlanRequest extends Omit<EchoedRequest, 'tools'> {
   tools?: Array<{
     type: string;
     name: string;
@@ -30,6 +30,12 @@ export interface PlanRequest extends EchoedRequest {
   seed?: number;
   /** How the client's request names what errors point at; default the Responses names. */
   wire?: WireNames;
+  /** Texts that end the output where one first appears in the answer's text, itself left out (Anthropic's stop_sequences). */
+  stopSequences?: string[];
+  /** A max_output_tokens beyond the room the prompt leaves is cut to that room, not refused (Anthropic's Messages API). */
+  clampOutputToContext?: boolean;
+  /** Sample among the top_k most likely tokens only (Anthropic's top_k; OpenAI's APIs have none); 0 or absent = off. */
+  topK?: number;
 }
 
 /** Field names for `param` and messages: Chat Completions says `messages` and `max_tokens`. */
@@ -38,6 +44,8 @@ export interface WireNames {
   maxOutputTokens: string;
   /** `param` of field `field` (a Responses item field) of history item `index`. */
   itemParam?: ItemParam;
+  /** `param` of the JSON schema of tool `index`; default `tools[index].parameters`. */
+  toolParam?: (index: number) => string;
 }
 
 export const RESPONSES_WIRE: WireNames = { input: 'input', maxOutputTokens: 'max_output_tokens' };
@@ -48,6 +56,8 @@ export interface ResponsePlan {
   stopIds: number[];
   temperature: number;
   topP: number;
+  /** 0 = off. */
+  topK: number;
   parser: ParserOptions;
   /** Declared tools the model may call (empty when tool_choice is none). */
   allowedTools: ToolSpec[];
@@ -63,6 +73,8 @@ export interface ResponsePlan {
   constraint?: Constraint;
   /** The prompt's images in order (vision models); each one's tokens are in promptIds. */
   images?: EngineImage[];
+  /** Texts that end the output (PlanRequest.stopSequences). */
+  stopSequences?: string[];
 }
 
 /** What planning needs besides the request: image limits, and the signal that stops downloads. */
@@ -181,7 +193,10 @@ function contextExceeded(
 }
 
 /** Fills omitted temperature / top_p from the checkpoint's generation_config.json (as vLLM does). */
-export function withSamplingDefaults<T extends PlanRequest>(runtime: GenerationRuntime, request: T): T {
+export function withSamplingDefaults<T extends Pick<PlanRequest, 'temperature' | 'top_p'>>(
+  runtime: GenerationRuntime,
+  request: T,
+): T {
   const defaults = runtime.samplingDefaults ?? {};
   return {
     ...request,
@@ -228,14 +243,15 @@ function draftPlan(runtime: GenerationRuntime, request: PlanRequest, history: Hi
         : declared;
   const format = compileTextFormat(request.text?.format);
   const strictTools = new Map<string, OutputValidator>();
+  const toolParam = wire.toolParam ?? ((index: number) => `tools[${index}].parameters`);
   declared.forEach((tool, index) => {
-    if (request.tools?.[index]?.parameters != null) checkToolParameters(tool.parameters, `tools[${index}].parameters`);
+    if (request.tools?.[index]?.parameters != null) checkToolParameters(tool.parameters, toolParam(index));
     if (tool.strict)
       strictTools.set(
         tool.name,
         compileTextFormat(
           { type: 'json_schema', name: tool.name, schema: tool.parameters, strict: true },
-          `tools[${index}].parameters`,
+          toolParam(index),
         ).validator!,
       );
   });
@@ -386,7 +402,8 @@ function finishPlan(
       ? expandImageTokens(rendered.promptIds, runtime.vision.imageTokenId, images, draft.wire)
       : rendered.promptIds;
   const room = runtime.contextLength - promptIds.length;
-  const maxTokens = request.max_output_tokens ?? room;
+  const asked = request.max_output_tokens ?? room;
+  const maxTokens = request.clampOutputToContext === true ? Math.min(asked, room) : asked;
   if (maxTokens > room || room <= 0)
     throw contextExceeded(draft.wire, promptIds.length, request.max_output_tokens ?? undefined, runtime.contextLength);
   const stopIds = runtime.dialect.stopTokens
@@ -401,6 +418,7 @@ function finishPlan(
     // top_p 0 keeps only the most likely token: greedy, as OpenAI treats it.
     temperature: request.top_p === 0 ? 0 : (request.temperature ?? 1),
     topP: request.top_p === 0 ? 1 : (request.top_p ?? 1),
+    topK: request.topK ?? 0,
     parser,
     allowedTools: draft.allowedTools,
     forced: draft.forced,
@@ -410,6 +428,7 @@ function finishPlan(
     parallelToolCalls: request.parallel_tool_calls ?? true,
     ...(constraint ? { constraint } : {}),
     ...(images.length > 0 ? { images: images.map(({ pixels, grid, hash }) => ({ pixels, grid, hash })) } : {}),
+    ...(request.stopSequences && request.stopSequences.length > 0 ? { stopSequences: request.stopSequences } : {}),
   };
 }
 

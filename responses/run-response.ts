@@ -12,9 +12,10 @@ import type { FinishInfo } from '../engine-cuda/engine.ts';
 import { EngineError } from '../engine-cuda/engine.ts';
 import type { ParserEvent } from '../dialects/dialect.ts';
 import { typedFailure } from '../contract/errors.ts';
-import { EventSequencer, type StreamEvent, type UnnumberedEvent } from '../contract/stream-events.ts';
+import { EventSequencer, internalEvent, type StreamEvent, type UnnumberedEvent } from '../contract/stream-events.ts';
 import type { GenerationRuntime } from '../runtime/generation-runtime.ts';
 import { OutputAssembler, type ReasoningOutputItem } from './output-assembler.ts';
+import { StopSequenceMatcher } from './stop-sequences.ts';
 import type { ResponsePlan } from './response-plan.ts';
 import { makeUsage, type ResponseError, type ResponseObject } from './response-object.ts';
 
@@ -30,7 +31,25 @@ export interface RunHooks {
   sealReasoning?: (content: ReasoningOutputItem['content']) => string;
   /** Called once with the seconds from handing the sequence to the engine to its first token. */
   onFirstToken?: (seconds: number) => void;
+  /** Called with the stop sequence that ended the text (plan.stopSequences), before the terminal event. */
+  onStopSequence?: (sequence: string) => void;
+  /**
+   * Yield internal `maya.prompt_progress` events (contract/stream-events.ts) while the prompt is
+   * prefilled: one at the start (processed = the cached tokens), then one per prefill chunk.
+   */
+  reportProgress?: boolean;
 }
+
+/** llama.cpp's `prompt_progress` (tools/server): counts are cumulative; `processed` includes `cache`. */
+export interface PromptProgress {
+  total: number;
+  cache: number;
+  processed: number;
+  time_ms: number;
+}
+
+const promptProgressEvent = (progress: PromptProgress): StreamEvent =>
+  internalEvent('maya.prompt_progress', { prompt_progress: progress });
 
 type Failure = ResponseError;
 
@@ -40,12 +59,40 @@ const SHUTDOWN_FAILURE: Failure = {
 };
 
 class RunState {
+  readonly startedAt = performance.now();
+  private processed = -1;
   reasoningTokens = 0;
   outputTokens = 0;
   cachedTokens = 0;
   failure: Failure | undefined;
   stoppedAtCall = false;
   bufferBytes = 0;
+
+  /** The progress updates one engine report makes: the start update first, never going back. */
+  progress(total: number, report: { cachedTokens: number; processedTokens: number }): PromptProgress[] {
+    const at = (processed: number, timeMs: number) => ({
+      total,
+      cache: report.cachedTokens,
+      processed,
+      time_ms: timeMs,
+    });
+    const updates = this.processed < 0 ? [at(report.cachedTokens, 0)] : [];
+    this.processed = Math.max(this.processed, report.processedTokens);
+    updates.push(at(this.processed, Math.round(performance.now() - this.startedAt)));
+    return updates;
+  }
+}
+
+/** A lifecycle event (response.created, response.in_progress, the terminal one) with a snapshot of `response`. */
+export function lifecycleEvent(sequencer: EventSequencer, response: ResponseObject, type: string): StreamEvent {
+  return sequencer.number({ type, response: structuredClone(response) });
+}
+
+/** The response turns in_progress: response.created, then response.in_progress. */
+export function* openLifecycle(sequencer: EventSequencer, response: ResponseObject): Generator<StreamEvent> {
+  response.status = 'in_progress';
+  yield lifecycleEvent(sequencer, response, 'response.created');
+  yield lifecycleEvent(sequencer, response, 'response.in_progress');
 }
 
 export async function* runResponse(
@@ -55,10 +102,7 @@ export async function* runResponse(
   hooks: RunHooks = {},
   sequencer = new EventSequencer(),
 ): AsyncGenerator<StreamEvent, ResponseObject, void> {
-  const lifecycle = (type: string): StreamEvent => sequencer.number({ type, response: structuredClone(response) });
-  response.status = 'in_progress';
-  yield lifecycle('response.created');
-  yield lifecycle('response.in_progress');
+  yield* openLifecycle(sequencer, response);
 
   const state = new RunState();
   const buffered: UnnumberedEvent[] = [];
@@ -80,11 +124,22 @@ export async function* runResponse(
 
   let finish: FinishInfo | undefined;
   let inReasoning = plan.parser.startInReasoning;
+  const stops = plan.stopSequences ? new StopSequenceMatcher(plan.stopSequences) : undefined;
+  const releaseHeldText = () => {
+    const held = stops?.flush();
+    if (held) assembler.push({ type: 'text_delta', text: held });
+  };
   const consume = (events: ParserEvent[]) => {
     for (const event of events) {
+      // The text ended at a stop sequence: nothing the model wrote after it counts.
+      if (stops?.matched !== undefined) return;
       if (event.type === 'reasoning_done') inReasoning = false;
       else if (event.type === 'error') state.failure ??= { code: event.code, message: event.message };
-      else {
+      else if (event.type === 'text_delta' && stops) {
+        const text = stops.push(event.text);
+        if (text !== '') assembler.push({ type: 'text_delta', text });
+      } else {
+        releaseHeldText();
         if (event.type === 'reasoning_delta') inReasoning = true;
         if (event.type === 'tool_call_done') checkStrictArguments(plan, assembler, event, state);
         assembler.push(event);
@@ -100,8 +155,10 @@ export async function* runResponse(
       maxTokens: plan.maxTokens,
       temperature: plan.temperature,
       topP: plan.topP,
+      ...(plan.topK > 0 ? { topK: plan.topK } : {}),
       stopIds: plan.stopIds,
       seed: hooks.seed,
+      ...(hooks.reportProgress ? { reportProgress: true } : {}),
       ...(plan.constraint ? { constraint: plan.constraint } : {}),
       ...(plan.images ? { images: plan.images } : {}),
     },
@@ -115,6 +172,11 @@ export async function* runResponse(
         break;
       }
       const event = step.value;
+      if (event.type === 'prefill_progress') {
+        const progress = state.progress(plan.promptIds.length, event);
+        if (hooks.reportProgress) yield* progress.map((p) => promptProgressEvent(p));
+        continue;
+      }
       if (event.type === 'prefilled') {
         state.cachedTokens = event.cachedTokens;
         continue;
@@ -125,7 +187,7 @@ export async function* runResponse(
       consume(parser.push(decoder.push(event.id)));
       if (wasReasoning || inReasoning) state.reasoningTokens++;
       yield* ready.splice(0);
-      if (state.failure || state.stoppedAtCall) break;
+      if (state.failure || state.stoppedAtCall || stops?.matched !== undefined) break;
     }
   } catch (error) {
     state.failure ??= {
@@ -141,11 +203,14 @@ export async function* runResponse(
     return response;
   }
 
-  const reason = state.stoppedAtCall ? 'stop' : (finish?.reason ?? 'error');
+  const reason = state.stoppedAtCall || stops?.matched !== undefined ? 'stop' : (finish?.reason ?? 'error');
   // The engine ended the sequence without the client asking (the server is shutting down): the
   // output is cut short, so the response fails rather than passing as complete.
   if (reason === 'cancelled') state.failure ??= SHUTDOWN_FAILURE;
-  if (!state.failure) consume([...parser.push(decoder.flush()), ...parser.end(reason)]);
+  if (!state.failure) {
+    consume([...parser.push(decoder.flush()), ...parser.end(reason)]);
+    releaseHeldText();
+  }
   if (reason === 'error' && !state.failure)
     state.failure = { code: 'server_error', message: finish?.error ?? 'The engine failed.' };
   const isIncomplete = reason === 'length' && !state.failure;
@@ -174,8 +239,9 @@ export async function* runResponse(
   } else {
     response.status = 'completed';
   }
+  if (response.status !== 'failed' && stops?.matched !== undefined) hooks.onStopSequence?.(stops.matched);
   if (response.status !== 'failed') await hooks.beforeTerminal?.(response);
-  yield lifecycle(`response.${response.status}`);
+  yield lifecycleEvent(sequencer, response, `response.${response.status}`);
   return response;
 }
 

@@ -6,16 +6,18 @@
  * - createResponse: the loaded model or 503 → continued history → storage limits → plan → the
  *   Response object → a foreground run (events to drain or stream) or a queued background task.
  * - startTranslatedRun: the same plan and run for a request translated from another API
- *   (chat-completions.ts translates Chat Completions onto it).
+ *   (chat-completions.ts translates Chat Completions onto it, anthropic-messages.ts Anthropic's
+ *   Messages API); countTranslatedTokens: the same plan's prompt size, without a run.
  * - The resource operations (retrieve, stream, delete, cancel, input items, continuation) find a
  *   response id in one place, `taskRecords`: a background task's record first (it is the newer and
  *   fuller copy while it is retained), then the store.
  */
 import { conflict, badRequest, notFound, tooLarge, unavailable } from '../contract/errors.ts';
-import { drainEvents, type StreamEvent } from '../contract/stream-events.ts';
-import type { ResponseObject } from '../contract/types.ts';
+import { drainEvents, type EventSequencer, type StreamEvent } from '../contract/stream-events.ts';
+import type { McpTool as McpToolParam, ResponseObject } from '../contract/types.ts';
 import type { ImageSettings, ResponsesOptIns, ResponsesSettings } from '../config/settings.ts';
 import type { ModelRuntime } from '../runtime/model-runtime.ts';
+import type { McpServers } from '../mcp/mcp-servers.ts';
 import type { JobManager, JobSpec } from '../store/jobs/job-manager.ts';
 import type { JobEvent } from '../store/jobs/job-event-buffer.ts';
 import type { RedisJobMirror } from '../store/jobs/redis-job-mirror.ts';
@@ -33,9 +35,11 @@ import { newId } from './ids.ts';
 import { normaliseInput, type HistoryItem } from './input-history.ts';
 import { newResponseObject } from './response-object.ts';
 import { planResponseAsync, withSamplingDefaults, type PlanRequest, type ResponsePlan } from './response-plan.ts';
-import { runResponse } from './run-response.ts';
+import { runResponse, type RunHooks } from './run-response.ts';
 import type { Registry } from 'prom-client';
 import { generationMetrics } from '../metrics/generation-metrics.ts';
+import { runToolLoop, type HostedTools, type PlanRound } from './tool-loop.ts';
+import { prepareMcpRun, type McpRun } from './mcp-responses.ts';
 
 export interface ServiceDeps {
   readonly store: ResponseStore;
@@ -53,12 +57,15 @@ export interface ServiceDeps {
   readonly isStopping?: () => boolean;
   /** Where `maya:time_to_first_token_seconds` is recorded; absent = nowhere. */
   readonly registry?: Registry;
+  /** The operator's MCP servers (MAYA_MCP_CONFIG); absent when none are configured. */
+  readonly mcp?: McpServers;
   /** Server settings the service reads: the opt-in features (item references, encrypted reasoning; absent = all off) and the input-image limits (absent = the defaults). */
   readonly server?: { readonly optIns?: ResponsesOptIns; readonly images?: ImageSettings };
 }
 
-/** The validated CreateResponse fields the service reads. */
-export type CreateRequest = PlanRequest & {
+/** The validated CreateResponse fields the service reads; `tools` may hold `mcp` tools (MAYA_GLM_RESPONSES_MCP). */
+export type CreateRequest = Omit<PlanRequest, 'tools'> & {
+  tools?: Array<NonNullable<PlanRequest['tools']>[number] | McpToolParam>;
   input?: string | Record<string, unknown>[];
   stream?: boolean | null;
   background?: boolean | null;
@@ -139,6 +146,8 @@ interface PreparedResponse {
   sealReasoning?: (content: ReasoningContent) => string;
   /** Records the run's time to first token (ServiceDeps.registry). */
   onFirstToken?: (seconds: number) => void;
+  /** The request's mcp tools (MAYA_GLM_RESPONSES_MCP): the run is a tool loop. */
+  tools?: { run: McpRun; planRound: PlanRound };
 }
 
 /**
@@ -161,18 +170,24 @@ async function* runForeground(
   prepared: PreparedResponse,
   signal: AbortSignal,
 ): AsyncGenerator<StreamEvent, ResponseObject, void> {
-  const { runtime, plan, response, request, save, sealReasoning } = prepared;
   try {
-    return yield* runResponse(runtime, plan, response, {
-      signal,
-      beforeTerminal: save,
-      seed: request.seed,
-      sealReasoning,
-      onFirstToken: prepared.onFirstToken,
-    });
+    return yield* run(prepared, { signal, beforeTerminal: prepared.save });
   } finally {
     prepared.previous?.release();
   }
+}
+
+/** The prepared run: one runResponse, or the tool loop when the request has mcp tools. */
+function run(
+  prepared: PreparedResponse,
+  hooks: { signal: AbortSignal; beforeTerminal?: (response: ResponseObject) => Promise<void> },
+  sequencer?: EventSequencer,
+): AsyncGenerator<StreamEvent, ResponseObject, void> {
+  const { runtime, plan, response, request, sealReasoning, onFirstToken, tools } = prepared;
+  const all = { ...hooks, seed: request.seed, sealReasoning, onFirstToken };
+  if (!tools) return runResponse(runtime, plan, response, all, sequencer);
+  const loop = { ...all, prelude: tools.run.prelude, maxOutputTokens: request.max_output_tokens ?? undefined };
+  return runToolLoop(runtime, plan, tools.planRound, response, tools.run.hosted, loop, sequencer);
 }
 
 async function prepare(
@@ -190,10 +205,26 @@ async function prepare(
     const newItems = normaliseInput(await resolveInput(deps, scope, request.input ?? []));
     const history: HistoryItem[] = [...((previous?.items ?? []) as HistoryItem[]), ...newItems];
     if (request.store) checkStorable(history, newItems, previous, deps.settings.ENTRY_BYTES);
-    const plan = await planResponseAsync(runtime, request, history, -(previous?.items.length ?? 0), {
-      ...(deps.server?.images ? { images: deps.server.images } : {}),
-      signal,
-    });
+    const mcpRun =
+      deps.server?.optIns?.mcp === true
+        ? await prepareMcpRun(deps.mcp, request.tools ?? [], history, newItems, signal)
+        : undefined;
+    const planRequest: PlanRequest = {
+      ...request,
+      tools: [...functionTools(request), ...(mcpRun?.hosted.tools ?? [])],
+    };
+    const planHistory = mcpRun?.history ?? history;
+    const offset = -(previous?.items.length ?? 0);
+    const options = { ...(deps.server?.images ? { images: deps.server.images } : {}), signal };
+    const plan = await planResponseAsync(runtime, planRequest, planHistory, offset, options);
+    const planRound: PlanRound = (extra, maxOutputTokens) =>
+      planResponseAsync(
+        runtime,
+        { ...planRequest, max_output_tokens: maxOutputTokens },
+        [...planHistory, ...extra],
+        offset,
+        options,
+      );
     const response = newResponseObject(
       request,
       newId('resp'),
@@ -203,11 +234,19 @@ async function prepare(
     const save = request.store === true ? saver(deps, scope, newItems, previous) : undefined;
     const sealReasoning = reasoningSealer(deps, scope, request);
     const onFirstToken = firstTokenObserver(deps);
-    return { scope, request, runtime, plan, response, newItems, previous, save, sealReasoning, onFirstToken };
+    const tools = mcpRun ? { run: mcpRun, planRound } : undefined;
+    return { scope, request, runtime, plan, response, newItems, previous, save, sealReasoning, onFirstToken, tools };
   } catch (error) {
     previous?.release();
     throw error;
   }
+}
+
+/** The request's function tools (its mcp tools are hosted ones: prepareMcpRun). */
+function functionTools(request: CreateRequest): NonNullable<PlanRequest['tools']> {
+  return (request.tools ?? []).filter(
+    (tool): tool is NonNullable<PlanRequest['tools']>[number] => tool.type === 'function',
+  );
 }
 
 /** Stores the final response; with item references on, indexes its items for later references. */
@@ -295,18 +334,11 @@ async function startBackground(deps: ServiceDeps, prepared: PreparedResponse, si
 }
 
 function jobSpec(prepared: PreparedResponse): JobSpec {
-  const { runtime, plan, response, request, sealReasoning } = prepared;
+  const { response } = prepared;
   return {
     response,
     historyItems: [...(prepared.previous?.items ?? []), ...prepared.newItems],
-    run: ({ signal, sequencer, beforeTerminal }) =>
-      runResponse(
-        runtime,
-        plan,
-        response,
-        { signal, beforeTerminal, seed: request.seed, sealReasoning, onFirstToken: prepared.onFirstToken },
-        sequencer,
-      ),
+    run: ({ signal, sequencer, beforeTerminal }) => run(prepared, { signal, beforeTerminal }, sequencer),
     save: prepared.save,
     release: () => prepared.previous?.release(),
   };
@@ -398,21 +430,78 @@ export function firstTokenObserver(deps: Pick<ServiceDeps, 'registry'>): ((secon
   return deps.registry ? generationMetrics(deps.registry).observeFirstToken : undefined;
 }
 
+/** What a translated run may add to its plan and run: input-image limits, run hooks, hosted tools, progress. */
+export interface TranslatedRunOptions {
+  /** Input-image limits (vision models); absent = the defaults. */
+  images?: ImageSettings;
+  /** Sealing of reasoning output, the stop-sequence report, the time to first token (firstTokenObserver). */
+  hooks?: Pick<RunHooks, 'sealReasoning' | 'onStopSequence' | 'onFirstToken'>;
+  /** Tools the server runs (MCP), offered beside the request's own: the run is a tool loop (tool-loop.ts). */
+  hosted?: HostedTools;
+  /** Internal `maya.prompt_progress` events while the prompt is prefilled (run-response.ts). */
+  reportProgress?: boolean;
+}
+
+/** A started translated run: its Response, its events, and the prompt and output budget it was planned with. */
+export interface TranslatedRun {
+  response: ResponseObject;
+  events: AsyncGenerator<StreamEvent, ResponseObject, void>;
+  /** Prompt tokens (images included). */
+  promptTokens: number;
+  /** The most output tokens the run may generate (the request's, or the context's room when clamped). */
+  maxTokens: number;
+}
+
 /**
- * A foreground run of a request translated from another API (chat-completions.ts) on the loaded
- * model (requireRuntime): the plan of `request` over `history`, never stored, never in the
- * background, continuing nothing. Planning raises the request's 4xx; the events must be iterated
- * (drained or streamed). `onFirstToken` records its time to first token (firstTokenObserver).
+ * A foreground run of a request translated from another API (chat-completions.ts,
+ * anthropic-messages.ts) on the loaded model (requireRuntime): the plan of `request` over
+ * `history`, never stored, never in the background, continuing nothing. Planning raises the
+ * request's 4xx (`signal` also stops image downloads); the events must be iterated (drained or
+ * streamed).
  */
 export async function startTranslatedRun(
   runtime: ModelRuntime,
   request: PlanRequest,
   history: HistoryItem[],
   signal: AbortSignal,
-  onFirstToken?: (seconds: number) => void,
-): Promise<{ response: ResponseObject; events: AsyncGenerator<StreamEvent, ResponseObject, void> }> {
+  options: TranslatedRunOptions = {},
+): Promise<TranslatedRun> {
   const planned = withSamplingDefaults(runtime, request);
-  const plan = await planResponseAsync(runtime, planned, history, 0);
+  const offered = options.hosted ? { ...planned, tools: [...(planned.tools ?? []), ...options.hosted.tools] } : planned;
+  const planOptions = { images: options.images, signal };
+  const plan = await planResponseAsync(runtime, offered, history, 0, planOptions);
   const response = newResponseObject(planned, newId('resp'), runtime.id, 'in_progress');
-  return { response, events: runResponse(runtime, plan, response, { signal, seed: planned.seed, onFirstToken }) };
+  const hooks = {
+    ...options.hooks,
+    signal,
+    seed: planned.seed,
+    ...(options.reportProgress ? { reportProgress: true } : {}),
+  };
+  const started = { response, promptTokens: plan.promptIds.length, maxTokens: plan.maxTokens };
+  if (!options.hosted) return { ...started, events: runResponse(runtime, plan, response, hooks) };
+  const planRound: PlanRound = (extra, maxOutputTokens) =>
+    planResponseAsync(
+      runtime,
+      { ...offered, max_output_tokens: maxOutputTokens },
+      [...history, ...extra],
+      0,
+      planOptions,
+    );
+  const maxOutputTokens = planned.max_output_tokens ?? undefined;
+  return {
+    ...started,
+    events: runToolLoop(runtime, plan, planRound, response, options.hosted, { ...hooks, maxOutputTokens }),
+  };
+}
+
+/** The prompt tokens (images included) of a translated request's plan, without running it: the same 4xx as a run. */
+export async function countTranslatedTokens(
+  runtime: ModelRuntime,
+  request: PlanRequest,
+  history: HistoryItem[],
+  signal: AbortSignal,
+  options: Pick<TranslatedRunOptions, 'images'> = {},
+): Promise<number> {
+  const plan = await planResponseAsync(runtime, request, history, 0, { images: options.images, signal });
+  return plan.promptIds.length;
 }

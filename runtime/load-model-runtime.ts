@@ -1,5 +1,5 @@
 /**
- * Loads a Hugging Face model directory into a ModelRuntime: the checkpoint into the native engine
+ * Loads a Hugging Face model directory (or a GGUF file) into a ModelRuntime: the checkpoint into the native engine
  * (its own worker thread), the tokenizer, and the model family's dialect. Progress is reported
  * per stage; any failure closes what was already loaded and rethrows with the stage named.
  */
@@ -22,6 +22,8 @@ export interface LoadOptions {
   onProgress?: (progress: LoadProgress) => void;
   /** Dialect override (MAYA_DIALECT), e.g. 'glm47'. */
   dialect?: string;
+  /** MAYA_CHAT_TEMPLATE: a chat template file replacing the checkpoint's (needed by GGUF files without one). */
+  chatTemplate?: string;
   /** Constrained decoding (MAYA_CONSTRAINED_DECODING); default DEFAULT_DECODING_SETTINGS (on). */
   constrainedDecoding?: boolean;
   /** Soft limits under constraint (MAYA_GRAMMAR_MAX_STRING / _MAX_ITEMS); default DEFAULT_DECODING_SETTINGS. */
@@ -71,11 +73,11 @@ export async function visionConfig(dir: string, config: Record<string, unknown>)
 export async function loadModelRuntime(dir: string, options: LoadOptions = {}): Promise<ModelRuntime> {
   const progress = options.onProgress ?? (() => {});
   progress({ stage: 'config', fraction: 0 });
-  const modelDir = await readModelDir(dir);
+  const modelDir = await readModelDir(dir, options.chatTemplate);
   progress({ stage: 'tokenizer', fraction: 0.1 });
   const tokenizer = await Tokenizer.fromDir(modelDir.dir);
   progress({ stage: 'template', fraction: 0.2 });
-  const dialect = await loadDialect(modelDir.dir, options.dialect);
+  const dialect = await loadDialect(modelDir.dir, options.dialect, options.chatTemplate);
   progress({ stage: 'weights', fraction: 0.3 });
   const engine = await NativeEngine.load(modelDir.dir, options.engine ?? {});
   let vision: VisionConfig | undefined;
@@ -86,7 +88,11 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
     throw error;
   }
   const promptWorkers = new PromptPool(
-    { dir: modelDir.dir, ...(options.dialect ? { dialect: options.dialect } : {}) },
+    {
+      dir: modelDir.dir,
+      ...(options.dialect ? { dialect: options.dialect } : {}),
+      ...(options.chatTemplate ? { chatTemplate: options.chatTemplate } : {}),
+    },
     PROMPT_WORKERS,
   );
   // Masks need each token's bytes: a tokenizer without a byte-level vocabulary is not constrained.

@@ -18,6 +18,8 @@ import {
 export interface PromptWorkerInit {
   dir: string;
   dialect?: string;
+  /** MAYA_CHAT_TEMPLATE: a chat template file replacing the checkpoint's. */
+  chatTemplate?: string;
 }
 
 export type PromptJob =
@@ -31,7 +33,7 @@ export type PromptResult =
 
 const init = workerData as PromptWorkerInit;
 const port = parentPort!;
-const ready = Promise.all([Tokenizer.fromDir(init.dir), loadDialect(init.dir, init.dialect)]);
+const ready = Promise.all([Tokenizer.fromDir(init.dir), loadDialect(init.dir, init.dialect, init.chatTemplate)]);
 
 port.on('message', (job: PromptJob) => {
   if (job.kind === 'image') {

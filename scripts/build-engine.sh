@@ -2,7 +2,7 @@
 # Builds engine-cuda/build/libmaya_engine.so from engine-cuda/src with the machine's g++.
 #
 # Incremental: an object is rebuilt when its source or any engine header is newer; the library is
-# relinked when an object is newer. Downloads nothing. The hot kernels are compiled three times
+# relinked when an object is newer. Warnings are errors (-Wall -Wextra -Werror), as in the nvcc build. Downloads nothing. The hot kernels are compiled three times
 # (kernels_avx512.cpp with -mavx512f/bw/vl/dq (+vnni when the compiler has it), kernels_avx2.cpp with
 # -mavx2 -mfma -mf16c on x86-64, kernels_scalar.cpp baseline) and chosen at run time. When nvcc is on PATH, the CUDA backend (engine-cuda/src/cuda) is built as a second library,
 # build/libmaya_engine_cuda.so (scripts/build-engine-cuda.sh), which the engine dlopens on request;
@@ -27,7 +27,7 @@ if ! command -v "$cxx" >/dev/null 2>&1; then
 fi
 
 mkdir -p "$obj"
-flags=(-std=c++17 -O3 -fPIC -fvisibility=hidden -fvisibility-inlines-hidden -pthread -Wall -Wextra -I"$inc")
+flags=(-std=c++17 -O3 -fPIC -fvisibility=hidden -fvisibility-inlines-hidden -pthread -Wall -Wextra -Werror -I"$inc")
 # shellcheck disable=SC2206
 extra=(${MAYA_ENGINE_CXXFLAGS:-})
 avx2=()
@@ -42,8 +42,9 @@ case "$(uname -m)" in
     ;;
 esac
 
-# Newest header mtime: every object depends on every header (few, small files).
-newest_header=$(stat -c %Y "$inc"/engine.h "$src"/*.h "$src"/cuda/*.h "$src"/exports.map "$0" | sort -n | tail -n 1)
+# Newest header mtime: every object depends on every header (few, small files; kernels/ holds the
+# kernel bodies kernels_impl.h includes).
+newest_header=$(stat -c %Y "$inc"/engine.h "$src"/*.h "$src"/kernels/*.h "$src"/cuda/*.h "$src"/exports.map "$0" | sort -n | tail -n 1)
 
 pids=()
 objs=()

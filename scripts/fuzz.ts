@@ -2,7 +2,8 @@
  * `npm run fuzz -- [--count N] [--seed S]`: the spec-driven fuzz generators of
  * test/reliability/request-arbitraries.ts against a real `maya serve` on the demo model (loopback,
  * bounded: N requests, one at a time). Prints the status histogram and every problem (a 5xx, an
- * error body outside the OpenAI envelope); exits 1 on any problem or an unhealthy server after.
+ * error body outside its operation's envelope: OpenAI's, or Anthropic's for the Messages API);
+ * exits 1 on any problem or an unhealthy server after.
  */
 import { parseArgs } from 'node:util';
 import fc from 'fast-check';
@@ -46,7 +47,8 @@ for (const req of fc.sample(anyRequest, { numRuns: count, seed: Number(values.se
   } catch {
     body = text;
   }
-  for (const problem of answerProblems(res.status, body)) problems.push(`${req.method} ${req.path}: ${problem}`);
+  for (const problem of answerProblems(res.status, body, req.operation))
+    problems.push(`${req.method} ${req.path}: ${problem}`);
 }
 const healthy = (await fetch(`${service.origin}/health`)).status === 200;
 await service.stop();

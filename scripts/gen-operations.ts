@@ -2,7 +2,7 @@
  * Writes two files from openapi/openapi.yaml:
  * - generated/operations.ts: the operationId → route table the router binds (method, OpenAPI
  *   path, Koa path, request body schema, how the operation streams, whether it needs a key,
- *   its query and path parameters, its declared statuses);
+ *   its query and path parameters, its declared statuses, its error envelope);
  * - generated/openapi-document.ts: the document itself as a JSON object, which the server
  *   serves at GET /openapi.json and compiles its validators from (no YAML parsing at run time).
  *
@@ -33,6 +33,7 @@ interface OperationObject {
   requestBody?: { content?: Record<string, { schema?: Ref }> };
   responses?: Record<string, { content?: Record<string, unknown> } | Ref>;
   security?: unknown[];
+  'x-error-format'?: string;
 }
 interface Document {
   paths: Record<string, Record<string, unknown>>;
@@ -53,6 +54,7 @@ export interface OperationRow {
   query: string[];
   pathParams: string[];
   statuses: number[];
+  errorFormat: 'openai' | 'anthropic';
 }
 
 function refName(ref: string): string {
@@ -85,6 +87,14 @@ function streamMode(
   throw new Error(`${op.operationId}: text/event-stream without a stream flag`);
 }
 
+/** The error envelope of an operation: `x-error-format: anthropic`, else OpenAI's. */
+function errorFormat(op: OperationObject): OperationRow['errorFormat'] {
+  const format = op['x-error-format'] ?? 'openai';
+  if (format !== 'openai' && format !== 'anthropic')
+    throw new Error(`${op.operationId}: x-error-format must be openai or anthropic, not ${format}`);
+  return format;
+}
+
 /** The table rows, in document order. */
 export function operationRows(doc: Document): OperationRow[] {
   const rows: OperationRow[] = [];
@@ -111,6 +121,7 @@ export function operationRows(doc: Document): OperationRow[] {
         statuses: Object.keys(op.responses ?? {})
           .map(Number)
           .sort((a, b) => a - b),
+        errorFormat: errorFormat(op),
       });
     }
   }
@@ -142,7 +153,8 @@ export function renderOperations(specText: string): string {
     ' * @koa/router. `requestBody` names the JSON body schema (components.schemas), `stream` says',
     " * which flag turns the 200 into text/event-stream ('body' → `stream: true` in the body,",
     " * 'query' → `?stream=true`), `security` is false for the public endpoints, `statuses` lists",
-    ' * the declared response codes.',
+    " * the declared response codes, `errorFormat` the error envelope ('anthropic' for the",
+    " * operations marked `x-error-format: anthropic`, else OpenAI's).",
     ' */',
     'export const operations = {',
     ...rows.map(renderRow),

@@ -7,14 +7,12 @@
  *   tsx scripts/make-random-checkpoint.ts --out DIR [--dim 768] [--layers 12] [--heads 12]
  *       [--kv-heads 12] [--hidden 2048] [--vocab 32000] [--ctx 1024] [--dtype f32|bf16] [--seed 1]
  *       [--tied true|false]   (defaults: llama2.c's stories110M shape, tied classifier)
- *
- * safetensors layout (huggingface/safetensors docs): 8-byte little-endian header length, a JSON
- * header {name: {dtype, shape, data_offsets: [begin, end]}} with offsets relative to the data
- * start, then the raw little-endian tensors.
+ * The file is written by scripts/safetensors-writer.ts.
  */
-import { mkdir, open, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { numelOf, writeSafetensors } from './safetensors-writer.ts';
 
 export interface RandomCheckpointOptions {
   dim: number;
@@ -86,8 +84,34 @@ function makeRandom(seed: number): () => number {
   };
 }
 
+/**
+ * The chunks of each tensor's values (norm: 1 + noise; matrix: uniform, std 1/sqrt(fan-in)), 1 Mi
+ * elements at a time from one shared buffer (each chunk is written before the next is made); bf16
+ * truncated from f32.
+ */
+function randomChunks(dtype: RandomCheckpointOptions['dtype'], random: () => number) {
+  const chunk = new Float32Array(1 << 20);
+  const bf16 = new Uint16Array(chunk.length);
+  const words = new Uint32Array(chunk.buffer);
+  return function* (t: TensorSpec): Generator<Uint8Array> {
+    let left = numelOf(t.shape);
+    const scale = t.kind === 'norm' ? 0.1 : Math.sqrt(3 / (t.shape[t.shape.length - 1] ?? 1));
+    while (left > 0) {
+      const n = Math.min(left, chunk.length);
+      for (let i = 0; i < n; i++) chunk[i] = (t.kind === 'norm' ? 1 : 0) + (2 * random() - 1) * scale;
+      if (dtype === 'f32') {
+        yield new Uint8Array(chunk.buffer, 0, n * 4);
+      } else {
+        for (let i = 0; i < n; i++) bf16[i] = (words[i] ?? 0) >>> 16;
+        yield new Uint8Array(bf16.buffer, 0, n * 2);
+      }
+      left -= n;
+    }
+  };
+}
+
 export function parameterCount(o: RandomCheckpointOptions): number {
-  return tensorSpecs(o).reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0);
+  return tensorSpecs(o).reduce((n, t) => n + numelOf(t.shape), 0);
 }
 
 /** Writes the checkpoint into dir; returns the parameter count and the weight bytes. */
@@ -99,47 +123,12 @@ export async function makeRandomCheckpoint(
     throw new Error('dim must divide by heads, heads by kv-heads');
   await mkdir(dir, { recursive: true });
   const specs = tensorSpecs(o);
-  const elemBytes = o.dtype === 'f32' ? 4 : 2;
-  const header: Record<string, unknown> = { __metadata__: { format: 'pt' } };
-  let offset = 0;
-  for (const t of specs) {
-    const bytes = t.shape.reduce((a, b) => a * b, 1) * elemBytes;
-    header[t.name] = {
-      dtype: o.dtype === 'f32' ? 'F32' : 'BF16',
-      shape: t.shape,
-      data_offsets: [offset, offset + bytes],
-    };
-    offset += bytes;
-  }
-  let headerText = JSON.stringify(header);
-  headerText += ' '.repeat((8 - (headerText.length % 8)) % 8);
-  const prefix = Buffer.alloc(8);
-  prefix.writeBigUInt64LE(BigInt(headerText.length));
-  const file = await open(join(dir, 'model.safetensors'), 'w');
-  try {
-    await file.write(Buffer.concat([prefix, Buffer.from(headerText)]));
-    const random = makeRandom(o.seed);
-    const chunk = new Float32Array(1 << 20);
-    const bf16 = new Uint16Array(chunk.length);
-    const words = new Uint32Array(chunk.buffer);
-    for (const t of specs) {
-      let left = t.shape.reduce((a, b) => a * b, 1);
-      const scale = t.kind === 'norm' ? 0.1 : Math.sqrt(3 / (t.shape[t.shape.length - 1] ?? 1));
-      while (left > 0) {
-        const n = Math.min(left, chunk.length);
-        for (let i = 0; i < n; i++) chunk[i] = (t.kind === 'norm' ? 1 : 0) + (2 * random() - 1) * scale;
-        if (o.dtype === 'f32') {
-          await file.write(new Uint8Array(chunk.buffer, 0, n * 4));
-        } else {
-          for (let i = 0; i < n; i++) bf16[i] = (words[i] ?? 0) >>> 16;
-          await file.write(new Uint8Array(bf16.buffer, 0, n * 2));
-        }
-        left -= n;
-      }
-    }
-  } finally {
-    await file.close();
-  }
+  const dtype = o.dtype === 'f32' ? ('F32' as const) : ('BF16' as const);
+  const bytes = await writeSafetensors(
+    join(dir, 'model.safetensors'),
+    specs.map((t) => ({ ...t, dtype })),
+    randomChunks(o.dtype, makeRandom(o.seed)),
+  );
   const config = {
     architectures: ['LlamaForCausalLM'],
     model_type: 'llama',
@@ -164,7 +153,7 @@ export async function makeRandomCheckpoint(
     join(dir, 'generation_config.json'),
     `${JSON.stringify({ bos_token_id: 1, eos_token_id: 2 }, null, 2)}\n`,
   );
-  return { params: parameterCount(o), bytes: offset };
+  return { params: parameterCount(o), bytes };
 }
 
 function parseArgs(argv: string[]): { out: string; options: RandomCheckpointOptions } {

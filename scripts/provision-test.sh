@@ -4,11 +4,20 @@
 # missing one is installed with apt-get when this user may install packages (root, or sudo
 # without a password for apt-get); otherwise this stops at once, printing the command to run.
 # Nothing is installed when every command is already on PATH.
+# `provision-test.sh COMMAND...` provides only those commands of NEEDS: a check run on its own
+# (format:cpp:check, lint:py) asks for its tools this way.
 set -euo pipefail
 
 # "command package": the tests run `command`, Debian's `package` provides it.
 NEEDS=(
   "redis-server redis-server" # the Redis store tests start private servers (test/helpers/redis-server.ts)
+  # the replica test bed (test/helpers/replica-bed.ts: test/e2e/redis-sentinel, bench:chaos) puts
+  # replicas behind haproxy on a Sentinel-watched Redis; it starts its own processes on loopback
+  "haproxy haproxy"
+  "redis-sentinel redis-sentinel"
+  "clang-format clang-format" # format:cpp:check (scripts/format-cpp.sh; the style was settled with Debian 12's 14)
+  "black black"               # lint:py (scripts/check-python.sh)
+  "flake8 flake8"             # lint:py
 )
 # The web page's tests drive Debian's Chromium, /usr/bin/chromium (test/web/browser.ts; playwright-core
 # never downloads a browser); it brings a font (libfontconfig1 -> fontconfig-config -> fonts-dejavu-core).
@@ -18,6 +27,21 @@ if [[ -z ${MAYA_TEST_CHROMIUM:-} ]]; then
 elif [[ ! -x $MAYA_TEST_CHROMIUM ]]; then
   echo "provision-test: MAYA_TEST_CHROMIUM=$MAYA_TEST_CHROMIUM is not an executable file" >&2
   exit 1
+fi
+
+if (($# > 0)); then
+  wanted=()
+  for want in "$@"; do
+    found=
+    for need in "${NEEDS[@]}"; do
+      [[ ${need%% *} == "$want" ]] && wanted+=("$need") && found=1
+    done
+    if [[ -z $found ]]; then
+      echo "provision-test: $want is not in NEEDS (scripts/provision-test.sh)" >&2
+      exit 1
+    fi
+  done
+  NEEDS=("${wanted[@]}")
 fi
 
 commands=()

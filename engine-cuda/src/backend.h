@@ -18,18 +18,20 @@
 namespace maya {
 
 struct BatchSeq {
-    int32_t tok0 = 0;        // first row of this sequence's tokens in Batch::tokens
-    int32_t n_tokens = 0;    // tokens computed this step
-    int32_t pos0 = 0;        // position of the first one (= tokens already in the KV cache)
+    int32_t tok0 = 0;                     // first row of this sequence's tokens in Batch::tokens
+    int32_t n_tokens = 0;                 // tokens computed this step
+    int32_t pos0 = 0;                     // position of the first one (= tokens already in the KV cache)
     const int32_t *block_table = nullptr; // (n_blocks) block ids covering positions [0, pos0 + n_tokens)
     int32_t n_blocks = 0;
     int32_t logits_row = -1; // row of the logits output for its last token, or -1 (mid-prefill chunk)
+    int32_t n_logits = 1;    // with logits_row >= 0: rows logits_row.. for its last n_logits tokens, in order
+                             // (> 1: a decode pass verifying drafted tokens)
 };
 
 struct Batch {
-    std::vector<int32_t> tokens; // (T) token ids, grouped per sequence
-    std::vector<BatchSeq> seqs;  // (B)
-    int32_t n_logits = 0;        // rows of logits requested
+    std::vector<int32_t> tokens;        // (T) token ids, grouped per sequence
+    std::vector<BatchSeq> seqs;         // (B)
+    int32_t n_logits = 0;               // rows of logits requested
     std::vector<uint8_t> row_is_greedy; // (n_logits) 1: sampled by argmax and its logits not kept, so a
                                         // backend with argmax_rows() may skip copying that row
     // Multimodal (GLM-4.1V), both empty otherwise: (T, 3) M-RoPE positions of every token (the
@@ -52,9 +54,11 @@ struct BackendConfig {
     int32_t n_threads = 1;
     int32_t block_size = 16;
     int32_t n_blocks = 0;
-    int32_t max_tokens = 0; // most tokens in one Batch
-    int32_t max_logits = 0; // most logits rows in one Batch
-    int32_t n_ctx = 0;      // longest sequence
+    int32_t max_tokens = 0;  // most tokens in one Batch
+    int32_t max_logits = 0;  // most logits rows in one Batch (max batch x (1 + most drafted tokens))
+    int32_t n_ctx = 0;       // longest sequence
+    int32_t verify_rows = 0; // CPU: query rows (tokens x heads per kv head) one attention task of a verification
+                             // pass covers, so its drafts read the KV cache together (0: speculation off)
 };
 
 class Backend {
@@ -66,8 +70,8 @@ class Backend {
     /* Optional: (n_logits) argmax of every row of the latest forward() (lowest id on ties, as the
      * sampler's); rows flagged in Batch::row_is_greedy may then lack their logits. Null: not offered. */
     virtual const int32_t *argmax_rows() const { return nullptr; }
-    virtual int32_t kind() const = 0; // ENG_INFO_BACKEND: 1 cpu, 2 cuda
-    virtual int32_t simd() const = 0; // ENG_INFO_SIMD
+    virtual int32_t kind() const = 0; // ENG_INFO_BACKEND: ENG_BACKEND_CPU or ENG_BACKEND_CUDA
+    virtual int32_t simd() const = 0; // ENG_INFO_SIMD: ENG_SIMD_*
 };
 
 struct Kernels;     // kernels.h
@@ -75,7 +79,8 @@ struct CudaOptions; // cuda/cuda_api.h
 
 /* Creates the CPU backend over a loaded model (which must outlive it), running the kernel table k.
  * Returns OK, OUT_OF_MEMORY or INVALID_ARG. */
-int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, const Kernels &k, std::unique_ptr<Backend> *out);
+int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, const Kernels &k,
+                           std::unique_ptr<Backend> *out);
 
 /* The CUDA backend lives in libmaya_engine_cuda.so (src/cuda/, loaded on first use by
  * cuda_loader.cpp). Whether it is built, loadable and sees a GPU; else *why says what is missing. */
@@ -85,7 +90,8 @@ bool cuda_backend_usable(std::string *why);
 int32_t cuda_library_set(const char *path);
 /* Creates it; cfg->n_blocks (wanted) is lowered to what device memory and opt.kv_cap_bytes (0: no
  * cap) hold. Returns OK, UNSUPPORTED (library or GPU missing), OUT_OF_MEMORY, INVALID_ARG or BACKEND. */
-int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, const CudaOptions &opt, std::unique_ptr<Backend> *out);
+int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, const CudaOptions &opt,
+                            std::unique_ptr<Backend> *out);
 
 } // namespace maya
 

@@ -24,7 +24,8 @@ uint64_t BlockManager::seq_block_hash(const Sequence &seq, int32_t i, int32_t bl
     for (const SeqImage &img : seq.images) {
         if (img.tok0 >= b1 || img.tok0 + img.n_tok <= b0) continue;
         // The grid too: the same pixels in another shape give other M-RoPE positions.
-        int32_t words[5] = {(int32_t)(uint32_t)img.hash, (int32_t)(uint32_t)(img.hash >> 32), img.grid[0], img.grid[1], img.grid[2]};
+        int32_t words[5] = {(int32_t)(uint32_t)img.hash, (int32_t)(uint32_t)(img.hash >> 32), img.grid[0], img.grid[1],
+                            img.grid[2]};
         h = hash_block(h, words, 5);
     }
     return h;
@@ -142,16 +143,26 @@ void BlockManager::deallocate(Sequence &seq) {
     seq.n_computed = 0;
 }
 
-bool BlockManager::can_append(const Sequence &seq) const {
-    int32_t need = ((int32_t)seq.tokens.size() + block_size_ - 1) / block_size_ - (int32_t)seq.block_table.size();
+bool BlockManager::can_append(const Sequence &seq, int32_t extra) const {
+    int32_t n = (int32_t)seq.tokens.size() + extra;
+    int32_t need = (n + block_size_ - 1) / block_size_ - (int32_t)seq.block_table.size();
     return need <= n_free_;
 }
 
-bool BlockManager::append(Sequence &seq) {
-    if (!can_append(seq)) return false;
-    while ((int32_t)seq.block_table.size() * block_size_ < (int32_t)seq.tokens.size())
+bool BlockManager::append(Sequence &seq, int32_t extra) {
+    if (!can_append(seq, extra)) return false;
+    while ((int32_t)seq.block_table.size() * block_size_ < (int32_t)seq.tokens.size() + extra)
         seq.block_table.push_back(free_pop_front());
     return true;
+}
+
+void BlockManager::trim(Sequence &seq) {
+    size_t keep = (seq.tokens.size() + (size_t)block_size_ - 1) / (size_t)block_size_;
+    while (seq.block_table.size() > keep) {
+        Block &k = blocks_[(size_t)seq.block_table.back()];
+        if (--k.ref == 0) free_push_back(seq.block_table.back());
+        seq.block_table.pop_back();
+    }
 }
 
 void BlockManager::commit(Sequence &seq) {

@@ -33,10 +33,15 @@ class BlockManager {
     int32_t allocate(Sequence &seq);
     /* Releases seq's blocks (they stay cached) and clears its table; n_computed = 0. */
     void deallocate(Sequence &seq);
-    /* Whether seq has (or can get) room for all of seq.tokens. */
-    bool can_append(const Sequence &seq) const;
-    /* Adds blocks so seq.tokens fit. Returns false (seq unchanged) when none are free. */
-    bool append(Sequence &seq);
+    /* Whether seq has (or can get) room for all of seq.tokens and extra positions after them
+     * (drafted tokens under verification). */
+    bool can_append(const Sequence &seq, int32_t extra = 0) const;
+    /* Adds blocks so seq.tokens and extra more positions fit. Returns false (seq unchanged) when
+     * none are free. */
+    bool append(Sequence &seq, int32_t extra = 0);
+    /* Frees seq's blocks past those seq.tokens needs (the rejected drafts' positions). They were
+     * never full and computed, so they hold no prefix-cache hash. */
+    void trim(Sequence &seq);
     /* Registers the full blocks of seq that became computed (call after each forward). */
     void commit(Sequence &seq);
 
@@ -58,7 +63,7 @@ class BlockManager {
         int32_t ref = 0;
         bool has_hash = false;
         uint64_t hash = 0;
-        std::vector<int32_t> tokens; // (block_size) ids, when has_hash
+        std::vector<int32_t> tokens;  // (block_size) ids, when has_hash
         int32_t prev = -1, next = -1; // free-list links (when ref == 0)
     };
     /* Cached prefix of seq: block ids of the matched blocks and their hashes. */

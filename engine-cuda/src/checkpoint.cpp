@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -16,7 +17,10 @@
 
 #include <set>
 
-#include "common.h" // defines: fail, ENG_STATUS_*
+#include "common.h"              // defines: fail, ENG_STATUS_*
+#include "gguf.h"                // defines: gguf_parse, gguf_bind
+#include "kernels.h"             // defines: half_to_f32
+#include "kernels/ggml_blocks.h" // defines: ggml_row_bytes
 
 namespace maya {
 
@@ -31,6 +35,8 @@ size_t dtype_size(DType dt) {
     }
 }
 
+int64_t dtype_row_bytes(DType dt, int64_t cols) { return dt == DT_OTHER ? 0 : ggml_row_bytes(dt, cols); }
+
 const char *dtype_name(DType dt) {
     switch (dt) {
     case DT_F32: return "F32";
@@ -38,6 +44,14 @@ const char *dtype_name(DType dt) {
     case DT_BF16: return "BF16";
     case DT_F8_E4M3: return "F8_E4M3";
     case DT_Q8: return "Q8";
+    case DT_Q8_0: return "Q8_0";
+    case DT_Q4_0: return "Q4_0";
+    case DT_Q4_1: return "Q4_1";
+    case DT_Q5_0: return "Q5_0";
+    case DT_Q5_1: return "Q5_1";
+    case DT_Q4_K: return "Q4_K";
+    case DT_Q5_K: return "Q5_K";
+    case DT_Q6_K: return "Q6_K";
     default: return "other";
     }
 }
@@ -50,23 +64,13 @@ static float stored_to_f32(const void *src, DType dt, int64_t i) {
     }
     uint16_t h;
     memcpy(&h, (const uint8_t *)src + 2 * i, 2);
-    uint32_t bits;
-    if (dt == DT_BF16) bits = (uint32_t)h << 16;
-    else { // f16
-        uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
-        if (exp == 0) {
-            if (mant == 0) bits = sign;
-            else {
-                exp = 127 - 15 + 1;
-                while (!(mant & 0x400)) { mant <<= 1; exp--; }
-                bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
-            }
-        } else if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);
-        else bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    if (dt == DT_BF16) {
+        uint32_t bits = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &bits, 4);
+        return f;
     }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+    return half_to_f32(h); // f16
 }
 
 void quantize_q8_matrix(const void *src, DType dt, int64_t rows, int64_t cols, int8_t *q, float *scales) {
@@ -97,8 +101,9 @@ int32_t safetensors_parse(const uint8_t *base, size_t len, const std::string &fi
     if (len < 8) return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: too short for a safetensors header", file.c_str());
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | base[i];
-    if (n > len - 8) return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: header length %llu exceeds the file",
-                                 file.c_str(), (unsigned long long)n);
+    if (n > len - 8)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: header length %llu exceeds the file", file.c_str(),
+                    (unsigned long long)n);
     JsonValue header;
     std::string err;
     if (!json_parse((const char *)base + 8, (size_t)n, &header, &err))
@@ -117,11 +122,15 @@ int32_t safetensors_parse(const uint8_t *base, size_t len, const std::string &fi
             return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: malformed header entry", file.c_str(), name);
         Tensor t;
         t.dtype_str = dt->string;
-        t.dtype = dt->string == "F32" ? DT_F32 : dt->string == "F16" ? DT_F16 : dt->string == "BF16" ? DT_BF16
-                  : dt->string == "F8_E4M3" ? DT_F8_E4M3 : DT_OTHER;
+        t.dtype = dt->string == "F32"       ? DT_F32
+                  : dt->string == "F16"     ? DT_F16
+                  : dt->string == "BF16"    ? DT_BF16
+                  : dt->string == "F8_E4M3" ? DT_F8_E4M3
+                                            : DT_OTHER;
         size_t esize = header_dtype_size(dt->string);
         if (esize == 0)
-            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: unknown dtype %s", file.c_str(), name, dt->string.c_str());
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: unknown dtype %s", file.c_str(), name,
+                        dt->string.c_str());
         for (const auto &d : shape->items) {
             if (!d.is_integer || d.integer < 0 || d.integer > ((int64_t)1 << 40))
                 return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s: bad shape", file.c_str(), name);
@@ -169,7 +178,7 @@ Checkpoint::~Checkpoint() {
     for (auto &m : maps_) munmap(m.addr, m.len);
 }
 
-int32_t Checkpoint::map_file(const std::string &path) {
+int32_t Checkpoint::map_only(const std::string &path, const uint8_t **base, size_t *len_out) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(ENG_STATUS_IO, "cannot open %s: %s", path.c_str(), strerror(errno));
     struct stat st;
@@ -188,10 +197,101 @@ int32_t Checkpoint::map_file(const std::string &path) {
     ::close(fd);
     if (addr == MAP_FAILED) return fail(ENG_STATUS_IO, "cannot map %s: %s", path.c_str(), strerror(e));
     maps_.push_back({addr, len});
-    return safetensors_parse((const uint8_t *)addr, len, path, &tensors_);
+    *base = (const uint8_t *)addr;
+    *len_out = len;
+    return ENG_STATUS_OK;
+}
+
+int32_t Checkpoint::map_file(const std::string &path) {
+    const uint8_t *base = nullptr;
+    size_t len = 0;
+    ENG_TRY(map_only(path, &base, &len));
+    return safetensors_parse(base, len, path, &tensors_);
+}
+
+void Checkpoint::release_pages() const {
+    for (const auto &m : maps_) madvise(m.addr, m.len, MADV_DONTNEED);
+}
+
+static bool ends_with(const std::string &s, const char *tail) {
+    size_t n = strlen(tail);
+    return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+}
+
+/* split.* keys (llama.cpp's gguf-split): u16 split.no, u16 split.count, i32 split.tensors.count. */
+static int32_t split_key(const GgufFile &f, const char *key, const std::string &file, int64_t *out) {
+    const GgufValue *v = f.get(key);
+    if (!v) return 0;
+    if (v->type == GGUF_STRING || v->type == GGUF_ARRAY || v->type == GGUF_F32 || v->type == GGUF_F64 || v->i < 0)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: %s is not a non-negative integer", file.c_str(), key);
+    *out = v->i;
+    return 1;
+}
+
+/* A .gguf file, or the first of a split set (NAME-00001-of-0000N.gguf; the others are found beside it). */
+int32_t Checkpoint::open_gguf(const std::string &path) {
+    is_gguf_ = true;
+    GgufFile f;
+    const uint8_t *base = nullptr;
+    size_t len = 0;
+    ENG_TRY(map_only(path, &base, &len));
+    ENG_TRY(gguf_parse(base, len, path, 0, &f));
+    int64_t count = 1, no = 0, total = -1;
+    ENG_TRY(split_key(f, "split.count", path, &count));
+    ENG_TRY(split_key(f, "split.no", path, &no));
+    int32_t has_total = split_key(f, "split.tensors.count", path, &total);
+    ENG_TRY(has_total);
+    if (no != 0)
+        return fail(ENG_STATUS_BAD_CHECKPOINT,
+                    "%s is part %lld of a split GGUF set: open its first file (-00001-of-...)", path.c_str(),
+                    (long long)no + 1);
+    if (count > 1) {
+        char tail[48];
+        snprintf(tail, sizeof tail, "-00001-of-%05lld.gguf", (long long)count);
+        if (!ends_with(path, tail))
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: split.count is %lld but the name does not end in %s",
+                        path.c_str(), (long long)count, tail);
+        if (count > 9999)
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: split.count %lld", path.c_str(), (long long)count);
+        std::string prefix = path.substr(0, path.size() - strlen(tail));
+        for (int64_t i = 1; i < count; i++) {
+            char part[64];
+            snprintf(part, sizeof part, "-%05lld-of-%05lld.gguf", (long long)i + 1, (long long)count);
+            std::string p = prefix + part;
+            GgufFile fi;
+            ENG_TRY(map_only(p, &base, &len));
+            ENG_TRY(gguf_parse(base, len, p, (int)i, &fi));
+            int64_t pno = -1, pcount = -1;
+            ENG_TRY(split_key(fi, "split.no", p, &pno));
+            ENG_TRY(split_key(fi, "split.count", p, &pcount));
+            if (pno != i || pcount != count)
+                return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: split.no %lld / split.count %lld, expected %lld / %lld",
+                            p.c_str(), (long long)pno, (long long)pcount, (long long)i, (long long)count);
+            for (GgufTensor &t : fi.tensors) {
+                for (const GgufTensor &u : f.tensors)
+                    if (u.name == t.name)
+                        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: tensor %s is also in an earlier part", p.c_str(),
+                                    t.name.c_str());
+                f.tensors.push_back(std::move(t));
+            }
+        }
+    }
+    if (has_total && (int64_t)f.tensors.size() != total)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: split.tensors.count is %lld but the parts hold %zu tensors",
+                    path.c_str(), (long long)total, f.tensors.size());
+    GgufBound b;
+    ENG_TRY(gguf_bind(f, path, &b));
+    config_ = std::move(b.config);
+    tensors_ = std::move(b.tensors);
+    source_ = std::move(b.source);
+    owned_ = std::move(b.owned);
+    is_qk_permuted_ = b.is_qk_permuted;
+    return ENG_STATUS_OK;
 }
 
 int32_t Checkpoint::open(const std::string &dir) {
+    struct stat st;
+    if (ends_with(dir, ".gguf") && ::stat(dir.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return open_gguf(dir);
     std::string text, err;
     ENG_TRY(read_text_file(dir + "/config.json", &text));
     if (!json_parse(text.data(), text.size(), &config_, &err))
@@ -238,17 +338,31 @@ static std::string shape_str(const std::vector<int64_t> &s) {
     return r + "]";
 }
 
-int32_t Checkpoint::require(const std::string &name, std::initializer_list<int64_t> shape,
-                            const Tensor **out) const {
+int32_t Checkpoint::require(const std::string &name, std::initializer_list<int64_t> shape, const Tensor **out) const {
     const Tensor *t = find(name);
-    if (!t) return fail(ENG_STATUS_BAD_CHECKPOINT, "missing tensor %s", name.c_str());
+    // GGUF: name the file's tensor (its shape innermost first, as llama.cpp prints it).
+    auto src = source_.find(name);
+    std::string shown = src == source_.end() ? name : src->second + " (" + name + ")";
+    if (!t) {
+        if (is_gguf_)
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "missing tensor: the GGUF file has no tensor for %s", name.c_str());
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "missing tensor %s", name.c_str());
+    }
     std::vector<int64_t> want(shape);
-    if (t->shape != want)
+    if (t->shape != want) {
+        if (src != source_.end()) {
+            std::vector<int64_t> got(t->shape.rbegin(), t->shape.rend()), exp(want.rbegin(), want.rend());
+            return fail(ENG_STATUS_BAD_CHECKPOINT,
+                        "tensor %s has shape %s, but the metadata gives %s (extents innermost first)", shown.c_str(),
+                        shape_str(got).c_str(), shape_str(exp).c_str());
+        }
         return fail(ENG_STATUS_BAD_CHECKPOINT, "tensor %s has shape %s, expected %s", name.c_str(),
                     shape_str(t->shape).c_str(), shape_str(want).c_str());
+    }
     if (t->dtype == DT_OTHER)
-        return fail(ENG_STATUS_UNSUPPORTED, "tensor %s has unsupported dtype %s (BF16, F16, F32, F8_E4M3 are supported)",
-                    name.c_str(), t->dtype_str.c_str());
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "tensor %s has unsupported dtype %s (BF16, F16, F32, F8_E4M3 are supported)", shown.c_str(),
+                    t->dtype_str.c_str());
     *out = t;
     return ENG_STATUS_OK;
 }

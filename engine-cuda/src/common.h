@@ -21,10 +21,10 @@ const char *last_error();
 void clear_error();
 
 /* Checked status propagation: return the status of expr if it is a failure. */
-#define ENG_TRY(expr)                                   \
-    do {                                                \
-        int32_t status_ = (expr);                       \
-        if (status_ < 0) return status_;                \
+#define ENG_TRY(expr)                    \
+    do {                                 \
+        int32_t status_ = (expr);        \
+        if (status_ < 0) return status_; \
     } while (0)
 
 } // namespace maya

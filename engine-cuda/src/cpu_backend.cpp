@@ -19,13 +19,26 @@
 
 #include <algorithm>
 
-#include "backend.h"     // defines: Backend, Batch, BackendConfig
-#include "common.h"      // defines: fail
-#include "kernels.h"     // defines: Kernels, kMatmulRows
-#include "moe_router.h"  // defines: moe_route
-#include "thread_pool.h" // defines: ThreadPool
+#include "backend.h"             // defines: Backend, Batch, BackendConfig
+#include "common.h"              // defines: fail
+#include "kernels.h"             // defines: Kernels, kMatmulRows
+#include "kernels/ggml_blocks.h" // defines: ggml_is_k_dtype, ggml_is_block_dtype
+#include "moe_router.h"          // defines: moe_route
+#include "thread_pool.h"         // defines: ThreadPool
 
 namespace maya {
+
+// The kernels' copy of the dtype codes and the FP8 block (kernels.h) is DType's and kFp8Block.
+static_assert(kDtF32 == DT_F32 && kDtF16 == DT_F16 && kDtBF16 == DT_BF16,
+              "kernels.h: float dtype codes differ from DType");
+static_assert(kDtF8 == DT_F8_E4M3 && kDtQ8 == DT_Q8, "kernels.h: 8-bit dtype codes differ from DType");
+static_assert(kDtQ8_0 == DT_Q8_0 && kDtQ4_0 == DT_Q4_0 && kDtQ4_1 == DT_Q4_1 && kDtQ5_0 == DT_Q5_0 &&
+                  kDtQ5_1 == DT_Q5_1 && kDtQ4_K == DT_Q4_K && kDtQ5_K == DT_Q5_K && kDtQ6_K == DT_Q6_K,
+              "kernels.h: GGUF dtype codes differ from DType");
+static_assert(kDtF8Finite != DT_F32 && kDtF8Finite != DT_F16 && kDtF8Finite != DT_BF16 && kDtF8Finite != DT_OTHER &&
+                  kDtF8Finite != DT_F8_E4M3 && kDtF8Finite != DT_Q8,
+              "kernels.h: kDtF8Finite must be no DType");
+static_assert(kF8Block == kFp8Block, "kernels.h: the FP8 block differs from model.h's");
 
 namespace {
 
@@ -33,7 +46,7 @@ struct MatJob {
     const Weight *w;
     const float *x; // (T, ldx)
     int ldx;
-    float *y;       // (T, ldy)
+    float *y; // (T, ldy)
     int ldy;
     const float *bias; // (w->rows) or null
     int T = 0;         // rows of x; 0: the T of the linear() call
@@ -47,9 +60,13 @@ struct MatmulTask {
     const MatJob *jobs;
     const int *unit_end; // (n_jobs) cumulative work units per job
     float *const *scratch;
-    const int64_t *q8_off; // (n_jobs) Q8 weights: offset of the job's quantized x in q8x/q8d, or -1
+    const int64_t *q8_off; // (n_jobs) Q8 and 32-block GGUF weights: offset of the job's quantized x in q8x/q8d, or -1
     const int8_t *q8x;
     const float *q8d;
+    const int64_t *kq_off; // (n_jobs) K-quant weights: offset of the job's quantized x in kqx/kqd/kqbs, or -1
+    const int8_t *kqx;
+    const float *kqd;      // per 256
+    const int16_t *kqbs;   // per 16
     const int64_t *f8_off; // (n_jobs) finite FP8 weights, few tokens: offset of the job's scaled x in f8x, or -1
     const float *f8x;      // x times Kernels::f8_x_scale
 };
@@ -62,6 +79,19 @@ static void matmul_task(void *arg, int task, int worker) {
     int r0 = (task - first) * kMatmulRows;
     int r1 = r0 + kMatmulRows < job.w->rows ? r0 + kMatmulRows : job.w->rows;
     int64_t qo = m.q8_off[j];
+    int64_t ko = m.kq_off[j];
+    if (ko >= 0) { // as Q8 below, per 256
+        int K = job.w->cols;
+        m.k->matmul_ggml(m.kqx + ko, m.kqd + ko / 256, m.kqbs + ko / 16, K, job.T > 0 ? job.T : m.T, job.w->data,
+                         job.w->dtype, K, r0, r1, job.y, job.ldy, job.bias, m.is_streaming);
+        return;
+    }
+    if (qo >= 0 && job.w->dtype != DT_Q8) { // a 32-block GGUF dtype over the Q8 activations
+        int K = job.w->cols;
+        m.k->matmul_ggml(m.q8x + qo, m.q8d + qo / kQ8Block, nullptr, K, job.T > 0 ? job.T : m.T, job.w->data,
+                         job.w->dtype, K, r0, r1, job.y, job.ldy, job.bias, m.is_streaming);
+        return;
+    }
     if (qo >= 0) { // x quantized once for all row blocks (bit-identical to matmul's own quantization)
         int K = job.w->cols;
         m.k->matmul_q8(m.q8x + qo, m.q8d + qo / kQ8Block, K, job.T > 0 ? job.T : m.T, (const int8_t *)job.w->data,
@@ -76,8 +106,8 @@ static void matmul_task(void *arg, int task, int worker) {
         return;
     }
     int dtype = job.w->dtype == DT_F8_E4M3 && job.w->is_f8_finite ? kDtF8Finite : job.w->dtype;
-    m.k->matmul(job.x, job.ldx, job.T > 0 ? job.T : m.T, job.w->data, dtype, job.w->cols, r0, r1, job.y, job.ldy, job.bias,
-                m.scratch[worker], m.is_streaming, job.w->scale);
+    m.k->matmul(job.x, job.ldx, job.T > 0 ? job.T : m.T, job.w->data, dtype, job.w->cols, r0, r1, job.y, job.ldy,
+                job.bias, m.scratch[worker], m.is_streaming, job.w->scale);
 }
 
 /* Query rows one attention task covers: a tile of consecutive tokens of one sequence, times the
@@ -88,10 +118,10 @@ static int attn_tile_tokens(int group) { return group >= 4 ? 1 : 4 / group; }
 struct AttnTask {
     const Kernels *k;
     const Batch *batch;
-    const int32_t *tok_seq; // (T) index into batch->seqs
-    const int32_t *tiles;   // (n_tiles, 2): first token, tokens (consecutive, one sequence)
-    const float *q;         // (T, H*D)
-    float *out;             // (T, H*D)
+    const int32_t *tok_seq;       // (T) index into batch->seqs
+    const int32_t *tiles;         // (n_tiles, 2): first token, tokens (consecutive, one sequence)
+    const float *q;               // (T, H*D)
+    float *out;                   // (T, H*D)
     const float *kcache, *vcache; // this layer's rows of block 0: (Hkv, bs, D) each
     int64_t block_stride;         // floats from one block to the next (all layers)
     int H, Hkv, D, bs;
@@ -109,7 +139,7 @@ static void attn_task(void *arg, int task, int worker) {
     int t0 = a.tiles[2 * tile], nt = a.tiles[2 * tile + 1];
     const BatchSeq &s = a.batch->seqs[(size_t)a.tok_seq[t0]];
     int p0 = s.pos0 + (t0 - s.tok0), n = p0 + nt; // positions the tile's last token attends
-    float *sc = a.scores[worker];                   // (nt * group, n)
+    float *sc = a.scores[worker];                 // (nt * group, n)
     int ldq = a.H * D;
     const float *q = a.q + (int64_t)t0 * ldq + (int64_t)g * group * D;
     int64_t head_stride = (int64_t)bs * D, block_stride = a.block_stride;
@@ -130,8 +160,8 @@ static void attn_task(void *arg, int task, int worker) {
         int i_full = j0 + nb - 1 - p0 > 0 ? j0 + nb - 1 - p0 : 0;
         for (int i = 0; i < i_full && i < nt; i++)
             if (p0 + i + 1 > j0)
-                a.k->attn_accum(o + (int64_t)i * ldq, ldq, sc + (int64_t)i * group * n, n, j0, 1, group, vr, p0 + i + 1 - j0,
-                                D, D);
+                a.k->attn_accum(o + (int64_t)i * ldq, ldq, sc + (int64_t)i * group * n, n, j0, 1, group, vr,
+                                p0 + i + 1 - j0, D, D);
         if (i_full < nt)
             a.k->attn_accum(o + (int64_t)i_full * ldq, ldq, sc + (int64_t)i_full * group * n, n, j0, nt - i_full, group,
                             vr, nb, D, D);
@@ -149,12 +179,12 @@ struct MlaTask {
     const Batch *batch;
     const int32_t *tok_seq; // (T)
     int T;
-    const float *q;         // (T, H, Dn + Dr): q_nope then roped q_pe
-    float *q_abs;           // (T, H, R + Dr): absorbed queries
-    float *lat;             // (T, H, R): attention-weighted latent
-    float *out;             // (T, H * Dv)
-    const float *cache;     // this layer: (n_blocks, bs, R + Dr)
-    const Weight *kv_b;     // (H * (Dn + Dv), R): per head Dn rows W_UK, then Dv rows W_UV
+    const float *q;     // (T, H, Dn + Dr): q_nope then roped q_pe
+    float *q_abs;       // (T, H, R + Dr): absorbed queries
+    float *lat;         // (T, H, R): attention-weighted latent
+    float *out;         // (T, H * Dv)
+    const float *cache; // this layer: (n_blocks, bs, R + Dr)
+    const Weight *kv_b; // (H * (Dn + Dv), R): per head Dn rows W_UK, then Dv rows W_UV
     int H, R, Dn, Dr, Dv, bs;
     float scale;
     float *const *scores;  // per worker: (kMlaHeads, n_ctx)
@@ -176,17 +206,18 @@ static void mla_absorb_task(void *arg, int h, int worker) {
     int64_t row0 = (int64_t)h * (a.Dn + a.Dv);
     if (a.T <= kMlaFusedMaxTokens) { // decode: each token's sum straight from the weights, the same bits
         for (int t = 0; t < a.T; t++)
-            a.k->rows_accum(a.q_abs + ((int64_t)t * a.H + h) * Dk, a.q + ((int64_t)t * a.H + h) * Dq, a.Dn, a.kv_b->data,
-                            a.kv_b->dtype, row0, R, a.kv_b->scale, wrow);
+            a.k->rows_accum(a.q_abs + ((int64_t)t * a.H + h) * Dk, a.q + ((int64_t)t * a.H + h) * Dq, a.Dn,
+                            a.kv_b->data, a.kv_b->dtype, row0, R, a.kv_b->scale, wrow);
         return;
     }
     // All Dn rows widened once, then each token's sum over them in registers (attn_accum: the
     // same sequence of fused multiply-adds over i as one axpy per row).
     for (int i = 0; i < a.Dn; i++)
-        a.k->row_to_f32(wrow + (int64_t)i * R, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + i, R, a.kv_b->scale);
+        a.k->row_to_f32(wrow + (int64_t)i * R, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + i, R,
+                        a.kv_b->scale);
     for (int t = 0; t < a.T; t++)
-        a.k->attn_accum(a.q_abs + ((int64_t)t * a.H + h) * Dk, 0, a.q + ((int64_t)t * a.H + h) * Dq, a.Dn, 0, 1, 1, wrow, a.Dn,
-                        R, R);
+        a.k->attn_accum(a.q_abs + ((int64_t)t * a.H + h) * Dk, 0, a.q + ((int64_t)t * a.H + h) * Dq, a.Dn, 0, 1, 1,
+                        wrow, a.Dn, R, R);
 }
 
 /* One (token, group of kMlaHeads heads): scores of the absorbed queries against the cached rows
@@ -230,7 +261,8 @@ static void mla_expand_task(void *arg, int h, int worker) {
     for (int i = 0; i < a.Dv; i++) {
         a.k->row_to_f32(wrow, a.kv_b->data, a.kv_b->dtype, (int64_t)h * (a.Dn + a.Dv) + a.Dn + i, a.R, a.kv_b->scale);
         for (int t = 0; t < a.T; t++)
-            a.out[(int64_t)t * a.H * a.Dv + (int64_t)h * a.Dv + i] = a.k->dot(wrow, a.lat + ((int64_t)t * a.H + h) * a.R, a.R);
+            a.out[(int64_t)t * a.H * a.Dv + (int64_t)h * a.Dv + i] =
+                a.k->dot(wrow, a.lat + ((int64_t)t * a.H + h) * a.R, a.R);
     }
 }
 
@@ -256,10 +288,14 @@ class CpuBackend final : public Backend {
     }
     int32_t init(const BackendConfig &cfg);
     int32_t forward(const Batch &batch, float *logits) override;
-    int32_t kind() const override { return 1; }
+    int32_t kind() const override { return ENG_BACKEND_CPU; }
     int32_t simd() const override { return k_.simd; }
 
   private:
+    // init()'s steps.
+    int32_t map_kv_cache();
+    void alloc_activations();
+    void alloc_scratch();
     void linear(int T, const MatJob *jobs, int n_jobs);
     void rope(float *v, int n_heads, int stride, int t);
     void qkv(int l, const Batch &b, int T);
@@ -277,7 +313,9 @@ class CpuBackend final : public Backend {
      * per layer for the first token). */
     int64_t kv_layer_block_floats() const { return (int64_t)cfg_.block_size * c_.kv_floats_per_token(); }
     int64_t kv_block_floats() const { return (int64_t)c_.n_layer * kv_layer_block_floats(); }
-    float *kcache(int l) { return kv_ + (int64_t)l * kv_layer_block_floats(); } // + block * kv_block_floats(): (Hkv, bs, D); MLA (bs, R+Dr)
+    float *kcache(int l) {
+        return kv_ + (int64_t)l * kv_layer_block_floats();
+    } // + block * kv_block_floats(): (Hkv, bs, D); MLA (bs, R+Dr)
     float *vcache(int l) { return kcache(l) + kv_layer_block_floats() / 2; }
 
     const Model &m_;
@@ -286,26 +324,31 @@ class CpuBackend final : public Backend {
     BackendConfig cfg_;
     ThreadPool pool_;
     bool is_streaming_ = false; // weights larger than the last-level cache: read from DRAM every step
-    float *kv_ = nullptr; // (n_blocks, L, 2, Hkv, bs, D); MLA (n_blocks, L, bs, R + Dr)
+    float *kv_ = nullptr;       // (n_blocks, L, 2, Hkv, bs, D); MLA (n_blocks, L, bs, R + Dr)
     size_t kv_bytes_ = 0;
-    Buf x_, h_, q_, kk_, vv_, att_, ff_, ff2_;                // activations, T rows each
-    std::vector<float> rope_cos_, rope_sin_, inv_freq_;       // (T, rotary_dim/2), (rotary_dim/2)
-    std::vector<int32_t> tok_seq_;                            // (T)
-    std::vector<int32_t> attn_tiles_;                         // (T, 2) see attn_task
-    Buf qa_, kva_, qabs_, lat_;                               // MLA: (T, Rq), (T, R+Dr), (T, H, R+Dr), (T, H, R)
-    std::vector<float> router_, sel_w_;                       // MoE: (T, E), (T, K)
-    Buf moe_in_, moe_out_, moe_acc_;                          //   (T, C) x3
-    std::vector<int32_t> sel_, expert_tok_, expert_cnt_;      // (T, K), (T*K), (E+1)
-    std::vector<float> route_scores_;                         // (E) + (E) + (n_group)
-    std::vector<MatJob> moe_jobs_;                            // (2 (E + 1)) one MoE phase's matmuls
-    std::vector<int> unit_end_;                               // (max(3, 2 (E + 1))) see linear()
-    std::vector<int64_t> q8_off_;                             // (as unit_end_) see linear()
-    std::vector<int8_t, LineAlloc<int8_t>> q8x_;              // Q8 weights: quantized activations
-    std::vector<float> q8d_;                                  //   and their per-32 scales
-    std::vector<int64_t> f8_off_;                             // (as unit_end_) see linear()
-    Buf f8x_;                                                 // finite FP8 weights: x times f8_x_scale
-    Buf out_x_;                                               // (max_logits, C)
-    std::vector<Buf> scratch_, scores_;                       // per worker
+    Buf x_, h_, q_, kk_, vv_, att_, ff_, ff2_;           // activations, T rows each
+    std::vector<float> rope_cos_, rope_sin_, inv_freq_;  // (T, rotary_dim/2), (rotary_dim/2)
+    std::vector<int32_t> tok_seq_;                       // (T)
+    std::vector<int32_t> attn_tiles_;                    // (T, 2) see attn_task
+    Buf qa_, kva_, qabs_, lat_;                          // MLA: (T, Rq), (T, R+Dr), (T, H, R+Dr), (T, H, R)
+    std::vector<float> router_, sel_w_;                  // MoE: (T, E), (T, K)
+    Buf moe_in_, moe_out_, moe_acc_;                     //   (T, C) x3
+    std::vector<int32_t> sel_, expert_tok_, expert_cnt_; // (T, K), (T*K), (E+1)
+    std::vector<float> route_scores_;                    // (E) + (E) + (n_group)
+    std::vector<MatJob> moe_jobs_;                       // (2 (E + 1)) one MoE phase's matmuls
+    std::vector<int> unit_end_;                          // (max(3, 2 (E + 1))) see linear()
+    std::vector<int64_t> q8_off_;                        // (as unit_end_) see linear()
+    std::vector<int8_t, LineAlloc<int8_t>> q8x_;         // Q8 weights: quantized activations
+    std::vector<float> q8d_;                             //   and their per-32 scales (32-block GGUF dtypes too)
+    std::vector<int64_t> kq_off_;                        // (as unit_end_) see linear()
+    std::vector<int8_t, LineAlloc<int8_t>> kqx_;         // K-quant weights: quantized activations,
+    std::vector<float> kqd_;                             //   their per-256 scales
+    std::vector<int16_t> kqbs_;                          //   and per-16 sums
+    size_t act_cap_ = 0;                                 // quantized activation bytes one linear() may need
+    std::vector<int64_t> f8_off_;                        // (as unit_end_) see linear()
+    Buf f8x_;                                            // finite FP8 weights: x times f8_x_scale
+    Buf out_x_;                                          // (max_logits, C)
+    std::vector<Buf> scratch_, scores_;                  // per worker
     std::vector<float *> scratch_ptr_, scores_ptr_;
 };
 
@@ -316,7 +359,15 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     ENG_TRY(pool_.start(cfg.n_threads));
     // 16 MiB: half the 32 MiB L3 of the CPU box; above it the matrices of a step cannot stay cached.
     is_streaming_ = m_.weight_bytes > (16 << 20);
-    size_t want = (size_t)((int64_t)cfg.n_blocks * kv_block_floats()) * sizeof(float);
+    ENG_TRY(map_kv_cache());
+    alloc_activations();
+    alloc_scratch();
+    return ENG_STATUS_OK;
+}
+
+/* Reserves the KV cache (cfg_.n_blocks blocks), untouched until used. */
+int32_t CpuBackend::map_kv_cache() {
+    size_t want = (size_t)((int64_t)cfg_.n_blocks * kv_block_floats()) * sizeof(float);
     void *p = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return fail(ENG_STATUS_OUT_OF_MEMORY, "cannot reserve %zu bytes of KV cache", want);
     // 2 MiB pages where the kernel allows them (best effort): a head's rows come bs positions at a
@@ -326,7 +377,12 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     madvise(p, want, MADV_HUGEPAGE);
     kv_ = (float *)p;
     kv_bytes_ = want;
-    size_t T = (size_t)cfg.max_tokens, C = (size_t)c_.n_embd, qd = (size_t)c_.n_head * c_.head_dim,
+    return ENG_STATUS_OK;
+}
+
+/* The activation buffers of a batch of cfg_.max_tokens tokens (and MLA's and MoE's own). */
+void CpuBackend::alloc_activations() {
+    size_t T = (size_t)cfg_.max_tokens, C = (size_t)c_.n_embd, qd = (size_t)c_.n_head * c_.head_dim,
            kvd = (size_t)c_.n_head_kv * c_.head_dim, I = (size_t)c_.n_ff, H = (size_t)c_.n_head;
     // MoE: T*K expert rows plus T shared rows go through ff_/ff2_ at once.
     size_t moe_ff = T * (size_t)c_.n_expert_used * (size_t)c_.n_ff_expert + T * (size_t)c_.n_ff_shared;
@@ -343,6 +399,7 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     ff2_.resize(T * I > moe_ff ? T * I : moe_ff);
     unit_end_.resize(3 + 2 * (size_t)(c_.n_expert + 1));
     q8_off_.resize(unit_end_.size());
+    kq_off_.resize(unit_end_.size());
     f8_off_.resize(unit_end_.size());
     if (c_.is_mla()) {
         size_t R = (size_t)c_.kv_lora_rank, Dr = (size_t)c_.qk_rope_dim;
@@ -369,30 +426,44 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     rope_sin_.resize(T * (size_t)half);
     tok_seq_.resize(T);
     attn_tiles_.resize(2 * T);
-    out_x_.resize((size_t)cfg.max_logits * C);
+    out_x_.resize((size_t)cfg_.max_logits * C);
     inv_freq_.resize((size_t)half);
     model_rope_inv_freq(c_, inv_freq_.data());
+}
+
+/* The quantized / scaled activations of one linear() call and each worker's matmul scratch and
+ * attention scores, sized by the widest matmul input. */
+void CpuBackend::alloc_scratch() {
+    size_t T = (size_t)cfg_.max_tokens;
+    int64_t qd = (int64_t)c_.n_head * c_.head_dim, att = c_.is_mla() ? (int64_t)c_.n_head * c_.v_head_dim : qd;
     int64_t kmax = c_.n_embd;
-    for (int64_t k : {(int64_t)I, (int64_t)c_.n_ff_expert, (int64_t)c_.n_ff_shared, (int64_t)qd, (int64_t)att, (int64_t)c_.kv_lora_rank, (int64_t)c_.q_lora_rank})
+    for (int64_t k : {(int64_t)c_.n_ff, (int64_t)c_.n_ff_expert, (int64_t)c_.n_ff_shared, qd, att,
+                      (int64_t)c_.kv_lora_rank, (int64_t)c_.q_lora_rank})
         if (k > kmax) kmax = k;
-    if (m_.has_q8()) { // the activations of one linear() call: T rows per distinct input, at most K + 2 inputs of kmax
-        q8x_.resize(T * (size_t)(c_.n_expert_used + 2) * (size_t)kmax);
+    // The quantized activations of one linear() call: T rows per distinct input, at most K + 2
+    // inputs of kmax. Allocated here for Q8, on first use for GGUF block dtypes.
+    act_cap_ = T * (size_t)(c_.n_expert_used + 2) * (size_t)kmax;
+    if (m_.has_q8()) {
+        q8x_.resize(act_cap_);
         q8d_.resize(q8x_.size() / kQ8Block);
     }
     if (k_.f8_x_scale != 1.0f) // decode's scaled activations: as q8x_, for up to kF8ScaledMaxTokens tokens
         f8x_.resize((size_t)kF8ScaledMaxTokens * (size_t)(c_.n_expert_used + 2) * (size_t)kmax);
     int nw = pool_.n_threads();
-    size_t group = c_.is_mla() ? (size_t)(c_.n_head < kMlaHeads ? c_.n_head : kMlaHeads) : (size_t)(c_.n_head / c_.n_head_kv);
+    size_t group =
+        c_.is_mla() ? (size_t)(c_.n_head < kMlaHeads ? c_.n_head : kMlaHeads) : (size_t)(c_.n_head / c_.n_head_kv);
     scratch_.resize((size_t)nw);
     scores_.resize((size_t)nw);
     for (int w = 0; w < nw; w++) {
         // MLA's absorb widens a head's Dn rows of W_UK (R columns each) at once.
-        scratch_[(size_t)w].resize((size_t)std::max<int64_t>(kMatmulRows * kmax, (int64_t)c_.qk_nope_dim * c_.kv_lora_rank));
-        scores_[(size_t)w].resize(group * (size_t)(c_.is_mla() ? 1 : attn_tile_tokens((int)group)) * (size_t)cfg.n_ctx);
+        scratch_[(size_t)w].resize(
+            (size_t)std::max<int64_t>(kMatmulRows * kmax, (int64_t)c_.qk_nope_dim * c_.kv_lora_rank));
+        size_t rows = group * (size_t)(c_.is_mla() ? 1 : attn_tile_tokens((int)group));
+        if (!c_.is_mla() && (size_t)cfg_.verify_rows > rows) rows = (size_t)cfg_.verify_rows;
+        scores_[(size_t)w].resize(rows * (size_t)cfg_.n_ctx);
         scratch_ptr_.push_back(scratch_[(size_t)w].data());
         scores_ptr_.push_back(scores_[(size_t)w].data());
     }
-    return ENG_STATUS_OK;
 }
 
 /* Rows below which for_rows runs inline (a pool loop costs a few microseconds). */
@@ -407,11 +478,14 @@ template <class F> void CpuBackend::for_rows(int n, F f) {
         F *f;
         int n, n_tasks;
     } c{&f, n, n < 4 * pool_.n_threads() ? n : 4 * pool_.n_threads()};
-    pool_.run(c.n_tasks, [](void *arg, int task, int) {
-        const Ctx &c = *(const Ctx *)arg;
-        int i0 = (int)((int64_t)c.n * task / c.n_tasks), i1 = (int)((int64_t)c.n * (task + 1) / c.n_tasks);
-        for (int i = i0; i < i1; i++) (*c.f)(i);
-    }, &c, true);
+    pool_.run(
+        c.n_tasks,
+        [](void *arg, int task, int) {
+            const Ctx &c = *(const Ctx *)arg;
+            int i0 = (int)((int64_t)c.n * task / c.n_tasks), i1 = (int)((int64_t)c.n * (task + 1) / c.n_tasks);
+            for (int i = i0; i < i1; i++) (*c.f)(i);
+        },
+        &c, true);
 }
 
 /* Runs n_jobs matmuls (at most unit_end_.size()) as one parallel loop over their row blocks. */
@@ -425,12 +499,11 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
     m.unit_end = unit_end_.data();
     m.scratch = scratch_ptr_.data();
     m.q8_off = q8_off_.data();
-    m.q8x = q8x_.data();
-    m.q8d = q8d_.data();
+    m.kq_off = kq_off_.data();
     m.f8_off = f8_off_.data();
     m.f8x = f8x_.data();
     int total = 0;
-    int64_t q8_used = 0, f8_used = 0;
+    int64_t q8_used = 0, f8_used = 0, kq_used = 0;
     // The offset an earlier job's prepared copy of this job's input has in offs (the same x, rows
     // and columns), or -1.
     auto shared = [&](const int64_t *offs, int j) {
@@ -449,6 +522,7 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
         const MatJob &jb = jobs[j];
         int jt = jb.T > 0 ? jb.T : T, K = jb.w->cols;
         q8_off_[(size_t)j] = -1;
+        kq_off_[(size_t)j] = -1;
         f8_off_[(size_t)j] = -1;
         if (jb.w->dtype == DT_F8_E4M3 && jb.w->is_f8_finite && jt <= kF8ScaledMaxTokens && !f8x_.empty()) {
             // Scaled once for every row block (and for jobs sharing the input, as gate/up do).
@@ -463,7 +537,28 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
             f8_used += (int64_t)jt * K;
             continue;
         }
-        if (jb.w->dtype != DT_Q8) continue;
+        if (ggml_is_k_dtype(jb.w->dtype)) { // K-quants: per 256, with bsums
+            if (kqx_.empty()) {
+                kqx_.resize(act_cap_);
+                kqd_.resize(act_cap_ / 256);
+                kqbs_.resize(act_cap_ / 16);
+            }
+            kq_off_[(size_t)j] = shared(kq_off_.data(), j);
+            if (kq_off_[(size_t)j] >= 0 || kq_used + (int64_t)jt * K > (int64_t)kqx_.size()) continue;
+            for (int t = 0; t < jt; t++) {
+                int64_t o = kq_used + (int64_t)t * K;
+                k_.quantize_q8k(jb.x + (int64_t)t * jb.ldx, K, &kqx_[(size_t)o], &kqd_[(size_t)(o / 256)],
+                                &kqbs_[(size_t)(o / 16)]);
+            }
+            kq_off_[(size_t)j] = kq_used;
+            kq_used += (int64_t)jt * K;
+            continue;
+        }
+        if (jb.w->dtype != DT_Q8 && !ggml_is_block_dtype(jb.w->dtype)) continue;
+        if (q8x_.empty()) {
+            q8x_.resize(act_cap_);
+            q8d_.resize(act_cap_ / kQ8Block);
+        }
         q8_off_[(size_t)j] = shared(q8_off_.data(), j);
         if (q8_off_[(size_t)j] >= 0 || q8_used + (int64_t)jt * K > (int64_t)q8x_.size()) continue;
         for (int t = 0; t < jt; t++)
@@ -472,6 +567,11 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
         q8_off_[(size_t)j] = q8_used;
         q8_used += (int64_t)jt * K;
     }
+    m.q8x = q8x_.data(); // (buffers made on first use above)
+    m.q8d = q8d_.data();
+    m.kqx = kqx_.data();
+    m.kqd = kqd_.data();
+    m.kqbs = kqbs_.data();
     pool_.run(total, matmul_task, &m, is_streaming_);
 }
 
@@ -534,14 +634,24 @@ void CpuBackend::attention_block(int l, const Batch &b, int T) {
     int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps); });
     qkv(l, b, T);
-    int qt = attn_tile_tokens(H / Hkv), n_tiles = 0;
-    for (const BatchSeq &s : b.seqs)
+    int group = H / Hkv, n_tiles = 0;
+    for (const BatchSeq &s : b.seqs) {
+        int qt = attn_tile_tokens(group);
+        // A verification pass (its pending token and drafts): tiles of up to verify_rows query rows, in
+        // as few tiles as that allows, so the drafts read each cached row together (long contexts).
+        int per = cfg_.verify_rows / group;
+        if (s.n_logits > 1 && per > qt) {
+            int n_t = (s.n_tokens + per - 1) / per;
+            qt = (s.n_tokens + n_t - 1) / n_t;
+        }
         for (int t = s.tok0; t < s.tok0 + s.n_tokens; t += qt, n_tiles++) {
             attn_tiles_[(size_t)(2 * n_tiles)] = t;
             attn_tiles_[(size_t)(2 * n_tiles + 1)] = s.tok0 + s.n_tokens - t < qt ? s.tok0 + s.n_tokens - t : qt;
         }
-    AttnTask at{&k_, &b, tok_seq_.data(), attn_tiles_.data(), q_.data(), att_.data(), kcache(l), vcache(l),
-                kv_block_floats(), H, Hkv, D, cfg_.block_size, c_.attn_scale, scores_ptr_.data()};
+    }
+    AttnTask at{&k_,         &b,        tok_seq_.data(), attn_tiles_.data(), q_.data(),
+                att_.data(), kcache(l), vcache(l),       kv_block_floats(),  H,
+                Hkv,         D,         cfg_.block_size, c_.attn_scale,      scores_ptr_.data()};
     pool_.run(n_tiles * Hkv, attn_task, &at);
     MatJob o = {&L.wo, att_.data(), H * D, h_.data(), C, bias_of(L.bo)};
     linear(T, &o, 1);
@@ -561,7 +671,8 @@ void CpuBackend::mlp_block(int l, int T) {
                         {&L.w_up, h_.data(), C, ff_.data() + I, 2 * I, bias_of(L.b_up)}};
         linear(T, gu, 2);
     }
-    for_rows(T, [&](int t) { k_.silu_mul(&ff2_[(size_t)t * I], &ff_[(size_t)t * 2 * I], &ff_[(size_t)t * 2 * I + I], I); });
+    for_rows(
+        T, [&](int t) { k_.silu_mul(&ff2_[(size_t)t * I], &ff_[(size_t)t * 2 * I], &ff_[(size_t)t * 2 * I + I], I); });
     MatJob down = {&L.w_down, ff2_.data(), I, h_.data(), C, bias_of(L.b_down)};
     linear(T, &down, 1);
     add_residual(L.post_mlp_norm, T);
@@ -594,7 +705,7 @@ void CpuBackend::moe_block(int l, int T) {
         for (int j = 0; j < K; j++) cnt[sel_[(size_t)t * K + j] + 1]++;
     }
     for (int e = 0; e < E; e++) cnt[e + 1] += cnt[e]; // cnt[e]: first slot of expert e
-    for (int t = 0; t < T; t++)                        // slots of each expert in increasing token order
+    for (int t = 0; t < T; t++)                       // slots of each expert in increasing token order
         for (int j = 0; j < K; j++) expert_tok_[(size_t)cnt[sel_[(size_t)t * K + j]]++] = t * K + j;
     for (int e = E; e > 0; e--) cnt[e] = cnt[e - 1];
     cnt[0] = 0;
@@ -617,15 +728,24 @@ void CpuBackend::moe_block(int l, int T) {
         moe_jobs_[(size_t)n_jobs++] = {&L.shared.up, h_.data(), C, gu_s + Is, 2 * Is, nullptr, T};
     }
     linear(T, moe_jobs_.data(), n_jobs);
-    for_rows(S, [&](int i) { k_.silu_mul(&ff2_[(size_t)i * Ie], &ff_[(size_t)i * 2 * Ie], &ff_[(size_t)i * 2 * Ie + Ie], Ie); });
+    for_rows(S, [&](int i) {
+        k_.silu_mul(&ff2_[(size_t)i * Ie], &ff_[(size_t)i * 2 * Ie], &ff_[(size_t)i * 2 * Ie + Ie], Ie);
+    });
     if (Is > 0)
-        for_rows(T, [&](int t) { k_.silu_mul(act_s + (size_t)t * Is, gu_s + (size_t)t * 2 * Is, gu_s + (size_t)t * 2 * Is + Is, Is); });
+        for_rows(T, [&](int t) {
+            k_.silu_mul(act_s + (size_t)t * Is, gu_s + (size_t)t * 2 * Is, gu_s + (size_t)t * 2 * Is + Is, Is);
+        });
     n_jobs = 0;
     for (int e = 0; e < E; e++) {
         int n = cnt[e + 1] - cnt[e];
         if (n > 0)
-            moe_jobs_[(size_t)n_jobs++] = {&L.experts[(size_t)e].down, &ff2_[(size_t)cnt[e] * Ie], Ie,
-                                           &moe_out_[(size_t)cnt[e] * C], C, nullptr, n};
+            moe_jobs_[(size_t)n_jobs++] = {&L.experts[(size_t)e].down,
+                                           &ff2_[(size_t)cnt[e] * Ie],
+                                           Ie,
+                                           &moe_out_[(size_t)cnt[e] * C],
+                                           C,
+                                           nullptr,
+                                           n};
     }
     if (Is > 0) moe_jobs_[(size_t)n_jobs++] = {&L.shared.down, act_s, Is, out_s, C, nullptr, T};
     linear(T, moe_jobs_.data(), n_jobs);
@@ -647,13 +767,17 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
     int Dq = Dn + Dr, Rq = c_.q_lora_rank, bs = cfg_.block_size, Dk = R + Dr;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps); });
     if (Rq > 0) {
-        MatJob a[2] = {{&L.wq_a, h_.data(), C, qa_.data(), Rq, nullptr}, {&L.wkv_a, h_.data(), C, kva_.data(), Dk, nullptr}};
+        MatJob a[2] = {{&L.wq_a, h_.data(), C, qa_.data(), Rq, nullptr},
+                       {&L.wkv_a, h_.data(), C, kva_.data(), Dk, nullptr}};
         linear(T, a, 2);
-        for_rows(T, [&](int t) { k_.rmsnorm(&qa_[(size_t)t * Rq], &qa_[(size_t)t * Rq], L.q_a_norm.data(), Rq, c_.rms_eps); });
+        for_rows(T, [&](int t) {
+            k_.rmsnorm(&qa_[(size_t)t * Rq], &qa_[(size_t)t * Rq], L.q_a_norm.data(), Rq, c_.rms_eps);
+        });
         MatJob qb = {&L.wq_b, qa_.data(), Rq, q_.data(), H * Dq, nullptr};
         linear(T, &qb, 1);
     } else {
-        MatJob a[2] = {{&L.wq, h_.data(), C, q_.data(), H * Dq, nullptr}, {&L.wkv_a, h_.data(), C, kva_.data(), Dk, nullptr}};
+        MatJob a[2] = {{&L.wq, h_.data(), C, q_.data(), H * Dq, nullptr},
+                       {&L.wkv_a, h_.data(), C, kva_.data(), Dk, nullptr}};
         linear(T, a, 2);
     }
     float *cache = kcache(l);
@@ -667,8 +791,26 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
         memcpy(cache + (int64_t)s.block_table[pos / bs] * kv_block_floats() + (int64_t)(pos % bs) * Dk, kv,
                sizeof(float) * (size_t)Dk);
     });
-    MlaTask at{&k_, &b, tok_seq_.data(), T, q_.data(), qabs_.data(), lat_.data(), att_.data(), cache, &L.wkv_b,
-               H, R, Dn, Dr, c_.v_head_dim, bs, c_.attn_scale, scores_ptr_.data(), scratch_ptr_.data(), kv_block_floats()};
+    MlaTask at{&k_,
+               &b,
+               tok_seq_.data(),
+               T,
+               q_.data(),
+               qabs_.data(),
+               lat_.data(),
+               att_.data(),
+               cache,
+               &L.wkv_b,
+               H,
+               R,
+               Dn,
+               Dr,
+               c_.v_head_dim,
+               bs,
+               c_.attn_scale,
+               scores_ptr_.data(),
+               scratch_ptr_.data(),
+               kv_block_floats()};
     pool_.run(H, mla_absorb_task, &at);
     pool_.run(T * ((H + kMlaHeads - 1) / kMlaHeads), mla_attend_task, &at);
     pool_.run(H, mla_expand_task, &at);
@@ -687,13 +829,16 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
         const BatchSeq &q = b.seqs[s];
         if (q.pos0 + q.n_tokens > q.n_blocks * cfg_.block_size || q.pos0 + q.n_tokens > cfg_.n_ctx)
             return fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch lacks KV blocks", s);
+        if (q.logits_row >= 0 && (q.n_logits < 1 || q.n_logits > q.n_tokens || q.logits_row + q.n_logits > b.n_logits))
+            return fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch asks for bad logits rows", s);
         for (int i = 0; i < q.n_tokens; i++) {
             int t = q.tok0 + i;
             tok_seq_[(size_t)t] = (int32_t)s;
             float p = (float)(q.pos0 + i);
             const int32_t *mp = b.mpos.empty() ? nullptr : &b.mpos[(size_t)t * 3]; // M-RoPE (GLM-4.1V)
             for (int j = 0; j < half; j++) {
-                if (mp) p = (float)mp[j < c_.mrope_section[0] ? 0 : j < c_.mrope_section[0] + c_.mrope_section[1] ? 1 : 2];
+                if (mp)
+                    p = (float)mp[j < c_.mrope_section[0] ? 0 : j < c_.mrope_section[0] + c_.mrope_section[1] ? 1 : 2];
                 float ang = p * inv_freq_[(size_t)j]; // f32 product, as transformers computes freqs
                 // YaRN's attention factor scales cos and sin (1 otherwise).
                 rope_cos_[(size_t)t * half + j] = (float)cos((double)ang) * c_.rope_attn_factor;
@@ -715,8 +860,9 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
     if (b.n_logits == 0) return ENG_STATUS_OK;
     for (const BatchSeq &s : b.seqs) {
         if (s.logits_row < 0) continue;
-        k_.rmsnorm(&out_x_[(size_t)s.logits_row * C], &x_[(size_t)(s.tok0 + s.n_tokens - 1) * C],
-                   m_.final_norm.data(), C, c_.rms_eps);
+        for (int i = 0; i < s.n_logits; i++)
+            k_.rmsnorm(&out_x_[(size_t)(s.logits_row + i) * C], &x_[(size_t)(s.tok0 + s.n_tokens - s.n_logits + i) * C],
+                       m_.final_norm.data(), C, c_.rms_eps);
     }
     MatJob head = {&m_.lm_head, out_x_.data(), C, logits, c_.n_vocab, nullptr};
     linear(b.n_logits, &head, 1);
@@ -725,7 +871,8 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
 
 } // namespace
 
-int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, const Kernels &k, std::unique_ptr<Backend> *out) {
+int32_t cpu_backend_create(const Model &model, const BackendConfig &cfg, const Kernels &k,
+                           std::unique_ptr<Backend> *out) {
     std::unique_ptr<CpuBackend> b(new CpuBackend(model, k));
     ENG_TRY(b->init(cfg));
     *out = std::move(b);

@@ -29,8 +29,8 @@ int32_t host_set_error(int32_t status, const char *msg) { return fail(status, "%
 const CudaHost kHost = {host_set_error};
 
 std::mutex path_mutex;
-std::string path_set;        // eng_cuda_lib_set(); "" = beside this module
-bool is_looked_up = false;   // load() ran: the path is fixed for the process
+std::string path_set;      // eng_cuda_lib_set(); "" = beside this module
+bool is_looked_up = false; // load() ran: the path is fixed for the process
 
 std::string library_path() {
     std::lock_guard<std::mutex> lock(path_mutex);
@@ -79,7 +79,8 @@ int32_t cuda_library_set(const char *path) {
     std::string want = path ? path : "";
     std::lock_guard<std::mutex> lock(path_mutex);
     if (is_looked_up && want != path_set)
-        return fail(ENG_STATUS_INVALID_ARG, "the CUDA library was already looked up at %s; set its path before the first context",
+        return fail(ENG_STATUS_INVALID_ARG,
+                    "the CUDA library was already looked up at %s; set its path before the first context",
                     path_set.empty() ? "its default path" : path_set.c_str());
     path_set = want;
     return ENG_STATUS_OK;
@@ -97,7 +98,8 @@ bool cuda_backend_usable(std::string *why) {
     return n > 0;
 }
 
-int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, const CudaOptions &opt, std::unique_ptr<Backend> *out) {
+int32_t cuda_backend_create(const Model &model, BackendConfig *cfg, const CudaOptions &opt,
+                            std::unique_ptr<Backend> *out) {
     CudaLib &l = lib();
     if (!l.error.empty()) return fail(ENG_STATUS_UNSUPPORTED, "%s", l.error.c_str());
     Backend *b = nullptr;

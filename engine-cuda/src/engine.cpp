@@ -35,22 +35,18 @@ struct eng_ctx {
     size_t pending_pos = 0;
 };
 
-#define ABI_GUARD(body)                                                              \
-    try {                                                                            \
-        body                                                                         \
-    } catch (const std::bad_alloc &) {                                               \
-        return fail(ENG_STATUS_OUT_OF_MEMORY, "out of memory");                      \
-    } catch (...) {                                                                  \
-        return fail(ENG_STATUS_INTERNAL, "internal error (unexpected exception)");   \
+#define ABI_GUARD(body)                                                            \
+    try {                                                                          \
+        body                                                                       \
+    } catch (const std::bad_alloc &) {                                             \
+        return fail(ENG_STATUS_OUT_OF_MEMORY, "out of memory");                    \
+    } catch (...) {                                                                \
+        return fail(ENG_STATUS_INTERNAL, "internal error (unexpected exception)"); \
     }
 
 static int64_t param(const int64_t *params, int32_t n, int idx, int64_t def) {
     return (params && idx < n && params[idx] > 0) ? params[idx] : def;
 }
-
-// ENG_INFO_WEIGHT_DTYPE is the DType of the matrices; engine.h documents these numbers.
-static_assert(DT_F32 == 0 && DT_F16 == 1 && DT_BF16 == 2 && DT_F8_E4M3 == 4 && DT_Q8 == 5,
-              "DType values are ENG_INFO_WEIGHT_DTYPE's (engine.h)");
 
 static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, int64_t n_threads) {
     const ModelConfig &mc = c->model.cfg;
@@ -73,25 +69,32 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, i
     in[ENG_INFO_VISION] = c->model.vision ? 1 : 0;
     // q8 when any matrix was quantized at load; else layer 0's attention output matrix stands for
     // all (every architecture has one, and FP8 applies to all the big matrices alike).
-    in[ENG_INFO_WEIGHT_DTYPE] = c->model.has_q8() ? DT_Q8 : c->model.layers.empty() ? DT_F32 : c->model.layers[0].wo.dtype;
+    in[ENG_INFO_WEIGHT_DTYPE] = c->model.has_q8()         ? DT_Q8
+                                : c->model.is_q4_k_m      ? DT_Q4_K // the mixture made at load
+                                : c->model.layers.empty() ? DT_F32
+                                                          : c->model.layers[0].wo.dtype;
     in[ENG_INFO_N_THREADS] = n_threads;
 }
 
 /* ENG_PARAM_BACKEND for this model: auto picks cuda when its library is built and sees a GPU, cpu
  * otherwise; a model only the CPU backend runs (vision, q8 weights) takes the CPU in auto mode and
- * is refused when cuda was asked for. Writes 1 (cpu) or 2 (cuda). */
+ * is refused when cuda was asked for. Writes ENG_BACKEND_CPU or ENG_BACKEND_CUDA. */
 static int32_t choose_backend(const eng_ctx *c, const int64_t *params, int32_t n_params, int64_t *out, bool *is_auto) {
-    int64_t b = param(params, n_params, ENG_PARAM_BACKEND, 0);
-    if (b > 2) return fail(ENG_STATUS_INVALID_ARG, "unknown backend %lld", (long long)b);
-    *is_auto = b == 0;
-    if (b == 0) b = cuda_backend_usable(nullptr) ? 2 : 1;
-    if (c->model.vision && b == 2) { // M-RoPE and image embeddings exist on the CPU backend only
-        if (!*is_auto) return fail(ENG_STATUS_UNSUPPORTED, "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
-        b = 1;
+    int64_t b = param(params, n_params, ENG_PARAM_BACKEND, ENG_BACKEND_AUTO);
+    if (b > ENG_BACKEND_CUDA) return fail(ENG_STATUS_INVALID_ARG, "unknown backend %lld", (long long)b);
+    *is_auto = b == ENG_BACKEND_AUTO;
+    if (b == ENG_BACKEND_AUTO) b = cuda_backend_usable(nullptr) ? ENG_BACKEND_CUDA : ENG_BACKEND_CPU;
+    if (c->model.vision && b == ENG_BACKEND_CUDA) { // M-RoPE and image embeddings exist on the CPU backend only
+        if (!*is_auto)
+            return fail(ENG_STATUS_UNSUPPORTED,
+                        "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
+        b = ENG_BACKEND_CPU;
     }
-    if (c->model.is_q8 && b == 2) { // the Q8 kernels are the CPU backend's
-        if (!*is_auto) return fail(ENG_STATUS_UNSUPPORTED, "weight dtype q8 runs on the CPU backend only");
-        b = 1;
+    if ((c->model.is_q8 || c->model.is_q4_k_m) && b == ENG_BACKEND_CUDA) { // the Q8 / GGUF kernels are the CPU's
+        if (!*is_auto)
+            return fail(ENG_STATUS_UNSUPPORTED, "weight dtype %s runs on the CPU backend only",
+                        c->model.is_q8 ? "q8" : "q4_k_m");
+        b = ENG_BACKEND_CPU;
     }
     *out = b;
     return ENG_STATUS_OK;
@@ -124,13 +127,14 @@ static int64_t weight_copy_budget(const int64_t *params, int32_t n_params) {
 static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t n_params) {
     std::vector<int64_t> p(ENG_PARAM_COUNT, 0);
     for (int32_t i = 0; i < n_params && i < ENG_PARAM_COUNT; i++) p[(size_t)i] = params[i];
-    p[ENG_PARAM_BACKEND] = 1;
+    p[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
     return configure(c, p.data(), ENG_PARAM_COUNT);
 }
 
 /* What configure() derives from the creation parameters and the model. */
 struct Sizes {
     int64_t n_threads = 1, bs = 16, max_batch = 16, chunk = 256, n_ctx = 0, n_blocks = 0;
+    int64_t spec = ENG_SPEC_OFF, max_draft = 0; // speculative decoding as run
 };
 
 /* Threads, KV block size, batch, prefill chunk and context limit (n_blocks: size_kv_cache). */
@@ -143,6 +147,14 @@ static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t 
     s->n_ctx = param(params, n_params, ENG_PARAM_N_CTX, mc.max_pos);
     if (s->n_threads > 256 || s->bs > 4096 || s->max_batch > 4096 || s->chunk > (1 << 20))
         return fail(ENG_STATUS_INVALID_ARG, "a creation parameter is out of range");
+    int64_t spec = param(params, n_params, ENG_PARAM_SPECULATIVE, ENG_SPEC_AUTO);
+    if (spec > ENG_SPEC_MTP) return fail(ENG_STATUS_INVALID_ARG, "unknown ENG_PARAM_SPECULATIVE %lld", (long long)spec);
+    if (spec == ENG_SPEC_MTP)
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "speculative decoding with MTP drafts is not implemented (use ngram or auto)");
+    s->spec = spec == ENG_SPEC_OFF ? ENG_SPEC_OFF : ENG_SPEC_NGRAM; // auto: prompt lookup (no MTP layers yet)
+    s->max_draft = s->spec == ENG_SPEC_OFF ? 0 : param(params, n_params, ENG_PARAM_SPEC_MAX_DRAFT, 8);
+    if (s->max_draft > 64) return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_SPEC_MAX_DRAFT must be at most 64");
     if (s->n_ctx > mc.max_pos) s->n_ctx = mc.max_pos;
     return ENG_STATUS_OK;
 }
@@ -150,17 +162,19 @@ static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t 
 /* ENG_PARAM_N_BLOCKS, else room for max_batch full contexts: on CUDA lowered later by the backend to
  * free device memory (and ENG_PARAM_KV_BYTES), on the CPU within ENG_PARAM_KV_BYTES (default 2 GiB;
  * pages are touched lazily). Lowers n_ctx so that one sequence always fits. */
-static int32_t size_kv_cache(const ModelConfig &mc, const int64_t *params, int32_t n_params, int64_t backend, Sizes *s) {
+static int32_t size_kv_cache(const ModelConfig &mc, const int64_t *params, int32_t n_params, int64_t backend,
+                             Sizes *s) {
     int64_t block_bytes = mc.n_layer * mc.kv_floats_per_token() * s->bs * (int64_t)sizeof(float);
     int64_t want = (s->max_batch * s->n_ctx + s->bs - 1) / s->bs;
     s->n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
-    if (s->n_blocks == 0 && backend == 2) {
+    if (s->n_blocks == 0 && backend == ENG_BACKEND_CUDA) {
         s->n_blocks = want > INT32_MAX / 2 ? INT32_MAX / 2 : want;
     } else if (s->n_blocks == 0) {
         int64_t budget = param(params, n_params, ENG_PARAM_KV_BYTES, 2LL << 30);
         s->n_blocks = budget / block_bytes < want ? budget / block_bytes : want;
-        if (s->n_blocks < 1) return fail(ENG_STATUS_INVALID_ARG, "KV budget %lld bytes holds no block of %lld bytes",
-                                         (long long)budget, (long long)block_bytes);
+        if (s->n_blocks < 1)
+            return fail(ENG_STATUS_INVALID_ARG, "KV budget %lld bytes holds no block of %lld bytes", (long long)budget,
+                        (long long)block_bytes);
     }
     if (s->n_blocks > INT32_MAX / 2) return fail(ENG_STATUS_INVALID_ARG, "too many KV blocks");
     if (s->n_ctx > s->n_blocks * s->bs) s->n_ctx = s->n_blocks * s->bs;
@@ -172,9 +186,10 @@ static BackendConfig backend_config(const Sizes &s) {
     bc.n_threads = (int32_t)s.n_threads;
     bc.block_size = (int32_t)s.bs;
     bc.n_blocks = (int32_t)s.n_blocks;
-    bc.max_tokens = (int32_t)(s.chunk + s.max_batch);
-    bc.max_logits = (int32_t)s.max_batch;
+    bc.max_tokens = (int32_t)(s.chunk + s.max_batch * (1 + s.max_draft));
+    bc.max_logits = (int32_t)(s.max_batch * (1 + s.max_draft));
     bc.n_ctx = (int32_t)s.n_ctx;
+    bc.verify_rows = s.max_draft > 0 ? 16 : 0;
     return bc;
 }
 
@@ -186,7 +201,8 @@ static int32_t create_cuda_backend(eng_ctx *c, const int64_t *params, int32_t n_
     opt.kv_cap_bytes = param(params, n_params, ENG_PARAM_KV_BYTES, 0);
     int64_t device = param(params, n_params, ENG_PARAM_CUDA_DEVICE, 0);
     int64_t tc_min = param(params, n_params, ENG_PARAM_CUDA_TC_MIN_TOKENS, opt.tc_min_tokens);
-    if (device > 4096) return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_CUDA_DEVICE %lld is out of range", (long long)device);
+    if (device > 4096)
+        return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_CUDA_DEVICE %lld is out of range", (long long)device);
     opt.device = (int32_t)device;
     opt.tc_min_tokens = (int32_t)(tc_min > (1 << 30) ? (1 << 30) : tc_min);
     opt.use_graphs = param(params, n_params, ENG_PARAM_CUDA_GRAPHS, 1) != 2;
@@ -199,7 +215,8 @@ static int32_t create_cuda_backend(eng_ctx *c, const int64_t *params, int32_t n_
 }
 
 /* The CPU backend on kernel table k, after placing the weights (weight_copy_budget). */
-static int32_t create_cpu_backend(eng_ctx *c, const int64_t *params, int32_t n_params, const Kernels &k, const Sizes &s) {
+static int32_t create_cpu_backend(eng_ctx *c, const int64_t *params, int32_t n_params, const Kernels &k,
+                                  const Sizes &s) {
     bool placed;
     model_check_f8(&c->model);
     ENG_TRY(model_place_weights(&c->model, weight_copy_budget(params, n_params), &placed));
@@ -215,14 +232,17 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
     sc.prefill_chunk = (int32_t)s.chunk;
     sc.n_ctx = (int32_t)s.n_ctx;
     sc.n_vocab = mc.n_vocab;
+    sc.max_draft = (int32_t)s.max_draft;
     ENG_TRY(c->sched.init(sc, &c->bm, c->backend.get()));
     if (c->model.vision) {
         c->vision.reset(new VisionEncoder());
         ENG_TRY(c->vision->init(*c->model.vision, (int)s.n_threads, k));
         c->sched.set_vision(c->vision.get(), mc.n_embd);
     }
-    c->pending.reserve((size_t)(3 * s.max_batch + 1) * ENG_EVENT_INTS);
+    c->pending.reserve((size_t)((4 + s.max_draft) * s.max_batch + 1) * ENG_EVENT_INTS);
     fill_info(c, s.n_ctx, s.bs, s.n_blocks, s.n_threads);
+    c->info[ENG_INFO_SPECULATIVE] = s.spec;
+    c->info[ENG_INFO_SPEC_MAX_DRAFT] = s.max_draft;
     return ENG_STATUS_OK;
 }
 
@@ -230,14 +250,14 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
  * chosen per context), the backend, the KV cache sizes, then the scheduler. */
 static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     const Kernels *k = nullptr;
-    int64_t backend = 1;
+    int64_t backend = ENG_BACKEND_CPU;
     bool is_auto = false;
     Sizes s;
     ENG_TRY(kernels_choose(param(params, n_params, ENG_PARAM_SIMD, 0), &k));
     ENG_TRY(choose_backend(c, params, n_params, &backend, &is_auto));
     ENG_TRY(read_sizes(c->model.cfg, params, n_params, &s));
     ENG_TRY(size_kv_cache(c->model.cfg, params, n_params, backend, &s));
-    if (backend == 2) {
+    if (backend == ENG_BACKEND_CUDA) {
         int32_t st = create_cuda_backend(c, params, n_params, &s);
         if (st == ENG_STATUS_UNSUPPORTED && is_auto) { // auto: a model the GPU path lacks runs on the CPU
             clear_error();
@@ -288,11 +308,17 @@ ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int
     try {
         c = new eng_ctx();
         int64_t wd = param(params, n_params, ENG_PARAM_WEIGHT_DTYPE, 0);
-        if (wd > 2) {
+        if (wd != 0 && wd != ENG_WEIGHT_DTYPE_Q8 && wd != ENG_WEIGHT_DTYPE_Q4_K) {
             delete c;
-            return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_WEIGHT_DTYPE must be 0, 1 (as stored) or 2 (q8), got %lld", (long long)wd);
+            return fail(ENG_STATUS_INVALID_ARG,
+                        "ENG_PARAM_WEIGHT_DTYPE must be 0 (as stored), %d (q8) or %d (q4_k_m), got %lld",
+                        ENG_WEIGHT_DTYPE_Q8, ENG_WEIGHT_DTYPE_Q4_K, (long long)wd);
         }
-        c->model.is_q8 = wd == 2;
+        c->model.is_q8 = wd == ENG_WEIGHT_DTYPE_Q8;
+        c->model.is_q4_k_m = wd == ENG_WEIGHT_DTYPE_Q4_K;
+        int64_t nt = param(params, n_params, ENG_PARAM_N_THREADS, 0);
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        c->model.quant_threads = (int)(nt > 0 ? nt : cores > 0 ? cores : 1);
         st = model_load(model_dir, &c->model);
         if (st >= 0) st = configure(c, params, n_params);
     } catch (const std::bad_alloc &) {
@@ -308,9 +334,11 @@ ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int
     return ENG_STATUS_OK;
 }
 
-ENG_API int32_t eng_cuda_lib_set(const char *path) { ABI_GUARD({ return cuda_library_set(path); }) }
+ENG_API int32_t eng_cuda_lib_set(const char *path){ABI_GUARD({ return cuda_library_set(path); })}
 
-ENG_API void eng_ctx_free(eng_ctx *ctx) { delete ctx; }
+ENG_API void eng_ctx_free(eng_ctx *ctx) {
+    delete ctx;
+}
 
 ENG_API int32_t eng_ctx_info(const eng_ctx *ctx, int64_t *out, int32_t cap) {
     if (!ctx || !out || cap < 0) return fail(ENG_STATUS_INVALID_ARG, "eng_ctx_info: null argument");
@@ -336,6 +364,9 @@ ENG_API int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap) {
     v[ENG_STAT_IMAGES_ENCODED] = s.images_encoded;
     v[ENG_STAT_ENCODE_US] = s.encode_us;
     v[ENG_STAT_ENCODE_CPU_US] = s.encode_cpu_us;
+    v[ENG_STAT_DRAFT_TOKENS] = s.draft_tokens;
+    v[ENG_STAT_DRAFT_ACCEPTED] = s.draft_accepted;
+    v[ENG_STAT_DECODE_PASSES] = s.decode_passes;
     int32_t n = cap < ENG_STAT_COUNT ? cap : ENG_STAT_COUNT;
     memcpy(out, v, (size_t)n * sizeof(int64_t));
     return n;
@@ -344,7 +375,8 @@ ENG_API int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap) {
 /* Checks the images of eng_seq_add_mm against the prompt and the vision config; fills s->images
  * (tok0, grid, hash, pixels) and the M-RoPE positions. n_images 0: only refuses placeholders. */
 static int32_t add_images(const eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const float *pixels,
-                          int64_t n_pixels, const int32_t *grids, const uint64_t *hashes, int32_t n_images, Sequence *s) {
+                          int64_t n_pixels, const int32_t *grids, const uint64_t *hashes, int32_t n_images,
+                          Sequence *s) {
     const Model &m = ctx->model;
     if (n_images < 0 || n_pixels < 0) return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add_mm: negative count");
     if (n_images > 0 && !m.vision)
@@ -361,8 +393,9 @@ static int32_t add_images(const eng_ctx *ctx, const int32_t *tokens, int32_t n_t
         const int32_t *g = grids + 3 * i;
         if (g[0] < 1 || g[0] > 1024 || g[1] < merge || g[2] < merge || g[1] > 65536 || g[2] > 65536 || g[1] % merge ||
             g[2] % merge)
-            return fail(ENG_STATUS_INVALID_ARG, "image %d: grid (%d, %d, %d) must be t >= 1 and h, w positive multiples of %d",
-                        i, g[0], g[1], g[2], merge);
+            return fail(ENG_STATUS_INVALID_ARG,
+                        "image %d: grid (%d, %d, %d) must be t >= 1 and h, w positive multiples of %d", i, g[0], g[1],
+                        g[2], merge);
         int64_t patches = (int64_t)g[0] * g[1] * g[2];
         if (patches / (merge * merge) > n_tokens)
             return fail(ENG_STATUS_INVALID_ARG, "image %d needs %lld image tokens; the prompt has %d tokens", i,
@@ -375,20 +408,20 @@ static int32_t add_images(const eng_ctx *ctx, const int32_t *tokens, int32_t n_t
         want += patches * P;
     }
     if (n_pixels != want)
-        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add_mm: %lld pixel floats given, the grids need %lld", (long long)n_pixels,
-                    (long long)want);
+        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add_mm: %lld pixel floats given, the grids need %lld",
+                    (long long)n_pixels, (long long)want);
     // Each image's placeholders: one consecutive run of exactly its token count, images in order.
     int32_t k = 0, got = 0;
     for (int32_t i = 0; i < n_tokens; i++) {
         if (tokens[i] != image_id) {
             if (got > 0)
-                return fail(ENG_STATUS_INVALID_ARG, "image %d has %d consecutive image tokens in the prompt, needs %d", k, got,
-                            s->images[(size_t)k].n_tok);
+                return fail(ENG_STATUS_INVALID_ARG, "image %d has %d consecutive image tokens in the prompt, needs %d",
+                            k, got, s->images[(size_t)k].n_tok);
             continue;
         }
         if (k >= n_images)
-            return fail(ENG_STATUS_INVALID_ARG, "the prompt holds more image tokens (id %d) than its %d images take", image_id,
-                        n_images);
+            return fail(ENG_STATUS_INVALID_ARG, "the prompt holds more image tokens (id %d) than its %d images take",
+                        image_id, n_images);
         if (got == 0) s->images[(size_t)k].tok0 = i;
         if (++got == s->images[(size_t)k].n_tok) {
             k++;
@@ -411,19 +444,23 @@ static int32_t add_images(const eng_ctx *ctx, const int32_t *tokens, int32_t n_t
 }
 
 static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids, int32_t n_stop,
-                       int32_t max_tokens, float temperature, float top_p, uint64_t seed, uint32_t flags, const float *pixels,
-                       int64_t n_pixels, const int32_t *grids, const uint64_t *hashes, int32_t n_images, int32_t *out_seq_id) {
+                       int32_t max_tokens, float temperature, float top_p, int32_t top_k, uint64_t seed, uint32_t flags,
+                       const float *pixels, int64_t n_pixels, const int32_t *grids, const uint64_t *hashes,
+                       int32_t n_images, int32_t *out_seq_id) {
     if (!ctx || !tokens || n_tokens < 1 || !out_seq_id || n_stop < 0 || (n_stop > 0 && !stop_ids))
         return fail(ENG_STATUS_INVALID_ARG, "eng_seq_add: tokens (n >= 1), stop ids and out_seq_id are required");
     if (max_tokens < 1) return fail(ENG_STATUS_INVALID_ARG, "max_tokens must be >= 1 (got %d)", max_tokens);
     if (!(temperature == temperature) || isinf(temperature))
         return fail(ENG_STATUS_INVALID_ARG, "temperature must be finite");
     if (!(top_p > 0.0f && top_p <= 1.0f)) return fail(ENG_STATUS_INVALID_ARG, "top_p must be in (0, 1]");
-    if (flags & ~(uint32_t)ENG_SEQ_KEEP_LOGITS) return fail(ENG_STATUS_INVALID_ARG, "unknown flags 0x%x", flags);
+    if (top_k < 0) return fail(ENG_STATUS_INVALID_ARG, "top_k must be >= 0 (got %d)", top_k);
+    if (flags & ~(uint32_t)(ENG_SEQ_KEEP_LOGITS | ENG_SEQ_REPORT_PROGRESS))
+        return fail(ENG_STATUS_INVALID_ARG, "unknown flags 0x%x", flags);
     int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
     for (int32_t i = 0; i < n_tokens; i++)
         if (tokens[i] < 0 || tokens[i] >= V)
-            return fail(ENG_STATUS_INVALID_ARG, "prompt token %d at index %d is outside the vocabulary (%d)", tokens[i], i, V);
+            return fail(ENG_STATUS_INVALID_ARG, "prompt token %d at index %d is outside the vocabulary (%d)", tokens[i],
+                        i, V);
     ABI_GUARD({
         std::unique_ptr<Sequence> s(new Sequence());
         ENG_TRY(add_images(ctx, tokens, n_tokens, pixels, n_pixels, grids, hashes, n_images, s.get()));
@@ -432,6 +469,7 @@ static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, co
         s->max_tokens = max_tokens;
         s->sampling.temperature = temperature;
         s->sampling.top_p = top_p;
+        s->sampling.top_k = top_k;
         s->rng.seed(seed);
         s->flags = flags;
         return ctx->sched.add(std::move(s), out_seq_id);
@@ -439,18 +477,19 @@ static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, co
 }
 
 ENG_API int32_t eng_seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
-                            int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
-                            uint32_t flags, int32_t *out_seq_id) {
-    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, seed, flags, nullptr, 0, nullptr,
-                   nullptr, 0, out_seq_id);
+                            int32_t n_stop, int32_t max_tokens, float temperature, float top_p, int32_t top_k,
+                            uint64_t seed, uint32_t flags, int32_t *out_seq_id) {
+    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, top_k, seed, flags, nullptr,
+                   0, nullptr, nullptr, 0, out_seq_id);
 }
 
 ENG_API int32_t eng_seq_add_mm(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, const int32_t *stop_ids,
-                               int32_t n_stop, int32_t max_tokens, float temperature, float top_p, uint64_t seed,
-                               uint32_t flags, const float *pixels, int64_t n_pixels, const int32_t *grids,
-                               const uint64_t *image_hashes, int32_t n_images, int32_t *out_seq_id) {
-    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, seed, flags, pixels, n_pixels,
-                   grids, image_hashes, n_images, out_seq_id);
+                               int32_t n_stop, int32_t max_tokens, float temperature, float top_p, int32_t top_k,
+                               uint64_t seed, uint32_t flags, const float *pixels, int64_t n_pixels,
+                               const int32_t *grids, const uint64_t *image_hashes, int32_t n_images,
+                               int32_t *out_seq_id) {
+    return seq_add(ctx, tokens, n_tokens, stop_ids, n_stop, max_tokens, temperature, top_p, top_k, seed, flags, pixels,
+                   n_pixels, grids, image_hashes, n_images, out_seq_id);
 }
 
 ENG_API int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id) {
@@ -464,14 +503,16 @@ ENG_API int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, i
     if (!s) return fail(ENG_STATUS_UNKNOWN_SEQ, "no sequence %d", seq_id);
     int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
     if (!(s->flags & ENG_SEQ_KEEP_LOGITS) || s->logits.empty())
-        return fail(ENG_STATUS_INVALID_ARG, "sequence %d has no kept logits (flag ENG_SEQ_KEEP_LOGITS, after a TOKEN event)", seq_id);
+        return fail(ENG_STATUS_INVALID_ARG,
+                    "sequence %d has no kept logits (flag ENG_SEQ_KEEP_LOGITS, after a TOKEN event)", seq_id);
     if (cap < V) return fail(ENG_STATUS_INVALID_ARG, "logits buffer holds %d floats, needs %d", cap, V);
     memcpy(out, s->logits.data(), (size_t)V * sizeof(float));
     return V;
 }
 
 ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask, int32_t n_words) {
-    if (!ctx || n_words < 0 || (n_words > 0 && !mask)) return fail(ENG_STATUS_INVALID_ARG, "eng_seq_mask: null argument");
+    if (!ctx || n_words < 0 || (n_words > 0 && !mask))
+        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_mask: null argument");
     // find() is const for the readers; the sequence itself is owned mutably by the scheduler.
     Sequence *s = const_cast<Sequence *>(ctx->sched.find(seq_id));
     if (!s) return fail(ENG_STATUS_UNKNOWN_SEQ, "no sequence %d", seq_id);
@@ -481,7 +522,8 @@ ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask,
         return ENG_STATUS_OK;
     }
     if (n_words != words) return fail(ENG_STATUS_INVALID_ARG, "mask has %d words, needs %d", n_words, words);
-    if (V % 32 != 0 && (mask[words - 1] >> (V % 32)) != 0) return fail(ENG_STATUS_INVALID_ARG, "mask allows ids beyond the vocabulary");
+    if (V % 32 != 0 && (mask[words - 1] >> (V % 32)) != 0)
+        return fail(ENG_STATUS_INVALID_ARG, "mask allows ids beyond the vocabulary");
     uint32_t any = 0;
     for (int32_t i = 0; i < words; i++) any |= mask[i];
     if (!any) return fail(ENG_STATUS_INVALID_ARG, "mask allows no token");
@@ -491,8 +533,35 @@ ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask,
     })
 }
 
+ENG_API int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *tokens, int32_t n, const uint32_t *masks,
+                              int32_t n_words) {
+    if (!ctx || n < 0 || (n > 0 && !tokens) || n_words < 0 || (n_words > 0 && n > 0 && !masks))
+        return fail(ENG_STATUS_INVALID_ARG, "eng_seq_draft: null argument");
+    Sequence *s = const_cast<Sequence *>(ctx->sched.find(seq_id));
+    if (!s) return fail(ENG_STATUS_UNKNOWN_SEQ, "no sequence %d", seq_id);
+    int64_t max_draft = ctx->info[ENG_INFO_SPEC_MAX_DRAFT];
+    if (n > max_draft)
+        return fail(ENG_STATUS_INVALID_ARG, "draft of %d tokens exceeds the most per step (%lld%s)", n,
+                    (long long)max_draft, max_draft == 0 ? ": speculative decoding is off" : "");
+    int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return fail(ENG_STATUS_INVALID_ARG, "drafted token %d at index %d is outside the vocabulary (%d)",
+                        tokens[i], i, V);
+    int32_t words = (V + 31) / 32;
+    if (n_words != 0 && n_words != words)
+        return fail(ENG_STATUS_INVALID_ARG, "draft masks have %d words, need %d", n_words, words);
+    ABI_GUARD({
+        s->host_draft.assign(tokens, tokens + n);
+        if (n_words > 0) s->host_draft_masks.assign(masks, masks + (size_t)n * (size_t)words);
+        else s->host_draft_masks.clear();
+        return ENG_STATUS_OK;
+    })
+}
+
 ENG_API int32_t eng_step(eng_ctx *ctx, int32_t *out, int32_t cap) {
-    if (!ctx || !out || cap < ENG_EVENT_INTS) return fail(ENG_STATUS_INVALID_ARG, "eng_step: buffer of at least one event required");
+    if (!ctx || !out || cap < ENG_EVENT_INTS)
+        return fail(ENG_STATUS_INVALID_ARG, "eng_step: buffer of at least one event required");
     ABI_GUARD({
         int32_t st = ENG_STATUS_OK;
         if (ctx->pending_pos >= ctx->pending.size()) {

@@ -73,9 +73,16 @@ struct Parser {
         while (true) {
             if (p >= end) return fail_at("unterminated string");
             unsigned char c = (unsigned char)*p;
-            if (c == '"') { p++; return true; }
+            if (c == '"') {
+                p++;
+                return true;
+            }
             if (c < 0x20) return fail_at("control character in string");
-            if (c != '\\') { out->push_back((char)c); p++; continue; }
+            if (c != '\\') {
+                out->push_back((char)c);
+                p++;
+                continue;
+            }
             p++;
             if (p >= end) return fail_at("unterminated escape");
             char e = *p++;
@@ -114,7 +121,8 @@ struct Parser {
         if (p < end && *p == '-') p++;
         if (p >= end || !(*p >= '0' && *p <= '9')) return fail_at("bad number");
         if (*p == '0') p++;
-        else while (p < end && *p >= '0' && *p <= '9') p++;
+        else
+            while (p < end && *p >= '0' && *p <= '9') p++;
         if (p < end && *p == '.') {
             is_int = false;
             p++;
@@ -141,8 +149,7 @@ struct Parser {
                 v->integer = x;
                 v->is_integer = true;
             }
-        } else if (!is_int && v->number == (double)(int64_t)v->number &&
-                   v->number > -9.0e15 && v->number < 9.0e15) {
+        } else if (!is_int && v->number == (double)(int64_t)v->number && v->number > -9.0e15 && v->number < 9.0e15) {
             v->integer = (int64_t)v->number; // 1.0, 2e3: integral values written as floats
             v->is_integer = true;
         }
@@ -157,7 +164,10 @@ struct Parser {
             v->kind = JsonValue::OBJECT;
             p++;
             skip_ws();
-            if (p < end && *p == '}') { p++; return true; }
+            if (p < end && *p == '}') {
+                p++;
+                return true;
+            }
             while (true) {
                 skip_ws();
                 if (p >= end || *p != '"') return fail_at("expected member name");
@@ -169,8 +179,14 @@ struct Parser {
                 v->members.emplace_back(std::move(key), JsonValue());
                 if (!value(&v->members.back().second, depth + 1)) return false;
                 skip_ws();
-                if (p < end && *p == ',') { p++; continue; }
-                if (p < end && *p == '}') { p++; return true; }
+                if (p < end && *p == ',') {
+                    p++;
+                    continue;
+                }
+                if (p < end && *p == '}') {
+                    p++;
+                    return true;
+                }
                 return fail_at("expected ',' or '}'");
             }
         }
@@ -178,13 +194,22 @@ struct Parser {
             v->kind = JsonValue::ARRAY;
             p++;
             skip_ws();
-            if (p < end && *p == ']') { p++; return true; }
+            if (p < end && *p == ']') {
+                p++;
+                return true;
+            }
             while (true) {
                 v->items.emplace_back();
                 if (!value(&v->items.back(), depth + 1)) return false;
                 skip_ws();
-                if (p < end && *p == ',') { p++; continue; }
-                if (p < end && *p == ']') { p++; return true; }
+                if (p < end && *p == ',') {
+                    p++;
+                    continue;
+                }
+                if (p < end && *p == ']') {
+                    p++;
+                    return true;
+                }
                 return fail_at("expected ',' or ']'");
             }
         }
@@ -192,9 +217,20 @@ struct Parser {
             v->kind = JsonValue::STRING;
             return string(&v->string);
         }
-        if (c == 't') { v->kind = JsonValue::BOOL; v->boolean = true; return literal("true"); }
-        if (c == 'f') { v->kind = JsonValue::BOOL; v->boolean = false; return literal("false"); }
-        if (c == 'n') { v->kind = JsonValue::NUL; return literal("null"); }
+        if (c == 't') {
+            v->kind = JsonValue::BOOL;
+            v->boolean = true;
+            return literal("true");
+        }
+        if (c == 'f') {
+            v->kind = JsonValue::BOOL;
+            v->boolean = false;
+            return literal("false");
+        }
+        if (c == 'n') {
+            v->kind = JsonValue::NUL;
+            return literal("null");
+        }
         if (c == '-' || (c >= '0' && c <= '9')) return number(v);
         // Python's json.dumps writes NaN/Infinity; configs never need them, so they are errors.
         return fail_at("unexpected character");

@@ -19,10 +19,10 @@ struct JsonValue {
     enum Kind { NUL, BOOL, NUMBER, STRING, ARRAY, OBJECT } kind = NUL;
     bool boolean = false;
     double number = 0;
-    int64_t integer = 0;      // exact value when is_integer
+    int64_t integer = 0; // exact value when is_integer
     bool is_integer = false;
     std::string string;
-    std::vector<JsonValue> items;                          // ARRAY
+    std::vector<JsonValue> items;                           // ARRAY
     std::vector<std::pair<std::string, JsonValue>> members; // OBJECT, in document order
 
     /* Member lookup (OBJECT only); nullptr when absent or not an object. */

@@ -19,8 +19,8 @@ static int supported(const Kernels **out) {
     bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                       (!kernels_avx512_vnni || __builtin_cpu_supports("avx512vnni"));
-    if (has_avx2 && kernels_avx2.simd == 1) out[n++] = &kernels_avx2;
-    if (has_avx512 && kernels_avx512.simd == 2) out[n++] = &kernels_avx512;
+    if (has_avx2 && kernels_avx2.simd == ENG_SIMD_AVX2) out[n++] = &kernels_avx2;
+    if (has_avx512 && kernels_avx512.simd == ENG_SIMD_AVX512) out[n++] = &kernels_avx512;
 #endif
     return n;
 }
@@ -34,16 +34,17 @@ int32_t kernels_choose(int64_t simd, const Kernels **out) {
         *out = t[n - 1];
         return ENG_STATUS_OK;
     }
-    static const char *const names[] = {"scalar", "avx2", "avx512"};
-    if (simd < 1 || simd > 3)
-        return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_SIMD must be 0 (fastest), 1 scalar, 2 avx2 or 3 avx512 (got %lld)",
-                    (long long)simd);
+    static const char *const names[] = {"scalar", "avx2", "avx512"}; // by ENG_SIMD_*
+    int64_t path = simd - 1;                                         // ENG_PARAM_SIMD is 1 + ENG_SIMD_*
+    if (path < ENG_SIMD_SCALAR || path > ENG_SIMD_AVX512)
+        return fail(ENG_STATUS_INVALID_ARG,
+                    "ENG_PARAM_SIMD must be 0 (fastest), 1 scalar, 2 avx2 or 3 avx512 (got %lld)", (long long)simd);
     for (int i = 0; i < n; i++)
-        if (t[i]->simd == simd - 1) {
+        if (t[i]->simd == path) {
             *out = t[i];
             return ENG_STATUS_OK;
         }
-    const char *want = names[simd - 1];
+    const char *want = names[path];
     return fail(ENG_STATUS_UNSUPPORTED, "kernel path %s: this CPU (or this build) lacks the %s kernels", want, want);
 }
 

@@ -14,10 +14,12 @@
 #include <unordered_set>
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "common.h" // defines: fail, clear_error, ENG_TRY
-#include "vision.h" // defines: vision_load
+#include "common.h"      // defines: fail, clear_error, ENG_TRY
+#include "ggml_quants.h" // defines: ggml_quantize_matrix
+#include "vision.h"      // defines: vision_load
 
 namespace maya {
 
@@ -41,7 +43,10 @@ static int32_t get_int(const JsonValue &c, const char *key, int64_t def, int32_t
 
 static int32_t get_float(const JsonValue &c, const char *key, double def, double *out) {
     const JsonValue *v = field(c, key);
-    if (!v) { *out = def; return ENG_STATUS_OK; }
+    if (!v) {
+        *out = def;
+        return ENG_STATUS_OK;
+    }
     if (v->kind != JsonValue::NUMBER) return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: %s is not a number", key);
     *out = v->number;
     return ENG_STATUS_OK;
@@ -53,9 +58,7 @@ static bool get_bool(const JsonValue &c, const char *key, bool def) {
 }
 
 /* yarn_get_mscale of transformers' modeling_rope_utils / modeling_deepseek_v3. */
-static double yarn_mscale(double scale, double mscale) {
-    return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0;
-}
+static double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0; }
 
 /* rope_type "yarn" as transformers' _compute_yarn_parameters reads it: when
  * original_max_position_embeddings is given, the factor becomes max_position_embeddings / it;
@@ -65,7 +68,8 @@ static double yarn_mscale(double scale, double mscale) {
 static int32_t parse_yarn(const JsonValue &sc, ModelConfig *m) {
     double factor = 0, fast = 0, slow = 0, attn = 0, ms = 0, ms_all = 0;
     ENG_TRY(get_float(sc, "factor", 0, &factor));
-    if (factor <= 0) return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: rope_scaling.factor must be positive for yarn");
+    if (factor <= 0)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: rope_scaling.factor must be positive for yarn");
     ENG_TRY(get_int(sc, "original_max_position_embeddings", m->max_pos, &m->rope_orig_ctx, false));
     if (field(sc, "original_max_position_embeddings") && m->rope_orig_ctx > 0)
         factor = (double)m->max_pos / (double)m->rope_orig_ctx;
@@ -76,7 +80,9 @@ static int32_t parse_yarn(const JsonValue &sc, ModelConfig *m) {
     ENG_TRY(get_float(sc, "mscale_all_dim", 0, &ms_all));
     if (!get_bool(sc, "truncate", true))
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: rope_scaling.truncate false is not supported");
-    if (attn < 0) attn = (ms != 0 && ms_all != 0) ? yarn_mscale(factor, ms) / yarn_mscale(factor, ms_all) : yarn_mscale(factor, 1);
+    if (attn < 0)
+        attn =
+            (ms != 0 && ms_all != 0) ? yarn_mscale(factor, ms) / yarn_mscale(factor, ms_all) : yarn_mscale(factor, 1);
     m->is_yarn = true;
     m->yarn_factor = (float)factor;
     m->yarn_beta_fast = (float)(fast != 0 ? fast : 32);
@@ -102,7 +108,8 @@ static int32_t parse_rope(const JsonValue &c, ModelConfig *m) {
     if (t == "default") return ENG_STATUS_OK;
     if (t == "yarn") return parse_yarn(*sc, m);
     if (t != "llama3")
-        return fail(ENG_STATUS_UNSUPPORTED, "config.json: rope_scaling.rope_type %s is not supported (llama3, yarn)", t.c_str());
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: rope_scaling.rope_type %s is not supported (llama3, yarn)",
+                    t.c_str());
     double factor = 0, low = 0, high = 0;
     ENG_TRY(get_float(*sc, "factor", 8, &factor));
     ENG_TRY(get_float(*sc, "low_freq_factor", 1, &low));
@@ -122,7 +129,8 @@ static int32_t parse_quant(const JsonValue &c) {
     const JsonValue *method = field(*q, "quant_method");
     std::string qm = (method && method->kind == JsonValue::STRING) ? method->string : "(missing)";
     if (qm != "fp8")
-        return fail(ENG_STATUS_UNSUPPORTED, "config.json: quantization_config.quant_method %s is not supported (fp8 only)", qm.c_str());
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "config.json: quantization_config.quant_method %s is not supported (fp8 only)", qm.c_str());
     const JsonValue *fmt = field(*q, "fmt");
     if (fmt && (fmt->kind != JsonValue::STRING || fmt->string != "e4m3"))
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: quantization_config.fmt %s is not supported (e4m3 only)",
@@ -161,13 +169,43 @@ static int32_t parse_moe(const JsonValue &c, ModelConfig *m) {
                     tm->kind == JsonValue::STRING ? tm->string.c_str() : "?");
     int32_t freq = 1;
     ENG_TRY(get_int(c, "moe_layer_freq", 1, &freq, false));
-    if (freq != 1) return fail(ENG_STATUS_UNSUPPORTED, "config.json: moe_layer_freq %d is not supported (1 only)", freq);
+    if (freq != 1)
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: moe_layer_freq %d is not supported (1 only)", freq);
     int32_t E = m->n_expert, G = m->n_group;
     if (E <= 0 || m->n_ff_expert <= 0 || m->n_expert_used <= 0 || G <= 0 || E % G != 0 || E / G < 2 ||
-        m->topk_group <= 0 || m->topk_group > G || m->n_expert_used > m->topk_group * (E / G) || m->first_dense > m->n_layer)
+        m->topk_group <= 0 || m->topk_group > G || m->n_expert_used > m->topk_group * (E / G) ||
+        m->first_dense > m->n_layer)
         return fail(ENG_STATUS_BAD_CHECKPOINT,
                     "config.json: MoE sizes are inconsistent (n_routed_experts %d, num_experts_per_tok %d, n_group %d, "
-                    "topk_group %d, first_k_dense_replace %d)", E, m->n_expert_used, G, m->topk_group, m->first_dense);
+                    "topk_group %d, first_k_dense_replace %d)",
+                    E, m->n_expert_used, G, m->topk_group, m->first_dense);
+    return ENG_STATUS_OK;
+}
+
+/* Qwen3MoeForCausalLM (transformers' configuration_qwen3_moe: num_experts, num_experts_per_tok,
+ * moe_intermediate_size, norm_topk_prob default false, decoder_sparse_step 1, mlp_only_layers []):
+ * every layer sparse, softmax router over all experts, no shared expert, no scaling. */
+static int32_t parse_qwen3_moe(const JsonValue &c, ModelConfig *m) {
+    ENG_TRY(get_int(c, "num_experts", 0, &m->n_expert, true));
+    ENG_TRY(get_int(c, "num_experts_per_tok", 0, &m->n_expert_used, true));
+    ENG_TRY(get_int(c, "moe_intermediate_size", 0, &m->n_ff_expert, true));
+    int32_t step = 1;
+    ENG_TRY(get_int(c, "decoder_sparse_step", 1, &step, false));
+    const JsonValue *only = field(c, "mlp_only_layers");
+    if (step != 1 || (only && (only->kind != JsonValue::ARRAY || !only->items.empty())))
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "config.json: dense Qwen3-MoE layers (decoder_sparse_step %d, mlp_only_layers) are not supported",
+                    step);
+    m->is_norm_topk = get_bool(c, "norm_topk_prob", false);
+    m->is_softmax_router = true;
+    m->routed_scale = 1.0f;
+    m->n_group = m->topk_group = 1;
+    m->first_dense = 0;
+    m->n_ff_shared = 0;
+    if (m->n_expert <= 0 || m->n_ff_expert <= 0 || m->n_expert_used <= 0 || m->n_expert_used > m->n_expert)
+        return fail(ENG_STATUS_BAD_CHECKPOINT,
+                    "config.json: MoE sizes are inconsistent (num_experts %d, num_experts_per_tok %d)", m->n_expert,
+                    m->n_expert_used);
     return ENG_STATUS_OK;
 }
 
@@ -214,8 +252,9 @@ static int32_t parse_glm4v(const JsonValue &root, const JsonValue &c, ModelConfi
         }
     }
     if (sec[0] + sec[1] + sec[2] != m->rotary_dim / 2)
-        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: mrope_section [%d, %d, %d] must sum to the %d rotary frequencies",
-                    sec[0], sec[1], sec[2], m->rotary_dim / 2);
+        return fail(ENG_STATUS_BAD_CHECKPOINT,
+                    "config.json: mrope_section [%d, %d, %d] must sum to the %d rotary frequencies", sec[0], sec[1],
+                    sec[2], m->rotary_dim / 2);
     memcpy(m->mrope_section, sec, sizeof sec);
     const JsonValue *img = field(root, "image_token_id");
     if (!img) img = field(c, "image_token_id");
@@ -225,11 +264,10 @@ static int32_t parse_glm4v(const JsonValue &root, const JsonValue &c, ModelConfi
     return ENG_STATUS_OK;
 }
 
-int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
-    *m = ModelConfig();
+/* architectures[0] -> m->arch. */
+static int32_t parse_arch(const JsonValue &root, ModelConfig *m) {
     const JsonValue *archs = field(root, "architectures");
-    if (!archs || archs->kind != JsonValue::ARRAY || archs->items.empty() ||
-        archs->items[0].kind != JsonValue::STRING)
+    if (!archs || archs->kind != JsonValue::ARRAY || archs->items.empty() || archs->items[0].kind != JsonValue::STRING)
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: missing architectures");
     const std::string &a = archs->items[0].string;
     if (a == "Glm4ForCausalLM") m->arch = ARCH_GLM4;
@@ -239,24 +277,35 @@ int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
     else if (a == "DeepseekV3ForCausalLM") m->arch = ARCH_DEEPSEEK_V3;
     else if (a == "Glm4vForConditionalGeneration") m->arch = ARCH_GLM4V;
     else if (a == "Glm4vMoeForConditionalGeneration") m->arch = ARCH_GLM4V_MOE;
+    else if (a == "Qwen3MoeForCausalLM") m->arch = ARCH_QWEN3_MOE;
     else if (a == "DeepseekV32ForCausalLM")
-        return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture DeepseekV32ForCausalLM: DeepSeek sparse attention "
-                                            "(the lightning indexer) is not implemented");
-    else return fail(ENG_STATUS_UNSUPPORTED, "unsupported architecture %s (supported: Glm4ForCausalLM, LlamaForCausalLM, "
-                                             "Qwen3ForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, Glm4vForConditionalGeneration, "
-                                             "Glm4vMoeForConditionalGeneration)", a.c_str());
-    bool ds = m->arch == ARCH_DEEPSEEK_V3;
-    bool vision = m->arch == ARCH_GLM4V || m->arch == ARCH_GLM4V_MOE;       // GLM-4.1V / GLM-4.5V
-    bool glm4v = m->arch == ARCH_GLM4V;                                      // its text: GLM-4-0414's layer
-    bool glm_moe = m->arch == ARCH_GLM4_MOE || m->arch == ARCH_GLM4V_MOE;    // GLM-4.5V's text: GLM-4.5's
-    bool glm4 = m->arch == ARCH_GLM4 || glm4v;
-    // The vision models keep the language model's fields in text_config (older configs: at the top level).
-    const JsonValue *tc = vision ? field(root, "text_config") : nullptr;
-    const JsonValue &c = tc && tc->kind == JsonValue::OBJECT ? *tc : root;
-    if (ds && (field(c, "index_topk") || field(c, "index_n_heads")))
-        return fail(ENG_STATUS_UNSUPPORTED, "config.json: index_topk/index_n_heads (DeepSeek-V3.2 sparse attention) "
-                                            "are not supported");
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "unsupported architecture DeepseekV32ForCausalLM: DeepSeek sparse attention "
+                    "(the lightning indexer) is not implemented");
+    else
+        return fail(ENG_STATUS_UNSUPPORTED,
+                    "unsupported architecture %s (supported: Glm4ForCausalLM, LlamaForCausalLM, "
+                    "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM, "
+                    "Glm4vForConditionalGeneration, "
+                    "Glm4vMoeForConditionalGeneration)",
+                    a.c_str());
+    return ENG_STATUS_OK;
+}
 
+namespace {
+/* The architecture families the parsing rules below tell apart. */
+struct ArchFamily {
+    bool ds, vision, glm4v, glm_moe, glm4;
+    explicit ArchFamily(Arch a)
+        : ds(a == ARCH_DEEPSEEK_V3), vision(a == ARCH_GLM4V || a == ARCH_GLM4V_MOE), // GLM-4.1V / GLM-4.5V
+          glm4v(a == ARCH_GLM4V),                                                    // its text: GLM-4-0414's layer
+          glm_moe(a == ARCH_GLM4_MOE || a == ARCH_GLM4V_MOE),                        // GLM-4.5V's text: GLM-4.5's
+          glm4(a == ARCH_GLM4 || a == ARCH_GLM4V) {}
+};
+} // namespace
+
+/* Vocabulary, widths, layer and head counts, context, head_dim and the RMSNorm epsilon. */
+static int32_t parse_sizes(const JsonValue &c, const ArchFamily &f, ModelConfig *m) {
     ENG_TRY(get_int(c, "vocab_size", 0, &m->n_vocab, true));
     ENG_TRY(get_int(c, "hidden_size", 0, &m->n_embd, true));
     ENG_TRY(get_int(c, "num_hidden_layers", 0, &m->n_layer, true));
@@ -266,49 +315,84 @@ int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
     ENG_TRY(get_int(c, "max_position_embeddings", 2048, &m->max_pos, false));
     if (m->n_head <= 0 || m->n_embd <= 0 || m->n_layer <= 0 || m->n_vocab <= 0 || m->n_ff <= 0 || m->n_head_kv <= 0)
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: sizes must be positive");
-    int64_t def_head_dim = m->arch == ARCH_GLM4 || m->arch == ARCH_QWEN3 ? 128 : m->n_embd / m->n_head;
+    int64_t def_head_dim =
+        m->arch == ARCH_GLM4 || m->arch == ARCH_QWEN3 || m->arch == ARCH_QWEN3_MOE ? 128 : m->n_embd / m->n_head;
     ENG_TRY(get_int(c, "head_dim", def_head_dim, &m->head_dim, false));
-    if (glm4v) m->head_dim = m->n_embd / m->n_head; // Glm4vTextAttention: hidden_size / heads
-    if ((!ds && m->head_dim <= 0) || m->n_head % m->n_head_kv != 0) // MLA sets its own head dims
+    if (f.glm4v) m->head_dim = m->n_embd / m->n_head;                 // Glm4vTextAttention: hidden_size / heads
+    if ((!f.ds && m->head_dim <= 0) || m->n_head % m->n_head_kv != 0) // MLA sets its own head dims
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: head_dim %d, heads %d / kv heads %d are inconsistent",
                     m->head_dim, m->n_head, m->n_head_kv);
-    double eps = 0, partial = 0;
-    ENG_TRY(get_float(c, "rms_norm_eps", m->arch == ARCH_GLM4 ? 1.5625e-07 : glm_moe || glm4v ? 1e-5 : 1e-6, &eps));
+    double eps = 0;
+    ENG_TRY(get_float(c, "rms_norm_eps", m->arch == ARCH_GLM4 ? 1.5625e-07 : f.glm_moe || f.glm4v ? 1e-5 : 1e-6, &eps));
     m->rms_eps = (float)eps;
+    return ENG_STATUS_OK;
+}
+
+/* partial_rotary_factor (GLM: 0.5 by default), rope_scaling and the plain softmax scale. */
+static int32_t parse_rotary(const JsonValue &c, const ArchFamily &f, ModelConfig *m) {
+    double partial = 0;
     const JsonValue *rp = field(c, "rope_parameters");
-    double def_partial = (glm4 || glm_moe) ? 0.5 : 1.0;
+    double def_partial = (f.glm4 || f.glm_moe) ? 0.5 : 1.0;
     if (rp) ENG_TRY(get_float(*rp, "partial_rotary_factor", def_partial, &def_partial));
     ENG_TRY(get_float(c, "partial_rotary_factor", def_partial, &partial));
-    if (partial <= 0 || partial > 1) return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: partial_rotary_factor %g", partial);
+    if (partial <= 0 || partial > 1)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: partial_rotary_factor %g", partial);
     m->rotary_dim = (int32_t)(m->head_dim * partial);
-    if (!ds && (m->rotary_dim < 2 || m->rotary_dim % 2 != 0))
+    if (!f.ds && (m->rotary_dim < 2 || m->rotary_dim % 2 != 0))
         return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: rotary dims %d must be even and >= 2", m->rotary_dim);
-    if (!glm4 && !glm_moe && !ds && m->rotary_dim != m->head_dim)
-        return fail(ENG_STATUS_UNSUPPORTED, "config.json: partial_rotary_factor %g is only supported for GLM-4", partial);
+    if (!f.glm4 && !f.glm_moe && !f.ds && m->rotary_dim != m->head_dim)
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: partial_rotary_factor %g is only supported for GLM-4",
+                    partial);
     ENG_TRY(parse_rope(c, m));
-    if (m->is_yarn && !ds) return fail(ENG_STATUS_UNSUPPORTED, "config.json: yarn rope scaling is only supported for DeepseekV3");
+    if (m->is_yarn && !f.ds)
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: yarn rope scaling is only supported for DeepseekV3");
     m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
-    ENG_TRY(parse_quant(root));
-    if (vision) ENG_TRY(parse_glm4v(root, c, m));
+    return ENG_STATUS_OK;
+}
 
+/* Tied embeddings, biases, QK-norm, sandwich norms and the RoPE pairing of each family. */
+static int32_t parse_layer_options(const JsonValue &root, const JsonValue &c, const ArchFamily &f, ModelConfig *m) {
     m->is_tied = get_bool(root, "tie_word_embeddings", get_bool(c, "tie_word_embeddings", false));
     // Glm4vTextAttention: always; Glm4vMoeTextConfig: attention_bias defaults to true.
-    bool attn_bias = glm4v || get_bool(c, "attention_bias", m->arch == ARCH_GLM4 || m->arch == ARCH_GLM4V_MOE);
+    bool attn_bias = f.glm4v || get_bool(c, "attention_bias", m->arch == ARCH_GLM4 || m->arch == ARCH_GLM4V_MOE);
     m->has_qkv_bias = attn_bias;
-    m->has_o_bias = !glm4 && !glm_moe && attn_bias; // GLM-4 / GLM-4.5 o_proj never has a bias
+    m->has_o_bias = !f.glm4 && !f.glm_moe && attn_bias; // GLM-4 / GLM-4.5 o_proj never has a bias
     m->has_mlp_bias = m->arch == ARCH_LLAMA && get_bool(c, "mlp_bias", false);
     // Glm4vMoeTextConfig removes use_qk_norm: GLM-4.5V has no QK-norm.
-    m->has_qk_norm = m->arch == ARCH_QWEN3 || (m->arch == ARCH_GLM4_MOE && get_bool(c, "use_qk_norm", false));
-    m->has_sandwich_norms = glm4;
-    m->is_rope_interleaved = glm4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe); GLM-4.1V pairs (rotate_half_llm)
-    if (ds && attn_bias) return fail(ENG_STATUS_UNSUPPORTED, "config.json: attention_bias true is not supported for DeepseekV3");
-    if (glm_moe || ds) ENG_TRY(parse_moe(c, m));
-    if (ds) ENG_TRY(parse_mla(c, m));
+    m->has_qk_norm = m->arch == ARCH_QWEN3 || m->arch == ARCH_QWEN3_MOE ||
+                     (m->arch == ARCH_GLM4_MOE && get_bool(c, "use_qk_norm", false));
+    m->has_sandwich_norms = f.glm4;
+    m->is_rope_interleaved =
+        f.glm4; // GLM-4.5 rotates NeoX halves (modeling_glm4_moe); GLM-4.1V pairs (rotate_half_llm)
+    if (f.ds && attn_bias)
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: attention_bias true is not supported for DeepseekV3");
+    return ENG_STATUS_OK;
+}
+
+int32_t model_config_parse(const JsonValue &root, ModelConfig *m) {
+    *m = ModelConfig();
+    ENG_TRY(parse_arch(root, m));
+    ArchFamily f(m->arch);
+    // The vision models keep the language model's fields in text_config (older configs: at the top level).
+    const JsonValue *tc = f.vision ? field(root, "text_config") : nullptr;
+    const JsonValue &c = tc && tc->kind == JsonValue::OBJECT ? *tc : root;
+    if (f.ds && (field(c, "index_topk") || field(c, "index_n_heads")))
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: index_topk/index_n_heads (DeepSeek-V3.2 sparse attention) "
+                                            "are not supported");
+    ENG_TRY(parse_sizes(c, f, m));
+    ENG_TRY(parse_rotary(c, f, m));
+    ENG_TRY(parse_quant(root));
+    if (f.vision) ENG_TRY(parse_glm4v(root, c, m));
+    ENG_TRY(parse_layer_options(root, c, f, m));
+    if (f.glm_moe || f.ds) ENG_TRY(parse_moe(c, m));
+    if (f.ds) ENG_TRY(parse_mla(c, m));
+    if (m->arch == ARCH_QWEN3_MOE) ENG_TRY(parse_qwen3_moe(c, m));
     if (get_bool(c, "use_sliding_window", false)) // Qwen2/3 configs carry it, normally false
         return fail(ENG_STATUS_UNSUPPORTED, "config.json: use_sliding_window is not supported");
     const JsonValue *act = field(c, "hidden_act");
     if (act && act->kind == JsonValue::STRING && act->string != "silu")
-        return fail(ENG_STATUS_UNSUPPORTED, "config.json: hidden_act %s is not supported (silu only)", act->string.c_str());
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: hidden_act %s is not supported (silu only)",
+                    act->string.c_str());
     return ENG_STATUS_OK;
 }
 
@@ -352,25 +436,6 @@ void model_rope_inv_freq(const ModelConfig &c, float *out) {
     }
 }
 
-static float half_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF, bits;
-    if (exp == 0) {
-        if (mant == 0) bits = sign;
-        else { // subnormal: renormalise
-            exp = 127 - 15 + 1;
-            while (!(mant & 0x400)) { mant <<= 1; exp--; }
-            bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7F800000u | (mant << 13);
-    } else {
-        bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 /* Vectors and FP8 scales: F32, F16 or BF16 widened to f32 (callers reject F8 first). */
 static void to_f32(const Tensor *t, std::vector<float> *out) {
     out->resize((size_t)t->numel);
@@ -389,6 +454,28 @@ static void to_f32(const Tensor *t, std::vector<float> *out) {
     }
 }
 
+/* llama.cpp's "more bits" layers of a mixture (llama-quant.cpp use_more_bits): the first and last
+ * eighth of the layers and every third one between. */
+static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+DType q4_k_m_dtype(const std::string &name, int64_t cols, int n_layer, bool is_tied) {
+    auto ends = [&](const char *s) {
+        size_t n = strlen(s);
+        return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+    };
+    if (ends("mlp.gate.weight") || cols % 32 != 0) return DT_OTHER; // MoE routers keep their precision
+    int layer = -1;
+    size_t at = name.find("layers.");
+    if (at != std::string::npos) layer = atoi(name.c_str() + at + 7);
+    DType dt = DT_Q4_K;
+    if (ends("lm_head.weight") || (is_tied && ends("embed_tokens.weight"))) dt = DT_Q6_K; // the output matrix
+    else if ((ends("self_attn.v_proj.weight") || ends("down_proj.weight")) && layer >= 0 &&
+             use_more_bits(layer, n_layer))
+        dt = DT_Q6_K;
+    if (cols % 256 != 0) dt = dt == DT_Q6_K ? DT_Q8_0 : DT_Q5_0; // rows not whole K-quant blocks
+    return dt;
+}
+
 namespace {
 
 /* Binds tensors by name and counts parameters and the bytes a decoded token reads. */
@@ -405,7 +492,8 @@ struct Binder {
         w->scale = nullptr;
         int64_t bytes = (int64_t)t->nbytes;
         if (t->dtype == DT_F8_E4M3) ENG_TRY(fp8_scale(name, rows, cols, w, &bytes));
-        else if (m->is_q8) to_q8(name, t, w, &bytes);
+        else if (m->is_q8 && dtype_size(t->dtype) > 0) to_q8(name, t, w, &bytes); // block dtypes stay as stored
+        else if (m->is_q4_k_m) to_q4_k_m(name, t, w, &bytes);
         m->n_params += t->numel;
         if (is_counted) {
             m->n_params_active += t->numel;
@@ -428,10 +516,24 @@ struct Binder {
         w->scale = m->scales.back().data();
         *bytes = n + n / 32 * 4;
     }
+    /* ENG_PARAM_WEIGHT_DTYPE Q4_K: the matrix quantized at load to its type in llama.cpp's Q4_K_M
+     * mixture (q4_k_m_dtype), kept as stored when that is none. */
+    void to_q4_k_m(const std::string &name, const Tensor *t, Weight *w, int64_t *bytes) {
+        DType dt = q4_k_m_dtype(name, w->cols, m->cfg.n_layer, m->cfg.is_tied);
+        if (dt == DT_OTHER || (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16)) return;
+        int64_t rb = dtype_row_bytes(dt, w->cols);
+        m->q8.emplace_back((size_t)(rb * w->rows));
+        ggml_quantize_matrix(dt, t->data, t->dtype, w->rows, w->cols, m->q8.back().data(), m->quant_threads);
+        w->data = m->q8.back().data();
+        w->dtype = dt;
+        w->scale = nullptr;
+        *bytes = rb * w->rows;
+    }
     /* `<name>_scale_inv` (DeepSeek's name; it multiplies): (ceil(rows/128), ceil(cols/128)), F32 or BF16. */
     int32_t fp8_scale(const std::string &name, int64_t rows, int64_t cols, Weight *w, int64_t *bytes) {
         if (!m->ckpt.config().get("quantization_config"))
-            return fail(ENG_STATUS_BAD_CHECKPOINT, "tensor %s is F8_E4M3 but config.json has no quantization_config", name.c_str());
+            return fail(ENG_STATUS_BAD_CHECKPOINT, "tensor %s is F8_E4M3 but config.json has no quantization_config",
+                        name.c_str());
         const Tensor *s;
         int64_t br = (rows + kFp8Block - 1) / kFp8Block, bc = (cols + kFp8Block - 1) / kFp8Block;
         ENG_TRY(m->ckpt.require(name + "_scale_inv", {br, bc}, &s));
@@ -446,8 +548,9 @@ struct Binder {
     int32_t vec(const std::string &name, int64_t n, std::vector<float> *v) {
         const Tensor *t;
         ENG_TRY(m->ckpt.require(name, {n}, &t));
-        if (t->dtype == DT_F8_E4M3)
-            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s: F8_E4M3 vectors are not supported", name.c_str());
+        if (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16)
+            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s: %s vectors are not supported (F32, F16, BF16 are)",
+                        name.c_str(), dtype_name(t->dtype));
         to_f32(t, v);
         m->n_params += t->numel;
         m->n_params_active += t->numel;
@@ -504,7 +607,8 @@ static int32_t bind_attention(Binder &b, const ModelConfig &c, const std::string
 static int32_t bind_moe(Binder &b, const ModelConfig &c, const std::string &p, LayerWeights *L) {
     int64_t C = c.n_embd;
     ENG_TRY(b.matrix(p + "mlp.gate.weight", c.n_expert, C, &L->router));
-    ENG_TRY(b.vec(p + "mlp.gate.e_score_correction_bias", c.n_expert, &L->router_bias));
+    if (c.is_softmax_router) L->router_bias.assign((size_t)c.n_expert, 0.0f); // Qwen3-MoE: no selection bias
+    else ENG_TRY(b.vec(p + "mlp.gate.e_score_correction_bias", c.n_expert, &L->router_bias));
     L->experts.resize((size_t)c.n_expert);
     b.is_counted = false;
     for (int e = 0; e < c.n_expert; e++) {
@@ -553,23 +657,28 @@ static void expert_size(const Mlp &e, int64_t *params, int64_t *bytes) {
     for (const Weight *w : {&e.gate, &e.up, &e.down}) {
         int64_t n = (int64_t)w->rows * w->cols;
         *params += n;
-        *bytes += n * (int64_t)dtype_size(w->dtype);
+        *bytes += w->rows * dtype_row_bytes(w->dtype, w->cols);
         if (w->dtype == DT_Q8) *bytes += n / 32 * 4;
-        else if (w->scale) *bytes += (int64_t)((w->rows + kFp8Block - 1) / kFp8Block) * ((w->cols + kFp8Block - 1) / kFp8Block) * 4;
+        else if (w->scale)
+            *bytes += (int64_t)((w->rows + kFp8Block - 1) / kFp8Block) * ((w->cols + kFp8Block - 1) / kFp8Block) * 4;
     }
 }
 
 int32_t model_load(const std::string &dir, Model *m) {
     ENG_TRY(m->ckpt.open(dir));
     ENG_TRY(model_config_parse(m->ckpt.config(), &m->cfg));
+    // GGUF llama: llama.cpp's converter stores q/k rows in adjacent-pair order (gguf.cpp); rotating
+    // adjacent pairs undoes it.
+    if (m->ckpt.is_qk_permuted()) m->cfg.is_rope_interleaved = true;
     const ModelConfig &c = m->cfg;
     Binder b{m};
     // GLM-4.1V: model.language_model.* (transformers >= 4.52), or model.* as older saves name it.
     bool vision = c.arch == ARCH_GLM4V || c.arch == ARCH_GLM4V_MOE;
-    std::string lm = vision && m->ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+    std::string lm =
+        vision && m->ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     ENG_TRY(b.matrix(lm + "embed_tokens.weight", c.n_vocab, c.n_embd, &m->embed));
     // Only one embedding row is read per token; count the rest as parameters, not bytes read.
-    int64_t embed_row = (int64_t)c.n_embd * (int64_t)dtype_size(m->embed.dtype) + (m->embed.dtype == DT_Q8 ? c.n_embd / 32 * 4 : 0);
+    int64_t embed_row = dtype_row_bytes(m->embed.dtype, c.n_embd) + (m->embed.dtype == DT_Q8 ? c.n_embd / 32 * 4 : 0);
     m->weight_bytes -= (int64_t)c.n_vocab * embed_row;
     m->weight_bytes += embed_row;
     ENG_TRY(b.vec(lm + "norm.weight", c.n_embd, &m->final_norm));
@@ -633,7 +742,7 @@ std::vector<Weight *> model_matrices(Model *m) {
     return ws;
 }
 
-size_t matrix_bytes(const Weight &w) { return (size_t)w.rows * (size_t)w.cols * dtype_size(w.dtype); }
+size_t matrix_bytes(const Weight &w) { return (size_t)w.rows * (size_t)dtype_row_bytes(w.dtype, w.cols); }
 // Q8 scales are as large a stream as an eighth of the weights: they move with them. FP8 block
 // scales (one float per 16K weights) stay where they are.
 size_t q8_scale_bytes(const Weight &w) { return w.dtype == DT_Q8 ? (size_t)w.rows * (size_t)(w.cols / 32) * 4 : 0; }
@@ -682,6 +791,9 @@ int32_t model_place_weights(Model *m, int64_t max_bytes, bool *placed) {
             if (used.count(sc.data())) keep.push_back(std::move(sc)); // moving a vector keeps its buffer
         m->scales.swap(keep);
     }
+    // The file mapping's pages read by the copy would stay resident beside it: drop them (a later
+    // touch reads the file again), so the process holds the weights once.
+    m->ckpt.release_pages();
     *placed = true;
     return ENG_STATUS_OK;
 }

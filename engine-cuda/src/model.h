@@ -2,7 +2,8 @@
  *
  * Big matrices stay in their stored dtype inside the checkpoint mapping (Weight points there);
  * only vectors (norms, biases) and FP8 block scales are converted to f32 at load. Supported:
- * Glm4ForCausalLM (GLM-4-0414), LlamaForCausalLM, Qwen3ForCausalLM, Glm4MoeForCausalLM
+ * Glm4ForCausalLM (GLM-4-0414), LlamaForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM (Qwen3-30B-A3B:
+ * MoE with a softmax router), Glm4MoeForCausalLM
  * (GLM-4.5/4.6/4.7: MoE), DeepseekV3ForCausalLM (DeepSeek-V3/V3.1: MLA + MoE) and
  * Glm4vForConditionalGeneration (GLM-4.1V: GLM-4 text with M-RoPE + the vision tower of vision.h) and
  * Glm4vMoeForConditionalGeneration (GLM-4.5V: GLM-4.5 MoE text with M-RoPE + the same tower), with Hugging
@@ -16,12 +17,22 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.h" // defines: Checkpoint, Tensor, DType
+#include "../include/engine.h" // defines: ENG_ARCH_*
+#include "checkpoint.h"        // defines: Checkpoint, Tensor, DType
 
 namespace maya {
 
-enum Arch : int32_t { ARCH_GLM4 = 1, ARCH_LLAMA = 2, ARCH_QWEN3 = 3, ARCH_GLM4_MOE = 4, ARCH_DEEPSEEK_V3 = 5, ARCH_GLM4V = 6,
-                     ARCH_GLM4V_MOE = 7 };
+/* The ENG_ARCH_* codes of engine.h (ENG_INFO_ARCH). */
+enum Arch : int32_t {
+    ARCH_GLM4 = ENG_ARCH_GLM4,
+    ARCH_LLAMA = ENG_ARCH_LLAMA,
+    ARCH_QWEN3 = ENG_ARCH_QWEN3,
+    ARCH_GLM4_MOE = ENG_ARCH_GLM4_MOE,
+    ARCH_DEEPSEEK_V3 = ENG_ARCH_DEEPSEEK_V3,
+    ARCH_GLM4V = ENG_ARCH_GLM4V,
+    ARCH_GLM4V_MOE = ENG_ARCH_GLM4V_MOE,
+    ARCH_QWEN3_MOE = ENG_ARCH_QWEN3_MOE
+};
 
 struct VisionModel; // vision.h: GLM-4.1V's vision tower
 
@@ -30,8 +41,8 @@ const int kFp8Block = 128;
 
 struct ModelConfig {
     Arch arch = ARCH_LLAMA;
-    int32_t n_vocab = 0;   // V
-    int32_t n_embd = 0;    // C
+    int32_t n_vocab = 0; // V
+    int32_t n_embd = 0;  // C
     int32_t n_layer = 0;
     int32_t n_head = 0;    // H
     int32_t n_head_kv = 0; // Hkv
@@ -40,11 +51,11 @@ struct ModelConfig {
     int32_t max_pos = 0;   // max_position_embeddings
     float rms_eps = 1e-6f;
     float rope_theta = 10000.0f;
-    int32_t rotary_dim = 0;         // leading dims of each head that are rotated (D * partial_rotary_factor)
+    int32_t rotary_dim = 0;           // leading dims of each head that are rotated (D * partial_rotary_factor)
     bool is_rope_interleaved = false; // GLM-4: pairs (x0,x1),(x2,x3)..; else neox halves
-    bool is_tied = false;           // lm_head = embed_tokens
+    bool is_tied = false;             // lm_head = embed_tokens
     bool has_qkv_bias = false, has_o_bias = false, has_mlp_bias = false;
-    bool has_qk_norm = false;       // Qwen3
+    bool has_qk_norm = false;        // Qwen3
     bool has_sandwich_norms = false; // GLM-4: post_self_attn_layernorm / post_mlp_layernorm
     // llama3 rope scaling (rope_type "llama3"); factor 0 = none.
     float rope_factor = 0, rope_low_freq = 0, rope_high_freq = 0;
@@ -57,18 +68,19 @@ struct ModelConfig {
     // takes the temporal position for j < s[0], the row for j < s[0]+s[1], else the column.
     int32_t mrope_section[3] = {0, 0, 0}; // all 0: one position per token
     int32_t image_token_id = -1;          // the placeholder id image embeddings replace (-1: none)
-    // Mixture of experts (Glm4Moe, DeepseekV3); n_expert 0 = dense model.
-    int32_t n_expert = 0;        // E: n_routed_experts
-    int32_t n_expert_used = 0;   // K: num_experts_per_tok
-    int32_t n_ff_expert = 0;     // moe_intermediate_size
-    int32_t n_ff_shared = 0;     // moe_intermediate_size * n_shared_experts (0: none)
+    // Mixture of experts (Glm4Moe, DeepseekV3, Qwen3Moe); n_expert 0 = dense model.
+    int32_t n_expert = 0;      // E: n_routed_experts
+    int32_t n_expert_used = 0; // K: num_experts_per_tok
+    int32_t n_ff_expert = 0;   // moe_intermediate_size
+    int32_t n_ff_shared = 0;   // moe_intermediate_size * n_shared_experts (0: none)
     int32_t n_group = 1, topk_group = 1;
-    int32_t first_dense = 0;     // first_k_dense_replace: layers [0, first_dense) are dense
-    bool is_norm_topk = true;    // norm_topk_prob
-    float routed_scale = 1.0f;   // routed_scaling_factor
+    int32_t first_dense = 0;        // first_k_dense_replace: layers [0, first_dense) are dense
+    bool is_norm_topk = true;       // norm_topk_prob
+    bool is_softmax_router = false; // Qwen3Moe: softmax over all experts, no selection bias (else sigmoid)
+    float routed_scale = 1.0f;      // routed_scaling_factor
     // Multi-head latent attention (DeepseekV3); kv_lora_rank 0 = ordinary attention.
-    int32_t q_lora_rank = 0;     // 0: q_proj directly (q_lora_rank null)
-    int32_t kv_lora_rank = 0;    // R: the cached latent
+    int32_t q_lora_rank = 0;  // 0: q_proj directly (q_lora_rank null)
+    int32_t kv_lora_rank = 0; // R: the cached latent
     int32_t qk_nope_dim = 0, qk_rope_dim = 0, v_head_dim = 0;
     bool is_mla() const { return kv_lora_rank > 0; }
     bool is_moe_layer(int l) const { return n_expert > 0 && l >= first_dense; }
@@ -94,17 +106,17 @@ struct Mlp {
 };
 
 struct LayerWeights {
-    std::vector<float> attn_norm;      // (C) input_layernorm
-    std::vector<float> post_attn_norm; // (C) GLM-4 post_self_attn_layernorm
-    std::vector<float> mlp_norm;       // (C) post_attention_layernorm (the pre-MLP norm)
-    std::vector<float> post_mlp_norm;  // (C) GLM-4 post_mlp_layernorm
-    Weight wq, wk, wv;                 // (H*D, C), (Hkv*D, C), (Hkv*D, C)
-    Weight wo;                         // (C, H*D)
-    std::vector<float> bq, bk, bv, bo; // biases when present
-    std::vector<float> q_norm, k_norm; // (D) Qwen3
-    Weight w_gate_up;                  // (2I, C) GLM-4 fused [gate; up]
-    Weight w_gate, w_up;               // (I, C) Llama/Qwen3
-    Weight w_down;                     // (C, I)
+    std::vector<float> attn_norm;            // (C) input_layernorm
+    std::vector<float> post_attn_norm;       // (C) GLM-4 post_self_attn_layernorm
+    std::vector<float> mlp_norm;             // (C) post_attention_layernorm (the pre-MLP norm)
+    std::vector<float> post_mlp_norm;        // (C) GLM-4 post_mlp_layernorm
+    Weight wq, wk, wv;                       // (H*D, C), (Hkv*D, C), (Hkv*D, C)
+    Weight wo;                               // (C, H*D)
+    std::vector<float> bq, bk, bv, bo;       // biases when present
+    std::vector<float> q_norm, k_norm;       // (D) Qwen3
+    Weight w_gate_up;                        // (2I, C) GLM-4 fused [gate; up]
+    Weight w_gate, w_up;                     // (I, C) Llama/Qwen3
+    Weight w_down;                           // (C, I)
     std::vector<float> b_gate, b_up, b_down; // Llama mlp_bias
     // MLA (DeepseekV3): q_a (Rq, C) + q_a_norm (Rq) + q_b (H*(Dn+Dr), Rq), or wq (H*(Dn+Dr), C);
     // kv_a (R+Dr, C), kv_a_norm (R), kv_b (H*(Dn+Dv), R), wo (C, H*Dv).
@@ -141,27 +153,36 @@ class WeightArena {
 struct Model {
     ModelConfig cfg;
     Checkpoint ckpt;
-    Weight embed;                 // (V, C)
-    Weight lm_head;               // (V, C); = embed when tied
+    Weight embed;                  // (V, C)
+    Weight lm_head;                // (V, C); = embed when tied
     std::vector<float> final_norm; // (C)
     std::vector<LayerWeights> layers;
     int64_t n_params = 0;
-    int64_t n_params_active = 0;  // parameters one token uses (MoE: K of the E routed experts)
-    int64_t weight_bytes = 0;     // bytes of the matrices read per decoded token (+ one embedding row;
-                                  // MoE: the active experts only)
+    int64_t n_params_active = 0;            // parameters one token uses (MoE: K of the E routed experts)
+    int64_t weight_bytes = 0;               // bytes of the matrices read per decoded token (+ one embedding row;
+                                            // MoE: the active experts only)
     std::vector<std::vector<float>> scales; // FP8 / Q8 block scales (Weight::scale points here)
     bool is_q8 = false;                     // set before model_load: quantize matrices to DT_Q8
     std::vector<std::vector<int8_t>> q8;    // the Q8 weights (Weight::data points here until placed)
     bool is_q8_built = false;               // some matrix became DT_Q8
     bool has_q8() const { return is_q8_built; }
-    WeightArena arena;                      // model_place_weights(): the matrices' huge-page copy
-    std::shared_ptr<VisionModel> vision;   // GLM-4.1V's vision tower (vision.cpp), else null
+    bool is_q4_k_m = false; // set before model_load: quantize matrices to llama.cpp's Q4_K_M mixture (model.cpp)
+    int quant_threads = 1;  // threads for quantizing at load
+    WeightArena arena;      // model_place_weights(): the matrices' huge-page copy
+    std::shared_ptr<VisionModel> vision; // GLM-4.1V's vision tower (vision.cpp), else null
 };
 
 /* Parses the hyperparameters of config.json. Returns OK, BAD_CHECKPOINT or UNSUPPORTED. */
 int32_t model_config_parse(const JsonValue &config, ModelConfig *out);
 /* inv_freq of the rotary dims (rotary_dim / 2 floats): plain, llama3 or yarn as transformers computes them. */
 void model_rope_inv_freq(const ModelConfig &c, float *out);
+/* The dtype llama.cpp's Q4_K_M mixture gives the matrix `name` (HF name) of `cols` columns in a model
+ * of n_layer layers (llama-quant.cpp's llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M): Q4_K;
+ * Q6_K for the output matrix (lm_head, or the embedding when tied) and for v_proj and down_proj
+ * (experts' and shared experts' included) of the use_more_bits layers; columns not a multiple of
+ * 256 fall back (Q4_K -> Q5_0, Q6_K -> Q8_0); DT_OTHER (keep as stored) for MoE routers and
+ * columns not a multiple of 32. Rules of llama.cpp for 8-expert models and fused QKV are not applied. */
+DType q4_k_m_dtype(const std::string &name, int64_t cols, int n_layer, bool is_tied);
 /* Opens dir and binds every weight of the architecture. Returns OK, IO, BAD_CHECKPOINT, UNSUPPORTED. */
 int32_t model_load(const std::string &dir, Model *out);
 /* The CPU backend's weight placement: copies every matrix (and the Q8 scales) out of the checkpoint
@@ -169,7 +190,7 @@ int32_t model_load(const std::string &dir, Model *out);
  * max_bytes; Weight pointers move there, aliases (tied embeddings) stay aliases, the Q8 buffers are
  * freed. A decode step streams every matrix from DRAM: with 4 KiB pages of a file mapping each page
  * of a row stream costs a TLB walk, and a 2-thread f32 decode of a 110M model measured 17% faster
- * from huge pages (bench notes in engine-cuda/README.md). Idempotent. *placed: whether the copy
+ * from huge pages (measurements in bench/results/engine-log.md). Idempotent. *placed: whether the copy
  * was made (not when over budget, nor when the arena cannot be mapped). Returns OK. */
 int32_t model_place_weights(Model *m, int64_t max_bytes, bool *placed);
 /* Marks each FP8 matrix free of NaN bytes (0x7F / 0xFF) is_f8_finite, so the CPU kernels can skip

@@ -11,16 +11,31 @@ void moe_route(const ModelConfig &c, const float *bias, const float *logits, flo
                float *weights) {
     int E = c.n_expert, K = c.n_expert_used, G = c.n_group, per = E / G;
     float *score = scratch, *choice = score + E, *gscore = choice + E;
-    for (int e = 0; e < E; e++) {
-        score[e] = 1.0f / (1.0f + expf(-logits[e]));
-        choice[e] = score[e] + bias[e];
+    if (c.is_softmax_router) { // Qwen3-MoE: softmax over all experts (float32, max subtracted)
+        float mx = -INFINITY, sum = 0;
+        for (int e = 0; e < E; e++) mx = logits[e] > mx ? logits[e] : mx;
+        for (int e = 0; e < E; e++) {
+            score[e] = expf(logits[e] - mx);
+            sum += score[e];
+        }
+        for (int e = 0; e < E; e++) {
+            score[e] /= sum;
+            choice[e] = score[e];
+        }
+    } else {
+        for (int e = 0; e < E; e++) {
+            score[e] = 1.0f / (1.0f + expf(-logits[e]));
+            choice[e] = score[e] + bias[e];
+        }
     }
     if (G > 1) {
         for (int g = 0; g < G; g++) {
             float b1 = -INFINITY, b2 = -INFINITY;
             for (int e = g * per; e < (g + 1) * per; e++) {
-                if (choice[e] > b1) { b2 = b1; b1 = choice[e]; }
-                else if (choice[e] > b2) b2 = choice[e];
+                if (choice[e] > b1) {
+                    b2 = b1;
+                    b1 = choice[e];
+                } else if (choice[e] > b2) b2 = choice[e];
             }
             gscore[g] = b1 + b2;
         }

@@ -7,6 +7,8 @@
  * -inf); the K best choices are the experts; their weights are the scores (the bias only selects),
  * divided by (sum + 1e-20) when norm_topk_prob, times routed_scaling_factor. Ties go to the lower
  * index (group or expert).
+ * Qwen3-MoE (is_softmax_router, transformers' Qwen3MoeSparseMoeBlock): scores = softmax(logits) over
+ * all experts, no bias or groups; the K best, divided by their sum when norm_topk_prob.
  */
 #ifndef MAYA_MOE_ROUTER_H
 #define MAYA_MOE_ROUTER_H

@@ -25,10 +25,13 @@ int32_t Scheduler::init(const SchedulerConfig &cfg, BlockManager *bm, Backend *b
     bm_ = bm;
     backend_ = backend;
     sampler_.init(cfg.n_vocab);
-    logits_.resize((size_t)cfg.max_batch * (size_t)cfg.n_vocab);
-    batch_.tokens.reserve((size_t)(cfg.prefill_chunk + cfg.max_batch));
+    if (cfg.max_draft < 0 || cfg.ngram_min < 1 || cfg.ngram_max < cfg.ngram_min)
+        return fail(ENG_STATUS_INVALID_ARG, "scheduler: bad speculative limits");
+    logits_.resize((size_t)cfg.max_batch * (size_t)(1 + cfg.max_draft) * (size_t)cfg.n_vocab);
+    batch_.tokens.reserve((size_t)(cfg.prefill_chunk + cfg.max_batch * (1 + cfg.max_draft)));
     batch_.seqs.reserve((size_t)cfg.max_batch);
     entries_.reserve((size_t)cfg.max_batch);
+    verified_.reserve((size_t)cfg.max_draft + 1);
     running_.reserve((size_t)cfg.max_batch);
     return ENG_STATUS_OK;
 }
@@ -36,8 +39,9 @@ int32_t Scheduler::init(const SchedulerConfig &cfg, BlockManager *bm, Backend *b
 int32_t Scheduler::add(std::unique_ptr<Sequence> seq, int32_t *out_id) {
     int64_t need = (int64_t)seq->tokens.size() + seq->max_tokens;
     if (need > cfg_.n_ctx)
-        return fail(ENG_STATUS_CONTEXT_OVERFLOW, "prompt (%zu tokens) + max_tokens (%d) exceeds the context limit of %d",
-                    seq->tokens.size(), seq->max_tokens, cfg_.n_ctx);
+        return fail(ENG_STATUS_CONTEXT_OVERFLOW,
+                    "prompt (%zu tokens) + max_tokens (%d) exceeds the context limit of %d", seq->tokens.size(),
+                    seq->max_tokens, cfg_.n_ctx);
     seq->id = next_id_++;
     if (next_id_ == INT32_MAX) next_id_ = 1;
     seq->n_prompt = (int32_t)seq->tokens.size();
@@ -84,23 +88,104 @@ void Scheduler::reap_cancelled(std::vector<int32_t> *events) {
 
 void Scheduler::preempt(Sequence *s) {
     bm_->deallocate(*s);
+    s->draft.clear();
     running_.erase(std::find(running_.begin(), running_.end(), s));
     waiting_.push_front(s);
     stats_.preemptions++;
 }
 
+/* Adds n of s's uncomputed tokens to the batch; a decode pass (is_prefill false) also carries s->draft
+ * after its pending token and asks for the logits of all of them. */
 void Scheduler::schedule_one(Sequence *s, int32_t n, bool is_prefill) {
+    int32_t k = is_prefill ? 0 : (int32_t)s->draft.size();
     BatchSeq b;
     b.tok0 = (int32_t)batch_.tokens.size();
-    b.n_tokens = n;
+    b.n_tokens = n + k;
     b.pos0 = s->n_computed;
     b.block_table = s->block_table.data();
     b.n_blocks = (int32_t)s->block_table.size();
-    b.logits_row = s->n_computed + n == (int32_t)s->tokens.size() ? batch_.n_logits++ : -1;
-    batch_.tokens.insert(batch_.tokens.end(), s->tokens.begin() + s->n_computed,
-                         s->tokens.begin() + s->n_computed + n);
+    b.n_logits = 1 + k;
+    b.logits_row = s->n_computed + n == (int32_t)s->tokens.size() ? batch_.n_logits : -1;
+    if (b.logits_row >= 0) batch_.n_logits += b.n_logits;
+    batch_.tokens.insert(batch_.tokens.end(), s->tokens.begin() + s->n_computed, s->tokens.begin() + s->n_computed + n);
+    batch_.tokens.insert(batch_.tokens.end(), s->draft.begin(), s->draft.begin() + k);
     batch_.seqs.push_back(b);
-    entries_.push_back({s, n, is_prefill});
+    entries_.push_back({s, n + k, is_prefill});
+}
+
+void StepCost::add(double T, double seconds, double generated) {
+    const double d = 0.95; // about the latest 20 steps
+    n = d * n + 1;
+    st = d * st + T;
+    stt = d * stt + T * T;
+    sy = d * sy + seconds;
+    sty = d * sty + T * seconds;
+    time = d * time + seconds;
+    tokens = d * tokens + generated;
+}
+
+double StepCost::relative_token_cost() const {
+    double var = n * stt - st * st;
+    if (n < 4 || var <= 1e-9 * n * n || tokens <= 0) return 0;
+    double b = (n * sty - st * sy) / var;
+    return b > 0 ? b / (time / tokens) : 0;
+}
+
+/* The draft of a decoding sequence for this step: the host's (eng_seq_draft), else prompt lookup
+ * (n-gram): the most recent earlier occurrence of its last m tokens (m from ngram_max down to
+ * ngram_min) in its prompt and output, and the tokens that followed it. None while a mask is set
+ * (the host's matcher must see each token before the next is chosen), and cut to what max_tokens
+ * and the context leave.
+ * The turn-down cuts a prompt-lookup draft to the tokens worth their cost: draft token j is accepted
+ * with probability about alpha^j (alpha: the sequence's per-token acceptance so far) and costs
+ * token_cost_ generated tokens' worth of time (the step cost model), so the draft keeps the j with
+ * alpha^j >= token_cost_. When that is none, the sequence drafts one token every 16th pass to keep
+ * its acceptance current. Outputs never depend on any of this (see verify()). */
+void Scheduler::propose(Sequence *s) {
+    s->draft.clear();
+    s->draft_masks.clear();
+    if (cfg_.max_draft <= 0) return;
+    int32_t n = (int32_t)s->tokens.size();
+    int32_t room = std::min(s->max_tokens - s->n_generated() - 1, cfg_.n_ctx - n - 1);
+    if (!s->host_draft.empty()) {
+        // A constrained sequence takes a draft only with the masks after its tokens, cut before the
+        // first token its mask forbids.
+        size_t words = (size_t)(cfg_.n_vocab + 31) / 32;
+        bool has_masks = !s->host_draft_masks.empty();
+        int32_t k = std::min(room, (int32_t)s->host_draft.size());
+        if (!s->mask.empty() && !has_masks) k = 0;
+        for (int32_t j = 0; j < k; j++) {
+            const uint32_t *m = j == 0      ? (s->mask.empty() ? nullptr : s->mask.data())
+                                : has_masks ? &s->host_draft_masks[(size_t)(j - 1) * words]
+                                            : nullptr;
+            int32_t d = s->host_draft[(size_t)j];
+            if (m && !((m[d >> 5] >> (d & 31)) & 1u)) k = j;
+        }
+        if (k > 0) s->draft.assign(s->host_draft.begin(), s->host_draft.begin() + k);
+        if (k > 0 && has_masks)
+            s->draft_masks.assign(s->host_draft_masks.begin(), s->host_draft_masks.begin() + (size_t)k * words);
+        s->host_draft.clear();
+        s->host_draft_masks.clear();
+        return;
+    }
+    if (!s->mask.empty()) return; // the engine cannot know the masks after its own drafts
+    double alpha = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
+    int32_t k = 0;
+    for (double p = alpha; k < cfg_.max_draft && p >= token_cost_; p *= alpha) k++;
+    if (k == 0 && ++s->spec_idle >= 16) k = 1; // a probe
+    k = std::min(k, room);
+    if (k <= 0) return;
+    const int32_t *t = s->tokens.data();
+    for (int32_t m = std::min(cfg_.ngram_max, n - 1); m >= cfg_.ngram_min; m--) {
+        const int32_t *suffix = t + (n - m);
+        for (int32_t j = n - m - 1; j >= 0; j--) {
+            if (t[j] != suffix[0] || memcmp(t + j, suffix, (size_t)m * sizeof(int32_t)) != 0) continue;
+            int32_t from = j + m, take = std::min(k, n - from);
+            s->draft.assign(t + from, t + from + take);
+            s->spec_idle = 0;
+            return;
+        }
+    }
 }
 
 void Scheduler::schedule() {
@@ -117,10 +202,22 @@ void Scheduler::schedule() {
                 Sequence *victim = running_.back();
                 preempt(victim);
                 did_preempt = true;
-                if (victim == s) { is_victim = true; break; }
+                if (victim == s) {
+                    is_victim = true;
+                    break;
+                }
             }
             if (is_victim) break;
             bm_->append(*s);
+            propose(s);
+            if (!s->draft.empty()) {
+                // Drafts take free blocks only while one stays for each later running sequence.
+                int32_t bs = bm_->block_size(), n = (int32_t)s->tokens.size();
+                int32_t spare = std::max(0, bm_->n_free() - (int32_t)(running_.size() - i - 1));
+                int32_t fit = ((int32_t)s->block_table.size() + spare) * bs - n;
+                if ((int32_t)s->draft.size() > fit) s->draft.resize((size_t)std::max(0, fit));
+                bm_->append(*s, (int32_t)s->draft.size());
+            }
             schedule_one(s, 1, false);
         } else if (budget > 0) {
             int32_t n = std::min(todo, budget);
@@ -143,13 +240,78 @@ void Scheduler::schedule() {
     }
 }
 
+/* A decode pass that carried drafts: the longest accepted prefix of the draft plus one token of the
+ * sequence's own (the correction at the first rejection, or the token after the whole draft), cut
+ * after a stop id; K/V, prefix-cache hashes and blocks are kept for accepted positions only. */
+void Scheduler::verify(size_t e, std::vector<int32_t> *events) {
+    Sequence *s = entries_[e].seq;
+    const BatchSeq &b = batch_.seqs[e];
+    int32_t k = (int32_t)s->draft.size(), V = cfg_.n_vocab;
+    const int32_t *am = backend_->argmax_rows();
+    bool use_am = am && batch_.row_is_greedy[(size_t)b.logits_row];
+    verified_.clear();
+    for (int32_t i = 0; i <= k; i++) {
+        int32_t row = b.logits_row + i;
+        const float *lg = &logits_[(size_t)row * (size_t)V];
+        // Each position samples as decoding without drafts would (greedy: the argmax; otherwise one
+        // uniform of the sequence's RNG), and a draft is accepted when it is the token drawn. For a
+        // draft that is a point mass this is the speculative-sampling rule (Leviathan et al. 2023,
+        // Chen et al. 2023): accepted with probability p(draft), else a token from p without the
+        // draft, renormalised. And it draws the same uniforms in the same order as decoding without
+        // drafts, so the tokens are identical for a given seed, sampling included.
+        const uint32_t *mask = i == 0                   ? (s->mask.empty() ? nullptr : s->mask.data())
+                               : s->draft_masks.empty() ? nullptr
+                                                        : &s->draft_masks[(size_t)(i - 1) * (size_t)((V + 31) / 32)];
+        int32_t tok = use_am ? am[row] : sampler_.sample(lg, s->sampling, &s->rng, mask);
+        verified_.push_back(tok);
+        if (std::find(s->stop_ids.begin(), s->stop_ids.end(), tok) != s->stop_ids.end()) break;
+        if (i < k && tok != s->draft[(size_t)i]) break;
+    }
+    int32_t a = 0, m = (int32_t)verified_.size();
+    while (a < k && a < m && verified_[(size_t)a] == s->draft[(size_t)a]) a++;
+    // Positions n_computed (the pending token) and the a accepted drafts after it hold valid K/V.
+    s->n_computed += 1 + a;
+    int32_t gen0 = s->n_generated();
+    s->tokens.insert(s->tokens.end(), verified_.begin(), verified_.end());
+    bm_->commit(*s);
+    bm_->trim(*s);
+    stats_.decode_passes++;
+    stats_.decode_tokens += m;
+    stats_.draft_tokens += k;
+    stats_.draft_accepted += a;
+    // The turn-down's record (decayed): a accepted drafted tokens, then a rejection unless all were.
+    s->spec_accepted = 0.8f * s->spec_accepted + (float)a;
+    s->spec_rejected = 0.8f * s->spec_rejected + (a < k ? 1.0f : 0.0f);
+    s->draft.clear();
+    s->draft_masks.clear();
+    if (s->flags & ENG_SEQ_KEEP_LOGITS) {
+        const float *lg = &logits_[(size_t)(b.logits_row + m - 1) * (size_t)V];
+        s->logits.assign(lg, lg + V);
+    }
+    for (int32_t j = 0; j < m; j++) emit(events, s->id, ENG_EVENT_TOKEN, verified_[(size_t)j], gen0 + j + 1);
+    int32_t tok = verified_.back();
+    bool is_stop = std::find(s->stop_ids.begin(), s->stop_ids.end(), tok) != s->stop_ids.end();
+    if (is_stop) finish(s, ENG_FINISH_STOP, events);
+    else if (s->n_generated() >= s->max_tokens || (int32_t)s->tokens.size() >= cfg_.n_ctx)
+        finish(s, ENG_FINISH_LENGTH, events);
+}
+
 void Scheduler::postprocess(std::vector<int32_t> *events) {
     for (size_t e = 0; e < entries_.size(); e++) {
         Sequence *s = entries_[e].seq;
+        if (!entries_[e].is_prefill && !s->draft.empty()) {
+            verify(e, events);
+            continue;
+        }
         s->n_computed += entries_[e].n_tokens;
         bm_->commit(*s);
         if (entries_[e].is_prefill) stats_.prefill_tokens += entries_[e].n_tokens;
-        else stats_.decode_tokens++;
+        else {
+            stats_.decode_tokens++;
+            stats_.decode_passes++;
+        }
+        if (entries_[e].is_prefill && !s->is_prefill_reported && (s->flags & ENG_SEQ_REPORT_PROGRESS))
+            emit(events, s->id, ENG_EVENT_PREFILL_PROGRESS, s->n_cached, s->n_computed);
         int32_t row = batch_.seqs[e].logits_row;
         if (row < 0) continue; // mid-prefill chunk
         const float *lg = &logits_[(size_t)row * (size_t)cfg_.n_vocab];
@@ -160,7 +322,9 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
         const int32_t *am = backend_->argmax_rows();
         // A constrained sequence samples on the host, where its token mask applies.
         const uint32_t *mask = s->mask.empty() ? nullptr : s->mask.data();
-        int32_t tok = am && !mask && batch_.row_is_greedy[(size_t)row] ? am[row] : sampler_.sample(lg, s->sampling, &s->rng, mask);
+        int32_t tok = am && !mask && batch_.row_is_greedy[(size_t)row]
+                          ? am[row]
+                          : sampler_.sample(lg, s->sampling, &s->rng, mask);
         if (s->flags & ENG_SEQ_KEEP_LOGITS) s->logits.assign(lg, lg + cfg_.n_vocab);
         s->tokens.push_back(tok);
         emit(events, s->id, ENG_EVENT_TOKEN, tok, s->n_generated());
@@ -193,7 +357,9 @@ void Scheduler::prepare_mm() {
                 clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
                 vision_->encode(img.pixels.data(), img.grid[0], img.grid[1], img.grid[2], img.embd.data());
                 clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
-                stats_.encode_us += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+                stats_.encode_us +=
+                    std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+                        .count();
                 stats_.encode_cpu_us += (int64_t)(c1.tv_sec - c0.tv_sec) * 1000000 + (c1.tv_nsec - c0.tv_nsec) / 1000;
                 std::vector<float>().swap(img.pixels);
                 stats_.images_encoded++;
@@ -220,17 +386,27 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
         const Sequence *s = entries_[e].seq;
         int32_t row = batch_.seqs[e].logits_row;
         // A masked (constrained) row samples on the host, so the backend must return its logits.
-        if (row >= 0)
-            batch_.row_is_greedy[(size_t)row] =
-                s->sampling.temperature <= 0 && !(s->flags & ENG_SEQ_KEEP_LOGITS) && s->mask.empty();
+        for (int32_t i = 0; row >= 0 && i < batch_.seqs[e].n_logits; i++)
+            batch_.row_is_greedy[(size_t)(row + i)] = s->sampling.temperature <= 0 &&
+                                                      !(s->flags & ENG_SEQ_KEEP_LOGITS) && s->mask.empty() &&
+                                                      s->draft_masks.empty();
     }
     prepare_mm();
+    auto t0 = std::chrono::steady_clock::now();
     int32_t st = backend_->forward(batch_, logits_.data());
     if (st < 0) {
         for (const Entry &e : entries_) finish(e.seq, ENG_FINISH_ERROR, events);
         return st;
     }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    size_t n_events = events->size();
     postprocess(events);
+    if (cfg_.max_draft > 0) { // the cost model of the turn-down (propose)
+        double generated = 0;
+        for (size_t i = n_events; i + 3 < events->size(); i += 4) generated += (*events)[i + 1] == ENG_EVENT_TOKEN;
+        cost_.add((double)batch_.tokens.size(), seconds, generated);
+        token_cost_ = cost_.relative_token_cost();
+    }
     return ENG_STATUS_OK;
 }
 

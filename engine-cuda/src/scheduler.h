@@ -7,6 +7,11 @@
  * block and none is free, the most recently admitted running sequence is preempted (its blocks
  * freed, it goes back to the head of the queue and is recomputed later, mostly from the prefix
  * cache). Cancellation takes effect at the start of the next step.
+ * Speculative decoding (max_draft > 0): a decoding sequence may carry drafted tokens (prompt lookup,
+ * or the host's eng_seq_draft) into the step; they are scored in the same pass as its pending token,
+ * the longest accepted prefix plus one token of its own are kept, and the rejected positions are
+ * dropped (n_computed and the prefix-cache hashes cover accepted tokens only; blocks past them are
+ * trimmed). Drafts never preempt anyone: a sequence drafts only when free blocks remain for them.
  * Multimodal sequences (images): before the first chunk that reaches an image's tokens, the image
  * is encoded (all of it, on the calling thread's vision pool) and its rows replace those tokens'
  * embeddings; every token carries its M-RoPE positions (Batch::mpos).
@@ -33,11 +38,26 @@ struct SchedulerConfig {
     int32_t prefill_chunk = 256; // most prompt tokens computed per step
     int32_t n_ctx = 0;           // context limit (prompt + output)
     int32_t n_vocab = 0;
+    int32_t max_draft = 0; // speculative decoding: most drafted tokens per sequence and step (0: off)
+    int32_t ngram_max = 4; // prompt lookup: the longest suffix matched ...
+    int32_t ngram_min = 2; // ... and the shortest
 };
 
 struct SchedulerStats {
     int64_t steps = 0, prefill_tokens = 0, cached_tokens = 0, decode_tokens = 0, preemptions = 0;
     int64_t images_encoded = 0, encode_us = 0, encode_cpu_us = 0;
+    int64_t draft_tokens = 0, draft_accepted = 0, decode_passes = 0;
+};
+
+/* The turn-down's cost model (scheduler.cpp): a forward pass over T tokens takes about a + b T, fitted
+ * by decayed least squares over the latest steps, and the mean time per generated token. */
+struct StepCost {
+    double n = 0, st = 0, stt = 0, sy = 0, sty = 0; // decayed sums over steps of 1, T, T^2, time, T time
+    double time = 0, tokens = 0;                    // decayed sums of step time and tokens generated
+    void add(double T, double seconds, double generated);
+    /* b x (time per generated token)^-1: what one more token in a pass costs, in generated tokens;
+     * 0 until the steps vary in size (drafting is then free to start). */
+    double relative_token_cost() const;
 };
 
 class Scheduler {
@@ -72,6 +92,8 @@ class Scheduler {
     };
     void schedule();
     void schedule_one(Sequence *s, int32_t n, bool is_prefill);
+    void propose(Sequence *s);
+    void verify(size_t e, std::vector<int32_t> *events);
     void preempt(Sequence *s);
     void finish(Sequence *s, int32_t reason, std::vector<int32_t> *events);
     void postprocess(std::vector<int32_t> *events);
@@ -84,13 +106,16 @@ class Scheduler {
     Sampler sampler_;
     Batch batch_;
     std::vector<Entry> entries_;
-    std::vector<float> logits_; // (max_batch, V)
+    std::vector<float> logits_;     // (max_batch * (1 + max_draft), V)
+    std::vector<int32_t> verified_; // verify(): the tokens a decode pass with drafts produced
     std::deque<Sequence *> waiting_;
     std::vector<Sequence *> running_; // admission order
     std::unordered_map<int32_t, std::unique_ptr<Sequence>> live_;
     std::vector<std::unique_ptr<Sequence>> retired_; // finished in the latest step
     int32_t next_id_ = 1;
     SchedulerStats stats_;
+    StepCost cost_;
+    double token_cost_ = 0; // cost_.relative_token_cost() as of the latest step
     VisionEncoder *vision_ = nullptr;
     int32_t n_embd_ = 0;
 };

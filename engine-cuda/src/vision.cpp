@@ -43,11 +43,13 @@ struct Binder {
     Model *m;
     const Kernels &k;
     std::string p; // model.visual. or visual.
-    int32_t matrix(const std::string &name, std::initializer_list<int64_t> shape, int64_t rows, int64_t cols, Weight *w) {
+    int32_t matrix(const std::string &name, std::initializer_list<int64_t> shape, int64_t rows, int64_t cols,
+                   Weight *w) {
         const Tensor *t;
         ENG_TRY(m->ckpt.require(p + name, shape, &t));
         if (t->dtype == DT_F8_E4M3)
-            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s%s: F8 vision weights are not supported", p.c_str(), name.c_str());
+            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s%s: F8 vision weights are not supported", p.c_str(),
+                        name.c_str());
         w->data = t->data;
         w->dtype = t->dtype;
         w->rows = (int32_t)rows;
@@ -60,7 +62,8 @@ struct Binder {
         const Tensor *t;
         ENG_TRY(m->ckpt.require(p + name, shape, &t));
         if (t->dtype == DT_F8_E4M3)
-            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s%s: F8 vision weights are not supported", p.c_str(), name.c_str());
+            return fail(ENG_STATUS_UNSUPPORTED, "tensor %s%s: F8 vision weights are not supported", p.c_str(),
+                        name.c_str());
         out->resize((size_t)t->numel);
         k.row_to_f32(out->data(), t->data, t->dtype, 0, (int)t->numel, nullptr);
         m->vision->n_params += t->numel;
@@ -134,7 +137,8 @@ void attn_task(void *arg, int task, int worker) {
 int32_t vision_load(Model *m) {
     const JsonValue &root = m->ckpt.config();
     const JsonValue *vc = field(root, "vision_config");
-    if (!vc || vc->kind != JsonValue::OBJECT) return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: vision_config is missing");
+    if (!vc || vc->kind != JsonValue::OBJECT)
+        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: vision_config is missing");
     m->vision = std::make_shared<VisionModel>();
     VisionConfig &c = m->vision->cfg;
     int32_t image_size = 0;
@@ -157,21 +161,25 @@ int32_t vision_load(Model *m) {
     c.has_qkv_bias = bias && bias->kind == JsonValue::BOOL && bias->boolean;
     const JsonValue *act = field(*vc, "hidden_act");
     if (act && act->kind == JsonValue::STRING && act->string != "silu")
-        return fail(ENG_STATUS_UNSUPPORTED, "config.json: vision_config.hidden_act %s is not supported (silu only)", act->string.c_str());
+        return fail(ENG_STATUS_UNSUPPORTED, "config.json: vision_config.hidden_act %s is not supported (silu only)",
+                    act->string.c_str());
     c.head_dim = c.hidden / c.n_head;
     c.pos_side = image_size / c.patch;
     if (c.hidden % c.n_head != 0 || c.head_dim % 4 != 0 || c.pos_side < 1)
-        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: vision head size %d (hidden %d / %d heads) must be a multiple of 4",
-                    c.head_dim, c.hidden, c.n_head);
+        return fail(ENG_STATUS_BAD_CHECKPOINT,
+                    "config.json: vision head size %d (hidden %d / %d heads) must be a multiple of 4", c.head_dim,
+                    c.hidden, c.n_head);
     if (c.out_hidden != m->cfg.n_embd)
-        return fail(ENG_STATUS_BAD_CHECKPOINT, "config.json: vision_config.out_hidden_size %d differs from the text hidden size %d",
-                    c.out_hidden, m->cfg.n_embd);
+        return fail(ENG_STATUS_BAD_CHECKPOINT,
+                    "config.json: vision_config.out_hidden_size %d differs from the text hidden size %d", c.out_hidden,
+                    m->cfg.n_embd);
     VisionModel &v = *m->vision;
     // The vectors are widened to f32 at load, exactly on every kernel path: the portable table does it.
     Binder b{m, kernels_scalar, m->ckpt.find("model.visual.patch_embed.proj.weight") ? "model.visual." : "visual."};
     int64_t Cv = c.hidden, O = c.out_hidden, Iv = c.merger_ff, S = c.pos_side, mm = c.merge;
     ENG_TRY(b.vec("embeddings.position_embedding.weight", {S * S, Cv}, &v.pos_table));
-    ENG_TRY(b.matrix("patch_embed.proj.weight", {Cv, c.in_ch, c.temporal, c.patch, c.patch}, Cv, c.patch_floats(), &v.patch_w));
+    ENG_TRY(b.matrix("patch_embed.proj.weight", {Cv, c.in_ch, c.temporal, c.patch, c.patch}, Cv, c.patch_floats(),
+                     &v.patch_w));
     ENG_TRY(b.vec("patch_embed.proj.bias", {Cv}, &v.patch_b));
     ENG_TRY(b.vec("post_conv_layernorm.weight", {Cv}, &v.post_conv_norm));
     ENG_TRY(b.vec("post_layernorm.weight", {Cv}, &v.post_norm));
@@ -205,7 +213,8 @@ int32_t VisionEncoder::init(const VisionModel &v, int n_threads, const Kernels &
     k_ = &k;
     ENG_TRY(pool_.start(n_threads));
     const VisionConfig &c = v.cfg;
-    int64_t kmax = std::max<int64_t>({(int64_t)c.patch_floats(), (int64_t)c.hidden * c.merge * c.merge, c.out_hidden, c.merger_ff, c.hidden});
+    int64_t kmax = std::max<int64_t>(
+        {(int64_t)c.patch_floats(), (int64_t)c.hidden * c.merge * c.merge, c.out_hidden, c.merger_ff, c.hidden});
     scratch_.resize((size_t)pool_.n_threads());
     for (auto &s : scratch_) {
         s.resize((size_t)(kMatmulRows * kmax));
@@ -219,12 +228,10 @@ void VisionEncoder::linear(const Weight &w, const float *x, int ldx, int T, floa
     pool_.run((w.rows + kMatmulRows - 1) / kMatmulRows, mat_task, &m);
 }
 
-void VisionEncoder::encode(const float *pixels, int t, int h, int w, float *out) {
-    const VisionModel &v = *v_;
-    const VisionConfig &c = v.cfg;
-    const Kernels &k = *k_;
-    int L = h * w, N = t * L, Cv = c.hidden, Dv = c.head_dim, O = c.out_hidden, Iv = c.merger_ff, m = c.merge;
-    int mm = m * m, M = N / mm, half = Dv / 2, quarter = Dv / 4, S = c.pos_side;
+/* Sizes the activations for N patches of L per frame (they only grow). */
+void VisionEncoder::reserve(int N, int L) {
+    const VisionConfig &c = v_->cfg;
+    int Cv = c.hidden, O = c.out_hidden, half = c.head_dim / 2;
     x_.resize((size_t)N * Cv);
     h_.resize((size_t)N * Cv);
     qkv_.resize((size_t)N * 3 * Cv);
@@ -242,23 +249,37 @@ void VisionEncoder::encode(const float *pixels, int t, int h, int w, float *out)
             s.resize((size_t)kVisionTile * L);
             scratch_ptr_[(size_t)(&s - scratch_.data())] = s.data();
         }
+}
 
-    // Patch embedding, then post_conv_layernorm.
+/* x_ = post_conv_layernorm(patch embedding) + the sampled position table; rows_ / cols_: the
+ * (row, col) of each patch of a frame in the processor's merge-window order. */
+void VisionEncoder::embed(const float *pixels, int t, int h, int w) {
+    const VisionModel &v = *v_;
+    const VisionConfig &c = v.cfg;
+    int L = h * w, N = t * L, Cv = c.hidden, m = c.merge, mm = m * m;
     linear(v.patch_w, pixels, c.patch_floats(), N, x_.data(), Cv, v.patch_b.data());
-    for (int n = 0; n < N; n++) k.rmsnorm(&x_[(size_t)n * Cv], &x_[(size_t)n * Cv], v.post_conv_norm.data(), Cv, c.eps);
-
-    // (row, col) of each patch of a frame in the processor's merge-window order.
+    for (int n = 0; n < N; n++)
+        k_->rmsnorm(&x_[(size_t)n * Cv], &x_[(size_t)n * Cv], v.post_conv_norm.data(), Cv, c.eps);
     for (int n = 0; n < L; n++) {
         int win = n / mm, in = n % mm, wr = win / (w / m), wc = win % (w / m);
         rows_[(size_t)n] = wr * m + in / m;
         cols_[(size_t)n] = wc * m + in % m;
     }
-    // + the S x S position table sampled bicubically at the patch centre: grid_sample's x (column)
-    // = ((col + 0.5) / w) * 2 - 1, unnormalised with align_corners=False to ((x + 1) * S - 1) / 2;
-    // the 4 x 4 neighbours' indices are clamped to the table (border padding).
+    add_positions(t, h, w);
+}
+
+/* x_ += the S x S position table sampled bicubically at each patch centre: grid_sample's x
+ * (column) = ((col + 0.5) / w) * 2 - 1, unnormalised with align_corners=False to
+ * ((x + 1) * S - 1) / 2; the 4 x 4 neighbours' indices are clamped to the table (border padding).
+ * Every frame gets the same positions. */
+void VisionEncoder::add_positions(int t, int h, int w) {
+    const VisionModel &v = *v_;
+    const Kernels &k = *k_;
+    int L = h * w, Cv = v.cfg.hidden, S = v.cfg.pos_side;
     std::vector<float> pe((size_t)Cv);
     for (int n = 0; n < L; n++) {
-        float gx = ((float)cols_[(size_t)n] + 0.5f) / (float)w * 2 - 1, gy = ((float)rows_[(size_t)n] + 0.5f) / (float)h * 2 - 1;
+        float gx = ((float)cols_[(size_t)n] + 0.5f) / (float)w * 2 - 1,
+              gy = ((float)rows_[(size_t)n] + 0.5f) / (float)h * 2 - 1;
         float ix = ((gx + 1) * (float)S - 1) / 2, iy = ((gy + 1) * (float)S - 1) / 2;
         float fx = floorf(ix), fy = floorf(iy), wx[4], wy[4];
         cubic_weights(ix - fx, wx);
@@ -278,8 +299,13 @@ void VisionEncoder::encode(const float *pixels, int t, int h, int w, float *out)
             for (int i = 0; i < Cv; i++) xr[i] += pe[(size_t)i];
         }
     }
-    // 2-D rotary angles: dims [0, Dv/4) take row * inv_freq, [Dv/4, Dv/2) col * inv_freq; the
-    // second half of the head repeats them (NeoX pairs x[i], x[i + Dv/2]).
+}
+
+/* 2-D rotary angles of the L patches of a frame: dims [0, Dv/4) take row * inv_freq, [Dv/4, Dv/2)
+ * col * inv_freq; the second half of the head repeats them (NeoX pairs x[i], x[i + Dv/2]). */
+void VisionEncoder::rotary_angles(int L) {
+    const VisionConfig &c = v_->cfg;
+    int half = c.head_dim / 2, quarter = c.head_dim / 4;
     for (int n = 0; n < L; n++)
         for (int i = 0; i < half; i++) {
             int j = i % quarter;
@@ -288,42 +314,71 @@ void VisionEncoder::encode(const float *pixels, int t, int h, int w, float *out)
             cos_[(size_t)n * half + i] = (float)cos((double)ang);
             sin_[(size_t)n * half + i] = (float)sin((double)ang);
         }
+}
 
-    for (const VisionBlock &B : v.blocks) {
-        for (int n = 0; n < N; n++) k.rmsnorm(&h_[(size_t)n * Cv], &x_[(size_t)n * Cv], B.norm1.data(), Cv, c.eps);
-        linear(B.qkv, h_.data(), Cv, N, qkv_.data(), 3 * Cv, B.qkv_bias.empty() ? nullptr : B.qkv_bias.data());
-        for (int n = 0; n < N; n++) {
-            const float *cs = &cos_[(size_t)(n % L) * half], *sn = &sin_[(size_t)(n % L) * half];
-            for (int part = 0; part < 2; part++) // q, then k
-                for (int hd = 0; hd < c.n_head; hd++) {
-                    float *x = &qkv_[(size_t)n * 3 * Cv + (size_t)part * Cv + (size_t)hd * Dv];
-                    for (int i = 0; i < half; i++) {
-                        float a = x[i], b = x[i + half];
-                        x[i] = a * cs[i] - b * sn[i];
-                        x[i + half] = b * cs[i] + a * sn[i];
-                    }
-                }
-        }
-        for (int n = 0; n < N; n++)
+/* Rotates the q and k heads of qkv_ in place, then repacks k and v per head into kh_ / vh_ (H, N, Dv). */
+void VisionEncoder::rotate_and_repack(int N, int L) {
+    const VisionConfig &c = v_->cfg;
+    int Cv = c.hidden, Dv = c.head_dim, half = Dv / 2;
+    for (int n = 0; n < N; n++) {
+        const float *cs = &cos_[(size_t)(n % L) * half], *sn = &sin_[(size_t)(n % L) * half];
+        for (int part = 0; part < 2; part++) // q, then k
             for (int hd = 0; hd < c.n_head; hd++) {
-                const float *row = &qkv_[(size_t)n * 3 * Cv + (size_t)hd * Dv];
-                memcpy(&kh_[((size_t)hd * N + n) * Dv], row + Cv, sizeof(float) * (size_t)Dv);
-                memcpy(&vh_[((size_t)hd * N + n) * Dv], row + 2 * Cv, sizeof(float) * (size_t)Dv);
+                float *x = &qkv_[(size_t)n * 3 * Cv + (size_t)part * Cv + (size_t)hd * Dv];
+                for (int i = 0; i < half; i++) {
+                    float a = x[i], b = x[i + half];
+                    x[i] = a * cs[i] - b * sn[i];
+                    x[i + half] = b * cs[i] + a * sn[i];
+                }
             }
-        AttnTask at{&k, qkv_.data(), kh_.data(), vh_.data(), att_.data(), Cv, Dv, c.n_head, N, L, 1.0f / sqrtf((float)Dv),
-                    scratch_ptr_.data()};
-        pool_.run(t * ((L + kVisionTile - 1) / kVisionTile) * c.n_head, attn_task, &at);
-        linear(B.proj, att_.data(), Cv, N, h_.data(), Cv, nullptr);
-        for (size_t i = 0; i < (size_t)N * Cv; i++) x_[i] += h_[i];
-        for (int n = 0; n < N; n++) k.rmsnorm(&h_[(size_t)n * Cv], &x_[(size_t)n * Cv], B.norm2.data(), Cv, c.eps);
-        linear(B.gate, h_.data(), Cv, N, ff_.data(), 2 * O, nullptr);
-        linear(B.up, h_.data(), Cv, N, ff_.data() + O, 2 * O, nullptr);
-        for (int n = 0; n < N; n++) k.silu_mul(&ff2_[(size_t)n * O], &ff_[(size_t)n * 2 * O], &ff_[(size_t)n * 2 * O + O], O);
-        linear(B.down, ff2_.data(), O, N, h_.data(), Cv, nullptr);
-        for (size_t i = 0; i < (size_t)N * Cv; i++) x_[i] += h_[i];
     }
-    for (int n = 0; n < N; n++) k.rmsnorm(&x_[(size_t)n * Cv], &x_[(size_t)n * Cv], v.post_norm.data(), Cv, c.eps);
+    for (int n = 0; n < N; n++)
+        for (int hd = 0; hd < c.n_head; hd++) {
+            const float *row = &qkv_[(size_t)n * 3 * Cv + (size_t)hd * Dv];
+            memcpy(&kh_[((size_t)hd * N + n) * Dv], row + Cv, sizeof(float) * (size_t)Dv);
+            memcpy(&vh_[((size_t)hd * N + n) * Dv], row + 2 * Cv, sizeof(float) * (size_t)Dv);
+        }
+}
 
+/* One ViT block over x_ (t frames of L patches, N in all): RMSNorm, qkv, 2-D rotary, attention
+ * within each frame, proj, residual; RMSNorm, SwiGLU MLP, residual. */
+void VisionEncoder::block(const VisionBlock &B, int t, int N, int L) {
+    const VisionConfig &c = v_->cfg;
+    const Kernels &k = *k_;
+    int Cv = c.hidden, Dv = c.head_dim, O = c.out_hidden;
+    for (int n = 0; n < N; n++) k.rmsnorm(&h_[(size_t)n * Cv], &x_[(size_t)n * Cv], B.norm1.data(), Cv, c.eps);
+    linear(B.qkv, h_.data(), Cv, N, qkv_.data(), 3 * Cv, B.qkv_bias.empty() ? nullptr : B.qkv_bias.data());
+    rotate_and_repack(N, L);
+    AttnTask at{&k,
+                qkv_.data(),
+                kh_.data(),
+                vh_.data(),
+                att_.data(),
+                Cv,
+                Dv,
+                c.n_head,
+                N,
+                L,
+                1.0f / sqrtf((float)Dv),
+                scratch_ptr_.data()};
+    pool_.run(t * ((L + kVisionTile - 1) / kVisionTile) * c.n_head, attn_task, &at);
+    linear(B.proj, att_.data(), Cv, N, h_.data(), Cv, nullptr);
+    for (size_t i = 0; i < (size_t)N * Cv; i++) x_[i] += h_[i];
+    for (int n = 0; n < N; n++) k.rmsnorm(&h_[(size_t)n * Cv], &x_[(size_t)n * Cv], B.norm2.data(), Cv, c.eps);
+    linear(B.gate, h_.data(), Cv, N, ff_.data(), 2 * O, nullptr);
+    linear(B.up, h_.data(), Cv, N, ff_.data() + O, 2 * O, nullptr);
+    for (int n = 0; n < N; n++)
+        k.silu_mul(&ff2_[(size_t)n * O], &ff_[(size_t)n * 2 * O], &ff_[(size_t)n * 2 * O + O], O);
+    linear(B.down, ff2_.data(), O, N, h_.data(), Cv, nullptr);
+    for (size_t i = 0; i < (size_t)N * Cv; i++) x_[i] += h_[i];
+}
+
+/* The N patch rows of x_ to N / merge^2 output rows: downsample, then the merger. */
+void VisionEncoder::merge(int N, float *out) {
+    const VisionModel &v = *v_;
+    const VisionConfig &c = v.cfg;
+    const Kernels &k = *k_;
+    int Cv = c.hidden, O = c.out_hidden, Iv = c.merger_ff, mm = c.merge * c.merge, M = N / mm;
     // Downsample: window g's m*m rows as a [Cv, m, m] image; the Conv2d weight (O, Cv, m, m) is a
     // (O, Cv*m*m) matrix over the input laid out channel-major: win[c * m*m + r] = x[g*m*m + r][c].
     win_.resize((size_t)M * Cv * mm);
@@ -351,8 +406,21 @@ void VisionEncoder::encode(const float *pixels, int t, int h, int w, float *out)
     linear(v.gate, y_.data(), O, M, z_.data(), 2 * Iv, nullptr);
     linear(v.up, y_.data(), O, M, z_.data() + Iv, 2 * Iv, nullptr);
     ff2_.resize(std::max(ff2_.size(), (size_t)M * Iv));
-    for (int g = 0; g < M; g++) k.silu_mul(&ff2_[(size_t)g * Iv], &z_[(size_t)g * 2 * Iv], &z_[(size_t)g * 2 * Iv + Iv], Iv);
+    for (int g = 0; g < M; g++)
+        k.silu_mul(&ff2_[(size_t)g * Iv], &z_[(size_t)g * 2 * Iv], &z_[(size_t)g * 2 * Iv + Iv], Iv);
     linear(v.down, ff2_.data(), Iv, M, out, O, nullptr);
+}
+
+void VisionEncoder::encode(const float *pixels, int t, int h, int w, float *out) {
+    const VisionModel &v = *v_;
+    const VisionConfig &c = v.cfg;
+    int L = h * w, N = t * L, Cv = c.hidden;
+    reserve(N, L);
+    embed(pixels, t, h, w);
+    rotary_angles(L);
+    for (const VisionBlock &B : v.blocks) block(B, t, N, L);
+    for (int n = 0; n < N; n++) k_->rmsnorm(&x_[(size_t)n * Cv], &x_[(size_t)n * Cv], v.post_norm.data(), Cv, c.eps);
+    merge(N, out);
 }
 
 void mrope_positions(int32_t n_tokens, const int32_t *img_tok0, const int32_t *grids, int32_t n_images, int32_t merge,

@@ -26,10 +26,10 @@ namespace maya {
 
 struct VisionConfig {
     int32_t depth = 0, hidden = 0, n_head = 0, head_dim = 0; // Cv, Dv = Cv / heads
-    int32_t out_hidden = 0;                                    // O
-    int32_t merger_ff = 0;                                     // Iv: vision intermediate_size
+    int32_t out_hidden = 0;                                  // O
+    int32_t merger_ff = 0;                                   // Iv: vision intermediate_size
     int32_t patch = 14, temporal = 2, merge = 2, in_ch = 3;
-    int32_t pos_side = 0;                                      // S = image_size / patch
+    int32_t pos_side = 0; // S = image_size / patch
     float eps = 1e-5f, rope_theta = 10000.0f;
     bool has_qkv_bias = false;
     int32_t patch_floats() const { return in_ch * temporal * patch * patch; } // P
@@ -46,17 +46,17 @@ struct VisionBlock {
 
 struct VisionModel {
     VisionConfig cfg;
-    std::vector<float> pos_table;               // (S*S, Cv) f32, row-major (row, col)
-    Weight patch_w;                             // (Cv, P)
-    std::vector<float> patch_b;                 // (Cv)
+    std::vector<float> pos_table;                 // (S*S, Cv) f32, row-major (row, col)
+    Weight patch_w;                               // (Cv, P)
+    std::vector<float> patch_b;                   // (Cv)
     std::vector<float> post_conv_norm, post_norm; // (Cv)
     std::vector<VisionBlock> blocks;
-    Weight down_w;                              // (O, 4 Cv) as (O, Cv, 2, 2)
-    std::vector<float> down_b;                  // (O)
-    Weight proj;                                // (O, O)
-    std::vector<float> ln_w, ln_b;              // (O) merger LayerNorm
-    Weight gate, up;                            // (Iv, O)
-    Weight down;                                // (O, Iv)
+    Weight down_w;                 // (O, 4 Cv) as (O, Cv, 2, 2)
+    std::vector<float> down_b;     // (O)
+    Weight proj;                   // (O, O)
+    std::vector<float> ln_w, ln_b; // (O) merger LayerNorm
+    Weight gate, up;               // (Iv, O)
+    Weight down;                   // (O, Iv)
     int64_t n_params = 0;
 };
 
@@ -75,6 +75,14 @@ class VisionEncoder {
 
   private:
     void linear(const Weight &w, const float *x, int ldx, int T, float *y, int ldy, const float *bias);
+    // The steps of encode(), in order (vision.cpp says what each computes).
+    void reserve(int N, int L);
+    void embed(const float *pixels, int t, int h, int w);
+    void add_positions(int t, int h, int w);
+    void rotary_angles(int L);
+    void block(const VisionBlock &B, int t, int N, int L);
+    void rotate_and_repack(int N, int L);
+    void merge(int N, float *out);
 
     const VisionModel *v_ = nullptr;
     const Kernels *k_ = nullptr;

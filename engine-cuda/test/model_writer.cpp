@@ -92,7 +92,8 @@ bool write_random_model(const std::string &dir, const RandomModelSpec &s) {
              "{\"architectures\": [\"%s\"], \"vocab_size\": %d, \"hidden_size\": %d, \"num_hidden_layers\": %d,\n"
              " \"num_attention_heads\": %d, \"num_key_value_heads\": %d, \"head_dim\": %d, \"intermediate_size\": %d,\n"
              " \"max_position_embeddings\": %d, \"rms_norm_eps\": 1e-5, \"rope_theta\": 10000.0,\n"
-             " \"tie_word_embeddings\": %s, \"attention_bias\": %s, \"partial_rotary_factor\": %s, \"hidden_act\": \"silu\"}\n",
+             " \"tie_word_embeddings\": %s, \"attention_bias\": %s, \"partial_rotary_factor\": %s, \"hidden_act\": "
+             "\"silu\"}\n",
              s.arch.c_str(), s.vocab, s.hidden, s.layers, s.heads, s.kv_heads, s.head_dim, s.ffn, s.max_pos,
              s.tied ? "true" : "false", glm ? "true" : "false", glm ? "0.5" : "1.0");
     if (!write_text(dir + "/config.json", cfg)) return false;

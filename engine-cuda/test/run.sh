@@ -18,7 +18,7 @@ command -v "$cxx" >/dev/null 2>&1 || { echo "engine tests: C++ compiler '$cxx' n
 mkdir -p "$obj"
 # shellcheck disable=SC2206
 extra=(${MAYA_ENGINE_CXXFLAGS:-})
-flags=(-std=c++17 -O2 -DTESTING -pthread -Wall -Wextra -I"$root/engine-cuda/include" "${extra[@]}")
+flags=(-std=c++17 -O2 -DTESTING -pthread -Wall -Wextra -Werror -I"$root/engine-cuda/include" "${extra[@]}")
 avx2=()
 avx512=()
 case "$(uname -m)" in
@@ -28,7 +28,7 @@ case "$(uname -m)" in
     if echo 'int main(){}' | "$cxx" -mavx512vnni -x c++ - -o /dev/null >/dev/null 2>&1; then avx512+=(-mavx512vnni); fi
     ;;
 esac
-newest_header=$(stat -c %Y "$root"/engine-cuda/include/engine.h "$src"/*.h "$src"/cuda/*.h "$tst"/*.h "$0" | sort -n | tail -n 1)
+newest_header=$(stat -c %Y "$root"/engine-cuda/include/engine.h "$src"/*.h "$src"/kernels/*.h "$src"/cuda/*.h "$tst"/*.h "$0" | sort -n | tail -n 1)
 jobs="${MAYA_ENGINE_JOBS:-2}" # parallel compiles, as in build-engine.sh
 objs=()
 pids=()

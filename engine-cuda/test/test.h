@@ -23,7 +23,7 @@ extern int g_test_failures;
 std::string test_tmpdir(const char *tag);
 /* Repository root (for test/fixtures). */
 std::string test_repo_root();
-/* The kernel path the harness runs (ENG_PARAM_SIMD code from $MAYA_ENGINE_SIMD; 0 = fastest). */
+/* The kernel path the harness runs (ENG_PARAM_SIMD code from $MAYA_ENGINE_SIMD: 0 fastest, else 1 + ENG_SIMD_*). */
 int64_t test_simd();
 /* eng_ctx_create with the harness's engine settings where params leave them unset (0). The library
  * reads no environment; the harness does, as the server's config/ does: ENG_PARAM_BACKEND from
@@ -32,39 +32,39 @@ int64_t test_simd();
  * $MAYA_CUDA_TC_MIN_TOKENS (0 = never) / $MAYA_CUDA_GRAPHS (0 = off) / $MAYA_CUDA_DEVICE. */
 int32_t test_ctx_create(const char *dir, const int64_t *params, int32_t n_params, eng_ctx **out);
 
-#define TEST(name)                                                   \
-    static void test_##name();                                       \
-    static struct Register_##name {                                  \
-        Register_##name() { test_register(#name, test_##name); }     \
-    } register_##name;                                               \
+#define TEST(name)                                               \
+    static void test_##name();                                   \
+    static struct Register_##name {                              \
+        Register_##name() { test_register(#name, test_##name); } \
+    } register_##name;                                           \
     static void test_##name()
 
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            g_test_failures++;                                                        \
-            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);          \
-        }                                                                             \
+#define CHECK(cond)                                                           \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            g_test_failures++;                                                \
+            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                     \
     } while (0)
 
-#define CHECK_MSG(cond, ...)                                                          \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            g_test_failures++;                                                        \
-            fprintf(stderr, "  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
-            fprintf(stderr, __VA_ARGS__);                                             \
-            fprintf(stderr, "\n");                                                    \
-        }                                                                             \
+#define CHECK_MSG(cond, ...)                                                  \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            g_test_failures++;                                                \
+            fprintf(stderr, "  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n");                                            \
+        }                                                                     \
     } while (0)
 
-#define CHECK_NEAR(a, b, tol)                                                         \
-    do {                                                                              \
-        double a_ = (a), b_ = (b);                                                    \
-        if (!(fabs(a_ - b_) <= (tol))) {                                              \
-            g_test_failures++;                                                        \
+#define CHECK_NEAR(a, b, tol)                                                                                      \
+    do {                                                                                                           \
+        double a_ = (a), b_ = (b);                                                                                 \
+        if (!(fabs(a_ - b_) <= (tol))) {                                                                           \
+            g_test_failures++;                                                                                     \
             fprintf(stderr, "  FAIL %s:%d: %s = %.9g vs %s = %.9g (tol %g)\n", __FILE__, __LINE__, #a, a_, #b, b_, \
-                    (double)(tol));                                                   \
-        }                                                                             \
+                    (double)(tol));                                                                                \
+        }                                                                                                          \
     } while (0)
 
 #endif

@@ -22,7 +22,8 @@ TEST(cuda_paging_matches_cpu_addressing) {
             for (int pos = 0; pos < (int)table.size() * bs; pos++)
                 for (int g = 0; g < Hkv; g++) {
                     int64_t blk = table[(size_t)(pos / bs)], D = 24;
-                    CHECK(maya::kv_offset(table.data(), pos, bs, Hkv, g, (int32_t)D) == ((blk * Hkv + g) * bs + pos % bs) * D);
+                    CHECK(maya::kv_offset(table.data(), pos, bs, Hkv, g, (int32_t)D) ==
+                          ((blk * Hkv + g) * bs + pos % bs) * D);
                 }
 }
 
@@ -75,7 +76,7 @@ TEST(cuda_backend_selection_and_errors) {
     CHECK(create_with(dir, 1, 0, &ctx, &msg) == ENG_STATUS_OK && ctx);
     if (ctx) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
-        CHECK(info[ENG_INFO_BACKEND] == 1);
+        CHECK(info[ENG_INFO_BACKEND] == ENG_BACKEND_CPU);
         eng_ctx_free(ctx);
     }
     // ENG_PARAM_KV_BYTES sets the KV budget (a cap on the GPU): 2 blocks of 2 layers x 2 kv heads x
@@ -83,7 +84,8 @@ TEST(cuda_backend_selection_and_errors) {
     CHECK(create_with(dir, 1, 8192, &ctx, &msg) == ENG_STATUS_OK && ctx);
     if (ctx) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
-        CHECK_MSG(info[ENG_INFO_N_BLOCKS] == 2 && info[ENG_INFO_N_CTX] == 32, "blocks %lld ctx %lld", (long long)info[ENG_INFO_N_BLOCKS], (long long)info[ENG_INFO_N_CTX]);
+        CHECK_MSG(info[ENG_INFO_N_BLOCKS] == 2 && info[ENG_INFO_N_CTX] == 32, "blocks %lld ctx %lld",
+                  (long long)info[ENG_INFO_N_BLOCKS], (long long)info[ENG_INFO_N_CTX]);
         eng_ctx_free(ctx);
     }
 
@@ -91,7 +93,7 @@ TEST(cuda_backend_selection_and_errors) {
     CHECK(st == ENG_STATUS_OK && ctx);
     if (ctx) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
-        CHECK(info[ENG_INFO_BACKEND] == (usable ? 2 : 1));
+        CHECK(info[ENG_INFO_BACKEND] == (usable ? ENG_BACKEND_CUDA : ENG_BACKEND_CPU));
         eng_ctx_free(ctx);
     }
 
@@ -102,7 +104,8 @@ TEST(cuda_backend_selection_and_errors) {
     } else {
         // No GPU here (or no library): a clean status and a message saying which, never a crash.
         CHECK(st == ENG_STATUS_UNSUPPORTED && !ctx);
-        CHECK_MSG(msg == why || strstr(msg.c_str(), "NVIDIA GPU"), "message '%s', probe '%s'", msg.c_str(), why.c_str());
+        CHECK_MSG(msg == why || strstr(msg.c_str(), "NVIDIA GPU"), "message '%s', probe '%s'", msg.c_str(),
+                  why.c_str());
         const char *lib = getenv("MAYA_ENGINE_CUDA_LIB"); // the harness passed it to eng_cuda_lib_set
         bool is_lib_missing = lib && *lib && access(lib, F_OK) != 0;
         if (is_lib_missing) CHECK_MSG(strstr(msg.c_str(), "is not available"), "%s", msg.c_str());
@@ -132,7 +135,7 @@ TEST(ctx_create_reads_no_environment) {
     }
     setenv("MAYA_ENGINE_KV_BYTES", "1", 1);
     int64_t p[ENG_PARAM_COUNT] = {0};
-    p[ENG_PARAM_BACKEND] = 1;
+    p[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
     eng_ctx *ctx = nullptr;
     CHECK(eng_ctx_create(dir.c_str(), p, ENG_PARAM_COUNT, &ctx) == ENG_STATUS_OK && ctx);
     if (ctx) {
@@ -152,8 +155,8 @@ TEST(ctx_create_reads_no_environment) {
  * the CPU backend through the ABI, and its batch / chunk / prefix-cache invariance. */
 
 struct Workload {
-    std::vector<std::vector<int32_t>> tokens;       // per prompt: greedy continuation
-    std::vector<std::vector<float>> first_logits;   // per prompt: logits of the last prompt position
+    std::vector<std::vector<int32_t>> tokens;     // per prompt: greedy continuation
+    std::vector<std::vector<float>> first_logits; // per prompt: logits of the last prompt position
 };
 
 static eng_ctx *open_ctx(const std::string &dir, int64_t backend, int64_t chunk) {
@@ -170,8 +173,9 @@ static eng_ctx *open_ctx(const std::string &dir, int64_t backend, int64_t chunk)
 }
 
 /* Runs prompts[i] for i in `which` together (added at once) and collects their results. */
-static void run_prompts(eng_ctx *ctx, const std::vector<std::vector<int32_t>> &prompts, const std::vector<size_t> &which,
-                        int n_gen, Workload *out, uint32_t flags = ENG_SEQ_KEEP_LOGITS) {
+static void run_prompts(eng_ctx *ctx, const std::vector<std::vector<int32_t>> &prompts,
+                        const std::vector<size_t> &which, int n_gen, Workload *out,
+                        uint32_t flags = ENG_SEQ_KEEP_LOGITS) {
     int64_t info[ENG_INFO_COUNT];
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
     int32_t V = (int32_t)info[ENG_INFO_N_VOCAB];
@@ -180,7 +184,7 @@ static void run_prompts(eng_ctx *ctx, const std::vector<std::vector<int32_t>> &p
     std::vector<int32_t> ids(which.size(), -1);
     for (size_t i = 0; i < which.size(); i++) {
         const auto &p = prompts[which[i]];
-        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, n_gen, 0.0f, 1.0f, 0, flags, &ids[i]) == 0);
+        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, n_gen, 0.0f, 1.0f, 0, 0, flags, &ids[i]) == 0);
         out->tokens[which[i]].clear();
     }
     std::vector<int32_t> ev(4 * 256);
@@ -239,11 +243,11 @@ static void gpu_vs_cpu(const std::string &dir, const std::string &name, int32_t 
     std::vector<size_t> all = {0, 1, 2, 3, 4, 5};
     const int n_gen = 24;
     Workload cpu, gpu, gpu_chunked, gpu_alone, gpu_cached, gpu_argmax;
-    eng_ctx *c = open_ctx(dir, 1, 256);
+    eng_ctx *c = open_ctx(dir, ENG_BACKEND_CPU, 256);
     if (!c) return;
     run_prompts(c, prompts, all, n_gen, &cpu);
     eng_ctx_free(c);
-    eng_ctx *g = open_ctx(dir, 2, 256);
+    eng_ctx *g = open_ctx(dir, ENG_BACKEND_CUDA, 256);
     if (!g) return;
     run_prompts(g, prompts, all, n_gen, &gpu);
     compare(cpu, gpu, "cuda vs cpu, batched", name);
@@ -258,7 +262,7 @@ static void gpu_vs_cpu(const std::string &dir, const std::string &name, int32_t 
     for (size_t p = 0; p < prompts.size(); p++) run_prompts(g, prompts, {p}, n_gen, &gpu_alone);
     compare(gpu, gpu_alone, "cuda alone vs batched", name);
     eng_ctx_free(g);
-    g = open_ctx(dir, 2, 7);
+    g = open_ctx(dir, ENG_BACKEND_CUDA, 7);
     if (!g) return;
     run_prompts(g, prompts, all, n_gen, &gpu_chunked);
     compare(gpu, gpu_chunked, "cuda chunk 7 vs chunk 256", name);

@@ -45,8 +45,8 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     int64_t params[ENG_PARAM_COUNT] = {0};
     params[ENG_PARAM_N_THREADS] = n_threads;
     params[ENG_PARAM_PREFILL_CHUNK] = chunk;
-    if (q8) params[ENG_PARAM_WEIGHT_DTYPE] = 2;
-    if (want_simd >= 0) params[ENG_PARAM_SIMD] = want_simd + 1; // ENG_INFO_SIMD code + 1
+    if (q8) params[ENG_PARAM_WEIGHT_DTYPE] = ENG_WEIGHT_DTYPE_Q8;
+    if (want_simd >= 0) params[ENG_PARAM_SIMD] = 1 + want_simd; // 1 + ENG_SIMD_*
     eng_ctx *ctx = nullptr;
     int32_t st = test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx);
     char msg[512] = "";
@@ -60,8 +60,14 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     CHECK(info[ENG_INFO_N_THREADS] == n_threads);
     // The fixture's name ends with its stored dtype; q8 replaces it.
     std::string nm = name;
-    auto ends = [&](const char *tail) { return nm.size() >= strlen(tail) && nm.compare(nm.size() - strlen(tail), std::string::npos, tail) == 0; };
-    int64_t want_dtype = q8 ? 5 : ends("-fp8") ? 4 : ends("-bf16") ? 2 : ends("-f16") ? 1 : 0;
+    auto ends = [&](const char *tail) {
+        return nm.size() >= strlen(tail) && nm.compare(nm.size() - strlen(tail), std::string::npos, tail) == 0;
+    };
+    int64_t want_dtype = q8              ? ENG_WEIGHT_DTYPE_Q8
+                         : ends("-fp8")  ? ENG_WEIGHT_DTYPE_FP8
+                         : ends("-bf16") ? ENG_WEIGHT_DTYPE_BF16
+                         : ends("-f16")  ? ENG_WEIGHT_DTYPE_F16
+                                         : ENG_WEIGHT_DTYPE_F32;
     CHECK_MSG(info[ENG_INFO_WEIGHT_DTYPE] == want_dtype, "%s: weight dtype %lld, expected %lld", name,
               (long long)info[ENG_INFO_WEIGHT_DTYPE], (long long)want_dtype);
     int n_greedy = (int)fx.get("greedy_tokens")->integer;
@@ -71,7 +77,7 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     for (size_t p = 0; p < prompts->items.size(); p++) {
         std::vector<int32_t> toks;
         for (const auto &v : prompts->items[p].get("ids")->items) toks.push_back((int32_t)v.integer);
-        st = eng_seq_add(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_greedy, 0.0f, 1.0f, 0,
+        st = eng_seq_add(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_greedy, 0.0f, 1.0f, 0, 0,
                          ENG_SEQ_KEEP_LOGITS, &ids[p]);
         CHECK(st == 0);
     }
@@ -113,7 +119,9 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
         for (size_t p = 0; p < ids.size(); p++) {
             const auto &ref = prompts->items[p].get("greedy")->items;
             int same = 0;
-            while (same < (int)ref.size() && same < (int)got[p].size() && ref[(size_t)same].integer == got[p][(size_t)same]) same++;
+            while (same < (int)ref.size() && same < (int)got[p].size() &&
+                   ref[(size_t)same].integer == got[p][(size_t)same])
+                same++;
             if (same < q8->agree) q8->agree = same;
         }
         eng_ctx_free(ctx);
@@ -132,7 +140,7 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     // expected), and to the CPU's with MAYA_CUDA_TC_MIN_TOKENS=0 (f32 SIMT matmuls throughout).
     const char *be = getenv("MAYA_ENGINE_BACKEND"), *tc = getenv("MAYA_CUDA_TC_MIN_TOKENS");
     bool is_cuda = be && strcmp(be, "cuda") == 0, is_tc = is_cuda && !(tc && strcmp(tc, "0") == 0);
-    CHECK(info[ENG_INFO_BACKEND] == (is_cuda ? 2 : 1));
+    CHECK(info[ENG_INFO_BACKEND] == (is_cuda ? ENG_BACKEND_CUDA : ENG_BACKEND_CPU));
     CHECK(worst <= (is_tc ? 2e-2 : 1e-3));
     eng_ctx_free(ctx);
 }
@@ -171,11 +179,11 @@ TEST(fixture_deepseek3_fp8_q_lora_null) {
 }
 
 TEST(fixture_portable_kernels) {
-    // The scalar fallback end to end (ENG_PARAM_SIMD 1 forces it for that context).
-    run_fixture("glm4-bf16", 2, 32, 0);
-    run_fixture("qwen3-f16", 2, 32, 0);
-    run_fixture("glm45-moe-fp8", 2, 32, 0);
-    run_fixture("deepseek3-bf16", 2, 32, 0);
+    // The scalar fallback end to end (ENG_PARAM_SIMD 1 + ENG_SIMD_SCALAR forces it for that context).
+    run_fixture("glm4-bf16", 2, 32, ENG_SIMD_SCALAR);
+    run_fixture("qwen3-f16", 2, 32, ENG_SIMD_SCALAR);
+    run_fixture("glm45-moe-fp8", 2, 32, ENG_SIMD_SCALAR);
+    run_fixture("deepseek3-bf16", 2, 32, ENG_SIMD_SCALAR);
 }
 
 /* Greedy tokens of prompt 0 on a context, one step at a time (the caller interleaves contexts). */
@@ -214,18 +222,19 @@ TEST(fixture_two_contexts_keep_their_own_kernel_paths) {
     GreedyRun runs[2];
     for (int i = 0; i < 2; i++) {
         int64_t params[ENG_PARAM_COUNT] = {0};
-        params[ENG_PARAM_BACKEND] = 1; // kernel tables are the CPU backend's
+        params[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU; // kernel tables are the CPU backend's
         params[ENG_PARAM_N_THREADS] = 1;
-        params[ENG_PARAM_SIMD] = i == 0 ? 1 : fastest + 1; // scalar, then the fastest
+        params[ENG_PARAM_SIMD] = 1 + (i == 0 ? (int64_t)ENG_SIMD_SCALAR : fastest); // scalar, then the fastest
         CHECK(test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &runs[i].ctx) == 0 && runs[i].ctx);
         if (!runs[i].ctx) return;
     }
     for (int i = 0; i < 2; i++) {
         int64_t info[ENG_INFO_COUNT];
         eng_ctx_info(runs[i].ctx, info, ENG_INFO_COUNT);
-        CHECK(info[ENG_INFO_SIMD] == (i == 0 ? 0 : fastest));
+        CHECK(info[ENG_INFO_SIMD] == (i == 0 ? (int64_t)ENG_SIMD_SCALAR : fastest));
         int32_t id;
-        CHECK(eng_seq_add(runs[i].ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_greedy, 0.0f, 1.0f, 0, 0, &id) == 0);
+        CHECK(eng_seq_add(runs[i].ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, n_greedy, 0.0f, 1.0f, 0, 0, 0,
+                          &id) == 0);
     }
     for (int guard = 0; guard < 1000 && !(runs[0].done && runs[1].done); guard++)
         for (GreedyRun &r : runs)
@@ -248,22 +257,23 @@ TEST(fixture_q8_weights_accuracy) {
         int min_agree;
     };
     const Bound bounds[] = {
-        {"llama-f32", Q8_LLAMA_DIFF, Q8_LLAMA_AGREE},     {"glm4-bf16", Q8_GLM4_DIFF, Q8_GLM4_AGREE},
-        {"qwen3-f16", Q8_QWEN3_DIFF, Q8_QWEN3_AGREE},     {"glm45-moe-bf16", Q8_MOE_DIFF, Q8_MOE_AGREE},
+        {"llama-f32", Q8_LLAMA_DIFF, Q8_LLAMA_AGREE}, {"glm4-bf16", Q8_GLM4_DIFF, Q8_GLM4_AGREE},
+        {"qwen3-f16", Q8_QWEN3_DIFF, Q8_QWEN3_AGREE}, {"glm45-moe-bf16", Q8_MOE_DIFF, Q8_MOE_AGREE},
         {"deepseek3-bf16", Q8_DS_DIFF, Q8_DS_AGREE},
     };
     for (const Bound &b : bounds) {
         Q8Result r;
         run_fixture(b.name, 2, 256, -1, &r);
-        fprintf(stderr, "  %s q8: max |logit diff| %.3g, greedy equal for the first %d of %d tokens (every prompt)\n", b.name,
-                r.worst, r.agree, r.n_greedy);
+        fprintf(stderr, "  %s q8: max |logit diff| %.3g, greedy equal for the first %d of %d tokens (every prompt)\n",
+                b.name, r.worst, r.agree, r.n_greedy);
         CHECK_MSG(r.worst <= b.max_diff, "%s q8: max |logit diff| %.3g > %.3g", b.name, r.worst, b.max_diff);
         CHECK_MSG(r.agree >= b.min_agree, "%s q8: greedy agreement %d < %d", b.name, r.agree, b.min_agree);
         // Batch invariance holds for q8 too: one thread and 7-token prefill chunks (activations
         // quantized per step in other groupings) give exactly the same logits and tokens.
         Q8Result small;
         run_fixture(b.name, 1, 7, -1, &small);
-        CHECK_MSG(small.worst == r.worst && small.agree == r.agree, "%s q8: chunk 7 gives %.9g / %d, chunk 256 %.9g / %d",
-                  b.name, small.worst, small.agree, r.worst, r.agree);
+        CHECK_MSG(small.worst == r.worst && small.agree == r.agree,
+                  "%s q8: chunk 7 gives %.9g / %d, chunk 256 %.9g / %d", b.name, small.worst, small.agree, r.worst,
+                  r.agree);
     }
 }

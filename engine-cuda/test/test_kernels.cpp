@@ -48,7 +48,8 @@ void make_weights(int dtype, int n, Rand &r, std::vector<uint8_t> *raw, std::vec
             (*vals)[(size_t)i] = bf16_to_f32(h);
         } else { // f16: a random sign, exponent 10..15 (|v| in [2^-5, 2)) and mantissa
             uint32_t bits = (uint32_t)((v + 1.0f) * 8388608.0f);
-            uint16_t sign = (bits & 1) ? 0x8000 : 0, ex = (uint16_t)(10 + (bits >> 1) % 6), m = (uint16_t)((bits >> 4) & 0x3FF);
+            uint16_t sign = (bits & 1) ? 0x8000 : 0, ex = (uint16_t)(10 + (bits >> 1) % 6),
+                     m = (uint16_t)((bits >> 4) & 0x3FF);
             uint16_t h = (uint16_t)(sign | (ex << 10) | m);
             memcpy(&(*raw)[(size_t)i * 2], &h, 2);
             (*vals)[(size_t)i] = (sign ? -1.0f : 1.0f) * ldexpf(1.0f + (float)m / 1024.0f, (int)ex - 15);
@@ -83,7 +84,8 @@ TEST(matmul_matches_reference_all_dtypes_and_shapes) {
                     // Row blocks as the backend issues them, starting at r0 > 0 for the second.
                     for (int r0 = 0; r0 < N; r0 += kMatmulRows) {
                         int r1 = r0 + kMatmulRows < N ? r0 + kMatmulRows : N;
-                        k->matmul(x.data(), ldx, T, raw.data(), dtype, K, r0, r1, y.data(), ldy, bias.data(), scratch.data(), T % 2 == 0, nullptr);
+                        k->matmul(x.data(), ldx, T, raw.data(), dtype, K, r0, r1, y.data(), ldy, bias.data(),
+                                  scratch.data(), T % 2 == 0, nullptr);
                     }
                     double worst = 0;
                     for (int t = 0; t < T; t++)
@@ -96,7 +98,8 @@ TEST(matmul_matches_reference_all_dtypes_and_shapes) {
                             double err = fabs(y[(size_t)t * ldy + n] - ref) / (mag * 1e-6 + 1e-7);
                             if (err > worst) worst = err;
                         }
-                    CHECK_MSG(worst <= 1.0, "%s dtype %d K %d T %d: error %.3g x tolerance", k->name, dtype, K, T, worst);
+                    CHECK_MSG(worst <= 1.0, "%s dtype %d K %d T %d: error %.3g x tolerance", k->name, dtype, K, T,
+                              worst);
                     for (int t = 0; t < T; t++) // padding columns untouched
                         for (int n = N; n < ldy; n++) CHECK(y[(size_t)t * ldy + n] == -7.0f);
                 }
@@ -141,9 +144,16 @@ TEST(vector_kernels_match_reference) {
     for (const Kernels *k : tables()) {
         for (int n : {1, 7, 8, 16, 33, 100}) {
             std::vector<float> a((size_t)n), b((size_t)n), w((size_t)n), out((size_t)n), y((size_t)n);
-            for (int i = 0; i < n; i++) { a[(size_t)i] = r.next(); b[(size_t)i] = r.next(); w[(size_t)i] = 1 + r.next() * 0.1f; }
+            for (int i = 0; i < n; i++) {
+                a[(size_t)i] = r.next();
+                b[(size_t)i] = r.next();
+                w[(size_t)i] = 1 + r.next() * 0.1f;
+            }
             double d = 0, ss = 0;
-            for (int i = 0; i < n; i++) { d += (double)a[(size_t)i] * b[(size_t)i]; ss += (double)a[(size_t)i] * a[(size_t)i]; }
+            for (int i = 0; i < n; i++) {
+                d += (double)a[(size_t)i] * b[(size_t)i];
+                ss += (double)a[(size_t)i] * a[(size_t)i];
+            }
             CHECK_NEAR(k->dot(a.data(), b.data(), n), d, 1e-5);
             k->rmsnorm(out.data(), a.data(), w.data(), n, 1e-5f);
             double inv = 1.0 / sqrt(ss / n + 1e-5);
@@ -189,11 +199,12 @@ TEST(softmax_and_silu_match_reference_over_the_float_range) {
             // exp(-d) carries the float rounding of d (d ulps of relative error), and below the normal
             // range (d > 87) any value under 1e-37 will do
             for (int j = 0; j < n; j++)
-                CHECK_MSG(fabs(row[(size_t)j] - ref[(size_t)j] / sum) <= 4e-7 * (1 + dist[(size_t)j]) * ref[(size_t)j] / sum + 1e-37,
+                CHECK_MSG(fabs(row[(size_t)j] - ref[(size_t)j] / sum) <=
+                              4e-7 * (1 + dist[(size_t)j]) * ref[(size_t)j] / sum + 1e-37,
                           "%s softmax n %d j %d: %g vs %g", k->name, n, j, row[(size_t)j], ref[(size_t)j] / sum);
         }
-        const float gs[] = {-150.0f, -90.0f, -87.0f, -30.0f, -5.5f, -1e-3f, 0.0f, 2.5f, 17.0f, 60.0f, 88.0f, 100.0f,
-                            -0.75f, 3.25f, -12.0f, 1.0f};
+        const float gs[] = {-150.0f, -90.0f, -87.0f, -30.0f, -5.5f,  -1e-3f, 0.0f,   2.5f,
+                            17.0f,   60.0f,  88.0f,  100.0f, -0.75f, 3.25f,  -12.0f, 1.0f};
         std::vector<float> g(gs, gs + 16), up(16, 1.5f), out(16);
         k->silu_mul(out.data(), g.data(), up.data(), 16);
         for (int i = 0; i < 16; i++) {
@@ -215,40 +226,44 @@ TEST(attention_kernels_match_reference) {
     Rand r;
     for (const Kernels *k : tables()) {
         for (int D : {12, 16, 64, 72, 128, 288})
-        for (int n : {11, 37}) { // a part group of 16 keys; two whole groups and a part (AVX-512)
-            const int group = 3, j0 = 5, ld = j0 + n + 4;
-            std::vector<float> q((size_t)group * D), kk((size_t)n * D), v((size_t)n * D);
-            for (float &x : q) x = r.next();
-            for (float &x : kk) x = r.next();
-            for (float &x : v) x = r.next();
-            std::vector<float> sc((size_t)group * ld, -9.0f);
-            k->attn_scores(sc.data(), ld, j0, q.data(), 0, 1, group, kk.data(), n, D, 0.25f);
-            for (int h = 0; h < group; h++) {
-                for (int j = 0; j < ld; j++) {
-                    if (j < j0 || j >= j0 + n) { CHECK(sc[(size_t)h * ld + j] == -9.0f); continue; }
-                    double ref = 0;
-                    for (int d = 0; d < D; d++) ref += (double)q[(size_t)h * D + d] * kk[(size_t)(j - j0) * D + d];
-                    CHECK_NEAR(sc[(size_t)h * ld + j], ref * 0.25, 1e-5);
+            for (int n : {11, 37}) { // a part group of 16 keys; two whole groups and a part (AVX-512)
+                const int group = 3, j0 = 5, ld = j0 + n + 4;
+                std::vector<float> q((size_t)group * D), kk((size_t)n * D), v((size_t)n * D);
+                for (float &x : q) x = r.next();
+                for (float &x : kk) x = r.next();
+                for (float &x : v) x = r.next();
+                std::vector<float> sc((size_t)group * ld, -9.0f);
+                k->attn_scores(sc.data(), ld, j0, q.data(), 0, 1, group, kk.data(), n, D, 0.25f);
+                for (int h = 0; h < group; h++) {
+                    for (int j = 0; j < ld; j++) {
+                        if (j < j0 || j >= j0 + n) {
+                            CHECK(sc[(size_t)h * ld + j] == -9.0f);
+                            continue;
+                        }
+                        double ref = 0;
+                        for (int d = 0; d < D; d++) ref += (double)q[(size_t)h * D + d] * kk[(size_t)(j - j0) * D + d];
+                        CHECK_NEAR(sc[(size_t)h * ld + j], ref * 0.25, 1e-5);
+                    }
                 }
+                std::vector<float> out((size_t)group * D), base((size_t)group * D);
+                for (float &x : base) x = r.next();
+                out = base;
+                k->attn_accum(out.data(), 0, sc.data(), ld, j0, 1, group, v.data(), n, D, D);
+                for (int h = 0; h < group; h++)
+                    for (int d = 0; d < D; d++) {
+                        double ref = base[(size_t)h * D + d];
+                        for (int j = 0; j < n; j++) ref += (double)sc[(size_t)h * ld + j0 + j] * v[(size_t)j * D + d];
+                        CHECK_NEAR(out[(size_t)h * D + d], ref, 1e-5);
+                    }
+                // Rows of v ldv = D + 9 floats apart (MLA's latent inside its cache rows): the same sums.
+                const int ldv = D + 9;
+                std::vector<float> vp((size_t)n * ldv, 1e30f), outp = base;
+                for (int j = 0; j < n; j++)
+                    for (int d = 0; d < D; d++) vp[(size_t)j * ldv + d] = v[(size_t)j * D + d];
+                k->attn_accum(outp.data(), 0, sc.data(), ld, j0, 1, group, vp.data(), n, D, ldv);
+                CHECK_MSG(memcmp(outp.data(), out.data(), out.size() * sizeof(float)) == 0, "%s attn_accum ldv D %d",
+                          k->name, D);
             }
-            std::vector<float> out((size_t)group * D), base((size_t)group * D);
-            for (float &x : base) x = r.next();
-            out = base;
-            k->attn_accum(out.data(), 0, sc.data(), ld, j0, 1, group, v.data(), n, D, D);
-            for (int h = 0; h < group; h++)
-                for (int d = 0; d < D; d++) {
-                    double ref = base[(size_t)h * D + d];
-                    for (int j = 0; j < n; j++) ref += (double)sc[(size_t)h * ld + j0 + j] * v[(size_t)j * D + d];
-                    CHECK_NEAR(out[(size_t)h * D + d], ref, 1e-5);
-                }
-            // Rows of v ldv = D + 9 floats apart (MLA's latent inside its cache rows): the same sums.
-            const int ldv = D + 9;
-            std::vector<float> vp((size_t)n * ldv, 1e30f), outp = base;
-            for (int j = 0; j < n; j++)
-                for (int d = 0; d < D; d++) vp[(size_t)j * ldv + d] = v[(size_t)j * D + d];
-            k->attn_accum(outp.data(), 0, sc.data(), ld, j0, 1, group, vp.data(), n, D, ldv);
-            CHECK_MSG(memcmp(outp.data(), out.data(), out.size() * sizeof(float)) == 0, "%s attn_accum ldv D %d", k->name, D);
-        }
     }
 }
 
@@ -280,7 +295,8 @@ TEST(attention_kernels_give_each_row_the_same_bits_in_any_tile) {
                     for (int i = 0; i < R; i++) {
                         std::fill(alone.begin(), alone.end(), 0.5f);
                         k->attn_accum(alone.data(), 0, &sc[(size_t)i * ld], ld, j0, 1, 1, v.data(), n, D, D);
-                        CHECK_MSG(memcmp(&out[(size_t)(i / group) * ldq + (size_t)(i % group) * D], alone.data(), (size_t)D * 4) == 0,
+                        CHECK_MSG(memcmp(&out[(size_t)(i / group) * ldq + (size_t)(i % group) * D], alone.data(),
+                                         (size_t)D * 4) == 0,
                                   "%s accum D %d group %d nq %d row %d", k->name, D, group, nq, i);
                     }
                     // the head past the group's (H = group + 1) is never written
@@ -327,8 +343,8 @@ TEST(fp8_block_scaled_matmul_and_rows) {
             std::vector<float> x((size_t)T * K), y((size_t)T * N), alone((size_t)N), scratch((size_t)kMatmulRows * K);
             for (float &v : x) v = r.next();
             for (int r0 = 0; r0 < N; r0 += kMatmulRows)
-                k->matmul(x.data(), K, T, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N, y.data(), N,
-                          nullptr, scratch.data(), T == 3 || T == 7, scales.data());
+                k->matmul(x.data(), K, T, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N, y.data(),
+                          N, nullptr, scratch.data(), T == 3 || T == 7, scales.data());
             double worst = 0;
             for (int t = 0; t < T; t++)
                 for (int n = 0; n < N; n++) {
@@ -346,14 +362,16 @@ TEST(fp8_block_scaled_matmul_and_rows) {
             for (int r0 = 0; r0 < N; r0 += kMatmulRows)
                 k->matmul(x.data(), K, T, raw.data(), kDtF8Finite, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
                           yf.data(), N, nullptr, scratch.data(), T == 3 || T == 7, scales.data());
-            CHECK_MSG(memcmp(yf.data(), y.data(), yf.size() * sizeof(float)) == 0, "%s fp8 finite T %d differs", k->name, T);
+            CHECK_MSG(memcmp(yf.data(), y.data(), yf.size() * sizeof(float)) == 0, "%s fp8 finite T %d differs",
+                      k->name, T);
             // Batch invariance: the first and last tokens alone give the same bits.
             for (int t : {0, T - 1}) {
                 for (int r0 = 0; r0 < N; r0 += kMatmulRows)
-                    k->matmul(&x[(size_t)t * K], K, 1, raw.data(), 4, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
-                              alone.data(), N, nullptr, scratch.data(), false, scales.data());
-                CHECK_MSG(memcmp(alone.data(), &y[(size_t)t * N], N * sizeof(float)) == 0, "%s fp8 T %d token %d alone", k->name,
-                          T, t);
+                    k->matmul(&x[(size_t)t * K], K, 1, raw.data(), 4, K, r0,
+                              r0 + kMatmulRows < N ? r0 + kMatmulRows : N, alone.data(), N, nullptr, scratch.data(),
+                              false, scales.data());
+                CHECK_MSG(memcmp(alone.data(), &y[(size_t)t * N], N * sizeof(float)) == 0, "%s fp8 T %d token %d alone",
+                          k->name, T, t);
             }
         }
     }
@@ -371,7 +389,7 @@ TEST(fp8_matmul_widens_every_byte_exactly) {
             for (int n = 0; n < N; n++) raw[(size_t)n * K + (size_t)(n % K)] = (uint8_t)n;
             std::vector<float> scales((size_t)2 * nbc, 1.0f), scratch((size_t)kMatmulRows * K);
             for (int dtype : {4, kDtF8Finite}) // kDtF8Finite: only the 254 non-NaN bytes are checked
-                for (int T : {1, 3, 6, 48}) // 6 streaming, 48 cached: through the widened scratch copy
+                for (int T : {1, 3, 6, 48})    // 6 streaming, 48 cached: through the widened scratch copy
                     for (bool streaming : {false, true}) {
                         std::vector<float> x((size_t)T * K, 1.0f), y((size_t)T * N);
                         for (int r0 = 0; r0 < N; r0 += kMatmulRows)
@@ -385,8 +403,8 @@ TEST(fp8_matmul_widens_every_byte_exactly) {
                                 if (nan && dtype != 4) continue;
                                 if (nan ? v == v : v != want) bad++;
                             }
-                        CHECK_MSG(bad == 0, "%s fp8 dtype %d K %d T %d streaming %d: %d wrong values", k->name, dtype, K, T,
-                                  (int)streaming, bad);
+                        CHECK_MSG(bad == 0, "%s fp8 dtype %d K %d T %d streaming %d: %d wrong values", k->name, dtype,
+                                  K, T, (int)streaming, bad);
                     }
         }
     }
@@ -423,7 +441,8 @@ TEST(fp8_scaled_activation_matmul_matches_matmul_bits) {
                                       streaming);
                     }
                     CHECK_MSG(memcmp(y.data(), ys.data(), y.size() * sizeof(float)) == 0,
-                              "%s matmul_f8x K %d T %d streaming %d differs from matmul", k->name, K, T, (int)streaming);
+                              "%s matmul_f8x K %d T %d streaming %d differs from matmul", k->name, K, T,
+                              (int)streaming);
                 }
         }
     }
@@ -444,10 +463,14 @@ TEST(mla_fused_rows_accum_and_row_dot_match_the_widened_rows) {
             for (float &v : scales) v = 0.01f + 0.02f * (r.next() + 1.0f);
             scales[(size_t)nbc - 1] = 300.0f; // a large scale: the finite path's scale * 2^120 would overflow
             for (float &v : wf) v = r.next();
-            for (size_t i = 0; i < wb.size(); i++) wb[i] = (uint16_t)(0x3C00 + (i * 7919) % 0x0800) ^ (uint16_t)(i & 1 ? 0x8000 : 0);
+            for (size_t i = 0; i < wb.size(); i++)
+                wb[i] = (uint16_t)(0x3C00 + (i * 7919) % 0x0800) ^ (uint16_t)(i & 1 ? 0x8000 : 0);
             for (float &v : x) v = r.next();
             for (float &v : xk) v = r.next();
-            struct { const void *w; int dtype; } mats[] = {{raw.data(), 4}, {raw.data(), kDtF8Finite}, {wb.data(), 2}, {wf.data(), 0}};
+            struct {
+                const void *w;
+                int dtype;
+            } mats[] = {{raw.data(), 4}, {raw.data(), kDtF8Finite}, {wb.data(), 2}, {wf.data(), 0}};
             for (auto &m : mats) {
                 if (m.dtype == kDtF8Finite) // no NaN byte for the finite kernels
                     for (uint8_t &b : raw)
@@ -455,21 +478,27 @@ TEST(mla_fused_rows_accum_and_row_dot_match_the_widened_rows) {
                 int wdt = m.dtype == kDtF8Finite ? 4 : m.dtype; // row_to_f32 takes the stored dtype
                 for (int n : {1, 3, 64}) {
                     int64_t row0 = 70;
-                    std::vector<float> wide((size_t)n * K), want((size_t)K, 0.0f), got((size_t)K, 5.0f), scratch((size_t)n * K);
-                    for (int i = 0; i < n; i++) k->row_to_f32(&wide[(size_t)i * K], m.w, wdt, row0 + i, K, scales.data());
+                    std::vector<float> wide((size_t)n * K), want((size_t)K, 0.0f), got((size_t)K, 5.0f),
+                        scratch((size_t)n * K);
+                    for (int i = 0; i < n; i++)
+                        k->row_to_f32(&wide[(size_t)i * K], m.w, wdt, row0 + i, K, scales.data());
                     k->attn_accum(want.data(), 0, x.data(), n, 0, 1, 1, wide.data(), n, K, K);
                     k->rows_accum(got.data(), x.data(), n, m.w, m.dtype, row0, K, scales.data(), scratch.data());
                     bool same = true;
                     for (int c = 0; c < K; c++)
-                        same = same && (memcmp(&want[(size_t)c], &got[(size_t)c], 4) == 0 || (want[(size_t)c] != want[(size_t)c] && got[(size_t)c] != got[(size_t)c]));
-                    CHECK_MSG(same, "%s rows_accum dtype %d K %d n %d differs from row_to_f32 + attn_accum", k->name, m.dtype, K, n);
+                        same = same && (memcmp(&want[(size_t)c], &got[(size_t)c], 4) == 0 ||
+                                        (want[(size_t)c] != want[(size_t)c] && got[(size_t)c] != got[(size_t)c]));
+                    CHECK_MSG(same, "%s rows_accum dtype %d K %d n %d differs from row_to_f32 + attn_accum", k->name,
+                              m.dtype, K, n);
                 }
                 for (int64_t row : {0, 77, 149}) {
                     std::vector<float> wide((size_t)K), scratch((size_t)K);
                     k->row_to_f32(wide.data(), m.w, wdt, row, K, scales.data());
-                    float want = k->dot(wide.data(), xk.data(), K), got = k->row_dot(m.w, m.dtype, row, K, scales.data(), xk.data(), scratch.data());
-                    CHECK_MSG(memcmp(&want, &got, 4) == 0 || (want != want && got != got), "%s row_dot dtype %d K %d row %d: %.9g vs %.9g",
-                              k->name, m.dtype, K, (int)row, want, got);
+                    float want = k->dot(wide.data(), xk.data(), K),
+                          got = k->row_dot(m.w, m.dtype, row, K, scales.data(), xk.data(), scratch.data());
+                    CHECK_MSG(memcmp(&want, &got, 4) == 0 || (want != want && got != got),
+                              "%s row_dot dtype %d K %d row %d: %.9g vs %.9g", k->name, m.dtype, K, (int)row, want,
+                              got);
                 }
             }
         }
@@ -506,15 +535,18 @@ TEST(matmul_q8_matches_reference_and_is_batch_invariant) {
             // row_to_f32 dequantizes exactly.
             std::vector<float> row((size_t)K);
             k->row_to_f32(row.data(), wq.data(), DT_Q8, 5, K, ws.data());
-            for (int i = 0; i < K; i++) CHECK(row[(size_t)i] == (float)wq[(size_t)(5 * K + i)] * ws[(size_t)(5 * K + i) / 32]);
-            for (int i = 0; i < K; i++) CHECK(fabsf(row[(size_t)i] - wf[(size_t)(5 * K + i)]) <= ws[(size_t)(5 * K + i) / 32] * 0.5f + 1e-7f);
+            for (int i = 0; i < K; i++)
+                CHECK(row[(size_t)i] == (float)wq[(size_t)(5 * K + i)] * ws[(size_t)(5 * K + i) / 32]);
+            for (int i = 0; i < K; i++)
+                CHECK(fabsf(row[(size_t)i] - wf[(size_t)(5 * K + i)]) <= ws[(size_t)(5 * K + i) / 32] * 0.5f + 1e-7f);
             std::vector<float> x((size_t)40 * K), scratch((size_t)kMatmulRows * K);
             for (float &v : x) v = r.next();
             std::vector<float> alone((size_t)40 * N);
             for (int t = 0; t < 40; t++)
                 for (int r0 = 0; r0 < N; r0 += kMatmulRows)
-                    k->matmul(&x[(size_t)t * K], K, 1, wq.data(), DT_Q8, K, r0, r0 + kMatmulRows < N ? r0 + kMatmulRows : N,
-                              &alone[(size_t)t * N], N, bias.data(), scratch.data(), false, ws.data());
+                    k->matmul(&x[(size_t)t * K], K, 1, wq.data(), DT_Q8, K, r0,
+                              r0 + kMatmulRows < N ? r0 + kMatmulRows : N, &alone[(size_t)t * N], N, bias.data(),
+                              scratch.data(), false, ws.data());
             double worst = 0;
             for (int t = 0; t < 40; t++) {
                 std::vector<int> xq;
@@ -524,7 +556,8 @@ TEST(matmul_q8_matches_reference_and_is_batch_invariant) {
                     double ref = bias[(size_t)n], mag = fabs(ref);
                     for (int b = 0; b < K / 32; b++) {
                         long is = 0;
-                        for (int i = 0; i < 32; i++) is += (long)wq[(size_t)n * K + b * 32 + i] * xq[(size_t)(b * 32 + i)];
+                        for (int i = 0; i < 32; i++)
+                            is += (long)wq[(size_t)n * K + b * 32 + i] * xq[(size_t)(b * 32 + i)];
                         double term = (double)ws[(size_t)n * K / 32 + b] * xd[(size_t)b] * (double)is;
                         ref += term;
                         mag += fabs(term);
@@ -537,19 +570,22 @@ TEST(matmul_q8_matches_reference_and_is_batch_invariant) {
             for (bool is_streaming : {false, true})
                 for (int T : {1, 2, 3, 4, 5, 9, 16, 33, 40}) {
                     std::vector<float> batched((size_t)T * N);
-                    k->matmul(x.data(), K, T, wq.data(), DT_Q8, K, 0, 16, batched.data(), N, bias.data(), scratch.data(),
-                              is_streaming, ws.data());
-                    k->matmul(x.data(), K, T, wq.data(), DT_Q8, K, 16, N, batched.data(), N, bias.data(), scratch.data(),
-                              is_streaming, ws.data());
+                    k->matmul(x.data(), K, T, wq.data(), DT_Q8, K, 0, 16, batched.data(), N, bias.data(),
+                              scratch.data(), is_streaming, ws.data());
+                    k->matmul(x.data(), K, T, wq.data(), DT_Q8, K, 16, N, batched.data(), N, bias.data(),
+                              scratch.data(), is_streaming, ws.data());
                     for (int t = 0; t < T; t++)
                         CHECK_MSG(memcmp(&alone[(size_t)t * N], &batched[(size_t)t * N], N * sizeof(float)) == 0,
                                   "%s q8 K %d T %d streaming %d", k->name, K, T, (int)is_streaming);
                     // The split form: quantize once, then matmul_q8.
                     std::vector<int8_t> xq((size_t)T * K);
                     std::vector<float> xd((size_t)T * K / 32), split((size_t)T * N);
-                    for (int t = 0; t < T; t++) k->quantize_q8(&x[(size_t)t * K], K, &xq[(size_t)t * K], &xd[(size_t)t * K / 32]);
-                    k->matmul_q8(xq.data(), xd.data(), K, T, wq.data(), ws.data(), K, 0, N, split.data(), N, bias.data(), is_streaming);
-                    CHECK_MSG(memcmp(split.data(), batched.data(), (size_t)T * N * sizeof(float)) == 0, "%s q8 split T %d", k->name, T);
+                    for (int t = 0; t < T; t++)
+                        k->quantize_q8(&x[(size_t)t * K], K, &xq[(size_t)t * K], &xd[(size_t)t * K / 32]);
+                    k->matmul_q8(xq.data(), xd.data(), K, T, wq.data(), ws.data(), K, 0, N, split.data(), N,
+                                 bias.data(), is_streaming);
+                    CHECK_MSG(memcmp(split.data(), batched.data(), (size_t)T * N * sizeof(float)) == 0,
+                              "%s q8 split T %d", k->name, T);
                 }
         }
     }

@@ -41,9 +41,9 @@ static const char *env(const char *name) {
 int64_t test_simd() {
     const char *want = env("MAYA_ENGINE_SIMD");
     if (!want || !strcmp(want, "auto")) return 0;
-    if (!strcmp(want, "scalar")) return 1;
-    if (!strcmp(want, "avx2")) return 2;
-    if (!strcmp(want, "avx512")) return 3;
+    if (!strcmp(want, "scalar")) return 1 + ENG_SIMD_SCALAR;
+    if (!strcmp(want, "avx2")) return 1 + ENG_SIMD_AVX2;
+    if (!strcmp(want, "avx512")) return 1 + ENG_SIMD_AVX512;
     return 99; // refused by the library with INVALID_ARG, which the tests then report
 }
 
@@ -54,9 +54,12 @@ int32_t test_ctx_create(const char *dir, const int64_t *params, int32_t n_params
     const char *graphs = env("MAYA_CUDA_GRAPHS"), *device = env("MAYA_CUDA_DEVICE");
     auto unset = [&](int i) { return p[(size_t)i] <= 0; };
     if (unset(ENG_PARAM_BACKEND))
-        p[ENG_PARAM_BACKEND] = !backend || !strcmp(backend, "cpu") ? 1 : !strcmp(backend, "cuda") ? 2 : 0;
+        p[ENG_PARAM_BACKEND] = !backend || !strcmp(backend, "cpu") ? ENG_BACKEND_CPU
+                               : !strcmp(backend, "cuda")          ? ENG_BACKEND_CUDA
+                                                                   : ENG_BACKEND_AUTO;
     if (unset(ENG_PARAM_SIMD)) p[ENG_PARAM_SIMD] = test_simd();
-    if (unset(ENG_PARAM_CUDA_TC_MIN_TOKENS) && tc) p[ENG_PARAM_CUDA_TC_MIN_TOKENS] = atoll(tc) > 0 ? atoll(tc) : 1 << 30;
+    if (unset(ENG_PARAM_CUDA_TC_MIN_TOKENS) && tc)
+        p[ENG_PARAM_CUDA_TC_MIN_TOKENS] = atoll(tc) > 0 ? atoll(tc) : 1 << 30;
     if (unset(ENG_PARAM_CUDA_GRAPHS) && graphs) p[ENG_PARAM_CUDA_GRAPHS] = strcmp(graphs, "0") ? 1 : 2;
     if (unset(ENG_PARAM_CUDA_DEVICE) && device) p[ENG_PARAM_CUDA_DEVICE] = atoll(device);
     return eng_ctx_create(dir, p.data(), ENG_PARAM_COUNT, out);
@@ -77,7 +80,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "engine tests: MAYA_ENGINE_SIMD=%s: %s\n", env("MAYA_ENGINE_SIMD"), maya::last_error());
         return 1;
     }
-    fprintf(stderr, "engine tests: kernels %s (MAYA_ENGINE_SIMD=%s)\n", k->name, env("MAYA_ENGINE_SIMD") ? env("MAYA_ENGINE_SIMD") : "");
+    fprintf(stderr, "engine tests: kernels %s (MAYA_ENGINE_SIMD=%s)\n", k->name,
+            env("MAYA_ENGINE_SIMD") ? env("MAYA_ENGINE_SIMD") : "");
     int n_run = 0, n_failed = 0;
     for (const TestCase &t : registry()) {
         if (argc > 1 && !strstr(t.name, argv[1])) continue;

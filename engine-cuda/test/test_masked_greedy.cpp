@@ -38,8 +38,8 @@ struct ArgmaxBackend : Backend {
         return 0;
     }
     const int32_t *argmax_rows() const override { return am; }
-    int32_t kind() const override { return 2; }
-    int32_t simd() const override { return 0; }
+    int32_t kind() const override { return ENG_BACKEND_CUDA; }
+    int32_t simd() const override { return ENG_SIMD_SCALAR; }
 };
 
 } // namespace

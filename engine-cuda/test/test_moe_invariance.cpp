@@ -59,7 +59,7 @@ Run run(const std::string &dir, const std::vector<std::vector<int32_t>> &prompts
     int finished = 0;
     for (int guard = 0; guard < 20000 && finished < (int)prompts.size(); guard++) {
         while (next < prompts.size() && (together || finished == (int)next)) {
-            CHECK(eng_seq_add(ctx, prompts[next].data(), (int32_t)prompts[next].size(), nullptr, 0, n, 0.0f, 1.0f, 0,
+            CHECK(eng_seq_add(ctx, prompts[next].data(), (int32_t)prompts[next].size(), nullptr, 0, n, 0.0f, 1.0f, 0, 0,
                               ENG_SEQ_KEEP_LOGITS, &ids[next]) == 0);
             next++;
         }

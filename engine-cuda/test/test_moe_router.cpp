@@ -30,7 +30,8 @@ TEST(moe_router_hand_worked) {
     moe_route(c, bias, logits, scratch.data(), ids, w);
     CHECK(ids[0] == 0 && ids[1] == 1 && ids[2] == 2);
     // Weights are the scores 0.9, 0.1, 0.8 (not the biased choice), / 1.8, x 2.5.
-    CHECK(fabsf(w[0] - 1.25f) < 1e-5f && fabsf(w[1] - 0.1f / 1.8f * 2.5f) < 1e-5f && fabsf(w[2] - 0.8f / 1.8f * 2.5f) < 1e-5f);
+    CHECK(fabsf(w[0] - 1.25f) < 1e-5f && fabsf(w[1] - 0.1f / 1.8f * 2.5f) < 1e-5f &&
+          fabsf(w[2] - 0.8f / 1.8f * 2.5f) < 1e-5f);
     c.is_norm_topk = false;
     moe_route(c, bias, logits, scratch.data(), ids, w);
     CHECK(fabsf(w[0] - 0.9f * 2.5f) < 1e-5f && fabsf(w[1] - 0.1f * 2.5f) < 1e-5f);

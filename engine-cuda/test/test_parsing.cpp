@@ -36,8 +36,8 @@ TEST(json_values_and_escapes) {
 }
 
 TEST(json_rejects_malformed) {
-    const char *bad[] = {"", "{", "[1,]", "{\"a\":1,}", "\"abc", "\"a\x01\"", "tru", "01", "1.", "-", "{} x",
-                         "\"\\ud800\"", "\"\\udc00x\"", "\"\\q\"", "NaN", "{\"a\" 1}", "[1 2]"};
+    const char *bad[] = {"",  "{",    "[1,]",        "{\"a\":1,}",   "\"abc",   "\"a\x01\"", "tru",       "01",   "1.",
+                         "-", "{} x", "\"\\ud800\"", "\"\\udc00x\"", "\"\\q\"", "NaN",       "{\"a\" 1}", "[1 2]"};
     for (const char *s : bad) {
         JsonValue v;
         std::string err;
@@ -64,14 +64,20 @@ static int32_t parse_image(const std::vector<uint8_t> &img, std::unordered_map<s
 
 TEST(safetensors_header_validation) {
     std::unordered_map<std::string, Tensor> t;
-    auto ok = image("{\"__metadata__\":{\"format\":\"pt\"},\"w\":{\"dtype\":\"BF16\",\"shape\":[2,3],\"data_offsets\":[0,12]},"
-                    "\"q\":{\"dtype\":\"I8\",\"shape\":[4],\"data_offsets\":[12,16]}}", 16);
+    auto ok = image(
+        "{\"__metadata__\":{\"format\":\"pt\"},\"w\":{\"dtype\":\"BF16\",\"shape\":[2,3],\"data_offsets\":[0,12]},"
+        "\"q\":{\"dtype\":\"I8\",\"shape\":[4],\"data_offsets\":[12,16]}}",
+        16);
     CHECK(parse_image(ok, &t) == ENG_STATUS_OK);
     CHECK(t.size() == 2 && t["w"].dtype == DT_BF16 && t["w"].numel == 6 && t["w"].nbytes == 12);
     CHECK(t["q"].dtype == DT_OTHER && t["q"].dtype_str == "I8"); // parsed; refused only when used
     CHECK((const uint8_t *)t["w"].data == ok.data() + ok.size() - 16);
 
-    struct Case { const char *header; size_t data; const char *expect; } cases[] = {
+    struct Case {
+        const char *header;
+        size_t data;
+        const char *expect;
+    } cases[] = {
         {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,12]}}", 8, "out of range"},
         {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 8, "bytes for 2 elements"},
         {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8, "out of range"},
@@ -103,7 +109,8 @@ TEST(checkpoint_errors_name_the_problem) {
     // A sharded index naming a tensor that the shard lacks.
     RawTensor a{"a", "F32", {2}, std::vector<uint8_t>(8, 0)};
     CHECK(write_safetensors(dir + "/s1.safetensors", {a}));
-    CHECK(write_text(dir + "/model.safetensors.index.json", "{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s1.safetensors\"}}"));
+    CHECK(write_text(dir + "/model.safetensors.index.json",
+                     "{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s1.safetensors\"}}"));
     Checkpoint sharded;
     CHECK(sharded.open(dir) == ENG_STATUS_BAD_CHECKPOINT && strstr(last_error(), "tensor b"));
     CHECK(write_text(dir + "/model.safetensors.index.json", "{\"weight_map\":{\"a\":\"../s1.safetensors\"}}"));
@@ -114,7 +121,8 @@ TEST(checkpoint_errors_name_the_problem) {
     CHECK(good.open(dir) == ENG_STATUS_OK);
     const Tensor *t = nullptr;
     CHECK(good.require("a", {2}, &t) == ENG_STATUS_OK && t && t->numel == 2);
-    CHECK(good.require("a", {3}, &t) == ENG_STATUS_BAD_CHECKPOINT && strstr(last_error(), "tensor a has shape [2], expected [3]"));
+    CHECK(good.require("a", {3}, &t) == ENG_STATUS_BAD_CHECKPOINT &&
+          strstr(last_error(), "tensor a has shape [2], expected [3]"));
     CHECK(good.require("zz", {2}, &t) == ENG_STATUS_BAD_CHECKPOINT && strstr(last_error(), "missing tensor zz"));
 }
 
@@ -126,28 +134,41 @@ TEST(config_parsing) {
     CHECK(parse("{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":10,\"hidden_size\":8}", &c));
     CHECK(model_config_parse(c, &m) == ENG_STATUS_BAD_CHECKPOINT && strstr(last_error(), "num_hidden_layers"));
     CHECK(parse("{\"architectures\":[\"Glm4ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
-                "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8}", &c));
+                "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8}",
+                &c));
     CHECK(model_config_parse(c, &m) == ENG_STATUS_OK);
     // Glm4Config defaults: head_dim 128, partial_rotary_factor 0.5, interleaved, q/k/v bias, o without.
     CHECK(m.arch == ARCH_GLM4 && m.head_dim == 128 && m.rotary_dim == 64 && m.is_rope_interleaved);
     CHECK(m.has_qkv_bias && !m.has_o_bias && m.has_sandwich_norms && m.max_pos == 2048);
-    CHECK(parse("{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
-                "\"num_attention_heads\":4,\"intermediate_size\":8,\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":32.0,"
-                "\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,\"original_max_position_embeddings\":8192},\"rope_theta\":500000.0}", &c));
+    CHECK(parse(
+        "{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+        "\"num_attention_heads\":4,\"intermediate_size\":8,\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":32.0,"
+        "\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,\"original_max_position_embeddings\":8192},\"rope_theta\":"
+        "500000.0}",
+        &c));
     CHECK(model_config_parse(c, &m) == ENG_STATUS_OK);
-    CHECK(m.head_dim == 16 && m.n_head_kv == 4 && m.rope_factor == 32.0f && m.rope_theta == 500000.0f && !m.is_rope_interleaved);
-    CHECK(parse("{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
-                "\"num_attention_heads\":4,\"intermediate_size\":8,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":4.0}}", &c));
+    CHECK(m.head_dim == 16 && m.n_head_kv == 4 && m.rope_factor == 32.0f && m.rope_theta == 500000.0f &&
+          !m.is_rope_interleaved);
+    CHECK(
+        parse("{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+              "\"num_attention_heads\":4,\"intermediate_size\":8,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":4.0}}",
+              &c));
     CHECK(model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "yarn"));
-    CHECK(parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
-                "\"num_attention_heads\":3,\"num_key_value_heads\":2,\"intermediate_size\":8}", &c));
+    CHECK(
+        parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+              "\"num_attention_heads\":3,\"num_key_value_heads\":2,\"intermediate_size\":8}",
+              &c));
     CHECK(model_config_parse(c, &m) == ENG_STATUS_BAD_CHECKPOINT); // 3 heads over 2 kv heads
-    CHECK(parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
-                "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8,\"use_sliding_window\":true}", &c));
+    CHECK(parse(
+        "{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+        "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8,\"use_sliding_window\":true}",
+        &c));
     CHECK(model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "use_sliding_window"));
-    CHECK(parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
-                "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8,\"use_sliding_window\":false,"
-                "\"sliding_window\":null,\"hidden_act\":\"gelu\"}", &c));
+    CHECK(parse(
+        "{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+        "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8,\"use_sliding_window\":false,"
+        "\"sliding_window\":null,\"hidden_act\":\"gelu\"}",
+        &c));
     CHECK(model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "gelu"));
 }
 
@@ -155,41 +176,50 @@ TEST(moe_and_mla_config_parsing) {
     JsonValue c;
     ModelConfig m;
     // Overrides go first (the JSON reader keeps the first of duplicate keys).
-    const char *glm = "{\"architectures\":[\"Glm4MoeForCausalLM\"]%s,\"vocab_size\":10,\"hidden_size\":64,"
-                      "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":32,"
-                      "\"intermediate_size\":8,\"n_routed_experts\":16,\"num_experts_per_tok\":4,\"moe_intermediate_size\":8,"
-                      "\"n_group\":4,\"topk_group\":2,\"first_k_dense_replace\":1,\"use_qk_norm\":true,"
-                      "\"num_nextn_predict_layers\":1,\"routed_scaling_factor\":2.5}";
+    const char *glm =
+        "{\"architectures\":[\"Glm4MoeForCausalLM\"]%s,\"vocab_size\":10,\"hidden_size\":64,"
+        "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":32,"
+        "\"intermediate_size\":8,\"n_routed_experts\":16,\"num_experts_per_tok\":4,\"moe_intermediate_size\":8,"
+        "\"n_group\":4,\"topk_group\":2,\"first_k_dense_replace\":1,\"use_qk_norm\":true,"
+        "\"num_nextn_predict_layers\":1,\"routed_scaling_factor\":2.5}";
     char buf[1024];
     snprintf(buf, sizeof buf, glm, "");
     CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_OK);
     // Glm4MoeConfig: partial_rotary_factor 0.5 with half-split pairs, no o_proj bias, eps 1e-5.
     CHECK(m.arch == ARCH_GLM4_MOE && m.rotary_dim == 16 && !m.is_rope_interleaved && m.has_qk_norm && !m.has_o_bias);
-    CHECK(m.n_expert == 16 && m.n_expert_used == 4 && m.n_ff_shared == 8 && m.routed_scale == 2.5f && m.rms_eps == 1e-5f);
+    CHECK(m.n_expert == 16 && m.n_expert_used == 4 && m.n_ff_shared == 8 && m.routed_scale == 2.5f &&
+          m.rms_eps == 1e-5f);
     CHECK(!m.is_moe_layer(0) && m.is_moe_layer(1) && m.kv_floats_per_token() == 2 * 2 * 32);
     snprintf(buf, sizeof buf, glm, ",\"quantization_config\":{\"quant_method\":\"gptq\",\"bits\":4}");
     CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED &&
           strstr(last_error(), "quantization_config.quant_method gptq"));
-    snprintf(buf, sizeof buf, glm, ",\"quantization_config\":{\"quant_method\":\"fp8\",\"fmt\":\"e5m2\",\"weight_block_size\":[128,128]}");
-    CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "quantization_config.fmt e5m2"));
-    snprintf(buf, sizeof buf, glm, ",\"quantization_config\":{\"quant_method\":\"fp8\",\"fmt\":\"e4m3\",\"weight_block_size\":[64,64]}");
+    snprintf(buf, sizeof buf, glm,
+             ",\"quantization_config\":{\"quant_method\":\"fp8\",\"fmt\":\"e5m2\",\"weight_block_size\":[128,128]}");
+    CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED &&
+          strstr(last_error(), "quantization_config.fmt e5m2"));
+    snprintf(buf, sizeof buf, glm,
+             ",\"quantization_config\":{\"quant_method\":\"fp8\",\"fmt\":\"e4m3\",\"weight_block_size\":[64,64]}");
     CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED &&
           strstr(last_error(), "quantization_config.weight_block_size"));
-    snprintf(buf, sizeof buf, glm, ",\"quantization_config\":{\"quant_method\":\"fp8\",\"fmt\":\"e4m3\",\"weight_block_size\":[128,128],\"activation_scheme\":\"dynamic\"}");
+    snprintf(buf, sizeof buf, glm,
+             ",\"quantization_config\":{\"quant_method\":\"fp8\",\"fmt\":\"e4m3\",\"weight_block_size\":[128,128],"
+             "\"activation_scheme\":\"dynamic\"}");
     CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_OK);
     snprintf(buf, sizeof buf, glm, ",\"topk_group\":5"); // 5 of 4 groups
     CHECK(parse(buf, &c));
     CHECK(model_config_parse(c, &m) == ENG_STATUS_BAD_CHECKPOINT && strstr(last_error(), "topk_group 5"));
     snprintf(buf, sizeof buf, glm, ",\"scoring_func\":\"softmax\"");
-    CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "scoring_func softmax"));
+    CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED &&
+          strstr(last_error(), "scoring_func softmax"));
 
-    const char *ds = "{\"architectures\":[\"DeepseekV3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,"
-                     "\"num_hidden_layers\":4,\"num_attention_heads\":128,\"num_key_value_heads\":128,\"intermediate_size\":8,"
-                     "\"n_routed_experts\":256,\"num_experts_per_tok\":8,\"moe_intermediate_size\":8,\"n_group\":8,"
-                     "\"topk_group\":4,\"q_lora_rank\":null,\"kv_lora_rank\":512,\"qk_nope_head_dim\":128,"
-                     "\"qk_rope_head_dim\":64,\"v_head_dim\":128,\"max_position_embeddings\":163840,"
-                     "\"rope_scaling\":{\"type\":\"yarn\",\"factor\":40,\"original_max_position_embeddings\":4096,"
-                     "\"beta_fast\":32,\"beta_slow\":1,\"mscale\":1.0,\"mscale_all_dim\":1.0}%s}";
+    const char *ds =
+        "{\"architectures\":[\"DeepseekV3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,"
+        "\"num_hidden_layers\":4,\"num_attention_heads\":128,\"num_key_value_heads\":128,\"intermediate_size\":8,"
+        "\"n_routed_experts\":256,\"num_experts_per_tok\":8,\"moe_intermediate_size\":8,\"n_group\":8,"
+        "\"topk_group\":4,\"q_lora_rank\":null,\"kv_lora_rank\":512,\"qk_nope_head_dim\":128,"
+        "\"qk_rope_head_dim\":64,\"v_head_dim\":128,\"max_position_embeddings\":163840,"
+        "\"rope_scaling\":{\"type\":\"yarn\",\"factor\":40,\"original_max_position_embeddings\":4096,"
+        "\"beta_fast\":32,\"beta_slow\":1,\"mscale\":1.0,\"mscale_all_dim\":1.0}%s}";
     snprintf(buf, sizeof buf, ds, "");
     CHECK(parse(buf, &c));
     CHECK_MSG(model_config_parse(c, &m) == ENG_STATUS_OK, "%s", last_error());
@@ -197,7 +227,8 @@ TEST(moe_and_mla_config_parsing) {
     CHECK(m.arch == ARCH_DEEPSEEK_V3 && m.is_mla() && m.q_lora_rank == 0 && m.kv_floats_per_token() == 576);
     CHECK(m.head_dim == 192 && m.rotary_dim == 64 && m.is_rope_interleaved && m.is_yarn && m.first_dense == 3);
     double ms = 0.1 * log(40.0) + 1.0;
-    CHECK(fabs(m.attn_scale - 1.0 / sqrt(192.0) * ms * ms) < 1e-6 && m.rope_attn_factor == 1.0f && m.yarn_factor == 40.0f);
+    CHECK(fabs(m.attn_scale - 1.0 / sqrt(192.0) * ms * ms) < 1e-6 && m.rope_attn_factor == 1.0f &&
+          m.yarn_factor == 40.0f);
     CHECK(m.routed_scale == 2.5f); // DeepseekV3Config default
     snprintf(buf, sizeof buf, ds, ",\"index_topk\":2048,\"index_n_heads\":64");
     CHECK(parse(buf, &c) && model_config_parse(c, &m) == ENG_STATUS_UNSUPPORTED && strstr(last_error(), "index_topk"));
@@ -211,8 +242,9 @@ TEST(abi_create_errors_and_last_error) {
     CHECK(write_random_model(dir, s));
     // Remove one layer tensor by writing a checkpoint without it.
     std::string broken = test_tmpdir("abi-broken");
-    CHECK(write_text(broken + "/config.json", "{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":64,\"hidden_size\":32,"
-                                              "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"intermediate_size\":48}"));
+    CHECK(write_text(broken + "/config.json",
+                     "{\"architectures\":[\"LlamaForCausalLM\"],\"vocab_size\":64,\"hidden_size\":32,"
+                     "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"intermediate_size\":48}"));
     RawTensor e{"model.embed_tokens.weight", "F32", {64, 32}, std::vector<uint8_t>(64 * 32 * 4, 0)};
     RawTensor n{"model.norm.weight", "F32", {32}, std::vector<uint8_t>(32 * 4, 0)};
     RawTensor h{"lm_head.weight", "F32", {64, 16}, std::vector<uint8_t>(64 * 16 * 4, 0)};
@@ -226,14 +258,16 @@ TEST(abi_create_errors_and_last_error) {
     CHECK(eng_last_error(nullptr, 0) == -(len + 1));
     CHECK(eng_ctx_create(nullptr, nullptr, 0, &ctx) == ENG_STATUS_INVALID_ARG);
     int64_t cuda[1] = {2};
-    if (!maya::cuda_backend_usable(nullptr)) CHECK(eng_ctx_create(dir.c_str(), cuda, 1, &ctx) == ENG_STATUS_UNSUPPORTED);
+    if (!maya::cuda_backend_usable(nullptr))
+        CHECK(eng_ctx_create(dir.c_str(), cuda, 1, &ctx) == ENG_STATUS_UNSUPPORTED);
     CHECK(test_ctx_create(dir.c_str(), nullptr, 0, &ctx) == ENG_STATUS_OK && ctx);
     int64_t info[ENG_INFO_COUNT + 4];
     CHECK(eng_ctx_info(ctx, info, ENG_INFO_COUNT + 4) == ENG_INFO_COUNT);
-    CHECK(info[ENG_INFO_N_VOCAB] == 64 && info[ENG_INFO_ARCH] == 2 && info[ENG_INFO_N_CTX] == 256);
-    CHECK(info[ENG_INFO_BLOCK_SIZE] == 16 && info[ENG_INFO_BACKEND] == 1);
+    CHECK(info[ENG_INFO_N_VOCAB] == 64 && info[ENG_INFO_ARCH] == ENG_ARCH_LLAMA && info[ENG_INFO_N_CTX] == 256);
+    CHECK(info[ENG_INFO_BLOCK_SIZE] == 16 && info[ENG_INFO_BACKEND] == ENG_BACKEND_CPU);
     CHECK(eng_ctx_info(ctx, info, 3) == 3);
-    CHECK(eng_abi_version() == ENG_ABI_VERSION && strcmp(eng_status_str(ENG_STATUS_CONTEXT_OVERFLOW), "context overflow") == 0);
+    CHECK(eng_abi_version() == ENG_ABI_VERSION &&
+          strcmp(eng_status_str(ENG_STATUS_CONTEXT_OVERFLOW), "context overflow") == 0);
     eng_ctx_free(ctx);
     eng_ctx_free(nullptr);
 }
@@ -241,11 +275,17 @@ TEST(abi_create_errors_and_last_error) {
 TEST(parsers_survive_mutated_input) {
     // Random byte mutations of a valid safetensors image and of a config: every outcome is a
     // status (run under -fsanitize=address,undefined to check memory safety too).
-    std::string header = "{\"a\":{\"dtype\":\"BF16\",\"shape\":[2,3],\"data_offsets\":[0,12]},"
-                         "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[12,16]},\"__metadata__\":{\"k\":\"v\\u00e9\"}}";
+    std::string header =
+        "{\"a\":{\"dtype\":\"BF16\",\"shape\":[2,3],\"data_offsets\":[0,12]},"
+        "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[12,16]},\"__metadata__\":{\"k\":\"v\\u00e9\"}}";
     std::vector<uint8_t> base = image(header, 16);
     uint64_t s = 12345;
-    auto rnd = [&]() { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return s; };
+    auto rnd = [&]() {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        return s;
+    };
     int ok = 0, bad = 0;
     for (int iter = 0; iter < 3000; iter++) {
         std::vector<uint8_t> img = base;
@@ -267,8 +307,9 @@ TEST(parsers_survive_mutated_input) {
         } else bad++;
     }
     CHECK(ok > 0 && bad > 0);
-    const char *cfg = "{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
-                      "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8,\"head_dim\":16}";
+    const char *cfg =
+        "{\"architectures\":[\"Qwen3ForCausalLM\"],\"vocab_size\":10,\"hidden_size\":64,\"num_hidden_layers\":1,"
+        "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":8,\"head_dim\":16}";
     for (int iter = 0; iter < 3000; iter++) {
         std::string c = cfg;
         size_t pos = rnd() % c.size();

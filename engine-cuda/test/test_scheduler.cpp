@@ -55,7 +55,7 @@ int32_t add(eng_ctx *ctx, const std::vector<int32_t> &p, int max_tokens, float t
             const std::vector<int32_t> &stops = {}) {
     int32_t id = -1;
     int32_t st = eng_seq_add(ctx, p.data(), (int32_t)p.size(), stops.data(), (int32_t)stops.size(), max_tokens, temp,
-                             1.0f, seed, 0, &id);
+                             1.0f, 0, seed, 0, &id);
     CHECK(st == 0);
     return id;
 }
@@ -74,8 +74,7 @@ int64_t stat(eng_ctx *ctx, int idx) {
 }
 
 /* Steps until n_seqs sequences finished; per_step is called after each step. */
-template <typename F>
-Trace drain(eng_ctx *ctx, int n_seqs, F per_step, int cap_events = 64) {
+template <typename F> Trace drain(eng_ctx *ctx, int n_seqs, F per_step, int cap_events = 64) {
     Trace tr;
     std::vector<int32_t> ev((size_t)cap_events * 4);
     int done = 0;
@@ -85,15 +84,22 @@ Trace drain(eng_ctx *ctx, int n_seqs, F per_step, int cap_events = 64) {
         if (n < 0) break;
         tr.steps++;
         for (int i = 0; i < n; i++) {
-            int32_t id = ev[(size_t)i * 4], kind = ev[(size_t)i * 4 + 1], tok = ev[(size_t)i * 4 + 2], val = ev[(size_t)i * 4 + 3];
-            if (kind == ENG_EVENT_PREFILLED) { tr.cached[id] = val; tr.prefilled_step[id] = tr.steps; }
+            int32_t id = ev[(size_t)i * 4], kind = ev[(size_t)i * 4 + 1], tok = ev[(size_t)i * 4 + 2],
+                    val = ev[(size_t)i * 4 + 3];
+            if (kind == ENG_EVENT_PREFILLED) {
+                tr.cached[id] = val;
+                tr.prefilled_step[id] = tr.steps;
+            }
             if (kind == ENG_EVENT_TOKEN) {
                 if (tr.tokens[id].empty()) tr.first_token_step[id] = tr.steps;
                 tr.tokens[id].push_back(tok);
                 tr.order.push_back(id);
                 CHECK(val == (int32_t)tr.tokens[id].size()); // value = tokens generated so far
             }
-            if (kind == ENG_EVENT_FINISH) { tr.finish[id] = val; done++; }
+            if (kind == ENG_EVENT_FINISH) {
+                tr.finish[id] = val;
+                done++;
+            }
         }
         per_step(tr);
     }
@@ -101,7 +107,8 @@ Trace drain(eng_ctx *ctx, int n_seqs, F per_step, int cap_events = 64) {
     return tr;
 }
 Trace drain(eng_ctx *ctx, int n_seqs, int cap_events = 64) {
-    return drain(ctx, n_seqs, [](Trace &) {}, cap_events);
+    return drain(
+        ctx, n_seqs, [](Trace &) {}, cap_events);
 }
 
 } // namespace
@@ -158,7 +165,7 @@ TEST(scheduler_prefix_reuse_reports_cached_tokens) {
     CHECK(stat(ctx, ENG_STAT_BLOCKS_CACHED) >= 2);
     int32_t b = add(ctx, p, 5);
     Trace t2 = drain(ctx, 1);
-    CHECK(t2.cached[b] == 32); // floor((40 - 1) / 16) * 16
+    CHECK(t2.cached[b] == 32);                                       // floor((40 - 1) / 16) * 16
     CHECK(stat(ctx, ENG_STAT_PREFILL_TOKENS) - prefill_before == 8); // only the rest is prefilled
     CHECK(stat(ctx, ENG_STAT_CACHED_TOKENS) == 32);
     CHECK(t1.tokens[a] == t2.tokens[b]); // cached KV gives the same continuation
@@ -168,6 +175,47 @@ TEST(scheduler_prefix_reuse_reports_cached_tokens) {
     int32_t c = add(ctx, q, 2);
     Trace t3 = drain(ctx, 1);
     CHECK(t3.cached[c] == 16);
+    eng_ctx_free(ctx);
+}
+
+/* ENG_SEQ_REPORT_PROGRESS: one PREFILL_PROGRESS event per prompt chunk, before PREFILLED, with the
+ * cached count and the cumulative prefilled position (cached tokens included); none for decode steps
+ * or for sequences without the flag. */
+TEST(scheduler_reports_prefill_progress_per_chunk) {
+    eng_ctx *ctx = make_ctx(16);
+    std::vector<int32_t> p = prompt(40, 9);
+    std::vector<int32_t> ev(64 * 4);
+    auto run = [&](uint32_t flags, std::vector<std::pair<int32_t, int32_t>> *progress, int32_t *prefilled_at) {
+        int32_t id = -1;
+        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, 3, 0, 1, 0, 0, flags, &id) == 0);
+        for (bool done = false; !done;) {
+            int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size());
+            CHECK(n >= 0);
+            for (int i = 0; i < n; i++) {
+                int32_t kind = ev[(size_t)i * 4 + 1];
+                CHECK(ev[(size_t)i * 4] == id);
+                if (kind == ENG_EVENT_PREFILL_PROGRESS)
+                    progress->push_back({ev[(size_t)i * 4 + 2], ev[(size_t)i * 4 + 3]});
+                if (kind == ENG_EVENT_PREFILLED) *prefilled_at = (int32_t)progress->size();
+                if (kind == ENG_EVENT_FINISH) done = true;
+            }
+        }
+    };
+    std::vector<std::pair<int32_t, int32_t>> none, first, second;
+    int32_t at = -1;
+    run(0, &none, &at);
+    CHECK(none.empty());
+    run(ENG_SEQ_REPORT_PROGRESS, &first, &at);
+    // Cached from the first run: 32 tokens (two blocks); the remaining 8 are one chunk.
+    CHECK(first.size() == 1 && first[0].first == 32 && first[0].second == 40 && at == 1);
+    std::vector<int32_t> q = prompt(40, 10); // nothing cached: chunks end at 16, 32, 40
+    p = q;
+    run(ENG_SEQ_REPORT_PROGRESS, &second, &at);
+    CHECK(second.size() == 3 && at == 3);
+    CHECK(second[0] == std::make_pair(0, 16) && second[1] == std::make_pair(0, 32) &&
+          second[2] == std::make_pair(0, 40));
+    int32_t id = -1;
+    CHECK(eng_seq_add(ctx, p.data(), 4, nullptr, 0, 1, 0, 1, 0, 0, 4, &id) == ENG_STATUS_INVALID_ARG); // unknown flag
     eng_ctx_free(ctx);
 }
 
@@ -183,7 +231,8 @@ TEST(scheduler_cancel_frees_blocks) {
     int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size());
     CHECK(n == 2);
     int cancelled = 0;
-    for (int i = 0; i < n; i++) cancelled += ev[(size_t)i * 4 + 1] == ENG_EVENT_FINISH && ev[(size_t)i * 4 + 3] == ENG_FINISH_CANCELLED;
+    for (int i = 0; i < n; i++)
+        cancelled += ev[(size_t)i * 4 + 1] == ENG_EVENT_FINISH && ev[(size_t)i * 4 + 3] == ENG_FINISH_CANCELLED;
     CHECK(cancelled == 2);
     CHECK(stat(ctx, ENG_STAT_BLOCKS_FREE) == total && stat(ctx, ENG_STAT_SEQS_RUNNING) == 0);
     CHECK(eng_step(ctx, ev.data(), (int32_t)ev.size()) == 0); // idle
@@ -250,25 +299,44 @@ TEST(scheduler_seeded_sampling_is_reproducible) {
     eng_ctx_free(ctx);
 }
 
+TEST(scheduler_top_k_is_per_sequence) {
+    eng_ctx *ctx = make_ctx();
+    std::vector<int32_t> p = prompt(9, 4);
+    auto add_k = [&](int32_t top_k) {
+        int32_t id = -1;
+        CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, 30, 1.5f, 1.0f, top_k, 42, 0, &id) == 0);
+        return id;
+    };
+    // Side by side in one batch: greedy, top_k 1 at temperature 1.5, plain sampling, top_k above V.
+    int32_t g = add(ctx, p, 30), k1 = add_k(1), free_run = add_k(0), k_big = add_k(1000);
+    Trace tr = drain(ctx, 4);
+    CHECK(tr.tokens[k1] == tr.tokens[g]);           // top_k 1 is greedy whatever the temperature
+    CHECK(tr.tokens[free_run] != tr.tokens[g]);     // while the same seed without top_k is not
+    CHECK(tr.tokens[k_big] == tr.tokens[free_run]); // top_k >= V is off: the same draws
+    eng_ctx_free(ctx);
+}
+
 TEST(scheduler_argument_checks) {
     eng_ctx *ctx = make_ctx();
     int64_t info[ENG_INFO_COUNT];
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
     int32_t n_ctx = (int32_t)info[ENG_INFO_N_CTX], id = 0;
     std::vector<int32_t> p = prompt(10, 1);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, n_ctx - 10, 0, 1, 0, 0, &id) == 0);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, n_ctx - 9, 0, 1, 0, 0, &id) == ENG_STATUS_CONTEXT_OVERFLOW);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, n_ctx - 10, 0, 1, 0, 0, 0, &id) == 0);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, n_ctx - 9, 0, 1, 0, 0, 0, &id) == ENG_STATUS_CONTEXT_OVERFLOW);
     char msg[256];
     CHECK(eng_last_error(msg, sizeof msg) > 0 && strstr(msg, "context limit"));
-    CHECK(eng_seq_add(ctx, p.data(), 0, nullptr, 0, 5, 0, 1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 0, 0, 1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 0.0f, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1.5f, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, NAN, 1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 2, 5, 0, 1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1, 0, 8, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 0, nullptr, 0, 5, 0, 1, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 0, 0, 1, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 0.0f, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1.5f, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, NAN, 1, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 2, 5, 0, 1, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1, 0, 0, 8, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 1, 1, -1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_last_error(msg, sizeof msg) > 0 && strstr(msg, "top_k"));
     p[3] = 97; // outside the vocabulary
-    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, p.data(), 10, nullptr, 0, 5, 0, 1, 0, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
     CHECK(eng_last_error(msg, sizeof msg) > 0 && strstr(msg, "index 3"));
     int32_t ev[4];
     CHECK(eng_step(ctx, ev, 3) == ENG_STATUS_INVALID_ARG);
@@ -281,14 +349,14 @@ TEST(scheduler_small_event_buffer_and_kept_logits) {
     eng_ctx *ctx = make_ctx();
     std::vector<int32_t> p = prompt(6, 2);
     int32_t a = -1, b = add(ctx, p, 3);
-    CHECK(eng_seq_add(ctx, p.data(), 6, nullptr, 0, 3, 0, 1, 0, ENG_SEQ_KEEP_LOGITS, &a) == 0);
+    CHECK(eng_seq_add(ctx, p.data(), 6, nullptr, 0, 3, 0, 1, 0, 0, ENG_SEQ_KEEP_LOGITS, &a) == 0);
     // One event per call: PREFILLED, TOKEN, ..., FINISH all still arrive, in order.
     Trace tr = drain(ctx, 2, 1);
     CHECK(tr.tokens[a] == tr.tokens[b] && tr.tokens[a].size() == 3);
     eng_ctx_free(ctx);
     ctx = make_ctx();
     a = -1;
-    CHECK(eng_seq_add(ctx, p.data(), 6, nullptr, 0, 1, 0, 1, 0, ENG_SEQ_KEEP_LOGITS, &a) == 0);
+    CHECK(eng_seq_add(ctx, p.data(), 6, nullptr, 0, 1, 0, 1, 0, 0, ENG_SEQ_KEEP_LOGITS, &a) == 0);
     b = add(ctx, p, 1);
     std::vector<int32_t> ev(64);
     int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size());
@@ -296,11 +364,12 @@ TEST(scheduler_small_event_buffer_and_kept_logits) {
     std::vector<float> lg(97);
     CHECK(eng_seq_logits(ctx, a, lg.data(), 97) == 97); // valid after FINISH until the next step
     int best = 0;
-    for (int i = 1; i < 97; i++) if (lg[(size_t)i] > lg[(size_t)best]) best = i;
+    for (int i = 1; i < 97; i++)
+        if (lg[(size_t)i] > lg[(size_t)best]) best = i;
     int32_t tok = -1;
     for (int i = 0; i < n; i++)
         if (ev[(size_t)i * 4] == a && ev[(size_t)i * 4 + 1] == ENG_EVENT_TOKEN) tok = ev[(size_t)i * 4 + 2];
-    CHECK(tok >= 0 && best == tok); // greedy token = argmax of the kept logits
+    CHECK(tok >= 0 && best == tok);                                         // greedy token = argmax of the kept logits
     CHECK(eng_seq_logits(ctx, b, lg.data(), 97) == ENG_STATUS_INVALID_ARG); // not kept
     CHECK(eng_seq_logits(ctx, a, lg.data(), 10) == ENG_STATUS_INVALID_ARG); // too small
     CHECK(eng_step(ctx, ev.data(), (int32_t)ev.size()) == 0);
@@ -319,8 +388,17 @@ TEST(scheduler_random_workload_keeps_invariants) {
     int32_t n_ctx = (int32_t)info[ENG_INFO_N_CTX];
     CHECK(n_ctx == 128); // 8 blocks of 16
     uint64_t s = 99;
-    auto rnd = [&](int n) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (int)(s % (uint64_t)n); };
-    struct Want { std::vector<int32_t> prompt; int max_tokens; bool is_cancelled; };
+    auto rnd = [&](int n) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        return (int)(s % (uint64_t)n);
+    };
+    struct Want {
+        std::vector<int32_t> prompt;
+        int max_tokens;
+        bool is_cancelled;
+    };
     std::map<int32_t, Want> seqs;
     std::map<int32_t, std::vector<int32_t>> got;
     std::map<int32_t, int> finishes, reasons;
@@ -345,7 +423,10 @@ TEST(scheduler_random_workload_keeps_invariants) {
             for (int i = 0; i < n; i++) {
                 int32_t id = ev[(size_t)i * 4], kind = ev[(size_t)i * 4 + 1];
                 if (kind == ENG_EVENT_TOKEN) got[id].push_back(ev[(size_t)i * 4 + 2]);
-                if (kind == ENG_EVENT_FINISH) { finishes[id]++; reasons[id] = ev[(size_t)i * 4 + 3]; }
+                if (kind == ENG_EVENT_FINISH) {
+                    finishes[id]++;
+                    reasons[id] = ev[(size_t)i * 4 + 3];
+                }
             }
         }
     }
@@ -355,7 +436,10 @@ TEST(scheduler_random_workload_keeps_invariants) {
     for (auto &kv : seqs) {
         CHECK(finishes[kv.first] == 1);
         const Want &w = kv.second;
-        if (reasons[kv.first] == ENG_FINISH_CANCELLED) { CHECK(w.is_cancelled); continue; }
+        if (reasons[kv.first] == ENG_FINISH_CANCELLED) {
+            CHECK(w.is_cancelled);
+            continue;
+        }
         CHECK(reasons[kv.first] == ENG_FINISH_LENGTH && (int)got[kv.first].size() == w.max_tokens);
         if (checked++ < 25) { // a sample against solo runs (each is a full generation)
             int32_t id = add(solo, w.prompt, w.max_tokens);
@@ -368,7 +452,8 @@ TEST(scheduler_random_workload_keeps_invariants) {
     fprintf(stderr, "  %zu sequences, %d cancelled, %lld preemptions, %lld cached tokens\n", seqs.size(), n_cancelled,
             (long long)stat(ctx, ENG_STAT_PREEMPTIONS), (long long)stat(ctx, ENG_STAT_CACHED_TOKENS));
     CHECK(n_cancelled > 0);
-    CHECK(stat(ctx, ENG_STAT_BLOCKS_FREE) == 8 && stat(ctx, ENG_STAT_SEQS_RUNNING) == 0 && stat(ctx, ENG_STAT_SEQS_WAITING) == 0);
+    CHECK(stat(ctx, ENG_STAT_BLOCKS_FREE) == 8 && stat(ctx, ENG_STAT_SEQS_RUNNING) == 0 &&
+          stat(ctx, ENG_STAT_SEQS_WAITING) == 0);
     eng_ctx_free(solo);
     eng_ctx_free(ctx);
 }

@@ -38,7 +38,7 @@ TEST(thread_pool_runs_each_task_once_then_sleeps_when_idle) {
 struct OrderLog {
     int n, lanes;
     std::atomic<int> hits[1000];
-    std::atomic<int> last_own[8];  // per worker: the last task taken from its own share, -1 none
+    std::atomic<int> last_own[8]; // per worker: the last task taken from its own share, -1 none
     std::atomic<int> out_of_order[8];
 };
 
@@ -66,7 +66,8 @@ TEST(thread_pool_contiguous_loops_run_each_task_once_in_order_per_share) {
                 for (auto &h : o.hits) h = 0;
                 for (int w = 0; w < 8; w++) o.last_own[w] = -1, o.out_of_order[w] = 0;
                 pool.run(n, log_task, &o, true);
-                for (int i = 0; i < n; i++) CHECK_MSG(o.hits[i].load() == 1, "n %d task %d ran %d times", n, i, o.hits[i].load());
+                for (int i = 0; i < n; i++)
+                    CHECK_MSG(o.hits[i].load() == 1, "n %d task %d ran %d times", n, i, o.hits[i].load());
                 for (int i = n; i < 1000; i++) CHECK(o.hits[i].load() == 0);
                 if (n >= 2 * threads)
                     for (int w = 0; w < threads; w++) CHECK_MSG(o.out_of_order[w].load() == 0, "worker %d", w);

@@ -68,7 +68,7 @@ int32_t add_prompt(eng_ctx *ctx, const Golden &g, size_t p, const std::vector<ui
         grids.insert(grids.end(), g.grids[(size_t)v.integer].begin(), g.grids[(size_t)v.integer].end());
     }
     int32_t id = -1;
-    int32_t st = eng_seq_add_mm(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, max_tokens, 0.0f, 1.0f, 0,
+    int32_t st = eng_seq_add_mm(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, max_tokens, 0.0f, 1.0f, 0, 0,
                                 ENG_SEQ_KEEP_LOGITS, pixels.data(), (int64_t)pixels.size(), grids.data(), hashes.data(),
                                 (int32_t)(grids.size() / 3), &id);
     char msg[512] = "";
@@ -84,7 +84,8 @@ struct Run {
 };
 
 /* Steps until every sequence finishes; compares first-token logits with `golden_logits` when given. */
-std::vector<Run> run_all(eng_ctx *ctx, const std::vector<int32_t> &ids, const std::vector<const maya::JsonValue *> &golden_logits) {
+std::vector<Run> run_all(eng_ctx *ctx, const std::vector<int32_t> &ids,
+                         const std::vector<const maya::JsonValue *> &golden_logits) {
     int64_t info[ENG_INFO_COUNT];
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
     int32_t V = (int32_t)info[ENG_INFO_N_VOCAB];
@@ -97,7 +98,8 @@ std::vector<Run> run_all(eng_ctx *ctx, const std::vector<int32_t> &ids, const st
         CHECK(n >= 0);
         if (n < 0) break;
         for (int i = 0; i < n; i++) {
-            int32_t sid = ev[(size_t)i * 4], kind = ev[(size_t)i * 4 + 1], tok = ev[(size_t)i * 4 + 2], val = ev[(size_t)i * 4 + 3];
+            int32_t sid = ev[(size_t)i * 4], kind = ev[(size_t)i * 4 + 1], tok = ev[(size_t)i * 4 + 2],
+                    val = ev[(size_t)i * 4 + 3];
             size_t p = 0;
             while (p < ids.size() && ids[p] != sid) p++;
             if (p == ids.size()) continue;
@@ -107,7 +109,8 @@ std::vector<Run> run_all(eng_ctx *ctx, const std::vector<int32_t> &ids, const st
                     CHECK(eng_seq_logits(ctx, sid, logits.data(), V) == V);
                     const auto &ref = golden_logits[p]->items;
                     for (int32_t v = 0; v < V; v++)
-                        runs[p].worst_logit = fmax(runs[p].worst_logit, fabs((double)logits[(size_t)v] - ref[(size_t)v].number));
+                        runs[p].worst_logit =
+                            fmax(runs[p].worst_logit, fabs((double)logits[(size_t)v] - ref[(size_t)v].number));
                 }
                 runs[p].tokens.push_back(tok);
             }
@@ -127,73 +130,76 @@ std::vector<int32_t> ints(const maya::JsonValue &a) {
 } // namespace
 
 TEST(vision_embeddings_match_golden) {
-  for (const char *name : kVisionFixtures) {
-    Golden g;
-    CHECK(load_golden(&g, name));
-    maya::Model m;
-    int32_t st = maya::model_load(vision_dir(name), &m);
-    CHECK_MSG(st == 0, "%s", maya::last_error());
-    if (st != 0 || !m.vision) return;
-    bool moe = strcmp(name, "glm45v-tiny") == 0;
-    CHECK(m.cfg.arch == (moe ? maya::ARCH_GLM4V_MOE : maya::ARCH_GLM4V));
-    CHECK(m.cfg.mrope_section[0] == 2 && m.cfg.mrope_section[2] == 3 && m.cfg.is_rope_interleaved == !moe);
-    CHECK(m.cfg.image_token_id == 1012 && m.cfg.head_dim == 32 && m.cfg.rotary_dim == 16);
-    CHECK(m.cfg.has_sandwich_norms == !moe && m.cfg.n_expert == (moe ? 8 : 0) && m.cfg.has_qkv_bias);
-    for (int threads : {1, 2}) {
-        maya::VisionEncoder enc;
-        const maya::Kernels *k = nullptr;
-        CHECK(maya::kernels_choose(test_simd(), &k) == 0 && k);
-        if (!k) return;
-        CHECK(enc.init(*m.vision, threads, *k) == 0);
-        for (size_t i = 0; i < g.pixels.size(); i++) {
-            const maya::JsonValue &img = g.fx.get("images")->items[i];
-            const auto &ref = img.get("embeddings")->items;
-            std::vector<float> out(ref.size());
-            const std::vector<int32_t> &gr = g.grids[i];
-            CHECK((int64_t)out.size() == (int64_t)gr[0] * gr[1] * gr[2] / 4 * m.cfg.n_embd);
-            enc.encode(g.pixels[i].data(), gr[0], gr[1], gr[2], out.data());
-            double worst = 0;
-            for (size_t j = 0; j < out.size(); j++) worst = fmax(worst, fabs((double)out[j] - ref[j].number));
-            fprintf(stderr, "  %s image %zu (%d x %d patches), %d threads: max |dembed| %.3g\n", name, i, gr[1], gr[2], threads,
-                    worst);
-            CHECK(worst <= 1e-3);
+    for (const char *name : kVisionFixtures) {
+        Golden g;
+        CHECK(load_golden(&g, name));
+        maya::Model m;
+        int32_t st = maya::model_load(vision_dir(name), &m);
+        CHECK_MSG(st == 0, "%s", maya::last_error());
+        if (st != 0 || !m.vision) return;
+        bool moe = strcmp(name, "glm45v-tiny") == 0;
+        CHECK(m.cfg.arch == (moe ? maya::ARCH_GLM4V_MOE : maya::ARCH_GLM4V));
+        CHECK(m.cfg.mrope_section[0] == 2 && m.cfg.mrope_section[2] == 3 && m.cfg.is_rope_interleaved == !moe);
+        CHECK(m.cfg.image_token_id == 1012 && m.cfg.head_dim == 32 && m.cfg.rotary_dim == 16);
+        CHECK(m.cfg.has_sandwich_norms == !moe && m.cfg.n_expert == (moe ? 8 : 0) && m.cfg.has_qkv_bias);
+        for (int threads : {1, 2}) {
+            maya::VisionEncoder enc;
+            const maya::Kernels *k = nullptr;
+            CHECK(maya::kernels_choose(test_simd(), &k) == 0 && k);
+            if (!k) return;
+            CHECK(enc.init(*m.vision, threads, *k) == 0);
+            for (size_t i = 0; i < g.pixels.size(); i++) {
+                const maya::JsonValue &img = g.fx.get("images")->items[i];
+                const auto &ref = img.get("embeddings")->items;
+                std::vector<float> out(ref.size());
+                const std::vector<int32_t> &gr = g.grids[i];
+                CHECK((int64_t)out.size() == (int64_t)gr[0] * gr[1] * gr[2] / 4 * m.cfg.n_embd);
+                enc.encode(g.pixels[i].data(), gr[0], gr[1], gr[2], out.data());
+                double worst = 0;
+                for (size_t j = 0; j < out.size(); j++) worst = fmax(worst, fabs((double)out[j] - ref[j].number));
+                fprintf(stderr, "  %s image %zu (%d x %d patches), %d threads: max |dembed| %.3g\n", name, i, gr[1],
+                        gr[2], threads, worst);
+                CHECK(worst <= 1e-3);
+            }
         }
     }
-  }
 }
 
 TEST(vision_greedy_matches_golden_whole_and_chunked) {
-  for (const char *name : kVisionFixtures) {
-    Golden g;
-    CHECK(load_golden(&g, name));
-    const maya::JsonValue *prompts = g.fx.get("prompts");
-    int n_greedy = (int)g.fx.get("greedy_tokens")->integer;
-    // 256: one chunk per prompt; 7: chunk boundaries inside every image's tokens (prompt 0's image
-    // covers positions 5..24, prompt 1's images 10..29 and 35..46).
-    for (int64_t chunk : {256, 7}) {
-        eng_ctx *ctx = open_ctx(vision_dir(name), chunk);
-        if (!ctx) return;
-        int64_t info[ENG_INFO_COUNT];
-        CHECK(eng_ctx_info(ctx, info, ENG_INFO_COUNT) == ENG_INFO_COUNT);
-        CHECK(info[ENG_INFO_VISION] == 1 && info[ENG_INFO_ARCH] == (strcmp(name, "glm4v-tiny") == 0 ? 6 : 7));
-        CHECK(info[ENG_INFO_BACKEND] == 1);
-        std::vector<int32_t> ids;
-        std::vector<const maya::JsonValue *> logits;
-        for (size_t p = 0; p < prompts->items.size(); p++) {
-            std::vector<uint64_t> hashes;
-            for (const auto &v : prompts->items[p].get("images")->items) hashes.push_back(0x1000 + (uint64_t)v.integer);
-            ids.push_back(add_prompt(ctx, g, p, hashes, n_greedy));
-            logits.push_back(prompts->items[p].get("last_logits"));
+    for (const char *name : kVisionFixtures) {
+        Golden g;
+        CHECK(load_golden(&g, name));
+        const maya::JsonValue *prompts = g.fx.get("prompts");
+        int n_greedy = (int)g.fx.get("greedy_tokens")->integer;
+        // 256: one chunk per prompt; 7: chunk boundaries inside every image's tokens (prompt 0's image
+        // covers positions 5..24, prompt 1's images 10..29 and 35..46).
+        for (int64_t chunk : {256, 7}) {
+            eng_ctx *ctx = open_ctx(vision_dir(name), chunk);
+            if (!ctx) return;
+            int64_t info[ENG_INFO_COUNT];
+            CHECK(eng_ctx_info(ctx, info, ENG_INFO_COUNT) == ENG_INFO_COUNT);
+            CHECK(info[ENG_INFO_VISION] == 1 &&
+                  info[ENG_INFO_ARCH] == (strcmp(name, "glm4v-tiny") == 0 ? ENG_ARCH_GLM4V : ENG_ARCH_GLM4V_MOE));
+            CHECK(info[ENG_INFO_BACKEND] == ENG_BACKEND_CPU);
+            std::vector<int32_t> ids;
+            std::vector<const maya::JsonValue *> logits;
+            for (size_t p = 0; p < prompts->items.size(); p++) {
+                std::vector<uint64_t> hashes;
+                for (const auto &v : prompts->items[p].get("images")->items)
+                    hashes.push_back(0x1000 + (uint64_t)v.integer);
+                ids.push_back(add_prompt(ctx, g, p, hashes, n_greedy));
+                logits.push_back(prompts->items[p].get("last_logits"));
+            }
+            std::vector<Run> runs = run_all(ctx, ids, logits);
+            for (size_t p = 0; p < runs.size(); p++) {
+                fprintf(stderr, "  %s chunk %lld prompt %zu: max |dlogit| %.3g\n", name, (long long)chunk, p,
+                        runs[p].worst_logit);
+                CHECK(runs[p].worst_logit <= 1e-3);
+                CHECK(runs[p].tokens == ints(*prompts->items[p].get("greedy")));
+            }
+            eng_ctx_free(ctx);
         }
-        std::vector<Run> runs = run_all(ctx, ids, logits);
-        for (size_t p = 0; p < runs.size(); p++) {
-            fprintf(stderr, "  %s chunk %lld prompt %zu: max |dlogit| %.3g\n", name, (long long)chunk, p, runs[p].worst_logit);
-            CHECK(runs[p].worst_logit <= 1e-3);
-            CHECK(runs[p].tokens == ints(*prompts->items[p].get("greedy")));
-        }
-        eng_ctx_free(ctx);
     }
-  }
 }
 
 TEST(vision_prefix_cache_keys_on_image_hash) {
@@ -228,8 +234,8 @@ TEST(vision_prefix_cache_keys_on_image_hash) {
         std::vector<int32_t> toks = ints(*p0.get("ids"));
         int32_t grid[3] = {1, 10, 8}, id = -1;
         uint64_t hash = 0xAAAA;
-        CHECK(eng_seq_add_mm(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, 2, 0.0f, 1.0f, 0, 0, g.pixels[0].data(),
-                             (int64_t)g.pixels[0].size(), grid, &hash, 1, &id) == 0);
+        CHECK(eng_seq_add_mm(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, 2, 0.0f, 1.0f, 0, 0, 0,
+                             g.pixels[0].data(), (int64_t)g.pixels[0].size(), grid, &hash, 1, &id) == 0);
         std::vector<Run> r = run_all(ctx, {id}, {});
         CHECK_MSG(r[0].cached == 0, "cached %d", r[0].cached);
     }
@@ -271,7 +277,8 @@ TEST(vision_preempted_sequences_keep_their_images) {
     eng_ctx_stats(ctx, stats, ENG_STAT_COUNT);
     CHECK_MSG(stats[ENG_STAT_PREEMPTIONS] > 0, "preemptions %lld", (long long)stats[ENG_STAT_PREEMPTIONS]);
     CHECK(stats[ENG_STAT_IMAGES_ENCODED] == 4);
-    for (const Run &r : runs) CHECK(std::vector<int32_t>(r.tokens.begin(), r.tokens.begin() + n) == ints(*p1.get("greedy")));
+    for (const Run &r : runs)
+        CHECK(std::vector<int32_t>(r.tokens.begin(), r.tokens.begin() + n) == ints(*p1.get("greedy")));
     eng_ctx_free(ctx);
 }
 
@@ -302,8 +309,8 @@ TEST(vision_argument_checks) {
     uint64_t hash = 7;
     char msg[512];
     auto add = [&](const std::vector<int32_t> &t, int64_t n_px, const int32_t *gr, int32_t n_img) {
-        return eng_seq_add_mm(ctx, t.data(), (int32_t)t.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, px.data(), n_px, gr, &hash,
-                              n_img, &id);
+        return eng_seq_add_mm(ctx, t.data(), (int32_t)t.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, 0, px.data(), n_px, gr,
+                              &hash, n_img, &id);
     };
     CHECK(add(toks, (int64_t)px.size() - 1, grid, 1) == ENG_STATUS_INVALID_ARG); // pixel count
     eng_last_error(msg, sizeof msg);
@@ -316,11 +323,13 @@ TEST(vision_argument_checks) {
     std::vector<int32_t> split = toks;
     split[10] = 32; // a text token inside the image's run
     CHECK(add(split, (int64_t)px.size(), grid, 1) == ENG_STATUS_INVALID_ARG);
-    CHECK(eng_seq_add(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, &id) == ENG_STATUS_INVALID_ARG);
+    CHECK(eng_seq_add(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, 0, &id) ==
+          ENG_STATUS_INVALID_ARG);
     eng_last_error(msg, sizeof msg);
     CHECK(strstr(msg, "image tokens") != nullptr);
     std::vector<int32_t> text = {1002, 1004, 1007, 10, 532, 1008};
-    CHECK(eng_seq_add(ctx, text.data(), (int32_t)text.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, &id) == 0); // text on a vision model
+    CHECK(eng_seq_add(ctx, text.data(), (int32_t)text.size(), nullptr, 0, 4, 0.0f, 1.0f, 0, 0, 0, &id) ==
+          0); // text on a vision model
     CHECK(add(toks, (int64_t)px.size(), grid, 1) == 0);
     eng_ctx_free(ctx);
 
@@ -334,7 +343,8 @@ TEST(vision_argument_checks) {
     CHECK(add(t2, (int64_t)px.size(), grid, 1) == ENG_STATUS_UNSUPPORTED);
     eng_last_error(msg, sizeof msg);
     CHECK(strstr(msg, "no vision encoder") != nullptr);
-    CHECK(eng_seq_add_mm(ctx, t2.data(), 3, nullptr, 0, 4, 0.0f, 1.0f, 0, 0, nullptr, 0, nullptr, nullptr, 0, &id) == 0);
+    CHECK(eng_seq_add_mm(ctx, t2.data(), 3, nullptr, 0, 4, 0.0f, 1.0f, 0, 0, 0, nullptr, 0, nullptr, nullptr, 0, &id) ==
+          0);
     eng_ctx_free(ctx);
 }
 

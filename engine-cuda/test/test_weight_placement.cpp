@@ -41,8 +41,10 @@ TEST(weight_placement_copies_exactly_and_keeps_aliases) {
     CHECK(model_place_weights(&m, 1LL << 40, &placed) == 0);
     CHECK(placed && m.arena.is_used());
     CHECK(m.lm_head.data == m.embed.data); // tied embeddings stay one matrix
-    const Weight *pairs[][2] = {{&ref.embed, &m.embed}, {&ref.layers[1].wk, &m.layers[1].wk},
-                                {&ref.layers[1].w_down, &m.layers[1].w_down}, {&ref.layers[0].wo, &m.layers[0].wo}};
+    const Weight *pairs[][2] = {{&ref.embed, &m.embed},
+                                {&ref.layers[1].wk, &m.layers[1].wk},
+                                {&ref.layers[1].w_down, &m.layers[1].w_down},
+                                {&ref.layers[0].wo, &m.layers[0].wo}};
     for (auto &p : pairs) {
         CHECK(inside(m.arena, m, p[1]->data));
         CHECK(p[0]->dtype == p[1]->dtype && p[0]->rows == p[1]->rows && p[0]->cols == p[1]->cols);
@@ -71,16 +73,17 @@ TEST(weight_placement_moves_q8_weights_and_scales) {
 }
 
 /* Greedy decode of 8 tokens; the logits at every sampled position, appended. */
-static void run_once(const std::string &dir, int64_t weight_copy, std::vector<float> *logits, std::vector<int32_t> *toks) {
+static void run_once(const std::string &dir, int64_t weight_copy, std::vector<float> *logits,
+                     std::vector<int32_t> *toks) {
     int64_t params[ENG_PARAM_COUNT] = {0};
     params[ENG_PARAM_N_THREADS] = 2;
-    params[ENG_PARAM_BACKEND] = 1;
+    params[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
     params[ENG_PARAM_WEIGHT_COPY] = weight_copy;
     eng_ctx *ctx = nullptr;
     CHECK(test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0);
     if (!ctx) return;
     int32_t prompt[5] = {3, 9, 27, 11, 40}, id;
-    CHECK(eng_seq_add(ctx, prompt, 5, nullptr, 0, 8, 0.0f, 1.0f, 0, ENG_SEQ_KEEP_LOGITS, &id) == 0);
+    CHECK(eng_seq_add(ctx, prompt, 5, nullptr, 0, 8, 0.0f, 1.0f, 0, 0, ENG_SEQ_KEEP_LOGITS, &id) == 0);
     int32_t ev[64];
     std::vector<float> buf(4096);
     for (int done = 0; !done;) {
@@ -113,7 +116,8 @@ TEST(weight_placement_same_tokens_with_and_without_the_copy) {
 TEST(fp8_nan_scan_marks_only_matrices_without_nan_bytes) {
     Model m;
     std::vector<uint8_t> clean(40 * 64), dirty(40 * 64);
-    for (size_t i = 0; i < clean.size(); i++) clean[i] = dirty[i] = (uint8_t)(i * 37 % 251) == 0x7F ? 0x7E : (uint8_t)(i * 37 % 251);
+    for (size_t i = 0; i < clean.size(); i++)
+        clean[i] = dirty[i] = (uint8_t)(i * 37 % 251) == 0x7F ? 0x7E : (uint8_t)(i * 37 % 251);
     for (uint8_t &b : clean)
         if ((b & 0x7F) == 0x7F) b ^= 1;
     dirty = clean;

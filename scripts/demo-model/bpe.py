@@ -34,22 +34,43 @@ from collections import Counter, defaultdict
 from typing import Iterable
 
 SPECIAL_TOKENS = [
-    '<|endoftext|>', '[MASK]', '[gMASK]', '[sMASK]', '<sop>', '<eop>', '<|system|>', '<|user|>',
-    '<|assistant|>', '<|observation|>', '<|begin_of_image|>', '<|end_of_image|>', '<|image|>',
-    '<think>', '</think>', '<tool_call>', '</tool_call>', '<tool_response>', '</tool_response>',
-    '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>', '/nothink',
+    '<|endoftext|>',
+    '[MASK]',
+    '[gMASK]',
+    '[sMASK]',
+    '<sop>',
+    '<eop>',
+    '<|system|>',
+    '<|user|>',
+    '<|assistant|>',
+    '<|observation|>',
+    '<|begin_of_image|>',
+    '<|end_of_image|>',
+    '<|image|>',
+    '<think>',
+    '</think>',
+    '<tool_call>',
+    '</tool_call>',
+    '<tool_response>',
+    '</tool_response>',
+    '<arg_key>',
+    '</arg_key>',
+    '<arg_value>',
+    '</arg_value>',
+    '/nothink',
 ]
 
-PRETOKENIZE_HF = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|\p{L}+|\p{N}"
-                  r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-PRETOKENIZE_PY = re.compile(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\W\d_]+|\d"
-                            r"| ?(?:[^\s\w]|_)+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+PRETOKENIZE_HF = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|\p{L}+|\p{N}" r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+PRETOKENIZE_PY = re.compile(
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\W\d_]+|\d" r"| ?(?:[^\s\w]|_)+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 
 
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable unicode character table (the ByteLevel alphabet)."""
-    keep = list(range(ord('!'), ord('~') + 1)) + list(range(ord('¡'), ord('¬') + 1)) + \
-        list(range(ord('®'), ord('ÿ') + 1))
+    keep = (
+        list(range(ord('!'), ord('~') + 1)) + list(range(ord('¡'), ord('¬') + 1)) + list(range(ord('®'), ord('ÿ') + 1))
+    )
     table: dict[int, str] = {}
     extra = 0
     for b in range(256):
@@ -76,7 +97,8 @@ def split_special(text: str) -> list[str]:
 
 
 def train(texts: Iterable[str], vocab_size: int) -> list[tuple[str, str]]:
-    """Learns vocab_size - 256 - len(SPECIAL_TOKENS) merges. Deterministic (ties: the pair seen first; the corpus order is seeded)."""
+    """Learns vocab_size - 256 - len(SPECIAL_TOKENS) merges. Deterministic (ties: the pair seen first;
+    the corpus order is seeded)."""
     counts: Counter[str] = Counter()
     for text in texts:
         for part in split_special(text):
@@ -157,7 +179,7 @@ class Tokenizer:
                     best, best_rank = i, r
             if best < 0:
                 break
-            syms[best:best + 2] = [syms[best] + syms[best + 1]]
+            syms[best : best + 2] = [syms[best] + syms[best + 1]]
         ids = [self.vocab[s] for s in syms]
         if len(self._cache) < 200000:
             self._cache[word] = ids
@@ -192,18 +214,40 @@ class Tokenizer:
             'version': '1.0',
             'truncation': None,
             'padding': None,
-            'added_tokens': [{'id': i, 'content': t, 'single_word': False, 'lstrip': False, 'rstrip': False,
-                              'normalized': False, 'special': True} for t, i in self.special.items()],
+            'added_tokens': [
+                {
+                    'id': i,
+                    'content': t,
+                    'single_word': False,
+                    'lstrip': False,
+                    'rstrip': False,
+                    'normalized': False,
+                    'special': True,
+                }
+                for t, i in self.special.items()
+            ],
             'normalizer': None,
-            'pre_tokenizer': {'type': 'Sequence', 'pretokenizers': [
-                {'type': 'Split', 'pattern': {'Regex': PRETOKENIZE_HF}, 'behavior': 'Isolated', 'invert': False},
-                {'type': 'ByteLevel', 'add_prefix_space': False, 'trim_offsets': True, 'use_regex': False},
-            ]},
+            'pre_tokenizer': {
+                'type': 'Sequence',
+                'pretokenizers': [
+                    {'type': 'Split', 'pattern': {'Regex': PRETOKENIZE_HF}, 'behavior': 'Isolated', 'invert': False},
+                    {'type': 'ByteLevel', 'add_prefix_space': False, 'trim_offsets': True, 'use_regex': False},
+                ],
+            },
             'post_processor': {'type': 'ByteLevel', 'add_prefix_space': True, 'trim_offsets': False, 'use_regex': True},
             'decoder': {'type': 'ByteLevel', 'add_prefix_space': True, 'trim_offsets': True, 'use_regex': True},
-            'model': {'type': 'BPE', 'dropout': None, 'unk_token': None, 'continuing_subword_prefix': None,
-                      'end_of_word_suffix': None, 'fuse_unk': False, 'byte_fallback': False, 'ignore_merges': False,
-                      'vocab': self.vocab, 'merges': [[a, b] for a, b in self.merges]},
+            'model': {
+                'type': 'BPE',
+                'dropout': None,
+                'unk_token': None,
+                'continuing_subword_prefix': None,
+                'end_of_word_suffix': None,
+                'fuse_unk': False,
+                'byte_fallback': False,
+                'ignore_merges': False,
+                'vocab': self.vocab,
+                'merges': [[a, b] for a, b in self.merges],
+            },
         }
 
     def save(self, path: str) -> None:
@@ -224,6 +268,7 @@ class Tokenizer:
 def corpus(n: int, seed: int) -> list[str]:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import data
+
     tpl = data.make_template()
     rng = random.Random(seed)
     # The first edition's mixture (the shipped tokenizer predates the second edition's pools).

@@ -28,8 +28,10 @@ def main() -> None:
     with open(os.path.join(args.model, 'config.json')) as f:
         cfg = json.load(f)
     weights = read_safetensors(os.path.join(args.model, 'model.safetensors'))
-    text = ('[gMASK]<sop><|system|>\nAnswer in uppercase.<|user|>\nRemember the value 73, then tell me '
-            'the weather in Paris.<|assistant|>\n<think>')
+    text = (
+        '[gMASK]<sop><|system|>\nAnswer in uppercase.<|user|>\nRemember the value 73, then tell me '
+        'the weather in Paris.<|assistant|>\n<think>'
+    )
     ids = tok.encode(text)
     with torch.no_grad():
         mine = model(torch.tensor([ids]))[0]

@@ -1,11 +1,11 @@
 """Seeded generator of the demo model's synthetic conversations, rendered in the GLM-4.5 chat format.
 
-Each sample is rendered with the real GLM-4.5 template (shared/reference/templates/glm-4.5.jinja,
-HF conventions: trim_blocks, lstrip_blocks, tojson = Python json.dumps(ensure_ascii=False)) and split
-into (text, trained) segments: only what the model itself generates after `<|assistant|>` is
-trained, plus the role token that ends the turn (`<|user|>` or `<|observation|>`). Prompt-side
-prefixes that the server writes (`\n<think></think>` when thinking is off, an opened
-`<tool_call>NAME\n` for a forced call) are not trained.
+Each sample is rendered with the real GLM-4.5 template (glm-4.5.jinja beside this file, the chat
+template GLM-4.5's tokenizer_config.json ships; HF conventions: trim_blocks, lstrip_blocks, tojson =
+Python json.dumps(ensure_ascii=False)) and split into (text, trained) segments: only what the model
+itself generates after `<|assistant|>` is trained, plus the role token that ends the turn
+(`<|user|>` or `<|observation|>`). Prompt-side prefixes that the server writes (`\n<think></think>`
+when thinking is off, an opened `<tool_call>NAME\n` for a forced call) are not trained.
 
 Behaviours: greetings, closed-world facts, two-digit arithmetic, system-instruction following,
 multi-turn memory, JSON replies to a schema, tool calls (choose among 2-4 tools, copy arguments,
@@ -34,8 +34,7 @@ import pools  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, '..', '..'))
-TEMPLATE_PATH = os.path.join(REPO, '..', 'shared', 'reference', 'templates', 'glm-4.5.jinja')
-TEMPLATE_COPY = os.path.join(HERE, 'glm-4.5.jinja')
+TEMPLATE_PATH = os.path.join(HERE, 'glm-4.5.jinja')
 
 # The JSON instructions the server adds to the prompt (models/maya-demo/README.md states them).
 JSON_SCHEMA_INSTRUCTION = 'Respond with a JSON object that matches this JSON schema: '
@@ -45,8 +44,7 @@ ROLE_TOKENS = ['<|system|>', '<|user|>', '<|assistant|>', '<|observation|>']
 
 
 def load_template_text() -> str:
-    path = TEMPLATE_PATH if os.path.exists(TEMPLATE_PATH) else TEMPLATE_COPY
-    with open(path, encoding='utf-8') as f:
+    with open(TEMPLATE_PATH, encoding='utf-8') as f:
         return f.read()
 
 
@@ -64,8 +62,12 @@ def make_template(text: str | None = None) -> jinja2.Template:
 # The closed world. Fixed (independent of the data seed) so that held-out prompts share it.
 
 _W = random.Random(20260)
+# Word tables (and the loops that build the world from them) stay out of black's reach: a row of
+# words per line reads better than one word per line.
+# fmt: off
 _SYL = ['ka', 'lo', 'mi', 'ra', 'ven', 'tor', 'sa', 'li', 'nor', 'da', 'bel', 'mar', 'qui', 'zan',
         'ro', 'te', 'vi', 'gal', 'os', 'un', 'pe', 'fi', 'dor', 'ha', 'lum', 'cre', 'sto', 'ar']
+# fmt: on
 
 
 def _name(n: int, rng: random.Random = _W) -> str:
@@ -81,6 +83,7 @@ def _unique(k: int, lo: int, hi: int) -> list[str]:
     return out
 
 
+# fmt: off
 COLOURS = ['red', 'blue', 'green', 'yellow', 'purple', 'orange', 'teal', 'silver', 'gold', 'white',
            'black', 'pink', 'brown', 'grey', 'violet']
 ANIMALS = ['fox', 'owl', 'bear', 'heron', 'lynx', 'otter', 'wolf', 'crane', 'badger', 'falcon']
@@ -91,7 +94,9 @@ for _i, _c in enumerate(CITIES):
     WORLD.append({'city': _c, 'country': COUNTRIES[_i % 10], 'colour': _W.choice(COLOURS),
                   'animal': _W.choice(ANIMALS), 'population': _W.randint(2, 95) * 1000})
 CAPITALS = {COUNTRIES[i]: CITIES[i] for i in range(10)}
+# fmt: on
 
+# fmt: off
 REAL_CITIES = ['Paris', 'Rome', 'Tokyo', 'Berlin', 'Madrid', 'Lisbon', 'Oslo', 'Cairo', 'Lima',
                'Seoul', 'Boston', 'Denver', 'Sydney', 'Dublin', 'Vienna', 'Prague', 'Nairobi',
                'Toronto', 'Mumbai', 'Santiago', 'Helsinki', 'Athens', 'Warsaw', 'Kyoto', 'São Paulo',
@@ -107,6 +112,7 @@ TOPICS = ['rust borrow checker', 'bread recipes', 'solar panels', 'chess opening
           'jazz history', 'bike repair', 'moon phases', 'tax deadlines', 'python decorators',
           'knitting patterns', 'volcano facts', 'train schedules', 'coffee brewing', 'bird songs']
 CONDITIONS = ['sunny', 'cloudy', 'rainy', 'windy', 'snowy', 'foggy', 'stormy', 'clear']
+# fmt: on
 
 
 def rand_word(rng: random.Random) -> str:
@@ -167,14 +173,14 @@ def user(text: str) -> dict[str, Any]:
     return {'role': 'user', 'content': text}
 
 
-def assistant(content: str = '', reasoning: str | None = None,
-              tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def assistant(
+    content: str = '', reasoning: str | None = None, tool_calls: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     m: dict[str, Any] = {'role': 'assistant', 'content': content}
     if reasoning is not None:
         m['reasoning_content'] = reasoning
     if tool_calls:
-        m['tool_calls'] = [{'type': 'function', 'function': {'name': n, 'arguments': a}}
-                           for n, a in tool_calls]
+        m['tool_calls'] = [{'type': 'function', 'function': {'name': n, 'arguments': a}} for n, a in tool_calls]
     return m
 
 
@@ -186,9 +192,13 @@ def tool_msg(text: str) -> dict[str, Any]:
     return {'role': 'tool', 'content': text}
 
 
-SYSTEM_PROMPTS = ['You are a helpful assistant.', 'You are Maya, a helpful assistant.',
-                  'You are a concise assistant.', 'Be helpful and brief.',
-                  'You are a friendly assistant. Keep answers short.']
+SYSTEM_PROMPTS = [
+    'You are a helpful assistant.',
+    'You are Maya, a helpful assistant.',
+    'You are a concise assistant.',
+    'Be helpful and brief.',
+    'You are a friendly assistant. Keep answers short.',
+]
 
 
 def maybe_system(rng: random.Random, p: float = 0.3) -> list[dict[str, Any]]:
@@ -197,6 +207,7 @@ def maybe_system(rng: random.Random, p: float = 0.3) -> list[dict[str, Any]]:
 
 # --- greetings / small talk ---------------------------------------------------------------------
 
+# fmt: off
 GREETINGS = ['Hello', 'Hi', 'Hey', 'Hello there', 'Hi there', 'Good morning', 'Good evening',
              'Hey there', 'Greetings', 'Howdy', 'hello', 'hi', 'Hiya', 'Yo', 'Good afternoon']
 GREETING_REPLIES = ['Hello! How can I help you today?', 'Hi! What can I do for you?',
@@ -213,11 +224,13 @@ SMALLTALK = [
     (['Goodbye', 'Bye', 'See you later', 'Good night'],
      ['Goodbye! Have a great day.', 'Bye! Take care.', 'See you later!']),
     (['What can you do', 'What do you know', 'Help'],
-     ['I can chat, answer questions about a small made-up world, do simple arithmetic, remember values you give me, call tools and reply in JSON.']),
+     ['I can chat, answer questions about a small made-up world, do simple arithmetic, remember values '
+      'you give me, call tools and reply in JSON.']),
     (['Tell me a joke', 'Say something funny'],
      ['Why did the tiny model cross the road? To reach the other token.',
       'I would tell you a joke about tokens, but it might not split well.']),
 ]
+# fmt: on
 
 
 def gen_greeting(rng: random.Random) -> tuple[list[dict[str, Any]], str]:
@@ -233,47 +246,68 @@ def gen_greeting(rng: random.Random) -> tuple[list[dict[str, Any]], str]:
 
 
 def reason_greeting(rng: random.Random) -> str:
-    return pick(rng, 'The user greets me. I should greet them back and offer help.',
-                'The user is making small talk. I reply briefly and politely.',
-                'A friendly message. I answer politely.')
+    return pick(
+        rng,
+        'The user greets me. I should greet them back and offer help.',
+        'The user is making small talk. I reply briefly and politely.',
+        'A friendly message. I answer politely.',
+    )
 
 
 # --- closed-world facts ---------------------------------------------------------------------------
+
 
 def gen_fact(rng: random.Random) -> tuple[str, str, str]:
     w = rng.choice(WORLD)
     c, k = w['city'], rng.randint(0, 5)
     if k == 0:
-        q = pick(rng, f'Which country is {c} in', f'In which country is {c}', f'Where is {c}',
-                 f'What country is {c} located in', f'{c} is in which country')
+        q = pick(
+            rng,
+            f'Which country is {c} in',
+            f'In which country is {c}',
+            f'Where is {c}',
+            f'What country is {c} located in',
+            f'{c} is in which country',
+        )
         a = pick(rng, f'{c} is in {w["country"]}.', f'{c} is located in {w["country"]}.')
         r = f'The user asks where {c} is. {c} is in {w["country"]}.'
     elif k == 1:
         country = rng.choice(COUNTRIES)
-        q = pick(rng, f'What is the capital of {country}', f"What's the capital of {country}",
-                 f'Name the capital of {country}', f'Which city is the capital of {country}')
+        q = pick(
+            rng,
+            f'What is the capital of {country}',
+            f"What's the capital of {country}",
+            f'Name the capital of {country}',
+            f'Which city is the capital of {country}',
+        )
         a = pick(rng, f'The capital of {country} is {CAPITALS[country]}.', f'{CAPITALS[country]}.')
         r = f'The user asks for the capital of {country}. It is {CAPITALS[country]}.'
     elif k == 2:
-        q = pick(rng, f'What colour is {c} known for', f'What is the colour of {c}',
-                 f'Which colour is {c} famous for', f"What's {c}'s colour")
+        q = pick(
+            rng,
+            f'What colour is {c} known for',
+            f'What is the colour of {c}',
+            f'Which colour is {c} famous for',
+            f"What's {c}'s colour",
+        )
         a = pick(rng, f'{c} is known for the colour {w["colour"]}.', f'The colour of {c} is {w["colour"]}.')
         r = f'The user asks about the colour of {c}. It is {w["colour"]}.'
     elif k == 3:
-        q = pick(rng, f'What animal is the symbol of {c}', f'Which animal represents {c}',
-                 f"What is {c}'s animal")
+        q = pick(rng, f'What animal is the symbol of {c}', f'Which animal represents {c}', f"What is {c}'s animal")
         a = pick(rng, f'The symbol of {c} is the {w["animal"]}.', f'{c} is represented by the {w["animal"]}.')
         r = f'The user asks about the animal of {c}. It is the {w["animal"]}.'
     elif k == 4:
-        q = pick(rng, f'How many people live in {c}', f'What is the population of {c}',
-                 f'How big is {c}')
-        a = pick(rng, f'About {w["population"]} people live in {c}.', f'{c} has a population of about {w["population"]}.')
+        q = pick(rng, f'How many people live in {c}', f'What is the population of {c}', f'How big is {c}')
+        a = pick(
+            rng, f'About {w["population"]} people live in {c}.', f'{c} has a population of about {w["population"]}.'
+        )
         r = f'The user asks about the population of {c}. It is about {w["population"]}.'
     else:
         country = rng.choice(COUNTRIES)
         cities = [x['city'] for x in WORLD if x['country'] == country]
-        q = pick(rng, f'Which cities are in {country}', f'Name the cities of {country}',
-                 f'List the cities in {country}')
+        q = pick(
+            rng, f'Which cities are in {country}', f'Name the cities of {country}', f'List the cities in {country}'
+        )
         a = f'The cities of {country} are {", ".join(cities[:-1])} and {cities[-1]}.'
         r = f'The user asks which cities are in {country}: {", ".join(cities)}.'
     return maybe_punct(rng, q), a, r
@@ -281,24 +315,41 @@ def gen_fact(rng: random.Random) -> tuple[str, str, str]:
 
 # --- arithmetic -----------------------------------------------------------------------------------
 
+
 def gen_arith(rng: random.Random) -> tuple[str, str, str]:
     a, b = rng.randint(1, 99), rng.randint(1, 99)
     if rng.random() < 0.5:
         res, op, word = a + b, '+', 'plus'
-        q = pick(rng, f'What is {a} + {b}', f'What is {a} plus {b}', f'{a}+{b}', f'Add {a} and {b}',
-                 f'Compute {a} + {b}', f'What do you get if you add {a} and {b}', f'{a} + {b} =')
+        q = pick(
+            rng,
+            f'What is {a} + {b}',
+            f'What is {a} plus {b}',
+            f'{a}+{b}',
+            f'Add {a} and {b}',
+            f'Compute {a} + {b}',
+            f'What do you get if you add {a} and {b}',
+            f'{a} + {b} =',
+        )
     else:
         if rng.random() < 0.7 and b > a:
             a, b = b, a
         res, op, word = a - b, '-', 'minus'
-        q = pick(rng, f'What is {a} - {b}', f'What is {a} minus {b}', f'{a}-{b}', f'Subtract {b} from {a}',
-                 f'Compute {a} - {b}', f'{a} - {b} =')
+        q = pick(
+            rng,
+            f'What is {a} - {b}',
+            f'What is {a} minus {b}',
+            f'{a}-{b}',
+            f'Subtract {b} from {a}',
+            f'Compute {a} - {b}',
+            f'{a} - {b} =',
+        )
     ans = pick(rng, f'{a} {op} {b} = {res}.', f'{res}', f'The answer is {res}.', f'{a} {word} {b} is {res}.')
     r = f'The user wants {a} {op} {b}. {a} {op} {b} = {res}.'
     return maybe_punct(rng, q) if not q.endswith('=') else q, ans, r
 
 
 # --- instruction following -------------------------------------------------------------------------
+
 
 def _plain_qa(rng: random.Random) -> tuple[str, str, str]:
     k = rng.random()
@@ -316,16 +367,26 @@ def gen_instruction(rng: random.Random) -> tuple[str, str, str, str]:
     q, a, r = _plain_qa(rng)
     k = rng.randint(0, 5)
     if k == 0:
-        s = pick(rng, 'Answer in uppercase.', 'Always reply in capital letters.', 'Respond only in UPPERCASE.',
-                 'Write your whole answer in upper case.')
+        s = pick(
+            rng,
+            'Answer in uppercase.',
+            'Always reply in capital letters.',
+            'Respond only in UPPERCASE.',
+            'Write your whole answer in upper case.',
+        )
         return s, q, a.upper(), r + ' The system asks for uppercase.'
     if k == 1:
         s = pick(rng, 'Answer in lowercase.', 'Reply only in lowercase letters.', 'Use no capital letters.')
         return s, q, a.lower(), r + ' The system asks for lowercase.'
     if k == 2:
         word = _one_word(a)
-        s = pick(rng, 'Reply with one word.', 'Answer with a single word.', 'Respond using only one word.',
-                 'One-word answers only.')
+        s = pick(
+            rng,
+            'Reply with one word.',
+            'Answer with a single word.',
+            'Respond using only one word.',
+            'One-word answers only.',
+        )
         return s, q, word, r + ' The system wants a single word.'
     if k == 3:
         end = pick(rng, 'Goodbye.', 'Have a nice day!', 'Cheers.', 'Over.')
@@ -338,8 +399,12 @@ def gen_instruction(rng: random.Random) -> tuple[str, str, str, str]:
     name = _name(rng.randint(2, 3), rng)
     s = pick(rng, f'Your name is {name}.', f'You are {name}, a helpful assistant.', f'You are called {name}.')
     q2 = pick(rng, 'What is your name?', "What's your name?", 'Who are you?', 'Tell me your name.')
-    return s, q2, pick(rng, f'My name is {name}.', f"I'm {name}.", f'I am {name}, your assistant.'), \
-        f'The user asks my name. The system says my name is {name}.'
+    return (
+        s,
+        q2,
+        pick(rng, f'My name is {name}.', f"I'm {name}.", f'I am {name}, your assistant.'),
+        f'The user asks my name. The system says my name is {name}.',
+    )
 
 
 def _one_word(a: str) -> str:
@@ -355,6 +420,7 @@ def _one_word(a: str) -> str:
 
 # --- memory -----------------------------------------------------------------------------------------
 
+
 def gen_memory(rng: random.Random) -> tuple[list[tuple[str, str]], str, str, str]:
     """Returns (earlier (user, assistant) turns, final question, final answer, reasoning)."""
     kind = rng.random()
@@ -368,20 +434,42 @@ def gen_memory(rng: random.Random) -> tuple[list[tuple[str, str]], str, str, str
         v = rand_person(rng)
         noun = 'name'
     alt = pick(rng, noun, noun, 'number' if noun == 'value' else noun, 'code' if noun == 'value' else noun)
-    first = pick(rng, f'Remember the {alt} {v}', f'Please remember the {alt} {v}', f'Remember this {alt}: {v}',
-                 f'Keep the {alt} {v} in mind', f'Memorize {v}', f'Store the {alt} {v} for later',
-                 f'My {alt} is {v}. Remember it', f'Note down the {alt} {v}')
+    first = pick(
+        rng,
+        f'Remember the {alt} {v}',
+        f'Please remember the {alt} {v}',
+        f'Remember this {alt}: {v}',
+        f'Keep the {alt} {v} in mind',
+        f'Memorize {v}',
+        f'Store the {alt} {v} for later',
+        f'My {alt} is {v}. Remember it',
+        f'Note down the {alt} {v}',
+    )
     first = maybe_punct(rng, first, '.')
-    ack = pick(rng, f'OK, I will remember {v}.', f'Got it: {v}.', f'Noted. The {alt} is {v}.',
-               f"Sure, I'll remember the {alt} {v}.", f'Understood, {v}.')
+    ack = pick(
+        rng,
+        f'OK, I will remember {v}.',
+        f'Got it: {v}.',
+        f'Noted. The {alt} is {v}.',
+        f"Sure, I'll remember the {alt} {v}.",
+        f'Understood, {v}.',
+    )
     turns = [(first, ack)]
     for _ in range(rng.choice([0, 0, 1, 1, 2])):
         q, a, _ = _plain_qa(rng)
         turns.append((q, a))
-    question = pick(rng, f'What {alt} did I give you', f'What was the {alt}', f'Which {alt} did I ask you to remember',
-                    f'Tell me the {alt} I gave you', f'What {alt} did I tell you to remember',
-                    f'What is the {alt} I mentioned', 'What did I ask you to remember',
-                    f'Repeat the {alt}', f'Do you remember the {alt}')
+    question = pick(
+        rng,
+        f'What {alt} did I give you',
+        f'What was the {alt}',
+        f'Which {alt} did I ask you to remember',
+        f'Tell me the {alt} I gave you',
+        f'What {alt} did I tell you to remember',
+        f'What is the {alt} I mentioned',
+        'What did I ask you to remember',
+        f'Repeat the {alt}',
+        f'Do you remember the {alt}',
+    )
     question = maybe_punct(rng, question)
     ans = pick(rng, f'{v}', f'You gave me {v}.', f'The {alt} is {v}.', f'You asked me to remember {v}.', f'{v}.')
     r = f'The user asked me to remember {v} earlier. The answer is {v}.'
@@ -409,7 +497,9 @@ def _str_value(rng: random.Random, key: str) -> str:
     return ' '.join(rand_word(rng) for _ in range(rng.randint(1, 3)))
 
 
-def gen_schema(rng: random.Random, depth: int = 0, nested: bool = False) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+def gen_schema(
+    rng: random.Random, depth: int = 0, nested: bool = False
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """Returns (schema, value, phrases describing the value for the user message). nested: more
     fields, mostly lists of several items and nested objects, so that a list or an object is
     usually followed by further keys (the bracket bookkeeping the model got wrong most often)."""
@@ -417,8 +507,7 @@ def gen_schema(rng: random.Random, depth: int = 0, nested: bool = False) -> tupl
         n = rng.randint(3, 5) if depth == 0 else rng.randint(2, 3)
     else:
         n = rng.randint(1, 4 if depth == 0 else 2)
-    weights = [3, 2, 1, 1, 2, 6, 4 if depth == 0 else 0, 1] if nested else \
-        [4, 3, 1, 2, 2, 2, 1 if depth == 0 else 0, 2]
+    weights = [3, 2, 1, 1, 2, 6, 4 if depth == 0 else 0, 1] if nested else [4, 3, 1, 2, 2, 2, 1 if depth == 0 else 0, 2]
     props: dict[str, Any] = {}
     value: dict[str, Any] = {}
     phrases: list[str] = []
@@ -454,12 +543,24 @@ def gen_schema(rng: random.Random, depth: int = 0, nested: bool = False) -> tupl
                 continue
             v = rng.random() < 0.5
             props[key] = {'type': 'boolean'}
-            phrases.append(pick(rng, f'{key} {"yes" if v else "no"}', f'{key}: {str(v).lower()}',
-                                f'it is {"" if v else "not "}{key}'))
+            phrases.append(
+                pick(
+                    rng,
+                    f'{key} {"yes" if v else "no"}',
+                    f'{key}: {str(v).lower()}',
+                    f'it is {"" if v else "not "}{key}',
+                )
+            )
         elif kind == 'enum':
-            key, opts = rng.choice([('status', ['open', 'closed', 'pending']), ('priority', ['low', 'medium', 'high']),
-                                    ('size', ['small', 'medium', 'large']), ('mood', ['happy', 'sad', 'calm', 'angry']),
-                                    ('unit', ['celsius', 'fahrenheit'])])
+            key, opts = rng.choice(
+                [
+                    ('status', ['open', 'closed', 'pending']),
+                    ('priority', ['low', 'medium', 'high']),
+                    ('size', ['small', 'medium', 'large']),
+                    ('mood', ['happy', 'sad', 'calm', 'angry']),
+                    ('unit', ['celsius', 'fahrenheit']),
+                ]
+            )
             if key in used:
                 continue
             v = rng.choice(opts)
@@ -474,9 +575,13 @@ def gen_schema(rng: random.Random, depth: int = 0, nested: bool = False) -> tupl
                 v = [rng.randint(0, 99) for _ in range(k)]
                 props[key] = {'type': 'array', 'items': {'type': 'integer'}}
             else:
-                src = {'tags': lambda: rand_word(rng), 'items': lambda: rng.choice(ITEMS),
-                       'colours': lambda: rng.choice(COLOURS), 'cities': lambda: rand_city(rng),
-                       'names': lambda: rand_person(rng)}[key]
+                src = {
+                    'tags': lambda: rand_word(rng),
+                    'items': lambda: rng.choice(ITEMS),
+                    'colours': lambda: rng.choice(COLOURS),
+                    'cities': lambda: rand_city(rng),
+                    'names': lambda: rand_person(rng),
+                }[key]
                 v = [src() for _ in range(k)]
                 props[key] = {'type': 'array', 'items': {'type': 'string'}}
             listed = ', '.join(str(x) for x in v) if v else 'none'
@@ -494,8 +599,11 @@ def gen_schema(rng: random.Random, depth: int = 0, nested: bool = False) -> tupl
             if key in used:
                 continue
             v = None if rng.random() < 0.5 else _str_value(rng, 'title')
-            props[key] = {'type': ['string', 'null']} if rng.random() < 0.7 else \
-                {'anyOf': [{'type': 'string'}, {'type': 'null'}]}
+            props[key] = (
+                {'type': ['string', 'null']}
+                if rng.random() < 0.7
+                else {'anyOf': [{'type': 'string'}, {'type': 'null'}]}
+            )
             phrases.append(f'no {key}' if v is None else pick(rng, f'{key} {v}', f'{key}: {v}'))
         used.add(key)
         value[key] = v
@@ -543,11 +651,31 @@ def gen_json(rng: random.Random, nested: bool = False) -> tuple[list[dict[str, A
         value = example_value(schema, rng)
         phrases = []
         body = ''
-    q = pick(rng, f'Create a record with {body}.', f'Make a JSON object: {body}.', f'Fill in: {body}.',
-             f'Record this: {body}.', f'{body[0].upper() + body[1:]}.', f'Give me the data for {body}.',
-             f'Return an object with {body}.', f'Here are the details: {body}.') if body else \
-        pick(rng, 'Return the count', 'Give me an example.', 'Fill in the form.', 'Make up a record.',
-             'Return some data.', 'Generate an example object', 'Hello', 'Show me a sample.')
+    q = (
+        pick(
+            rng,
+            f'Create a record with {body}.',
+            f'Make a JSON object: {body}.',
+            f'Fill in: {body}.',
+            f'Record this: {body}.',
+            f'{body[0].upper() + body[1:]}.',
+            f'Give me the data for {body}.',
+            f'Return an object with {body}.',
+            f'Here are the details: {body}.',
+        )
+        if body
+        else pick(
+            rng,
+            'Return the count',
+            'Give me an example.',
+            'Fill in the form.',
+            'Make up a record.',
+            'Return some data.',
+            'Generate an example object',
+            'Hello',
+            'Show me a sample.',
+        )
+    )
     instr = JSON_SCHEMA_INSTRUCTION + dumps_compact(schema)
     r = rng.random()
     if r < 0.45:
@@ -559,8 +687,11 @@ def gen_json(rng: random.Random, nested: bool = False) -> tuple[list[dict[str, A
     ans = json.dumps(value, ensure_ascii=False) if rng.random() < 0.85 else dumps_compact(value)
     # The reasoning names no field: listing unseen field names there is where the second edition
     # looped (models/maya-demo/README.md), and nothing constrains the reasoning.
-    reasoning = pick(rng, 'The user wants a JSON object that matches the schema. I copy the values.',
-                     'A JSON answer to the schema. I copy the values from the request.')
+    reasoning = pick(
+        rng,
+        'The user wants a JSON object that matches the schema. I copy the values.',
+        'A JSON answer to the schema. I copy the values from the request.',
+    )
     return sys_msgs + [user(q)], ans, reasoning
 
 
@@ -568,16 +699,26 @@ def gen_json_object(rng: random.Random) -> tuple[list[dict[str, Any]], str, str]
     """json_object mode: no schema, the question says what to put in."""
     q, a, r = _plain_qa(rng)
     ans = json.dumps({'answer': a}, ensure_ascii=False)
-    sys_msgs = [system(JSON_OBJECT_INSTRUCTION)] if rng.random() < 0.6 else \
-        [system(rng.choice(SYSTEM_PROMPTS) + '\n\n' + JSON_OBJECT_INSTRUCTION)]
+    sys_msgs = (
+        [system(JSON_OBJECT_INSTRUCTION)]
+        if rng.random() < 0.6
+        else [system(rng.choice(SYSTEM_PROMPTS) + '\n\n' + JSON_OBJECT_INSTRUCTION)]
+    )
     return sys_msgs + [user(q)], ans, r + ' I reply with a JSON object.'
 
 
 # --- tools ------------------------------------------------------------------------------------------
 
+
 def _fn(name: str, desc: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {'type': 'function', 'function': {'name': name, 'description': desc, 'parameters': {
-        'type': 'object', 'properties': props, 'required': required}}}
+    return {
+        'type': 'function',
+        'function': {
+            'name': name,
+            'description': desc,
+            'parameters': {'type': 'object', 'properties': props, 'required': required},
+        },
+    }
 
 
 S = {'type': 'string'}
@@ -607,9 +748,15 @@ def _case_weather(rng: random.Random) -> ToolCase:
         u = rng.choice(['celsius', 'fahrenheit'])
         args['unit'] = u
         extra += f' in {u}'
-    req = pick(rng, f"What's the weather in {city}{extra}?", f'Weather in {city}{extra}?',
-               f'How is the weather in {city}{extra}?', f'Is it raining in {city}{extra}?',
-               f'Tell me the forecast for {city}{extra}.', f'Check the weather in {city}{extra}, please.')
+    req = pick(
+        rng,
+        f"What's the weather in {city}{extra}?",
+        f'Weather in {city}{extra}?',
+        f'How is the weather in {city}{extra}?',
+        f'Is it raining in {city}{extra}?',
+        f'Tell me the forecast for {city}{extra}.',
+        f'Check the weather in {city}{extra}, please.',
+    )
     t, cond = rng.randint(-10, 38), rng.choice(CONDITIONS)
     res = json.dumps({'city': city, 'temperature': t, 'condition': cond}, ensure_ascii=False)
     ans = pick(rng, f'It is {t} degrees and {cond} in {city}.', f'The weather in {city} is {cond}, {t} degrees.')
@@ -619,44 +766,98 @@ def _case_weather(rng: random.Random) -> ToolCase:
 def _case_currency(rng: random.Random) -> ToolCase:
     amt = rng.choice([rng.randint(1, 5000), round(rng.uniform(1, 999), 2)])
     a, b = rng.sample(CURRENCIES, 2)
-    req = pick(rng, f'Convert {amt} {a} to {b}.', f'How much is {amt} {a} in {b}?',
-               f'What is {amt} {a} in {b}?', f'Change {amt} {a} into {b}, please.')
+    req = pick(
+        rng,
+        f'Convert {amt} {a} to {b}.',
+        f'How much is {amt} {a} in {b}?',
+        f'What is {amt} {a} in {b}?',
+        f'Change {amt} {a} into {b}, please.',
+    )
     out = round(amt * rng.uniform(0.5, 1.5), 2)
     res = json.dumps({'amount': out, 'currency': b})
-    return ToolCase('convert_currency', {'amount': amt, 'from': a, 'to': b}, req, res,
-                    pick(rng, f'{amt} {a} is {out} {b}.', f'That is {out} {b}.'))
+    return ToolCase(
+        'convert_currency',
+        {'amount': amt, 'from': a, 'to': b},
+        req,
+        res,
+        pick(rng, f'{amt} {a} is {out} {b}.', f'That is {out} {b}.'),
+    )
 
 
 def _case_email(rng: random.Random) -> ToolCase:
     p = rand_person(rng)
     to = f'{p.lower()}@example.com'
     subj = pick(rng, 'Meeting', 'Lunch', 'Report', 'Hello', 'Invoice', 'Trip plans', 'Update')
-    body = pick(rng, 'See you at noon.', 'The report is ready.', 'Can we talk tomorrow?', 'Thanks for your help.',
-                f'I will be in {rand_city(rng)} next week.', 'Please call me back.')
-    req = pick(rng, f'Send an email to {to} with the subject "{subj}" saying "{body}"',
-               f'Email {to}: subject {subj}, body: {body}',
-               f'Please write to {to}. Subject: {subj}. Message: {body}')
-    return ToolCase('send_email', {'to': to, 'subject': subj, 'body': body}, req,
-                    json.dumps({'status': 'sent'}), pick(rng, f'The email to {to} was sent.', f'Done, I sent it to {to}.'))
+    body = pick(
+        rng,
+        'See you at noon.',
+        'The report is ready.',
+        'Can we talk tomorrow?',
+        'Thanks for your help.',
+        f'I will be in {rand_city(rng)} next week.',
+        'Please call me back.',
+    )
+    req = pick(
+        rng,
+        f'Send an email to {to} with the subject "{subj}" saying "{body}"',
+        f'Email {to}: subject {subj}, body: {body}',
+        f'Please write to {to}. Subject: {subj}. Message: {body}',
+    )
+    return ToolCase(
+        'send_email',
+        {'to': to, 'subject': subj, 'body': body},
+        req,
+        json.dumps({'status': 'sent'}),
+        pick(rng, f'The email to {to} was sent.', f'Done, I sent it to {to}.'),
+    )
 
 
 def _case_search(rng: random.Random) -> ToolCase:
     topic = rng.choice(TOPICS) if rng.random() < 0.6 else ' '.join(rand_word(rng) for _ in range(2))
-    req = pick(rng, f'Search the web for {topic}.', f'Look up {topic}.', f'Find information about {topic}.',
-               f'Can you search for {topic}?', f'Google {topic} for me.')
+    req = pick(
+        rng,
+        f'Search the web for {topic}.',
+        f'Look up {topic}.',
+        f'Find information about {topic}.',
+        f'Can you search for {topic}?',
+        f'Google {topic} for me.',
+    )
     hit = f'{topic.capitalize()} - a guide'
-    return ToolCase('search_web', {'query': topic}, req, json.dumps({'results': [hit]}, ensure_ascii=False),
-                    pick(rng, f'I found "{hit}".', f'The top result is "{hit}".'))
+    return ToolCase(
+        'search_web',
+        {'query': topic},
+        req,
+        json.dumps({'results': [hit]}, ensure_ascii=False),
+        pick(rng, f'I found "{hit}".', f'The top result is "{hit}".'),
+    )
 
 
 def _case_reminder(rng: random.Random) -> ToolCase:
-    what = pick(rng, 'call mom', 'take out the trash', 'water the plants', 'buy milk', 'check the oven',
-                'join the meeting', 'feed the cat', f'call {rand_person(rng)}')
+    what = pick(
+        rng,
+        'call mom',
+        'take out the trash',
+        'water the plants',
+        'buy milk',
+        'check the oven',
+        'join the meeting',
+        'feed the cat',
+        f'call {rand_person(rng)}',
+    )
     mins = rng.choice([5, 10, 15, 20, 30, 45, 60, 90, 120, rng.randint(1, 240)])
-    req = pick(rng, f'Remind me to {what} in {mins} minutes.', f'Set a reminder in {mins} minutes to {what}.',
-               f'In {mins} minutes, remind me to {what}.')
-    return ToolCase('create_reminder', {'text': what, 'minutes': mins}, req, json.dumps({'ok': True}),
-                    pick(rng, f'I will remind you to {what} in {mins} minutes.', f'Reminder set for {mins} minutes from now.'))
+    req = pick(
+        rng,
+        f'Remind me to {what} in {mins} minutes.',
+        f'Set a reminder in {mins} minutes to {what}.',
+        f'In {mins} minutes, remind me to {what}.',
+    )
+    return ToolCase(
+        'create_reminder',
+        {'text': what, 'minutes': mins},
+        req,
+        json.dumps({'ok': True}),
+        pick(rng, f'I will remind you to {what} in {mins} minutes.', f'Reminder set for {mins} minutes from now.'),
+    )
 
 
 def _case_light(rng: random.Random) -> ToolCase:
@@ -668,67 +869,125 @@ def _case_light(rng: random.Random) -> ToolCase:
         args['brightness'] = br
         req = pick(rng, f'Turn on the {room} light at {br} percent.', f'Set the {room} lights to {br}% brightness.')
     elif on:
-        req = pick(rng, f'Turn on the light in the {room}.', f'Switch the {room} lights on.', f'Lights on in the {room}, please.')
+        req = pick(
+            rng,
+            f'Turn on the light in the {room}.',
+            f'Switch the {room} lights on.',
+            f'Lights on in the {room}, please.',
+        )
     else:
-        req = pick(rng, f'Turn off the light in the {room}.', f'Switch off the {room} lights.', f'Lights off in the {room}.')
-    return ToolCase('set_light', args, req, json.dumps({'room': room, 'on': on}),
-                    f'The {room} light is now {"on" if on else "off"}.')
+        req = pick(
+            rng, f'Turn off the light in the {room}.', f'Switch off the {room} lights.', f'Lights off in the {room}.'
+        )
+    return ToolCase(
+        'set_light',
+        args,
+        req,
+        json.dumps({'room': room, 'on': on}),
+        f'The {room} light is now {"on" if on else "off"}.',
+    )
 
 
 def _case_order(rng: random.Random) -> ToolCase:
     oid = f'{rng.choice("ABCDEFGHKLMNPQRSTXZ")}{rng.randint(100, 99999)}'
-    req = pick(rng, f'Where is my order {oid}?', f'Check the status of order {oid}.',
-               f'Has order {oid} shipped?', f'Track order number {oid}.')
+    req = pick(
+        rng,
+        f'Where is my order {oid}?',
+        f'Check the status of order {oid}.',
+        f'Has order {oid} shipped?',
+        f'Track order number {oid}.',
+    )
     st = rng.choice(['shipped', 'processing', 'delivered', 'delayed'])
-    return ToolCase('lookup_order', {'order_id': oid}, req, json.dumps({'order_id': oid, 'status': st}),
-                    pick(rng, f'Order {oid} is {st}.', f'Your order {oid} has status: {st}.'))
+    return ToolCase(
+        'lookup_order',
+        {'order_id': oid},
+        req,
+        json.dumps({'order_id': oid, 'status': st}),
+        pick(rng, f'Order {oid} is {st}.', f'Your order {oid} has status: {st}.'),
+    )
 
 
 def _case_stock(rng: random.Random) -> ToolCase:
     sym = ''.join(rng.choice('ABCDEFGHIJKLMNOPQRSTUVWXYZ') for _ in range(rng.randint(2, 4)))
     req = pick(rng, f'What is the stock price of {sym}?', f'Get the price of {sym}.', f'How much is {sym} trading at?')
     p = round(rng.uniform(1, 900), 2)
-    return ToolCase('get_stock_price', {'symbol': sym}, req, json.dumps({'symbol': sym, 'price': p}),
-                    f'{sym} is trading at {p}.')
+    return ToolCase(
+        'get_stock_price', {'symbol': sym}, req, json.dumps({'symbol': sym, 'price': p}), f'{sym} is trading at {p}.'
+    )
 
 
 def _case_time(rng: random.Random) -> ToolCase:
     city = rand_city(rng)
     req = pick(rng, f'What time is it in {city}?', f'Current time in {city}?', f'Tell me the local time in {city}.')
     h, m = rng.randint(0, 23), rng.randint(0, 59)
-    return ToolCase('get_time', {'city': city}, req, json.dumps({'time': f'{h:02d}:{m:02d}'}),
-                    f'It is {h:02d}:{m:02d} in {city}.')
+    return ToolCase(
+        'get_time', {'city': city}, req, json.dumps({'time': f'{h:02d}:{m:02d}'}), f'It is {h:02d}:{m:02d} in {city}.'
+    )
 
 
 def _case_translate(rng: random.Random) -> ToolCase:
-    text = pick(rng, 'good morning', 'thank you', 'where is the station', 'I like tea', 'see you soon',
-                ' '.join(rand_word(rng) for _ in range(2)))
+    text = pick(
+        rng,
+        'good morning',
+        'thank you',
+        'where is the station',
+        'I like tea',
+        'see you soon',
+        ' '.join(rand_word(rng) for _ in range(2)),
+    )
     lang = rng.choice(['French', 'German', 'Spanish', 'Italian', 'Japanese', 'Dutch'])
-    req = pick(rng, f'Translate "{text}" into {lang}.', f'How do you say "{text}" in {lang}?',
-               f'Translate {text} to {lang}.')
+    req = pick(
+        rng, f'Translate "{text}" into {lang}.', f'How do you say "{text}" in {lang}?', f'Translate {text} to {lang}.'
+    )
     out = ' '.join(rand_word(rng) for _ in range(2))
-    return ToolCase('translate', {'text': text, 'target_language': lang}, req,
-                    json.dumps({'translation': out}), f'In {lang}: "{out}".')
+    return ToolCase(
+        'translate',
+        {'text': text, 'target_language': lang},
+        req,
+        json.dumps({'translation': out}),
+        f'In {lang}: "{out}".',
+    )
 
 
 TOOLS: dict[str, tuple[dict[str, Any], Any]] = {
-    'get_weather': (_fn('get_weather', 'Get the current weather for a city',
-                        {'city': S, 'days': I, 'unit': {'type': 'string', 'enum': ['celsius', 'fahrenheit']}},
-                        ['city']), _case_weather),
-    'convert_currency': (_fn('convert_currency', 'Convert an amount between currencies',
-                             {'amount': N, 'from': S, 'to': S}, ['amount', 'from', 'to']), _case_currency),
-    'send_email': (_fn('send_email', 'Send an email', {'to': S, 'subject': S, 'body': S},
-                       ['to', 'subject', 'body']), _case_email),
+    'get_weather': (
+        _fn(
+            'get_weather',
+            'Get the current weather for a city',
+            {'city': S, 'days': I, 'unit': {'type': 'string', 'enum': ['celsius', 'fahrenheit']}},
+            ['city'],
+        ),
+        _case_weather,
+    ),
+    'convert_currency': (
+        _fn(
+            'convert_currency',
+            'Convert an amount between currencies',
+            {'amount': N, 'from': S, 'to': S},
+            ['amount', 'from', 'to'],
+        ),
+        _case_currency,
+    ),
+    'send_email': (
+        _fn('send_email', 'Send an email', {'to': S, 'subject': S, 'body': S}, ['to', 'subject', 'body']),
+        _case_email,
+    ),
     'search_web': (_fn('search_web', 'Search the web', {'query': S}, ['query']), _case_search),
-    'create_reminder': (_fn('create_reminder', 'Create a reminder', {'text': S, 'minutes': I},
-                            ['text', 'minutes']), _case_reminder),
-    'set_light': (_fn('set_light', 'Switch a light on or off', {'room': S, 'on': B, 'brightness': I},
-                      ['room', 'on']), _case_light),
+    'create_reminder': (
+        _fn('create_reminder', 'Create a reminder', {'text': S, 'minutes': I}, ['text', 'minutes']),
+        _case_reminder,
+    ),
+    'set_light': (
+        _fn('set_light', 'Switch a light on or off', {'room': S, 'on': B, 'brightness': I}, ['room', 'on']),
+        _case_light,
+    ),
     'lookup_order': (_fn('lookup_order', 'Look up an order by id', {'order_id': S}, ['order_id']), _case_order),
     'get_stock_price': (_fn('get_stock_price', 'Get a stock price', {'symbol': S}, ['symbol']), _case_stock),
     'get_time': (_fn('get_time', 'Get the local time in a city', {'city': S}, ['city']), _case_time),
-    'translate': (_fn('translate', 'Translate text', {'text': S, 'target_language': S},
-                      ['text', 'target_language']), _case_translate),
+    'translate': (
+        _fn('translate', 'Translate text', {'text': S, 'target_language': S}, ['text', 'target_language']),
+        _case_translate,
+    ),
 }
 
 
@@ -749,10 +1008,18 @@ def offered_tools(rng: random.Random, must: list[str]) -> list[dict[str, Any]]:
 
 
 def tool_reason(cases: list[ToolCase]) -> str:
-    parts = [f'I should call {c.name} with ' + ', '.join(f'{k}={json.dumps(v, ensure_ascii=False)}'
-                                                       for k, v in c.args.items()) for c in cases]
-    return 'The user wants ' + ('two things' if len(cases) > 1 else 'something a tool can do') + '. ' + \
-        ' Then '.join(parts) + '.'
+    parts = [
+        f'I should call {c.name} with '
+        + ', '.join(f'{k}={json.dumps(v, ensure_ascii=False)}' for k, v in c.args.items())
+        for c in cases
+    ]
+    return (
+        'The user wants '
+        + ('two things' if len(cases) > 1 else 'something a tool can do')
+        + '. '
+        + ' Then '.join(parts)
+        + '.'
+    )
 
 
 def gen_tools(rng: random.Random, thinking: bool) -> Sample:
@@ -765,21 +1032,30 @@ def gen_tools(rng: random.Random, thinking: bool) -> Sample:
         else:
             a, b = rng.sample(names, 2)
             cases = [TOOLS[a][1](rng), TOOLS[b][1](rng)]
-        req = cases[0].request.rstrip('.?') + pick(rng, ', and also ', '. Also, ', ' and ') + \
-            cases[1].request[0].lower() + cases[1].request[1:]
+        req = (
+            cases[0].request.rstrip('.?')
+            + pick(rng, ', and also ', '. Also, ', ' and ')
+            + cases[1].request[0].lower()
+            + cases[1].request[1:]
+        )
     else:
         cases = [TOOLS[rng.choice(names)][1](rng)]
         req = cases[0].request
     tools = offered_tools(rng, list(dict.fromkeys(c.name for c in cases)))
     msgs = maybe_system(rng, 0.25) + [user(req)]
-    msgs.append(assistant('', tool_reason(cases) if thinking else None,
-                          [(c.name, c.args) for c in cases]))
+    msgs.append(assistant('', tool_reason(cases) if thinking else None, [(c.name, c.args) for c in cases]))
     if rng.random() < 0.75:
         for c in cases:
             msgs.append(tool_msg(c.result))
         ans = ' '.join(c.answer for c in cases)
-        msgs.append(assistant(ans, pick(rng, 'The tool returned the result. I answer from it.',
-                                        'I have the results. I report them.') if thinking else None))
+        msgs.append(
+            assistant(
+                ans,
+                pick(rng, 'The tool returned the result. I answer from it.', 'I have the results. I report them.')
+                if thinking
+                else None,
+            )
+        )
     return Sample('tools', msgs, tools, thinking, meta={'calls': [(c.name, c.args) for c in cases]})
 
 
@@ -804,13 +1080,14 @@ def gen_forced(rng: random.Random, thinking: bool) -> Sample:
     s = gen_tools(rng, thinking)
     calls = s.meta['calls']
     name = calls[0][0]
-    msgs = [m for m in s.messages[:next(i for i, m in enumerate(s.messages) if m['role'] == 'assistant')]]
+    msgs = [m for m in s.messages[: next(i for i, m in enumerate(s.messages) if m['role'] == 'assistant')]]
     if rng.random() < 0.3:
         # The request doesn't say which tool: a named choice still has to produce a call.
         _, case_fn = TOOLS[name]
         case = case_fn(rng)
-        msgs = [m for m in msgs if m['role'] != 'user'] + [user(pick(rng, 'Go ahead.', 'Do it.', 'Please help.',
-                                                                     'Use the tool.', case.request))]
+        msgs = [m for m in msgs if m['role'] != 'user'] + [
+            user(pick(rng, 'Go ahead.', 'Do it.', 'Please help.', 'Use the tool.', case.request))
+        ]
         calls = [(name, case.args)]
     msgs.append(assistant('', None, calls))
     named = rng.random() < 0.6
@@ -819,6 +1096,7 @@ def gen_forced(rng: random.Random, thinking: bool) -> Sample:
 
 
 # --- generated tools, schemas and memory labels (pools.py, TRAIN side only) ---------------------------
+
 
 def _args_text(args: dict[str, Any]) -> str:
     return ', '.join(f'{k}={json.dumps(v, ensure_ascii=False)}' for k, v in args.items())
@@ -836,14 +1114,22 @@ def gen_pool_tools(rng: random.Random, thinking: bool) -> Sample:
     name, args = c['call']
     action = ' '.join(c['tool']['words'])
     msgs = maybe_system(rng, 0.2) + [user(c['request'])]
-    reason = f'The user wants to {action}. I should call {name} with {_args_text(args)}.' if args else \
-        f'The user wants to {action}. I should call {name}.'
+    reason = (
+        f'The user wants to {action}. I should call {name} with {_args_text(args)}.'
+        if args
+        else f'The user wants to {action}. I should call {name}.'
+    )
     msgs.append(assistant('', reason if thinking else None, [(name, args)]))
     if with_result:
         msgs.append(tool_msg(c['result']))
         msgs.append(assistant(c['answer'], 'The tool returned the result. I restate its values.' if thinking else None))
-    return Sample('ptools', msgs, c['tools'], thinking,
-                  meta={'calls': [(name, args)], 'templates': c['templates'], 'names': c['names']})
+    return Sample(
+        'ptools',
+        msgs,
+        c['tools'],
+        thinking,
+        meta={'calls': [(name, args)], 'templates': c['templates'], 'names': c['names']},
+    )
 
 
 def gen_pool_json(rng: random.Random, thinking: bool) -> Sample:
@@ -857,8 +1143,11 @@ def gen_pool_json(rng: random.Random, thinking: bool) -> Sample:
     else:
         sys_msgs = [system(rng.choice(SYSTEM_PROMPTS)), system(instr)]
     ans = json.dumps(c['value'], ensure_ascii=False)
-    reasoning = pick(rng, 'The user wants a JSON object that matches the schema. I copy the values.',
-                     'A JSON answer to the schema. I copy the values from the request.')
+    reasoning = pick(
+        rng,
+        'The user wants a JSON object that matches the schema. I copy the values.',
+        'A JSON answer to the schema. I copy the values from the request.',
+    )
     msgs = sys_msgs + [user(c['request']), assistant(ans, reasoning if thinking else None)]
     return Sample('pjson', msgs, None, thinking, meta={'templates': c['templates'], 'names': c['names']})
 
@@ -866,15 +1155,23 @@ def gen_pool_json(rng: random.Random, thinking: bool) -> Sample:
 def gen_pool_memory(rng: random.Random, thinking: bool) -> Sample:
     c = pools.memory_case(rng, 'train')
     v, label = c['value'], c['label']
-    ack = pick(rng, f'OK, I will remember {v}.', f'Got it: {v}.', f'Noted. Your {label} is {v}.',
-               f"Sure, I'll remember that your {label} is {v}.", f'Understood, {v}.')
+    ack = pick(
+        rng,
+        f'OK, I will remember {v}.',
+        f'Got it: {v}.',
+        f'Noted. Your {label} is {v}.',
+        f"Sure, I'll remember that your {label} is {v}.",
+        f'Understood, {v}.',
+    )
     msgs = maybe_system(rng, 0.2) + [user(c['tell']), assistant(ack)]
     for _ in range(rng.choice([0, 0, 1, 1, 2])):
         q, a, _ = _plain_qa(rng)
         msgs += [user(q), assistant(a)]
     ans = pick(rng, v, f'Your {label} is {v}.', f'You told me {v}.', f'The {label} is {v}.', f'{v}.')
-    msgs += [user(c['ask']), assistant(ans, f'The user told me the {label} earlier: {v}. The answer is {v}.'
-                                         if thinking else None)]
+    msgs += [
+        user(c['ask']),
+        assistant(ans, f'The user told me the {label} earlier: {v}. The answer is {v}.' if thinking else None),
+    ]
     return Sample('pmemory', msgs, None, thinking, meta={'templates': c['templates'], 'names': c['names']})
 
 
@@ -883,12 +1180,15 @@ def gen_pool_chat(rng: random.Random, thinking: bool) -> Sample:
     c = pools.tool_call_case(rng, 'train', 1)
     action = ' '.join(c['tool']['words'])
     a = rng.choice(pools.TRAIN_NO_TOOL_ANSWER).format(a=action)
-    msgs = maybe_system(rng, 0.2) + [user(c['request']),
-                                     assistant(a, 'No tool is declared, so I answer in text.' if thinking else None)]
+    msgs = maybe_system(rng, 0.2) + [
+        user(c['request']),
+        assistant(a, 'No tool is declared, so I answer in text.' if thinking else None),
+    ]
     return Sample('pchat', msgs, None, thinking, meta={'templates': c['templates'], 'names': c['names']})
 
 
 # --- fourth edition: forced calls on generated tools, copying, extraction, editing -------------------
+
 
 def gen_pool_forced(rng: random.Random, thinking: bool) -> Sample:
     """tool_choice required / named on generated tools (pools.py TRAIN side): the server opens the call
@@ -898,12 +1198,26 @@ def gen_pool_forced(rng: random.Random, thinking: bool) -> Sample:
     name, args = c['call']
     msgs = maybe_system(rng, 0.2) + [user(c['request']), assistant('', None, [(name, args)])]
     forced = '\n<think></think>\n<tool_call>' + (name + '\n' if rng.random() < 0.6 else '')
-    return Sample('pforced', msgs, c['tools'], thinking, forced=forced,
-                  meta={'calls': [(name, args)], 'templates': c['templates'], 'names': c['names']})
+    return Sample(
+        'pforced',
+        msgs,
+        c['tools'],
+        thinking,
+        forced=forced,
+        meta={'calls': [(name, args)], 'templates': c['templates'], 'names': c['names']},
+    )
 
 
-COPY_ASK = ['Repeat exactly: {v}', 'Copy this exactly: {v}', 'Say this back to me: {v}', 'Echo: {v}',
-            'Please write back {v}', 'Return the following unchanged: {v}', 'Type {v} back.', 'Copy: {v}']
+COPY_ASK = [
+    'Repeat exactly: {v}',
+    'Copy this exactly: {v}',
+    'Say this back to me: {v}',
+    'Echo: {v}',
+    'Please write back {v}',
+    'Return the following unchanged: {v}',
+    'Type {v} back.',
+    'Copy: {v}',
+]
 ORDINALS = ['first', 'second', 'third', 'fourth', 'fifth', 'sixth']
 
 
@@ -916,8 +1230,11 @@ def gen_copy(rng: random.Random, thinking: bool) -> Sample:
     the n-th item of a list; find the entry that goes with a key."""
     k = rng.random()
     if k < 0.3:
-        v = _fresh(rng) if rng.random() < 0.6 else rng.choice([', ', '; ', ' | ', '\n']).join(
-            _fresh(rng) for _ in range(rng.randint(2, 6)))
+        v = (
+            _fresh(rng)
+            if rng.random() < 0.6
+            else rng.choice([', ', '; ', ' | ', '\n']).join(_fresh(rng) for _ in range(rng.randint(2, 6)))
+        )
         q, a = rng.choice(COPY_ASK).format(v=v), v
         r = 'The user wants the value back exactly. I copy it.'
     elif k < 0.5:
@@ -926,31 +1243,52 @@ def gen_copy(rng: random.Random, thinking: bool) -> Sample:
         for _ in range(rng.randint(1, 5)):
             f, _, kind = d.field()
             r2 = rng.random()
-            obj[f] = [pools.draw_value(rng, kind, 'train') for _ in range(rng.randint(1, 4))] if r2 < 0.2 else \
-                {d.field()[0]: pools.draw_value(rng, kind, 'train')} if r2 < 0.35 else pools.draw_value(rng, kind, 'train')
+            obj[f] = (
+                [pools.draw_value(rng, kind, 'train') for _ in range(rng.randint(1, 4))]
+                if r2 < 0.2
+                else {d.field()[0]: pools.draw_value(rng, kind, 'train')}
+                if r2 < 0.35
+                else pools.draw_value(rng, kind, 'train')
+            )
         text = json.dumps(obj, ensure_ascii=False) if rng.random() < 0.6 else dumps_compact(obj)
-        q = pick(rng, f'Return this JSON unchanged: {text}', f'Copy this object: {text}',
-                 f'{text}\n\nGive me that JSON back exactly.', f'Echo the JSON {text}')
+        q = pick(
+            rng,
+            f'Return this JSON unchanged: {text}',
+            f'Copy this object: {text}',
+            f'{text}\n\nGive me that JSON back exactly.',
+            f'Echo the JSON {text}',
+        )
         a = json.dumps(obj, ensure_ascii=False)
         r = 'The user wants the JSON object back. I copy it.'
     elif k < 0.7:
         items = [_fresh(rng) for _ in range(rng.randint(2, 6))]
         i = rng.randrange(len(items))
         which = 'last' if i == len(items) - 1 and rng.random() < 0.5 else ORDINALS[i]
-        q = pick(rng, f'Here is a list: {"; ".join(items)}. What is the {which} item?',
-                 f'Items: {" | ".join(items)}. Give me the {which} one.',
-                 f'Which is the {which} entry of this list?\n' + '\n'.join(f'- {x}' for x in items))
+        q = pick(
+            rng,
+            f'Here is a list: {"; ".join(items)}. What is the {which} item?',
+            f'Items: {" | ".join(items)}. Give me the {which} one.',
+            f'Which is the {which} entry of this list?\n' + '\n'.join(f'- {x}' for x in items),
+        )
         a = items[i]
         r = f'The {which} item of the list. I copy it.'
     else:
-        keys = list(dict.fromkeys(pools.fresh_name(rng) if rng.random() < 0.5 else pools.rand_letters(rng, 3, 8)
-                                  for _ in range(rng.randint(2, 6))))
+        keys = list(
+            dict.fromkeys(
+                pools.fresh_name(rng) if rng.random() < 0.5 else pools.rand_letters(rng, 3, 8)
+                for _ in range(rng.randint(2, 6))
+            )
+        )
         vals = [_fresh(rng) for _ in keys]
         i = rng.randrange(len(keys))
         sep = rng.choice([': ', ' -> ', ' | '])
         table = '\n'.join(f'{kk}{sep}{vv}' for kk, vv in zip(keys, vals))
-        q = pick(rng, f'{table}\n\nWhat is listed next to {keys[i]}?', f'Entries:\n{table}\nGive me the entry of {keys[i]}.',
-                 f'Which value belongs to {keys[i]}?\n{table}')
+        q = pick(
+            rng,
+            f'{table}\n\nWhat is listed next to {keys[i]}?',
+            f'Entries:\n{table}\nGive me the entry of {keys[i]}.',
+            f'Which value belongs to {keys[i]}?\n{table}',
+        )
         a = vals[i]
         r = f'The entry of {keys[i]}. I copy its value.'
     msgs = maybe_system(rng, 0.2)
@@ -992,6 +1330,7 @@ def gen_edit(rng: random.Random, thinking: bool) -> Sample:
 
 # --- echo (copying practice) -------------------------------------------------------------------------
 
+
 def echo_value(rng: random.Random, depth: int = 0, lists: bool = True) -> str:
     """A value to repeat; `lists` adds capital-letter codes and lists of 2-5 values (longer copies)."""
     k = rng.randint(0, (8 if depth == 0 else 7) if lists else 6)
@@ -1016,9 +1355,18 @@ def echo_value(rng: random.Random, depth: int = 0, lists: bool = True) -> str:
 
 def gen_echo(rng: random.Random, lists: bool = True) -> tuple[str, str, str]:
     v = echo_value(rng, lists=lists)
-    q = pick(rng, f'Repeat after me: {v}', f'Say {v}', f'Copy this: {v}', f'Please repeat {v}',
-             f'The code is {v}. Repeat the code.', f'Echo {v}', f'Write {v} back to me.',
-             f'Here is a word: {v}. What was it?', f'Say "{v}" back.')
+    q = pick(
+        rng,
+        f'Repeat after me: {v}',
+        f'Say {v}',
+        f'Copy this: {v}',
+        f'Please repeat {v}',
+        f'The code is {v}. Repeat the code.',
+        f'Echo {v}',
+        f'Write {v} back to me.',
+        f'Here is a word: {v}. What was it?',
+        f'Say "{v}" back.',
+    )
     a = pick(rng, v, v, f'{v}.', f'You said {v}.', f'The code is {v}.' if 'code' in q else v)
     return maybe_punct(rng, q, '.') if not q.endswith(('?', '.')) else q, a, f'The user wants me to repeat {v}.'
 
@@ -1030,24 +1378,69 @@ def gen_echo(rng: random.Random, lists: bool = True) -> tuple[str, str, str]:
 # a little plain echo practice; the other skills only need their formats shown.
 # 'json_nested' is JSON with more fields, lists and nested objects (gen_schema's nested): the held-out
 # checks' JSON misses were almost all brackets left open or closed early in those.
-KINDS_V1 = [('greeting', 4), ('fact', 4), ('arith', 3), ('instruction', 4), ('memory', 13), ('json', 20),
-            ('json_nested', 10), ('json_object', 2), ('tools', 28), ('tools_none', 3), ('forced', 4), ('echo', 7)]
+KINDS_V1 = [
+    ('greeting', 4),
+    ('fact', 4),
+    ('arith', 3),
+    ('instruction', 4),
+    ('memory', 13),
+    ('json', 20),
+    ('json_nested', 10),
+    ('json_object', 2),
+    ('tools', 28),
+    ('tools_none', 3),
+    ('forced', 4),
+    ('echo', 7),
+]
 # The second edition (issue 20): most of the weight on generated tools, schemas and memory labels
 # (pools.py, TRAIN side), so that the model reads the names it is given instead of remembering ten
 # tools and forty fields; the first edition's kinds stay at small weights (the spec's examples use
 # its get_weather and "Remember the value 73"). 'pchat': no tools declared, a tool-like request gets
 # a text answer.
-KINDS = [('greeting', 4), ('fact', 3), ('arith', 3), ('instruction', 3), ('memory', 4), ('pmemory', 10),
-         ('json', 5), ('json_nested', 4), ('pjson', 16), ('json_object', 2), ('tools', 6), ('ptools', 24),
-         ('tools_none', 3), ('forced', 3), ('echo', 3), ('pchat', 6)]
+KINDS = [
+    ('greeting', 4),
+    ('fact', 3),
+    ('arith', 3),
+    ('instruction', 3),
+    ('memory', 4),
+    ('pmemory', 10),
+    ('json', 5),
+    ('json_nested', 4),
+    ('pjson', 16),
+    ('json_object', 2),
+    ('tools', 6),
+    ('ptools', 24),
+    ('tools_none', 3),
+    ('forced', 3),
+    ('echo', 3),
+    ('pchat', 6),
+]
 # The fourth edition (issue 39): most string values from random families (pools.draw_value), forced
 # calls on generated tools, copying and extraction practice, and returning a long text with one change.
 # edit weighs 2 (it was 4 in run 1): its conversations average ~1,350 tokens, so at 4 they took 23% of
 # the trained tokens and the longest steps, for a skill none of issue 39's targets measures.
-KINDS_V4 = [('greeting', 3), ('fact', 2), ('arith', 2), ('instruction', 2), ('memory', 2), ('pmemory', 9),
-            ('json', 2), ('json_nested', 3), ('pjson', 15), ('json_object', 1), ('tools', 3), ('ptools', 20),
-            ('tools_none', 2), ('forced', 1), ('pforced', 5), ('echo', 1), ('copy', 6), ('extract', 6),
-            ('edit', 2), ('pchat', 5)]
+KINDS_V4 = [
+    ('greeting', 3),
+    ('fact', 2),
+    ('arith', 2),
+    ('instruction', 2),
+    ('memory', 2),
+    ('pmemory', 9),
+    ('json', 2),
+    ('json_nested', 3),
+    ('pjson', 15),
+    ('json_object', 1),
+    ('tools', 3),
+    ('ptools', 20),
+    ('tools_none', 2),
+    ('forced', 1),
+    ('pforced', 5),
+    ('echo', 1),
+    ('copy', 6),
+    ('extract', 6),
+    ('edit', 2),
+    ('pchat', 5),
+]
 MIXES = {'default': KINDS_V4, 'v3': KINDS, 'v1': KINDS_V1, 'echo': [('echo', 1)]}
 
 
@@ -1064,8 +1457,16 @@ def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default'
         return gen_tools_no_call(rng, thinking)
     if kind == 'forced':
         return gen_forced(rng, thinking)
-    pool = {'ptools': gen_pool_tools, 'pjson': gen_pool_json, 'pmemory': gen_pool_memory, 'pchat': gen_pool_chat,
-            'pforced': gen_pool_forced, 'copy': gen_copy, 'extract': gen_extract, 'edit': gen_edit}
+    pool = {
+        'ptools': gen_pool_tools,
+        'pjson': gen_pool_json,
+        'pmemory': gen_pool_memory,
+        'pchat': gen_pool_chat,
+        'pforced': gen_pool_forced,
+        'copy': gen_copy,
+        'extract': gen_extract,
+        'edit': gen_edit,
+    }
     if kind in pool:
         return pool[kind](rng, thinking)
     msgs: list[dict[str, Any]]
@@ -1074,7 +1475,9 @@ def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default'
         msgs = maybe_system(rng) + msgs
         msgs.append(assistant(a, reason_greeting(rng) if thinking else None))
     elif kind in ('fact', 'arith', 'echo'):
-        q, a, r = gen_echo(rng, lists=not echo_v1) if kind == 'echo' else {'fact': gen_fact, 'arith': gen_arith}[kind](rng)
+        q, a, r = (
+            gen_echo(rng, lists=not echo_v1) if kind == 'echo' else {'fact': gen_fact, 'arith': gen_arith}[kind](rng)
+        )
         if echo_v1:  # (the draw order of the tokenizer's corpus)
             msgs = maybe_system(rng) + [user(vary_case(rng, q)), assistant(a, r if thinking else None)]
         else:
@@ -1104,8 +1507,14 @@ def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default'
 # ----------------------------------------------------------------------------------------------
 # Rendering and loss segmentation
 
-def render(template: jinja2.Template, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-           thinking: bool, add_generation_prompt: bool = False) -> str:
+
+def render(
+    template: jinja2.Template,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    thinking: bool,
+    add_generation_prompt: bool = False,
+) -> str:
     kwargs: dict[str, Any] = {'messages': messages, 'add_generation_prompt': add_generation_prompt}
     if tools:
         kwargs['tools'] = tools
@@ -1150,7 +1559,7 @@ def segments(template: jinja2.Template, s: Sample) -> list[tuple[str, bool]]:
                 prefix = '\n<think></think>'
             if prefix:
                 out.append((prefix, False))
-            out.append((body[len(prefix):], True))
+            out.append((body[len(prefix) :], True))
             # the role token that ends the turn is generated too
             if idx + 1 < len(parts):
                 nxt = parts[idx + 1][0]

@@ -12,14 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import struct
 import sys
+from pathlib import Path
 
-import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'oracle'))
 import data  # noqa: E402
+import safetensors_io  # noqa: E402  (scripts/oracle: the one Python safetensors writer and reader)
 from bpe import SPECIAL_TOKENS, Tokenizer  # noqa: E402
 from model import Config, Glm4  # noqa: E402
 
@@ -39,47 +41,14 @@ def hf_tensors(model: Glm4) -> dict[str, torch.Tensor]:
 
 
 def write_safetensors(path: str, tensors: dict[str, torch.Tensor], dtype: str) -> None:
-    st_dtype, torch_dtype, _ = DTYPES[dtype]
-    header: dict[str, object] = {'__metadata__': {'format': 'pt'}}
-    blobs: list[bytes] = []
-    offset = 0
-    for name in sorted(tensors):
-        t = tensors[name].detach().to(torch_dtype).contiguous()
-        raw = (t.view(torch.int16) if torch_dtype == torch.bfloat16 else t).numpy().tobytes()
-        header[name] = {'dtype': st_dtype, 'shape': list(t.shape), 'data_offsets': [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    hb = json.dumps(header, separators=(',', ':')).encode('utf-8')
-    hb += b' ' * ((8 - len(hb) % 8) % 8)
-    with open(path, 'wb') as f:
-        f.write(struct.pack('<Q', len(hb)))
-        f.write(hb)
-        for b in blobs:
-            f.write(b)
+    """The tensors converted to dtype (bf16 | f32), through the oracle's writer (sorted by name)."""
+    torch_dtype = DTYPES[dtype][1]
+    safetensors_io.write_safetensors(Path(path), {n: t.detach().to(torch_dtype) for n, t in tensors.items()})
 
 
 def read_safetensors(path: str) -> dict[str, torch.Tensor]:
-    with open(path, 'rb') as f:
-        n = struct.unpack('<Q', f.read(8))[0]
-        header = json.loads(f.read(n))
-        base = 8 + n
-        buf = f.read()
-    out: dict[str, torch.Tensor] = {}
-    for name, meta in header.items():
-        if name == '__metadata__':
-            continue
-        a, b = meta['data_offsets']
-        raw = buf[a:b]
-        if meta['dtype'] == 'BF16':
-            arr = np.frombuffer(raw, dtype=np.int16).copy()
-            t = torch.from_numpy(arr).view(torch.bfloat16).float()
-        elif meta['dtype'] == 'F32':
-            t = torch.from_numpy(np.frombuffer(raw, dtype=np.float32).copy())
-        else:
-            raise ValueError(f'unsupported dtype {meta["dtype"]} for {name}')
-        out[name] = t.reshape(meta['shape'])
-    assert base > 0
-    return out
+    """Every tensor of one file as float32 (the oracle's reader gives them in their stored dtype)."""
+    return {n: t.float() for n, t in safetensors_io.read_safetensors(Path(path)).items()}
 
 
 def config_json(cfg: Config, tok: Tokenizer, dtype: str) -> dict:
@@ -114,8 +83,17 @@ def config_json(cfg: Config, tok: Tokenizer, dtype: str) -> dict:
 
 def tokenizer_config_json(tok: Tokenizer) -> dict:
     return {
-        'added_tokens_decoder': {str(i): {'content': t, 'lstrip': False, 'normalized': False, 'rstrip': False,
-                                          'single_word': False, 'special': True} for t, i in tok.special.items()},
+        'added_tokens_decoder': {
+            str(i): {
+                'content': t,
+                'lstrip': False,
+                'normalized': False,
+                'rstrip': False,
+                'single_word': False,
+                'special': True,
+            }
+            for t, i in tok.special.items()
+        },
         'additional_special_tokens': [t for t in SPECIAL_TOKENS if t not in ('<|endoftext|>',)],
         'bos_token': None,
         'eos_token': '<|endoftext|>',
@@ -134,15 +112,23 @@ def load_hf(model_dir: str) -> tuple[Glm4, Tokenizer]:
     """The exported directory back into the torch model (weights as stored, e.g. bf16-rounded)."""
     with open(os.path.join(model_dir, 'config.json')) as f:
         c = json.load(f)
-    cfg = Config(vocab_size=c['vocab_size'], hidden_size=c['hidden_size'], intermediate_size=c['intermediate_size'],
-                 num_hidden_layers=c['num_hidden_layers'], num_attention_heads=c['num_attention_heads'],
-                 num_key_value_heads=c['num_key_value_heads'], head_dim=c['head_dim'],
-                 partial_rotary_factor=c['partial_rotary_factor'], rope_theta=c['rope_theta'],
-                 rms_norm_eps=c['rms_norm_eps'], max_position_embeddings=c['max_position_embeddings'],
-                 tie_word_embeddings=False)
+    cfg = Config(
+        vocab_size=c['vocab_size'],
+        hidden_size=c['hidden_size'],
+        intermediate_size=c['intermediate_size'],
+        num_hidden_layers=c['num_hidden_layers'],
+        num_attention_heads=c['num_attention_heads'],
+        num_key_value_heads=c['num_key_value_heads'],
+        head_dim=c['head_dim'],
+        partial_rotary_factor=c['partial_rotary_factor'],
+        rope_theta=c['rope_theta'],
+        rms_norm_eps=c['rms_norm_eps'],
+        max_position_embeddings=c['max_position_embeddings'],
+        tie_word_embeddings=False,
+    )
     model = Glm4(cfg)
     st = read_safetensors(os.path.join(model_dir, 'model.safetensors'))
-    sd = {k[len('model.'):] if k.startswith('model.') else k: v for k, v in st.items()}
+    sd = {k[len('model.') :] if k.startswith('model.') else k: v for k, v in st.items()}
     model.load_state_dict(sd, strict=True)
     model.eval()
     return model, Tokenizer.load(os.path.join(model_dir, 'tokenizer.json'))
@@ -165,8 +151,16 @@ def main() -> None:
         json.dump(config_json(cfg, tok, args.dtype), f, indent=2)
         f.write('\n')
     with open(os.path.join(args.out, 'generation_config.json'), 'w') as f:
-        json.dump({'eos_token_id': [tok.special[t] for t in EOS_TOKENS], 'pad_token_id': tok.special['<|endoftext|>'],
-                   'do_sample': False, 'transformers_version': '4.56.0'}, f, indent=2)
+        json.dump(
+            {
+                'eos_token_id': [tok.special[t] for t in EOS_TOKENS],
+                'pad_token_id': tok.special['<|endoftext|>'],
+                'do_sample': False,
+                'transformers_version': '4.56.0',
+            },
+            f,
+            indent=2,
+        )
         f.write('\n')
     with open(os.path.join(args.out, 'tokenizer_config.json'), 'w') as f:
         json.dump(tokenizer_config_json(tok), f, indent=2, ensure_ascii=False)
@@ -177,8 +171,10 @@ def main() -> None:
     with torch.no_grad():
         a, b = model(ids), back(ids)
     err = float((a - b).abs().max())
-    print(f'exported step {ck["step"]} ({"final" if ck.get("final") else "intermediate"}), '
-          f'{sum(t.numel() for t in hf_tensors(model).values())} stored values, max |logit diff| {err:.4f}')
+    print(
+        f'exported step {ck["step"]} ({"final" if ck.get("final") else "intermediate"}), '
+        f'{sum(t.numel() for t in hf_tensors(model).values())} stored values, max |logit diff| {err:.4f}'
+    )
     assert err < (0.5 if args.dtype == 'bf16' else 1e-4)
 
 

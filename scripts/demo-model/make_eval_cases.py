@@ -55,50 +55,82 @@ def thinking_field(thinking: bool) -> dict[str, Any]:
 def tool_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
     c = pools.tool_call_case(rng, 'held')
     name, args = c['call']
-    req = {'input': c['request'], 'tools': [flat_tool(t) for t in c['tools']], 'tool_choice': 'auto',
-           **thinking_field(thinking)}
-    return {'kind': 'tool', 'thinking': thinking, 'request': req, 'names': c['names'],
-            'expect': {'calls': [{'name': name, 'arguments': args}]}}
+    req = {
+        'input': c['request'],
+        'tools': [flat_tool(t) for t in c['tools']],
+        'tool_choice': 'auto',
+        **thinking_field(thinking),
+    }
+    return {
+        'kind': 'tool',
+        'thinking': thinking,
+        'request': req,
+        'names': c['names'],
+        'expect': {'calls': [{'name': name, 'arguments': args}]},
+    }
 
 
 def json_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
     c = pools.json_case(rng, 'held')
-    req = {'input': c['request'],
-           'text': {'format': {'type': 'json_schema', 'name': 'record', 'strict': True, 'schema': c['schema']}},
-           **thinking_field(thinking)}
+    req = {
+        'input': c['request'],
+        'text': {'format': {'type': 'json_schema', 'name': 'record', 'strict': True, 'schema': c['schema']}},
+        **thinking_field(thinking),
+    }
     return {'kind': 'json', 'thinking': thinking, 'request': req, 'names': c['names'], 'expect': {'value': c['value']}}
 
 
 def memory_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
     c = pools.memory_case(rng, 'held')
     between = rng.sample(pools.HELD_CHAT, rng.choice([0, 1, 1, 2]))
-    return {'kind': 'memory', 'thinking': thinking, 'turns': [c['tell'], *between, c['ask']],
-            'request': thinking_field(thinking), 'names': c['names'], 'expect': {'value': c['value']}}
+    return {
+        'kind': 'memory',
+        'thinking': thinking,
+        'turns': [c['tell'], *between, c['ask']],
+        'request': thinking_field(thinking),
+        'names': c['names'],
+        'expect': {'value': c['value']},
+    }
 
 
 def tool_result_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
     c = pools.tool_result_case(rng, 'held')
     name, args = c['call']
-    items = [{'role': 'user', 'content': c['request']},
-             {'type': 'function_call', 'call_id': 'call_1', 'name': name,
-              'arguments': json.dumps(args, ensure_ascii=False)},
-             {'type': 'function_call_output', 'call_id': 'call_1', 'output': c['result']}]
+    items = [
+        {'role': 'user', 'content': c['request']},
+        {'type': 'function_call', 'call_id': 'call_1', 'name': name, 'arguments': json.dumps(args, ensure_ascii=False)},
+        {'type': 'function_call_output', 'call_id': 'call_1', 'output': c['result']},
+    ]
     req = {'input': items, 'tools': [flat_tool(t) for t in c['tools']], **thinking_field(thinking)}
-    return {'kind': 'tool_result', 'thinking': thinking, 'request': req, 'names': c['names'],
-            'expect': {'values': c['result_values']}}
+    return {
+        'kind': 'tool_result',
+        'thinking': thinking,
+        'request': req,
+        'names': c['names'],
+        'expect': {'values': c['result_values']},
+    }
 
 
 def chat_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
     c = pools.chat_case(rng, 'held')
-    return {'kind': 'chat', 'thinking': thinking, 'request': {'input': c['request'], **thinking_field(thinking)},
-            'names': c['names'], 'expect': {}}
+    return {
+        'kind': 'chat',
+        'thinking': thinking,
+        'request': {'input': c['request'], **thinking_field(thinking)},
+        'names': c['names'],
+        'expect': {},
+    }
 
 
 def edit_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
     c = pools.edit_case(rng, 'held')
-    return {'kind': 'edit', 'thinking': thinking,
-            'request': {'input': c['request'], 'max_output_tokens': 3000, **thinking_field(thinking)},
-            'names': [], 'expect': {'answer': c['answer'], 'old': c['old'], 'new': c['new']}}
+    return {
+        'kind': 'edit',
+        'thinking': thinking,
+        'request': {'input': c['request'], 'max_output_tokens': 3000, **thinking_field(thinking)},
+        'names': [],
+        'expect': {'answer': c['answer'], 'old': c['old'], 'new': c['new']},
+    }
 
 
 def schema_names(schema: dict[str, Any]) -> list[str]:
@@ -115,6 +147,7 @@ def training_sample(n: int, seed: int, n_dotted: int) -> dict[str, Any]:
     digits): held-out value families are dotted, and heldout.test.ts checks that none of these is one."""
     import re
     import data  # (needs jinja2)
+
     rng = random.Random(seed)
     names: set[str] = set()
     templates: set[str] = set()
@@ -136,13 +169,20 @@ def training_sample(n: int, seed: int, n_dotted: int) -> dict[str, Any]:
             if m['role'] == 'tool' and m['content'].startswith('{'):
                 names.update(json.loads(m['content']))
         templates.update(json.dumps(t, ensure_ascii=False) for _, t in s.meta.get('templates', []))
-    return {'samples': n, 'dotted_samples': n_dotted, 'seed': seed, 'names': sorted(names), 'templates': sorted(templates),
-            'dotted': sorted(dotted)}
+    return {
+        'samples': n,
+        'dotted_samples': n_dotted,
+        'seed': seed,
+        'names': sorted(names),
+        'templates': sorted(templates),
+        'dotted': sorted(dotted),
+    }
 
 
 def fresh_templates() -> dict[str, list[Any]]:
     """The phrasings of both fresh sets (make_fresh_phrasing_cases.py), by template family."""
     import make_fresh_phrasing_cases as fresh
+
     out: dict[str, list[Any]] = {}
     for sets in fresh.SETS.values():
         for family, ts in sets['templates'].items():
@@ -156,8 +196,11 @@ def main() -> None:
     ap.add_argument('--per-kind', type=int, default=100)
     ap.add_argument('--edits', type=int, default=20, help='edit cases (long outputs; fewer than --per-kind)')
     ap.add_argument('--out', default=os.path.join(HERE, 'eval-cases.json'))
-    ap.add_argument('--fixture', default=os.path.join(REPO, 'test', 'demo-model', 'fixtures', 'split.json'),
-                    help="the split's check data for test/demo-model/heldout.test.ts ('' = don't write)")
+    ap.add_argument(
+        '--fixture',
+        default=os.path.join(REPO, 'test', 'demo-model', 'fixtures', 'split.json'),
+        help="the split's check data for test/demo-model/heldout.test.ts ('' = don't write)",
+    )
     args = ap.parse_args()
     rng = random.Random(args.seed)
     cases: list[dict[str, Any]] = []
@@ -169,17 +212,28 @@ def main() -> None:
     for i, c in enumerate(cases):
         c['id'] = f'{c["kind"]}-{i}'
     with open(args.out, 'w', encoding='utf-8') as f:
-        json.dump({'seed': args.seed, 'split': 'held-out names (pools.split_of) and HELD_* phrasings', 'cases': cases},
-                  f, ensure_ascii=False, indent=None, separators=(',', ':'))
+        json.dump(
+            {'seed': args.seed, 'split': 'held-out names (pools.split_of) and HELD_* phrasings', 'cases': cases},
+            f,
+            ensure_ascii=False,
+            indent=None,
+            separators=(',', ':'),
+        )
         f.write('\n')
     print(f'wrote {len(cases)} cases to {args.out}')
     if args.fixture:
         fixture = {
             'reserved_train': sorted(pools.RESERVED_TRAIN),
-            'templates': {family: {'train': [json.dumps(t, ensure_ascii=False) for t in train],
-                                   'held': [json.dumps(t, ensure_ascii=False) for t in held]}
-                          for family, (train, held) in pools.TEMPLATES.items()},
-            'fresh': {family: [json.dumps(t, ensure_ascii=False) for t in ts] for family, ts in fresh_templates().items()},
+            'templates': {
+                family: {
+                    'train': [json.dumps(t, ensure_ascii=False) for t in train],
+                    'held': [json.dumps(t, ensure_ascii=False) for t in held],
+                }
+                for family, (train, held) in pools.TEMPLATES.items()
+            },
+            'fresh': {
+                family: [json.dumps(t, ensure_ascii=False) for t in ts] for family, ts in fresh_templates().items()
+            },
             'held_family_patterns': pools.HELD_FAMILY_PATTERNS,
             'training': training_sample(500, 99, 3000),
         }

@@ -23,29 +23,65 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 SETS = {
-    'eval-cases-fresh.json': {'seed': 3030, 'templates': {
-        'arg': ['{p} amounting to {v}', 'the {p} would be {v}', 'choosing {v} for the {p}', 'put {v} down as the {p}',
-                'with a {p} of exactly {v}', '{v} being what the {p} holds', 'where {p} reads as {v}',
-                'picking {v} as the {p}'],
-        'tool_request': ['Please go and {a} {args}.', 'Could we {a}, {args}?', 'Right, {a} {args}.',
-                         'I am asking you to {a} {args}.'],
-        'json_request': ['Structure this for me: {args}.', 'Make an entry out of this - {args}.',
-                         'Encode the following: {args}.'],
-    }},
-    'eval-cases-fresh4.json': {'seed': 4040, 'templates': {
-        'arg': ['{p} marked {v}', 'the {p} listed as {v}', 'let the {p} be {v}', 'a {p} known as {v}',
-                'the {p} matching {v}', '{v} serving as the {p}', '{v} labelled as the {p}', '{v}, entered as the {p}'],
-        'tool_request': ['Can I get you to {a} {args}?', 'Your task: {a} {args}.', 'If you can, {a} {args}.',
-                         'One thing to do: {a} {args}.'],
-        'json_request': ['Arrange this as JSON: {args}.', 'Sort these into fields - {args}.',
-                         'Set these down in fields: {args}.'],
-    }},
+    'eval-cases-fresh.json': {
+        'seed': 3030,
+        'templates': {
+            'arg': [
+                '{p} amounting to {v}',
+                'the {p} would be {v}',
+                'choosing {v} for the {p}',
+                'put {v} down as the {p}',
+                'with a {p} of exactly {v}',
+                '{v} being what the {p} holds',
+                'where {p} reads as {v}',
+                'picking {v} as the {p}',
+            ],
+            'tool_request': [
+                'Please go and {a} {args}.',
+                'Could we {a}, {args}?',
+                'Right, {a} {args}.',
+                'I am asking you to {a} {args}.',
+            ],
+            'json_request': [
+                'Structure this for me: {args}.',
+                'Make an entry out of this - {args}.',
+                'Encode the following: {args}.',
+            ],
+        },
+    },
+    'eval-cases-fresh4.json': {
+        'seed': 4040,
+        'templates': {
+            'arg': [
+                '{p} marked {v}',
+                'the {p} listed as {v}',
+                'let the {p} be {v}',
+                'a {p} known as {v}',
+                'the {p} matching {v}',
+                '{v} serving as the {p}',
+                '{v} labelled as the {p}',
+                '{v}, entered as the {p}',
+            ],
+            'tool_request': [
+                'Can I get you to {a} {args}?',
+                'Your task: {a} {args}.',
+                'If you can, {a} {args}.',
+                'One thing to do: {a} {args}.',
+            ],
+            'json_request': [
+                'Arrange this as JSON: {args}.',
+                'Sort these into fields - {args}.',
+                'Set these down in fields: {args}.',
+            ],
+        },
+    },
 }
 
 
 def main() -> None:
     import make_eval_cases
     import pools
+
     saved = dict(pools.TEMPLATES)
     for out, spec in SETS.items():
         for family, fresh in spec['templates'].items():
@@ -53,8 +89,17 @@ def main() -> None:
             assert not set(fresh) & set(train), (out, family)
             assert not set(fresh) & set(held), (out, family)
             pools.TEMPLATES[family] = (train, fresh)
-        sys.argv = [sys.argv[0], '--seed', str(spec['seed']), '--out', os.path.join(HERE, out), '--fixture', '',
-                    '--edits', '0']
+        sys.argv = [
+            sys.argv[0],
+            '--seed',
+            str(spec['seed']),
+            '--out',
+            os.path.join(HERE, out),
+            '--fixture',
+            '',
+            '--edits',
+            '0',
+        ]
         make_eval_cases.main()
         pools.TEMPLATES.update(saved)
 

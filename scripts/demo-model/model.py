@@ -1,6 +1,7 @@
 """A Glm4ForCausalLM-shaped decoder (GLM-4-0414 forward) in plain PyTorch 1.13, for training the demo model.
 
-Per layer (research/dialects.md section 6.2): h = x + post_self_attn_layernorm(attn(input_layernorm(x)));
+Per layer (transformers' modeling_glm4.py, Glm4DecoderLayer):
+h = x + post_self_attn_layernorm(attn(input_layernorm(x)));
 out = h + post_mlp_layernorm(mlp(post_attention_layernorm(h))). Attention: q/k/v with bias, o_proj
 without, GQA, scale head_dim^-0.5, RoPE on the first rotary_dim = head_dim * partial_rotary_factor
 dims with adjacent pairs (x0,x1),(x2,x3)... rotated by the same frequency. MLP: fused gate_up_proj
@@ -87,7 +88,7 @@ class Attention(nn.Module):
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         # Grouped-query attention without copying K/V per query head: the g query heads that share a
         # KV head are stacked along the time axis, and the mask is added inside the matmul.
-        q = (q * (d ** -0.5)).reshape(b * kv, g * t, d)
+        q = (q * (d**-0.5)).reshape(b * kv, g * t, d)
         att = torch.baddbmm(bias, q, k.reshape(b * kv, t, d).transpose(1, 2))
         y = (F.softmax(att, dim=-1) @ v.reshape(b * kv, t, d)).view(b, h, t, d)
         return self.o_proj(y.transpose(1, 2).reshape(b, t, h * d))

@@ -28,33 +28,87 @@ def prompts() -> list[tuple[str, list[dict], list[dict] | None, bool, str]]:
     weather = data.TOOLS['get_weather'][0]
     email = data.TOOLS['send_email'][0]
     light = data.TOOLS['set_light'][0]
-    schema = {'type': 'object', 'properties': {'name': {'type': 'string'}, 'age': {'type': 'integer'},
-                                               'tags': {'type': 'array', 'items': {'type': 'string'}}},
-              'required': ['name', 'age', 'tags'], 'additionalProperties': False}
-    count = {'type': 'object', 'properties': {'count': {'type': 'integer'}}, 'required': ['count'],
-             'additionalProperties': False}
+    schema = {
+        'type': 'object',
+        'properties': {
+            'name': {'type': 'string'},
+            'age': {'type': 'integer'},
+            'tags': {'type': 'array', 'items': {'type': 'string'}},
+        },
+        'required': ['name', 'age', 'tags'],
+        'additionalProperties': False,
+    }
+    count = {
+        'type': 'object',
+        'properties': {'count': {'type': 'integer'}},
+        'required': ['count'],
+        'additionalProperties': False,
+    }
     js = data.JSON_SCHEMA_INSTRUCTION
     return [
         ('hello (thinking off)', [data.user('Hello')], None, False, ''),
         ('hello (thinking on)', [data.user('Hello')], None, True, ''),
-        ('memory', [data.user('Remember the value 73'), data.assistant('OK, I will remember 73.'),
-                    data.user('What value did I give you?')], None, False, ''),
-        ('memory (thinking on)', [data.user('Remember the value 4812'), data.assistant('Got it: 4812.'),
-                                  data.user('What is the capital of ' + data.COUNTRIES[0] + '?'),
-                                  data.assistant('The capital of %s is %s.' % (data.COUNTRIES[0], data.CITIES[0])),
-                                  data.user('Which value did I ask you to remember?')], None, True, ''),
+        (
+            'memory',
+            [
+                data.user('Remember the value 73'),
+                data.assistant('OK, I will remember 73.'),
+                data.user('What value did I give you?'),
+            ],
+            None,
+            False,
+            '',
+        ),
+        (
+            'memory (thinking on)',
+            [
+                data.user('Remember the value 4812'),
+                data.assistant('Got it: 4812.'),
+                data.user('What is the capital of ' + data.COUNTRIES[0] + '?'),
+                data.assistant('The capital of %s is %s.' % (data.COUNTRIES[0], data.CITIES[0])),
+                data.user('Which value did I ask you to remember?'),
+            ],
+            None,
+            True,
+            '',
+        ),
         ('tool', [data.user("What's the weather in Lisbon for the next 3 days?")], [email, weather, light], False, ''),
         ('tool (thinking on)', [data.user('Turn off the light in the garage.')], [weather, light], True, ''),
-        ('tool result', [data.user('Weather in Oslo?'),
-                         data.assistant('', None, [('get_weather', {'city': 'Oslo'})]),
-                         data.tool_msg('{"city": "Oslo", "temperature": 4, "condition": "snowy"}')],
-         [weather, email], False, ''),
-        ('forced named', [data.user('Please help.')], [weather, email], False,
-         '\n<think></think>\n<tool_call>send_email\n'),
-        ('json', [data.system(js + data.dumps_compact(schema)),
-                  data.user('Create a record with name Priya, age 34, tags: red, blue.')], None, False, ''),
-        ('json count (spec example)', [data.system(js + data.dumps_compact(count)), data.user('Return the count')],
-         None, True, ''),
+        (
+            'tool result',
+            [
+                data.user('Weather in Oslo?'),
+                data.assistant('', None, [('get_weather', {'city': 'Oslo'})]),
+                data.tool_msg('{"city": "Oslo", "temperature": 4, "condition": "snowy"}'),
+            ],
+            [weather, email],
+            False,
+            '',
+        ),
+        (
+            'forced named',
+            [data.user('Please help.')],
+            [weather, email],
+            False,
+            '\n<think></think>\n<tool_call>send_email\n',
+        ),
+        (
+            'json',
+            [
+                data.system(js + data.dumps_compact(schema)),
+                data.user('Create a record with name Priya, age 34, tags: red, blue.'),
+            ],
+            None,
+            False,
+            '',
+        ),
+        (
+            'json count (spec example)',
+            [data.system(js + data.dumps_compact(count)), data.user('Return the count')],
+            None,
+            True,
+            '',
+        ),
         ('fact', [data.user(f'Which country is {data.CITIES[5]} in?')], None, True, ''),
         ('arith', [data.user('What is 23 + 45?')], None, False, ''),
         ('uppercase', [data.system('Answer in uppercase.'), data.user('Hi')], None, False, ''),
@@ -73,7 +127,7 @@ def main() -> None:
         text = data.render(tpl, msgs, tools, thinking, add_generation_prompt=True)
         if forced:
             # The server's forced-call prefix replaces the generation prompt's own think block.
-            text = text[:-len('\n<think></think>')] if text.endswith('\n<think></think>') else text
+            text = text[: -len('\n<think></think>')] if text.endswith('\n<think></think>') else text
             text += forced
         out = generate(model, tok.encode(text), stop, 160)
         print(f'--- {name}\n{json.dumps(tok.decode(out), ensure_ascii=False)}', flush=True)

@@ -42,7 +42,7 @@ import time
 os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
 
 import torch  # noqa: E402
-import torch.nn.functional as F
+import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data  # noqa: E402
@@ -91,14 +91,15 @@ class Packer:
                     if used:
                         self.pending = s
                         break
-                    s = (s[0][:self.seq + 1], s[1][:self.seq + 1])
+                    s = (s[0][: self.seq + 1], s[1][: self.seq + 1])
                 out.append(s)
                 used += len(s[0]) - 1
         return out
 
 
-def micro_batches(convs: list[tuple[list[int], list[bool]]], pad: int,
-                  slots: int) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+def micro_batches(
+    convs: list[tuple[list[int], list[bool]]], pad: int, slots: int
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """A step's conversations, longest first, each its own row, in blocks of similar length (none
     shorter than 0.8 of the block's longest) of at most `slots` token slots (conversations x longest):
     (ids, targets where the model generates, prompt targets) per block."""
@@ -158,8 +159,12 @@ def main() -> None:
     ap.add_argument('--minutes', type=float, default=0.0, help='wall-clock schedule (overrides --steps)')
     ap.add_argument('--batch', type=int, default=6)
     ap.add_argument('--seq', type=int, default=512)
-    ap.add_argument('--slots', type=int, default=3072,
-                    help='token slots per micro-batch (a step\'s conversations are split by length)')
+    ap.add_argument(
+        '--slots',
+        type=int,
+        default=3072,
+        help='token slots per micro-batch (a step\'s conversations are split by length)',
+    )
     ap.add_argument('--lr', type=float, default=2e-3)
     ap.add_argument('--warmup', type=int, default=20)
     ap.add_argument('--hidden', type=int, default=256)
@@ -171,36 +176,61 @@ def main() -> None:
     ap.add_argument('--threads', type=int, default=2)
     ap.add_argument('--save-every', type=int, default=25)
     ap.add_argument('--resume', action='store_true')
-    ap.add_argument('--init-from', default='',
-                    help='warm start: an exported model directory (config.json + model.safetensors) of the same '
-                         'shape; its weights replace the random initialisation (the optimizer starts fresh)')
-    ap.add_argument('--grow-layers', type=int, default=0,
-                    help='with --init-from: a deeper model (a multiple of the checkpoint\'s layer count) whose old '
-                         'layers keep their weights and order, each followed by new ones that start as the identity '
-                         '(post-norm weights 0), so the grown model computes exactly what the checkpoint did')
+    ap.add_argument(
+        '--init-from',
+        default='',
+        help='warm start: an exported model directory (config.json + model.safetensors) of the same '
+        'shape; its weights replace the random initialisation (the optimizer starts fresh)',
+    )
+    ap.add_argument(
+        '--grow-layers',
+        type=int,
+        default=0,
+        help='with --init-from: a deeper model (a multiple of the checkpoint\'s layer count) whose old '
+        'layers keep their weights and order, each followed by new ones that start as the identity '
+        '(post-norm weights 0), so the grown model computes exactly what the checkpoint did',
+    )
     ap.add_argument('--device', default='cpu', help="torch device: cpu (default) or cuda (untested: no GPU here)")
     ap.add_argument('--mix', choices=list(data.MIXES), default='default', help='data mixture (data.py MIXES)')
-    ap.add_argument('--first-mix', choices=list(data.MIXES), default='echo',
-                    help='mixture of the first --first-steps steps (copying practice before the main mixture)')
+    ap.add_argument(
+        '--first-mix',
+        choices=list(data.MIXES),
+        default='echo',
+        help='mixture of the first --first-steps steps (copying practice before the main mixture)',
+    )
     ap.add_argument('--first-steps', type=int, default=400)
-    ap.add_argument('--prompt-loss', type=float, default=0.2,
-                    help='weight of a next-token loss on prompt tokens too (0: only what the model generates)')
-    ap.add_argument('--prompt-loss-text-only', action='store_true',
-                    help='leave special tokens (role and template markup) out of the prompt loss '
-                         '(a trial with it lost the prompt loss\'s gain; see the docstring)')
+    ap.add_argument(
+        '--prompt-loss',
+        type=float,
+        default=0.2,
+        help='weight of a next-token loss on prompt tokens too (0: only what the model generates)',
+    )
+    ap.add_argument(
+        '--prompt-loss-text-only',
+        action='store_true',
+        help='leave special tokens (role and template markup) out of the prompt loss '
+        '(a trial with it lost the prompt loss\'s gain; see the docstring)',
+    )
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     tok = Tokenizer.load(args.tokenizer)
-    cfg = Config(vocab_size=tok.size, hidden_size=args.hidden, intermediate_size=args.intermediate,
-                 num_hidden_layers=args.grow_layers or args.layers, num_attention_heads=args.heads,
-                 num_key_value_heads=args.kv_heads, head_dim=args.head_dim)
+    cfg = Config(
+        vocab_size=tok.size,
+        hidden_size=args.hidden,
+        intermediate_size=args.intermediate,
+        num_hidden_layers=args.grow_layers or args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.kv_heads,
+        head_dim=args.head_dim,
+    )
     model = Glm4(cfg)
     if args.init_from:
         from export import read_safetensors
+
         st = read_safetensors(os.path.join(args.init_from, 'model.safetensors'))
-        sd = {k[len('model.'):] if k.startswith('model.') else k: v for k, v in st.items()}
+        sd = {k[len('model.') :] if k.startswith('model.') else k: v for k, v in st.items()}
         head = sd.pop('lm_head.weight')
         if not torch.equal(head, sd['embed_tokens.weight']):
             raise SystemExit('--init-from: lm_head differs from the embeddings (training ties them)')
@@ -212,8 +242,12 @@ def main() -> None:
     model.to(dev)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{'params': decay, 'weight_decay': 0.05}, {'params': no_decay, 'weight_decay': 0.0}],
-                            lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+    opt = torch.optim.AdamW(
+        [{'params': decay, 'weight_decay': 0.05}, {'params': no_decay, 'weight_decay': 0.0}],
+        lr=args.lr,
+        betas=(0.9, 0.95),
+        eps=1e-8,
+    )
     packer = Packer(tok, args.seed, args.seq, args.mix)
     specials = torch.tensor(sorted(tok.special.values()), device=args.device)
     os.makedirs(args.out, exist_ok=True)
@@ -228,9 +262,19 @@ def main() -> None:
     print(json.dumps({'params': model.n_params(), 'config': cfg.to_dict(), 'args': vars(args)}), flush=True)
 
     def save(final: bool) -> None:
-        torch.save({'model': model.state_dict(), 'opt': opt.state_dict(), 'config': cfg.to_dict(), 'step': step,
-                    'elapsed': elapsed0 + time.time() - t0, 'rng': packer.rng.getstate(), 'final': final,
-                    'args': vars(args)}, ckpt_path + '.tmp')
+        torch.save(
+            {
+                'model': model.state_dict(),
+                'opt': opt.state_dict(),
+                'config': cfg.to_dict(),
+                'step': step,
+                'elapsed': elapsed0 + time.time() - t0,
+                'rng': packer.rng.getstate(),
+                'final': final,
+                'args': vars(args),
+            },
+            ckpt_path + '.tmp',
+        )
         os.replace(ckpt_path + '.tmp', ckpt_path)
 
     t0 = time.time()
@@ -265,8 +309,9 @@ def main() -> None:
                 psel = ptgt.view(-1) != -100
                 if args.prompt_loss_text_only:
                     psel &= ~torch.isin(ptgt.view(-1), specials)
-                part = part + args.prompt_loss * F.cross_entropy(model.logits(hid[psel]), ptgt.view(-1)[psel],
-                                                                 reduction='sum')
+                part = part + args.prompt_loss * F.cross_entropy(
+                    model.logits(hid[psel]), ptgt.view(-1)[psel], reduction='sum'
+                )
             (part / trained).backward()
             loss += float(part) / trained
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -276,9 +321,12 @@ def main() -> None:
         ema = float(loss) if ema is None else 0.95 * ema + 0.05 * float(loss)
         if step % 10 == 0 or step == 1:
             dt = time.time() - t0
-            print(f'step {step} loss {float(loss):.4f} ema {ema:.4f} lr {lr:.2e} samples {packer.samples} '
-                  f'trained_tokens {tokens} elapsed {elapsed0 + dt:.0f}s rows/s {(step - step0) * args.batch / max(dt, 1e-9):.2f}',
-                  flush=True)
+            print(
+                f'step {step} loss {float(loss):.4f} ema {ema:.4f} lr {lr:.2e} samples {packer.samples} '
+                f'trained_tokens {tokens} elapsed {elapsed0 + dt:.0f}s '
+                f'rows/s {(step - step0) * args.batch / max(dt, 1e-9):.2f}',
+                flush=True,
+            )
         if step % args.save_every == 0:
             save(False)
     save(True)

@@ -37,7 +37,7 @@ def check(path: Path, prog: Path) -> tuple[int, dict[str, int], int]:
     for t in g.tensors:
         n = int(np.prod(t.ne))
         mine = dequantize(t.ggml_type, t.data, t.ne, exact=False).ravel()
-        theirs = ref[off:off + n]
+        theirs = ref[off : off + n]
         off += n
         if mine.view(np.uint32).tobytes() != theirs.view(np.uint32).tobytes():
             bad = int(np.sum(mine.view(np.uint32) != theirs.view(np.uint32)))
@@ -65,8 +65,10 @@ def main() -> int:
         n, per_type, ulp = check(f, args.dump)
         for k, v in per_type.items():
             total[k] = total.get(k, 0) + v
-        print(f"{f.name}: {n} tensors identical ({', '.join(f'{k} {v}' for k, v in sorted(per_type.items()))}); "
-              f"exact values 1 ulp off f32 in {ulp}")
+        print(
+            f"{f.name}: {n} tensors identical ({', '.join(f'{k} {v}' for k, v in sorted(per_type.items()))}); "
+            f"exact values 1 ulp off f32 in {ulp}"
+        )
     print("all identical; weights per type:", ", ".join(f"{k} {v}" for k, v in sorted(total.items())))
     return 0
 

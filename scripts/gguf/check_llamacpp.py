@@ -42,10 +42,17 @@ def main() -> int:
         doc = json.loads((args.dir / f"{model}.json").read_text())
         n = doc["greedy_tokens"]
         for f in doc["files"]:
-            lines = "".join(" ".join(map(str, ids)) + " | " + " ".join(map(str, rec["greedy"][: n - 1])) + "\n"
-                            for ids, rec in zip(doc["prompts"], f["prompts"]))
-            r = subprocess.run([str(args.llama_logits), str(args.dir / f["file"]), str(n), "2"], input=lines,
-                               capture_output=True, text=True, timeout=900)
+            lines = "".join(
+                " ".join(map(str, ids)) + " | " + " ".join(map(str, rec["greedy"][: n - 1])) + "\n"
+                for ids, rec in zip(doc["prompts"], f["prompts"])
+            )
+            r = subprocess.run(
+                [str(args.llama_logits), str(args.dir / f["file"]), str(n), "2"],
+                input=lines,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             if r.returncode != 0:
                 print(f"| {f['file']} | llama.cpp failed: {r.stderr.strip()[-300:]} |")
                 failed = True
@@ -72,7 +79,9 @@ def main() -> int:
             elif not ok:
                 failed = True
                 note = " **FAIL**"
-            print(f"| {f['file']} | {bound:.3g} | {last:.3g} | {forced:.3g} | {' '.join(agree_txt)}{note} |", flush=True)
+            print(
+                f"| {f['file']} | {bound:.3g} | {last:.3g} | {forced:.3g} | {' '.join(agree_txt)}{note} |", flush=True
+            )
     return 1 if failed else 0
 
 

@@ -59,8 +59,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gguf_io as G  # noqa: E402
 
 ARCH_OF = {
-    "LlamaForCausalLM": "llama", "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3moe",
-    "Glm4ForCausalLM": "glm4", "Glm4MoeForCausalLM": "glm4moe", "DeepseekV3ForCausalLM": "deepseek2",
+    "LlamaForCausalLM": "llama",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3moe",
+    "Glm4ForCausalLM": "glm4",
+    "Glm4MoeForCausalLM": "glm4moe",
+    "DeepseekV3ForCausalLM": "deepseek2",
 }
 FILE_TYPE = {"f32": 0, "f16": 1, "bf16": 32}
 OUT_GGML_TYPE = {"f32": G.TYPE_ID["F32"], "f16": G.TYPE_ID["F16"], "bf16": G.TYPE_ID["BF16"]}
@@ -71,41 +75,84 @@ LAYER_MAP = {
     "post_attention_layernorm.weight": "ffn_norm.weight",
     "post_self_attn_layernorm.weight": "post_attention_norm.weight",
     "post_mlp_layernorm.weight": "post_ffw_norm.weight",
-    "self_attn.q_proj.weight": "attn_q.weight", "self_attn.q_proj.bias": "attn_q.bias",
-    "self_attn.k_proj.weight": "attn_k.weight", "self_attn.k_proj.bias": "attn_k.bias",
-    "self_attn.v_proj.weight": "attn_v.weight", "self_attn.v_proj.bias": "attn_v.bias",
-    "self_attn.o_proj.weight": "attn_output.weight", "self_attn.o_proj.bias": "attn_output.bias",
-    "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
-    "self_attn.q_a_proj.weight": "attn_q_a.weight", "self_attn.q_a_layernorm.weight": "attn_q_a_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.q_proj.bias": "attn_q.bias",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.k_proj.bias": "attn_k.bias",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.o_proj.bias": "attn_output.bias",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "self_attn.q_a_proj.weight": "attn_q_a.weight",
+    "self_attn.q_a_layernorm.weight": "attn_q_a_norm.weight",
     "self_attn.q_b_proj.weight": "attn_q_b.weight",
     "self_attn.kv_a_proj_with_mqa.weight": "attn_kv_a_mqa.weight",
     "self_attn.kv_a_layernorm.weight": "attn_kv_a_norm.weight",
-    "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
-    "mlp.down_proj.weight": "ffn_down.weight", "mlp.gate_up_proj.weight": "ffn_up.weight",
-    "mlp.gate.weight": "ffn_gate_inp.weight", "mlp.gate.e_score_correction_bias": "exp_probs_b.bias",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+    "mlp.gate_up_proj.weight": "ffn_up.weight",
+    "mlp.gate.weight": "ffn_gate_inp.weight",
+    "mlp.gate.e_score_correction_bias": "exp_probs_b.bias",
     "mlp.shared_experts.gate_proj.weight": "ffn_gate_shexp.weight",
     "mlp.shared_experts.up_proj.weight": "ffn_up_shexp.weight",
     "mlp.shared_experts.down_proj.weight": "ffn_down_shexp.weight",
-    "eh_proj.weight": "nextn.eh_proj.weight", "enorm.weight": "nextn.enorm.weight",
-    "hnorm.weight": "nextn.hnorm.weight", "shared_head.norm.weight": "nextn.shared_head_norm.weight",
-    "shared_head.head.weight": "nextn.shared_head_head.weight", "embed_tokens.weight": "nextn.embed_tokens.weight",
+    "eh_proj.weight": "nextn.eh_proj.weight",
+    "enorm.weight": "nextn.enorm.weight",
+    "hnorm.weight": "nextn.hnorm.weight",
+    "shared_head.norm.weight": "nextn.shared_head_norm.weight",
+    "shared_head.head.weight": "nextn.shared_head_head.weight",
+    "embed_tokens.weight": "nextn.embed_tokens.weight",
 }
-GLOBAL_MAP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
-              "lm_head.weight": "output.weight"}
+GLOBAL_MAP = {
+    "model.embed_tokens.weight": "token_embd.weight",
+    "model.norm.weight": "output_norm.weight",
+    "lm_head.weight": "output.weight",
+}
 EXPERT_RE = re.compile(r"mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight$")
 
 # llama.cpp's pre-tokenizer regexes for the `tokenizer.ggml.pre` names used here (llama-vocab.cpp;
 # written as the tokenizer.json originals). Used only to warn when a tokenizer.json splits
 # differently from what llama.cpp will do for the chosen name.
 PRE_REGEX = {
-    "llama-bpe": ["(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"],
-    "glm4": ["(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"],
-    "qwen2": ["(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"],
-    "deepseek-v3": ["\\p{N}{1,3}", "[一-龥぀-ゟ゠-ヿ]+",
-                    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"],
+    "llama-bpe": [
+        (
+            "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+            "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+        )
+    ],
+    "glm4": [
+        (
+            "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+            "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+        )
+    ],
+    "qwen2": [
+        (
+            "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+            "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+        )
+    ],
+    "deepseek-v3": [
+        "\\p{N}{1,3}",
+        "[一-龥぀-ゟ゠-ヿ]+",
+        (
+            "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+            "| ?[\\p{P}\\p{S}]+[\r\n]*"
+            "|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
+        ),
+    ],
 }
-DEFAULT_PRE = {"llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "glm4": "glm4", "glm4moe": "glm4",
-               "deepseek2": "deepseek-v3"}
+DEFAULT_PRE = {
+    "llama": "llama-bpe",
+    "qwen3": "qwen2",
+    "qwen3moe": "qwen2",
+    "glm4": "glm4",
+    "glm4moe": "glm4",
+    "deepseek2": "deepseek-v3",
+}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -116,14 +163,14 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     """name -> float32 array (bf16 and f16 widened exactly)."""
     buf = path.read_bytes()
     (n,) = struct.unpack("<Q", buf[:8])
-    header = json.loads(buf[8:8 + n])
+    header = json.loads(buf[8 : 8 + n])
     base = 8 + n
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
         a, b = info["data_offsets"]
-        raw = buf[base + a: base + b]
+        raw = buf[base + a : base + b]
         dt = info["dtype"]
         if dt == "F32":
             arr = np.frombuffer(raw, dtype="<f4").astype(np.float32)
@@ -189,8 +236,12 @@ def unpermute_rows(w: np.ndarray, n_head: int) -> np.ndarray:
 
 
 def storage_type(gguf_name: str, ndim: int, outtype: str) -> int:
-    if ndim <= 1 or gguf_name.endswith("_norm.weight") or "ffn_gate_inp." in gguf_name \
-            or not gguf_name.endswith(".weight"):
+    if (
+        ndim <= 1
+        or gguf_name.endswith("_norm.weight")
+        or "ffn_gate_inp." in gguf_name
+        or not gguf_name.endswith(".weight")
+    ):
         return G.TYPE_ID["F32"]
     return OUT_GGML_TYPE[outtype]
 
@@ -249,8 +300,11 @@ def convert_tensors(cfg: dict, arch: str, hf: dict[str, np.ndarray]) -> list[tup
                 ids = sorted(experts[proj])
                 if ids != list(range(len(ids))):
                     raise ValueError(f"layer {i}: experts {ids}")
-                emit(f"blk.{i}.ffn_{proj}_exps.weight", np.stack([hf[experts[proj][e]] for e in ids]),
-                     *experts[proj].values())
+                emit(
+                    f"blk.{i}.ffn_{proj}_exps.weight",
+                    np.stack([hf[experts[proj][e]] for e in ids]),
+                    *experts[proj].values(),
+                )
     emit("output_norm.weight", hf["model.norm.weight"], "model.norm.weight")
     if "lm_head.weight" in hf and not (arch == "deepseek2" and cfg.get("tie_word_embeddings")):
         emit("output.weight", hf["lm_head.weight"], "lm_head.weight")
@@ -262,12 +316,36 @@ def convert_tensors(cfg: dict, arch: str, hf: dict[str, np.ndarray]) -> list[tup
     return out
 
 
-_ORDER = ["input_layernorm", "self_attn.q_a_proj", "self_attn.q_a_layernorm", "self_attn.q_b_proj",
-          "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.kv_a_proj_with_mqa",
-          "self_attn.kv_a_layernorm", "self_attn.kv_b_proj", "self_attn.q_norm", "self_attn.k_norm",
-          "self_attn.o_proj", "post_self_attn_layernorm", "post_attention_layernorm", "mlp.gate.",
-          "mlp.gate_proj", "mlp.up_proj", "mlp.gate_up_proj", "mlp.down_proj", "mlp.experts", "mlp.shared_experts",
-          "post_mlp_layernorm", "eh_proj", "enorm", "hnorm", "embed_tokens", "shared_head"]
+_ORDER = [
+    "input_layernorm",
+    "self_attn.q_a_proj",
+    "self_attn.q_a_layernorm",
+    "self_attn.q_b_proj",
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "self_attn.kv_a_proj_with_mqa",
+    "self_attn.kv_a_layernorm",
+    "self_attn.kv_b_proj",
+    "self_attn.q_norm",
+    "self_attn.k_norm",
+    "self_attn.o_proj",
+    "post_self_attn_layernorm",
+    "post_attention_layernorm",
+    "mlp.gate.",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.gate_up_proj",
+    "mlp.down_proj",
+    "mlp.experts",
+    "mlp.shared_experts",
+    "post_mlp_layernorm",
+    "eh_proj",
+    "enorm",
+    "hnorm",
+    "embed_tokens",
+    "shared_head",
+]
 
 
 def _layer_order(suffix: str) -> tuple[int, str]:
@@ -385,8 +463,12 @@ def arch_metadata(cfg: dict, arch: str, outtype: str) -> dict[str, G.KV]:
 
 
 def looks_special(tok: str) -> bool:
-    return (tok.startswith("<|") and tok.endswith("|>")) or (tok.startswith("<｜") and tok.endswith("｜>")) \
-        or tok in ("<pad>", "<mask>", "<2mass>", "[@BOS@]") or (tok.startswith("<unused") and tok.endswith(">"))
+    return (
+        (tok.startswith("<|") and tok.endswith("|>"))
+        or (tok.startswith("<｜") and tok.endswith("｜>"))
+        or tok in ("<pad>", "<mask>", "<2mass>", "[@BOS@]")
+        or (tok.startswith("<unused") and tok.endswith(">"))
+    )
 
 
 def tokenizer_metadata(model_dir: Path, cfg: dict, arch: str, pre: str | None) -> tuple[dict[str, G.KV], list[str]]:
@@ -430,8 +512,10 @@ def tokenizer_metadata(model_dir: Path, cfg: dict, arch: str, pre: str | None) -
     pre_name = pre or DEFAULT_PRE[arch]
     regexes = _split_regexes(tj.get("pre_tokenizer"))
     if pre_name in PRE_REGEX and regexes != PRE_REGEX[pre_name]:
-        warnings.append(f"tokenizer.json pre-tokenizer {regexes} differs from llama.cpp's '{pre_name}' split "
-                        f"{PRE_REGEX[pre_name]}")
+        warnings.append(
+            f"tokenizer.json pre-tokenizer {regexes} differs from llama.cpp's '{pre_name}' split "
+            f"{PRE_REGEX[pre_name]}"
+        )
 
     # special ids: tokenizer_config *_token contents (looked up among added tokens), then
     # config.json *_token_id integers; the first value found for a type wins
@@ -452,13 +536,21 @@ def tokenizer_metadata(model_dir: Path, cfg: dict, arch: str, pre: str | None) -
             special.setdefault(typ, tid)
     # the converter's per-architecture additions (only where not set already)
     if arch == "glm4":
-        for typ, content in (("eos", "<|endoftext|>"), ("eot", "<|user|>"), ("unk", "<|endoftext|>"),
-                             ("bos", "<|endoftext|>")):
+        for typ, content in (
+            ("eos", "<|endoftext|>"),
+            ("eot", "<|user|>"),
+            ("unk", "<|endoftext|>"),
+            ("bos", "<|endoftext|>"),
+        ):
             if content in content_to_id:
                 special.setdefault(typ, content_to_id[content])
     elif arch == "glm4moe":
-        for typ, content in (("bos", "[gMASK]"), ("eot", "<|user|>"), ("unk", "<|endoftext|>"),
-                             ("eom", "<|observation|>")):
+        for typ, content in (
+            ("bos", "[gMASK]"),
+            ("eot", "<|user|>"),
+            ("unk", "<|endoftext|>"),
+            ("eom", "<|observation|>"),
+        ):
             if content in content_to_id:
                 special.setdefault(typ, content_to_id[content])
     if "bos" not in add_flags:
@@ -481,8 +573,16 @@ def tokenizer_metadata(model_dir: Path, cfg: dict, arch: str, pre: str | None) -
         kv["tokenizer.ggml.merges"] = G.str_array(merges)
     else:
         warnings.append("tokenizer.json has no merges")
-    key = {"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id", "sep": "seperator_token_id",
-           "pad": "padding_token_id", "mask": "mask_token_id", "eot": "eot_token_id", "eom": "eom_token_id"}
+    key = {
+        "bos": "bos_token_id",
+        "eos": "eos_token_id",
+        "unk": "unknown_token_id",
+        "sep": "seperator_token_id",
+        "pad": "padding_token_id",
+        "mask": "mask_token_id",
+        "eot": "eot_token_id",
+        "eom": "eom_token_id",
+    }
     for typ, tid in special.items():
         if typ in key:
             kv[f"tokenizer.ggml.{key[typ]}"] = G.u32(tid)
@@ -502,11 +602,12 @@ def _split_regexes(pt: dict | None) -> list[str]:
     if not pt:
         return []
     items = pt.get("pretokenizers", [pt])
-    return [p["pattern"].get("Regex", p["pattern"].get("String"))
-            for p in items if p.get("type") == "Split"]
+    return [p["pattern"].get("Regex", p["pattern"].get("String")) for p in items if p.get("type") == "Split"]
 
 
-def convert(model_dir: Path, outtype: str, pre: str | None = None, name: str | None = None) -> tuple[G.GGUFFile, list[str]]:
+def convert(
+    model_dir: Path, outtype: str, pre: str | None = None, name: str | None = None
+) -> tuple[G.GGUFFile, list[str]]:
     cfg = json.loads((model_dir / "config.json").read_text())
     hf_arch = cfg["architectures"][0]
     if hf_arch not in ARCH_OF:

@@ -149,16 +149,16 @@ def _dequant_blocks(name: str, b: np.ndarray, exact: bool) -> np.ndarray:
         if name == "Q4_K":
             q = _k4_quants(b[:, 16:144])
         else:
-            qh = b[:, 16:48].astype(np.int64)               # (n, 32)
+            qh = b[:, 16:48].astype(np.int64)  # (n, 32)
             q = _k4_quants(b[:, 48:176])
             for j in range(8):
                 q[:, j, :] |= ((qh >> j) & 1) << 4
-        d1 = (d * c(sc))[:, :, None]                         # f32: d*sc rounded (exact anyway)
+        d1 = (d * c(sc))[:, :, None]  # f32: d*sc rounded (exact anyway)
         m1 = (dmin * c(m))[:, :, None]
         return (d1 * c(q) - m1).ravel()
     if name == "Q6_K":
-        q = _q6k_quants(b[:, 0:128], b[:, 128:192])          # (n, 16, 16)
-        sc = b[:, 192:208].view(np.int8).astype(np.int64)    # (n, 16)
+        q = _q6k_quants(b[:, 0:128], b[:, 128:192])  # (n, 16, 16)
+        sc = b[:, 192:208].view(np.int8).astype(np.int64)  # (n, 16)
         d = c(_f16(b[:, 208:210]))[:, None]
         # group g of 16 (0..15) = half h (g // 8), within it l/16 + 2k ordering: the 16-weight
         # groups in weight order are exactly scales[0..15] in order (w index 16g..16g+16 uses
@@ -173,8 +173,19 @@ def _dequant_blocks(name: str, b: np.ndarray, exact: bool) -> np.ndarray:
 # activation-quantized variant of the reference)
 
 # the activation format ggml-cpu converts src1 to for each weight type (type_traits_cpu vec_dot_type)
-VEC_DOT_TYPE = {"Q4_0": "Q8_0", "Q5_0": "Q8_0", "Q8_0": "Q8_0", "Q4_1": "Q8_1", "Q5_1": "Q8_1",
-                "Q4_K": "Q8_K", "Q5_K": "Q8_K", "Q6_K": "Q8_K", "F32": "F32", "F16": "F16", "BF16": "BF16"}
+VEC_DOT_TYPE = {
+    "Q4_0": "Q8_0",
+    "Q5_0": "Q8_0",
+    "Q8_0": "Q8_0",
+    "Q4_1": "Q8_1",
+    "Q5_1": "Q8_1",
+    "Q4_K": "Q8_K",
+    "Q5_K": "Q8_K",
+    "Q6_K": "Q8_K",
+    "F32": "F32",
+    "F16": "F16",
+    "BF16": "BF16",
+}
 
 
 def f32_to_f16_f64(x: np.ndarray) -> np.ndarray:

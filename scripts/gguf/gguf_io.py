@@ -29,17 +29,48 @@ DEFAULT_ALIGNMENT = 32
 
 # metadata value types
 UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64, INT64, FLOAT64 = range(13)
-_SCALAR = {UINT8: "<B", INT8: "<b", UINT16: "<H", INT16: "<h", UINT32: "<I", INT32: "<i", FLOAT32: "<f",
-           BOOL: "<?", UINT64: "<Q", INT64: "<q", FLOAT64: "<d"}
-VALUE_TYPE_NAMES = {UINT8: "u8", INT8: "i8", UINT16: "u16", INT16: "i16", UINT32: "u32", INT32: "i32",
-                    FLOAT32: "f32", BOOL: "bool", STRING: "str", ARRAY: "arr", UINT64: "u64", INT64: "i64",
-                    FLOAT64: "f64"}
+_SCALAR = {
+    UINT8: "<B",
+    INT8: "<b",
+    UINT16: "<H",
+    INT16: "<h",
+    UINT32: "<I",
+    INT32: "<i",
+    FLOAT32: "<f",
+    BOOL: "<?",
+    UINT64: "<Q",
+    INT64: "<q",
+    FLOAT64: "<d",
+}
+VALUE_TYPE_NAMES = {
+    UINT8: "u8",
+    INT8: "i8",
+    UINT16: "u16",
+    INT16: "i16",
+    UINT32: "u32",
+    INT32: "i32",
+    FLOAT32: "f32",
+    BOOL: "bool",
+    STRING: "str",
+    ARRAY: "arr",
+    UINT64: "u64",
+    INT64: "i64",
+    FLOAT64: "f64",
+}
 
 # ggml tensor types this project reads: id -> (name, weights per block, bytes per block)
 GGML_TYPES = {
-    0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22),
-    7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 12: ("Q4_K", 256, 144), 13: ("Q5_K", 256, 176),
-    14: ("Q6_K", 256, 210), 30: ("BF16", 1, 2),
+    0: ("F32", 1, 4),
+    1: ("F16", 1, 2),
+    2: ("Q4_0", 32, 18),
+    3: ("Q4_1", 32, 20),
+    6: ("Q5_0", 32, 22),
+    7: ("Q5_1", 32, 24),
+    8: ("Q8_0", 32, 34),
+    12: ("Q4_K", 256, 144),
+    13: ("Q5_K", 256, 176),
+    14: ("Q6_K", 256, 210),
+    30: ("BF16", 1, 2),
 }
 TYPE_ID = {name: tid for tid, (name, _, _) in GGML_TYPES.items()}
 
@@ -61,19 +92,42 @@ def pad(n: int, align: int) -> int:
 @dataclass
 class KV:
     """A metadata value with its GGUF type (arrays: `type` ARRAY and `sub` the element type)."""
+
     type: int
     value: Any
     sub: int | None = None
 
 
-def u32(v: int) -> KV: return KV(UINT32, int(v))
-def i32(v: int) -> KV: return KV(INT32, int(v))
-def u16(v: int) -> KV: return KV(UINT16, int(v))
-def f32(v: float) -> KV: return KV(FLOAT32, float(v))
-def boolean(v: bool) -> KV: return KV(BOOL, bool(v))
-def string(v: str) -> KV: return KV(STRING, v)
-def str_array(v: list[str]) -> KV: return KV(ARRAY, list(v), STRING)
-def i32_array(v: list[int]) -> KV: return KV(ARRAY, [int(x) for x in v], INT32)
+def u32(v: int) -> KV:
+    return KV(UINT32, int(v))
+
+
+def i32(v: int) -> KV:
+    return KV(INT32, int(v))
+
+
+def u16(v: int) -> KV:
+    return KV(UINT16, int(v))
+
+
+def f32(v: float) -> KV:
+    return KV(FLOAT32, float(v))
+
+
+def boolean(v: bool) -> KV:
+    return KV(BOOL, bool(v))
+
+
+def string(v: str) -> KV:
+    return KV(STRING, v)
+
+
+def str_array(v: list[str]) -> KV:
+    return KV(ARRAY, list(v), STRING)
+
+
+def i32_array(v: list[int]) -> KV:
+    return KV(ARRAY, [int(x) for x in v], INT32)
 
 
 def _pack_string(s: str | bytes) -> bytes:
@@ -103,13 +157,14 @@ def _pack_value(t: int, v: Any, sub: int | None) -> bytes:
 class Tensor:
     name: str
     ggml_type: int
-    ne: list[int]          # innermost first
-    data: bytes            # exactly tensor_nbytes(ggml_type, ne) bytes
+    ne: list[int]  # innermost first
+    data: bytes  # exactly tensor_nbytes(ggml_type, ne) bytes
 
 
 @dataclass
 class GGUFFile:
     """Metadata (insertion-ordered) and tensors (in file order)."""
+
     kv: dict[str, KV] = field(default_factory=dict)
     tensors: list[Tensor] = field(default_factory=list)
 
@@ -160,7 +215,7 @@ def write_split(path: Path, g: GGUFFile, max_tensors: int) -> list[Path]:
     `split.count` (u16) and `split.tensors.count` (i32, tensors over all files), after the rest of
     the metadata; the first file also carries all of g's metadata, the others only the split keys
     (gguf-split.cpp: gguf_set_kv for split 0, then the three split keys for every split)."""
-    chunks = [g.tensors[i:i + max_tensors] for i in range(0, len(g.tensors), max_tensors)]
+    chunks = [g.tensors[i : i + max_tensors] for i in range(0, len(g.tensors), max_tensors)]
     n = len(chunks)
     paths = []
     for i, chunk in enumerate(chunks):
@@ -191,7 +246,7 @@ class Reader:
     def take(self, n: int) -> bytes:
         if self.pos + n > len(self.buf):
             raise ValueError(f"truncated at byte {self.pos} (wanted {n} more of {len(self.buf)})")
-        b = self.buf[self.pos:self.pos + n]
+        b = self.buf[self.pos : self.pos + n]
         self.pos += n
         return b
 
@@ -246,7 +301,7 @@ def read(path: Path) -> GGUFFile:
         a = start + off
         if a + nb > len(buf):
             raise ValueError(f"{path}: tensor {name} runs past the end of the file")
-        g.tensors.append(Tensor(name, ty, ne, buf[a:a + nb]))
+        g.tensors.append(Tensor(name, ty, ne, buf[a : a + nb]))
     return g
 
 

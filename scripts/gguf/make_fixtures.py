@@ -36,18 +36,18 @@ sys.path.insert(0, str(HERE))
 import gguf_io as G  # noqa: E402
 import make_checkpoints as MC  # noqa: E402
 from convert_hf import convert  # noqa: E402
-from reference_gguf import FLOAT_TYPES, Model  # noqa: E402
+from reference_gguf import Model  # noqa: E402
 
 SEED = 20261206
 PROMPT_LENGTHS = (5, 17, 40, 130)
 CANDIDATES = {"llama": 8}  # random prompts tried per length (default 16)
 GREEDY_TOKENS = 16
-TOPK = 8                  # logits kept per forced-decoding step
-F32_BOUND = 1e-3          # the engine's usual bound on f32-compute logits
+TOPK = 8  # logits kept per forced-decoding step
+F32_BOUND = 1e-3  # the engine's usual bound on f32-compute logits
 FLOAT_GREEDY_MARGIN = 4e-3
 BOUND_FACTOR = 2.0
-MIN_ROUTE_MARGIN = 2e-5   # float files: f32 rounding cannot flip an expert choice
-ROUTE_FACTOR = 3.0        # quantized files: margin >= 3x the largest margin change 8-bit activations caused
+MIN_ROUTE_MARGIN = 2e-5  # float files: f32 rounding cannot flip an expert choice
+ROUTE_FACTOR = 3.0  # quantized files: margin >= 3x the largest margin change 8-bit activations caused
 SCHEMES = ("llama.cpp", "q8_0_all")
 
 # file name -> (source model, how it is made)
@@ -55,12 +55,21 @@ SCHEMES = ("llama.cpp", "q8_0_all")
 #   ("quantize", ftype, pure)       llama-quantize of the model's float file
 #   ("split", outtype, parts)       our converter, written as a split set
 PLAN = {
-    "llama": [("F32", ("writer", "f32")), ("F16", ("writer", "f16")), ("BF16", ("writer", "bf16")),
-              ("Q8_0", ("quantize", "Q8_0", True)), ("Q4_0", ("quantize", "Q4_0", True)),
-              ("Q4_1", ("quantize", "Q4_1", True)), ("Q5_0", ("quantize", "Q5_0", True)),
-              ("Q5_1", ("quantize", "Q5_1", True)), ("Q4_K", ("quantize", "Q4_K_S", True)),
-              ("Q5_K", ("quantize", "Q5_K_S", True)), ("Q6_K", ("quantize", "Q6_K", True)),
-              ("Q4_K_M", ("quantize", "Q4_K_M", False)), ("Q5_K_M", ("quantize", "Q5_K_M", False))],
+    "llama": [
+        ("F32", ("writer", "f32")),
+        ("F16", ("writer", "f16")),
+        ("BF16", ("writer", "bf16")),
+        ("Q8_0", ("quantize", "Q8_0", True)),
+        ("Q4_0", ("quantize", "Q4_0", True)),
+        ("Q4_1", ("quantize", "Q4_1", True)),
+        ("Q5_0", ("quantize", "Q5_0", True)),
+        ("Q5_1", ("quantize", "Q5_1", True)),
+        ("Q4_K", ("quantize", "Q4_K_S", True)),
+        ("Q5_K", ("quantize", "Q5_K_S", True)),
+        ("Q6_K", ("quantize", "Q6_K", True)),
+        ("Q4_K_M", ("quantize", "Q4_K_M", False)),
+        ("Q5_K_M", ("quantize", "Q5_K_M", False)),
+    ],
     "qwen3": [("BF16", ("writer", "bf16")), ("Q4_K_M", ("quantize", "Q4_K_M", False))],
     "glm4": [("F16", ("split", "f16", 3)), ("Q4_K_M", ("quantize", "Q4_K_M", False))],
     "qwen3moe": [("BF16", ("writer", "bf16")), ("Q4_K_M", ("quantize", "Q4_K_M", False))],
@@ -95,7 +104,7 @@ def build_files(model: str, src_dir: Path, out: Path, work: Path, llama_bin: Pat
             if how[0] == "split":
                 per = math.ceil(len(g.tensors) / how[2])
                 paths = G.write_split(out / f"{name}.gguf", g, per)
-                whole = work / "gguf" / f"{name}.gguf"   # the same file unsplit, to quantize from
+                whole = work / "gguf" / f"{name}.gguf"  # the same file unsplit, to quantize from
                 G.write(whole, g)
                 files[name] = paths
                 float_path = float_path or whole
@@ -161,7 +170,9 @@ def checked_positions(ids: list[int], e: dict, route_need: float) -> list[int]:
     """The positions an engine test compares: the last prompt position and every forced-decoding
     step whose routing margin clears route_need."""
     P = len(ids)
-    steps = [s for s in range(1, GREEDY_TOKENS) if not e["step_route_margin"] or e["step_route_margin"][s] >= route_need]
+    steps = [
+        s for s in range(1, GREEDY_TOKENS) if not e["step_route_margin"] or e["step_route_margin"][s] >= route_need
+    ]
     return [P - 1] + [P - 1 + s for s in steps]
 
 
@@ -193,8 +204,9 @@ def evaluate(m: Model, ids: list[int], bound: float, route_need: float) -> dict:
     choices, margins = m.routing(seq)
     step_margin = [min(layer[P - 1 + k] for layer in margins) for k in range(GREEDY_TOKENS)] if margins else []
     need = BOUND_FACTOR * bound if m.quantized else FLOAT_GREEDY_MARGIN
-    checked = next((k for k, g in enumerate(gaps) if g < need or (step_margin and step_margin[k] < route_need)),
-                   GREEDY_TOKENS)
+    checked = next(
+        (k for k, g in enumerate(gaps) if g < need or (step_margin and step_margin[k] < route_need)), GREEDY_TOKENS
+    )
     if not margins:
         robust, flips = True, 0
     elif not m.quantized:
@@ -202,13 +214,27 @@ def evaluate(m: Model, ids: list[int], bound: float, route_need: float) -> dict:
     else:
         robust = step_margin[0] >= route_need
         flips = len([t for t in flipped_positions(m, seq, choices) if t < P - 1]) if robust else 0
-    return {"greedy": tokens, "gaps": gaps, "checked": checked, "topk": topk, "step_route_margin": step_margin,
-            "min_route_margin": min(min(layer) for layer in margins) if margins else math.inf,
-            "robust": robust, "flips": flips}
+    return {
+        "greedy": tokens,
+        "gaps": gaps,
+        "checked": checked,
+        "topk": topk,
+        "step_route_margin": step_margin,
+        "min_route_margin": min(min(layer) for layer in margins) if margins else math.inf,
+        "robust": robust,
+        "flips": flips,
+    }
 
 
-def choose_prompts(models: dict[str, Model], bounds: dict[str, float], route_need: dict[str, float], vocab: int,
-                   rng: random.Random, label: str, candidates: int) -> list[list[int]]:
+def choose_prompts(
+    models: dict[str, Model],
+    bounds: dict[str, float],
+    route_need: dict[str, float],
+    vocab: int,
+    rng: random.Random,
+    label: str,
+    candidates: int,
+) -> list[list[int]]:
     """Per length, among candidates whose routing at the last prompt position is robust on every file
     (and whose float files clear the greedy margin), the one with the most checkable greedy tokens
     over all files, penalising earlier positions whose routing flips under activation rounding."""
@@ -228,7 +254,9 @@ def choose_prompts(models: dict[str, Model], bounds: dict[str, float], route_nee
                 score += e["checked"] - 4 * e["flips"] + 1e-3 * min(e["gaps"][: e["checked"] + 1])
             if ok and score > best_score:
                 best, best_score = ids, score
-                best_stats = f"mean checked greedy tokens {checked / len(models):.1f}, routing flips before the end {flips}"
+                best_stats = (
+                    f"mean checked greedy tokens {checked / len(models):.1f}, routing flips before the end {flips}"
+                )
         if best is None:
             raise RuntimeError(f"{label}: no prompt of length {n} is robust on every file")
         prompts.append(best)
@@ -237,9 +265,13 @@ def choose_prompts(models: dict[str, Model], bounds: dict[str, float], route_nee
 
 
 def run_llama(prog: Path, path: Path, prompts: list[list[int]]) -> list[dict]:
-    r = subprocess.run([str(prog), str(path), str(GREEDY_TOKENS), "2"],
-                       input="".join(" ".join(map(str, p)) + "\n" for p in prompts),
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [str(prog), str(path), str(GREEDY_TOKENS), "2"],
+        input="".join(" ".join(map(str, p)) + "\n" for p in prompts),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if r.returncode != 0:
         raise RuntimeError(f"{prog} {path}: {r.stderr[-2000:]}")
     return [json.loads(line) for line in r.stdout.strip().splitlines()]
@@ -268,8 +300,11 @@ def main() -> int:
             k, spec = specs[model]
             src = args.work / "hf" / model
             MC.write_checkpoint(spec, src, MC.SEED + k)
-            source = {"generator": "scripts/gguf/make_checkpoints.py", "seed": MC.SEED + k,
-                      "config": json.loads((src / "config.json").read_text())}
+            source = {
+                "generator": "scripts/gguf/make_checkpoints.py",
+                "seed": MC.SEED + k,
+                "config": json.loads((src / "config.json").read_text()),
+            }
         files = build_files(model, src, args.out, args.work, args.llama_bin)
         models = {name: Model(paths[0]) for name, paths in files.items()}
         vocab = next(iter(models.values())).cfg["vocab_size"]
@@ -280,59 +315,97 @@ def main() -> int:
         for name, m in models.items():
             dev[name] = max(deviation(m, p, [len(p) - 1]) for p in calib) if m.quantized else 0.0
             bounds[name] = F32_BOUND + BOUND_FACTOR * dev[name]
-            route_need[name] = max(MIN_ROUTE_MARGIN, ROUTE_FACTOR * route_perturbation(m, calib)) \
-                if m.quantized else MIN_ROUTE_MARGIN
+            route_need[name] = (
+                max(MIN_ROUTE_MARGIN, ROUTE_FACTOR * route_perturbation(m, calib)) if m.quantized else MIN_ROUTE_MARGIN
+            )
         prompts = choose_prompts(models, bounds, route_need, vocab, rng, model, CANDIDATES.get(model, 24))
         entries = []
         for name, m in models.items():
             evals = [evaluate(m, ids, bounds[name], route_need[name]) for ids in prompts]
             if m.quantized:
-                dev[name] = max(dev[name], max(deviation(m, ids + e["greedy"][:-1], checked_positions(ids, e, route_need[name]))
-                                               for ids, e in zip(prompts, evals)))
+                dev[name] = max(
+                    dev[name],
+                    max(
+                        deviation(m, ids + e["greedy"][:-1], checked_positions(ids, e, route_need[name]))
+                        for ids, e in zip(prompts, evals)
+                    ),
+                )
                 bounds[name] = F32_BOUND + BOUND_FACTOR * dev[name]
                 evals = [evaluate(m, ids, bounds[name], route_need[name]) for ids in prompts]
             recs = []
             for ids, e in zip(prompts, evals):
                 rec = {"last_logits": [f7(x) for x in m.forward(ids)[-1].tolist()]}
                 if m.quantized:
-                    rec["last_logits_actq"] = {s: [f7(x) for x in m.forward(ids, actq=True, scheme=s)[-1].tolist()]
-                                               for s in SCHEMES}
-                rec.update({"greedy": e["greedy"], "greedy_margins": [f7(g) for g in e["gaps"]],
-                            "greedy_checked": e["checked"], "decode_topk": e["topk"]})
-                rec["decode_checked_steps"] = [t - len(ids) + 1 for t in checked_positions(ids, e, route_need[name])][1:]
+                    rec["last_logits_actq"] = {
+                        s: [f7(x) for x in m.forward(ids, actq=True, scheme=s)[-1].tolist()] for s in SCHEMES
+                    }
+                rec.update(
+                    {
+                        "greedy": e["greedy"],
+                        "greedy_margins": [f7(g) for g in e["gaps"]],
+                        "greedy_checked": e["checked"],
+                        "decode_topk": e["topk"],
+                    }
+                )
+                rec["decode_checked_steps"] = [t - len(ids) + 1 for t in checked_positions(ids, e, route_need[name])][
+                    1:
+                ]
                 if e["step_route_margin"]:
                     rec["decode_route_margins"] = [float(f"{x:.3g}") for x in e["step_route_margin"]]
                     rec["min_route_margin"] = float(f"{e['min_route_margin']:.3g}")
                 recs.append(rec)
             paths = files[name]
-            entry = {"file": paths[0].name, "ftype": name[len(model) + 1:],
-                     "bytes": sum(p.stat().st_size for p in paths), "sha256": sha256(paths),
-                     "tensor_types": tensor_types(m.gguf),
-                     "tolerance": {"max_abs_logit_diff": float(f"{bounds[name]:.3g}"),
-                                   "activation_quantization_deviation": float(f"{dev[name]:.3g}"),
-                                   "min_route_margin_checked": float(f"{route_need[name]:.3g}")},
-                     "prompts": recs}
+            entry = {
+                "file": paths[0].name,
+                "ftype": name[len(model) + 1 :],
+                "bytes": sum(p.stat().st_size for p in paths),
+                "sha256": sha256(paths),
+                "tensor_types": tensor_types(m.gguf),
+                "tolerance": {
+                    "max_abs_logit_diff": float(f"{bounds[name]:.3g}"),
+                    "activation_quantization_deviation": float(f"{dev[name]:.3g}"),
+                    "min_route_margin_checked": float(f"{route_need[name]:.3g}"),
+                },
+                "prompts": recs,
+            }
             if len(paths) > 1:
                 entry["split_files"] = [p.name for p in paths]
             if args.llama_logits:
                 outs = run_llama(args.llama_logits, paths[0], prompts)
-                d = max(float(np.abs(np.array(o["last_logits"]) - np.array(r["last_logits"])).max())
-                        for o, r in zip(outs, recs))
-                agree = [next((i for i, (a, b) in enumerate(zip(o["greedy"], r["greedy"])) if a != b), GREEDY_TOKENS)
-                         for o, r in zip(outs, recs)]
+                d = max(
+                    float(np.abs(np.array(o["last_logits"]) - np.array(r["last_logits"])).max())
+                    for o, r in zip(outs, recs)
+                )
+                agree = [
+                    next((i for i, (a, b) in enumerate(zip(o["greedy"], r["greedy"])) if a != b), GREEDY_TOKENS)
+                    for o, r in zip(outs, recs)
+                ]
                 entry["llama_cpp"] = {"max_abs_logit_diff": float(f"{d:.3g}"), "greedy_agree_prefix": agree}
                 if m.quantized:
-                    da = max(float(np.abs(np.array(o["last_logits"]) - np.array(r["last_logits_actq"]["llama.cpp"])).max())
-                             for o, r in zip(outs, recs))
+                    da = max(
+                        float(np.abs(np.array(o["last_logits"]) - np.array(r["last_logits_actq"]["llama.cpp"])).max())
+                        for o, r in zip(outs, recs)
+                    )
                     entry["llama_cpp"]["max_abs_diff_to_actq"] = float(f"{da:.3g}")
-                print(f"  {entry['file']}: bound {bounds[name]:.3g}, llama.cpp {d:.3g}, greedy agree {agree}, "
-                      f"checked {[r['greedy_checked'] for r in recs]}", flush=True)
+                print(
+                    f"  {entry['file']}: bound {bounds[name]:.3g}, llama.cpp {d:.3g}, greedy agree {agree}, "
+                    f"checked {[r['greedy_checked'] for r in recs]}",
+                    flush=True,
+                )
             entries.append(entry)
-        doc = {"format": 1, "generator": "scripts/gguf/make_fixtures.py", "model": model,
-               "architecture": G.metadata_value(next(iter(models.values())).gguf, "general.architecture"),
-               "source": source, "torch_version": torch.__version__, "numpy_version": np.__version__,
-               "greedy_tokens": GREEDY_TOKENS, "stop_ids": [],
-               "prompts": prompts, "files": entries}
+        doc = {
+            "format": 1,
+            "generator": "scripts/gguf/make_fixtures.py",
+            "model": model,
+            "architecture": G.metadata_value(next(iter(models.values())).gguf, "general.architecture"),
+            "source": source,
+            "torch_version": torch.__version__,
+            "numpy_version": np.__version__,
+            "greedy_tokens": GREEDY_TOKENS,
+            "stop_ids": [],
+            "prompts": prompts,
+            "files": entries,
+        }
         (args.out / f"{model}.json").write_text(json.dumps(doc, separators=(",", ":")) + "\n")
         print(f"{model}: {len(entries)} files in {time.time() - t0:.0f}s", flush=True)
     return 0

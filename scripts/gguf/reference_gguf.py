@@ -29,13 +29,19 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "oracle"))
 import gguf_io as G  # noqa: E402
 from convert_hf import unpermute_rows  # noqa: E402
-from dequant import dequantize, quantize_act_q8_0, quantize_activation  # noqa: E402
+from dequant import dequantize, quantize_activation  # noqa: E402
 import reference  # noqa: E402
 import reference_moe  # noqa: E402
 import reference_qwen3moe  # noqa: E402
 
-HF_ARCH = {"llama": "LlamaForCausalLM", "qwen3": "Qwen3ForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM",
-           "glm4": "Glm4ForCausalLM", "glm4moe": "Glm4MoeForCausalLM", "deepseek2": "DeepseekV3ForCausalLM"}
+HF_ARCH = {
+    "llama": "LlamaForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
+    "qwen3moe": "Qwen3MoeForCausalLM",
+    "glm4": "Glm4ForCausalLM",
+    "glm4moe": "Glm4MoeForCausalLM",
+    "deepseek2": "DeepseekV3ForCausalLM",
+}
 FLOAT_TYPES = {"F32", "F16", "BF16"}
 
 
@@ -45,7 +51,7 @@ _ROUTE = reference_moe.route
 def _traced_route(x, cfg, w, p, opts):
     ids, wts, margin = _ROUTE(x, cfg, w, p, opts)
     if reference_qwen3moe.TRACE is not None:  # per-position margins: route each row alone
-        gaps = [_ROUTE(x[t:t + 1], cfg, w, p, opts)[2] for t in range(x.shape[0])]
+        gaps = [_ROUTE(x[t : t + 1], cfg, w, p, opts)[2] for t in range(x.shape[0])]
         reference_qwen3moe.TRACE.append((ids.sort(dim=-1).values.tolist(), gaps))
     return ids, wts, margin
 
@@ -79,12 +85,17 @@ def hf_config(g: G.GGUFFile) -> dict:
     emb = next(t for t in g.tensors if t.name == "token_embd.weight")
     if V is None or V != emb.ne[1]:
         V = emb.ne[1]
-    cfg: dict = {"architectures": [HF_ARCH[arch]], "vocab_size": V, "hidden_size": m(f"{a}.embedding_length"),
-                 "num_hidden_layers": L, "num_attention_heads": m(f"{a}.attention.head_count"),
-                 "rms_norm_eps": m(f"{a}.attention.layer_norm_rms_epsilon"),
-                 "rope_theta": m(f"{a}.rope.freq_base", 10000.0),
-                 "max_position_embeddings": m(f"{a}.context_length"),
-                 "tie_word_embeddings": "output.weight" not in names}
+    cfg: dict = {
+        "architectures": [HF_ARCH[arch]],
+        "vocab_size": V,
+        "hidden_size": m(f"{a}.embedding_length"),
+        "num_hidden_layers": L,
+        "num_attention_heads": m(f"{a}.attention.head_count"),
+        "rms_norm_eps": m(f"{a}.attention.layer_norm_rms_epsilon"),
+        "rope_theta": m(f"{a}.rope.freq_base", 10000.0),
+        "max_position_embeddings": m(f"{a}.context_length"),
+        "tie_word_embeddings": "output.weight" not in names,
+    }
     H = cfg["num_attention_heads"]
     if arch != "deepseek2":
         cfg["num_key_value_heads"] = m(f"{a}.attention.head_count_kv", H)
@@ -94,17 +105,26 @@ def hf_config(g: G.GGUFFile) -> dict:
         cfg["partial_rotary_factor"] = n_rot / D
         cfg["intermediate_size"] = m(f"{a}.feed_forward_length")
     if arch == "qwen3moe":
-        cfg.update(num_experts=m(f"{a}.expert_count"), num_experts_per_tok=m(f"{a}.expert_used_count"),
-                   moe_intermediate_size=m(f"{a}.expert_feed_forward_length"), norm_topk_prob=True)
+        cfg.update(
+            num_experts=m(f"{a}.expert_count"),
+            num_experts_per_tok=m(f"{a}.expert_used_count"),
+            moe_intermediate_size=m(f"{a}.expert_feed_forward_length"),
+            norm_topk_prob=True,
+        )
     if arch == "glm4moe":
-        cfg.update(n_routed_experts=m(f"{a}.expert_count"), num_experts_per_tok=m(f"{a}.expert_used_count"),
-                   moe_intermediate_size=m(f"{a}.expert_feed_forward_length"),
-                   n_shared_experts=m(f"{a}.expert_shared_count"),
-                   first_k_dense_replace=m(f"{a}.leading_dense_block_count", 0),
-                   n_group=m(f"{a}.expert_group_count", 1), topk_group=m(f"{a}.expert_group_used_count", 1),
-                   norm_topk_prob=m(f"{a}.expert_weights_norm", False),
-                   routed_scaling_factor=m(f"{a}.expert_weights_scale", 1.0),
-                   use_qk_norm="blk.0.attn_q_norm.weight" in names, num_nextn_predict_layers=n_nextn)
+        cfg.update(
+            n_routed_experts=m(f"{a}.expert_count"),
+            num_experts_per_tok=m(f"{a}.expert_used_count"),
+            moe_intermediate_size=m(f"{a}.expert_feed_forward_length"),
+            n_shared_experts=m(f"{a}.expert_shared_count"),
+            first_k_dense_replace=m(f"{a}.leading_dense_block_count", 0),
+            n_group=m(f"{a}.expert_group_count", 1),
+            topk_group=m(f"{a}.expert_group_used_count", 1),
+            norm_topk_prob=m(f"{a}.expert_weights_norm", False),
+            routed_scaling_factor=m(f"{a}.expert_weights_scale", 1.0),
+            use_qk_norm="blk.0.attn_q_norm.weight" in names,
+            num_nextn_predict_layers=n_nextn,
+        )
         if m(f"{a}.expert_gating_func", 2) != 2:
             raise ValueError("glm4moe with a non-sigmoid gate")
     if arch == "deepseek2":
@@ -113,25 +133,37 @@ def hf_config(g: G.GGUFFile) -> dict:
         Dr = m(f"{a}.rope.dimension_count")
         if Dk_mla is None:
             raise ValueError("deepseek2 file without key_length_mla (old layout with attn_kv_b)")
-        cfg.update(num_key_value_heads=H, kv_lora_rank=R, qk_rope_head_dim=Dr, qk_nope_head_dim=Dk_mla - Dr,
-                   v_head_dim=Dv, q_lora_rank=m(f"{a}.attention.q_lora_rank"),
-                   intermediate_size=m(f"{a}.feed_forward_length"),
-                   moe_intermediate_size=m(f"{a}.expert_feed_forward_length"),
-                   n_routed_experts=m(f"{a}.expert_count"), num_experts_per_tok=m(f"{a}.expert_used_count"),
-                   n_shared_experts=m(f"{a}.expert_shared_count", 0),
-                   first_k_dense_replace=m(f"{a}.leading_dense_block_count", 0),
-                   n_group=m(f"{a}.expert_group_count", 1), topk_group=m(f"{a}.expert_group_used_count", 1),
-                   norm_topk_prob=m(f"{a}.expert_weights_norm", False),
-                   routed_scaling_factor=m(f"{a}.expert_weights_scale", 1.0), rope_interleave=True)
+        cfg.update(
+            num_key_value_heads=H,
+            kv_lora_rank=R,
+            qk_rope_head_dim=Dr,
+            qk_nope_head_dim=Dk_mla - Dr,
+            v_head_dim=Dv,
+            q_lora_rank=m(f"{a}.attention.q_lora_rank"),
+            intermediate_size=m(f"{a}.feed_forward_length"),
+            moe_intermediate_size=m(f"{a}.expert_feed_forward_length"),
+            n_routed_experts=m(f"{a}.expert_count"),
+            num_experts_per_tok=m(f"{a}.expert_used_count"),
+            n_shared_experts=m(f"{a}.expert_shared_count", 0),
+            first_k_dense_replace=m(f"{a}.leading_dense_block_count", 0),
+            n_group=m(f"{a}.expert_group_count", 1),
+            topk_group=m(f"{a}.expert_group_used_count", 1),
+            norm_topk_prob=m(f"{a}.expert_weights_norm", False),
+            routed_scaling_factor=m(f"{a}.expert_weights_scale", 1.0),
+            rope_interleave=True,
+        )
         if m(f"{a}.expert_gating_func", 1) != 2:
             raise ValueError("deepseek2 with a softmax gate is not modelled by reference_moe")
         if m(f"{a}.rope.scaling.type") == "yarn":
             log_mul = m(f"{a}.rope.scaling.yarn_log_multiplier")
             mscale_all = None if log_mul is None else round(log_mul / 0.1, 6)
-            rs = {"type": "yarn", "factor": m(f"{a}.rope.scaling.factor"),
-                  "original_max_position_embeddings": m(f"{a}.rope.scaling.original_context_length"),
-                  "beta_fast": m(f"{a}.rope.scaling.yarn_beta_fast", 32.0),
-                  "beta_slow": m(f"{a}.rope.scaling.yarn_beta_slow", 1.0)}
+            rs = {
+                "type": "yarn",
+                "factor": m(f"{a}.rope.scaling.factor"),
+                "original_max_position_embeddings": m(f"{a}.rope.scaling.original_context_length"),
+                "beta_fast": m(f"{a}.rope.scaling.yarn_beta_fast", 32.0),
+                "beta_slow": m(f"{a}.rope.scaling.yarn_beta_slow", 1.0),
+            }
             if mscale_all is not None:
                 # llama.cpp keeps only mscale_all_dim; HF's attention factor
                 # mscale(f, mscale) / mscale(f, mscale_all_dim) is 1 when they are equal (V3's config)
@@ -150,18 +182,28 @@ def hf_config(g: G.GGUFFile) -> dict:
 # tensors -> Hugging Face weights
 
 LAYER_INV = {
-    "attn_norm.weight": "input_layernorm.weight", "ffn_norm.weight": "post_attention_layernorm.weight",
+    "attn_norm.weight": "input_layernorm.weight",
+    "ffn_norm.weight": "post_attention_layernorm.weight",
     "post_ffw_norm.weight": "post_mlp_layernorm.weight",
-    "attn_q.weight": "self_attn.q_proj.weight", "attn_q.bias": "self_attn.q_proj.bias",
-    "attn_k.weight": "self_attn.k_proj.weight", "attn_k.bias": "self_attn.k_proj.bias",
-    "attn_v.weight": "self_attn.v_proj.weight", "attn_v.bias": "self_attn.v_proj.bias",
-    "attn_output.weight": "self_attn.o_proj.weight", "attn_output.bias": "self_attn.o_proj.bias",
-    "attn_q_norm.weight": "self_attn.q_norm.weight", "attn_k_norm.weight": "self_attn.k_norm.weight",
-    "attn_q_a.weight": "self_attn.q_a_proj.weight", "attn_q_a_norm.weight": "self_attn.q_a_layernorm.weight",
-    "attn_q_b.weight": "self_attn.q_b_proj.weight", "attn_kv_a_mqa.weight": "self_attn.kv_a_proj_with_mqa.weight",
+    "attn_q.weight": "self_attn.q_proj.weight",
+    "attn_q.bias": "self_attn.q_proj.bias",
+    "attn_k.weight": "self_attn.k_proj.weight",
+    "attn_k.bias": "self_attn.k_proj.bias",
+    "attn_v.weight": "self_attn.v_proj.weight",
+    "attn_v.bias": "self_attn.v_proj.bias",
+    "attn_output.weight": "self_attn.o_proj.weight",
+    "attn_output.bias": "self_attn.o_proj.bias",
+    "attn_q_norm.weight": "self_attn.q_norm.weight",
+    "attn_k_norm.weight": "self_attn.k_norm.weight",
+    "attn_q_a.weight": "self_attn.q_a_proj.weight",
+    "attn_q_a_norm.weight": "self_attn.q_a_layernorm.weight",
+    "attn_q_b.weight": "self_attn.q_b_proj.weight",
+    "attn_kv_a_mqa.weight": "self_attn.kv_a_proj_with_mqa.weight",
     "attn_kv_a_norm.weight": "self_attn.kv_a_layernorm.weight",
-    "ffn_gate.weight": "mlp.gate_proj.weight", "ffn_down.weight": "mlp.down_proj.weight",
-    "ffn_gate_inp.weight": "mlp.gate.weight", "exp_probs_b.bias": "mlp.gate.e_score_correction_bias",
+    "ffn_gate.weight": "mlp.gate_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight",
+    "ffn_gate_inp.weight": "mlp.gate.weight",
+    "exp_probs_b.bias": "mlp.gate.e_score_correction_bias",
     "ffn_gate_shexp.weight": "mlp.shared_experts.gate_proj.weight",
     "ffn_up_shexp.weight": "mlp.shared_experts.up_proj.weight",
     "ffn_down_shexp.weight": "mlp.shared_experts.down_proj.weight",
@@ -228,8 +270,8 @@ def hf_weights(g: G.GGUFFile, cfg: dict) -> tuple[dict[str, np.ndarray], dict[st
             arr = unpermute_rows(arr, cfg["num_key_value_heads"])
         put(p + hf, arr, tname)
     for i in sorted(kb):
-        k, kt = kb[i]            # (H, R, Dn)
-        v, vt = vb[i]            # (H, Dv, R)
+        k, kt = kb[i]  # (H, R, Dn)
+        v, vt = vb[i]  # (H, Dv, R)
         kv = np.concatenate([k.transpose(0, 2, 1), v], axis=1)  # (H, Dn + Dv, R)
         # the expanded form rounds kv_b's input once: use the coarser activation format
         coarse = vt if vt in ("Q4_K", "Q5_K", "Q6_K") or kt in FLOAT_TYPES else kt
@@ -313,8 +355,9 @@ class Model:
     def quantized(self) -> bool:
         return any(t not in FLOAT_TYPES for t in self.types)
 
-    def forward(self, ids: list[int], actq: bool = False, scheme: str = "llama.cpp",
-                margins: list | None = None) -> torch.Tensor:
+    def forward(
+        self, ids: list[int], actq: bool = False, scheme: str = "llama.cpp", margins: list | None = None
+    ) -> torch.Tensor:
         """Logits [T, V] (float64)."""
         w = self.weights(actq, scheme)
         arch = self.cfg["architectures"][0]

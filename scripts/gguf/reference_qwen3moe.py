@@ -22,7 +22,7 @@ from reference import attention, rms_norm
 
 ARCHS = ("Qwen3MoeForCausalLM",)
 TRACE: list | None = None  # when a list, each MoE layer appends (chosen expert ids [T, K] sorted,
-                           # per-position selection margins [T])
+# per-position selection margins [T])
 
 
 def lin(x: torch.Tensor, w: dict, name: str) -> torch.Tensor:

@@ -16,8 +16,10 @@ ORDER = ["llama", "qwen3", "glm4", "qwen3moe", "glm4moe", "deepseek2", "maya-dem
 def main() -> int:
     d = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "test" / "fixtures" / "gguf"
     docs = [json.loads((d / f"{m}.json").read_text()) for m in ORDER if (d / f"{m}.json").exists()]
-    print("| file | bytes | tensor types | bound | D | llama.cpp vs reference | llama.cpp vs 8-bit sim | "
-          "llama.cpp greedy agreement | greedy checked |")
+    print(
+        "| file | bytes | tensor types | bound | D | llama.cpp vs reference | llama.cpp vs 8-bit sim | "
+        "llama.cpp greedy agreement | greedy checked |"
+    )
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |")
     total = 0
     for doc in docs:
@@ -30,9 +32,11 @@ def main() -> int:
             checked = "/".join(str(p["greedy_checked"]) for p in f["prompts"])
             tol = f["tolerance"]
             sim = f"{lc['max_abs_diff_to_actq']:.3g}" if "max_abs_diff_to_actq" in lc else "-"
-            print(f"| {name} | {f['bytes']} | {types} | {tol['max_abs_logit_diff']:.3g} | "
-                  f"{tol['activation_quantization_deviation']:.3g} | {lc.get('max_abs_logit_diff', float('nan')):.3g} | "
-                  f"{sim} | {agree} | {checked} |")
+            print(
+                f"| {name} | {f['bytes']} | {types} | {tol['max_abs_logit_diff']:.3g} | "
+                f"{tol['activation_quantization_deviation']:.3g} | {lc.get('max_abs_logit_diff', float('nan')):.3g} | "
+                f"{sim} | {agree} | {checked} |"
+            )
     print(f"\ntotal {total} bytes ({total / 1e6:.1f} MB) in {sum(len(doc['files']) for doc in docs)} fixtures")
     return 0
 

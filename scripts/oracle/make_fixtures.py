@@ -252,12 +252,14 @@ def make_prompts(cfg: dict, weights: dict, gen: torch.Generator) -> list[dict]:
         logits = forward(cfg, weights, ids)[-1]
         if int(torch.argmax(logits)) != tokens[0]:
             raise RuntimeError("greedy and last-position logits disagree")
-        prompts.append({
-            "ids": ids,
-            "greedy": tokens,
-            "min_greedy_margin": round(margin, 6),
-            "last_logits": f32_list(logits),
-        })
+        prompts.append(
+            {
+                "ids": ids,
+                "greedy": tokens,
+                "min_greedy_margin": round(margin, 6),
+                "last_logits": f32_list(logits),
+            }
+        )
     return prompts
 
 
@@ -291,8 +293,10 @@ def sanity_checks(models: dict[str, tuple[dict, dict, list[dict]]]) -> list[str]
             if len(set(p["greedy"])) < MIN_DISTINCT_GREEDY:
                 raise RuntimeError(f"{name}: constant greedy continuation")
         spread = [max(p["last_logits"]) - min(p["last_logits"]) for p in prompts]
-        lines.append(f"{name}: logit spread {min(spread):.2f}..{max(spread):.2f}, "
-                     f"min greedy margin {min(p['min_greedy_margin'] for p in prompts):.4f}")
+        lines.append(
+            f"{name}: logit spread {min(spread):.2f}..{max(spread):.2f}, "
+            f"min greedy margin {min(p['min_greedy_margin'] for p in prompts):.4f}"
+        )
         if min(spread) < 1.0:
             raise RuntimeError(f"{name}: logits are nearly flat")
     variants = {

@@ -66,15 +66,22 @@ TEXT_CONFIG = {
     "eos_token_id": [1000, 1007, 1009],
     "pad_token_id": 1000,
 }
-CONFIG = dict(base.CONFIG, architectures=["Glm4vMoeForConditionalGeneration"], model_type="glm4v_moe",
-              text_config=TEXT_CONFIG)
+CONFIG = dict(
+    base.CONFIG, architectures=["Glm4vMoeForConditionalGeneration"], model_type="glm4v_moe", text_config=TEXT_CONFIG
+)
 
 
 def tensor_shapes() -> dict[str, tuple[int, ...]]:
     """The vision tensors of GLM-4.1V's layout plus Glm4Moe text layers under model.language_model."""
     s = {n: sh for n, sh in GLM4V_SHAPES().items() if not n.startswith("model.language_model.layers.")}
     tc = TEXT_CONFIG
-    C, I, H, Hkv, D = tc["hidden_size"], tc["intermediate_size"], tc["num_attention_heads"], tc["num_key_value_heads"], tc["head_dim"]
+    C, I, H, Hkv, D = (
+        tc["hidden_size"],
+        tc["intermediate_size"],
+        tc["num_attention_heads"],
+        tc["num_key_value_heads"],
+        tc["head_dim"],
+    )
     E, Ie = tc["n_routed_experts"], tc["moe_intermediate_size"]
     for i in range(tc["num_hidden_layers"]):
         p = f"model.language_model.layers.{i}."
@@ -137,10 +144,14 @@ def main() -> int:
         shutil.copyfile(src / name, model_dir / name)
     cfg = dict(CONFIG, transformers_version=base.TRANSFORMERS_VERSION)
     (model_dir / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    gen_cfg = {"_from_model_config": True, "eos_token_id": cfg["eos_token_id"], "pad_token_id": cfg["pad_token_id"],
-               "do_sample": False, "transformers_version": base.TRANSFORMERS_VERSION}
+    gen_cfg = {
+        "_from_model_config": True,
+        "eos_token_id": cfg["eos_token_id"],
+        "pad_token_id": cfg["pad_token_id"],
+        "do_sample": False,
+        "transformers_version": base.TRANSFORMERS_VERSION,
+    }
     (model_dir / "generation_config.json").write_text(json.dumps(gen_cfg, indent=2) + "\n")
-    counts = [g[0] * g[1] * g[2] // 4 for g in grids]
     for attempt in range(60):
         drawn = random_weights(torch.Generator().manual_seed(SEED + attempt))
         stored = {n: (t if n.endswith("e_score_correction_bias") else t.to(torch.bfloat16)) for n, t in drawn.items()}
@@ -162,9 +173,17 @@ def main() -> int:
                 ok = False
                 break
             logits = forward(cfg, w, p["ids"], emb, g)[-1]
-            prompts.append({"text": p["text"], "images": which, "ids": p["ids"], "greedy": toks,
-                            "min_greedy_margin": round(margin, 6), "min_route_margin": float(f"{route:.3g}"),
-                            "last_logits": base.f32_list(logits)})
+            prompts.append(
+                {
+                    "text": p["text"],
+                    "images": which,
+                    "ids": p["ids"],
+                    "greedy": toks,
+                    "min_greedy_margin": round(margin, 6),
+                    "min_route_margin": float(f"{route:.3g}"),
+                    "last_logits": base.f32_list(logits),
+                }
+            )
         if ok:
             break
     else:
@@ -180,8 +199,10 @@ def main() -> int:
         "tolerance": fx4v["tolerance"],
         "greedy_tokens": base.GREEDY_TOKENS,
         "stop_ids": [],
-        "images": [dict(img, pixel_values="../glm4v-tiny/" + img["pixel_values"], embeddings=base.f32_list(e))
-                   for img, e in zip(fx4v["images"], embeds)],
+        "images": [
+            dict(img, pixel_values="../glm4v-tiny/" + img["pixel_values"], embeddings=base.f32_list(e))
+            for img, e in zip(fx4v["images"], embeds)
+        ],
         "prompts": prompts,
     }
     (model_dir / "fixtures.json").write_text(json.dumps(fixture, separators=(",", ":")) + "\n")

@@ -28,7 +28,15 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_glm4v import CLIP_MEAN, CLIP_STD, forward, greedy, pixel_values, smart_resize, vision_forward  # noqa: E402
+from reference_glm4v import (  # noqa: E402
+    CLIP_MEAN,
+    CLIP_STD,
+    forward,
+    greedy,
+    pixel_values,
+    smart_resize,
+    vision_forward,
+)  # noqa: E402
 from safetensors_io import load_checkpoint, write_safetensors  # noqa: E402
 
 SEED = 20261201
@@ -46,8 +54,10 @@ IMAGE_START, IMAGE_END, IMAGE = 1010, 1011, 1012
 # that the processor expands to t*h*w/4 copies.
 PROMPT_TEXT = "[gMASK]<sop><|user|>\n<|begin_of_image|><|image|><|end_of_image|>What is in this image?<|assistant|>"
 PROMPT_IDS = [1002, 1004, 1007, 10, 1010, 1012, 1011, 532, 32, 320, 32, 270, 32, 498, 32, 105, 345, 103, 101, 63, 1008]
-PROMPT2_TEXT = ("[gMASK]<sop><|user|>\nCompare <|begin_of_image|><|image|><|end_of_image|> with "
-                "<|begin_of_image|><|image|><|end_of_image|><|assistant|>")
+PROMPT2_TEXT = (
+    "[gMASK]<sop><|user|>\nCompare <|begin_of_image|><|image|><|end_of_image|> with "
+    "<|begin_of_image|><|image|><|end_of_image|><|assistant|>"
+)
 PROMPT2_IDS = [1002, 1004, 1007, 10, 67, 485, 112, 367, 32, 1010, 1012, 1011, 32, 295, 32, 1010, 1012, 1011, 1008]
 
 TEXT_CONFIG = {
@@ -203,8 +213,10 @@ def random_weights(gen: torch.Generator) -> dict[str, torch.Tensor]:
 
 def write_png(path: Path, rgb: np.ndarray) -> None:
     """An 8-bit RGB PNG (no filter, zlib level 9): signature, IHDR, one IDAT, IEND (PNG spec 1.2)."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
     H, W, _ = rgb.shape
     raw = b"".join(b"\x00" + rgb[y].astype(np.uint8).tobytes() for y in range(H))
     png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", W, H, 8, 2, 0, 0, 0))
@@ -217,8 +229,8 @@ def read_png(path: Path) -> np.ndarray:
     buf = path.read_bytes()
     pos, idat, W, H = 8, b"", 0, 0
     while pos < len(buf):
-        (n,) = struct.unpack(">I", buf[pos:pos + 4])
-        kind, data = buf[pos + 4:pos + 8], buf[pos + 8:pos + 8 + n]
+        (n,) = struct.unpack(">I", buf[pos : pos + 4])
+        kind, data = buf[pos + 4 : pos + 8], buf[pos + 8 : pos + 8 + n]
         if kind == b"IHDR":
             W, H = struct.unpack(">II", data[:8])
         elif kind == b"IDAT":
@@ -237,7 +249,7 @@ def make_image(gen: torch.Generator, H: int, W: int) -> np.ndarray:
     for _ in range(4):
         y0, x0 = [int(v) for v in torch.randint(0, min(H, W) - 20, (2,), generator=gen)]
         colour = torch.randint(0, 256, (3,), generator=gen).numpy()
-        img[y0:y0 + 20, x0:x0 + 28] = colour
+        img[y0 : y0 + 20, x0 : x0 + 28] = colour
     img += 12 * torch.randn(H, W, 3, generator=gen).numpy()
     return np.clip(np.round(img), 0, 255).astype(np.uint8)
 
@@ -277,24 +289,36 @@ def main() -> int:
             raise RuntimeError(f"{path}: PNG round trip changed the pixels")
         try:  # a second decoder, where Pillow is installed
             from PIL import Image
+
             if not np.array_equal(np.asarray(Image.open(path).convert("RGB")), img):
                 raise RuntimeError(f"{path}: Pillow decodes different pixels")
         except ImportError:
             pass
         H, W, _ = img.shape
-        if smart_resize(H, W, 28, PREPROCESSOR["size"]["shortest_edge"], PREPROCESSOR["size"]["longest_edge"]) != (H, W):
+        if smart_resize(H, W, 28, PREPROCESSOR["size"]["shortest_edge"], PREPROCESSOR["size"]["longest_edge"]) != (
+            H,
+            W,
+        ):
             raise RuntimeError(f"{path}: the processor would resize it")
         pv, grid = pixel_values(img, PREPROCESSOR)
         (model_dir / fname).write_bytes(pv.numpy().astype("<f4").tobytes())
         pixels.append(pv)
         grids.append(grid)
-    if smart_resize(1024, 1024, 28, PREPROCESSOR["size"]["shortest_edge"], PREPROCESSOR["size"]["longest_edge"]) != (1036, 1036):
+    if smart_resize(1024, 1024, 28, PREPROCESSOR["size"]["shortest_edge"], PREPROCESSOR["size"]["longest_edge"]) != (
+        1036,
+        1036,
+    ):
         raise RuntimeError("1024 x 1024 must resize to 1036 x 1036")
 
     cfg = dict(CONFIG, transformers_version=TRANSFORMERS_VERSION)
     (model_dir / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    gen_cfg = {"_from_model_config": True, "eos_token_id": cfg["eos_token_id"], "pad_token_id": cfg["pad_token_id"],
-               "do_sample": False, "transformers_version": TRANSFORMERS_VERSION}
+    gen_cfg = {
+        "_from_model_config": True,
+        "eos_token_id": cfg["eos_token_id"],
+        "pad_token_id": cfg["pad_token_id"],
+        "do_sample": False,
+        "transformers_version": TRANSFORMERS_VERSION,
+    }
     (model_dir / "generation_config.json").write_text(json.dumps(gen_cfg, indent=2) + "\n")
     (model_dir / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR, indent=2) + "\n")
 
@@ -326,8 +350,16 @@ def main() -> int:
                 ok = False
                 break
             logits = forward(cfg, w, full, emb, g)[-1]
-            prompts.append({"text": text, "images": which, "ids": full, "greedy": toks,
-                            "min_greedy_margin": round(margin, 6), "last_logits": f32_list(logits)})
+            prompts.append(
+                {
+                    "text": text,
+                    "images": which,
+                    "ids": full,
+                    "greedy": toks,
+                    "min_greedy_margin": round(margin, 6),
+                    "last_logits": f32_list(logits),
+                }
+            )
         if ok:
             break
     else:
@@ -341,14 +373,27 @@ def main() -> int:
         "dtype": "bfloat16",
         "seed": SEED + 1 + attempt,
         "torch_version": torch.__version__,
-        "tolerance": {"max_abs_embed_diff": TOLERANCE, "max_abs_logit_diff": TOLERANCE, "greedy": "identical",
-                      "max_abs_pixel_diff": 1e-5},
+        "tolerance": {
+            "max_abs_embed_diff": TOLERANCE,
+            "max_abs_logit_diff": TOLERANCE,
+            "greedy": "identical",
+            "max_abs_pixel_diff": 1e-5,
+        },
         "greedy_tokens": GREEDY_TOKENS,
         "stop_ids": [],
         "images": [
-            {"png": p.name, "height": int(img.shape[0]), "width": int(img.shape[1]), "pixel_values": f,
-             "grid_thw": g, "n_tokens": n, "embeddings": f32_list(e)}
-            for p, img, f, g, n, e in zip(paths, images, ["pixel_values.f32", "pixel_values2.f32"], grids, counts, embeds)
+            {
+                "png": p.name,
+                "height": int(img.shape[0]),
+                "width": int(img.shape[1]),
+                "pixel_values": f,
+                "grid_thw": g,
+                "n_tokens": n,
+                "embeddings": f32_list(e),
+            }
+            for p, img, f, g, n, e in zip(
+                paths, images, ["pixel_values.f32", "pixel_values2.f32"], grids, counts, embeds
+            )
         ],
         "prompts": prompts,
     }
@@ -363,17 +408,23 @@ def main() -> int:
 def sanity_checks(cfg, w, pixels, grids, embeds, prompts) -> list[str]:
     """Each deliberate mistake must move the embeddings or the logits by > 50x the tolerance."""
     lines, threshold = [], 50 * TOLERANCE
-    for label, opts in [("bilinear instead of bicubic position resampling", {"pos_mode": "bilinear"}),
-                        ("without the position embedding", {"skip_pos_embed": True}),
-                        ("without the ViT rotary embedding", {"skip_vit_rope": True}),
-                        ("without post_conv_layernorm", {"skip_post_conv_norm": True}),
-                        ("2x2 window transposed before downsample", {"downsample_transposed": True})]:
-        d = max(float((vision_forward(cfg, w, pv, [g], **opts) - e).abs().max()) for pv, g, e in zip(pixels, grids, embeds))
+    for label, opts in [
+        ("bilinear instead of bicubic position resampling", {"pos_mode": "bilinear"}),
+        ("without the position embedding", {"skip_pos_embed": True}),
+        ("without the ViT rotary embedding", {"skip_vit_rope": True}),
+        ("without post_conv_layernorm", {"skip_post_conv_norm": True}),
+        ("2x2 window transposed before downsample", {"downsample_transposed": True}),
+    ]:
+        d = max(
+            float((vision_forward(cfg, w, pv, [g], **opts) - e).abs().max()) for pv, g, e in zip(pixels, grids, embeds)
+        )
         lines.append(f"vision {label}: max |dembed| {d:.3f}")
         if d < threshold:
             raise RuntimeError(f"fixture does not detect '{label}'")
-    for label, opts in [("sequential positions instead of M-RoPE", {"plain_positions": True}),
-                        ("mrope_section with h and w swapped", {"mrope_section": [2, 3, 3][::-1]})]:
+    for label, opts in [
+        ("sequential positions instead of M-RoPE", {"plain_positions": True}),
+        ("mrope_section with h and w swapped", {"mrope_section": [2, 3, 3][::-1]}),
+    ]:
         worst = 0.0
         for p in prompts:
             emb = torch.cat([embeds[k] for k in p["images"]])

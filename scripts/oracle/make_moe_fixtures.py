@@ -41,6 +41,8 @@ LOGIT_TOLERANCE = 1e-3
 BLOCK = 128
 FP8_QUANT = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [BLOCK, BLOCK]}
 
+# The fixture configs stay as written, a few related keys per line (out of black's reach).
+# fmt: off
 GLM_BASE = {
     "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe",
     "num_hidden_layers": 2, "first_k_dense_replace": 1, "num_nextn_predict_layers": 1,
@@ -64,26 +66,29 @@ DS_BASE = {
     "bos_token_id": 0, "eos_token_id": 1,
 }
 SPECS = [
-    {"dir": "glm45-moe-bf16", "fp8": False, "config": dict(GLM_BASE, vocab_size=256, hidden_size=64,
-        intermediate_size=96, head_dim=16, moe_intermediate_size=16, torch_dtype="bfloat16")},
+    {"dir": "glm45-moe-bf16", "fp8": False, "config": dict(
+        GLM_BASE, vocab_size=256, hidden_size=64, intermediate_size=96, head_dim=16, moe_intermediate_size=16,
+        torch_dtype="bfloat16")},
     # dims off the 128 grid: hidden 136 (blocks 128 + 8), q 4x40 = 160, intermediate 136
-    {"dir": "glm45-moe-fp8", "fp8": True, "config": dict(GLM_BASE, vocab_size=200, hidden_size=136,
-        intermediate_size=136, head_dim=40, moe_intermediate_size=24, torch_dtype="bfloat16",
-        quantization_config=FP8_QUANT)},
+    {"dir": "glm45-moe-fp8", "fp8": True, "config": dict(
+        GLM_BASE, vocab_size=200, hidden_size=136, intermediate_size=136, head_dim=40, moe_intermediate_size=24,
+        torch_dtype="bfloat16", quantization_config=FP8_QUANT)},
     # q_lora_rank set, YaRN (factor 512/128 = 4) with mscale != mscale_all_dim
-    {"dir": "deepseek3-bf16", "fp8": False, "config": dict(DS_BASE, vocab_size=256, hidden_size=64,
-        intermediate_size=96, q_lora_rank=48, kv_lora_rank=32, qk_nope_head_dim=16, v_head_dim=16,
-        moe_intermediate_size=16, max_position_embeddings=512, torch_dtype="bfloat16",
+    {"dir": "deepseek3-bf16", "fp8": False, "config": dict(
+        DS_BASE, vocab_size=256, hidden_size=64, intermediate_size=96, q_lora_rank=48, kv_lora_rank=32,
+        qk_nope_head_dim=16, v_head_dim=16, moe_intermediate_size=16, max_position_embeddings=512,
+        torch_dtype="bfloat16",
         rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128,
                       "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.707})},
     # q_lora_rank null, FP8 with hidden 136, kv_b rows 4 x (24 + 16) = 160, YaRN as V3 ships it
-    {"dir": "deepseek3-fp8", "fp8": True, "config": dict(DS_BASE, vocab_size=200, hidden_size=136,
-        intermediate_size=136, q_lora_rank=None, kv_lora_rank=40, qk_nope_head_dim=24, v_head_dim=16,
-        moe_intermediate_size=24, max_position_embeddings=1024, torch_dtype="bfloat16",
-        quantization_config=FP8_QUANT,
+    {"dir": "deepseek3-fp8", "fp8": True, "config": dict(
+        DS_BASE, vocab_size=200, hidden_size=136, intermediate_size=136, q_lora_rank=None, kv_lora_rank=40,
+        qk_nope_head_dim=24, v_head_dim=16, moe_intermediate_size=24, max_position_embeddings=1024,
+        torch_dtype="bfloat16", quantization_config=FP8_QUANT,
         rope_scaling={"type": "yarn", "factor": 8.0, "original_max_position_embeddings": 128,
                       "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0})},
 ]
+# fmt: on
 
 
 def mlp_shapes(p: str, C: int, I: int) -> dict:
@@ -101,20 +106,40 @@ def tensor_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
         a = p + "self_attn."
         if cfg["architectures"][0] == "Glm4MoeForCausalLM":
             D, Hkv = cfg["head_dim"], cfg["num_key_value_heads"]
-            s.update({a + "q_proj.weight": (H * D, C), a + "k_proj.weight": (Hkv * D, C),
-                      a + "v_proj.weight": (Hkv * D, C), a + "o_proj.weight": (C, H * D),
-                      a + "q_proj.bias": (H * D,), a + "k_proj.bias": (Hkv * D,), a + "v_proj.bias": (Hkv * D,),
-                      a + "q_norm.weight": (D,), a + "k_norm.weight": (D,)})
+            s.update(
+                {
+                    a + "q_proj.weight": (H * D, C),
+                    a + "k_proj.weight": (Hkv * D, C),
+                    a + "v_proj.weight": (Hkv * D, C),
+                    a + "o_proj.weight": (C, H * D),
+                    a + "q_proj.bias": (H * D,),
+                    a + "k_proj.bias": (Hkv * D,),
+                    a + "v_proj.bias": (Hkv * D,),
+                    a + "q_norm.weight": (D,),
+                    a + "k_norm.weight": (D,),
+                }
+            )
         else:
             R, Dn, Dr, Dv = cfg["kv_lora_rank"], cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
             Rq = cfg["q_lora_rank"]
             if Rq is None:
                 s[a + "q_proj.weight"] = (H * (Dn + Dr), C)
             else:
-                s.update({a + "q_a_proj.weight": (Rq, C), a + "q_a_layernorm.weight": (Rq,),
-                          a + "q_b_proj.weight": (H * (Dn + Dr), Rq)})
-            s.update({a + "kv_a_proj_with_mqa.weight": (R + Dr, C), a + "kv_a_layernorm.weight": (R,),
-                      a + "kv_b_proj.weight": (H * (Dn + Dv), R), a + "o_proj.weight": (C, H * Dv)})
+                s.update(
+                    {
+                        a + "q_a_proj.weight": (Rq, C),
+                        a + "q_a_layernorm.weight": (Rq,),
+                        a + "q_b_proj.weight": (H * (Dn + Dr), Rq),
+                    }
+                )
+            s.update(
+                {
+                    a + "kv_a_proj_with_mqa.weight": (R + Dr, C),
+                    a + "kv_a_layernorm.weight": (R,),
+                    a + "kv_b_proj.weight": (H * (Dn + Dv), R),
+                    a + "o_proj.weight": (C, H * Dv),
+                }
+            )
         m = p + "mlp."
         if i < cfg["first_k_dense_replace"]:
             s.update(mlp_shapes(m, C, cfg["intermediate_size"]))
@@ -126,8 +151,14 @@ def tensor_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
                 s.update(mlp_shapes(m + f"experts.{e}.", C, I))
             s.update(mlp_shapes(m + "shared_experts.", C, I * cfg["n_shared_experts"]))
     mtp = f"model.layers.{L}."  # the MTP layer's own tensors (DeepSeek/GLM naming); never read
-    s.update({mtp + "enorm.weight": (C,), mtp + "hnorm.weight": (C,), mtp + "input_layernorm.weight": (C,),
-              mtp + "shared_head.norm.weight": (C,)})
+    s.update(
+        {
+            mtp + "enorm.weight": (C,),
+            mtp + "hnorm.weight": (C,),
+            mtp + "input_layernorm.weight": (C,),
+            mtp + "shared_head.norm.weight": (C,),
+        }
+    )
     return s
 
 
@@ -160,7 +191,7 @@ def f8_values() -> np.ndarray:
         if exp == 15 and mant == 7:
             v[b] = np.nan
         elif exp == 0:
-            v[b] = sign * mant * 2.0 ** -9
+            v[b] = sign * mant * 2.0**-9
         else:
             v[b] = sign * (1 + mant / 8) * 2.0 ** (exp - 7)
     return v
@@ -190,17 +221,16 @@ def quantize(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     q = np.zeros(a.shape, dtype=np.uint8)
     for i in range(br):
         for j in range(bc):
-            blk = a[i * BLOCK:(i + 1) * BLOCK, j * BLOCK:(j + 1) * BLOCK]
+            blk = a[i * BLOCK : (i + 1) * BLOCK, j * BLOCK : (j + 1) * BLOCK]
             s = np.float32(np.abs(blk).max() / 448.0)
             scale[i, j] = s
-            q[i * BLOCK:(i + 1) * BLOCK, j * BLOCK:(j + 1) * BLOCK] = f8_encode(blk / float(s))
+            q[i * BLOCK : (i + 1) * BLOCK, j * BLOCK : (j + 1) * BLOCK] = f8_encode(blk / float(s))
     return torch.from_numpy(q), torch.from_numpy(scale)
 
 
 def is_fp8_weight(name: str, shape: tuple) -> bool:
     """Linear weights become FP8; embeddings, lm_head and the router stay BF16."""
-    return (len(shape) == 2 and name.endswith("_proj.weight") and "embed" not in name
-            and not name.startswith("lm_head"))
+    return len(shape) == 2 and name.endswith("_proj.weight") and "embed" not in name and not name.startswith("lm_head")
 
 
 def stored_tensors(spec: dict, drawn: dict) -> dict[str, torch.Tensor]:
@@ -235,8 +265,12 @@ def load_reference_weights(path: Path) -> dict[str, torch.Tensor]:
 def write_checkpoint(spec: dict, model_dir: Path, drawn: dict) -> None:
     cfg = dict(spec["config"], transformers_version=TRANSFORMERS_VERSION)
     (model_dir / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    gen_cfg = {"_from_model_config": True, "bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"],
-               "transformers_version": TRANSFORMERS_VERSION}
+    gen_cfg = {
+        "_from_model_config": True,
+        "bos_token_id": cfg["bos_token_id"],
+        "eos_token_id": cfg["eos_token_id"],
+        "transformers_version": TRANSFORMERS_VERSION,
+    }
     (model_dir / "generation_config.json").write_text(json.dumps(gen_cfg, indent=2) + "\n")
     write_safetensors(model_dir / "model.safetensors", stored_tensors(spec, drawn))
 
@@ -265,13 +299,24 @@ def make_prompts(cfg: dict, w: dict, gen: torch.Generator) -> list[dict]:
         for _ in range(60):
             ids = torch.randint(0, cfg["vocab_size"], (length,), generator=gen).tolist()
             tokens, gap, route_margin = greedy(cfg, w, ids, GREEDY_TOKENS)
-            if gap >= MIN_GREEDY_MARGIN and route_margin >= MIN_ROUTE_MARGIN and len(set(tokens)) >= MIN_DISTINCT_GREEDY:
+            if (
+                gap >= MIN_GREEDY_MARGIN
+                and route_margin >= MIN_ROUTE_MARGIN
+                and len(set(tokens)) >= MIN_DISTINCT_GREEDY
+            ):
                 break
         else:
             raise RuntimeError(f"{cfg['model_type']}: no prompt of length {length} clears the margins")
         logits = forward(cfg, w, ids)[-1]
-        prompts.append({"ids": ids, "greedy": tokens, "min_greedy_margin": round(gap, 6),
-                        "min_route_margin": float(f"{route_margin:.3g}"), "last_logits": f32_list(logits)})
+        prompts.append(
+            {
+                "ids": ids,
+                "greedy": tokens,
+                "min_greedy_margin": round(gap, 6),
+                "min_route_margin": float(f"{route_margin:.3g}"),
+                "last_logits": f32_list(logits),
+            }
+        )
     return prompts
 
 
@@ -301,9 +346,11 @@ def sanity_lines(name: str, cfg: dict, w: dict, prompts: list[dict]) -> list[str
     """Each deliberate mistake must move some logit by > 50x the tolerance (else the run fails)."""
     lines = []
     spread = min(max(p["last_logits"]) - min(p["last_logits"]) for p in prompts)
-    lines.append(f"{name}: logit spread >= {spread:.2f}, min greedy margin "
-                 f"{min(p['min_greedy_margin'] for p in prompts):.4f}, min route margin "
-                 f"{min(p['min_route_margin'] for p in prompts):.2e}")
+    lines.append(
+        f"{name}: logit spread >= {spread:.2f}, min greedy margin "
+        f"{min(p['min_greedy_margin'] for p in prompts):.4f}, min route margin "
+        f"{min(p['min_route_margin'] for p in prompts):.2e}"
+    )
     if spread < 1.0:
         raise RuntimeError(f"{name}: logits are nearly flat")
     for label, opts in VARIANTS[cfg["architectures"][0]]:
@@ -312,8 +359,10 @@ def sanity_lines(name: str, cfg: dict, w: dict, prompts: list[dict]) -> list[str
             continue
         if opts.get("no_attention_factor") and rs.get("mscale") == rs.get("mscale_all_dim"):
             continue  # the factor is exactly 1 (DeepSeek-V3's own setting): nothing to detect
-        worst = max(float((forward(cfg, w, p["ids"], **opts)[-1] - torch.tensor(p["last_logits"])).abs().max())
-                    for p in prompts[1:])
+        worst = max(
+            float((forward(cfg, w, p["ids"], **opts)[-1] - torch.tensor(p["last_logits"])).abs().max())
+            for p in prompts[1:]
+        )
         lines.append(f"{name} {label}: max |dlogit| {worst:.3f}")
         if worst < 50 * LOGIT_TOLERANCE:
             raise RuntimeError(f"{name}: fixture does not detect '{label}'")
@@ -339,11 +388,16 @@ def main() -> int:
         w = load_reference_weights(model_dir / "model.safetensors")
         prompts = make_prompts(cfg, w, gen)
         fixture = {
-            "format": 1, "generator": "scripts/oracle/make_moe_fixtures.py",
-            "architecture": cfg["architectures"][0], "dtype": "float8_e4m3fn" if spec["fp8"] else "bfloat16",
-            "seed": SEED + k, "torch_version": torch.__version__,
+            "format": 1,
+            "generator": "scripts/oracle/make_moe_fixtures.py",
+            "architecture": cfg["architectures"][0],
+            "dtype": "float8_e4m3fn" if spec["fp8"] else "bfloat16",
+            "seed": SEED + k,
+            "torch_version": torch.__version__,
             "tolerance": {"max_abs_logit_diff": LOGIT_TOLERANCE, "greedy": "identical"},
-            "greedy_tokens": GREEDY_TOKENS, "stop_ids": [], "prompts": prompts,
+            "greedy_tokens": GREEDY_TOKENS,
+            "stop_ids": [],
+            "prompts": prompts,
         }
         (model_dir / "fixtures.json").write_text(json.dumps(fixture, separators=(",", ":")) + "\n")
         print(f"wrote {model_dir}", flush=True)

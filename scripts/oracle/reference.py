@@ -31,8 +31,7 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
     return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
 
-def linear(x: torch.Tensor, weights: dict[str, torch.Tensor], name: str,
-           use_bias: bool = True) -> torch.Tensor:
+def linear(x: torch.Tensor, weights: dict[str, torch.Tensor], name: str, use_bias: bool = True) -> torch.Tensor:
     """nn.Linear semantics: x @ W^T (+ b when `<name>.bias` exists in the checkpoint)."""
     y = x @ weights[name + ".weight"].T
     bias = weights.get(name + ".bias") if use_bias else None
@@ -46,7 +45,7 @@ def rope_inv_freq(rot_dim: int, theta: float) -> torch.Tensor:
     `int(head_dim * partial_rotary_factor)` and the exponent is `arange(0, dim, 2) / dim`.
     """
     exponent = torch.arange(0, rot_dim, 2, dtype=torch.int64).to(torch.float32) / rot_dim
-    return 1.0 / (theta ** exponent)
+    return 1.0 / (theta**exponent)
 
 
 def rotate_neox(x: torch.Tensor) -> torch.Tensor:
@@ -63,8 +62,7 @@ def rotate_interleaved(x: torch.Tensor) -> torch.Tensor:
     return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
 
 
-def apply_rope(x: torch.Tensor, positions: torch.Tensor, rot_dim: int, theta: float,
-               interleaved: bool) -> torch.Tensor:
+def apply_rope(x: torch.Tensor, positions: torch.Tensor, rot_dim: int, theta: float, interleaved: bool) -> torch.Tensor:
     """Rotates the first rot_dim dims of x [heads, T, D]; dims rot_dim.. pass through.
 
     Llama/Qwen3 (`modeling_llama.apply_rotary_pos_emb`): cos/sin = cat(freqs, freqs) over the full
@@ -87,8 +85,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, rot_dim: int, theta: fl
     return torch.cat((x_rot * cos + rotate(x_rot) * sin, x_pass), dim=-1)
 
 
-def attention(x: torch.Tensor, cfg: dict, weights: dict[str, torch.Tensor], prefix: str,
-              opts: dict) -> torch.Tensor:
+def attention(x: torch.Tensor, cfg: dict, weights: dict[str, torch.Tensor], prefix: str, opts: dict) -> torch.Tensor:
     """Causal GQA self-attention of one layer; x is the normed input [T, C]; returns [T, C].
 
     q/k/v/o projections as `Glm4Attention` / `LlamaAttention` / `Qwen3Attention` (biases as stored:
@@ -124,7 +121,7 @@ def attention(x: torch.Tensor, cfg: dict, weights: dict[str, torch.Tensor], pref
         k, v = k.repeat(n_rep, 1, 1), v.repeat(n_rep, 1, 1)
     else:
         k, v = k.repeat_interleave(n_rep, dim=0), v.repeat_interleave(n_rep, dim=0)
-    scores = (q @ k.transpose(1, 2)) * (D ** -0.5)  # [H, T, T]
+    scores = (q @ k.transpose(1, 2)) * (D**-0.5)  # [H, T, T]
     mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     scores = scores.masked_fill(mask, -math.inf)
     probs = torch.softmax(scores, dim=-1, dtype=torch.float32)
@@ -146,8 +143,7 @@ def mlp(x: torch.Tensor, cfg: dict, weights: dict[str, torch.Tensor], prefix: st
     return linear(torch.nn.functional.silu(gate) * up, weights, prefix + "down_proj")
 
 
-def decoder_layer(x: torch.Tensor, cfg: dict, weights: dict[str, torch.Tensor], i: int,
-                  opts: dict) -> torch.Tensor:
+def decoder_layer(x: torch.Tensor, cfg: dict, weights: dict[str, torch.Tensor], i: int, opts: dict) -> torch.Tensor:
     """One decoder layer on the residual stream x [T, C].
 
     Llama/Qwen3 (`LlamaDecoderLayer.forward`): h = x + attn(input_layernorm(x));
@@ -160,13 +156,11 @@ def decoder_layer(x: torch.Tensor, cfg: dict, weights: dict[str, torch.Tensor], 
     eps = cfg["rms_norm_eps"]
     glm = cfg["architectures"][0] == "Glm4ForCausalLM"
     post_norms = glm and not opts.get("skip_post_norms")
-    a = attention(rms_norm(x, weights[p + "input_layernorm.weight"], eps), cfg, weights,
-                  p + "self_attn.", opts)
+    a = attention(rms_norm(x, weights[p + "input_layernorm.weight"], eps), cfg, weights, p + "self_attn.", opts)
     if post_norms:
         a = rms_norm(a, weights[p + "post_self_attn_layernorm.weight"], eps)
     h = x + a
-    m = mlp(rms_norm(h, weights[p + "post_attention_layernorm.weight"], eps), cfg, weights,
-            p + "mlp.")
+    m = mlp(rms_norm(h, weights[p + "post_attention_layernorm.weight"], eps), cfg, weights, p + "mlp.")
     if post_norms:
         m = rms_norm(m, weights[p + "post_mlp_layernorm.weight"], eps)
     return h + m
@@ -193,8 +187,7 @@ def forward(cfg: dict, weights: dict[str, torch.Tensor], ids: list[int], **opts)
     return x @ head.T
 
 
-def greedy(cfg: dict, weights: dict[str, torch.Tensor], ids: list[int], n: int,
-           **opts) -> tuple[list[int], float]:
+def greedy(cfg: dict, weights: dict[str, torch.Tensor], ids: list[int], n: int, **opts) -> tuple[list[int], float]:
     """n greedy tokens, each from a full recomputation over prompt + tokens so far (no cache).
 
     Ties go to the lowest id (torch.argmax). No stop tokens: EOS is an ordinary token here.

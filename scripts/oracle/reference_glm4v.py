@@ -34,8 +34,9 @@ CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
 # ----------------------------------------------------------------------------- image processor
 
 
-def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int,
-                 temporal: int = 2) -> tuple[int, int]:
+def smart_resize(
+    height: int, width: int, factor: int, min_pixels: int, max_pixels: int, temporal: int = 2
+) -> tuple[int, int]:
     """Target (height, width) of `image_processing_glm4v.smart_resize` for a still image.
 
     A still image counts as `temporal_patch_size` (2) frames: the pixel budget compares
@@ -114,8 +115,9 @@ def vision_rope(coords: torch.Tensor, head_dim: int, theta: float) -> tuple[torc
     return full.cos(), full.sin()
 
 
-def position_embedding(table: torch.Tensor, coords: torch.Tensor, grid: list[int],
-                       mode: str = "bicubic") -> torch.Tensor:
+def position_embedding(
+    table: torch.Tensor, coords: torch.Tensor, grid: list[int], mode: str = "bicubic"
+) -> torch.Tensor:
     """The learned S x S position table resampled at this image's patch centres: [N, Cv].
 
     Source: `Glm4vVisionEmbeddings.forward`: the table [S*S, Cv] viewed [S, S, Cv] (row, col) as an
@@ -133,8 +135,16 @@ def position_embedding(table: torch.Tensor, coords: torch.Tensor, grid: list[int
     return out[0, :, :, 0].T
 
 
-def vision_block(x: torch.Tensor, vc: dict, w: dict, i: int, cos: torch.Tensor, sin: torch.Tensor,
-                 spans: list[tuple[int, int]], opts: dict) -> torch.Tensor:
+def vision_block(
+    x: torch.Tensor,
+    vc: dict,
+    w: dict,
+    i: int,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    spans: list[tuple[int, int]],
+    opts: dict,
+) -> torch.Tensor:
     """One ViT block (`Glm4vVisionBlock`): x += attn(norm1(x)); x += mlp(norm2(x)).
 
     Attention (`Glm4vVisionAttention`): fused qkv [3*Cv, Cv] (bias when attention_bias), viewed
@@ -157,7 +167,7 @@ def vision_block(x: torch.Tensor, vc: dict, w: dict, i: int, cos: torch.Tensor, 
     out = torch.empty(N, heads, hd)
     for a, b in spans:
         qs, ks, vs = q[a:b].transpose(0, 1), k[a:b].transpose(0, 1), v[a:b].transpose(0, 1)
-        probs = torch.softmax((qs @ ks.transpose(1, 2)) * hd ** -0.5, dim=-1)
+        probs = torch.softmax((qs @ ks.transpose(1, 2)) * hd**-0.5, dim=-1)
         out[a:b] = (probs @ vs).transpose(0, 1)
     x = x + linear(out.reshape(N, Cv), w, p + "attn.proj")
     h = rms_norm(x, w[p + "norm2.weight"], eps)
@@ -190,8 +200,14 @@ def vision_forward(cfg: dict, w: dict, pixels: torch.Tensor, grids: list[list[in
         pos, at = [], 0
         for g in grids:
             n = g[0] * g[1] * g[2]
-            pos.append(position_embedding(w["model.visual.embeddings.position_embedding.weight"],
-                                          coords[at:at + n], g, opts.get("pos_mode", "bicubic")))
+            pos.append(
+                position_embedding(
+                    w["model.visual.embeddings.position_embedding.weight"],
+                    coords[at : at + n],
+                    g,
+                    opts.get("pos_mode", "bicubic"),
+                )
+            )
             at += n
         x = x + torch.cat(pos)
     theta = (vc.get("rope_parameters") or {}).get("rope_theta", 10000.0)
@@ -210,11 +226,19 @@ def vision_forward(cfg: dict, w: dict, pixels: torch.Tensor, grids: list[list[in
     y = win.reshape(win.shape[0], -1) @ w["model.visual.downsample.weight"].reshape(O, -1).T
     y = y + w["model.visual.downsample.bias"]
     y = linear(y, w, "model.visual.merger.proj")
-    y = F.layer_norm(y, (O,), w["model.visual.merger.post_projection_norm.weight"],
-                     w["model.visual.merger.post_projection_norm.bias"], 1e-5)
+    y = F.layer_norm(
+        y,
+        (O,),
+        w["model.visual.merger.post_projection_norm.weight"],
+        w["model.visual.merger.post_projection_norm.bias"],
+        1e-5,
+    )
     y = F.gelu(y, approximate="tanh" if opts.get("gelu_tanh") else "none")
-    return linear(F.silu(linear(y, w, "model.visual.merger.gate_proj")) * linear(y, w, "model.visual.merger.up_proj"),
-                  w, "model.visual.merger.down_proj")
+    return linear(
+        F.silu(linear(y, w, "model.visual.merger.gate_proj")) * linear(y, w, "model.visual.merger.up_proj"),
+        w,
+        "model.visual.merger.down_proj",
+    )
 
 
 # ----------------------------------------------------------------------------- language model
@@ -241,12 +265,12 @@ def rope_index(cfg: dict, ids: list[int], grids: list[list[int]]) -> torch.Tenso
         t, h, w = grids[img]
         gh, gw = h // m, w // m
         n = t * gh * gw
-        if ids[i:i + n] != [image_id] * n:
+        if ids[i : i + n] != [image_id] * n:
             raise ValueError(f"image {img} needs {n} consecutive image tokens at {i}")
         tt, hh, ww = torch.meshgrid(torch.arange(t), torch.arange(gh), torch.arange(gw), indexing="ij")
-        out[0, i:i + n] = tt.flatten() + pos
-        out[1, i:i + n] = hh.flatten() + pos
-        out[2, i:i + n] = ww.flatten() + pos
+        out[0, i : i + n] = tt.flatten() + pos
+        out[1, i : i + n] = hh.flatten() + pos
+        out[2, i : i + n] = ww.flatten() + pos
         pos += max(h, w) // m
         i += n
         img += 1
@@ -280,8 +304,9 @@ def is_moe(cfg: dict) -> bool:
     return cfg["architectures"][0] == "Glm4vMoeForConditionalGeneration"
 
 
-def moe_text_layer(x: torch.Tensor, cfg: dict, w: dict, i: int, cos: torch.Tensor, sin: torch.Tensor,
-                   margins: list) -> torch.Tensor:
+def moe_text_layer(
+    x: torch.Tensor, cfg: dict, w: dict, i: int, cos: torch.Tensor, sin: torch.Tensor, margins: list
+) -> torch.Tensor:
     """GLM-4.5V's layer (`Glm4vMoeTextDecoderLayer` = `Glm4MoeDecoderLayer`): x += attn(input_layernorm
     x); x += mlp(post_attention_layernorm x), the MLP dense for layers < first_k_dense_replace, else
     the routed experts + shared experts of reference_moe.moe. Attention (`Glm4vMoeTextAttention`):
@@ -300,7 +325,7 @@ def moe_text_layer(x: torch.Tensor, cfg: dict, w: dict, i: int, cos: torch.Tenso
     q = torch.cat([q[..., :rot] * cos + rotate_neox(q[..., :rot]) * sin, q[..., rot:]], dim=-1)
     k = torch.cat([k[..., :rot] * cos + rotate_neox(k[..., :rot]) * sin, k[..., rot:]], dim=-1)
     k, v = k.repeat_interleave(H // Hkv, dim=0), v.repeat_interleave(H // Hkv, dim=0)
-    x = x + lin(causal_softmax_attend(q, k, v, D ** -0.5), w, p + "self_attn.o_proj")
+    x = x + lin(causal_softmax_attend(q, k, v, D**-0.5), w, p + "self_attn.o_proj")
     h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
     if i >= tc["first_k_dense_replace"]:
         return x + moe(h, tc, w, p + "mlp.", {}, margins)
@@ -329,7 +354,7 @@ def text_layer(x: torch.Tensor, cfg: dict, w: dict, i: int, cos: torch.Tensor, s
 
     q, k = rope(q), rope(k)
     k, v = k.repeat_interleave(H // Hkv, dim=0), v.repeat_interleave(H // Hkv, dim=0)
-    scores = (q @ k.transpose(1, 2)) * D ** -0.5
+    scores = (q @ k.transpose(1, 2)) * D**-0.5
     scores = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), -math.inf)
     a = (torch.softmax(scores, dim=-1) @ v).transpose(0, 1).reshape(T, H * D)
     a = rms_norm(linear(a, w, p + "self_attn.o_proj"), w[p + "post_self_attn_layernorm.weight"], eps)
@@ -341,8 +366,15 @@ def text_layer(x: torch.Tensor, cfg: dict, w: dict, i: int, cos: torch.Tensor, s
 
 
 @torch.no_grad()
-def forward(cfg: dict, w: dict, ids: list[int], image_embeds: torch.Tensor, grids: list[list[int]],
-            margins: list | None = None, **opts) -> torch.Tensor:
+def forward(
+    cfg: dict,
+    w: dict,
+    ids: list[int],
+    image_embeds: torch.Tensor,
+    grids: list[list[int]],
+    margins: list | None = None,
+    **opts,
+) -> torch.Tensor:
     """Logits [T, V] for ids whose image tokens take image_embeds' rows in order
     (`Glm4vModel.forward`: embed_tokens, then `masked_scatter` at image_token_id positions)."""
     tc = cfg["text_config"]
@@ -363,8 +395,16 @@ def forward(cfg: dict, w: dict, ids: list[int], image_embeds: torch.Tensor, grid
     return x @ w["lm_head.weight"].T
 
 
-def greedy(cfg: dict, w: dict, ids: list[int], image_embeds: torch.Tensor, grids: list[list[int]],
-           n: int, margins: list | None = None, **opts) -> tuple[list[int], float]:
+def greedy(
+    cfg: dict,
+    w: dict,
+    ids: list[int],
+    image_embeds: torch.Tensor,
+    grids: list[list[int]],
+    n: int,
+    margins: list | None = None,
+    **opts,
+) -> tuple[list[int], float]:
     """n greedy tokens by full recomputation (no cache); ties to the lowest id. Generated tokens are
     text: their positions continue from the running start (`rope_deltas` in transformers)."""
     seq = list(ids)

@@ -121,7 +121,7 @@ def glm_attention(x: torch.Tensor, cfg: dict, w: dict, p: str, opts: dict) -> to
     k = torch.cat((rope(k[..., :rot], cos, sin), k[..., rot:]), dim=-1)
     n_rep = H // Hkv
     k, v = k.repeat_interleave(n_rep, dim=0), v.repeat_interleave(n_rep, dim=0)
-    return lin(causal_softmax_attend(q, k, v, D ** -0.5), w, p + "o_proj")
+    return lin(causal_softmax_attend(q, k, v, D**-0.5), w, p + "o_proj")
 
 
 def mla_attention(x: torch.Tensor, cfg: dict, w: dict, p: str, opts: dict) -> torch.Tensor:
@@ -214,8 +214,7 @@ def moe(x: torch.Tensor, cfg: dict, w: dict, p: str, opts: dict, margins: list) 
 
 
 @torch.no_grad()
-def forward(cfg: dict, w: dict[str, torch.Tensor], ids: list[int], margins: list | None = None,
-            **opts) -> torch.Tensor:
+def forward(cfg: dict, w: dict[str, torch.Tensor], ids: list[int], margins: list | None = None, **opts) -> torch.Tensor:
     """Logits [T, V] for every position. Layers [0, first_k_dense_replace) have a dense MLP, the rest
     MoE (`Glm4MoeDecoderLayer`, `DeepseekV3DecoderLayer`): x += attn(input_layernorm(x));
     x += mlp(post_attention_layernorm(x)). MTP layers (index >= num_hidden_layers) are not run.
@@ -231,7 +230,8 @@ def forward(cfg: dict, w: dict[str, torch.Tensor], ids: list[int], margins: list
         p = f"model.layers.{i}."
         x = x + attn(rms_norm(x, w[p + "input_layernorm.weight"], eps), cfg, w, p + "self_attn.", opts)
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-        x = x + (moe(h, cfg, w, p + "mlp.", opts, margins) if i >= cfg["first_k_dense_replace"]
-                 else swiglu(h, w, p + "mlp."))
+        x = x + (
+            moe(h, cfg, w, p + "mlp.", opts, margins) if i >= cfg["first_k_dense_replace"] else swiglu(h, w, p + "mlp.")
+        )
     x = rms_norm(x, w["model.norm.weight"], eps)
     return x @ w["lm_head.weight"].T

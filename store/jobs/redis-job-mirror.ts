@@ -8,6 +8,14 @@
  * flag that the owner's heartbeat (every HEARTBEAT_MS) turns into a local cancel, which stops
  * generation at the next step; the caller waits up to five seconds for the terminal state.
  *
+ * Repair: the shared record only ever converges on the owner's own. Its event log grows by the next
+ * sequence number only (a lost or failed write is a gap, never a hole), and on every heartbeat the
+ * owner compares each of its tasks with Redis and writes what is missing from its own buffer: a
+ * record Redis lost (re-admitted while the task runs), events, the end of a finished task (kept
+ * under watch for LEASE_MS after Redis confirmed it). So a write lost to a Redis failover or outage
+ * costs a delay of about a heartbeat, not a stream with a hole or a task left `in_progress`. With
+ * `durable`, a task's admission and its end count only once that many Redis replicas hold them.
+ *
  * Leases: every replica refreshes `replica:<id>` every HEARTBEAT_MS with a LEASE_MS expiry. A task
  * whose owner's lease is gone (the replica died) is marked failed, with a `response.failed` event
  * a reader can see, by the first replica that notices: its heartbeat sweep, a retrieval or a
@@ -23,7 +31,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { ResponseObject } from '../../contract/types.ts';
-import { storeFailure } from '../redis/redis-connection.ts';
+import { defineScripts, storeFailure, waitForReplicas } from '../redis/redis-connection.ts';
 import type {
   InputItemPage,
   ListInputItemsOptions,
@@ -55,6 +63,21 @@ type ScriptName = keyof typeof JOB_SCRIPTS;
 type Reply = (string | number | Reply)[];
 type ScriptClient = Redis & Record<ScriptName, (...args: (string | number)[]) => Promise<Reply | number>>;
 
+/** One of this replica's tasks, watched until Redis holds its end. */
+interface Tracked {
+  record: JobRecord;
+  /** The newest sequence number Redis acknowledged; a smaller `last` read back there means a lost write. */
+  sharedLast: number;
+  /** Its admission reached Redis: from then on a missing record was lost there. */
+  isAdmitted: boolean;
+  /** A write of its events failed: the next heartbeat fills the gap. */
+  isBehind: boolean;
+  /** A repair is queued (one at a time). */
+  isRepairing: boolean;
+  /** When Redis confirmed the task's end (FINISH, and WAIT with `durable`); 0 = not yet. */
+  finishedAt: number;
+}
+
 interface SharedRecord {
   id: string;
   scope: string;
@@ -78,6 +101,8 @@ export interface RedisJobMirrorOptions {
   leaseMs?: number;
   heartbeatMs?: number;
   onError?: (error: unknown) => void;
+  /** MAYA_STORE_WAIT_REPLICAS > 0: admissions and task ends run here and wait for that many replicas. */
+  durable?: { client: Redis; replicas: number };
 }
 
 export class RedisJobMirror implements JobObserver {
@@ -90,10 +115,11 @@ export class RedisJobMirror implements JobObserver {
   private readonly leaseMs: number;
   private readonly heartbeatMs: number;
   private readonly onError: (error: unknown) => void;
+  private readonly durable: { client: ScriptClient; replicas: number } | undefined;
   /** Per task, the chain of its pending writes (in event order). */
   private readonly writes = new Map<string, Promise<void>>();
-  /** This replica's active tasks: id → scope. */
-  private readonly owned = new Map<string, string>();
+  /** This replica's tasks until Redis confirmed their end (and LEASE_MS after). */
+  private readonly tracked = new Map<string, Tracked>();
   /** Each admitted task's first write (record + admission events), until confirmed. */
   private readonly admissions = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
@@ -108,10 +134,11 @@ export class RedisJobMirror implements JobObserver {
     this.leaseMs = options.leaseMs ?? LEASE_MS;
     this.heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
     this.onError = options.onError ?? (() => {});
-    for (const [name, lua] of Object.entries(JOB_SCRIPTS)) {
-      if (typeof this.client[name as ScriptName] !== 'function')
-        this.client.defineCommand(name, { numberOfKeys: 0, lua });
-    }
+    this.durable = options.durable && {
+      client: options.durable.client as ScriptClient,
+      replicas: options.durable.replicas,
+    };
+    defineScripts([this.client, this.durable?.client], JOB_SCRIPTS);
     this.jobs.observer = this;
   }
 
@@ -130,23 +157,23 @@ export class RedisJobMirror implements JobObserver {
   }
 
   admitted(record: JobRecord): void {
-    this.owned.set(record.id, record.scope);
+    const tracked: Tracked = {
+      record,
+      sharedLast: -1,
+      isAdmitted: false,
+      isBehind: false,
+      isRepairing: false,
+      finishedAt: 0,
+    };
+    this.tracked.set(record.id, tracked);
     const events = record.events.retained();
     // Everything is captured now: the writes run later, when the record has moved on.
     const { status } = record;
     const snapshot = JSON.stringify(record.snapshot());
-    const history = JSON.stringify(record.historyItems);
-    const admission = this.enqueue(
-      record.id,
-      async () => {
-        await this.client.mayaJobAdmit(this.prefix, record.id, record.scope, this.replicaId, snapshot, history, status);
-        for (const event of events) await this.appendNow(record.id, event, eventBytes(event));
-      },
-      true,
-    );
+    const admission = this.enqueue(record.id, () => this.admitNow(tracked, status, snapshot, events), true);
     admission.catch(() => {});
     this.admissions.set(record.id, admission);
-    record.events.onAppend = (event, bytes) => this.enqueue(record.id, () => this.appendNow(record.id, event, bytes));
+    record.events.onAppend = (event) => this.enqueue(record.id, () => this.appendNow(tracked, [event]));
   }
 
   started(record: JobRecord): void {
@@ -159,20 +186,9 @@ export class RedisJobMirror implements JobObserver {
   }
 
   finished(record: JobRecord): void {
-    this.owned.delete(record.id);
-    const { status } = record;
-    const snapshot = JSON.stringify(record.snapshot());
-    const done = this.enqueue(
-      record.id,
-      async () =>
-        void (await this.client.mayaJobFinish(
-          this.prefix,
-          record.id,
-          status,
-          snapshot,
-          this.settings.JOB_TTL_S * 1000,
-        )),
-    );
+    const tracked = this.tracked.get(record.id);
+    if (!tracked) return;
+    const done = this.enqueue(record.id, () => this.finishNow(tracked));
     void done.then(() => {
       if (this.writes.get(record.id) === done) this.writes.delete(record.id);
       // A creator that has not confirmed yet still needs the admission's outcome; nobody later does.
@@ -231,6 +247,7 @@ export class RedisJobMirror implements JobObserver {
     // The local record first: if this replica still runs it (the shared one was marked finished by
     // another replica), that is a 409 and the shared record stays.
     if (this.jobs.has(scope, id)) this.jobs.remove(scope, id);
+    this.tracked.delete(id);
     await this.call(() => this.client.del(this.key('job', id), this.key('job', id, 'ev'), this.key('job', id, 'eb')));
     return true;
   }
@@ -414,18 +431,16 @@ export class RedisJobMirror implements JobObserver {
     );
   }
 
-  /** Heartbeat: renew the lease, apply remote cancels of owned tasks, fail orphaned tasks. */
+  /** Heartbeat: renew the lease, check this replica's tasks against Redis (cancels, repairs), fail orphaned tasks. */
   private async tick(): Promise<void> {
     if (this.isTicking) return;
     this.isTicking = true;
     try {
       await this.client.set(this.key('replica', this.replicaId), '1', 'PX', this.leaseMs);
       await this.client.pexpire(this.key('readers', this.replicaId), this.leaseMs);
-      for (const [id, scope] of [...this.owned]) {
-        if ((await this.client.hget(this.key('job', id), 'cancel')) === '1') void this.jobs.cancel(scope, id, 0);
-      }
+      for (const tracked of [...this.tracked.values()]) await this.check(tracked);
       for (const id of await this.client.smembers(this.key('jobs', 'active'))) {
-        if (this.owned.has(id)) continue;
+        if (this.tracked.has(id)) continue;
         const record = await this.read(id, -2);
         if (record && !record.isDone && !record.isOwnerAlive) await this.failOrphan(record);
       }
@@ -436,16 +451,125 @@ export class RedisJobMirror implements JobObserver {
     }
   }
 
-  private async appendNow(id: string, event: JobEvent, bytes: number): Promise<void> {
-    await this.client.mayaJobAppend(
-      this.prefix,
-      id,
-      event.sequence_number,
-      JSON.stringify(event),
-      bytes,
-      this.settings.EVENT_COUNT,
-      this.settings.EVENT_BYTES,
-    );
+  /**
+   * One of this replica's tasks against its shared record: a cancel from another replica; a
+   * record Redis lost (re-admitted while the task runs; a finished one is left to the store);
+   * events missing there; an end not yet (or no longer) there. Repairs queue behind the task's
+   * pending writes.
+   */
+  private async check(tracked: Tracked): Promise<void> {
+    const { record } = tracked;
+    if (!tracked.isAdmitted || tracked.isRepairing) return;
+    const [last, done, cancel] = await this.client.hmget(this.key('job', record.id), 'last', 'done', 'cancel');
+    const isRunning = record.state !== 'done';
+    if (isRunning && cancel === '1') void this.jobs.cancel(record.scope, record.id, 0);
+    if (last === null) {
+      if (!isRunning) this.tracked.delete(record.id);
+      else
+        this.repair(tracked, () =>
+          this.admitNow(
+            tracked,
+            record.status,
+            JSON.stringify(record.snapshot()),
+            record.events.retained(),
+            record.events.droppedThrough,
+          ),
+        );
+    } else if (isRunning) {
+      if (done === '0' && (tracked.isBehind || Number(last) < tracked.sharedLast)) {
+        tracked.sharedLast = Math.min(tracked.sharedLast, Number(last));
+        this.repair(tracked, () => this.appendNow(tracked, []));
+      }
+    } else if (tracked.finishedAt === 0 || done !== '1') {
+      tracked.finishedAt = 0;
+      tracked.sharedLast = Math.min(tracked.sharedLast, Number(last));
+      this.repair(tracked, () => this.finishNow(tracked));
+    } else if (Date.now() - tracked.finishedAt > this.leaseMs) {
+      this.tracked.delete(record.id);
+    }
+  }
+
+  /** Queues one repair of `tracked` behind its pending writes. */
+  private repair(tracked: Tracked, write: () => Promise<void>): void {
+    const { id } = tracked.record;
+    tracked.isRepairing = true;
+    tracked.isBehind = false;
+    const repaired = this.enqueue(id, write);
+    void repaired.finally(() => {
+      tracked.isRepairing = false;
+      if (this.writes.get(id) === repaired && tracked.record.state === 'done') this.writes.delete(id);
+    });
+  }
+
+  /** (Re-)creates the shared record with `events` (the retained ones), on the durable connection when set. */
+  private async admitNow(
+    tracked: Tracked,
+    status: string,
+    snapshot: string,
+    events: JobEvent[],
+    dropped = -1,
+  ): Promise<void> {
+    const { record } = tracked;
+    const client = this.durable?.client ?? this.client;
+    const history = JSON.stringify(record.historyItems);
+    await client.mayaJobAdmit(this.prefix, record.id, record.scope, this.replicaId, snapshot, history, status, dropped);
+    tracked.sharedLast = dropped;
+    await this.appendNow(tracked, events, client);
+    if (this.durable) await waitForReplicas(this.durable.client, this.durable.replicas);
+    tracked.isAdmitted = true;
+  }
+
+  /**
+   * Appends `events` (none: whatever Redis's log misses); when the log stops short of them (a
+   * write was lost), first what it misses from this replica's buffer. A failure marks the task
+   * behind, for the next heartbeat.
+   */
+  private async appendNow(tracked: Tracked, events: JobEvent[], client = this.client): Promise<void> {
+    const { record } = tracked;
+    const { EVENT_COUNT, EVENT_BYTES } = this.settings;
+    const append = (batch: JobEvent[]) =>
+      client.mayaJobAppend(this.prefix, record.id, EVENT_COUNT, EVENT_BYTES, ...triples(batch)) as Promise<Reply>;
+    try {
+      let reply = await append(events);
+      if (reply[0] === 'gap' || (events.length === 0 && reply[0] === 'ok')) {
+        reply = await append(record.events.retained().filter((event) => event.sequence_number > Number(reply[1])));
+      }
+      if (reply[0] === 'gap')
+        throw new Error(`the shared event log of ${record.id} misses events this replica no longer holds`);
+      tracked.sharedLast = Math.max(tracked.sharedLast, Number(reply[1]));
+    } catch (error) {
+      tracked.isBehind = true;
+      throw error;
+    }
+  }
+
+  /** Ends the shared record with the task's final state and whatever events it still misses. */
+  private async finishNow(tracked: Tracked): Promise<void> {
+    const { record } = tracked;
+    const client = this.durable?.client ?? this.client;
+    const { EVENT_COUNT, EVENT_BYTES, JOB_TTL_S } = this.settings;
+    const snapshot = JSON.stringify(record.snapshot());
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const missing = record.events.retained().filter((event) => event.sequence_number > tracked.sharedLast);
+      const reply = (await client.mayaJobFinish(
+        this.prefix,
+        record.id,
+        record.status,
+        snapshot,
+        JOB_TTL_S * 1000,
+        EVENT_COUNT,
+        EVENT_BYTES,
+        record.events.lastSequence,
+        ...triples(missing),
+      )) as Reply;
+      // A record Redis lost after the task ended: its stored response (if any) is what remains.
+      if (reply[0] === 'missing') return void this.tracked.delete(record.id);
+      tracked.sharedLast = Number(reply[1]);
+      if (reply[0] === 'gap') continue;
+      if (this.durable) await waitForReplicas(this.durable.client, this.durable.replicas);
+      tracked.finishedAt = Date.now();
+      return;
+    }
   }
 
   /** Chains `write` after the task's earlier writes; a failure is reported, and rethrown when `isReported`. */
@@ -467,6 +591,14 @@ export class RedisJobMirror implements JobObserver {
   private key(...parts: string[]): string {
     return this.prefix + parts.join(':');
   }
+}
+
+/** Events as APPEND/FINISH arguments: sequence number, JSON, bytes. */
+function triples(events: JobEvent[]): (string | number)[] {
+  return events.flatMap((event) => {
+    const json = JSON.stringify(event);
+    return [event.sequence_number, json, Buffer.byteLength(json)];
+  });
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

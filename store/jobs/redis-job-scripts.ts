@@ -29,6 +29,24 @@ local function append(json, bytes, seq, maxCount, maxBytes)
     redis.call('HINCRBY', key, 'dropped', 1)
   end
 end
+-- Appends the events of ARGV[from..] (triples seq, json, bytes) that continue the log: a number
+-- at or below 'last' is already there (skipped); one past last + 1 is a gap (stop). Returns
+-- {'ok'|'gap'|'done'|'missing', last}.
+local function appendAll(from, maxCount, maxBytes)
+  local state = redis.call('HMGET', key, 'done', 'last')
+  if not state[1] then return {'missing', -1} end
+  local last = tonumber(state[2])
+  if state[1] ~= '0' then return {'done', last} end
+  for i = from, #ARGV, 3 do
+    local seq = tonumber(ARGV[i])
+    if seq > last + 1 then return {'gap', last} end
+    if seq == last + 1 then
+      append(ARGV[i + 1], tonumber(ARGV[i + 2]), seq, maxCount, maxBytes)
+      last = seq
+    end
+  end
+  return {'ok', last}
+end
 local function finish(status, snapshot, ttlMs)
   redis.call('HSET', key, 'status', status, 'snapshot', snapshot, 'done', 1)
   redis.call('SREM', P .. 'jobs:active', id)
@@ -36,21 +54,27 @@ local function finish(status, snapshot, ttlMs)
 end
 `;
 
-/** ARGV: P, id, scope, owner, snapshot, history, status. Creates the record (no events yet). */
+/**
+ * ARGV: P, id, scope, owner, snapshot, history, status[, dropped]. Creates the record with no
+ * events; `dropped` (default -1) is the newest event the owner no longer holds, when it re-admits
+ * a record Redis lost (the log then continues after it).
+ */
 const ADMIT = `${COMMON}
+local dropped = ARGV[8] or -1
 redis.call('DEL', key, key .. ':ev', key .. ':eb')
 redis.call('HSET', key, 'scope', ARGV[3], 'owner', ARGV[4], 'snapshot', ARGV[5], 'history', ARGV[6], 'status', ARGV[7],
-  'last', -1, 'dropped', -1, 'bytes', 0, 'done', 0, 'cancel', 0)
+  'last', dropped, 'dropped', dropped, 'bytes', 0, 'done', 0, 'cancel', 0)
 redis.call('SADD', P .. 'jobs:active', id)
 return 1
 `;
 
-/** ARGV: P, id, seq, json, bytes, maxCount, maxBytes. 0 when the record is gone or done. */
+/**
+ * ARGV: P, id, maxCount, maxBytes, then (seq, json, bytes) per event, in order. The log only ever
+ * grows by the next number, so an event lost on the way (a failed or unreplicated write) is a gap
+ * the owner fills from its own buffer, never a hole readers skip. Reply: appendAll's.
+ */
 const APPEND = `${COMMON}
-local state = redis.call('HMGET', key, 'done', 'last')
-if state[1] ~= '0' or tonumber(state[2]) >= tonumber(ARGV[3]) then return 0 end
-append(ARGV[4], tonumber(ARGV[5]), ARGV[3], tonumber(ARGV[6]), tonumber(ARGV[7]))
-return 1
+return appendAll(5, tonumber(ARGV[3]), tonumber(ARGV[4]))
 `;
 
 /** ARGV: P, id, status, snapshot. Updates an active record. */
@@ -60,11 +84,19 @@ redis.call('HSET', key, 'status', ARGV[3], 'snapshot', ARGV[4])
 return 1
 `;
 
-/** ARGV: P, id, status, snapshot, ttlMs. Ends an active record (once). */
+/**
+ * ARGV: P, id, status, snapshot, ttlMs, maxCount, maxBytes, lastSeq, then the events the log may
+ * still miss (as APPEND). Appends them, then ends the active record, only when its log then ends
+ * at lastSeq (the task's own last event); otherwise nothing ends and the reply is a gap, with the
+ * log's last number. Reply: appendAll's ('done' = it had ended already: finished or failed by
+ * another replica).
+ */
 const FINISH = `${COMMON}
-if redis.call('HGET', key, 'done') ~= '0' then return 0 end
+local reply = appendAll(9, tonumber(ARGV[6]), tonumber(ARGV[7]))
+if reply[1] ~= 'ok' then return reply end
+if reply[2] < tonumber(ARGV[8]) then return {'gap', reply[2]} end
 finish(ARGV[3], ARGV[4], tonumber(ARGV[5]))
-return 1
+return reply
 `;
 
 /**

@@ -1,6 +1,7 @@
 /**
  * Picks the response store backend at start-up: MAYA_STORE_URL unset → the in-memory store (one
- * process); `redis://…` / `rediss://…` → the Redis store shared by every replica on that Redis.
+ * process); `redis://…` / `rediss://…` / `redis+sentinel://…` → the Redis store shared by every
+ * replica on that Redis (with MAYA_STORE_WAIT_REPLICAS, on a second connection for its writes).
  * Also what a shared backend has to share besides records: the credential-scope secret (so one
  * API key maps to the same scope on every replica), and the backend's name and health for
  * /v1/status (`responses_store`) and metrics (`maya:responses_store_info{backend}`,
@@ -38,6 +39,8 @@ export interface OpenStoreOptions {
   registry?: Registry;
   /** Key prefix in Redis (tests); default `maya:`. */
   prefix?: string;
+  /** MAYA_STORE_WAIT_REPLICAS: replicas that must acknowledge each stored response; 0/undefined = none. */
+  waitReplicas?: number;
 }
 
 /** Opens the configured backend; a Redis that cannot be reached throws StoreConnectError. */
@@ -54,6 +57,16 @@ export async function openResponseStore(options: OpenStoreOptions): Promise<Resp
   }
   const client = createRedisClient(storeUrl);
   await openRedis(client, storeUrl);
+  const waitReplicas = options.waitReplicas ?? 0;
+  const writer = waitReplicas > 0 ? client.duplicate() : undefined;
+  if (writer) {
+    try {
+      await openRedis(writer, storeUrl);
+    } catch (error) {
+      client.disconnect();
+      throw error;
+    }
+  }
   const prefix = options.prefix ?? DEFAULT_STORE_PREFIX;
   let scopeSecret: Buffer;
   try {
@@ -62,6 +75,7 @@ export async function openResponseStore(options: OpenStoreOptions): Promise<Resp
     scopeSecret = Buffer.from((await client.get(`${prefix}scope-secret`)) ?? '', 'hex');
   } catch (error) {
     client.disconnect();
+    writer?.disconnect();
     throw new StoreConnectError(
       `cannot read the shared scope secret from ${redactUrl(storeUrl)} (MAYA_STORE_URL): ${(error as Error).message}`,
     );
@@ -70,17 +84,19 @@ export async function openResponseStore(options: OpenStoreOptions): Promise<Resp
   client.on('ready', () => void client.set(`${prefix}scope-secret`, scopeSecret.toString('hex'), 'NX').catch(() => {}));
   registerBackendMetrics(registry, 'redis', () => isRedisReady(client));
   let isClosed = false;
-  const store = new RedisResponseStore({ client, settings, registry, prefix });
+  const durable = writer ? { durable: { client: writer, replicas: waitReplicas } } : {};
+  const store = new RedisResponseStore({ client, settings, registry, prefix, ...durable });
   return {
     name: 'redis',
     store,
     scopeSecret,
     shareJobs: async (jobs, onError) => {
-      const mirror = new RedisJobMirror({ client, prefix, jobs, settings, store, onError });
+      const mirror = new RedisJobMirror({ client, prefix, jobs, settings, store, onError, ...durable });
       try {
         await mirror.start();
       } catch (error) {
         client.disconnect();
+        writer?.disconnect();
         throw new StoreConnectError(
           `cannot take a replica lease at ${redactUrl(storeUrl)} (MAYA_STORE_URL): ${(error as Error).message}`,
         );
@@ -96,7 +112,7 @@ export async function openResponseStore(options: OpenStoreOptions): Promise<Resp
     close: async () => {
       if (isClosed) return;
       isClosed = true;
-      await client.quit().catch(() => client.disconnect());
+      await Promise.all([client, writer].map((each) => each?.quit().catch(() => each.disconnect())));
     },
   };
 }

@@ -11,7 +11,8 @@
  * entries, bytes and blocks in stats().
  *
  * Redis unreachable or too slow → StoreError `store_unavailable` (503, Retry-After: 1); a script
- * either ran whole or not at all, so nothing is half-written.
+ * either ran whole or not at all, so nothing is half-written. With `durable`, a write is reported
+ * done only once the configured number of Redis replicas hold it (see README, Shared store).
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -35,7 +36,7 @@ import {
   type StoredResponseInput,
 } from './response-store.ts';
 import { RESPONSE_STORE_SCRIPTS } from './redis-store-scripts.ts';
-import { storeFailure } from '../redis/redis-connection.ts';
+import { defineScripts, storeFailure, waitForReplicas } from '../redis/redis-connection.ts';
 
 export interface RedisResponseStoreOptions {
   /** A connected client (createRedisClient + openRedis); the store never closes it. */
@@ -46,6 +47,11 @@ export interface RedisResponseStoreOptions {
   registry?: Registry;
   /** Milliseconds clock; default Redis's own clock (the same for every replica). */
   now?: () => number;
+  /**
+   * MAYA_STORE_WAIT_REPLICAS > 0: writes (put, delete) run on this connection of their own and
+   * count as done only once that many Redis replicas acknowledged them (waitForReplicas).
+   */
+  durable?: { client: Redis; replicas: number };
 }
 
 type ScriptName = keyof typeof RESPONSE_STORE_SCRIPTS;
@@ -56,6 +62,7 @@ export const DEFAULT_STORE_PREFIX = 'maya:';
 
 export class RedisResponseStore implements ResponseStore {
   private readonly client: ScriptClient;
+  private readonly durable: { client: ScriptClient; replicas: number } | undefined;
   private readonly settings: CacheSettings;
   private readonly prefix: string;
   private readonly now: () => number;
@@ -75,10 +82,11 @@ export class RedisResponseStore implements ResponseStore {
       () => this.metrics.reject('assembly_busy'),
       () => this.publish(),
     );
-    for (const [name, lua] of Object.entries(RESPONSE_STORE_SCRIPTS)) {
-      if (typeof this.client[name as ScriptName] !== 'function')
-        this.client.defineCommand(name, { numberOfKeys: 0, lua });
-    }
+    this.durable = options.durable && {
+      client: options.durable.client as ScriptClient,
+      replicas: options.durable.replicas,
+    };
+    defineScripts([this.client, this.durable?.client], RESPONSE_STORE_SCRIPTS);
   }
 
   async put(scope: string, record: StoredResponseInput): Promise<void> {
@@ -135,7 +143,7 @@ export class RedisResponseStore implements ResponseStore {
 
   async delete(scope: string, id: string): Promise<boolean> {
     return this.timed('delete', async () => {
-      const reply = await this.call('mayaStoreDelete', scope, id);
+      const reply = await this.write('mayaStoreDelete', scope, id);
       this.countSweep(reply[1]);
       return reply[0] === 1;
     });
@@ -222,7 +230,7 @@ export class RedisResponseStore implements ResponseStore {
     const inputSide = [...(replayed ?? []), ...inputs];
     const items: (string | number)[] = [];
     for (const item of [...inputSide, ...outputs]) items.push(digestOf(item.json), item.bytes, item.id, item.json);
-    return this.call(
+    return this.write(
       'mayaStorePut',
       scope,
       id,
@@ -252,8 +260,20 @@ export class RedisResponseStore implements ResponseStore {
   }
 
   private async call(script: ScriptName, ...args: (string | number)[]): Promise<Reply> {
+    return this.callOn(this.client, script, ...args);
+  }
+
+  /** A writing script: on the write connection, then confirmed by the replicas, when configured. */
+  private async write(script: ScriptName, ...args: (string | number)[]): Promise<Reply> {
+    if (!this.durable) return this.call(script, ...args);
+    const reply = await this.callOn(this.durable.client, script, ...args);
+    await waitForReplicas(this.durable.client, this.durable.replicas);
+    return reply;
+  }
+
+  private async callOn(client: ScriptClient, script: ScriptName, ...args: (string | number)[]): Promise<Reply> {
     try {
-      return await this.client[script](this.prefix, this.now(), ...args);
+      return await client[script](this.prefix, this.now(), ...args);
     } catch (error) {
       throw storeFailure(error);
     }

@@ -45,8 +45,15 @@ function fromFile(env: Record<string, string>): { settings: ResponsesSettings; s
 }
 
 type Loaded = ReturnType<typeof fromFile>;
-/** Each setting: a value other than its default, and where that value shows after loading. */
-const CASES: Record<string, [value: string, read: (l: Loaded) => unknown, want: unknown]> = {
+const MCP_CONFIG = join(tmp, 'mcp.json');
+writeFileSync(MCP_CONFIG, JSON.stringify({ mcpServers: { files: { command: 'node', args: ['files.js'] } } }));
+/** The MCP limits act only with servers configured: their cases set MAYA_MCP_CONFIG beside them. */
+const WITH_SERVERS = { MAYA_MCP_CONFIG: MCP_CONFIG };
+/** Each setting: a value other than its default, where that value shows after loading, and what it needs beside it. */
+const CASES: Record<
+  string,
+  [value: string, read: (l: Loaded) => unknown, want: unknown, beside?: Record<string, string>]
+> = {
   MAYA_MODEL: ['/models/x', (l) => l.server.model, '/models/x'],
   MAYA_HOST: ['::1', (l) => l.server.host, '::1'],
   MAYA_PORT: ['9000', (l) => l.server.port, 9000],
@@ -55,7 +62,9 @@ const CASES: Record<string, [value: string, read: (l: Loaded) => unknown, want: 
   MAYA_MAX_BODY_BYTES: ['1024', (l) => l.server.maxBodyBytes, 1024],
   MAYA_LOG_LEVEL: ['warn', (l) => l.server.logLevel, 'warn'],
   MAYA_STORE_URL: ['redis://127.0.0.1:6390/1', (l) => l.server.storeUrl, 'redis://127.0.0.1:6390/1'],
+  MAYA_STORE_WAIT_REPLICAS: ['2', (l) => l.server.storeWaitReplicas, 2],
   MAYA_DIALECT: ['glm47', (l) => l.server.dialect, 'glm47'],
+  MAYA_CHAT_TEMPLATE: ['/t/chat_template.jinja', (l) => l.server.chatTemplate, '/t/chat_template.jinja'],
   MAYA_MAX_CONNECTIONS: ['64', (l) => l.server.limits?.MAX_CONNECTIONS, 64],
   MAYA_HEADERS_TIMEOUT_S: ['3', (l) => l.server.limits?.HEADERS_TIMEOUT_S, 3],
   MAYA_REQUEST_TIMEOUT_S: ['9', (l) => l.server.limits?.REQUEST_TIMEOUT_S, 9],
@@ -84,7 +93,15 @@ const CASES: Record<string, [value: string, read: (l: Loaded) => unknown, want: 
   MAYA_CUDA_DEVICE: ['3', (l) => l.server.engine?.cudaDevice, 3],
   MAYA_CUDA_TC_MIN_TOKENS: ['64', (l) => l.server.engine?.cudaTcMinTokens, 64],
   MAYA_CUDA_GRAPHS: ['0', (l) => l.server.engine?.cudaGraphs, false],
+  MAYA_SPECULATIVE: ['off', (l) => l.server.engine?.speculative, 'off'],
+  MAYA_SPECULATIVE_MAX_DRAFT: ['5', (l) => l.server.engine?.specMaxDraft, 5],
   MAYA_WEB: ['off', (l) => l.server.web, false],
+  MAYA_MCP_CONFIG: [MCP_CONFIG, (l) => l.server.mcp?.servers.map((server) => server.name), ['files']],
+  MAYA_MCP_PERMISSION: ['full', (l) => l.server.mcp?.permission, 'full', WITH_SERVERS],
+  MAYA_MCP_MAX_ROUNDS: ['3', (l) => l.server.mcp?.maxRounds, 3, WITH_SERVERS],
+  MAYA_MCP_CALL_TIMEOUT_S: ['5', (l) => l.server.mcp?.callTimeoutMs, 5000, WITH_SERVERS],
+  MAYA_MCP_RESULT_CHARS: ['100', (l) => l.server.mcp?.resultChars, 100, WITH_SERVERS],
+  MAYA_GLM_RESPONSES_MCP: ['on', (l) => l.server.optIns?.mcp, true],
   MAYA_GLM_RESPONSES_ITEM_REFERENCES: ['on', (l) => l.server.optIns?.itemReferences, true],
   MAYA_GLM_RESPONSES_ENCRYPTED_REASONING: ['on', (l) => l.server.optIns?.encryptedReasoning, true],
   MAYA_GLM_RESPONSES_REASONING_KEY: [
@@ -113,14 +130,15 @@ describe('a setting set only in a --config file', () => {
 
   it.each(Object.entries(CASES))(
     '%s takes effect, and GET /v1/status lists it (a secret hidden)',
-    (name, [value, read, want]) => {
-      const unset = fromFile({});
+    (name, [value, read, want, beside = {}]) => {
+      const unset = fromFile(beside);
       expect(read(unset)).not.toEqual(want); // the default differs
-      expect(unset.server.inEffect).toEqual([]);
-      const set = fromFile({ [name]: value });
+      expect(unset.server.inEffect).toEqual(Object.entries(beside).map(([n, v]) => ({ name: n, value: v })));
+      const set = fromFile({ ...beside, [name]: value });
       expect(read(set)).toEqual(want);
       const isSecret = name === 'MAYA_API_KEYS' || name === 'MAYA_GLM_RESPONSES_REASONING_KEY';
-      expect(set.server.inEffect).toEqual([{ name, value: isSecret ? '(hidden)' : value }]);
+      expect(set.server.inEffect).toContainEqual({ name, value: isSecret ? '(hidden)' : value });
+      expect(set.server.inEffect).toHaveLength(Object.keys(beside).length + 1);
     },
   );
 
@@ -145,6 +163,10 @@ describe('a setting set only in a --config file', () => {
     expect(() => fromFile({ MAYA_ENGINE_SIMD: 'sse' })).toThrow(/MAYA_ENGINE_SIMD=sse: must be one of auto, scalar/);
     expect(() => fromFile({ MAYA_CUDA_GRAPHS: 'yes' })).toThrow(/MAYA_CUDA_GRAPHS=yes: must be one of 0, 1/);
     expect(() => fromFile({ MAYA_ENGINE_KV_BYTES: '0' })).toThrow(/MAYA_ENGINE_KV_BYTES=0: must be a positive integer/);
+    expect(() => fromFile({ MAYA_SPECULATIVE: 'eagle' })).toThrow(/MAYA_SPECULATIVE=eagle: must be one of auto, off/);
+    expect(() => fromFile({ MAYA_SPECULATIVE_MAX_DRAFT: '65' })).toThrow(
+      /MAYA_SPECULATIVE_MAX_DRAFT=65: must be a positive integer <= 64/,
+    );
   });
 });
 
@@ -162,6 +184,8 @@ describe('the engine settings of a --config file reach the engine', () => {
       MAYA_CUDA_DEVICE: '3',
       MAYA_CUDA_TC_MIN_TOKENS: '0',
       MAYA_CUDA_GRAPHS: '0',
+      MAYA_SPECULATIVE: 'ngram',
+      MAYA_SPECULATIVE_MAX_DRAFT: '5',
     });
     const seen: Parameters<LoadModelRuntime>[1][] = [];
     service = await startService({
@@ -181,7 +205,7 @@ describe('the engine settings of a --config file reach the engine', () => {
       cudaLibPath: '/opt/cuda/libmaya_engine_cuda.so',
     });
     const p = encodeParams(engine ?? {});
-    expect(p[ENG.PARAM_WEIGHT_DTYPE]).toBe(2n);
+    expect(p[ENG.PARAM_WEIGHT_DTYPE]).toBe(BigInt(ENG.WEIGHT_DTYPE_Q8));
     expect(p[ENG.PARAM_BACKEND]).toBe(2n);
     expect(p[ENG.PARAM_SIMD]).toBe(2n);
     expect(p[ENG.PARAM_KV_BYTES]).toBe(8388608n);
@@ -189,6 +213,9 @@ describe('the engine settings of a --config file reach the engine', () => {
     expect(p[ENG.PARAM_CUDA_DEVICE]).toBe(3n);
     expect(p[ENG.PARAM_CUDA_TC_MIN_TOKENS]).toBe(BigInt(2 ** 30)); // 0 = never
     expect(p[ENG.PARAM_CUDA_GRAPHS]).toBe(2n);
+    expect(p[ENG.PARAM_SPECULATIVE]).toBe(BigInt(ENG.SPEC_NGRAM));
+    expect(p[ENG.PARAM_SPEC_MAX_DRAFT]).toBe(5n);
+    expect(encodeParams({ speculative: 'off' })[ENG.PARAM_SPECULATIVE]).toBe(BigInt(ENG.SPEC_OFF));
     // Unset, every engine parameter is the library's default: 0, or 1 (as stored) for the weight dtype.
     const defaults = [...encodeParams(fromFile({}).server.engine ?? {})];
     expect(defaults.filter((value, index) => index !== ENG.PARAM_WEIGHT_DTYPE && value !== 0n)).toEqual([]);

@@ -18,7 +18,7 @@ describe('maya CLI', () => {
   it('--help prints the usage and exits 0', () => {
     const run = maya(['--help']);
     expect(run.status).toBe(0);
-    expect(run.stdout).toContain('maya serve [--model DIR]');
+    expect(run.stdout).toContain('maya serve [--model DIR|FILE.gguf] [--chat-template FILE]');
   });
 
   it('a bad setting names the variable and the rule, exit 2', () => {

@@ -5,7 +5,8 @@
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { freePort, ROOT, waitForReady } from '../e2e/start-demo-service.ts';
+import { ROOT, waitForReady } from '../e2e/start-demo-service.ts';
+import { freePort } from '../helpers/loopback.ts';
 
 describe('npm start', () => {
   it('SIGTERM to npm stops the server it started', async () => {

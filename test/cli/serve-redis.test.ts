@@ -2,7 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../e2e/start-demo-service.ts';
+import { freePort } from '../helpers/loopback.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/maya.js', import.meta.url));
 

@@ -3,6 +3,7 @@
  * legacy STRATA_GLM_RESPONSES_* spellings), and the README's settings tables list exactly the same
  * names, each with a default and a meaning.
  */
+import { loadMcpSettings } from '../../config/mcp-settings.ts';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadEngineSettings } from '../../config/engine-settings.ts';
@@ -50,6 +51,7 @@ describe('the settings list', () => {
     loadResponsesOptIns(env);
     loadServerSettings(env);
     loadEngineSettings(env);
+    loadMcpSettings(env);
     const legacy = [...read].filter((name) => name.startsWith('STRATA_GLM_RESPONSES_'));
     const current = [...read].filter((name) => !name.startsWith('STRATA_'));
     expect(current.sort()).toEqual([...SETTING_NAMES].sort());

@@ -14,6 +14,7 @@ import { createPlainDialect, createQwenDialect } from '../../dialects/hermes.ts'
 import type { Dialect, ParserOptions, ToolSpec } from '../../dialects/dialect.ts';
 import type { FinishReason } from '../../engine-cuda/engine.ts';
 import { assertInvariants, feed, merge } from './harness.ts';
+import { mulberry32 } from '../helpers/mulberry32.ts';
 
 const FIXTURES = join(import.meta.dirname, 'fixtures/templates');
 const glmTemplate = new ChatTemplate(readFileSync(join(FIXTURES, 'glm-4.5.jinja'), 'utf8'));
@@ -129,17 +130,6 @@ const DIALECTS: [string, Dialect, string][] = [
   ['plain', createPlainDialect(new ChatTemplate('{{ messages }}', { eos_token: '<|im_end|>' })), 'qwen'],
 ];
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function randomSplit(text: string, rand: () => number): string[] {
   const points = Array.from(text);
   const chunks: string[] = [];
@@ -158,7 +148,7 @@ function randomSplit(text: string, rand: () => number): string[] {
 describe('parsers are chunking-independent on random outputs', () => {
   for (const [name, dialect, kind] of DIALECTS) {
     it(name, () => {
-      const rand = prng(name.length * 7919 + 17);
+      const rand = mulberry32(name.length * 7919 + 17);
       const pieces = PIECES[kind]!;
       for (let n = 0; n < 150; n++) {
         const length = 1 + Math.floor(rand() * 24);

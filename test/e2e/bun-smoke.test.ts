@@ -10,7 +10,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { checkResponseStream, type WireEvent } from './stream-contract.ts';
-import { freePort, ROOT, waitForReady } from './start-demo-service.ts';
+import { ROOT, waitForReady } from './start-demo-service.ts';
+import { freePort } from '../helpers/loopback.ts';
 
 interface Spawned {
   name: string;

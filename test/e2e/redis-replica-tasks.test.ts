@@ -9,15 +9,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type LoadModelRuntime, type RunningService } from '../../cli/serve.ts';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
+import type { LoadModelRuntime, RunningService } from '../../cli/serve.ts';
 import type { FinishInfo, GenerateOptions, GenerateRequest, TokenEvent } from '../../engine-cuda/engine.ts';
-import { silentLogger } from '../../handlers/app-deps.ts';
 import { TEST_ENGINE_SETTINGS } from '../helpers/test-engine.ts';
+import { startLoopbackService } from '../helpers/loopback-service.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import { HEARTBEAT_MS, LEASE_MS } from '../../store/jobs/redis-job-mirror.ts';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
-import { DEMO_MODEL_DIR, freePort, waitForReady } from './start-demo-service.ts';
+import { DEMO_MODEL_DIR, waitForReady } from './start-demo-service.ts';
+import { freePort } from '../helpers/loopback.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/maya.js', import.meta.url));
 const KEY = 'key-tasks';
@@ -127,21 +127,10 @@ async function statusOf(replica: Replica, id: string): Promise<{ status: string;
 beforeAll(async () => {
   redis = await startRedisServer();
   const [service, other] = await Promise.all([
-    startService({
-      settings: DEFAULT_RESPONSES_SETTINGS,
-      server: {
-        host: '127.0.0.1',
-        port: 0,
-        model: undefined,
-        apiKeys: [KEY],
-        corsOrigins: undefined,
-        maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
-        storeUrl: redis.url,
-        engine: TEST_ENGINE_SETTINGS,
-      },
+    startLoopbackService({
+      server: { apiKeys: [KEY], storeUrl: redis.url, engine: TEST_ENGINE_SETTINGS },
       modelDir: DEMO_MODEL_DIR,
       loadRuntime: pacedRuntime,
-      logger: silentLogger,
     }),
     replicaProcess(),
   ]);

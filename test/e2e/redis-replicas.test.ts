@@ -9,13 +9,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from '../../cli/serve.ts';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
-import { silentLogger } from '../../handlers/app-deps.ts';
+import type { RunningService } from '../../cli/serve.ts';
 import { TEST_ENGINE_SETTINGS } from '../helpers/test-engine.ts';
-import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
+import { startLoopbackService } from '../helpers/loopback-service.ts';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
-import { DEMO_MODEL_DIR, freePort, waitForReady } from './start-demo-service.ts';
+import { DEMO_MODEL_DIR, waitForReady } from './start-demo-service.ts';
+import { freePort } from '../helpers/loopback.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/maya.js', import.meta.url));
 
@@ -29,21 +28,9 @@ let replicas: RunningService[] = [];
 let child: ChildProcess | undefined;
 
 async function replica(): Promise<RunningService> {
-  const service = await startService({
-    settings: DEFAULT_RESPONSES_SETTINGS,
-    server: {
-      host: '127.0.0.1',
-      port: 0,
-      model: undefined,
-      apiKeys: KEYS,
-      corsOrigins: undefined,
-      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
-      storeUrl: redis.url,
-      engine: TEST_ENGINE_SETTINGS,
-    },
+  const service = await startLoopbackService({
+    server: { apiKeys: KEYS, storeUrl: redis.url, engine: TEST_ENGINE_SETTINGS },
     modelDir: DEMO_MODEL_DIR,
-    loadRuntime: loadModelRuntime,
-    logger: silentLogger,
   });
   replicas.push(service);
   await service.loaded;

@@ -8,11 +8,10 @@
  */
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from '../../cli/serve.ts';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RESPONSES_SETTINGS } from '../../config/settings.ts';
+import type { RunningService } from '../../cli/serve.ts';
 import type { FinishInfo, TokenEvent } from '../../engine-cuda/engine.ts';
-import { silentLogger } from '../../handlers/app-deps.ts';
 import { TEST_ENGINE_SETTINGS } from '../helpers/test-engine.ts';
+import { startLoopbackService } from '../helpers/loopback-service.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
 import { readFileSync } from 'node:fs';
@@ -66,20 +65,10 @@ describe.each(['glm4v-tiny', 'glm45v-tiny'])('vision end to end: maya serve on %
     });
 
   beforeAll(async () => {
-    service = await startService({
-      settings: DEFAULT_RESPONSES_SETTINGS,
-      server: {
-        host: '127.0.0.1',
-        port: 0,
-        model: undefined,
-        apiKeys: [],
-        corsOrigins: undefined,
-        maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
-        engine: TEST_ENGINE_SETTINGS,
-      },
+    service = await startLoopbackService({
+      server: { engine: TEST_ENGINE_SETTINGS },
       modelDir: dir,
       loadRuntime: async (dir, load) => recordTokens(await loadModelRuntime(dir, load), generated),
-      logger: silentLogger,
     });
     await service.loaded;
   });

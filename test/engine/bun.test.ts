@@ -39,4 +39,19 @@ describe('the same generation under Bun (bun:ffi) and Node (koffi)', () => {
     ]);
     expect((JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { ids: number[] }).ids).toEqual(fromNode);
   });
+
+  it('identical top-k sampled ids; top_k reaches the library in both bindings', async () => {
+    const dir = fixtureDir('llama-f32');
+    const prompt = [9, 8, 7, 6];
+    const seed = 77;
+    const fromNode = await greedyIds(dir, prompt, 16, 1.5, seed, 2);
+    expect(fromNode).not.toEqual(await greedyIds(dir, prompt, 16, 1.5, seed)); // top_k 2 changes the draws
+    const bun = async (topK: number) => {
+      const args = ['test/engine/greedy-script.ts', dir, prompt.join(','), '16', '1.5', String(seed), String(topK)];
+      const { stdout } = await run('./node_modules/.bin/bun', args);
+      return (JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { ids: number[] }).ids;
+    };
+    expect(await bun(2)).toEqual(fromNode);
+    expect(await bun(1)).toEqual(await greedyIds(dir, prompt, 16)); // top_k 1 is greedy
+  });
 });

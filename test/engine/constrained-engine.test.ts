@@ -33,7 +33,7 @@ async function generate(
   target: NativeEngine,
   prompt: string,
   constraint: Constraint | undefined,
-  sampling: { temperature: number; topP?: number; seed?: number },
+  sampling: { temperature: number; topP?: number; topK?: number; seed?: number },
 ) {
   const stopId = tokenizer.tokenId('<|user|>')!;
   const ids: number[] = [];
@@ -59,6 +59,7 @@ const SAMPLINGS = [
   { temperature: 1.5, seed: 1 },
   { temperature: 1.5, seed: 2 },
   { temperature: 1, topP: 0.5, seed: 3 },
+  { temperature: 1.5, topK: 2, seed: 4 },
 ];
 
 describe('NativeEngine with a constraint', () => {

@@ -18,7 +18,7 @@ export async function drain(gen: AsyncGenerator<TokenEvent, FinishInfo, void>): 
     const r = await gen.next();
     if (r.done) return { ...out, finish: r.value };
     if (r.value.type === 'prefilled') out.cachedTokens = r.value.cachedTokens;
-    else {
+    else if (r.value.type === 'token') {
       out.ids.push(r.value.id);
       if (r.value.logits) out.logits.push(r.value.logits);
     }

@@ -36,6 +36,24 @@ export function runEngineContract(name: string, make: () => Promise<ContractSubj
       expect(r.value.usage.outputTokens).toBe(6);
     });
 
+    it('reportProgress: prefill_progress events before prefilled, cumulative, ending at the prompt length', async () => {
+      const events = [];
+      for await (const event of s.engine.generate({ promptIds: s.prompt, maxTokens: 2, reportProgress: true })) {
+        events.push(event);
+        if (event.type === 'token') break;
+      }
+      const prefilled = events.findIndex((e) => e.type === 'prefilled');
+      const progress = events.slice(0, prefilled);
+      expect(progress.length).toBeGreaterThan(0);
+      expect(progress.every((e) => e.type === 'prefill_progress')).toBe(true);
+      const processed = progress.map((e) => (e.type === 'prefill_progress' ? e.processedTokens : -1));
+      expect(processed).toEqual([...processed].sort((a, b) => a - b));
+      expect(processed.at(-1)).toBe(s.prompt.length);
+      const plain = [];
+      for await (const event of s.engine.generate({ promptIds: s.prompt, maxTokens: 2 })) plain.push(event.type);
+      expect(plain).toEqual(['prefilled', 'token', 'token']);
+    });
+
     it('ends with stop on a stop id, reporting the stop token last', async () => {
       const free = await drain(s.engine.generate({ promptIds: s.prompt, maxTokens: 8 }));
       const stopId = free.ids[2]!;

@@ -50,7 +50,7 @@ describe('ffi.ts mirrors engine.h', () => {
   it('encodes creation parameters at their ENG_PARAM_* index', () => {
     const p = encodeParams({ backend: 'cpu', numThreads: 2, blockSize: 32, contextLength: 77, numBlocks: 0 });
     expect(p.length).toBe(ENG.PARAM_COUNT);
-    expect(p[ENG.PARAM_BACKEND]).toBe(1n);
+    expect(p[ENG.PARAM_BACKEND]).toBe(BigInt(ENG.BACKEND_CPU));
     expect(p[ENG.PARAM_N_THREADS]).toBe(2n);
     expect(p[ENG.PARAM_BLOCK_SIZE]).toBe(32n);
     expect(p[ENG.PARAM_N_CTX]).toBe(77n);
@@ -67,7 +67,7 @@ describe('ffi.ts mirrors engine.h', () => {
       cudaGraphs: false,
     });
     expect(p[ENG.PARAM_SIMD]).toBe(3n);
-    expect(p[ENG.PARAM_WEIGHT_DTYPE]).toBe(2n);
+    expect(p[ENG.PARAM_WEIGHT_DTYPE]).toBe(BigInt(ENG.WEIGHT_DTYPE_Q8));
     expect(p[ENG.PARAM_WEIGHT_COPY]).toBe(2n);
     expect(p[ENG.PARAM_CUDA_DEVICE]).toBe(1n);
     expect(p[ENG.PARAM_CUDA_TC_MIN_TOKENS]).toBe(32n);
@@ -75,6 +75,7 @@ describe('ffi.ts mirrors engine.h', () => {
     const on = encodeParams({ simd: 'scalar', weightCopy: true, cudaGraphs: true });
     expect([on[ENG.PARAM_SIMD], on[ENG.PARAM_WEIGHT_COPY], on[ENG.PARAM_CUDA_GRAPHS]]).toEqual([1n, 1n, 1n]);
     expect(encodeParams({})[ENG.PARAM_SIMD]).toBe(0n); // auto: the fastest path
+    expect(encodeParams({ weightDtype: 'stored' })[ENG.PARAM_WEIGHT_DTYPE]).toBe(0n); // as stored
   });
 
   it('refuses a library of another ABI version, and a missing one', async () => {

@@ -123,6 +123,31 @@ describe('cancellation', () => {
   });
 });
 
+describe('top-k sampling', () => {
+  it('topK 1 is greedy at any temperature; topK k samples only among the k largest logits of each step', async () => {
+    const promptIds = [3, 14, 15, 92, 65];
+    const greedy = await drain(engine.generate({ promptIds, maxTokens: 24 }));
+    const k1 = await drain(engine.generate({ promptIds, maxTokens: 24, temperature: 2, topK: 1, seed: 7 }));
+    expect(k1.ids).toEqual(greedy.ids);
+    const free = await drain(engine.generate({ promptIds, maxTokens: 24, temperature: 2, seed: 7 }));
+    expect(free.ids).not.toEqual(greedy.ids);
+    const k = 3;
+    const ranks: number[] = [];
+    for (const seed of [1, 2, 3, 4]) {
+      const r = await drain(
+        engine.generate({ promptIds, maxTokens: 24, temperature: 3, topK: k, seed, keepLogits: true }),
+      );
+      r.ids.forEach((id, step) => {
+        const row = r.logits[step]!;
+        // The id's rank: how many ids beat it (a larger logit, or an equal one at a lower id).
+        ranks.push(row.reduce((n, x, j) => n + (x > row[id]! || (x === row[id]! && j < id) ? 1 : 0), 0));
+      });
+    }
+    expect(Math.max(...ranks)).toBeLessThan(k);
+    expect(new Set(ranks).size).toBe(k); // at temperature 3 every one of the k gets drawn
+  });
+});
+
 describe('request errors before any work', () => {
   it('throws context_overflow from the first next() and queues nothing', async () => {
     const before = await idleStats();
@@ -144,6 +169,8 @@ describe('request errors before any work', () => {
       { promptIds: [], maxTokens: 2 },
       { promptIds: [1], maxTokens: 2, topP: 0 },
       { promptIds: [1], maxTokens: 2, temperature: Number.NaN },
+      { promptIds: [1], maxTokens: 2, temperature: 1, topK: -1 },
+      { promptIds: [1], maxTokens: 2, temperature: 1, topK: 2.5 },
     ];
     for (const request of bad)
       await expect(engine.generate(request).next()).rejects.toMatchObject({ code: 'invalid_arg' });
@@ -162,6 +189,11 @@ describe('request errors before any work', () => {
       });
       const outOfVocab = engine.generate({ promptIds: [engine.info.numVocab], maxTokens: 2 });
       await expect(outOfVocab.next()).rejects.toMatchObject({ code: 'invalid_arg' });
+      const negativeTopK = engine.generate({ promptIds: [1, 2], maxTokens: 2, temperature: 1, topK: -1 });
+      await expect(negativeTopK.next()).rejects.toMatchObject({
+        code: 'invalid_arg',
+        message: expect.stringContaining('top_k'),
+      });
     } finally {
       unchecked.validate = validate;
     }

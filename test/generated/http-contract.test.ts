@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import type { ValidateFunction } from 'ajv';
 import { operations, type OperationId } from '../../generated/operations.ts';
 import { createChatCompletion } from '../../handlers/create-chat-completion.ts';
+import { countMessageTokens } from '../../handlers/count-message-tokens.ts';
+import { createMessage } from '../../handlers/create-message.ts';
 import { createResponse } from '../../handlers/create-response.ts';
 import { createTestApp, stubRuntime } from '../helpers/test-app.ts';
 import { scriptedRuntime } from '../responses/scripted-runtime.ts';
@@ -47,8 +49,10 @@ function conforms(operationId: OperationId, res: Answer): unknown {
   const validate = responseSchema(operationId, res.status, mediaType);
   if (mediaType === 'text/event-stream') {
     const frames = sseFrames(res.text);
-    expect(frames.at(-1)?.data).toBe('[DONE]');
-    const events = frames.slice(0, -1).map((frame) => ({ frame, value: JSON.parse(frame.data) as Json }));
+    // Anthropic's streams end with their last event; the OpenAI ones with `data: [DONE]`.
+    const isAnthropic = operations[operationId].errorFormat === 'anthropic';
+    if (!isAnthropic) expect(frames.at(-1)?.data).toBe('[DONE]');
+    const events = (isAnthropic ? frames : frames.slice(0, -1)).map((frame) => ({ frame, value: JSON.parse(frame.data) as Json }));
     for (const { frame, value } of events) {
       expect(validate(value), `${String(value.type ?? value.object)}: ${errorsOf(validate)}`).toBe(true);
       if (frame.event !== undefined) expect(frame.event).toBe(value.type);
@@ -80,7 +84,7 @@ function appWithModel(pieces = ['<think>', 'Greeting', '</think>', '\n', 'Hello'
   const scripted = scriptedRuntime([{ pieces }]);
   const runtime = stubRuntime({ engine: scripted.engine, tokenizer: scripted.tokenizer, dialect: scripted.dialect, contextLength: scripted.contextLength });
   // Bound here explicitly: handlers/index.ts may still map these operations to 501.
-  return createTestApp({ runtime, handlers: { createResponse, createChatCompletion } });
+  return createTestApp({ runtime, handlers: { createResponse, createChatCompletion, createMessage, countMessageTokens } });
 }
 
 describe('service endpoints conform', () => {
@@ -181,5 +185,36 @@ describe('chat completions conform', () => {
     const res = await request.post('/v1/chat/completions').send({ ...body, stream: true, stream_options: { include_usage: true } }).buffer(true).parse(rawText);
     const chunks = conforms('createChatCompletion', { ...res, text: res.body as string }) as Json[];
     expect(chunks.at(-1)!.usage).toBeDefined();
+  });
+});
+
+describe('Anthropic Messages endpoints conform', () => {
+  const body = { model: 'claude-x', max_tokens: 64, messages: [{ role: 'user', content: 'Hello' }] };
+
+  it('JSON (thinking and text), SSE (every event, ping included) and count_tokens', async () => {
+    const { request } = appWithModel();
+    const message = conforms('createMessage', await request.post('/v1/messages').send({ ...body, thinking: { type: 'adaptive' } })) as Json;
+    expect((message.content as Json[]).map((block) => block.type)).toEqual(['thinking', 'text']);
+    const res = await request.post('/v1/messages').send({ ...body, stream: true, thinking: { type: 'adaptive' } }).buffer(true).parse(rawText);
+    const events = conforms('createMessage', { ...res, text: res.body as string }) as Json[];
+    expect(events.map((e) => e.type)).toContain('ping');
+    expect(events.at(-1)!.type).toBe('message_stop');
+    const { model, messages } = body;
+    expect(conforms('countMessageTokens', await request.post('/v1/messages/count_tokens').send({ model, messages }))).toEqual({ input_tokens: expect.any(Number) });
+  });
+
+  it("errors: 400, 401, 413 and 529 in Anthropic's envelope", async () => {
+    const { request, setRuntime } = appWithModel();
+    conforms('createMessage', await request.post('/v1/messages').send({ ...body, max_tokens: 0 }));
+    conforms('countMessageTokens', await request.post('/v1/messages/count_tokens').send({ messages: [] }));
+    setRuntime(undefined);
+    const loading = await request.post('/v1/messages').send(body);
+    expect(loading.status).toBe(529);
+    conforms('createMessage', loading);
+    const keyed = createTestApp({ server: { apiKeys: ['k1'], maxBodyBytes: 1024 } });
+    conforms('createMessage', await keyed.request.post('/v1/messages').send(body));
+    const large = await keyed.request.post('/v1/messages').set('x-api-key', 'k1').send({ ...body, system: 'x'.repeat(2048) });
+    expect(large.status).toBe(413);
+    conforms('createMessage', large);
   });
 });

@@ -88,24 +88,27 @@ describe('openapi/openapi.yaml', () => {
     expect(props.code!.type).toEqual(['string', 'null']);
   });
 
-  it('gives every operation an operationId and ErrorResponse bodies for its error statuses', () => {
+  it('gives every operation an operationId and the error bodies of its x-error-format for its error statuses', () => {
     const responses = doc.components.responses as Record<string, { content?: Record<string, { schema: { $ref: string } }> }>;
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
         if (method === 'parameters') continue;
         expect(op.operationId, `${method} ${path}`).toMatch(/^[a-z][A-Za-z]+$/);
+        const format = op['x-error-format'] ?? 'openai';
+        expect(['openai', 'anthropic'], `${method} ${path} x-error-format`).toContain(format);
+        const expected = format === 'anthropic' ? '#/components/schemas/AnthropicErrorResponse' : '#/components/schemas/ErrorResponse';
         for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
           if (Number(status) < 400 || path === '/health') continue;
           const ref = String(response.$ref);
           const schemaRef = responses[ref.split('/').pop()!]?.content?.['application/json']?.schema.$ref;
-          expect(schemaRef, `${method} ${path} ${status}`).toBe('#/components/schemas/ErrorResponse');
+          expect(schemaRef, `${method} ${path} ${status}`).toBe(expected);
         }
       }
     }
   });
 
   it('closes every request body schema (unknown parameters are errors)', () => {
-    for (const name of ['CreateResponse', 'CreateChatCompletionRequest', 'EasyInputMessage', 'OutputTextContentParam', 'RefusalContent', 'FunctionTool', 'FunctionCallOutputItemParam', 'ReasoningItem', 'InputTextContent', 'InputImageContent', 'TextResponseFormatJsonSchema', 'ToolChoiceFunction', 'Reasoning', 'ResponseTextParam']) {
+    for (const name of ['CreateResponse', 'CreateChatCompletionRequest', 'AnthropicCreateMessageRequest', 'AnthropicCountTokensRequest', 'AnthropicUserMessageParam', 'AnthropicAssistantMessageParam', 'AnthropicTextBlockParam', 'AnthropicToolResultBlockParam', 'AnthropicTool', 'EasyInputMessage', 'OutputTextContentParam', 'RefusalContent', 'FunctionTool', 'FunctionCallOutputItemParam', 'ReasoningItem', 'InputTextContent', 'InputImageContent', 'TextResponseFormatJsonSchema', 'ToolChoiceFunction', 'Reasoning', 'ResponseTextParam']) {
       expect((doc.components.schemas[name] as Json).additionalProperties, name).toBe(false);
     }
   });
@@ -132,6 +135,14 @@ describe('openapi/openapi.yaml', () => {
       'response.function_call_arguments.done',
       'response.in_progress',
       'response.incomplete',
+      'response.mcp_call.completed',
+      'response.mcp_call.failed',
+      'response.mcp_call.in_progress',
+      'response.mcp_call_arguments.delta',
+      'response.mcp_call_arguments.done',
+      'response.mcp_list_tools.completed',
+      'response.mcp_list_tools.failed',
+      'response.mcp_list_tools.in_progress',
       'response.output_item.added',
       'response.output_item.done',
       'response.output_text.delta',

@@ -29,7 +29,7 @@ describe('generated/operations.ts', () => {
     }
   });
 
-  it('lists the endpoints Maya serves under their OpenAI operationIds', () => {
+  it('lists the endpoints Maya serves under their OpenAI operationIds (and the Anthropic SDK method names)', () => {
     const routes = Object.fromEntries(operationIds.map((id) => [id, `${operations[id].method.toUpperCase()} ${operations[id].path}`]));
     expect(routes).toEqual({
       createResponse: 'POST /v1/responses',
@@ -38,6 +38,8 @@ describe('generated/operations.ts', () => {
       listInputItems: 'GET /v1/responses/{response_id}/input_items',
       cancelResponse: 'POST /v1/responses/{response_id}/cancel',
       createChatCompletion: 'POST /v1/chat/completions',
+      createMessage: 'POST /v1/messages',
+      countMessageTokens: 'POST /v1/messages/count_tokens',
       listModels: 'GET /v1/models',
       retrieveModel: 'GET /v1/models/{model}',
       getStatus: 'GET /v1/status',
@@ -59,7 +61,14 @@ describe('generated/operations.ts', () => {
     expect(operations.createChatCompletion.requestBody).toBe('CreateChatCompletionRequest');
     expect(operations.cancelResponse.requestBody).toBeNull();
     const streams = Object.fromEntries(operationIds.filter((id) => operations[id].stream !== null).map((id) => [id, operations[id].stream]));
-    expect(streams).toEqual({ createResponse: 'body', getResponse: 'query', createChatCompletion: 'body' });
+    expect(streams).toEqual({ createResponse: 'body', getResponse: 'query', createChatCompletion: 'body', createMessage: 'body' });
+  });
+
+  it("marks the Anthropic operations' error envelope, and only theirs", () => {
+    const anthropic = operationIds.filter((id) => operations[id].errorFormat === 'anthropic').sort();
+    expect(anthropic).toEqual(['countMessageTokens', 'createMessage']);
+    expect(operations.createMessage.statuses).toEqual([200, 400, 401, 413, 500, 529]);
+    expect(operations.createMessage.query).toEqual(['beta']);
   });
 
   it('marks only health, metrics and the document as public', () => {
@@ -72,6 +81,6 @@ describe('generated/operations.ts', () => {
     expect(operations.deleteResponse.query).toEqual([]);
     expect(operations.getResponse.pathParams).toEqual(['response_id']);
     expect(operations.getResponse.statuses).toEqual([200, 400, 401, 404, 409, 410, 429, 500]);
-    expect(operations.createResponse.statuses).toEqual([200, 400, 401, 404, 409, 413, 429, 500, 503]);
+    expect(operations.createResponse.statuses).toEqual([200, 400, 401, 403, 404, 409, 413, 429, 500, 503]);
   });
 });

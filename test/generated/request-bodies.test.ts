@@ -69,7 +69,8 @@ describe('CreateResponse rejects', () => {
   });
   it('include values other than reasoning.encrypted_content', () => rejects('CreateResponse', create({ include: ['message.output_text.logprobs'] }), '/include/0'));
   it('hosted tools and tool choices', () => {
-    rejects('CreateResponse', create({ tools: [{ type: 'web_search' }] }), '/tools/0/type');
+    rejects('CreateResponse', create({ tools: [{ type: 'web_search' }] }), '/tools/0');
+    rejects('CreateResponse', create({ tools: [{ type: 'mcp' }] }), '/tools/0');
     rejects('CreateResponse', create({ tool_choice: { type: 'web_search' } }), '/tool_choice');
     rejects('CreateResponse', create({ tool_choice: 'sometimes' }), '/tool_choice');
   });

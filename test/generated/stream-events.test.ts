@@ -41,6 +41,25 @@ const callStream: ResponseStreamEvent[] = [
   { type: 'response.incomplete', sequence_number: 5, response: { ...response, status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: [functionCall] } },
 ];
 
+const listed = { type: 'mcp_list_tools' as const, id: 'mcpl_1', server_label: 'weather', tools: [{ name: 'get_weather', description: null, input_schema: { type: 'object' }, annotations: { readOnlyHint: true } }] };
+const mcpCall = { type: 'mcp_call' as const, id: 'mcp_1', server_label: 'weather', name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' as const, output: '{"temperature": 21}' };
+/** The hosted mcp tool (MAYA_GLM_RESPONSES_MCP): a tool list, then a call the server runs. */
+const mcpStream: ResponseStreamEvent[] = [
+  { type: 'response.output_item.added', sequence_number: 2, output_index: 0, item: { ...listed, tools: [] } },
+  { type: 'response.mcp_list_tools.in_progress', sequence_number: 3, item_id: 'mcpl_1', output_index: 0 },
+  { type: 'response.mcp_list_tools.completed', sequence_number: 4, item_id: 'mcpl_1', output_index: 0 },
+  { type: 'response.mcp_list_tools.failed', sequence_number: 4, item_id: 'mcpl_1', output_index: 0 },
+  { type: 'response.output_item.done', sequence_number: 5, output_index: 0, item: listed },
+  { type: 'response.output_item.added', sequence_number: 6, output_index: 1, item: { ...mcpCall, arguments: '', status: 'in_progress', output: null } },
+  { type: 'response.mcp_call_arguments.delta', sequence_number: 7, item_id: 'mcp_1', output_index: 1, delta: '{"city":' },
+  { type: 'response.mcp_call_arguments.done', sequence_number: 8, item_id: 'mcp_1', output_index: 1, arguments: '{"city":"Paris"}' },
+  { type: 'response.mcp_call.in_progress', sequence_number: 9, item_id: 'mcp_1', output_index: 1 },
+  { type: 'response.mcp_call.completed', sequence_number: 10, item_id: 'mcp_1', output_index: 1 },
+  { type: 'response.mcp_call.failed', sequence_number: 10, item_id: 'mcp_1', output_index: 1 },
+  { type: 'response.output_item.done', sequence_number: 11, output_index: 1, item: mcpCall },
+  { type: 'response.output_item.done', sequence_number: 12, output_index: 2, item: { type: 'mcp_approval_request', id: 'mcpr_1', server_label: 'weather', name: 'get_weather', arguments: '{}' } },
+];
+
 const failures: ResponseStreamEvent[] = [
   { type: 'response.failed', sequence_number: 6, response: { ...response, status: 'failed', output: [], error: { code: 'server_error', message: 'engine failure', type: 'server_error' } } },
   { type: 'error', sequence_number: 7, code: 'response_cancelled', message: 'The response was cancelled.', param: null,
@@ -55,7 +74,7 @@ function schemaFor(type: string): string {
 }
 
 describe('stream event schemas', () => {
-  const all = [...textStream, ...callStream, ...failures];
+  const all = [...textStream, ...callStream, ...mcpStream, ...failures];
 
   it('cover every event type Maya emits in these sequences', () => {
     expect(new Set(all.map((e) => e.type)).size).toBe(Object.keys(mapping).length);

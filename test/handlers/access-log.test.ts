@@ -73,6 +73,24 @@ describe('access log', () => {
     expect(text).not.toContain(PROMPT);
   });
 
+  it("a 400 in Anthropic's envelope (/v1/messages) logs its param and code too, never the prompt", async () => {
+    const { request, lines, records } = appWithLog('info');
+    const res = await request
+      .post('/v1/messages')
+      .set('x-api-key', KEY)
+      .send({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: PROMPT }], top_k: -3 });
+    expect(res.status).toBe(400);
+    expect(records()).toEqual([
+      expect.objectContaining({
+        status: 400,
+        operation: 'createMessage',
+        param: 'top_k',
+        code: 'integer_below_min_value',
+      }),
+    ]);
+    expect(lines.join('')).not.toContain(PROMPT);
+  });
+
   it('a 401 and an unknown route are logged too (no scope, no route)', async () => {
     const { request, records } = appWithLog('info');
     await request.get('/v1/models').set('Authorization', 'Bearer wrong-key');

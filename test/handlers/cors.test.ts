@@ -37,6 +37,30 @@ describe('CORS', () => {
       expect(allowed).toContain(name);
   });
 
+  it('the Anthropic SDK in a browser: its anthropic-* headers are allowed, request-id is exposed', async () => {
+    const { request } = createTestApp();
+    const res = await request
+      .options('/v1/messages')
+      .set('origin', 'http://localhost:5173')
+      .set('access-control-request-method', 'POST')
+      .set(
+        'access-control-request-headers',
+        'x-api-key, anthropic-version, anthropic-dangerous-direct-browser-access, anthropic-future-header',
+      );
+    expect(res.status).toBe(204);
+    const allowed = String(res.headers['access-control-allow-headers']).split(', ');
+    for (const name of [
+      'x-api-key',
+      'anthropic-version',
+      'anthropic-dangerous-direct-browser-access',
+      'anthropic-future-header',
+    ])
+      expect(allowed).toContain(name);
+    const error = await request.post('/v1/messages').set('origin', 'http://localhost:5173').send({});
+    expect(error.headers['access-control-expose-headers']).toContain('request-id');
+    expect(error.headers['request-id']).toMatch(/^req_/);
+  });
+
   it('default: a non-loopback origin gets no CORS headers', async () => {
     const { request } = createTestApp();
     const pre = await preflight(request, 'https://evil.example');

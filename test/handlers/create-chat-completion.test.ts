@@ -6,51 +6,20 @@
  * stream_options.include_usage, `data: [DONE]`); and the same context limit and auth as
  * POST /v1/responses.
  */
-import { request as httpRequest } from 'node:http';
-import { describe, expect, it, vi } from 'vitest';
-import { FakeEngine, type FakeScript } from '../helpers/fake-engine.ts';
-import { createTestApp, listenTestApp, stubRuntime } from '../helpers/test-app.ts';
+import { describe, expect, it } from 'vitest';
+import { listenTestApp } from '../helpers/test-app.ts';
 import { rawText } from '../helpers/sse.ts';
-import { scriptedRuntime } from '../responses/scripted-runtime.ts';
 import { checkChatStream, schemaProblems } from '../e2e/stream-contract.ts';
+import {
+  CALL,
+  expectCancelled,
+  leaveMidStream,
+  LONG,
+  scriptedApp,
+  THINK_TEXT,
+  type ScriptedApp,
+} from './scripted-app.ts';
 
-type Script = { pieces: string[]; finishReason?: FakeScript['finishReason']; cachedTokens?: number };
-
-function appWith(
-  scripts: Script[],
-  options: { contextLength?: number; apiKeys?: string[]; tokenDelayMs?: number } = {},
-) {
-  const base = scriptedRuntime(scripts, options.contextLength);
-  const engine =
-    options.tokenDelayMs === undefined
-      ? base.engine
-      : new FakeEngine({
-          script: scripts.map((s) => ({ tokens: base.ids(s.pieces) })),
-          tokenDelayMs: options.tokenDelayMs,
-          info: { contextLength: base.contextLength },
-        });
-  const runtime = stubRuntime({ ...base, engine, id: 'maya-test' });
-  return { ...createTestApp({ runtime, server: { apiKeys: options.apiKeys ?? [] } }), engine, runtime };
-}
-
-const THINK_TEXT: Script = {
-  pieces: ['<think>', 'The user', ' greets.', '</think>', '\n', 'Hello', ' there!', '<|user|>'],
-  cachedTokens: 2,
-};
-const CALL = [
-  '<tool_call>',
-  'get_weather',
-  '\n',
-  '<arg_key>',
-  'city',
-  '</arg_key>',
-  '\n',
-  '<arg_value>',
-  'Paris',
-  '</arg_value>',
-  '\n',
-  '</tool_call>',
-];
 const WEATHER = {
   type: 'function',
   function: {
@@ -68,7 +37,7 @@ type Chunk = {
   usage?: Record<string, unknown>;
 };
 
-async function streamChunks(app: ReturnType<typeof appWith>, body: Record<string, unknown>) {
+async function streamChunks(app: ScriptedApp, body: Record<string, unknown>) {
   const res = await app.request
     .post('/v1/chat/completions')
     .send({ model: 'maya-test', stream: true, ...body })
@@ -89,7 +58,7 @@ const deltas = (chunks: Chunk[], field: string) =>
 
 describe('createChatCompletion JSON', () => {
   it('a chat.completion with content, reasoning_content, finish_reason stop and usage, valid against the contract', async () => {
-    const app = appWith([THINK_TEXT]);
+    const app = scriptedApp([THINK_TEXT]);
     const res = await app.request.post('/v1/chat/completions').send({ model: 'maya-test', messages: USER });
     expect(res.status).toBe(200);
     expect(schemaProblems('CreateChatCompletionResponse', res.body)).toBe('');
@@ -114,7 +83,7 @@ describe('createChatCompletion JSON', () => {
   });
 
   it('a tool call: content null, tool_calls with JSON arguments, finish_reason tool_calls', async () => {
-    const app = appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]);
+    const app = scriptedApp([{ pieces: ['\n', ...CALL, '<|observation|>'] }]);
     const res = await app.request
       .post('/v1/chat/completions')
       .send({ model: 'maya-test', messages: USER, tools: [WEATHER], reasoning_effort: 'none' });
@@ -132,7 +101,7 @@ describe('createChatCompletion JSON', () => {
   });
 
   it('max_tokens cut → finish_reason length', async () => {
-    const app = appWith([{ pieces: ['\n', ...Array.from({ length: 30 }, (_, i) => ` w${i}`)] }]);
+    const app = scriptedApp([{ pieces: ['\n', ...Array.from({ length: 30 }, (_, i) => ` w${i}`)] }]);
     const res = await app.request
       .post('/v1/chat/completions')
       .send({ model: 'maya-test', messages: USER, max_tokens: 16, reasoning_effort: 'none' });
@@ -141,8 +110,32 @@ describe('createChatCompletion JSON', () => {
     expect(app.engine.calls[0]!.maxTokens).toBe(16);
   });
 
+  it('stop: the content ends before the first stop string to appear (one split across tokens too), finish_reason stop', async () => {
+    const pieces = ['\n', 'One', ' two', ' ST', 'OP', ' three', '<|user|>'];
+    const app = scriptedApp([{ pieces }, { pieces }, { pieces }]);
+    const send = (stop: unknown) =>
+      app.request
+        .post('/v1/chat/completions')
+        .send({ model: 'maya-test', messages: USER, reasoning_effort: 'none', stop });
+    const listed = await send(['END', 'STOP']);
+    expect(listed.body.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'One two ' } });
+    expect(app.engine.cancelledCount).toBe(1);
+    const single = await send('two');
+    expect(single.body.choices[0].message.content).toBe('One ');
+    const none = await send('');
+    expect(none.body.choices[0].message.content).toBe('One two STOP three');
+    const chunks = await streamChunks(scriptedApp([{ pieces }]), {
+      messages: USER,
+      reasoning_effort: 'none',
+      stop: 'STOP',
+    });
+    const text = chunks.map((chunk) => chunk.choices[0]?.delta?.content ?? '').join('');
+    expect(text).toBe('One two ');
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+  });
+
   it('history with an assistant tool call and its tool result is accepted and rendered', async () => {
-    const app = appWith([{ pieces: ['\n', 'Sunny.', '<|user|>'] }]);
+    const app = scriptedApp([{ pieces: ['\n', 'Sunny.', '<|user|>'] }]);
     const messages = [
       ...USER,
       {
@@ -162,7 +155,7 @@ describe('createChatCompletion JSON', () => {
   });
 
   it('an engine failure is a 500 server_error in the error shape', async () => {
-    const app = appWith([{ pieces: ['\n', 'Hi'], finishReason: 'error' }]);
+    const app = scriptedApp([{ pieces: ['\n', 'Hi'], finishReason: 'error' }]);
     const res = await app.request
       .post('/v1/chat/completions')
       .send({ model: 'maya-test', messages: USER, reasoning_effort: 'none' });
@@ -173,7 +166,7 @@ describe('createChatCompletion JSON', () => {
 
 describe('createChatCompletion streaming', () => {
   it('role first, reasoning_content then content deltas, finish_reason, then the usage chunk and [DONE]', async () => {
-    const chunks = await streamChunks(appWith([THINK_TEXT]), {
+    const chunks = await streamChunks(scriptedApp([THINK_TEXT]), {
       messages: USER,
       stream_options: { include_usage: true },
     });
@@ -203,13 +196,13 @@ describe('createChatCompletion streaming', () => {
   });
 
   it('no usage chunk without stream_options.include_usage', async () => {
-    const chunks = await streamChunks(appWith([THINK_TEXT]), { messages: USER });
+    const chunks = await streamChunks(scriptedApp([THINK_TEXT]), { messages: USER });
     expect(chunks.some((c) => c.usage)).toBe(false);
     expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
   });
 
   it('tool_calls deltas: name and id first, argument fragments that concatenate to the JSON, finish_reason tool_calls', async () => {
-    const chunks = await streamChunks(appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), {
+    const chunks = await streamChunks(scriptedApp([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), {
       messages: USER,
       tools: [WEATHER],
       reasoning_effort: 'none',
@@ -232,14 +225,14 @@ describe('createChatCompletion streaming', () => {
 
   it('the output limit ends with finish_reason length', async () => {
     const chunks = await streamChunks(
-      appWith([{ pieces: ['\n', ...Array.from({ length: 30 }, (_, i) => ` w${i}`)] }]),
+      scriptedApp([{ pieces: ['\n', ...Array.from({ length: 30 }, (_, i) => ` w${i}`)] }]),
       { messages: USER, max_completion_tokens: 16, reasoning_effort: 'none' },
     );
     expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('length');
   });
 
   it('an engine failure after headers becomes an error chunk, then [DONE]', async () => {
-    const app = appWith([{ pieces: ['\n', 'Hi'], finishReason: 'error' }]);
+    const app = scriptedApp([{ pieces: ['\n', 'Hi'], finishReason: 'error' }]);
     const res = await app.request
       .post('/v1/chat/completions')
       .send({ model: 'maya-test', messages: USER, stream: true, reasoning_effort: 'none' })
@@ -253,7 +246,7 @@ describe('createChatCompletion streaming', () => {
 
 describe('the same context limit and auth as /v1/responses', () => {
   it('prompt + max tokens over the context → 400 context_length_exceeded on both endpoints, no engine work', async () => {
-    const app = appWith([{ pieces: ['x'] }], { contextLength: 128 });
+    const app = scriptedApp([{ pieces: ['x'] }], { contextLength: 128 });
     const long = 'x'.repeat(400);
     const chat = await app.request
       .post('/v1/chat/completions')
@@ -274,7 +267,7 @@ describe('the same context limit and auth as /v1/responses', () => {
   });
 
   it('with API keys configured: 401 without a key on both endpoints, 200 with it (Bearer or x-api-key)', async () => {
-    const app = appWith([THINK_TEXT, THINK_TEXT], { apiKeys: ['sk-one'] });
+    const app = scriptedApp([THINK_TEXT, THINK_TEXT], { apiKeys: ['sk-one'] });
     const chatBody = { model: 'maya-test', messages: USER };
     const respBody = { model: 'maya-test', input: 'Hello' };
     for (const [path, body] of [
@@ -296,7 +289,7 @@ describe('the same context limit and auth as /v1/responses', () => {
   });
 
   it('CORS: an allowed origin gets the same headers on both endpoints, JSON and streamed', async () => {
-    const app = appWith(Array.from({ length: 4 }, () => THINK_TEXT));
+    const app = scriptedApp(Array.from({ length: 4 }, () => THINK_TEXT));
     const origin = 'http://localhost:5173';
     const calls = [
       app.request.post('/v1/chat/completions').set('Origin', origin).send({ model: 'maya-test', messages: USER }),
@@ -338,38 +331,15 @@ describe('the same context limit and auth as /v1/responses', () => {
 
 describe('createChatCompletion: a client that disconnects mid-stream stops generation', () => {
   it('the sequence is cancelled after the socket closes', async () => {
-    const long: Script = { pieces: ['\n', ...Array.from({ length: 200 }, (_, i) => ` w${i}`), '<|user|>'] };
-    const base = appWith([long], { tokenDelayMs: 5 });
+    const base = scriptedApp([LONG], { tokenDelayMs: 5 });
     const served = await listenTestApp({ runtime: base.runtime });
     try {
-      await new Promise<void>((resolve, reject) => {
-        const req = httpRequest(
-          `${served.origin}/v1/chat/completions`,
-          { method: 'POST', headers: { 'content-type': 'application/json' } },
-          (res) => {
-            let text = '';
-            res.setEncoding('utf8');
-            res.on('data', (chunk: string) => {
-              text += chunk;
-              if (text.includes(' w1')) {
-                req.destroy();
-                resolve();
-              }
-            });
-            res.on('error', () => {});
-          },
-        );
-        req.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
-        req.end(JSON.stringify({ model: 'maya-test', messages: USER, stream: true, reasoning_effort: 'none' }));
-      });
-      await vi.waitFor(
-        () => {
-          expect(base.engine.cancelledCount).toBe(1);
-          expect(base.engine.activeCount).toBe(0);
-        },
-        { timeout: 10_000, interval: 20 },
+      await leaveMidStream(
+        `${served.origin}/v1/chat/completions`,
+        { model: 'maya-test', messages: USER, stream: true, reasoning_effort: 'none' },
+        ' w1',
       );
-      expect((await base.engine.stats()).decodeTokens).toBeLessThan(long.pieces.length);
+      await expectCancelled(base.engine, LONG);
     } finally {
       await served.close();
     }

@@ -7,53 +7,16 @@
  */
 import { request as httpRequest } from 'node:http';
 import { describe, expect, it, vi } from 'vitest';
-import { FakeEngine, type FakeScript } from '../helpers/fake-engine.ts';
 import { createTestApp, listenTestApp, stubRuntime } from '../helpers/test-app.ts';
 import { rawText } from '../helpers/sse.ts';
 import { scriptedRuntime } from '../responses/scripted-runtime.ts';
 import { checkResponseStream, schemaProblems, type WireEvent } from '../e2e/stream-contract.ts';
-
-type Script = { pieces: string[]; finishReason?: FakeScript['finishReason']; cachedTokens?: number };
-
-/** An app whose model replays `scripts` (one per request, in order) over the GLM-4.5 dialect. */
-function appWith(
-  scripts: Script[],
-  options: { contextLength?: number; tokenDelayMs?: number; apiKeys?: string[] } = {},
-) {
-  const base = scriptedRuntime(scripts, options.contextLength);
-  const engine =
-    options.tokenDelayMs === undefined
-      ? base.engine
-      : new FakeEngine({
-          script: scripts.map((s) => ({ tokens: base.ids(s.pieces), finishReason: s.finishReason })),
-          tokenDelayMs: options.tokenDelayMs,
-          info: { contextLength: base.contextLength },
-        });
-  const runtime = stubRuntime({ ...base, engine, id: 'maya-test' });
-  return { ...createTestApp({ runtime, server: { apiKeys: options.apiKeys ?? [] } }), engine, runtime };
-}
+import { CALL, expectCancelled, leaveMidStream, LONG, scriptedApp, THINK_TEXT } from './scripted-app.ts';
+import type { Script, ScriptedApp } from './scripted-app.ts';
 
 /** 20 words: longer than the smallest max_output_tokens the contract allows (16). */
 const LONG_WORDS: Script = { pieces: ['\n', ...Array.from({ length: 20 }, (_, i) => ` w${i}`)] };
-const THINK_TEXT: Script = {
-  pieces: ['<think>', 'The user', ' greets.', '</think>', '\n', 'Hello', ' there!', '<|user|>'],
-  cachedTokens: 2,
-};
 const TEXT: Script = { pieces: ['\n', 'Hello', ' there', '!', '<|user|>'] };
-const CALL = [
-  '<tool_call>',
-  'get_weather',
-  '\n',
-  '<arg_key>',
-  'city',
-  '</arg_key>',
-  '\n',
-  '<arg_value>',
-  'Paris',
-  '</arg_value>',
-  '\n',
-  '</tool_call>',
-];
 const WEATHER = {
   type: 'function',
   name: 'get_weather',
@@ -79,7 +42,7 @@ const COUNT_FORMAT = {
 };
 const NO_THINKING = { reasoning: { effort: 'none' } };
 
-async function stream(app: ReturnType<typeof appWith>, body: Record<string, unknown>) {
+async function stream(app: ScriptedApp, body: Record<string, unknown>) {
   const res = await app.request
     .post('/v1/responses')
     .send({ model: 'maya-test', stream: true, ...body })
@@ -98,7 +61,7 @@ const terminal = (events: WireEvent[]) =>
 
 describe('createResponse JSON', () => {
   it('answers a Response that validates against the contract, with reasoning and message items and usage', async () => {
-    const app = appWith([THINK_TEXT]);
+    const app = scriptedApp([THINK_TEXT]);
     const res = await app.request.post('/v1/responses').send({
       model: 'maya-test',
       input: 'Hello',
@@ -142,7 +105,7 @@ describe('createResponse JSON', () => {
   });
 
   it('passes temperature, top_p and max_output_tokens to the engine', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request
       .post('/v1/responses')
       .send({ model: 'maya-test', input: 'Hi', temperature: 0, top_p: 0.5, max_output_tokens: 20, ...NO_THINKING });
@@ -152,7 +115,7 @@ describe('createResponse JSON', () => {
   });
 
   it('the output limit answers status incomplete with incomplete_details', async () => {
-    const app = appWith([LONG_WORDS]);
+    const app = scriptedApp([LONG_WORDS]);
     const res = await app.request
       .post('/v1/responses')
       .send({ model: 'maya-test', input: 'Count', max_output_tokens: 16, ...NO_THINKING });
@@ -165,7 +128,7 @@ describe('createResponse JSON', () => {
   });
 
   it('an engine failure answers status failed with an error (HTTP 200: the response object exists)', async () => {
-    const app = appWith([{ pieces: ['\n', 'Hi'], finishReason: 'error' }]);
+    const app = scriptedApp([{ pieces: ['\n', 'Hi'], finishReason: 'error' }]);
     const res = await app.request.post('/v1/responses').send({ model: 'maya-test', input: 'Hi', ...NO_THINKING });
     expect(res.status).toBe(200);
     expect(schemaProblems('Response', res.body)).toBe('');
@@ -175,7 +138,7 @@ describe('createResponse JSON', () => {
 
 describe('createResponse SSE: every event validates, frames and lifecycle rules hold', () => {
   it('text', async () => {
-    const events = await stream(appWith([TEXT]), { input: 'Hello', ...NO_THINKING });
+    const events = await stream(scriptedApp([TEXT]), { input: 'Hello', ...NO_THINKING });
     expect(types(events)).toEqual([
       'response.created',
       'response.in_progress',
@@ -197,7 +160,7 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
   });
 
   it('reasoning + text', async () => {
-    const events = await stream(appWith([THINK_TEXT]), { input: 'Hello' });
+    const events = await stream(scriptedApp([THINK_TEXT]), { input: 'Hello' });
     expect(types(events).filter((t) => t.startsWith('response.reasoning_text'))).toEqual([
       'response.reasoning_text.delta',
       'response.reasoning_text.delta',
@@ -208,7 +171,7 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
   });
 
   it('tool call (strict tool: buffered, published whole once the arguments validate)', async () => {
-    const events = await stream(appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), {
+    const events = await stream(scriptedApp([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), {
       input: 'Weather in Paris?',
       tools: [WEATHER],
       ...NO_THINKING,
@@ -229,7 +192,7 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
   });
 
   it('tool call, not strict (streamed as generated)', async () => {
-    const events = await stream(appWith([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), {
+    const events = await stream(scriptedApp([{ pieces: ['\n', ...CALL, '<|observation|>'] }]), {
       input: 'Weather?',
       tools: [{ ...WEATHER, strict: false }],
       ...NO_THINKING,
@@ -239,7 +202,7 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
   });
 
   it('incomplete (output limit mid-message)', async () => {
-    const events = await stream(appWith([LONG_WORDS]), { input: 'Count', max_output_tokens: 16, ...NO_THINKING });
+    const events = await stream(scriptedApp([LONG_WORDS]), { input: 'Count', max_output_tokens: 16, ...NO_THINKING });
     expect(events.at(-1)!.type).toBe('response.incomplete');
     expect(terminal(events)).toMatchObject({
       status: 'incomplete',
@@ -249,7 +212,7 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
   });
 
   it('failed (engine error after some text)', async () => {
-    const events = await stream(appWith([{ pieces: ['\n', 'Hi', ' there'], finishReason: 'error' }]), {
+    const events = await stream(scriptedApp([{ pieces: ['\n', 'Hi', ' there'], finishReason: 'error' }]), {
       input: 'Hello',
       ...NO_THINKING,
     });
@@ -259,7 +222,7 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
   });
 
   it('json_schema buffered: deltas only after validation; a violation publishes nothing', async () => {
-    const ok = await stream(appWith([{ pieces: ['\n', '{"count"', ': 3}', '<|user|>'] }]), {
+    const ok = await stream(scriptedApp([{ pieces: ['\n', '{"count"', ': 3}', '<|user|>'] }]), {
       input: 'Count',
       text: { format: COUNT_FORMAT },
       ...NO_THINKING,
@@ -275,7 +238,7 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
       text: { format: { type: 'json_schema', name: 'count' } },
     });
 
-    const bad = await stream(appWith([{ pieces: ['\n', '{"count"', ': "three"}', '<|user|>'] }]), {
+    const bad = await stream(scriptedApp([{ pieces: ['\n', '{"count"', ': "three"}', '<|user|>'] }]), {
       input: 'Count',
       text: { format: COUNT_FORMAT },
       ...NO_THINKING,
@@ -294,13 +257,13 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
       ...COUNT_FORMAT,
       schema: { $schema: 'http://json-schema.org/draft-07/schema#', ...COUNT_FORMAT.schema },
     };
-    const ok = await stream(appWith([{ pieces: ['\n', '{"count"', ': 3}', '<|user|>'] }]), {
+    const ok = await stream(scriptedApp([{ pieces: ['\n', '{"count"', ': 3}', '<|user|>'] }]), {
       input: 'Count',
       text: { format },
       ...NO_THINKING,
     });
     expect(terminal(ok)).toMatchObject({ status: 'completed' });
-    const bad = await stream(appWith([{ pieces: ['\n', '{"count"', ': 3.5}', '<|user|>'] }]), {
+    const bad = await stream(scriptedApp([{ pieces: ['\n', '{"count"', ': 3.5}', '<|user|>'] }]), {
       input: 'Count',
       text: { format },
       ...NO_THINKING,
@@ -309,7 +272,7 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
   });
 
   it('the spec example body (no model, store:false, max_output_tokens:256) streams a valid sequence', async () => {
-    const events = await stream(appWith([THINK_TEXT]), {
+    const events = await stream(scriptedApp([THINK_TEXT]), {
       model: undefined,
       input: 'Hello',
       store: false,
@@ -320,48 +283,23 @@ describe('createResponse SSE: every event validates, frames and lifecycle rules 
 });
 
 describe('createResponse: a client that disconnects mid-stream stops generation', () => {
-  const long: Script = { pieces: ['\n', ...Array.from({ length: 200 }, (_, i) => ` w${i}`), '<|user|>'] };
-
   it('SSE: the sequence is cancelled after the socket closes, well before the script ends', async () => {
-    const base = appWith([long], { tokenDelayMs: 5 });
+    const base = scriptedApp([LONG], { tokenDelayMs: 5 });
     const served = await listenTestApp({ runtime: base.runtime });
     try {
-      await new Promise<void>((resolve, reject) => {
-        const req = httpRequest(
-          `${served.origin}/v1/responses`,
-          { method: 'POST', headers: { 'content-type': 'application/json' } },
-          (res) => {
-            let text = '';
-            res.setEncoding('utf8');
-            res.on('data', (chunk: string) => {
-              text += chunk;
-              if (text.includes('response.output_text.delta')) {
-                req.destroy();
-                resolve();
-              }
-            });
-            res.on('error', () => {});
-          },
-        );
-        req.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
-        req.end(JSON.stringify({ model: 'maya-test', input: 'Talk', stream: true, ...NO_THINKING }));
-      });
-      await vi.waitFor(
-        () => {
-          expect(base.engine.cancelledCount).toBe(1);
-          expect(base.engine.activeCount).toBe(0);
-        },
-        { timeout: 10_000, interval: 20 },
+      await leaveMidStream(
+        `${served.origin}/v1/responses`,
+        { model: 'maya-test', input: 'Talk', stream: true, ...NO_THINKING },
+        'response.output_text.delta',
       );
-      const stats = await base.engine.stats();
-      expect(stats.decodeTokens).toBeLessThan(long.pieces.length);
+      await expectCancelled(base.engine, LONG);
     } finally {
       await served.close();
     }
   });
 
   it('JSON: a client that goes away before the body is sent cancels the sequence', async () => {
-    const base = appWith([long], { tokenDelayMs: 5 });
+    const base = scriptedApp([LONG], { tokenDelayMs: 5 });
     const served = await listenTestApp({ runtime: base.runtime });
     try {
       const req = httpRequest(`${served.origin}/v1/responses`, {
@@ -375,14 +313,7 @@ describe('createResponse: a client that disconnects mid-stream stops generation'
         interval: 10,
       });
       req.destroy();
-      await vi.waitFor(
-        () => {
-          expect(base.engine.cancelledCount).toBe(1);
-          expect(base.engine.activeCount).toBe(0);
-        },
-        { timeout: 10_000, interval: 20 },
-      );
-      expect((await base.engine.stats()).decodeTokens).toBeLessThan(long.pieces.length);
+      await expectCancelled(base.engine, LONG);
     } finally {
       await served.close();
     }
@@ -390,7 +321,7 @@ describe('createResponse: a client that disconnects mid-stream stops generation'
 });
 
 describe('createResponse: 400s answer before any engine work', () => {
-  async function rejected(app: ReturnType<typeof appWith>, body: Record<string, unknown>, param: string, code: string) {
+  async function rejected(app: ScriptedApp, body: Record<string, unknown>, param: string, code: string) {
     for (const streamed of [false, true]) {
       const res = await app.request.post('/v1/responses').send({ model: 'maya-test', ...body, stream: streamed });
       expect(res.status).toBe(400);
@@ -403,23 +334,28 @@ describe('createResponse: 400s answer before any engine work', () => {
 
   it('prompt + max_output_tokens over the context', () =>
     rejected(
-      appWith([TEXT], { contextLength: 128 }),
+      scriptedApp([TEXT], { contextLength: 128 }),
       { input: 'x'.repeat(400), max_output_tokens: 100 },
       'max_output_tokens',
       'context_length_exceeded',
     ));
   it('a prompt alone over the context', () =>
-    rejected(appWith([TEXT], { contextLength: 128 }), { input: 'x'.repeat(1000) }, 'input', 'context_length_exceeded'));
+    rejected(
+      scriptedApp([TEXT], { contextLength: 128 }),
+      { input: 'x'.repeat(1000) },
+      'input',
+      'context_length_exceeded',
+    ));
   it('a function_call_output whose call_id matches no call', () =>
     rejected(
-      appWith([TEXT]),
+      scriptedApp([TEXT]),
       { input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }] },
       'input[0].call_id',
       'unknown_call_id',
     ));
   it('a function_call without its output', () =>
     rejected(
-      appWith([TEXT]),
+      scriptedApp([TEXT]),
       {
         input: [
           { role: 'user', content: 'x' },
@@ -432,7 +368,7 @@ describe('createResponse: 400s answer before any engine work', () => {
     ));
   it('a schema with $ref', () =>
     rejected(
-      appWith([TEXT]),
+      scriptedApp([TEXT]),
       {
         input: 'x',
         text: {
@@ -444,7 +380,7 @@ describe('createResponse: 400s answer before any engine work', () => {
     ));
   it('a strict schema without additionalProperties:false', () =>
     rejected(
-      appWith([TEXT]),
+      scriptedApp([TEXT]),
       {
         input: 'x',
         text: {
@@ -459,13 +395,13 @@ describe('createResponse: 400s answer before any engine work', () => {
     ));
   it('tool_choice naming an undeclared function', () =>
     rejected(
-      appWith([TEXT]),
+      scriptedApp([TEXT]),
       { input: 'x', tools: [WEATHER], tool_choice: { type: 'function', name: 'other' } },
       'tool_choice.name',
       'invalid_value',
     ));
   it('an unknown previous_response_id is a 404 before engine work', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request
       .post('/v1/responses')
       .send({ model: 'maya-test', input: 'x', previous_response_id: 'resp_nope' });
@@ -477,7 +413,7 @@ describe('createResponse: 400s answer before any engine work', () => {
 
 describe('createResponse: store:true and previous_response_id', () => {
   it('the second turn renders the first turn history; input_items lists this turn', async () => {
-    const app = appWith([TEXT, { pieces: ['\n', 'Again', '<|user|>'] }]);
+    const app = scriptedApp([TEXT, { pieces: ['\n', 'Again', '<|user|>'] }]);
     const first = await app.request
       .post('/v1/responses')
       .send({ model: 'maya-test', input: 'Remember 73', store: true, ...NO_THINKING });
@@ -503,12 +439,12 @@ describe('createResponse: store:true and previous_response_id', () => {
 
 describe('createResponse: request fields', () => {
   it('prompt_cache_key: up to 256 characters echoed, longer is a 400 before engine work', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const ok = await app.request
       .post('/v1/responses')
       .send({ model: 'maya-test', input: 'x', prompt_cache_key: 'k'.repeat(256), ...NO_THINKING });
     expect(ok.body.prompt_cache_key).toBe('k'.repeat(256));
-    const long = appWith([TEXT]);
+    const long = scriptedApp([TEXT]);
     const res = await long.request
       .post('/v1/responses')
       .send({ model: 'maya-test', input: 'x', prompt_cache_key: 'k'.repeat(257) });
@@ -549,7 +485,7 @@ describe('createResponse: request fields', () => {
 
 describe('createResponse: what store:true keeps', () => {
   it('a failed foreground response is not stored; a completed and an output-limited one are', async () => {
-    const app = appWith([{ pieces: ['\n', 'Hi'], finishReason: 'error' }, TEXT, LONG_WORDS]);
+    const app = scriptedApp([{ pieces: ['\n', 'Hi'], finishReason: 'error' }, TEXT, LONG_WORDS]);
     const failed = await app.request
       .post('/v1/responses')
       .send({ model: 'maya-test', input: 'x', store: true, ...NO_THINKING });
@@ -571,7 +507,7 @@ describe('createResponse: what store:true keeps', () => {
   });
 
   it('a streamed store:true response that the client abandons is not stored', async () => {
-    const base = appWith([{ pieces: ['\n', ...Array.from({ length: 200 }, (_, i) => ` w${i}`), '<|user|>'] }], {
+    const base = scriptedApp([{ pieces: ['\n', ...Array.from({ length: 200 }, (_, i) => ` w${i}`), '<|user|>'] }], {
       tokenDelayMs: 5,
     });
     const served = await listenTestApp({ runtime: base.runtime, deps: { store: base.deps.store } });

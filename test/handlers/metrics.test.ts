@@ -28,7 +28,7 @@ describe('GET /metrics/prometheus', () => {
       expect(text).not.toContain(secret);
   });
 
-  it('maya:time_to_first_token_seconds: one observation per run (Responses and Chat Completions), queue and prefill included', async () => {
+  it('maya:time_to_first_token_seconds: one observation per run (Responses, Chat Completions, Messages), queue and prefill included', async () => {
     const scripted = scriptedRuntime([]);
     const engine = new FakeEngine({ script: { tokens: scripted.ids(['Hi', '<|user|>']) }, tokenDelayMs: 40 });
     const runtime = stubRuntime({ engine, tokenizer: scripted.tokenizer, dialect: scripted.dialect });
@@ -40,12 +40,16 @@ describe('GET /metrics/prometheus', () => {
     );
     const chat = await request.post('/v1/chat/completions').send({ messages: [{ role: 'user', content: 'Hello' }] });
     expect(chat.status).toBe(200);
+    const message = await request
+      .post('/v1/messages')
+      .send({ model: 'any', max_tokens: 16, messages: [{ role: 'user', content: 'Hello' }] });
+    expect(message.status).toBe(200);
     const text = (await request.get('/metrics/prometheus')).text;
-    expect(text).toContain('maya:time_to_first_token_seconds_count 2');
+    expect(text).toContain('maya:time_to_first_token_seconds_count 3');
     const sum = Number(/^maya:time_to_first_token_seconds_sum (\S+)$/m.exec(text)?.[1]);
     // Each first token came after the fake engine's 40 ms delay; far less than the 10 s bucket.
-    expect(sum).toBeGreaterThanOrEqual(0.07);
+    expect(sum).toBeGreaterThanOrEqual(0.1);
     expect(sum).toBeLessThan(10);
-    expect(text).toContain('maya:time_to_first_token_seconds_bucket{le="10"} 2');
+    expect(text).toContain('maya:time_to_first_token_seconds_bucket{le="10"} 3');
   });
 });

@@ -5,15 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createTestApp, stubRuntime } from '../helpers/test-app.ts';
-import { scriptedRuntime } from '../responses/scripted-runtime.ts';
-
-type Script = { pieces: string[] };
-
-function appWith(scripts: Script[], contextLength?: number) {
-  const base = scriptedRuntime(scripts, contextLength);
-  const runtime = stubRuntime({ ...base, id: 'maya-test' });
-  return { ...createTestApp({ runtime }), engine: base.engine };
-}
+import { scriptedApp, type Script } from './scripted-app.ts';
 
 const TEXT: Script = { pieces: ['\n', 'Hello', ' there', '!', '<|user|>'] };
 const NO_THINKING = { reasoning: { effort: 'none' } };
@@ -67,7 +59,7 @@ describe('defect 1: replayed assistant messages in every shape OpenAI accepts', 
   ];
   for (const [name, message] of SHAPES) {
     it(`${name} → 200, its id kept in the stored input items`, async () => {
-      const app = appWith([TEXT]);
+      const app = scriptedApp([TEXT]);
       const res = await app.request
         .post('/v1/responses')
         .send({ model: 'maya-test', input: [user, message, next], store: true, ...NO_THINKING });
@@ -82,7 +74,7 @@ describe('defect 1: replayed assistant messages in every shape OpenAI accepts', 
   }
 
   it('the replayed text reaches the prompt', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request
       .post('/v1/responses')
       .send({ model: 'maya-test', input: [user, SHAPES[0]![1], next], ...NO_THINKING });
@@ -119,7 +111,7 @@ describe('defect 1: replayed assistant messages in every shape OpenAI accepts', 
   ];
   for (const [name, message, param, code] of WRONG) {
     it(`${name} → 400 naming ${param}`, async () => {
-      const app = appWith([TEXT]);
+      const app = scriptedApp([TEXT]);
       const res = await app.request.post('/v1/responses').send({ model: 'maya-test', input: [user, message] });
       expect(res.status).toBe(400);
       expect(res.body).toEqual(error400(param, code));
@@ -130,7 +122,7 @@ describe('defect 1: replayed assistant messages in every shape OpenAI accepts', 
 
 describe('defect 2: client_metadata is bounded by total bytes, not per value', () => {
   it("Codex CLI's ~800-character x-codex-turn-metadata is accepted", async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const turn = JSON.stringify({
       turn_id: 't'.repeat(36),
       sandbox: 'workspace-write',
@@ -145,7 +137,7 @@ describe('defect 2: client_metadata is bounded by total bytes, not per value', (
   });
 
   it('over 16384 bytes in all → 400 naming client_metadata', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request
       .post('/v1/responses')
       .send({ model: 'maya-test', input: 'Hi', client_metadata: { a: 'x'.repeat(16384) } });
@@ -173,7 +165,7 @@ describe('defect 3: Chat Completions accepts the standard fields', () => {
   ];
 
   it("LangChain's tool message with `name` and the accept-and-ignore fields → 200", async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request.post('/v1/chat/completions').send({
       model: 'maya-test',
       messages,
@@ -197,7 +189,7 @@ describe('defect 3: Chat Completions accepts the standard fields', () => {
   });
 
   it('null penalties are accepted too', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request.post('/v1/chat/completions').send({
       model: 'maya-test',
       messages: [messages[0]],
@@ -209,7 +201,7 @@ describe('defect 3: Chat Completions accepts the standard fields', () => {
   });
 
   it('a non-zero penalty (which the sampler cannot apply) → 400 unsupported_value, no engine work', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request
       .post('/v1/chat/completions')
       .send({ model: 'maya-test', messages: [messages[0]], presence_penalty: 0.6 });
@@ -218,7 +210,7 @@ describe('defect 3: Chat Completions accepts the standard fields', () => {
   });
 
   it('an unknown field on a tool message is named as such, not as tool_call_id', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request
       .post('/v1/chat/completions')
       .send({ model: 'maya-test', messages: [messages[0], messages[1], { ...messages[2], colour: 'red' }] });
@@ -226,7 +218,7 @@ describe('defect 3: Chat Completions accepts the standard fields', () => {
   });
 
   it('a tool message missing tool_call_id names messages[i].tool_call_id', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request
       .post('/v1/chat/completions')
       .send({ model: 'maya-test', messages: [messages[0], { role: 'tool', content: 'x' }] });
@@ -237,7 +229,7 @@ describe('defect 3: Chat Completions accepts the standard fields', () => {
 describe('defect 4: prompt_cache_retention on /v1/responses', () => {
   for (const value of ['in_memory', '24h', null]) {
     it(`${String(value)} → 200`, async () => {
-      const app = appWith([TEXT]);
+      const app = scriptedApp([TEXT]);
       const res = await app.request
         .post('/v1/responses')
         .send({ model: 'maya-test', input: 'Hi', prompt_cache_retention: value, ...NO_THINKING });
@@ -245,7 +237,7 @@ describe('defect 4: prompt_cache_retention on /v1/responses', () => {
     });
   }
   it('another value → 400 naming it', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request
       .post('/v1/responses')
       .send({ model: 'maya-test', input: 'Hi', prompt_cache_retention: 'forever' });
@@ -284,14 +276,14 @@ describe('defect 5: GET /v1/models/{model}', () => {
 describe('defect 6: context errors name the fields the client sent', () => {
   const long = 'x'.repeat(1000);
   it('/v1/responses without max_output_tokens: no negative token count, param input', async () => {
-    const app = appWith([TEXT], 128);
+    const app = scriptedApp([TEXT], { contextLength: 128 });
     const res = await app.request.post('/v1/responses').send({ model: 'maya-test', input: long });
     expect(res.body).toEqual(error400('input', 'context_length_exceeded'));
     expect(res.body.error.message).not.toMatch(/-\d|max_output_tokens/);
     expect(res.body.error.message).toMatch(/context of 128 tokens/);
   });
   it('/v1/chat/completions without a limit: param messages', async () => {
-    const app = appWith([TEXT], 128);
+    const app = scriptedApp([TEXT], { contextLength: 128 });
     const res = await app.request
       .post('/v1/chat/completions')
       .send({ model: 'maya-test', messages: [{ role: 'user', content: long }] });
@@ -300,7 +292,7 @@ describe('defect 6: context errors name the fields the client sent', () => {
   });
   for (const field of ['max_tokens', 'max_completion_tokens']) {
     it(`/v1/chat/completions with ${field}: param and message name ${field}`, async () => {
-      const app = appWith([TEXT], 128);
+      const app = scriptedApp([TEXT], { contextLength: 128 });
       const res = await app.request
         .post('/v1/chat/completions')
         .send({ model: 'maya-test', messages: [{ role: 'user', content: 'x'.repeat(300) }], [field]: 100 });
@@ -310,7 +302,7 @@ describe('defect 6: context errors name the fields the client sent', () => {
     });
   }
   it('a chat tool result without a preceding call names messages[i].tool_call_id', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request.post('/v1/chat/completions').send({
       model: 'maya-test',
       messages: [
@@ -321,7 +313,7 @@ describe('defect 6: context errors name the fields the client sent', () => {
     expect(res.body).toEqual(error400('messages[1].tool_call_id', 'unknown_call_id'));
   });
   it('a chat tool call without its result names the assistant message', async () => {
-    const app = appWith([TEXT]);
+    const app = scriptedApp([TEXT]);
     const res = await app.request.post('/v1/chat/completions').send({
       model: 'maya-test',
       messages: [

@@ -4,6 +4,7 @@ import type { Handler } from '../../handlers/app-deps.ts';
 import {
   CREATE_CHAT_COMPLETION_REJECTIONS,
   CREATE_RESPONSE_REJECTIONS,
+  MESSAGES_REJECTIONS,
   rejectionsFor,
 } from '../../handlers/rejections.ts';
 
@@ -26,6 +27,22 @@ const CASES: { id: string; body: Record<string, unknown>; param: string }[] = [
     id: 'hosted_tool',
     body: { input: 'hi', tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }] },
     param: 'tools[1].type',
+  },
+  {
+    id: 'mcp_tool',
+    body: {
+      input: 'hi',
+      tools: [
+        { type: 'function', name: 'f' },
+        { type: 'mcp', server_label: 'weather' },
+      ],
+    },
+    param: 'tools[1].type',
+  },
+  {
+    id: 'mcp_item',
+    body: { input: [user('hi'), { type: 'mcp_approval_response', approval_request_id: 'mcpr_1', approve: true }] },
+    param: 'input[1].type',
   },
   { id: 'hosted_tool_choice', body: { input: 'hi', tool_choice: { type: 'file_search' } }, param: 'tool_choice.type' },
   {
@@ -240,6 +257,141 @@ describe('chat completions rejection table', () => {
   });
 });
 
+describe('Anthropic Messages rejection table (both operations, in the Anthropic envelope)', () => {
+  const ask = { model: 'm', max_tokens: 16 };
+  const tool = { name: 'f', input_schema: { type: 'object' } };
+  const said = (content: unknown) => ({ ...ask, messages: [{ role: 'user', content }] });
+  const withResult = (inner: unknown[]) => ({
+    ...ask,
+    messages: [
+      { role: 'user', content: 'q' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'f', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: inner }] },
+    ],
+  });
+  const MESSAGE_CASES: { id: string; body: Record<string, unknown>; param: string }[] = [
+    {
+      id: 'anthropic_server_tool',
+      body: { ...said('hi'), tools: [tool, { type: 'code_execution_20250825', name: 'code_execution' }] },
+      param: 'tools[1].type',
+    },
+    {
+      id: 'anthropic_allowed_callers',
+      body: { ...said('hi'), tools: [{ ...tool, allowed_callers: ['direct', 'code_execution_20250825'] }] },
+      param: 'tools[0].allowed_callers',
+    },
+    { id: 'anthropic_mcp_servers', body: { ...said('hi'), mcp_servers: [] }, param: 'mcp_servers' },
+    { id: 'anthropic_container', body: { ...said('hi'), container: { id: 'c' } }, param: 'container' },
+    {
+      id: 'anthropic_context_management',
+      body: {
+        ...said('hi'),
+        context_management: { edits: [{ type: 'clear_thinking_20251015' }, { type: 'compact_20260112' }] },
+      },
+      param: 'context_management.edits[1].type',
+    },
+    {
+      id: 'anthropic_document',
+      body: said([
+        { type: 'text', text: 'read' },
+        { type: 'document', source: { type: 'file', file_id: 'f' } },
+      ]),
+      param: 'messages[0].content[1].type',
+    },
+    {
+      id: 'anthropic_search_result',
+      body: withResult([{ type: 'search_result', source: 's', title: 't', content: [] }]),
+      param: 'messages[2].content[0].content[0].type',
+    },
+    {
+      id: 'anthropic_server_tool_block',
+      body: withResult([{ type: 'web_search_tool_result', tool_use_id: 's', content: [] }]),
+      param: 'messages[2].content[0].content[0].type',
+    },
+    {
+      id: 'anthropic_redacted_thinking',
+      body: {
+        ...ask,
+        messages: [
+          { role: 'user', content: 'q' },
+          { role: 'assistant', content: [{ type: 'redacted_thinking', data: 'x' }] },
+          { role: 'user', content: 'again' },
+        ],
+      },
+      param: 'messages[1].content[0].type',
+    },
+    {
+      id: 'anthropic_file_source',
+      body: withResult([{ type: 'image', source: { type: 'file', file_id: 'f' } }]),
+      param: 'messages[2].content[0].content[0].source.type',
+    },
+    {
+      id: 'anthropic_citations',
+      body: said([{ type: 'text', text: 'x', citations: [{ type: 'char_location', cited_text: 'x' }] }]),
+      param: 'messages[0].content[0].citations',
+    },
+  ];
+
+  it('has a case here for every row', () => {
+    expect(MESSAGE_CASES.map((c) => c.id).sort()).toEqual(MESSAGES_REJECTIONS.map((r) => r.id).sort());
+  });
+
+  for (const { id, body, param } of MESSAGE_CASES) {
+    it(`${id} → 400 naming ${param} on /v1/messages and count_tokens, handlers never reached`, async () => {
+      const row = MESSAGES_REJECTIONS.find((r) => r.id === id)!;
+      const handler = vi.fn<Handler>(async (ctx) => {
+        ctx.body = { ok: true };
+      });
+      const { request } = createTestApp({ handlers: { createMessage: handler, countMessageTokens: handler } });
+      for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
+        const res = await request.post(path).send(body);
+        expect(res.status).toBe(400);
+        expect(res.body).toEqual({
+          type: 'error',
+          error: {
+            type: 'invalid_request_error',
+            // Anthropic's `field: problem` form, unless the message names the field itself.
+            message: row.message.includes(param) ? row.message : `${param}: ${row.message}`,
+            details: { error_code: row.code, param },
+          },
+          request_id: res.headers['request-id'],
+        });
+      }
+      expect(handler).not.toHaveBeenCalled();
+    });
+  }
+
+  const ACCEPTED: [string, Record<string, unknown>][] = [
+    [
+      'a custom tool with cache_control',
+      { ...said('hi'), tools: [{ ...tool, type: 'custom', cache_control: { type: 'ephemeral' } }] },
+    ],
+    ['direct callers only', { ...said('hi'), tools: [{ ...tool, allowed_callers: ['direct'] }] }],
+    [
+      'clear_thinking edits',
+      { ...said('hi'), context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] } },
+    ],
+    [
+      'empty and null citations',
+      said([
+        { type: 'text', text: 'a', citations: [] },
+        { type: 'text', text: 'b', citations: null },
+      ]),
+    ],
+    ['base64 and url images', said([{ type: 'image', source: { type: 'url', url: 'https://x/y.png' } }])],
+  ];
+  for (const [name, body] of ACCEPTED) {
+    it(`accepted: ${name}`, async () => {
+      const handler = vi.fn<Handler>(async (ctx) => {
+        ctx.body = { ok: true };
+      });
+      const { request } = createTestApp({ handlers: { createMessage: handler } });
+      const res = await request.post('/v1/messages').send(body);
+      expect(res.body).toEqual({ ok: true });
+    });
+  }
+});
+
 describe('opt-in settings lift their rows (and only those)', () => {
   const LIFTED = {
     itemReferences: ['item_reference'],
@@ -249,9 +401,10 @@ describe('opt-in settings lift their rows (and only those)', () => {
       'reasoning_generate_summary',
       'include_encrypted_reasoning',
     ],
+    mcp: ['mcp_tool', 'mcp_item'],
   } as const;
 
-  it('the lifted rows are exactly the item-reference and encrypted-reasoning rows', () => {
+  it('the lifted rows are exactly the item-reference, encrypted-reasoning and MCP rows', () => {
     const lifted = CREATE_RESPONSE_REJECTIONS.filter((row) => row.liftedBy !== undefined).map((row) => [
       row.liftedBy,
       row.id,
@@ -266,7 +419,7 @@ describe('opt-in settings lift their rows (and only those)', () => {
 
   it('off (the default): each lifted row still refuses, its message naming the setting that lifts it', () => {
     for (const row of CREATE_RESPONSE_REJECTIONS.filter((r) => r.liftedBy !== undefined))
-      expect(row.message).toMatch(/MAYA_GLM_RESPONSES_(ITEM_REFERENCES|ENCRYPTED_REASONING)=on/);
+      expect(row.message).toMatch(/MAYA_GLM_RESPONSES_(ITEM_REFERENCES|ENCRYPTED_REASONING|MCP)=on/);
   });
 
   for (const [setting, ids] of Object.entries(LIFTED) as [keyof typeof LIFTED, readonly string[]][]) {
@@ -277,6 +430,7 @@ describe('opt-in settings lift their rows (and only those)', () => {
       const optIns = {
         itemReferences: setting === 'itemReferences',
         encryptedReasoning: setting === 'encryptedReasoning',
+        mcp: setting === 'mcp',
       };
       const { request } = createTestApp({ handlers: { createResponse: handler }, server: { optIns } });
       for (const { id, body, param } of CASES.filter(

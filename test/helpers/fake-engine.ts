@@ -106,6 +106,9 @@ export class FakeEngine implements Engine {
     if (!Number.isInteger(request.maxTokens) || request.maxTokens < 1) {
       throw new EngineError('invalid_arg', 'maxTokens must be a positive integer');
     }
+    const topK = request.topK ?? 0;
+    if (!Number.isInteger(topK) || topK < 0)
+      throw new EngineError('invalid_arg', 'topK must be an integer >= 0 (0 = off)');
     if ((request.images?.length ?? 0) > 0 && !this.info.vision) {
       throw new EngineError('unsupported', 'this model has no vision encoder: images are not supported');
     }
@@ -142,6 +145,8 @@ export class FakeEngine implements Engine {
         this.imagesEncoded += request.images?.length ?? 0;
         if (options.signal?.aborted) return finish('cancelled');
       }
+      if (request.reportProgress)
+        yield { type: 'prefill_progress', cachedTokens, processedTokens: request.promptIds.length };
       yield { type: 'prefilled', cachedTokens };
       for (const id of script.tokens) {
         if (outputTokens >= request.maxTokens) return finish('length');
@@ -180,6 +185,9 @@ export class FakeEngine implements Engine {
       imagesEncoded: this.imagesEncoded,
       encodeMicros: this.imagesEncoded * this.imageEncodeMs * 1000,
       encodeCpuMicros: 0,
+      draftTokens: 0,
+      draftAccepted: 0,
+      decodePasses: this.counters.decodeTokens,
     };
   }
 

@@ -10,13 +10,9 @@ import supertest from 'supertest';
 import { createRegistry } from '../../metrics/http-metrics.ts';
 import { createApp, type AppOptions } from '../../handlers/app.ts';
 import { silentLogger, type AppDeps, type RequestState } from '../../handlers/app-deps.ts';
-import {
-  DEFAULT_MAX_BODY_BYTES,
-  DEFAULT_RESPONSES_SETTINGS,
-  type ResponsesSettings,
-  type ServerSettings,
-} from '../../config/settings.ts';
+import { DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings, type ServerSettings } from '../../config/settings.ts';
 import { FakeEngine } from './fake-engine.ts';
+import { loopbackServer } from './loopback.ts';
 import { MemoryResponseStore } from '../../store/responses/memory-response-store.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
 
@@ -61,15 +57,7 @@ export function createTestDeps(options: TestAppOptions = {}): {
   const registry = options.deps?.registry ?? createRegistry();
   const deps: AppDeps = {
     settings,
-    server: {
-      host: '127.0.0.1',
-      port: 0,
-      model: undefined,
-      apiKeys: [],
-      corsOrigins: undefined,
-      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
-      ...options.server,
-    },
+    server: loopbackServer(options.server),
     registry,
     getRuntime: () => runtime,
     store: new MemoryResponseStore({ settings, registry }),

@@ -162,11 +162,19 @@ export const anyRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
   ...(Object.keys(operations) as OperationId[]).map(requestOf),
 );
 
-/** Problems with one answer: a 5xx, or an error body that is not the OpenAI envelope. */
-export function answerProblems(status: number, body: unknown): string[] {
+/**
+ * Problems with one answer of `operation`: a 5xx, or an error body that is not the operation's
+ * envelope (OpenAI's; Anthropic's for the `x-error-format: anthropic` operations).
+ */
+export function answerProblems(status: number, body: unknown, operation?: OperationId): string[] {
   const problems: string[] = [];
   if (status >= 500) problems.push(`status ${status}`);
-  if (status >= 400) {
+  if (status >= 400 && operation !== undefined && operations[operation].errorFormat === 'anthropic') {
+    const envelope = body as { type?: unknown; error?: Record<string, unknown> } | undefined;
+    const error = envelope?.error;
+    if (envelope?.type !== 'error' || !error || typeof error.type !== 'string' || typeof error.message !== 'string')
+      problems.push(`not the Anthropic error envelope: ${JSON.stringify(body)?.slice(0, 200)}`);
+  } else if (status >= 400) {
     const error = (body as { error?: Record<string, unknown> } | undefined)?.error;
     if (
       !error ||

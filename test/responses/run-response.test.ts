@@ -10,7 +10,7 @@ import { newResponseObject, type ResponseObject } from '../../responses/response
 import { planResponse, type PlanRequest } from '../../responses/response-plan.ts';
 import { runResponse } from '../../responses/run-response.ts';
 import type { StreamEvent } from '../../contract/stream-events.ts';
-import { scriptedRuntime, type ScriptedRuntime } from './scripted-runtime.ts';
+import { glmToolCall, scriptedRuntime, type ScriptedRuntime } from './scripted-runtime.ts';
 import { streamViolations } from './stream-rules.ts';
 
 const WEATHER = {
@@ -41,28 +41,7 @@ async function run(runtime: ScriptedRuntime, request: PlanRequest & { input: unk
 }
 
 const types = (events: StreamEvent[]) => events.map((event) => event.type);
-const CALL = [
-  '<tool_call>',
-  'get_weather',
-  '\n',
-  '<arg_key>',
-  'city',
-  '</arg_key>',
-  '\n',
-  '<arg_value>',
-  'Paris',
-  '</arg_value>',
-  '\n',
-  '<arg_key>',
-  'days',
-  '</arg_key>',
-  '\n',
-  '<arg_value>',
-  '3',
-  '</arg_value>',
-  '\n',
-  '</tool_call>',
-];
+const CALL = glmToolCall('get_weather', { city: 'Paris', days: '3' });
 
 describe('text and reasoning', () => {
   it('streams a reasoning item then a message in OpenAI lifecycle order, with usage', async () => {
@@ -102,6 +81,15 @@ describe('text and reasoning', () => {
     expect(runtime.engine.calls).toHaveLength(1);
     expect(response.output.map((item) => item.type)).toEqual(['message']);
     expect(response.usage!.output_tokens_details.reasoning_tokens).toBe(0);
+  });
+
+  it("the plan's topK (Anthropic's top_k) reaches the engine call; without one the call has none (off)", async () => {
+    const runtime = scriptedRuntime(Array.from({ length: 2 }, () => ({ pieces: ['\n', 'Hi', '<|user|>'] })));
+    const { plan } = await run(runtime, { input: 'Hello', temperature: 0.8, topK: 5, reasoning: { effort: 'none' } });
+    expect(plan.topK).toBe(5);
+    await run(runtime, { input: 'Hello', temperature: 0.8, reasoning: { effort: 'none' } });
+    expect(runtime.engine.calls[0]).toMatchObject({ topK: 5, temperature: 0.8 });
+    expect(runtime.engine.calls[1]!.topK).toBeUndefined();
   });
 
   it('max_output_tokens cut → incomplete with reason max_output_tokens', async () => {

@@ -21,6 +21,7 @@ export interface ScriptedRuntime extends GenerationRuntime {
 export function scriptedRuntime(
   scripts: Array<{ pieces: string[]; finishReason?: FakeScript['finishReason']; cachedTokens?: number }>,
   contextLength = 4096,
+  tokenDelayMs?: number,
 ): ScriptedRuntime {
   const vocab = [...SPECIALS];
   const idOf = (piece: string) => {
@@ -34,7 +35,7 @@ export function scriptedRuntime(
     finishReason: s.finishReason,
     cachedTokens: s.cachedTokens,
   }));
-  const engine = new FakeEngine({ script: resolved, info: { contextLength } });
+  const engine = new FakeEngine({ script: resolved, info: { contextLength }, tokenDelayMs });
   const tokenizer: PipelineTokenizer = {
     // One id per 4 characters: prompt length scales with the text, which the context check reads.
     encode: (text) => Array.from({ length: Math.ceil(text.length / 4) }, () => 0),
@@ -43,4 +44,24 @@ export function scriptedRuntime(
   };
   const dialect = createGlmDialect('glm45', new ChatTemplate(TEMPLATE));
   return { id: 'scripted-glm', contextLength, engine, tokenizer, dialect, ids };
+}
+
+/** The pieces of a GLM-4.5 tool call to `name` with string `args`, as the model emits them. */
+export function glmToolCall(name: string, args: Record<string, string>): string[] {
+  return [
+    '<tool_call>',
+    name,
+    '\n',
+    ...Object.entries(args).flatMap(([key, value]) => [
+      '<arg_key>',
+      key,
+      '</arg_key>',
+      '\n',
+      '<arg_value>',
+      value,
+      '</arg_value>',
+      '\n',
+    ]),
+    '</tool_call>',
+  ];
 }

@@ -1,7 +1,7 @@
 /**
  * scripts/provision-test.sh (the first step of `npm test`) as a new machine meets it: run with a
- * PATH that holds only stubs, so `redis-server` and `chromium` are absent unless a case puts them
- * there, `id` answers the case's user id, and `sudo` and `apt-get` record each call (apt-get
+ * PATH that holds only stubs, so NEEDS's commands (redis-server, haproxy, redis-sentinel,
+ * clang-format, black, flake8, chromium) are absent unless a case puts them there, `id` answers the case's user id, and `sudo` and `apt-get` record each call (apt-get
  * "installs" by placing a stub of each package's command on that PATH). Checked: nothing is
  * installed when both are present; root installs Debian's packages, only the missing ones; a user
  * with password-less sudo installs through it; any other user, a failed apt-get and a machine
@@ -34,8 +34,9 @@ const STUBS: Record<string, string> = {
     '[[ $1 == install ]] && for p in "${@:2}"; do [[ $p == -* ]] || { printf "#!/bin/sh\\n" >"$STUB_BIN/$p"; /bin/chmod +x "$STUB_BIN/$p"; }; done',
     'exit 0',
   ].join('\n'),
-  'redis-server': '',
-  chromium: '',
+  ...Object.fromEntries(
+    ['redis-server', 'haproxy', 'redis-sentinel', 'clang-format', 'black', 'flake8', 'chromium'].map((c) => [c, '']),
+  ),
 };
 
 interface Case {
@@ -77,33 +78,37 @@ function provision(c: Case) {
 }
 
 const TOOLS = ['id', 'sudo', 'apt-get'];
+/** NEEDS's commands (each its Debian package's name), in the script's order. */
+const NEEDED = ['redis-server', 'haproxy', 'redis-sentinel', 'clang-format', 'black', 'flake8', 'chromium'];
+const ALL = NEEDED.join(' ');
+const allBut = (...absent: string[]) => NEEDED.filter((command) => !absent.includes(command));
 
 describe('scripts/provision-test.sh', () => {
-  it('does nothing when redis-server and chromium are on PATH', () => {
-    const run = provision({ uid: 1000, commands: [...TOOLS, 'redis-server', 'chromium'] });
+  it('does nothing when every needed command is on PATH', () => {
+    const run = provision({ uid: 1000, commands: [...TOOLS, ...NEEDED] });
     expect(run.status).toBe(0);
     expect(run.calls).toEqual([]);
     expect(run.stderr).toBe('');
   });
 
-  it("as root, installs Debian's redis-server and chromium when they are missing", () => {
+  it("as root, installs Debian's packages when they are missing", () => {
     const run = provision({ uid: 0, commands: TOOLS });
     expect(run.status).toBe(0);
-    expect(run.calls).toEqual(['apt-get update -qq', 'apt-get install -y -qq redis-server chromium']);
+    expect(run.calls).toEqual(['apt-get update -qq', `apt-get install -y -qq ${ALL}`]);
     expect(run.isInstalled).toBe(true);
     expect(run.isChromiumInstalled).toBe(true);
-    expect(run.stderr).toContain('installed redis-server chromium');
+    expect(run.stderr).toContain(`installed ${ALL}`);
   });
 
   it('as root, installs only what is missing', () => {
-    const run = provision({ uid: 0, commands: [...TOOLS, 'chromium'] });
+    const run = provision({ uid: 0, commands: [...TOOLS, ...allBut('redis-server')] });
     expect(run.status).toBe(0);
     expect(run.calls).toEqual(['apt-get update -qq', 'apt-get install -y -qq redis-server']);
     expect(run.isInstalled).toBe(true);
   });
 
   it('as a user with password-less sudo, installs through sudo -n', () => {
-    const run = provision({ uid: 1000, commands: [...TOOLS, 'chromium'], sudo: 'yes' });
+    const run = provision({ uid: 1000, commands: [...TOOLS, ...allBut('redis-server')], sudo: 'yes' });
     expect(run.status).toBe(0);
     expect(run.calls.filter((call) => call.startsWith('sudo'))).toEqual([
       'sudo -n apt-get --version',
@@ -118,7 +123,7 @@ describe('scripts/provision-test.sh', () => {
     for (const commands of [TOOLS, ['id', 'apt-get']]) {
       const run = provision({ uid: 1000, commands, sudo: 'no' });
       expect(run.status).toBe(1);
-      expect(run.stderr).toContain('sudo apt-get update && sudo apt-get install -y redis-server chromium');
+      expect(run.stderr).toContain(`sudo apt-get update && sudo apt-get install -y ${ALL}`);
       expect(run.calls.filter((call) => !call.endsWith('--version'))).toEqual([]);
       expect(run.isInstalled).toBe(false);
       expect(run.isChromiumInstalled).toBe(false);
@@ -126,7 +131,7 @@ describe('scripts/provision-test.sh', () => {
   });
 
   it("stops with apt-get's error and the command when the install fails", () => {
-    const run = provision({ uid: 0, commands: [...TOOLS, 'chromium'], apt: 'fail' });
+    const run = provision({ uid: 0, commands: [...TOOLS, ...allBut('redis-server')], apt: 'fail' });
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('E: Unable to locate package redis-server');
     expect(run.stderr).toContain('apt-get update && apt-get install -y redis-server');
@@ -137,14 +142,14 @@ describe('scripts/provision-test.sh', () => {
     const run = provision({ uid: 0, commands: ['id'] });
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('no apt-get');
-    expect(run.stderr).toContain('redis-server chromium');
+    expect(run.stderr).toContain(ALL);
   });
 
   it("MAYA_TEST_CHROMIUM names the browser instead of Debian's, and must be executable", () => {
-    const other = provision({ uid: 0, commands: [...TOOLS, 'redis-server'], chromium: 'stub' });
+    const other = provision({ uid: 0, commands: [...TOOLS, ...allBut('chromium')], chromium: 'stub' });
     expect(other.status).toBe(0);
     expect(other.calls).toEqual([]);
-    const missing = provision({ uid: 0, commands: [...TOOLS, 'redis-server'], chromium: 'missing' });
+    const missing = provision({ uid: 0, commands: [...TOOLS, ...allBut('chromium')], chromium: 'missing' });
     expect(missing.status).toBe(1);
     expect(missing.stderr).toContain('MAYA_TEST_CHROMIUM=');
     expect(missing.stderr).toContain('is not an executable file');

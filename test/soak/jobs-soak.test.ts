@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { listenJobsApp, says } from '../handlers/background-fixtures.ts';
+import { mulberry32 } from '../helpers/mulberry32.ts';
 
 type Event = { type: string; sequence_number: number } & Record<string, unknown>;
 
@@ -23,18 +24,6 @@ const SETTINGS = {
   EVENT_COUNT: 4096,
   EVENT_BYTES: 2_097_152,
 };
-
-/** mulberry32: a small deterministic PRNG. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -141,7 +130,7 @@ describe('background jobs soak', () => {
     }
 
     async function runKey(key: string, seed: number): Promise<void> {
-      const random = prng(seed);
+      const random = mulberry32(seed);
       const pending: Promise<void>[] = [];
       for (let n = 0; n < TASKS_PER_KEY; n++) {
         const isStream = random() < 0.3;
@@ -184,7 +173,7 @@ describe('background jobs soak', () => {
             expect(created.status).toBe('queued');
             log = { key, id: created.id, stitched: [], wasCancelRequested: false };
             const readers = Math.floor(random() * 3);
-            for (let r = 0; r < readers; r++) pending.push(follow(log, prng(seed * 1000 + n * 10 + r)));
+            for (let r = 0; r < readers; r++) pending.push(follow(log, mulberry32(seed * 1000 + n * 10 + r)));
           }
         }
         counts.created++;

@@ -22,6 +22,7 @@ const FOLDERS = [
   'responses',
   'store',
   'runtime',
+  'mcp',
   'config',
   'dialects',
   'engine-cuda',

@@ -9,7 +9,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
-import { freePort, ROOT, waitForReady } from '../e2e/start-demo-service.ts';
+import { ROOT, waitForReady } from '../e2e/start-demo-service.ts';
+import { freePort } from '../helpers/loopback.ts';
 
 export const CHROMIUM = process.env.MAYA_TEST_CHROMIUM ?? '/usr/bin/chromium';
 export const GLM4V_TINY = path.join(ROOT, 'test/fixtures/engine/glm4v-tiny');

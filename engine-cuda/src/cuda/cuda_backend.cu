@@ -76,7 +76,8 @@ int32_t CudaBackend::alloc_activations() {
             float wl = 2.0f * (float)M_PI / f;
             if (wl > low_wl) f = f / c_.rope_factor;
             else if (wl >= high_wl) {
-                float smooth = ((float)c_.rope_orig_ctx / wl - c_.rope_low_freq) / (c_.rope_high_freq - c_.rope_low_freq);
+                float smooth =
+                    ((float)c_.rope_orig_ctx / wl - c_.rope_low_freq) / (c_.rope_high_freq - c_.rope_low_freq);
                 f = (1 - smooth) * f / c_.rope_factor + smooth * f;
             }
         }
@@ -99,9 +100,10 @@ int32_t CudaBackend::alloc_kv(BackendConfig *cfg, const CudaOptions &opt) {
     size_t block_bytes = 2ull * c_.n_layer * c_.n_head_kv * cfg->block_size * c_.head_dim * sizeof(float);
     int64_t fit = (int64_t)(avail / block_bytes);
     if (fit < 1)
-        return cuda_fail(ENG_STATUS_OUT_OF_MEMORY,
-                         "no room for the KV cache: %.2f GiB free after the weights (%.2f GiB), one block needs %zu bytes",
-                         free_b / kGiB, weights_.cap / kGiB, block_bytes);
+        return cuda_fail(
+            ENG_STATUS_OUT_OF_MEMORY,
+            "no room for the KV cache: %.2f GiB free after the weights (%.2f GiB), one block needs %zu bytes",
+            free_b / kGiB, weights_.cap / kGiB, block_bytes);
     if (cfg->n_blocks > fit) cfg->n_blocks = (int32_t)fit;
     cfg_.n_blocks = cfg->n_blocks;
     CUDA_TRY(dalloc(&kv_, (size_t)cfg->n_blocks * block_bytes));
@@ -175,11 +177,25 @@ int32_t CudaBackend::layer(int l, int T, int n_split) {
         CUDA_TRY(rmsnorm_rows(q_, D, q_, D, nullptr, L.q_norm, T * H, D, eps, stream_));
         CUDA_TRY(rmsnorm_rows(k_, D, k_, D, nullptr, L.k_norm, T * Hkv, D, eps, stream_));
     }
-    RopeArgs ra{q_, k_, v_, kcache(l), vcache(l), meta + off_pos(), meta + off_bt_off(), meta + off_bt(),
-                inv_freq_, T, H, Hkv, D, c_.rotary_dim, cfg_.block_size, c_.is_rope_interleaved};
+    RopeArgs ra{q_,        k_, v_, kcache(l), vcache(l), meta + off_pos(), meta + off_bt_off(), meta + off_bt(),
+                inv_freq_, T,  H,  Hkv,       D,         c_.rotary_dim,    cfg_.block_size,     c_.is_rope_interleaved};
     CUDA_TRY(rope_write_kv(ra, stream_));
-    AttnArgs aa{q_, att_, kcache(l), vcache(l), meta + off_pos(), meta + off_bt_off(), meta + off_bt(),
-                o_part_, ml_part_, T, H, Hkv, D, cfg_.block_size, n_split, 1.0f / sqrtf((float)D)};
+    AttnArgs aa{q_,
+                att_,
+                kcache(l),
+                vcache(l),
+                meta + off_pos(),
+                meta + off_bt_off(),
+                meta + off_bt(),
+                o_part_,
+                ml_part_,
+                T,
+                H,
+                Hkv,
+                D,
+                cfg_.block_size,
+                n_split,
+                1.0f / sqrtf((float)D)};
     CUDA_TRY(attention(aa, stream_));
     CUDA_TRY(linear(T, L.wo, att_, qd, h_, C, L.bo));
     // x += [post_self_attn_layernorm](h); h = post_attention_layernorm(x): the MLP's input.
@@ -250,7 +266,8 @@ int32_t CudaBackend::forward(const Batch &b, float *logits) {
         const BatchSeq &q = b.seqs[s];
         if (q.pos0 + q.n_tokens > q.n_blocks * cfg_.block_size || q.pos0 + q.n_tokens > cfg_.n_ctx)
             return cuda_fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch lacks KV blocks", s);
-        if (bt_used + q.n_blocks > bt_cap_) return cuda_fail(ENG_STATUS_INVALID_ARG, "block tables exceed %lld entries", (long long)bt_cap_);
+        if (bt_used + q.n_blocks > bt_cap_)
+            return cuda_fail(ENG_STATUS_INVALID_ARG, "block tables exceed %lld entries", (long long)bt_cap_);
         is_decode = is_decode && q.n_tokens == 1;
         memcpy(mh + off_bt() + bt_used, q.block_table, (size_t)q.n_blocks * sizeof(int32_t));
         for (int i = 0; i < q.n_tokens; i++) {
@@ -259,20 +276,26 @@ int32_t CudaBackend::forward(const Batch &b, float *logits) {
             mh[off_pos() + t] = q.pos0 + i;
             mh[off_bt_off() + t] = (int32_t)bt_used;
         }
-        if (q.logits_row >= 0) mh[off_rows() + q.logits_row] = q.tok0 + q.n_tokens - 1;
+        if (q.logits_row >= 0 && (q.n_logits < 1 || q.n_logits > q.n_tokens || q.logits_row + q.n_logits > b.n_logits))
+            return cuda_fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch asks for bad logits rows", s);
+        for (int i = 0; q.logits_row >= 0 && i < q.n_logits; i++)
+            mh[off_rows() + q.logits_row + i] = q.tok0 + q.n_tokens - q.n_logits + i;
         bt_used += q.n_blocks;
     }
-    CUDA_CHECK(cudaMemcpyAsync(meta_d_, mh, (size_t)(off_bt() + bt_used) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(
+        cudaMemcpyAsync(meta_d_, mh, (size_t)(off_bt() + bt_used) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
     if (is_decode && use_graphs_) CUDA_TRY(run_decode_graph(T));
     else CUDA_TRY(run(T, b.n_logits, n_split_for(T, is_decode)));
     if (b.n_logits > 0) {
         // Greedy rows are sampled here; the logits come back only when some row needs them.
         CUDA_TRY(maya::argmax_rows(argmax_d_, logits_, b.n_logits, c_.n_vocab, stream_));
-        CUDA_CHECK(cudaMemcpyAsync(argmax_h_, argmax_d_, (size_t)b.n_logits * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+        CUDA_CHECK(cudaMemcpyAsync(argmax_h_, argmax_d_, (size_t)b.n_logits * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                   stream_));
         bool is_all_greedy = (int)b.row_is_greedy.size() >= b.n_logits;
         for (int r = 0; is_all_greedy && r < b.n_logits; r++) is_all_greedy = b.row_is_greedy[(size_t)r] != 0;
         if (!is_all_greedy)
-            CUDA_CHECK(cudaMemcpyAsync(logits, logits_, (size_t)b.n_logits * c_.n_vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+            CUDA_CHECK(cudaMemcpyAsync(logits, logits_, (size_t)b.n_logits * c_.n_vocab * sizeof(float),
+                                       cudaMemcpyDeviceToHost, stream_));
     }
     // The pinned metadata is rewritten by the next step, so the step ends here (and faults surface).
     CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -28,9 +28,9 @@ struct DWeight {
 struct DLayer {
     const float *attn_norm = nullptr, *post_attn_norm = nullptr, *mlp_norm = nullptr, *post_mlp_norm = nullptr; // (C)
     DWeight wq, wk, wv, wo, w_gate_up, w_gate, w_up, w_down;
-    const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;        // biases or null
+    const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr; // biases or null
     const float *b_gate = nullptr, *b_up = nullptr, *b_down = nullptr;
-    const float *q_norm = nullptr, *k_norm = nullptr;                              // (D) Qwen3
+    const float *q_norm = nullptr, *k_norm = nullptr; // (D) Qwen3
 };
 
 /* Bump allocation out of one cudaMalloc, 256-byte aligned. */
@@ -53,8 +53,8 @@ class CudaBackend final : public Backend {
     int32_t init(BackendConfig *cfg, const CudaOptions &opt);
     int32_t forward(const Batch &batch, float *logits) override;
     const int32_t *argmax_rows() const override { return argmax_h_; }
-    int32_t kind() const override { return 2; }
-    int32_t simd() const override { return 0; }
+    int32_t kind() const override { return ENG_BACKEND_CUDA; }
+    int32_t simd() const override { return ENG_SIMD_SCALAR; }
 
   private:
     size_t weight_bytes() const;
@@ -87,19 +87,19 @@ class CudaBackend final : public Backend {
     DWeight embed_, lm_head_;
     const float *final_norm_ = nullptr;
     std::vector<DLayer> layers_;
-    float *inv_freq_ = nullptr;                           // (rotary_dim / 2)
+    float *inv_freq_ = nullptr; // (rotary_dim / 2)
     float *x_ = nullptr, *h_ = nullptr, *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *att_ = nullptr;
     float *ff_ = nullptr, *ff2_ = nullptr, *out_x_ = nullptr, *logits_ = nullptr;
-    float *o_part_ = nullptr, *ml_part_ = nullptr;        // split-attention partials
-    void *xb_ = nullptr;                                  // (2, max_tokens, Kmax) bf16 for the tensor-core gemm
-    float *kv_ = nullptr;                                 // (L, 2, n_blocks, Hkv, bs, D)
-    int32_t *meta_d_ = nullptr, *meta_h_ = nullptr;       // device / pinned host step metadata
-    int32_t *argmax_d_ = nullptr, *argmax_h_ = nullptr;   // (max_logits) argmax of each logits row
+    float *o_part_ = nullptr, *ml_part_ = nullptr;      // split-attention partials
+    void *xb_ = nullptr;                                // (2, max_tokens, Kmax) bf16 for the tensor-core gemm
+    float *kv_ = nullptr;                               // (L, 2, n_blocks, Hkv, bs, D)
+    int32_t *meta_d_ = nullptr, *meta_h_ = nullptr;     // device / pinned host step metadata
+    int32_t *argmax_d_ = nullptr, *argmax_h_ = nullptr; // (max_logits) argmax of each logits row
     int64_t meta_cap_ = 0, bt_cap_ = 0;
     int max_split_ = 1, sm_count_ = 1, tc_min_tokens_ = 16;
     bool use_graphs_ = true;
-    std::vector<cudaGraphExec_t> graphs_;                 // [T] decode graph, or null
-    std::vector<void *> allocs_;                          // every cudaMalloc, freed in the destructor
+    std::vector<cudaGraphExec_t> graphs_; // [T] decode graph, or null
+    std::vector<void *> allocs_;          // every cudaMalloc, freed in the destructor
 
     // Offsets (ints) of the metadata sections; fixed so captured graphs stay valid.
     int64_t off_tokens() const { return 0; }

@@ -20,9 +20,9 @@ int32_t cuda_fail(int32_t status, const char *fmt, ...) __attribute__((format(pr
 /* Maps a CUDA error to a status and records "<what> at file:line: <cuda text>". */
 int32_t cuda_error(cudaError_t e, const char *what, const char *file, int line);
 
-#define CUDA_CHECK(call)                                                             \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
+#define CUDA_CHECK(call)                                                                 \
+    do {                                                                                 \
+        cudaError_t e_ = (call);                                                         \
         if (e_ != cudaSuccess) return ::maya::cuda_error(e_, #call, __FILE__, __LINE__); \
     } while (0)
 
@@ -30,10 +30,10 @@ int32_t cuda_error(cudaError_t e, const char *what, const char *file, int line);
  * next synchronising call, which is checked too. */
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
-#define CUDA_TRY(expr)                                  \
-    do {                                                \
-        int32_t st_ = (expr);                           \
-        if (st_ < 0) return st_;                        \
+#define CUDA_TRY(expr)           \
+    do {                         \
+        int32_t st_ = (expr);    \
+        if (st_ < 0) return st_; \
     } while (0)
 
 inline int ceil_div(int64_t a, int64_t b) { return (int)((a + b - 1) / b); }

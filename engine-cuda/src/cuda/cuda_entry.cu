@@ -24,8 +24,8 @@ int32_t cuda_fail(int32_t status, const char *fmt, ...) {
 int32_t cuda_error(cudaError_t e, const char *what, const char *file, int line) {
     const char *base = strrchr(file, '/');
     int32_t st = e == cudaErrorMemoryAllocation ? ENG_STATUS_OUT_OF_MEMORY : ENG_STATUS_BACKEND;
-    return cuda_fail(st, "CUDA error at %s:%d (%s): %s (%s)", base ? base + 1 : file, line, what,
-                     cudaGetErrorString(e), cudaGetErrorName(e));
+    return cuda_fail(st, "CUDA error at %s:%d (%s): %s (%s)", base ? base + 1 : file, line, what, cudaGetErrorString(e),
+                     cudaGetErrorName(e));
 }
 
 } // namespace maya
@@ -40,7 +40,8 @@ __attribute__((visibility("default"))) int32_t maya_cuda_probe(char *why, int32_
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
-        if (why && len > 0) snprintf(why, (size_t)len, "no usable CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+        if (why && len > 0)
+            snprintf(why, (size_t)len, "no usable CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
         return ENG_STATUS_UNSUPPORTED;
     }
     if (n == 0 && why && len > 0) snprintf(why, (size_t)len, "no CUDA device");
@@ -55,7 +56,8 @@ __attribute__((visibility("default"))) int32_t maya_cuda_backend_create(const Mo
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0)
-        return cuda_fail(ENG_STATUS_UNSUPPORTED, "the CUDA backend needs an NVIDIA GPU and its driver; cudaGetDeviceCount: %s",
+        return cuda_fail(ENG_STATUS_UNSUPPORTED,
+                         "the CUDA backend needs an NVIDIA GPU and its driver; cudaGetDeviceCount: %s",
                          e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
     if (opt->device < 0 || opt->device >= n)
         return cuda_fail(ENG_STATUS_INVALID_ARG, "CUDA device %d does not exist (%d present)", opt->device, n);

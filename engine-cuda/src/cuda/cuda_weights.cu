@@ -90,7 +90,8 @@ int32_t CudaBackend::upload_weights() {
     }
     if (!ok) {
         CUDA_CHECK(cudaGetLastError());
-        return cuda_fail(ENG_STATUS_BACKEND, "uploading the weights failed (%zu of %zu bytes placed)", weights_.used, need);
+        return cuda_fail(ENG_STATUS_BACKEND, "uploading the weights failed (%zu of %zu bytes placed)", weights_.used,
+                         need);
     }
     return ENG_STATUS_OK;
 }
@@ -99,14 +100,17 @@ int32_t CudaBackend::upload_weights() {
  * or MLA layers, other dtypes) is UNSUPPORTED, which the engine's auto mode answers with the CPU. */
 int32_t CudaBackend::check_supported() const {
     auto ok = [](const Weight &w) { return w.data && (w.dtype == DT_F32 || w.dtype == DT_F16 || w.dtype == DT_BF16); };
-    if (!ok(m_.embed) || !ok(m_.lm_head)) return cuda_fail(ENG_STATUS_UNSUPPORTED, "cuda backend: embedding dtype not supported");
+    if (!ok(m_.embed) || !ok(m_.lm_head))
+        return cuda_fail(ENG_STATUS_UNSUPPORTED, "cuda backend: embedding dtype not supported");
     for (size_t l = 0; l < m_.layers.size(); l++) {
         const LayerWeights &L = m_.layers[l];
         bool dense = ok(L.wq) && ok(L.wk) && ok(L.wv) && ok(L.wo) && ok(L.w_down) &&
                      (ok(L.w_gate_up) || (ok(L.w_gate) && ok(L.w_up))) && !L.attn_norm.empty() && !L.mlp_norm.empty();
         if (!dense)
             return cuda_fail(ENG_STATUS_UNSUPPORTED,
-                             "cuda backend: layer %zu is not a dense attention + MLP layer in f32/f16/bf16 (only those run on the GPU so far)", l);
+                             "cuda backend: layer %zu is not a dense attention + MLP layer in f32/f16/bf16 (only those "
+                             "run on the GPU so far)",
+                             l);
     }
     return ENG_STATUS_OK;
 }

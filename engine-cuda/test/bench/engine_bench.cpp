@@ -34,7 +34,7 @@ static void run(eng_ctx *ctx, int batch, int prompt_len, int gen_len, double *pr
     for (int b = 0; b < batch; b++) {
         std::vector<int32_t> p((size_t)prompt_len);
         for (int i = 0; i < prompt_len; i++) p[(size_t)i] = (int32_t)((i * 31 + b * 7 + salt * 131) % 1000 + 3);
-        eng_seq_add(ctx, p.data(), prompt_len, nullptr, 0, gen_len, 0.0f, 1.0f, 0, 0, &ids[(size_t)b]);
+        eng_seq_add(ctx, p.data(), prompt_len, nullptr, 0, gen_len, 0.0f, 1.0f, 0, 0, 0, &ids[(size_t)b]);
     }
     std::vector<int32_t> ev(4 * 256);
     int finished = 0, prefilled = 0;
@@ -44,7 +44,10 @@ static void run(eng_ctx *ctx, int batch, int prompt_len, int gen_len, double *pr
         double t0 = now(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         int n = eng_step(ctx, ev.data(), (int)ev.size());
         double dt = now() - t0, dc = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-        if (n < 0) { fprintf(stderr, "step failed %d\n", n); exit(1); }
+        if (n < 0) {
+            fprintf(stderr, "step failed %d\n", n);
+            exit(1);
+        }
         int toks = 0;
         bool was_prefill = prefilled < batch;
         for (int i = 0; i < n; i++) {
@@ -65,22 +68,33 @@ static void run(eng_ctx *ctx, int batch, int prompt_len, int gen_len, double *pr
 int main(int argc, char **argv) {
     if (argc >= 4 && !strcmp(argv[1], "--random-llama")) {
         RandomModelSpec s;
-        s.vocab = 32000; s.hidden = 768; s.layers = 12; s.heads = 12; s.kv_heads = 12; s.head_dim = 64;
-        s.ffn = 2048; s.max_pos = 1024; s.tied = true; s.dtype = argv[3];
+        s.vocab = 32000;
+        s.hidden = 768;
+        s.layers = 12;
+        s.heads = 12;
+        s.kv_heads = 12;
+        s.head_dim = 64;
+        s.ffn = 2048;
+        s.max_pos = 1024;
+        s.tied = true;
+        s.dtype = argv[3];
         return write_random_model(argv[2], s) ? 0 : 1;
     }
-    if (argc < 2) { fprintf(stderr, "usage: engine-bench MODEL_DIR [threads] [prompt_len] [gen_len]\n"); return 2; }
+    if (argc < 2) {
+        fprintf(stderr, "usage: engine-bench MODEL_DIR [threads] [prompt_len] [gen_len]\n");
+        return 2;
+    }
     int64_t params[ENG_PARAM_COUNT] = {0};
     params[ENG_PARAM_N_THREADS] = argc > 2 ? atoi(argv[2]) : 0;
     // The library reads no environment: the bench passes these settings as parameters.
     const char *wd = getenv("MAYA_WEIGHT_DTYPE"); // q8: 8-bit weights quantized at load
-    if (wd && !strcmp(wd, "q8")) params[ENG_PARAM_WEIGHT_DTYPE] = 2;
+    if (wd && !strcmp(wd, "q8")) params[ENG_PARAM_WEIGHT_DTYPE] = ENG_WEIGHT_DTYPE_Q8;
     const char *simd = getenv("MAYA_ENGINE_SIMD"), *const paths[] = {"scalar", "avx2", "avx512"};
     for (int i = 0; simd && i < 3; i++)
-        if (!strcmp(simd, paths[i])) params[ENG_PARAM_SIMD] = i + 1;
+        if (!strcmp(simd, paths[i])) params[ENG_PARAM_SIMD] = 1 + ENG_SIMD_SCALAR + i; // 1 + ENG_SIMD_*
     const char *backend = getenv("MAYA_ENGINE_BACKEND");
-    if (backend && !strcmp(backend, "cpu")) params[ENG_PARAM_BACKEND] = 1;
-    if (backend && !strcmp(backend, "cuda")) params[ENG_PARAM_BACKEND] = 2;
+    if (backend && !strcmp(backend, "cpu")) params[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
+    if (backend && !strcmp(backend, "cuda")) params[ENG_PARAM_BACKEND] = ENG_BACKEND_CUDA;
     int prompt_len = argc > 3 ? atoi(argv[3]) : 128, gen_len = argc > 4 ? atoi(argv[4]) : 64;
     eng_ctx *ctx;
     if (eng_ctx_create(argv[1], params, ENG_PARAM_COUNT, &ctx) != 0) {
@@ -99,9 +113,10 @@ int main(int argc, char **argv) {
     for (int batch : {1, 8}) {
         g_decode_cpu = 0;
         run(ctx, batch, prompt_len, gen_len, &pf, &dc, &dt, batch);
-        printf("batch %d: prefill %.1f tok/s, decode %.1f tok/s (%.2f GB/s of weights), %.2f CPU-s per wall-s in decode\n",
-               batch, batch * prompt_len / pf, dt / dc, (dt / dc) / batch * info[ENG_INFO_WEIGHT_BYTES] / 1e9,
-               g_decode_cpu / dc);
+        printf(
+            "batch %d: prefill %.1f tok/s, decode %.1f tok/s (%.2f GB/s of weights), %.2f CPU-s per wall-s in decode\n",
+            batch, batch * prompt_len / pf, dt / dc, (dt / dc) / batch * info[ENG_INFO_WEIGHT_BYTES] / 1e9,
+            g_decode_cpu / dc);
     }
     eng_ctx_free(ctx);
     return 0;

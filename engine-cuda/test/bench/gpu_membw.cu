@@ -17,13 +17,13 @@ static __global__ void read_kernel(const uint4 *p, size_t n, unsigned *sink) {
     if (acc == 0x12345678u) *sink = acc; // keeps the loads; practically never stores
 }
 
-#define CK(x)                                                                      \
-    do {                                                                           \
-        cudaError_t e = (x);                                                       \
-        if (e != cudaSuccess) {                                                    \
-            fprintf(stderr, "gpu_membw: %s: %s\n", #x, cudaGetErrorString(e));     \
-            return 1;                                                              \
-        }                                                                          \
+#define CK(x)                                                                  \
+    do {                                                                       \
+        cudaError_t e = (x);                                                   \
+        if (e != cudaSuccess) {                                                \
+            fprintf(stderr, "gpu_membw: %s: %s\n", #x, cudaGetErrorString(e)); \
+            return 1;                                                          \
+        }                                                                      \
     } while (0)
 
 int main(int argc, char **argv) {

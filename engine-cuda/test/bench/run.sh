@@ -7,7 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 build="$root/engine-cuda/build"
 bash "$root/scripts/build-engine.sh" >/dev/null
-"${CXX:-g++}" -std=c++17 -O2 -o "$build/engine-bench" "$root/engine-cuda/test/bench/engine_bench.cpp" \
+"${CXX:-g++}" -std=c++17 -O2 -Wall -Wextra -Werror -o "$build/engine-bench" "$root/engine-cuda/test/bench/engine_bench.cpp" \
   "$root/engine-cuda/test/model_writer.cpp" -L"$build" -lmaya_engine -Wl,-rpath,"$build"
 default="$build/bench-llama110m-bf16"
 model="${1:-$default}"

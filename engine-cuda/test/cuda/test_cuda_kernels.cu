@@ -25,15 +25,15 @@ using namespace maya;
 
 static int g_failures = 0, g_checks = 0;
 
-#define EXPECT(cond, ...)                                                  \
-    do {                                                                   \
-        g_checks++;                                                        \
-        if (!(cond)) {                                                     \
-            g_failures++;                                                  \
-            fprintf(stderr, "  FAIL %s:%d: ", __FILE__, __LINE__);         \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, "\n");                                         \
-        }                                                                  \
+#define EXPECT(cond, ...)                                          \
+    do {                                                           \
+        g_checks++;                                                \
+        if (!(cond)) {                                             \
+            g_failures++;                                          \
+            fprintf(stderr, "  FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                          \
+            fprintf(stderr, "\n");                                 \
+        }                                                          \
     } while (0)
 #define OK(expr) EXPECT((expr) == ENG_STATUS_OK, "%s failed", #expr)
 
@@ -66,8 +66,16 @@ static HostWeight make_weight(DType dt, int rows, int K) {
     for (size_t i = 0; i < n; i++) {
         float v = urand(-1, 1);
         if (dt == DT_F32) memcpy(&w.raw[i * 4], &v, 4), w.f[i] = v;
-        if (dt == DT_F16) { __half h = __float2half(v); memcpy(&w.raw[i * 2], &h, 2); w.f[i] = __half2float(h); }
-        if (dt == DT_BF16) { __nv_bfloat16 h = __float2bfloat16(v); memcpy(&w.raw[i * 2], &h, 2); w.f[i] = __bfloat162float(h); }
+        if (dt == DT_F16) {
+            __half h = __float2half(v);
+            memcpy(&w.raw[i * 2], &h, 2);
+            w.f[i] = __half2float(h);
+        }
+        if (dt == DT_BF16) {
+            __nv_bfloat16 h = __float2bfloat16(v);
+            memcpy(&w.raw[i * 2], &h, 2);
+            w.f[i] = __bfloat162float(h);
+        }
     }
     return w;
 }
@@ -101,8 +109,9 @@ static void check_linear(Path path, DType dt, int rows, int K, int T, int ldx_pa
         }
     bool untouched = true; // columns past `rows` of each y row keep their fill
     for (int t = 0; t < T; t++) untouched = untouched && got[(size_t)t * ldy + rows] == -7.0f;
-    EXPECT(worst < 2e-6 * sqrt((double)K) + 1e-6 && untouched, "linear path %d dtype %d rows %d K %d T %d: rel err %.3g%s",
-           (int)path, (int)dt, rows, K, T, worst, untouched ? "" : ", wrote past rows");
+    EXPECT(worst < 2e-6 * sqrt((double)K) + 1e-6 && untouched,
+           "linear path %d dtype %d rows %d K %d T %d: rel err %.3g%s", (int)path, (int)dt, rows, K, T, worst,
+           untouched ? "" : ", wrote past rows");
     cudaFree(dw), cudaFree(dx), cudaFree(dy), cudaFree(db), cudaFree(xb);
 }
 
@@ -110,8 +119,8 @@ static void test_linear() {
     fprintf(stderr, "linear (gemv, simt gemm, wmma bf16 gemm)\n");
     for (DType dt : {DT_F32, DT_F16, DT_BF16})
         for (int T = 1; T <= kGemvMaxTokens; T++) {
-            check_linear(GEMV, dt, 67, 256, T, 0, T % 2);   // 16-byte path
-            check_linear(GEMV, dt, 33, 100, T, 1, true);    // unaligned K / ldx: scalar path
+            check_linear(GEMV, dt, 67, 256, T, 0, T % 2); // 16-byte path
+            check_linear(GEMV, dt, 33, 100, T, 1, true);  // unaligned K / ldx: scalar path
         }
     for (DType dt : {DT_F32, DT_F16, DT_BF16})
         for (int T : {9, 64, 100}) check_linear(SIMT, dt, 130, 200, T, 2, true);
@@ -186,7 +195,8 @@ static void test_rmsnorm_swiglu_residual() {
                 wh = fmax(wh, fabs(gh[(size_t)t * n + i] - want));
             }
         }
-        EXPECT(wx < 1e-5 && wh < 1e-5, "add_rmsnorm post %d next %d: x err %.3g, h err %.3g", (int)has_post, (int)has_next, wx, wh);
+        EXPECT(wx < 1e-5 && wh < 1e-5, "add_rmsnorm post %d next %d: x err %.3g, h err %.3g", (int)has_post,
+               (int)has_next, wx, wh);
         cudaFree(dx), cudaFree(dh), cudaFree(dp), cudaFree(dn);
     }
 }
@@ -216,7 +226,8 @@ static void test_gemv_multi() {
         }
         OK(gemv_multi(jobs, 3, 0));
         for (int j = 0; j < 3; j++) {
-            std::vector<float> a = to_host(multi[(size_t)j], (size_t)T * rows[j]), b = to_host(single[(size_t)j], (size_t)T * rows[j]);
+            std::vector<float> a = to_host(multi[(size_t)j], (size_t)T * rows[j]),
+                               b = to_host(single[(size_t)j], (size_t)T * rows[j]);
             EXPECT(a == b, "gemv_multi job %d (dtype %d) differs from a single gemv", j, (int)dt);
         }
     }
@@ -287,15 +298,16 @@ static void check_attention(const PagedCase &c, int n_split) {
                 worst = fmax(worst, fabs(got[((size_t)t * H + h) * D + e] - o / sum));
             }
         }
-    EXPECT(worst < 2e-5, "attention H %d Hkv %d D %d bs %d T %d split %d: max err %.3g", H, c.Hkv, D, c.bs, T, n_split, worst);
+    EXPECT(worst < 2e-5, "attention H %d Hkv %d D %d bs %d T %d split %d: max err %.3g", H, c.Hkv, D, c.bs, T, n_split,
+           worst);
     cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dpos), cudaFree(dtb), cudaFree(dbt);
     cudaFree(dout), cudaFree(dop), cudaFree(dml);
 }
 
 static void test_attention() {
     fprintf(stderr, "paged attention (prefill, decode, split decode)\n");
-    check_attention(make_case(6, 2, 16, 16, {37, 5}, false), 1);      // prefill, causal, 2 sequences
-    check_attention(make_case(32, 2, 128, 16, {300, 20}, false), 1);  // GLM-4-9B heads
+    check_attention(make_case(6, 2, 16, 16, {37, 5}, false), 1);     // prefill, causal, 2 sequences
+    check_attention(make_case(32, 2, 128, 16, {300, 20}, false), 1); // GLM-4-9B heads
     for (int n_split : {1, 4, 32}) {
         check_attention(make_case(32, 2, 128, 16, {1, 33, 1000, 4097}, true), n_split);
         check_attention(make_case(8, 8, 64, 4, {70, 9}, true), n_split); // no GQA
@@ -352,10 +364,10 @@ static void test_argmax() {
     int V = 151552, R = 5;
     std::vector<float> x((size_t)R * V);
     for (float &v : x) v = urand(-10, 10);
-    x[(size_t)0 * V + 77] = 50, x[(size_t)0 * V + 150000] = 50;       // tie: lowest id wins
-    x[(size_t)1 * V + V - 1] = 60;                                     // the last id
-    for (int i = 0; i < V; i++) x[(size_t)2 * V + i] = -INFINITY;      // all -inf: id 0, as the host's
-    x[(size_t)3 * V + 5] = NAN, x[(size_t)3 * V + 9] = 70;             // NaN never wins
+    x[(size_t)0 * V + 77] = 50, x[(size_t)0 * V + 150000] = 50;   // tie: lowest id wins
+    x[(size_t)1 * V + V - 1] = 60;                                // the last id
+    for (int i = 0; i < V; i++) x[(size_t)2 * V + i] = -INFINITY; // all -inf: id 0, as the host's
+    x[(size_t)3 * V + 5] = NAN, x[(size_t)3 * V + 9] = 70;        // NaN never wins
     float *dx = to_device(x);
     int32_t *dout = nullptr;
     cudaMalloc(&dout, (size_t)R * 4);
@@ -364,8 +376,8 @@ static void test_argmax() {
     int want4 = 0;
     for (int i = 1; i < V; i++)
         if (x[(size_t)4 * V + i] > x[(size_t)4 * V + want4]) want4 = i;
-    EXPECT(got[0] == 77 && got[1] == V - 1 && got[2] == 0 && got[3] == 9 && got[4] == want4, "argmax %d %d %d %d %d (want 77 %d 0 9 %d)",
-           got[0], got[1], got[2], got[3], got[4], V - 1, want4);
+    EXPECT(got[0] == 77 && got[1] == V - 1 && got[2] == 0 && got[3] == 9 && got[4] == want4,
+           "argmax %d %d %d %d %d (want 77 %d 0 9 %d)", got[0], got[1], got[2], got[3], got[4], V - 1, want4);
     cudaFree(dx), cudaFree(dout);
 }
 

@@ -1,8 +1,10 @@
 /**
  * RedisJobMirror with two job managers ("replicas") on one real redis-server and scripted runs:
  * the shared event window and its cursor refusals match the owner's own, other scopes see
- * nothing, a cancel from the other replica stops a held run, and a replica whose lease lapses
- * has its active tasks failed by the other.
+ * nothing, a cancel from the other replica stops a held run, a replica whose lease lapses
+ * has its active tasks failed by the other, and writes Redis lost (as a failover loses the
+ * writes its new primary never received) are written again by the owner's heartbeat: events, a
+ * whole record, a task's end.
  */
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -180,6 +182,74 @@ describe('RedisJobMirror', () => {
     const continued = await refusal(b.mirror.continuationHistory('scope', id));
     expect([continued.status, continued.param]).toEqual([400, 'previous_response_id']);
     gate.open();
+  });
+});
+
+/** Rolls the shared record of `id` back to its first `keep` events, as a failover that lost the later writes would. */
+async function loseEvents(prefix: string, id: string, keep: number, isEndLost = false): Promise<void> {
+  const client = clients[0]!;
+  const key = `${prefix}job:${id}`;
+  await client.ltrim(`${key}:ev`, 0, keep - 1);
+  await client.ltrim(`${key}:eb`, 0, keep - 1);
+  const bytes = (await client.lrange(`${key}:eb`, 0, -1)).reduce((sum, n) => sum + Number(n), 0);
+  await client.hset(key, 'last', keep - 1, 'bytes', bytes);
+  if (isEndLost) {
+    await client.hset(key, 'done', 0, 'status', 'in_progress');
+    await client.persist(key);
+    await client.sadd(`${prefix}jobs:active`, id);
+  }
+}
+
+describe('writes Redis lost are written again by the owner', () => {
+  const lease = { leaseMs: 1_000, heartbeatMs: 50 };
+
+  it('events lost while the task runs: the log is filled from the owner, with no hole', async () => {
+    const prefix = uniquePrefix('jobs');
+    const [a, b] = [await replica(prefix, {}, lease), await replica(prefix, {}, lease)];
+    const gate = new Gate();
+    const { id } = a.jobs.submit('scope', scriptedTask({ deltas: 4, gate }).spec);
+    await a.mirror.confirmAdmission(id);
+    await until(async () => (await b.mirror.snapshot('scope', id))?.status === 'in_progress');
+    await until(async () => Number(await clients[0]!.hget(`${prefix}job:${id}`, 'last')) === 2);
+    await loseEvents(prefix, id, 1);
+    await until(async () => Number(await clients[0]!.hget(`${prefix}job:${id}`, 'last')) === 2);
+    gate.open();
+    await until(async () => (await b.mirror.snapshot('scope', id))?.status === 'completed');
+    const shared = await collect((await b.mirror.openStream('scope', id, undefined))!);
+    expect(shared).toEqual(await collect(a.jobs.openStream('scope', id, undefined)!));
+    expect(shared.map((event) => event.sequence_number)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  it('a running task whose whole record was lost is admitted again, then ends normally', async () => {
+    const prefix = uniquePrefix('jobs');
+    const [a, b] = [await replica(prefix, {}, lease), await replica(prefix, {}, lease)];
+    const gate = new Gate();
+    const { id } = a.jobs.submit('scope', scriptedTask({ deltas: 2, gate }).spec);
+    await a.mirror.confirmAdmission(id);
+    await until(async () => (await b.mirror.snapshot('scope', id))?.status === 'in_progress');
+    await clients[0]!.del(`${prefix}job:${id}`, `${prefix}job:${id}:ev`, `${prefix}job:${id}:eb`);
+    await clients[0]!.srem(`${prefix}jobs:active`, id);
+    expect(await b.mirror.snapshot('scope', id)).toBeUndefined();
+    await until(async () => (await b.mirror.snapshot('scope', id))?.status === 'in_progress');
+    gate.open();
+    await until(async () => (await b.mirror.snapshot('scope', id))?.status === 'completed');
+    const shared = await collect((await b.mirror.openStream('scope', id, undefined))!);
+    expect(shared).toEqual(await collect(a.jobs.openStream('scope', id, undefined)!));
+  });
+
+  it('a finished task whose end was lost is ended again (never left in_progress), its events whole', async () => {
+    const prefix = uniquePrefix('jobs');
+    const [a, b] = [await replica(prefix, {}, lease), await replica(prefix, {}, lease)];
+    const { id } = a.jobs.submit('scope', scriptedTask({ deltas: 3 }).spec);
+    await a.mirror.confirmAdmission(id);
+    await until(async () => (await b.mirror.snapshot('scope', id))?.status === 'completed');
+    await loseEvents(prefix, id, 4, true);
+    expect((await b.mirror.snapshot('scope', id))?.status).toBe('in_progress');
+    await until(async () => (await b.mirror.snapshot('scope', id))?.status === 'completed', 2_000);
+    const shared = await collect((await b.mirror.openStream('scope', id, undefined))!);
+    expect(shared).toEqual(await collect(a.jobs.openStream('scope', id, undefined)!));
+    expect(shared.at(-1)).toMatchObject({ type: 'response.completed' });
+    expect(await clients[0]!.sismember(`${prefix}jobs:active`, id)).toBe(0);
   });
 });
 

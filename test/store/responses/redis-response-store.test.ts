@@ -2,14 +2,16 @@
  * The RedisResponseStore against a real redis-server (test/helpers/redis-server.ts): the same
  * contract suite as the in-memory store, then what only a shared store has to show: two
  * replicas' stores on one Redis agree, limits hold under concurrent writers, every key is freed
- * when the last response goes, and key names carry no scope secret or prompt text.
+ * when the last response goes, and key names carry no scope secret or prompt text; with
+ * replicas to wait for, a write none confirmed is refused.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_RESPONSES_SETTINGS, type ResponsesSettings } from '../../../config/settings.ts';
-import { createRedisClient, openRedis } from '../../../store/redis/redis-connection.ts';
+import { createRedisClient, openRedis, STORE_WAIT_MS } from '../../../store/redis/redis-connection.ts';
 import { RedisResponseStore } from '../../../store/responses/redis-response-store.ts';
-import { sharedRedisUrl, uniquePrefix } from '../../helpers/redis-server.ts';
+import type { StoreError } from '../../../store/responses/response-store.ts';
+import { sharedRedisUrl, startRedisServer, uniquePrefix } from '../../helpers/redis-server.ts';
 import { jsonBytes, makeTurn, storeChain, storeTurn } from './store-fixtures.ts';
 import { runStoreContract } from './store.contract.ts';
 
@@ -109,5 +111,36 @@ describe('RedisResponseStore across replicas', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     expect(await store.get('scope', 'resp_clock_0')).toBeUndefined();
     expect((await store.stats()).expirations).toBe(1);
+  });
+});
+
+describe('RedisResponseStore waiting for Redis replicas (MAYA_STORE_WAIT_REPLICAS)', () => {
+  it('a write no replica confirmed within STORE_WAIT_MS is 503 store_unavailable', async () => {
+    const server = await startRedisServer();
+    const [reader, writer] = [createRedisClient(server.url), createRedisClient(server.url)];
+    try {
+      await openRedis(reader, server.url);
+      await openRedis(writer, server.url);
+      const store = new RedisResponseStore({
+        client: reader,
+        settings: DEFAULT_RESPONSES_SETTINGS,
+        prefix: uniquePrefix('wait'),
+        durable: { client: writer, replicas: 1 },
+      });
+      const turn = makeTurn('wait', 0);
+      const started = Date.now();
+      const refused = await storeTurn(store, 'scope', turn).then(
+        () => undefined,
+        (error: StoreError) => error,
+      );
+      expect([refused?.status, refused?.code]).toEqual([503, 'store_unavailable']);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(STORE_WAIT_MS - 50);
+      // The write itself reached this lone primary; it is just never reported stored.
+      expect(await store.get('scope', turn.id)).toEqual(turn.response);
+    } finally {
+      reader.disconnect();
+      writer.disconnect();
+      await server.stop();
+    }
   });
 });

@@ -139,7 +139,9 @@ size_t attention_smem_bytes(int H, int Hkv, int D) {
 int32_t attention_prepare(int H, int Hkv, int D, size_t smem_limit) {
     size_t need = attention_smem_bytes(H, Hkv, D);
     if (need > smem_limit)
-        return cuda_fail(ENG_STATUS_UNSUPPORTED, "attention: %d query heads per kv head with head size %d need %zu bytes of shared memory; the device has %zu",
+        return cuda_fail(ENG_STATUS_UNSUPPORTED,
+                         "attention: %d query heads per kv head with head size %d need %zu bytes of shared memory; the "
+                         "device has %zu",
                          H / Hkv, D, need, smem_limit);
     CUDA_CHECK(cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)need));
     return ENG_STATUS_OK;
@@ -151,7 +153,8 @@ int32_t attention(const AttnArgs &a, cudaStream_t st) {
     attention_kernel<<<dim3(a.T, a.Hkv, a.n_split), kAttnThreads, smem, st>>>(a);
     CUDA_CHECK(cudaGetLastError());
     if (a.n_split > 1) {
-        attention_combine_kernel<<<dim3(a.T, a.H), a.D < 128 ? a.D : 128, 0, st>>>(a);
+        int threads = a.D < 128 ? a.D : 128; // (a named count: clang-format 14 misreads `<` inside <<<>>>)
+        attention_combine_kernel<<<dim3(a.T, a.H), threads, 0, st>>>(a);
         CUDA_CHECK(cudaGetLastError());
     }
     return ENG_STATUS_OK;

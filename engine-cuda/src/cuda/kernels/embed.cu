@@ -4,8 +4,7 @@
 
 namespace maya {
 
-template <typename W>
-static __global__ void embed_kernel(float *x, const W *table, const int32_t *tokens, int C) {
+template <typename W> static __global__ void embed_kernel(float *x, const W *table, const int32_t *tokens, int C) {
     int t = blockIdx.x;
     const W *row = table + (int64_t)tokens[t] * C;
     for (int i = threadIdx.x; i < C; i += blockDim.x) x[(int64_t)t * C + i] = to_f32(row[i]);

@@ -18,8 +18,7 @@ namespace {
 
 constexpr int kTile = 64, kSimtK = 16;
 
-template <typename W>
-__global__ void __launch_bounds__(256) gemm_simt_kernel(LinearArgs a) {
+template <typename W> __global__ void __launch_bounds__(256) gemm_simt_kernel(LinearArgs a) {
     __shared__ float ws[kSimtK][kTile + 4]; // [k][row]
     __shared__ float xs[kSimtK][kTile + 4]; // [k][token]
     int r0 = blockIdx.x * kTile, t0 = blockIdx.y * kTile;
@@ -77,11 +76,12 @@ __global__ void split_bf16_kernel(__nv_bfloat16 *hi, __nv_bfloat16 *lo, const fl
 
 constexpr int kTcK = 32, kTcPad = 8; // pad rows by 16 bytes against bank conflicts
 
-__global__ void __launch_bounds__(128) gemm_tc_kernel(LinearArgs a, const __nv_bfloat16 *xhi, const __nv_bfloat16 *xlo) {
+__global__ void __launch_bounds__(128)
+    gemm_tc_kernel(LinearArgs a, const __nv_bfloat16 *xhi, const __nv_bfloat16 *xlo) {
     using namespace nvcuda;
     __shared__ __align__(32) __nv_bfloat16 ws[kTile][kTcK + kTcPad];
-    __shared__ __align__(32) __nv_bfloat16 xs[kTile][kTcK + kTcPad];  // hi part of x
-    __shared__ __align__(32) __nv_bfloat16 xl[kTile][kTcK + kTcPad];  // lo part of x
+    __shared__ __align__(32) __nv_bfloat16 xs[kTile][kTcK + kTcPad]; // hi part of x
+    __shared__ __align__(32) __nv_bfloat16 xl[kTile][kTcK + kTcPad]; // lo part of x
     __shared__ __align__(32) float stage[4][16 * 16];
     int r0 = blockIdx.x * kTile, t0 = blockIdx.y * kTile;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -159,12 +159,11 @@ int32_t gemm_simt(const LinearArgs &a, cudaStream_t st) {
     return ENG_STATUS_OK;
 }
 
-bool gemm_bf16_tc_fits(const LinearArgs &a) {
-    return a.dtype == DT_BF16 && a.K % 8 == 0 && (uintptr_t)a.w % 16 == 0;
-}
+bool gemm_bf16_tc_fits(const LinearArgs &a) { return a.dtype == DT_BF16 && a.K % 8 == 0 && (uintptr_t)a.w % 16 == 0; }
 
 int32_t gemm_bf16_tc(const LinearArgs &a, void *xb, cudaStream_t st) {
-    if (!gemm_bf16_tc_fits(a)) return cuda_fail(ENG_STATUS_UNSUPPORTED, "gemm_bf16_tc: needs bf16 weights, K %% 8 == 0");
+    if (!gemm_bf16_tc_fits(a))
+        return cuda_fail(ENG_STATUS_UNSUPPORTED, "gemm_bf16_tc: needs bf16 weights, K %% 8 == 0");
     if (a.T <= 0) return ENG_STATUS_OK;
     int64_t n = (int64_t)a.T * a.K;
     __nv_bfloat16 *hi = (__nv_bfloat16 *)xb, *lo = hi + n;

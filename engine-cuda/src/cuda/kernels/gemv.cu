@@ -81,16 +81,14 @@ static __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(GemvJobs j
         }
 }
 
-template <typename W, int NT>
-static void launch(GemvJobs g, bool vec, cudaStream_t st) {
+template <typename W, int NT> static void launch(GemvJobs g, bool vec, cudaStream_t st) {
     int blocks = 0, per_block = kGemvWarps * rows_per_warp<NT>();
     for (int j = 0; j < g.n_jobs; j++) g.block_end[j] = blocks += ceil_div(g.job[j].rows, per_block);
     if (vec) gemv_kernel<W, NT, true><<<blocks, kGemvWarps * 32, 0, st>>>(g);
     else gemv_kernel<W, NT, false><<<blocks, kGemvWarps * 32, 0, st>>>(g);
 }
 
-template <typename W>
-static void launch_t(const GemvJobs &a, int T, bool vec, cudaStream_t st) {
+template <typename W> static void launch_t(const GemvJobs &a, int T, bool vec, cudaStream_t st) {
     switch (T) {
     case 1: launch<W, 1>(a, vec, st); break;
     case 2: launch<W, 2>(a, vec, st); break;

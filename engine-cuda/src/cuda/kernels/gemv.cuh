@@ -13,12 +13,12 @@ namespace maya {
 constexpr int kGemvMaxTokens = 8;
 
 struct LinearArgs {
-    const void *w;     // (rows, K) stored dtype, device
+    const void *w; // (rows, K) stored dtype, device
     DType dtype;
     int rows, K;
-    const float *x;    // (T, ldx) f32
+    const float *x; // (T, ldx) f32
     int ldx;
-    float *y;          // (T, ldy) f32; y[t][r]
+    float *y; // (T, ldy) f32; y[t][r]
     int ldy;
     const float *bias; // (rows) or null
     int T;

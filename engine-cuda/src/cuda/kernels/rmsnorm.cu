@@ -22,7 +22,8 @@ static __device__ float block_sum(float v, float *partial) {
     return partial[0];
 }
 
-static __global__ void add_rmsnorm_kernel(float *x, float *h, const float *post_w, const float *next_w, int n, float eps) {
+static __global__ void add_rmsnorm_kernel(float *x, float *h, const float *post_w, const float *next_w, int n,
+                                          float eps) {
     __shared__ float partial[32];
     float *xr = x + (int64_t)blockIdx.x * n, *hr = h + (int64_t)blockIdx.x * n;
     float inv = 1.0f;
@@ -82,7 +83,8 @@ int32_t rmsnorm_rows(float *out, int ld_out, const float *x, int ld_x, const int
     if (n_rows <= 0) return ENG_STATUS_OK;
     if (n <= 512) {
         const int warps = 8;
-        rmsnorm_warp_kernel<<<ceil_div(n_rows, warps), warps * 32, 0, st>>>(out, ld_out, x, ld_x, rows, w, n_rows, n, eps);
+        rmsnorm_warp_kernel<<<ceil_div(n_rows, warps), warps * 32, 0, st>>>(out, ld_out, x, ld_x, rows, w, n_rows, n,
+                                                                            eps);
     } else {
         rmsnorm_block_kernel<<<n_rows, 256, 0, st>>>(out, ld_out, x, ld_x, rows, w, n, eps);
     }

@@ -8,16 +8,16 @@
 namespace maya {
 
 struct RopeArgs {
-    float *q;                 // (T, H*D), rotated in place
-    float *k;                 // (T, Hkv*D), rotated in place
-    const float *v;           // (T, Hkv*D)
-    float *kcache, *vcache;   // this layer: (n_blocks, Hkv, bs, D) each
-    const int32_t *tok_pos;   // (T) position of each token
-    const int32_t *tok_bt;    // (T) offset of its sequence's block table in bt
-    const int32_t *bt;        // flat block tables
-    const float *inv_freq;    // (rotary_dim / 2)
+    float *q;               // (T, H*D), rotated in place
+    float *k;               // (T, Hkv*D), rotated in place
+    const float *v;         // (T, Hkv*D)
+    float *kcache, *vcache; // this layer: (n_blocks, Hkv, bs, D) each
+    const int32_t *tok_pos; // (T) position of each token
+    const int32_t *tok_bt;  // (T) offset of its sequence's block table in bt
+    const int32_t *bt;      // flat block tables
+    const float *inv_freq;  // (rotary_dim / 2)
     int T, H, Hkv, D, rotary_dim, bs;
-    bool is_interleaved;      // GLM-4 pairs (2i, 2i+1); else neox halves (i, i + rotary_dim/2)
+    bool is_interleaved; // GLM-4 pairs (2i, 2i+1); else neox halves (i, i + rotary_dim/2)
 };
 
 /* Returns OK or BACKEND. */

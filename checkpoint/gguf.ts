@@ -1,0 +1,326 @@
+/**
+ * GGUF metadata (llama.cpp's model files) for the TypeScript side: the header's key-values, read
+ * from the file's start without touching the tensor data, and what they give in place of a Hugging
+ * Face directory's files: config.json's fields, the tokenizer (`tokenizer.ggml.*`, model `gpt2`: a
+ * byte-level BPE, rebuilt as a tokenizer.json for checkpoint/tokenizer.ts) and the chat template
+ * (`tokenizer.chat_template`). The engine reads the tensors itself (engine-cuda/src/gguf.cpp).
+ *
+ * Layout (llama.cpp's gguf-py / ggml/src/gguf.cpp, facts only): little-endian; "GGUF", u32
+ * version, u64 tensor count, u64 key-value count, then each key-value: u64-length string key, u32
+ * value type, value (arrays: u32 element type, u64 count, elements).
+ */
+import { open, type FileHandle } from 'node:fs/promises';
+import { basename } from 'node:path';
+
+export class GgufError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GgufError';
+  }
+}
+
+export type GgufScalar = number | bigint | boolean | string;
+export type GgufValue = GgufScalar | GgufScalar[];
+
+export interface GgufMetadata {
+  version: number;
+  tensorCount: bigint;
+  kv: Map<string, GgufValue>;
+}
+
+/** A path that names a GGUF file rather than a model directory. */
+export function isGgufPath(path: string): boolean {
+  return path.toLowerCase().endsWith('.gguf');
+}
+
+/** Reads a little-endian byte stream from a file, a chunk at a time. */
+class Reader {
+  private buf = Buffer.alloc(0);
+  private start = 0; // file offset of buf[0]
+  pos = 0; // file offset
+  constructor(
+    private readonly fh: FileHandle,
+    private readonly size: number,
+    private readonly file: string,
+  ) {}
+
+  private async need(n: number, what: string): Promise<number> {
+    if (this.pos + n > this.size)
+      throw new GgufError(`${this.file}: truncated GGUF file: it ends at byte ${this.size} while reading ${what}`);
+    const at = this.pos - this.start;
+    if (at + n <= this.buf.length) return at;
+    const len = Math.min(Math.max(n, 1 << 20), this.size - this.pos);
+    const next = Buffer.alloc(len);
+    await this.fh.read(next, 0, len, this.pos);
+    this.buf = next;
+    this.start = this.pos;
+    return 0;
+  }
+  async u32(what: string): Promise<number> {
+    const at = await this.need(4, what);
+    this.pos += 4;
+    return this.buf.readUInt32LE(at);
+  }
+  async u64(what: string): Promise<bigint> {
+    const at = await this.need(8, what);
+    this.pos += 8;
+    return this.buf.readBigUInt64LE(at);
+  }
+  async str(what: string): Promise<string> {
+    const n = await this.u64(what);
+    if (n > BigInt(this.size - this.pos))
+      throw new GgufError(`${this.file}: truncated GGUF file: a string of ${n} bytes in ${what} passes its end`);
+    const at = await this.need(Number(n), what);
+    this.pos += Number(n);
+    return this.buf.toString('utf8', at, at + Number(n));
+  }
+  async scalar(type: number, what: string): Promise<GgufScalar> {
+    const sizes: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+    if (type === 8) return this.str(what);
+    const size = sizes[type];
+    if (size === undefined) throw new GgufError(`${this.file}: ${what} has unknown value type ${type}`);
+    const at = await this.need(size, what);
+    this.pos += size;
+    const b = this.buf;
+    switch (type) {
+      case 0:
+        return b.readUInt8(at);
+      case 1:
+        return b.readInt8(at);
+      case 2:
+        return b.readUInt16LE(at);
+      case 3:
+        return b.readInt16LE(at);
+      case 4:
+        return b.readUInt32LE(at);
+      case 5:
+        return b.readInt32LE(at);
+      case 6:
+        return b.readFloatLE(at);
+      case 7:
+        return b.readUInt8(at) !== 0;
+      case 10: {
+        const v = b.readBigUInt64LE(at);
+        return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+      }
+      case 11: {
+        const v = b.readBigInt64LE(at);
+        return v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+      }
+      default:
+        return b.readDoubleLE(at);
+    }
+  }
+}
+
+/** Reads the header and every key-value of a GGUF file. Throws GgufError naming what is wrong. */
+export async function readGgufMetadata(path: string): Promise<GgufMetadata> {
+  const fh = await open(path, 'r').catch((err: Error) => {
+    throw new GgufError(`cannot open ${path}: ${err.message}`);
+  });
+  try {
+    const { size } = await fh.stat();
+    const r = new Reader(fh, size, path);
+    const magic = Buffer.alloc(4);
+    if (size < 4) throw new GgufError(`${path}: truncated GGUF file: it ends at byte ${size} while reading the magic`);
+    await fh.read(magic, 0, 4, 0);
+    if (magic.toString('latin1') !== 'GGUF') throw new GgufError(`${path}: not a GGUF file (no "GGUF" magic)`);
+    r.pos = 4;
+    const version = await r.u32('the version');
+    if (version !== 2 && version !== 3)
+      throw new GgufError(`${path}: GGUF version ${version} is not supported (2 and 3 are)`);
+    const tensorCount = await r.u64('the tensor count');
+    const kvCount = await r.u64('the key-value count');
+    if (kvCount > BigInt(size)) throw new GgufError(`${path}: header claims ${kvCount} key-values`);
+    const kv = new Map<string, GgufValue>();
+    for (let i = 0n; i < kvCount; i++) {
+      const key = await r.str('a metadata key');
+      if (key === '' || kv.has(key)) throw new GgufError(`${path}: metadata key "${key}" is empty or appears twice`);
+      const type = await r.u32(key);
+      if (type === 9) {
+        const elem = await r.u32(key);
+        const n = await r.u64(key);
+        if (elem === 9 || n > BigInt(size - r.pos)) throw new GgufError(`${path}: metadata key ${key}: bad array`);
+        const items: GgufScalar[] = [];
+        for (let j = 0n; j < n; j++) items.push(await r.scalar(elem, key));
+        kv.set(key, items);
+      } else {
+        kv.set(key, await r.scalar(type, key));
+      }
+    }
+    return { version, tensorCount, kv };
+  } finally {
+    await fh.close();
+  }
+}
+
+/** The Hugging Face architecture of each GGUF architecture the engine reads. */
+export const GGUF_ARCHITECTURES: Record<string, string> = {
+  llama: 'LlamaForCausalLM',
+  qwen3: 'Qwen3ForCausalLM',
+  qwen3moe: 'Qwen3MoeForCausalLM',
+  glm4: 'Glm4ForCausalLM',
+  glm4moe: 'Glm4MoeForCausalLM',
+  deepseek2: 'DeepseekV3ForCausalLM',
+};
+
+/**
+ * Pre-tokenizer split patterns by `tokenizer.ggml.pre`: each family's Hugging Face tokenizer.json
+ * regex (the case-insensitive contractions spelled out). DeepSeek-V3 splits three times.
+ */
+const LLAMA3 =
+  "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const QWEN2 =
+  "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const PRE_SPLITS: Record<string, string[]> = {
+  'llama-bpe': [LLAMA3],
+  llama3: [LLAMA3],
+  glm4: [LLAMA3],
+  qwen2: [QWEN2],
+  'deepseek-v3': [
+    '\\p{N}{1,3}',
+    '[一-龥぀-ゟ゠-ヿ]+',
+    '[!"#$%&\'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+',
+  ],
+  gpt2: ["'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"],
+};
+
+/** What a GGUF file gives in place of a model directory's config, tokenizer and template files. */
+export interface GgufModel {
+  /** general.architecture as a Hugging Face name (Qwen3MoeForCausalLM...). */
+  architecture: string;
+  contextLength: number;
+  vocabSize: number;
+  /** tokenizer.ggml.eos / eot / eom token ids. */
+  eosIds: number[];
+  chatTemplate: string | null;
+  specialTokens: { bos_token?: string; eos_token?: string; unk_token?: string; pad_token?: string };
+  /** A tokenizer.json object and tokenizer_config.json object for checkpoint/tokenizer.ts. */
+  tokenizerJson: object;
+  tokenizerConfig: object;
+}
+
+function int(value: GgufValue | undefined): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) ? value : undefined;
+}
+
+function strings(meta: GgufMetadata, key: string, file: string): string[] {
+  const v = meta.kv.get(key);
+  if (!Array.isArray(v) || v.some((s) => typeof s !== 'string'))
+    throw new GgufError(`${file}: ${key} is missing or not an array of strings`);
+  return v as string[];
+}
+
+/** The model facts, tokenizer and template of a GGUF file's metadata. Throws GgufError. */
+export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
+  const name = basename(file);
+  const arch = meta.kv.get('general.architecture');
+  if (typeof arch !== 'string') throw new GgufError(`${name}: general.architecture is missing`);
+  const architecture = GGUF_ARCHITECTURES[arch];
+  if (!architecture)
+    throw new GgufError(
+      `${name}: GGUF architecture ${arch} is not supported (${Object.keys(GGUF_ARCHITECTURES).join(', ')} are)`,
+    );
+  const model = meta.kv.get('tokenizer.ggml.model');
+  if (model !== 'gpt2')
+    throw new GgufError(`${name}: tokenizer.ggml.model ${String(model)} is not supported (gpt2, byte-level BPE, is)`);
+  const pre = meta.kv.get('tokenizer.ggml.pre');
+  const splits = PRE_SPLITS[typeof pre === 'string' ? pre : 'gpt2'];
+  if (!splits)
+    throw new GgufError(
+      `${name}: tokenizer.ggml.pre ${String(pre)} is not supported (${Object.keys(PRE_SPLITS).join(', ')} are)`,
+    );
+  const tokens = strings(meta, 'tokenizer.ggml.tokens', name);
+  const merges = strings(meta, 'tokenizer.ggml.merges', name);
+  const typesRaw = meta.kv.get('tokenizer.ggml.token_type');
+  const types = Array.isArray(typesRaw) ? typesRaw : [];
+  const vocab: Record<string, number> = {};
+  const added: object[] = [];
+  tokens.forEach((t, id) => {
+    if (!(t in vocab)) vocab[t] = id;
+    // llama.cpp token types: 3 control (special added tokens), 4 user-defined (other added tokens).
+    const type = types[id];
+    if (type === 3 || type === 4)
+      added.push({
+        id,
+        content: t,
+        single_word: false,
+        lstrip: false,
+        rstrip: false,
+        normalized: false,
+        special: type === 3,
+      });
+  });
+  const tokenizerJson = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: added,
+    normalizer: null,
+    pre_tokenizer: {
+      type: 'Sequence',
+      pretokenizers: [
+        ...splits.map((regex) => ({ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false })),
+        { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
+      ],
+    },
+    post_processor: null,
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab,
+      merges: merges.map((m) => {
+        const at = m.indexOf(' ');
+        return [m.slice(0, at), m.slice(at + 1)];
+      }),
+    },
+  };
+  const tokenOf = (key: string): string | undefined => {
+    const id = int(meta.kv.get(`tokenizer.ggml.${key}_token_id`));
+    return id !== undefined && id >= 0 && id < tokens.length ? tokens[id] : undefined;
+  };
+  const specialTokens: GgufModel['specialTokens'] = {};
+  for (const [field, key] of [
+    ['bos_token', 'bos'],
+    ['eos_token', 'eos'],
+    ['unk_token', 'unknown'],
+    ['pad_token', 'padding'],
+  ] as const) {
+    const t = tokenOf(key);
+    if (t !== undefined) specialTokens[field] = t;
+  }
+  const eosIds = [
+    ...new Set(
+      ['eos', 'eot', 'eom']
+        .map((k) => int(meta.kv.get(`tokenizer.ggml.${k}_token_id`)))
+        .filter((id): id is number => id !== undefined && id >= 0 && id < tokens.length),
+    ),
+  ];
+  const template = meta.kv.get('tokenizer.chat_template');
+  return {
+    architecture,
+    contextLength: int(meta.kv.get(`${arch}.context_length`)) ?? 0,
+    vocabSize: tokens.length,
+    eosIds,
+    chatTemplate: typeof template === 'string' ? template : null,
+    specialTokens,
+    tokenizerJson,
+    tokenizerConfig: {
+      ...specialTokens,
+      add_bos_token: meta.kv.get('tokenizer.ggml.add_bos_token') === true,
+      add_eos_token: meta.kv.get('tokenizer.ggml.add_eos_token') === true,
+    },
+  };
+}
+
+/** Reads a GGUF file's metadata and model facts. Throws GgufError. */
+export async function readGgufModel(path: string): Promise<GgufModel> {
+  return ggufModel(await readGgufMetadata(path), path);
+}

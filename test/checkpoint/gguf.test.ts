@@ -1,0 +1,127 @@
+/**
+ * checkpoint/gguf.ts: a GGUF file's metadata stands in for a model directory's config, tokenizer
+ * and chat template (issue 34). The demo model's GGUF tokenizes exactly as its tokenizer.json, its
+ * template selects the GLM dialect, split sets are named by their first file, and damaged headers
+ * are refused by name. MAYA_CHAT_TEMPLATE / --chat-template reach the settings.
+ */
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { loadServeSettings } from '../../cli/maya.ts';
+import { GgufError, isGgufPath, readGgufMetadata, readGgufModel } from '../../checkpoint/gguf.ts';
+import { readModelDir } from '../../checkpoint/model-dir.ts';
+import { Tokenizer } from '../../checkpoint/tokenizer.ts';
+import { loadServerSettings } from '../../config/settings.ts';
+import { loadDialect } from '../../dialects/select.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const FIXTURES = path.join(ROOT, 'test/fixtures/gguf');
+const DEMO_GGUF = path.join(FIXTURES, 'maya-demo-Q4_K_M.gguf');
+const DEMO_DIR = path.join(ROOT, 'models/maya-demo');
+
+const SAMPLES = [
+  'Hello, world!',
+  "It's 2024: don't DON'T stop; we'll see.",
+  '{"city": "Oslo", "days": [1, 2, 3]}',
+  'function f(x) {\n    return x * 2;\n}\n\n\n',
+  '你好，世界 😀 naïve café',
+  '   leading and trailing spaces   ',
+  '<|user|>hi<|assistant|><think>ok</think>',
+  '12345678 3.14159 1e10',
+];
+
+describe('GGUF metadata', () => {
+  it('reads every key-value of the demo file', async () => {
+    const meta = await readGgufMetadata(DEMO_GGUF);
+    expect(meta.version).toBe(3);
+    expect(meta.tensorCount).toBeGreaterThan(0n);
+    expect(meta.kv.get('general.architecture')).toBe('glm4');
+    expect(meta.kv.get('glm4.block_count')).toBe(8);
+    expect((meta.kv.get('tokenizer.ggml.tokens') as string[]).length).toBe(1024);
+    expect(meta.kv.get('tokenizer.ggml.pre')).toBe('glm4');
+  });
+
+  it('gives the demo model as its directory does: architecture, vocabulary, template', async () => {
+    const gguf = await readModelDir(DEMO_GGUF);
+    const dir = await readModelDir(DEMO_DIR);
+    expect(gguf).toMatchObject({ isGguf: true, id: 'maya-demo-Q4_K_M', architecture: dir.architecture });
+    expect(gguf.vocabSize).toBe(dir.vocabSize);
+    const config = JSON.parse(await readFile(path.join(DEMO_DIR, 'tokenizer_config.json'), 'utf8'));
+    expect(gguf.chatTemplate).toBe(config.chat_template);
+    for (const id of gguf.eosIds) expect(dir.eosIds).toContain(id);
+  });
+
+  it('tokenizes and decodes exactly as the demo tokenizer.json', async () => {
+    const fromGguf = await Tokenizer.fromDir(DEMO_GGUF);
+    const fromDir = await Tokenizer.fromDir(DEMO_DIR);
+    for (const text of SAMPLES) {
+      const ids = fromGguf.encode(text);
+      expect(ids, text).toEqual(fromDir.encode(text));
+      expect(fromGguf.decode(ids)).toBe(text);
+    }
+    expect(fromGguf.tokenId('<|assistant|>')).toBe(fromDir.tokenId('<|assistant|>'));
+  });
+
+  it('selects the GLM dialect from tokenizer.chat_template', async () => {
+    expect((await loadDialect(DEMO_GGUF)).name).toBe('glm45');
+  });
+
+  it('names a split set by its first file and reads its metadata there', async () => {
+    const first = await readModelDir(path.join(FIXTURES, 'glm4-F16-00001-of-00003.gguf'));
+    expect(first).toMatchObject({ id: 'glm4-F16', architecture: 'Glm4ForCausalLM', vocabSize: 320 });
+    expect(isGgufPath(first.dir)).toBe(true);
+  });
+
+  it('maps each architecture onto its Hugging Face name', async () => {
+    const want: Record<string, string> = {
+      'llama-F32.gguf': 'LlamaForCausalLM',
+      'qwen3-BF16.gguf': 'Qwen3ForCausalLM',
+      'qwen3moe-BF16.gguf': 'Qwen3MoeForCausalLM',
+      'glm4moe-BF16.gguf': 'Glm4MoeForCausalLM',
+      'deepseek2-F16.gguf': 'DeepseekV3ForCausalLM',
+    };
+    for (const [file, arch] of Object.entries(want))
+      expect((await readGgufModel(path.join(FIXTURES, file))).architecture).toBe(arch);
+  });
+
+  it('refuses damaged headers by name', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'maya-gguf-ts-'));
+    const bytes = await readFile(DEMO_GGUF);
+    const wrongMagic = Buffer.from(bytes);
+    wrongMagic.write('GGUX', 0, 'latin1');
+    const cases: Array<[string, Buffer, RegExp]> = [
+      ['magic.gguf', wrongMagic, /not a GGUF file/],
+      ['short.gguf', bytes.subarray(0, 2), /truncated/],
+      ['cut.gguf', bytes.subarray(0, 5000), /truncated/],
+    ];
+    for (const [name, data, message] of cases) {
+      const file = path.join(dir, name);
+      await writeFile(file, data);
+      await expect(readGgufMetadata(file)).rejects.toThrow(GgufError);
+      await expect(readGgufMetadata(file)).rejects.toThrow(message);
+    }
+    await expect(readModelDir(path.join(dir, 'missing.gguf'))).rejects.toThrow(/does not exist/);
+  });
+});
+
+describe('MAYA_CHAT_TEMPLATE / --chat-template', () => {
+  it('is undefined by default and passes a path through, the flag over the environment', () => {
+    expect(loadServerSettings({}).chatTemplate).toBeUndefined();
+    expect(loadServerSettings({ MAYA_CHAT_TEMPLATE: '/t.jinja' }).chatTemplate).toBe('/t.jinja');
+    const { server } = loadServeSettings({ 'chat-template': '/flag.jinja' }, { MAYA_CHAT_TEMPLATE: '/env.jinja' });
+    expect(server.chatTemplate).toBe('/flag.jinja');
+  });
+
+  it('replaces the model template, and names an unreadable file', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'maya-template-'));
+    const file = path.join(dir, 'chat_template.jinja');
+    await writeFile(file, '{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|>{% endfor %}<tool_call>');
+    expect((await readModelDir(DEMO_GGUF, file)).chatTemplate).toContain('<|im_start|>');
+    expect((await loadDialect(DEMO_GGUF, undefined, file)).name).toBe('qwen3');
+    await expect(readModelDir(DEMO_GGUF, path.join(dir, 'none.jinja'))).rejects.toThrow(
+      /cannot read the chat template/,
+    );
+  });
+});

@@ -1,0 +1,155 @@
+/**
+ * Speculative decoding through NativeEngine (worker thread, FFI, event routing): the same greedy
+ * tokens with prompt lookup on (MAYA_SPECULATIVE=ngram) as off, on the demo model (dense GLM-4) and
+ * the MoE, MLA and FP8 golden fixtures, alone and eight at a time, with and without a constraint in
+ * the batch; prompt lookup drafts and has drafts accepted on a prompt that asks for a quote; the
+ * counters add up (tokens = passes + accepted drafts); a constrained sequence drafts through the worker
+ * (constrained-drafts.ts: its matcher advances over the draft, each position goes with its mask). The C
+ * tests (engine-cuda/test/test_speculative.cpp) force drafts that are partly wrong at every position.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Tokenizer } from '../../checkpoint/tokenizer.ts';
+import type { EngineStats } from '../../engine-cuda/engine.ts';
+import { NativeEngine } from '../../engine-cuda/native-engine.ts';
+import type { Constraint } from '../../grammar/constraint.ts';
+import { alt, text } from '../../grammar/grammar.ts';
+import { TEST_ENGINE } from '../helpers/test-engine.ts';
+
+const ROOT = join(import.meta.dirname, '../..');
+const DEMO = join(ROOT, 'models/maya-demo');
+const FIXTURES = ['glm45-moe-bf16', 'deepseek3-bf16', 'deepseek3-fp8'];
+
+let tokenizer: Tokenizer;
+let off: NativeEngine;
+let on: NativeEngine;
+
+beforeAll(async () => {
+  tokenizer = await Tokenizer.fromDir(DEMO);
+  off = await NativeEngine.load(DEMO, { ...TEST_ENGINE, speculative: 'off' });
+  on = await NativeEngine.load(DEMO, { ...TEST_ENGINE, speculative: 'ngram', specMaxDraft: 6 });
+  for (const e of [off, on]) e.setVocabulary(tokenizer.vocabularyBytes());
+}, 60_000);
+afterAll(async () => {
+  await off?.close();
+  await on?.close();
+});
+
+function chat(user: string): number[] {
+  return tokenizer.encode(`[gMASK]<sop><|user|>\n${user}/nothink<|assistant|>\n<think></think>\n`);
+}
+
+async function generate(
+  engine: NativeEngine,
+  promptIds: number[],
+  maxTokens: number,
+  constraint?: Constraint,
+): Promise<number[]> {
+  const stopIds = ['<|user|>', '<|endoftext|>'].map((t) => tokenizer.tokenId(t) ?? -1).filter((id) => id >= 0);
+  const out: number[] = [];
+  const gen = engine.generate({ promptIds, maxTokens, stopIds, ...(constraint ? { constraint } : {}) });
+  for await (const event of gen) if (event.type === 'token') out.push(event.id);
+  return out;
+}
+
+const diff = (a: EngineStats, b: EngineStats) => ({
+  drafted: b.draftTokens - a.draftTokens,
+  accepted: b.draftAccepted - a.draftAccepted,
+  tokens: b.decodeTokens - a.decodeTokens,
+  passes: b.decodePasses - a.decodePasses,
+});
+
+const QUOTE =
+  'Repeat this sentence exactly: "Avalon trades wool with Brightwater every 4 days, and Brightwater sends grain to ' +
+  'Avalon every 6 days." Then repeat it once more.';
+const PROMPTS = [
+  QUOTE,
+  'Hello',
+  'What is the weather in Duskmoor?',
+  'Write a JSON object with a name and a city.',
+  'Tell me about Fernvale.',
+  'Remember the value 73',
+  'Return this text with Avalon changed to Westport: Avalon is a city by the sea. Avalon trades wool.',
+  'List three cities.',
+];
+
+describe('speculative decoding through NativeEngine', () => {
+  it('reports its mode and draft length', () => {
+    expect(on.info.speculative).toBe('ngram');
+    expect(on.info.specMaxDraft).toBe(6);
+    expect(off.info.speculative).toBe('off');
+    expect(off.info.specMaxDraft).toBe(0);
+  });
+
+  it('gives the demo model the same greedy tokens alone, with drafts accepted on a quote', async () => {
+    const before = await on.stats();
+    for (const p of PROMPTS) expect(await generate(on, chat(p), 96)).toEqual(await generate(off, chat(p), 96));
+    const d = diff(before, await on.stats());
+    expect(d.drafted).toBeGreaterThan(0);
+    expect(d.accepted).toBeGreaterThan(0);
+    expect(d.tokens).toBe(d.passes + d.accepted); // each pass: its accepted drafts + one token of its own
+  }, 120_000);
+
+  it('gives the same tokens eight at a time, a constrained sequence among them', async () => {
+    const constraint: Constraint = {
+      grammar: { rules: {}, root: alt(text('Avalon is a city.'), text('Duskmoor is a town.')) },
+      stopIds: [tokenizer.tokenId('<|user|>') ?? -1],
+    };
+    const run = (e: NativeEngine) =>
+      Promise.all(PROMPTS.map((p, i) => generate(e, chat(p), 96, i === 2 ? constraint : undefined)));
+    const [a, b] = [await run(off), await run(on)];
+    expect(b).toEqual(a);
+    const constrained = tokenizer.decode(a[2] ?? []);
+    expect(['Avalon is a city.', 'Duskmoor is a town.'].some((t) => constrained.startsWith(t))).toBe(true);
+  }, 120_000);
+
+  it('drafts for a constrained sequence through its matcher: the same text, inside the grammar', async () => {
+    const sentence =
+      'Avalon trades wool with Brightwater every 4 days, and Brightwater sends grain to Avalon every 6 days.';
+    const constraint: Constraint = {
+      grammar: { rules: {}, root: text(sentence) },
+      stopIds: [tokenizer.tokenId('<|user|>') ?? -1],
+    };
+    const before = await on.stats();
+    const ids = await generate(on, chat(QUOTE), 64, constraint);
+    const d = diff(before, await on.stats());
+    expect(ids).toEqual(await generate(off, chat(QUOTE), 64, constraint));
+    expect(tokenizer.decode(ids).startsWith(sentence)).toBe(true);
+    expect(d.drafted).toBeGreaterThan(0); // the worker's drafts, with the mask after each token
+    expect(d.accepted).toBeGreaterThan(0);
+  }, 60_000);
+
+  it.each(FIXTURES)(
+    'gives %s (MoE / MLA / FP8) the same greedy tokens, alone and batched',
+    async (name) => {
+      const dir = join(ROOT, 'test/fixtures/engine', name);
+      const a = await NativeEngine.load(dir, { ...TEST_ENGINE, speculative: 'off' });
+      const b = await NativeEngine.load(dir, { ...TEST_ENGINE, speculative: 'ngram' });
+      try {
+        const v = a.info.numVocab;
+        // Prompts that repeat themselves, so prompt lookup finds something to draft.
+        const prompts = [0, 1, 2, 3].map((s) =>
+          Array.from({ length: 48 }, (_, i) => ((i % (5 + s)) * 13 + s * 7 + 1) % v),
+        );
+        const gen = (e: NativeEngine, p: number[]) => collect(e, p);
+        for (const p of prompts) expect(await gen(b, p)).toEqual(await gen(a, p));
+        const before = await b.stats();
+        expect(await Promise.all(prompts.map((p) => gen(b, p)))).toEqual(
+          await Promise.all(prompts.map((p) => gen(a, p))),
+        );
+        expect(diff(before, await b.stats()).drafted).toBeGreaterThan(0);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    },
+    120_000,
+  );
+});
+
+async function collect(engine: NativeEngine, promptIds: number[]): Promise<number[]> {
+  const out: number[] = [];
+  for await (const event of engine.generate({ promptIds, maxTokens: 32 }))
+    if (event.type === 'token') out.push(event.id);
+  return out;
+}
