@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import zlib
 from typing import Any, Callable
 
@@ -511,12 +512,47 @@ HELD_FAMILIES: dict[str, Callable[[random.Random], str]] = {'version': held_vers
 HELD_FAMILY_PATTERNS = {'version': r'v?\d+\.\d+\.\d+', 'dotted': r'[A-Za-z]+\.[A-Za-z]+\.[A-Za-z]+'}
 
 
+def train_multi_dotted(rng: random.Random) -> str:
+    """Training only (run 3 of the fourth edition): three or four dot-separated pieces of mixed shape
+    (k3.tavo.9x, R2.77.ab4.c), so that training shows values that go on after a second dot. The
+    held-out families are such values too, so every draw that matches HELD_FAMILY_PATTERNS (three
+    letter-only or three number-only pieces in a row) is drawn again: heldout.test.ts still finds
+    none of them in training text."""
+    while True:
+        pieces = []
+        for _ in range(rng.randint(3, 4)):
+            r = rng.random()
+            if r < 0.35:
+                pieces.append(pseudo_word(rng, 1, 2) if rng.random() < 0.7 else rand_letters(rng, 1, 3, _UPPER))
+            elif r < 0.6:
+                pieces.append(str(rng.randint(0, 10 ** rng.randint(1, 3))))
+            else:
+                a, b = rand_letters(rng, 1, 3), str(rng.randint(0, 99))
+                pieces.append(a + b if rng.random() < 0.6 else b + a)
+        v = '.'.join(pieces)
+        if not any(re.search(pat, v) for pat in HELD_FAMILY_PATTERNS.values()):
+            return v
+
+
+# Training's draw (split 'train'): the random families and, three times as often as one of them,
+# train_multi_dotted; strings from them TRAIN_FRESH_SHARE of the time. The evaluation's draw (split
+# 'held') is unchanged, so eval-cases*.json are reproduced as they were written before training.
+TRAIN_FAMILIES: dict[str, Callable[[random.Random], Any]] = {**FRESH_FAMILIES, 'multi_dotted': train_multi_dotted}
+TRAIN_FAMILY_DRAW = list(FRESH_FAMILIES) + ['multi_dotted'] * 3
+TRAIN_FRESH_SHARE = 0.8
+
+
 def draw_value(rng: random.Random, kind: str, split: str) -> Any:
-    """A value for a parameter of this kind: from the random families (FRESH_SHARE of strings), the
-    old pools (value_for), or, in the evaluation only, a held-out family."""
+    """A value for a parameter of this kind: from the random families (FRESH_SHARE of strings,
+    TRAIN_FRESH_SHARE in training), the old pools (value_for), or, in the evaluation only, a held-out family."""
     if kind in STRING_KINDS:
         if split == 'held' and rng.random() < HELD_FAMILY_SHARE:
             return rng.choice(list(HELD_FAMILIES.values()))(rng)
+        if split == 'train':
+            if rng.random() < TRAIN_FRESH_SHARE:
+                fam = KIND_FAMILY[kind] if rng.random() < 0.5 else rng.choice(TRAIN_FAMILY_DRAW)
+                return TRAIN_FAMILIES[fam](rng)
+            return value_for(rng, kind)
         if rng.random() < FRESH_SHARE:
             fam = KIND_FAMILY[kind] if rng.random() < 0.5 else rng.choice(list(FRESH_FAMILIES))
             return FRESH_FAMILIES[fam](rng)
