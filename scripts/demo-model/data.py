@@ -1461,7 +1461,7 @@ KINDS_V4_RUN3 = [
     ('ptools', 30),
     ('tools_none', 2),
     ('forced', 1),
-    ('pforced', 10),
+    ('pforced', 14),
     ('echo', 1),
     ('copy', 6),
     ('extract', 8),

@@ -863,6 +863,33 @@ def _tidy(req: str) -> str:
     )
 
 
+# Run 3 of the fourth edition: bare requests whose verb is not the tool's full name (at step 380 the
+# model copied the verb into the value: "Resolve io.kappa.nimbus" -> "9olve io"). The forced-copy
+# test's own verbs are not among these.
+BARE_OTHER_VERBS = [
+    'handle',
+    'deal with',
+    'take care of',
+    'work on',
+    'process',
+    'go through',
+    'sort out',
+    'open',
+    'fetch',
+    'show me',
+    'get',
+    'use',
+    'run',
+    'pick',
+    'try',
+    'do the same for',
+    'have a look at',
+    'set up',
+    'start with',
+    'ask about',
+]
+
+
 def bare_call_case(rng: random.Random, split: str) -> dict[str, Any]:
     """A request that gives one value and no parameter name ("Look up alpha", "Find kx-7 for me"): the
     one declared parameter of the tool it names takes it. Training only (TRAIN_BARE); 1-3 tools are
@@ -884,6 +911,11 @@ def bare_call_case(rng: random.Random, split: str) -> dict[str, Any]:
     pname, pw, kind, _ = target['params'][0]
     v = draw_value(rng, kind, split)
     a = action_words(rng, target['words'])
+    r = rng.random()
+    if r < 0.3:  # the tool's first word only ("Resolve kx-7" for resolve_host)
+        a = action_words(rng, target['words'][:1])
+    elif r < 0.45:  # a verb phrase the tool's name does not hold
+        a = rng.choice(BARE_OTHER_VERBS)
     t = d.template('bare')
     req = t.format(a=a, A=capital(a), v=say(v))
     return {

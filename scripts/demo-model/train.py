@@ -306,7 +306,9 @@ def main() -> None:
         if args.cpu_minutes > 0:
             caps.append(cpu / (args.cpu_minutes * 60))
         if args.deadline > 0:
-            caps.append((now - t0) / max(1e-9, args.deadline - t0))
+            # from the run's start (a --resume continues the first process's schedule)
+            start = t0 - elapsed0
+            caps.append((now - start) / max(1e-9, args.deadline - start))
         progress = max(caps)
         # a step like the last one must end before the deadline (and the save after it)
         if progress >= 1.0 or (args.deadline > 0 and now + 1.5 * last_step + 5 >= args.deadline):
