@@ -2,7 +2,8 @@
 
 The layer has the shape DeepSeek-V3 and GLM-4.5 publish (their `num_nextn_predict_layers` layers,
 stored as `model.layers.{N}.*` after the N main layers; the layout as vLLM's deepseek_mtp.py reads
-it): to draft token t+2 it takes the main model's final-norm hidden state at t and the embedding of
+it): to draft token t+2 it takes the main model's hidden state at t before the final norm (what
+Maya's engine passes, as llama.cpp's MTP path does: its `embd_nextn` rows) and the embedding of
 token t+1,
 
     x = eh_proj(cat(enorm(embed(token[t+1])), hnorm(h[t])))      # 2C -> C, no bias
@@ -83,7 +84,7 @@ class Mtp(nn.Module):
                     nn.init.zeros_(m.bias)
 
     def forward(self, main: Glm4, h: torch.Tensor, next_ids: torch.Tensor) -> torch.Tensor:
-        """h (B, T, C): the main model's final-norm hidden states at 0..T-1; next_ids (B, T): the
+        """h (B, T, C): the main model's hidden states (before its final norm) at 0..T-1; next_ids (B, T): the
         tokens at 1..T. Returns the layer's output x (B, T, C), before shared_head.norm."""
         b, t, _ = h.shape
         x = self.eh_proj(torch.cat((self.enorm(main.embed_tokens(next_ids)), self.hnorm(h)), dim=-1))
@@ -107,6 +108,19 @@ class Mtp(nn.Module):
         for name, v in self.layer.state_dict().items():
             out[p + name] = v
         return {k: v.detach() for k, v in out.items()}
+
+
+def main_hidden(main: Glm4, ids: torch.Tensor) -> torch.Tensor:
+    """ids (B, T) -> the main model's last hidden states before its final norm (B, T, C)."""
+    b, t = ids.shape
+    cos, sin = rope_cos_sin(main.cfg, torch.arange(t))
+    kv, nh = main.cfg.num_key_value_heads, main.cfg.num_attention_heads
+    causal = torch.full((t, t), float('-inf')).triu_(1)
+    bias = causal.repeat(nh // kv, 1).expand(b * kv, (nh // kv) * t, t)
+    x = main.embed_tokens(ids)
+    for layer in main.layers:
+        x = layer(x, cos, sin, bias)
+    return x
 
 
 def load_main(model_dir: str) -> tuple[Glm4, Tokenizer, dict[str, torch.Tensor], dict]:
@@ -149,6 +163,12 @@ def train(args: argparse.Namespace) -> None:
     opt = torch.optim.AdamW(mtp.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
     packer = Packer(tok, args.seed, args.seq, 'default')
     step, cpu0, wall0 = 0, 0.0, 0.0
+    if args.warm_from:
+        # Warm start: the layer's weights only (fresh optimizer); the CPU time already spent on them
+        # carries over, as the budget counts every run.
+        ck = torch.load(args.warm_from, map_location='cpu')
+        mtp.load_state_dict(ck['mtp'])
+        cpu0, wall0 = ck['cpu_seconds'], ck['wall_seconds']
     if args.resume and os.path.exists(ckpt_path):
         ck = torch.load(ckpt_path, map_location='cpu')
         mtp.load_state_dict(ck['mtp'])
@@ -197,7 +217,7 @@ def train(args: argparse.Namespace) -> None:
         loss = 0.0
         for ids, tgt, ptgt in mbs:
             with torch.no_grad():
-                h = main.hidden(ids)
+                h = main_hidden(main, ids)
             nxt = torch.where(tgt != -100, tgt, ptgt).clamp(min=0)  # token t+1 (pad where none)
             x = mtp(main, h[:, :-1], nxt[:, :-1])
             gen, prm = tgt[:, 1:].reshape(-1), ptgt[:, 1:].reshape(-1)
@@ -257,8 +277,8 @@ def evaluate(args: argparse.Namespace) -> None:
             if nxt in stop:
                 break
         t = torch.tensor([ids])
-        h = main.hidden(t)  # (1, T, C)
-        greedy = main.logits(h)[0].argmax(-1)  # greedy[t] = the model's token t+1
+        h = main_hidden(main, t)  # (1, T, C)
+        greedy = main.logits(main.norm(h))[0].argmax(-1)  # greedy[t] = the model's token t+1
         x = mtp(main, h[:, :-1], t[:, 1:])
         draft = mtp.logits(main, x)[0].argmax(-1)  # draft[t] = the layer's token t+2
         # A one-token draft made after the model produced token p (= ids[p]) at a generated
@@ -327,6 +347,7 @@ def main() -> None:
     t.add_argument('--threads', type=int, default=2)
     t.add_argument('--save-every', type=int, default=20)
     t.add_argument('--resume', action='store_true')
+    t.add_argument('--warm-from', default='', help='an mtp.pt whose layer weights (and CPU time) start this run')
     e = sub.add_parser('eval')
     e.add_argument('--model', required=True)
     e.add_argument('--ckpt', required=True)
