@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 6
+#define ENG_ABI_VERSION 7
 
 typedef struct eng_ctx eng_ctx;
 
@@ -71,7 +71,12 @@ enum {
     ENG_PARAM_CUDA_TC_MIN_TOKENS = 12, /* CUDA: a matmul over at least this many tokens uses the tensor-core
                                     bf16 gemm; default 16 (a value above any batch, e.g. 1 << 30: never) */
     ENG_PARAM_CUDA_GRAPHS = 13,        /* CUDA: 0/1 replay decode steps as CUDA graphs; 2 launch each kernel */
-    ENG_PARAM_COUNT = 14
+    ENG_PARAM_KV_DTYPE = 14,           /* KV cache rows: 1 + ENG_KV_DTYPE_*; default (0): f32 for weights run as f32,
+                                  f16 or bf16, ENG_KV_DTYPE_DEFAULT_SMALL for weights run at 8 bits or fewer
+                                  (ENG_INFO_WEIGHT_DTYPE >= ENG_WEIGHT_DTYPE_FP8); CUDA: f32 only */
+    ENG_PARAM_MAX_LOGITS = 15,         /* most rows of logits one step computes; default (and minimum) MAX_BATCH.
+                                  ENG_SEQ_PROMPT_LOGITS sequences prefill at most this many tokens a step */
+    ENG_PARAM_COUNT = 16
 };
 
 /* Fields of eng_ctx_info() (fixed for the context's life). */
@@ -88,13 +93,16 @@ enum {
     ENG_INFO_BACKEND = 9, /* ENG_BACKEND_CPU or ENG_BACKEND_CUDA */
     ENG_INFO_ARCH = 10,   /* ENG_ARCH_* */
     ENG_INFO_N_PARAMS = 11,
-    ENG_INFO_WEIGHT_BYTES = 12,    /* bytes of weights one decoded token reads */
-    ENG_INFO_SIMD = 13,            /* the CPU kernel path: ENG_SIMD_* */
-    ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
-    ENG_INFO_VISION = 15,          /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
-    ENG_INFO_WEIGHT_DTYPE = 16,    /* the matrices' dtype as run: ENG_WEIGHT_DTYPE_* (Q8: quantized at load) */
-    ENG_INFO_N_THREADS = 17,       /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
-    ENG_INFO_COUNT = 18
+    ENG_INFO_WEIGHT_BYTES = 12,       /* bytes of weights one decoded token reads */
+    ENG_INFO_SIMD = 13,               /* the CPU kernel path: ENG_SIMD_* */
+    ENG_INFO_N_PARAMS_ACTIVE = 14,    /* parameters one token uses (MoE: K of E routed experts) */
+    ENG_INFO_VISION = 15,             /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
+    ENG_INFO_WEIGHT_DTYPE = 16,       /* the matrices' dtype as run: ENG_WEIGHT_DTYPE_* (Q8: quantized at load) */
+    ENG_INFO_N_THREADS = 17,          /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
+    ENG_INFO_KV_DTYPE = 18,           /* the KV cache's rows: ENG_KV_DTYPE_* */
+    ENG_INFO_KV_BYTES_PER_TOKEN = 19, /* KV cache bytes one token takes, all layers */
+    ENG_INFO_KV_CAPACITY = 20,        /* tokens the whole KV cache holds (N_BLOCKS * BLOCK_SIZE) */
+    ENG_INFO_COUNT = 21
 };
 
 /* Codes of backends (ENG_PARAM_BACKEND, ENG_INFO_BACKEND), architectures (ENG_INFO_ARCH, by the
@@ -118,6 +126,11 @@ enum {
     ENG_WEIGHT_DTYPE_FP8 = 4, /* float8 e4m3, block-scaled (3: no matrix dtype) */
     ENG_WEIGHT_DTYPE_Q8 = 5   /* int8 per block of 32 with an f32 scale, made at load */
 };
+/* KV cache row formats (ENG_PARAM_KV_DTYPE takes them plus one; the codes of the same formats among
+ * the weight dtypes). q8_0: ggml's block_q8_0, an f16 scale per 32 values (a row's last block may be
+ * shorter). */
+enum { ENG_KV_DTYPE_F32 = 0, ENG_KV_DTYPE_F16 = 1, ENG_KV_DTYPE_BF16 = 2, ENG_KV_DTYPE_Q8_0 = 8 };
+#define ENG_KV_DTYPE_DEFAULT_SMALL ENG_KV_DTYPE_F16
 
 /* Fields of eng_ctx_stats() (a snapshot; counters are cumulative). */
 enum {
@@ -146,8 +159,11 @@ enum {
 enum { ENG_FINISH_STOP = 1, ENG_FINISH_LENGTH = 2, ENG_FINISH_CANCELLED = 3, ENG_FINISH_ERROR = 4 };
 #define ENG_EVENT_INTS 4
 
-/* Sequence flags. */
-enum { ENG_SEQ_KEEP_LOGITS = 1 }; /* keep the logits of the latest sampled position (eng_seq_logits) */
+/* Sequence flags. KEEP_LOGITS: keep the logits of the latest sampled position (eng_seq_logits).
+ * PROMPT_LOGITS: keep the logits of every prompt position (eng_seq_prompt_logits, for scoring a
+ * text); such a sequence never takes its prompt from the prefix cache, and prefills at most
+ * ENG_PARAM_MAX_LOGITS tokens a step (CPU backend only). */
+enum { ENG_SEQ_KEEP_LOGITS = 1, ENG_SEQ_PROMPT_LOGITS = 2 };
 
 ENG_API int32_t eng_abi_version(void);
 ENG_API const char *eng_status_str(int32_t status);
@@ -197,6 +213,12 @@ ENG_API int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id);
 /* Copies the logits (V floats) of the latest sampled position of a KEEP_LOGITS sequence.
  * Valid after the TOKEN event, until the next eng_step. Returns V, or a negative status. */
 ENG_API int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int32_t cap);
+
+/* Copies the logits of every prompt position of a PROMPT_LOGITS sequence: row i (V floats) follows
+ * prompt token i, so it scores token i + 1; out holds n_prompt * V floats. Valid once the sequence
+ * reported PREFILLED, until the eng_step after its FINISH. Returns n_prompt, or a negative status
+ * (INVALID_ARG: no such logits yet, or cap < n_prompt * V; UNKNOWN_SEQ). */
+ENG_API int32_t eng_seq_prompt_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int64_t cap);
 
 /* Restricts the next samples of a sequence to the ids set in mask (constrained decoding): a bitset
  * of n_words = ceil(V / 32) words, bit i % 32 of word i / 32 = id i allowed, at least one set; it

@@ -24,8 +24,9 @@ int32_t Scheduler::init(const SchedulerConfig &cfg, BlockManager *bm, Backend *b
     cfg_ = cfg;
     bm_ = bm;
     backend_ = backend;
+    if (cfg_.max_logits < cfg.max_batch) cfg_.max_logits = cfg.max_batch;
     sampler_.init(cfg.n_vocab);
-    logits_.resize((size_t)cfg.max_batch * (size_t)cfg.n_vocab);
+    logits_.resize((size_t)cfg_.max_logits * (size_t)cfg.n_vocab);
     batch_.tokens.reserve((size_t)(cfg.prefill_chunk + cfg.max_batch));
     batch_.seqs.reserve((size_t)cfg.max_batch);
     entries_.reserve((size_t)cfg.max_batch);
@@ -43,6 +44,7 @@ int32_t Scheduler::add(std::unique_ptr<Sequence> seq, int32_t *out_id) {
     if (next_id_ == INT32_MAX) next_id_ = 1;
     seq->n_prompt = (int32_t)seq->tokens.size();
     seq->tokens.reserve((size_t)need);
+    if (seq->flags & ENG_SEQ_PROMPT_LOGITS) seq->prompt_logits.resize((size_t)seq->n_prompt * (size_t)cfg_.n_vocab);
     *out_id = seq->id;
     waiting_.push_back(seq.get());
     live_[seq->id] = std::move(seq);
@@ -97,10 +99,26 @@ void Scheduler::schedule_one(Sequence *s, int32_t n, bool is_prefill) {
     b.pos0 = s->n_computed;
     b.block_table = s->block_table.data();
     b.n_blocks = (int32_t)s->block_table.size();
-    b.logits_row = s->n_computed + n == (int32_t)s->tokens.size() ? batch_.n_logits++ : -1;
+    bool is_last = s->n_computed + n == (int32_t)s->tokens.size();
+    if (is_prefill && (s->flags & ENG_SEQ_PROMPT_LOGITS)) { // one row per token; the last one samples
+        b.all_logits_row = batch_.n_logits;
+        batch_.n_logits += n;
+        b.logits_row = is_last ? batch_.n_logits - 1 : -1;
+    } else {
+        b.logits_row = is_last ? batch_.n_logits++ : -1;
+    }
     batch_.tokens.insert(batch_.tokens.end(), s->tokens.begin() + s->n_computed, s->tokens.begin() + s->n_computed + n);
     batch_.seqs.push_back(b);
     entries_.push_back({s, n, is_prefill});
+}
+
+int32_t Scheduler::prefill_take(const Sequence *s, int32_t budget, size_t i_running) const {
+    int32_t n = std::min((int32_t)s->tokens.size() - s->n_computed, budget);
+    if (!(s->flags & ENG_SEQ_PROMPT_LOGITS)) return n;
+    // Rows left: the ones taken so far, and one kept for each running sequence after this one.
+    size_t later = running_.size() > i_running + 1 ? running_.size() - i_running - 1 : 0;
+    int32_t rows = cfg_.max_logits - batch_.n_logits - (int32_t)later;
+    return std::max(0, std::min(n, rows));
 }
 
 void Scheduler::schedule() {
@@ -126,13 +144,16 @@ void Scheduler::schedule() {
             bm_->append(*s);
             schedule_one(s, 1, false);
         } else if (budget > 0) {
-            int32_t n = std::min(todo, budget);
-            schedule_one(s, n, true);
-            budget -= n;
+            int32_t n = prefill_take(s, std::min(todo, budget), i);
+            if (n > 0) {
+                schedule_one(s, n, true);
+                budget -= n;
+            }
         }
         i++;
     }
-    while (!did_preempt && !waiting_.empty() && (int32_t)running_.size() < cfg_.max_batch && budget > 0) {
+    while (!did_preempt && !waiting_.empty() && (int32_t)running_.size() < cfg_.max_batch && budget > 0 &&
+           batch_.n_logits < cfg_.max_logits) {
         Sequence *s = waiting_.front();
         if (!bm_->can_allocate(*s)) break; // FIFO: later sequences wait behind the head
         int32_t cached = bm_->allocate(*s);
@@ -140,9 +161,11 @@ void Scheduler::schedule() {
         stats_.cached_tokens += cached;
         waiting_.pop_front();
         running_.push_back(s);
-        int32_t n = std::min((int32_t)s->tokens.size() - s->n_computed, budget);
-        schedule_one(s, n, true);
-        budget -= n;
+        int32_t n = prefill_take(s, budget, running_.size() - 1);
+        if (n > 0) {
+            schedule_one(s, n, true);
+            budget -= n;
+        }
     }
 }
 
@@ -153,7 +176,12 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
         bm_->commit(*s);
         if (entries_[e].is_prefill) stats_.prefill_tokens += entries_[e].n_tokens;
         else stats_.decode_tokens++;
-        int32_t row = batch_.seqs[e].logits_row;
+        const BatchSeq &bq = batch_.seqs[e];
+        if (bq.all_logits_row >= 0 && bq.pos0 < s->n_prompt) // PROMPT_LOGITS: the chunk's prompt positions
+            memcpy(&s->prompt_logits[(size_t)bq.pos0 * (size_t)cfg_.n_vocab],
+                   &logits_[(size_t)bq.all_logits_row * (size_t)cfg_.n_vocab],
+                   sizeof(float) * (size_t)std::min(bq.n_tokens, s->n_prompt - bq.pos0) * (size_t)cfg_.n_vocab);
+        int32_t row = bq.logits_row;
         if (row < 0) continue; // mid-prefill chunk
         const float *lg = &logits_[(size_t)row * (size_t)cfg_.n_vocab];
         if (!s->is_prefill_reported) {

@@ -10,6 +10,9 @@
  * Multimodal sequences (images): before the first chunk that reaches an image's tokens, the image
  * is encoded (all of it, on the calling thread's vision pool) and its rows replace those tokens'
  * embeddings; every token carries its M-RoPE positions (Batch::mpos).
+ * A sequence flagged ENG_SEQ_PROMPT_LOGITS is allocated without the prefix cache and keeps the
+ * logits of every prompt position: its chunks take one logits row per token, so each is at most
+ * the rows the step has left (max_logits less one per other scheduled sequence).
  */
 #ifndef MAYA_SCHEDULER_H
 #define MAYA_SCHEDULER_H
@@ -33,6 +36,7 @@ struct SchedulerConfig {
     int32_t prefill_chunk = 256; // most prompt tokens computed per step
     int32_t n_ctx = 0;           // context limit (prompt + output)
     int32_t n_vocab = 0;
+    int32_t max_logits = 0; // rows of logits a step computes (>= max_batch; 0: max_batch)
 };
 
 struct SchedulerStats {
@@ -72,6 +76,8 @@ class Scheduler {
     };
     void schedule();
     void schedule_one(Sequence *s, int32_t n, bool is_prefill);
+    /* Prompt tokens s may prefill this step within budget (PROMPT_LOGITS: within free logits rows). */
+    int32_t prefill_take(const Sequence *s, int32_t budget, size_t i_running) const;
     void preempt(Sequence *s);
     void finish(Sequence *s, int32_t reason, std::vector<int32_t> *events);
     void postprocess(std::vector<int32_t> *events);
@@ -84,7 +90,7 @@ class Scheduler {
     Sampler sampler_;
     Batch batch_;
     std::vector<Entry> entries_;
-    std::vector<float> logits_; // (max_batch, V)
+    std::vector<float> logits_; // (max_logits, V)
     std::deque<Sequence *> waiting_;
     std::vector<Sequence *> running_; // admission order
     std::unordered_map<int32_t, std::unique_ptr<Sequence>> live_;
