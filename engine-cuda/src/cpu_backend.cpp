@@ -93,8 +93,11 @@ static void matmul_task(void *arg, int task, int worker) {
 
 /* Query rows one attention task covers: a tile of consecutive tokens of one sequence, times the
  * query heads of a kv head, so each cached row is loaded once for up to 4 query rows (more when a
- * kv head has more query heads). */
-static int attn_tile_tokens(int group) { return group >= 4 ? 1 : 4 / group; }
+ * kv head has more query heads). A cache of non-f32 rows is widened once per task, so its tiles
+ * are 4 times longer (a prefill chunk widens each block a quarter as often); decode is unchanged. */
+static int attn_tile_tokens(int group, int kv_dtype) {
+    return (group >= 4 ? 1 : 4 / group) * (kv_dtype == kKvF32 ? 1 : 4);
+}
 
 /* n stored KV rows of n_val values at src as f32: src itself for f32 rows, else widened into buf. */
 static const float *kv_rows(const Kernels &k, const uint8_t *src, int n, int n_val, int kv_dtype, float *buf) {
@@ -460,7 +463,7 @@ void CpuBackend::alloc_scratch() {
         // MLA's absorb widens a head's Dn rows of W_UK (R columns each) at once.
         scratch_[(size_t)w].resize(
             (size_t)std::max<int64_t>(kMatmulRows * kmax, (int64_t)c_.qk_nope_dim * c_.kv_lora_rank));
-        scores_[(size_t)w].resize(group * (size_t)(c_.is_mla() ? 1 : attn_tile_tokens((int)group)) *
+        scores_[(size_t)w].resize(group * (size_t)(c_.is_mla() ? 1 : attn_tile_tokens((int)group, cfg_.kv_dtype)) *
                                   (size_t)cfg_.n_ctx);
         scratch_ptr_.push_back(scratch_[(size_t)w].data());
         scores_ptr_.push_back(scores_[(size_t)w].data());
@@ -614,7 +617,7 @@ void CpuBackend::attention_block(int l, const Batch &b, int T) {
     int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps); });
     qkv(l, b, T);
-    int qt = attn_tile_tokens(H / Hkv), n_tiles = 0;
+    int qt = attn_tile_tokens(H / Hkv, cfg_.kv_dtype), n_tiles = 0;
     for (const BatchSeq &s : b.seqs)
         for (int t = s.tok0; t < s.tok0 + s.n_tokens; t += qt, n_tiles++) {
             attn_tiles_[(size_t)(2 * n_tiles)] = t;
