@@ -372,3 +372,39 @@ TEST(fixture_kv_dtype_default_and_sizes) {
     eng_ctx *ctx = nullptr;
     CHECK(test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == ENG_STATUS_INVALID_ARG && !ctx);
 }
+
+TEST(kv_dtype_default_follows_gguf_and_q4_k_m_weights) {
+    // GGUF block types (Q8_0 .. Q6_K as stored) and the Q4_K_M mixture made at load run at 8 bits or
+    // fewer: the f16 cache by default; a GGUF file of f16 weights keeps f32 rows.
+    struct Case {
+        std::string path;
+        int64_t weight_param; // ENG_PARAM_WEIGHT_DTYPE (0: as stored)
+        int64_t want_weight, want_kv;
+    };
+    std::string gguf = test_repo_root() + "/test/fixtures/gguf/";
+    const Case cases[] = {
+        {gguf + "llama-Q4_K_M.gguf", 0, ENG_WEIGHT_DTYPE_Q4_K, ENG_KV_DTYPE_DEFAULT_SMALL},
+        {gguf + "llama-Q8_0.gguf", 0, ENG_WEIGHT_DTYPE_Q8_0, ENG_KV_DTYPE_DEFAULT_SMALL},
+        {gguf + "llama-Q6_K.gguf", 0, ENG_WEIGHT_DTYPE_Q6_K, ENG_KV_DTYPE_DEFAULT_SMALL},
+        {gguf + "llama-F16.gguf", 0, ENG_WEIGHT_DTYPE_F16, ENG_KV_DTYPE_F32},
+        {test_repo_root() + "/test/fixtures/engine/llama-f32", ENG_WEIGHT_DTYPE_Q4_K, ENG_WEIGHT_DTYPE_Q4_K,
+         ENG_KV_DTYPE_DEFAULT_SMALL},
+    };
+    for (const Case &c : cases) {
+        int64_t params[ENG_PARAM_COUNT] = {0};
+        params[ENG_PARAM_N_THREADS] = 1;
+        params[ENG_PARAM_KV_BYTES] = 1 << 20;
+        params[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
+        params[ENG_PARAM_WEIGHT_DTYPE] = c.weight_param;
+        eng_ctx *ctx = nullptr;
+        CHECK_MSG(test_ctx_create(c.path.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0 && ctx, "%s", c.path.c_str());
+        if (!ctx) continue;
+        int64_t info[ENG_INFO_COUNT];
+        CHECK(eng_ctx_info(ctx, info, ENG_INFO_COUNT) == ENG_INFO_COUNT);
+        CHECK_MSG(info[ENG_INFO_WEIGHT_DTYPE] == c.want_weight && info[ENG_INFO_KV_DTYPE] == c.want_kv,
+                  "%s: weights %lld, kv %lld (expected %lld, %lld)", c.path.c_str(),
+                  (long long)info[ENG_INFO_WEIGHT_DTYPE], (long long)info[ENG_INFO_KV_DTYPE], (long long)c.want_weight,
+                  (long long)c.want_kv);
+        eng_ctx_free(ctx);
+    }
+}

@@ -1,6 +1,6 @@
 /* test_kv_cache.cpp: the KV cache's row formats (kernels/kv.h) on every kernel table, the prefix
- * cache over non-f32 rows, and prompt logits (ENG_SEQ_PROMPT_LOGITS) against one sequence per
- * prefix. */
+ * cache over non-f32 rows, prompt logits (ENG_SEQ_PROMPT_LOGITS) against one sequence per prefix,
+ * and prompt logits beside speculative decoding. */
 #include <string.h>
 
 #include <vector>
@@ -280,4 +280,127 @@ TEST(prompt_logits_equal_one_sequence_per_prefix) {
         CHECK(eng_seq_prompt_logits(ctx, id, rows.data(), (int64_t)rows.size()) == ENG_STATUS_INVALID_ARG);
         eng_ctx_free(ctx);
     }
+}
+
+namespace {
+
+eng_ctx *open_spec(const Fixture &f, int64_t kv, int64_t spec, int64_t max_logits) {
+    int64_t params[ENG_PARAM_COUNT] = {0};
+    params[ENG_PARAM_N_THREADS] = 2;
+    params[ENG_PARAM_KV_DTYPE] = kv;
+    params[ENG_PARAM_MAX_LOGITS] = max_logits;
+    params[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
+    params[ENG_PARAM_SPECULATIVE] = spec;
+    params[ENG_PARAM_SPEC_MAX_DRAFT] = 8;
+    eng_ctx *ctx = nullptr;
+    CHECK(test_ctx_create(f.dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0 && ctx);
+    return ctx;
+}
+
+/* Greedy tokens of one sequence run alone. */
+std::vector<int32_t> greedy_alone(eng_ctx *ctx, const std::vector<int32_t> &toks, int max_tokens) {
+    int32_t id = -1;
+    std::vector<int32_t> out;
+    CHECK(eng_seq_add(ctx, toks.data(), (int32_t)toks.size(), nullptr, 0, max_tokens, 0.0f, 1.0f, 0, 0, 0, &id) == 0);
+    int32_t ev[4 * 16];
+    bool done = false;
+    for (int guard = 0; guard < 10000 && !done; guard++) {
+        int32_t n = eng_step(ctx, ev, 4 * 16);
+        CHECK(n >= 0);
+        if (n < 0) break;
+        for (int i = 0; i < n; i++) {
+            if (ev[i * 4 + 1] == ENG_EVENT_TOKEN) out.push_back(ev[i * 4 + 2]);
+            done = done || ev[i * 4 + 1] == ENG_EVENT_FINISH;
+        }
+    }
+    CHECK(done);
+    return out;
+}
+
+int64_t drafted(eng_ctx *ctx) {
+    int64_t s[ENG_STAT_COUNT];
+    eng_ctx_stats(ctx, s, ENG_STAT_COUNT);
+    return s[ENG_STAT_DRAFT_TOKENS];
+}
+
+} // namespace
+
+TEST(prompt_logits_beside_drafts) {
+    // Speculative decoding and prompt logits together, on f16 and q8_0 caches, with the fewest logits
+    // rows a step (16, the max batch): a sequence verifying 8 correct drafts a pass (9 rows) shares
+    // steps with a PROMPT_LOGITS prefill of 130 tokens, which takes the rows left. The prompt's rows
+    // equal a run alone without speculation, the drafting sequence's tokens equal decoding without
+    // drafts, and the PROMPT_LOGITS sequence never drafts (drafts offered to it are dropped).
+    for (const char *name : {"llama-f32", "deepseek3-bf16"})
+        for (int64_t kv : {1 + ENG_KV_DTYPE_F16, 1 + ENG_KV_DTYPE_Q8_0}) {
+            Fixture f = load_fixture(name);
+            const std::vector<int32_t> &p = f.prompts[3], &d = f.prompts[1];
+            CHECK(p.size() == 130);
+            eng_ctx *ref = open_spec(f, kv, ENG_SPEC_OFF, 0);
+            if (!ref) return;
+            int64_t info[ENG_INFO_COUNT];
+            eng_ctx_info(ref, info, ENG_INFO_COUNT);
+            int V = (int)info[ENG_INFO_N_VOCAB];
+            std::vector<float> want_last, want_rows;
+            run_one(ref, p, ENG_SEQ_PROMPT_LOGITS, nullptr, &want_last, &want_rows, V);
+            std::vector<int32_t> want_d = greedy_alone(ref, d, 40), want_p = greedy_alone(ref, p, 8);
+            eng_ctx_free(ref);
+
+            eng_ctx *ctx = open_spec(f, kv, ENG_SPEC_NGRAM, 16);
+            if (!ctx) return;
+            eng_ctx_info(ctx, info, ENG_INFO_COUNT);
+            CHECK(info[ENG_INFO_KV_DTYPE] == kv - 1 && info[ENG_INFO_SPEC_MAX_DRAFT] == 8);
+            int32_t did = -1, pid = -1;
+            CHECK(eng_seq_add(ctx, d.data(), (int32_t)d.size(), nullptr, 0, 40, 0.0f, 1.0f, 0, 0, 0, &did) == 0);
+            std::vector<int32_t> got_d, got_p;
+            int32_t ev[4 * 64];
+            int finished = 0, shared = 0;
+            for (int step = 0; step < 10000 && finished < 2; step++) {
+                // The prompt arrives once the drafting sequence decodes.
+                if (pid < 0 && got_d.size() >= 2)
+                    CHECK(eng_seq_add(ctx, p.data(), (int32_t)p.size(), nullptr, 0, 8, 0.0f, 1.0f, 0, 0,
+                                      ENG_SEQ_PROMPT_LOGITS, &pid) == 0);
+                int64_t before = drafted(ctx);
+                int32_t n = eng_step(ctx, ev, 4 * 64);
+                CHECK(n >= 0);
+                if (n < 0) break;
+                bool d_token = false, p_prefilling = pid >= 0 && got_p.empty();
+                for (int i = 0; i < n; i++) {
+                    int32_t sid = ev[i * 4], kind = ev[i * 4 + 1], tok = ev[i * 4 + 2];
+                    if (kind == ENG_EVENT_TOKEN) (sid == did ? got_d : got_p).push_back(tok);
+                    d_token = d_token || (kind == ENG_EVENT_TOKEN && sid == did);
+                    finished += kind == ENG_EVENT_FINISH;
+                }
+                shared += d_token && p_prefilling && drafted(ctx) > before;
+                // Next pass's drafts: the drafting sequence's own continuation (all correct), and
+                // some for the PROMPT_LOGITS sequence, which must not take them.
+                if (got_d.size() < want_d.size()) {
+                    std::vector<int32_t> next(want_d.begin() + (long)got_d.size(),
+                                              want_d.begin() + (long)std::min(got_d.size() + 8, want_d.size()));
+                    CHECK(eng_seq_draft(ctx, did, next.data(), (int32_t)next.size(), nullptr, 0) == 0);
+                }
+                if (pid >= 0 && got_p.size() < want_p.size()) {
+                    std::vector<int32_t> next(want_p.begin() + (long)got_p.size(), want_p.end());
+                    if (next.size() > 8) next.resize(8);
+                    CHECK(eng_seq_draft(ctx, pid, next.data(), (int32_t)next.size(), nullptr, 0) == 0);
+                }
+                if (got_d.size() >= want_d.size() && !got_p.empty() && got_p.size() < want_p.size())
+                    CHECK_MSG(drafted(ctx) == before, "%s: the PROMPT_LOGITS sequence drafted", name);
+            }
+            CHECK(finished == 2);
+            CHECK_MSG(got_d == want_d, "%s kv %lld: the drafting sequence's tokens differ", name, (long long)kv);
+            CHECK(got_p == want_p);
+            CHECK_MSG(shared > 0, "%s kv %lld: no step verified drafts beside the prompt's prefill", name,
+                      (long long)kv);
+            std::vector<float> rows(p.size() * (size_t)V);
+            CHECK(eng_seq_prompt_logits(ctx, pid, rows.data(), (int64_t)rows.size()) == (int32_t)p.size());
+            int bad = 0;
+            for (size_t i = 0; i < p.size(); i++)
+                bad += memcmp(&rows[i * (size_t)V], &want_rows[i * (size_t)V], (size_t)V * 4) != 0;
+            CHECK_MSG(bad == 0, "%s kv %lld: %d of %zu prompt rows differ", name, (long long)kv, bad, p.size());
+            int64_t s[ENG_STAT_COUNT];
+            eng_ctx_stats(ctx, s, ENG_STAT_COUNT);
+            CHECK(s[ENG_STAT_DRAFT_ACCEPTED] > 0 && s[ENG_STAT_BLOCKS_FREE] == s[ENG_STAT_BLOCKS_TOTAL]);
+            eng_ctx_free(ctx);
+        }
 }
