@@ -396,8 +396,9 @@ static KERNELS_INLINE void gg_tile32x2(const int8_t *xq, const float *xd, int ld
     const int off = DT == Q4_0 ? 8 : DT == Q5_0 ? 16 : 0;
     const bool has_min = DT == Q4_1 || DT == Q5_1;
     int nb = K / 32, ldd = ldq / 32;
-    // With a min, the min terms go to tot2; else small tiles alternate tot and tot2 per pair.
-    const bool dual = has_min || NR * NT <= 2;
+    // With a min, the min terms go to tot2. One accumulator otherwise, whatever the tile (so a
+    // (row, token) sums in the same order in any tile: batch invariance).
+    const bool dual = has_min;
     __m512 tot[NR][NT], tot2[dual ? NR : 1][dual ? NT : 1];
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) tot[r][t] = _mm512_setzero_ps();
@@ -410,7 +411,6 @@ static KERNELS_INLINE void gg_tile32x2(const int8_t *xq, const float *xd, int ld
         __m512 dw[NR], mw[NR];
         for (int r = 0; r < NR; r++)
             gg_unpack32x2<DT>(w + (row0 + r) * row_bytes + (int64_t)b * BB, &u[r], &dw[r], &mw[r]);
-        bool second = dual && !has_min && ((b >> 1) & 1);
         for (int t = 0; t < NT; t++) {
             __m512i x = _mm512_loadu_si512((const void *)(xq + (int64_t)t * ldq + b * 32));
             __m512 dx = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(xd[(int64_t)t * ldd + b]),
@@ -446,9 +446,7 @@ static KERNELS_INLINE void gg_tile32x2(const int8_t *xq, const float *xd, int ld
                     p = _mm512_add_epi32(corr, _mm512_madd_epi16(_mm512_maddubs_epi16(u[r], x), _mm512_set1_epi16(1)));
 #endif
                 __m512 pf = _mm512_cvtepi32_ps(p), sc = _mm512_mul_ps(dw[r], dx);
-                if (second)
-                    tot2[dual ? r : 0][dual ? t : 0] = _mm512_fmadd_ps(pf, sc, tot2[dual ? r : 0][dual ? t : 0]);
-                else tot[r][t] = _mm512_fmadd_ps(pf, sc, tot[r][t]);
+                tot[r][t] = _mm512_fmadd_ps(pf, sc, tot[r][t]);
                 if (has_min)
                     tot2[dual ? r : 0][dual ? t : 0] =
                         _mm512_fmadd_ps(gsf, _mm512_mul_ps(mw[r], dx), tot2[dual ? r : 0][dual ? t : 0]);
@@ -721,7 +719,7 @@ static void matmul_ggml_pre(const int8_t *xq, const float *xd, const int16_t *xb
     for (int t = 0; t < T;) {
         int nt = T - t >= 4 ? 4 : T - t, r = r0;
 #ifdef KERNELS_AVX512
-        for (; r + 4 <= r1; r += 4) { // 32 registers: 4 rows x 4 tokens
+        for (; dtype != Q4_1 && dtype != Q5_1 && r + 4 <= r1; r += 4) { // 4 rows x 4 tokens (32 registers)
             if (nt == 4) GG_TILE(4, 4);
             else if (nt == 3) GG_TILE(4, 3);
             else if (nt == 2) GG_TILE(4, 2);
