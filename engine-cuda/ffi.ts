@@ -192,8 +192,12 @@ export interface ContextParams {
   maxBatch?: number;
   prefillChunk?: number;
   contextLength?: number;
-  /** Weights as stored (default) or 'q8': quantized at load to int8 per block of 32 (CPU backend). */
-  weightDtype?: 'stored' | 'q8';
+  /**
+   * Weights as stored (default); 'q8': quantized at load to int8 per block of 32; 'q4_k_m', 'q8_0',
+   * 'q4_0', 'q6_k': quantized at load to that llama.cpp file type's mixture of GGUF block types
+   * (ENG_PARAM_WEIGHT_DTYPE). CPU backend.
+   */
+  weightDtype?: 'stored' | 'q8' | 'q4_k_m' | 'q8_0' | 'q4_0' | 'q6_k';
   /** The context's CPU kernel path; default 'auto' (the fastest this CPU runs). */
   simd?: (typeof SIMD_PATHS)[number];
   /** CPU backend: copy the matrices into huge pages when they fit (default true). */
@@ -539,6 +543,10 @@ const SPECULATIVE_PARAM: Record<(typeof SPECULATIVE_MODES)[number], number> = {
 const WEIGHT_DTYPE_PARAM: Record<NonNullable<ContextParams['weightDtype']>, number> = {
   stored: 0,
   q8: ENG.WEIGHT_DTYPE_Q8,
+  q4_k_m: ENG.WEIGHT_DTYPE_Q4_K,
+  q8_0: ENG.WEIGHT_DTYPE_Q8_0,
+  q4_0: ENG.WEIGHT_DTYPE_Q4_0,
+  q6_k: ENG.WEIGHT_DTYPE_Q6_K,
 };
 
 /** ENG_PARAM_KV_DTYPE's value: 0 the default, else 1 + ENG_KV_DTYPE_*. */

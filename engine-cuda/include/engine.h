@@ -63,7 +63,9 @@ enum {
     ENG_PARAM_WEIGHT_DTYPE = 8,  /* 0 as stored; ENG_WEIGHT_DTYPE_Q8: matrices quantized at load to int8 per
                                     block of 32 with an f32 scale; ENG_WEIGHT_DTYPE_Q4_K: llama.cpp's Q4_K_M
                                     mixture made at load (Q4_K, some Q6_K; Q5_0 / Q8_0 where rows are
-                                    not whole 256-blocks). CPU backend only; MoE routers and matrices
+                                    not whole 256-blocks); ENG_WEIGHT_DTYPE_Q8_0 / Q4_0 / Q6_K: llama.cpp's
+                                    Q8_0 / Q4_0 / Q6_K files' mixtures (the output matrix Q6_K in the
+                                    latter two). CPU backend only; MoE routers and matrices
                                     whose columns are not a multiple of 32 stay as stored */
     ENG_PARAM_SIMD = 9,          /* CPU kernel path of this context: 0 the fastest this CPU runs, else
                                     1 + ENG_SIMD_* (UNSUPPORTED when the CPU or the build lacks it) */

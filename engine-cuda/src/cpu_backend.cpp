@@ -22,6 +22,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <new>
+#include <utility>
 
 #include "backend.h"             // defines: Backend, Batch, BackendConfig
 #include "common.h"              // defines: fail
@@ -302,8 +304,30 @@ template <class T> struct LineAlloc {
     using value_type = T;
     LineAlloc() = default;
     template <class U> LineAlloc(const LineAlloc<U> &) {}
-    T *allocate(size_t n) { return (T *)::operator new(n * sizeof(T), std::align_val_t(64)); }
-    void deallocate(T *p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+    /* Zeroed memory. From kLazyBytes on, fresh anonymous pages: the kernel zero-fills a page when it
+     * is first touched, so a buffer sized for the largest batch (a prefill chunk plus every
+     * sequence's drafts) costs resident memory only for the rows a batch has used. */
+    static const size_t kLazyBytes = 256 << 10;
+    T *allocate(size_t n) {
+        size_t bytes = n * sizeof(T);
+        if (bytes >= kLazyBytes) {
+            void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) throw std::bad_alloc();
+            return (T *)p;
+        }
+        void *p = ::operator new(bytes, std::align_val_t(64));
+        memset(p, 0, bytes);
+        return (T *)p;
+    }
+    void deallocate(T *p, size_t n) {
+        if (n * sizeof(T) >= kLazyBytes) munmap(p, n * sizeof(T));
+        else ::operator delete(p, std::align_val_t(64));
+    }
+    /* Value-initialization (resize) writes nothing: the memory is zero already, and writing the
+     * zeros would make every page resident. Every LineAlloc vector grows only from empty (resized
+     * once, never shrunk and regrown), so its new elements always lie in fresh memory. */
+    template <class U> void construct(U *) {}
+    template <class U, class... A> void construct(U *p, A &&...a) { ::new ((void *)p) U(std::forward<A>(a)...); }
     template <class U> bool operator==(const LineAlloc<U> &) const { return true; }
     template <class U> bool operator!=(const LineAlloc<U> &) const { return false; }
 };

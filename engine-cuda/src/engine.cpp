@@ -48,15 +48,15 @@ static int64_t param(const int64_t *params, int32_t n, int idx, int64_t def) {
     return (params && idx < n && params[idx] > 0) ? params[idx] : def;
 }
 
-/* The matrices' dtype as run (ENG_INFO_WEIGHT_DTYPE): q8 when any matrix was quantized at load, q4_k
- * for the Q4_K_M mixture made at load; else layer 0's attention output matrix stands for all (every
+/* The matrices' dtype as run (ENG_INFO_WEIGHT_DTYPE): q8 when any matrix was quantized at load, the
+ * mixture's type (q4_k for Q4_K_M, q8_0, q4_0, q6_k) for a mixture made at load; else layer 0's attention output matrix stands for all (every
  * architecture has one, FP8 applies to all the big matrices alike, and a GGUF file's block types
  * are its own: Q8_0..Q6_K). */
 static int64_t weight_dtype_run(const Model &m) {
-    return m.has_q8()         ? DT_Q8
-           : m.is_q4_k_m      ? DT_Q4_K // the mixture made at load
-           : m.layers.empty() ? DT_F32
-                              : m.layers[0].wo.dtype;
+    return m.has_q8()              ? DT_Q8
+           : m.mixture != DT_OTHER ? m.mixture // the mixture made at load
+           : m.layers.empty()      ? DT_F32
+                                   : m.layers[0].wo.dtype;
 }
 
 /* Bytes of KV cache one token takes in all layers with rows of kv_dtype: MLA one row of the latent
@@ -106,10 +106,11 @@ static int32_t choose_backend(const eng_ctx *c, const int64_t *params, int32_t n
                         "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
         b = ENG_BACKEND_CPU;
     }
-    if ((c->model.is_q8 || c->model.is_q4_k_m) && b == ENG_BACKEND_CUDA) { // the Q8 / GGUF kernels are the CPU's
+    if ((c->model.is_q8 || c->model.mixture != DT_OTHER) &&
+        b == ENG_BACKEND_CUDA) { // the Q8 / GGUF kernels are the CPU's
         if (!*is_auto)
             return fail(ENG_STATUS_UNSUPPORTED, "weight dtype %s runs on the CPU backend only",
-                        c->model.is_q8 ? "q8" : "q4_k_m");
+                        c->model.is_q8 ? "q8" : dtype_name(c->model.mixture));
         b = ENG_BACKEND_CPU;
     }
     *out = b;
@@ -354,14 +355,17 @@ ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int
     try {
         c = new eng_ctx();
         int64_t wd = param(params, n_params, ENG_PARAM_WEIGHT_DTYPE, 0);
-        if (wd != 0 && wd != ENG_WEIGHT_DTYPE_Q8 && wd != ENG_WEIGHT_DTYPE_Q4_K) {
+        if (wd != 0 && wd != ENG_WEIGHT_DTYPE_Q8 && wd != ENG_WEIGHT_DTYPE_Q4_K && wd != ENG_WEIGHT_DTYPE_Q8_0 &&
+            wd != ENG_WEIGHT_DTYPE_Q4_0 && wd != ENG_WEIGHT_DTYPE_Q6_K) {
             delete c;
             return fail(ENG_STATUS_INVALID_ARG,
-                        "ENG_PARAM_WEIGHT_DTYPE must be 0 (as stored), %d (q8) or %d (q4_k_m), got %lld",
-                        ENG_WEIGHT_DTYPE_Q8, ENG_WEIGHT_DTYPE_Q4_K, (long long)wd);
+                        "ENG_PARAM_WEIGHT_DTYPE must be 0 (as stored), %d (q8), %d (q4_k_m), %d (q8_0), %d (q4_0) or "
+                        "%d (q6_k), got %lld",
+                        ENG_WEIGHT_DTYPE_Q8, ENG_WEIGHT_DTYPE_Q4_K, ENG_WEIGHT_DTYPE_Q8_0, ENG_WEIGHT_DTYPE_Q4_0,
+                        ENG_WEIGHT_DTYPE_Q6_K, (long long)wd);
         }
         c->model.is_q8 = wd == ENG_WEIGHT_DTYPE_Q8;
-        c->model.is_q4_k_m = wd == ENG_WEIGHT_DTYPE_Q4_K;
+        c->model.mixture = wd == 0 || wd == ENG_WEIGHT_DTYPE_Q8 ? DT_OTHER : (DType)wd;
         int64_t nt = param(params, n_params, ENG_PARAM_N_THREADS, 0);
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         c->model.quant_threads = (int)(nt > 0 ? nt : cores > 0 ? cores : 1);

@@ -476,6 +476,20 @@ DType q4_k_m_dtype(const std::string &name, int64_t cols, int n_layer, bool is_t
     return dt;
 }
 
+DType mixture_dtype(DType mix, const std::string &name, int64_t cols, int n_layer, bool is_tied) {
+    if (mix == DT_Q4_K) return q4_k_m_dtype(name, cols, n_layer, is_tied);
+    auto ends = [&](const char *s) {
+        size_t n = strlen(s);
+        return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+    };
+    if (ends("mlp.gate.weight") || cols % 32 != 0) return DT_OTHER;
+    if (mix == DT_Q8_0) return DT_Q8_0;
+    DType dt = mix;
+    if (ends("lm_head.weight") || (is_tied && ends("embed_tokens.weight"))) dt = DT_Q6_K;
+    if (dt == DT_Q6_K && cols % 256 != 0) dt = DT_Q8_0;
+    return dt;
+}
+
 namespace {
 
 /* Binds tensors by name and counts parameters and the bytes a decoded token reads. */
@@ -493,7 +507,7 @@ struct Binder {
         int64_t bytes = (int64_t)t->nbytes;
         if (t->dtype == DT_F8_E4M3) ENG_TRY(fp8_scale(name, rows, cols, w, &bytes));
         else if (m->is_q8 && dtype_size(t->dtype) > 0) to_q8(name, t, w, &bytes); // block dtypes stay as stored
-        else if (m->is_q4_k_m) to_q4_k_m(name, t, w, &bytes);
+        else if (m->mixture != DT_OTHER) to_mixture(name, t, w, &bytes);
         m->n_params += t->numel;
         if (is_counted) {
             m->n_params_active += t->numel;
@@ -516,10 +530,10 @@ struct Binder {
         w->scale = m->scales.back().data();
         *bytes = n + n / 32 * 4;
     }
-    /* ENG_PARAM_WEIGHT_DTYPE Q4_K: the matrix quantized at load to its type in llama.cpp's Q4_K_M
-     * mixture (q4_k_m_dtype), kept as stored when that is none. */
-    void to_q4_k_m(const std::string &name, const Tensor *t, Weight *w, int64_t *bytes) {
-        DType dt = q4_k_m_dtype(name, w->cols, m->cfg.n_layer, m->cfg.is_tied);
+    /* ENG_PARAM_WEIGHT_DTYPE Q4_K / Q8_0 / Q4_0 / Q6_K: the matrix quantized at load to its type in
+     * llama.cpp's mixture (mixture_dtype), kept as stored when that is none. */
+    void to_mixture(const std::string &name, const Tensor *t, Weight *w, int64_t *bytes) {
+        DType dt = mixture_dtype(m->mixture, name, w->cols, m->cfg.n_layer, m->cfg.is_tied);
         if (dt == DT_OTHER || (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16)) return;
         int64_t rb = dtype_row_bytes(dt, w->cols);
         m->q8.emplace_back((size_t)(rb * w->rows));
