@@ -73,8 +73,9 @@ enum {
     ENG_PARAM_CUDA_TC_MIN_TOKENS = 12, /* CUDA: a matmul over at least this many tokens uses the tensor-core
                                     bf16 gemm; default 16 (a value above any batch, e.g. 1 << 30: never) */
     ENG_PARAM_CUDA_GRAPHS = 13,        /* CUDA: 0/1 replay decode steps as CUDA graphs; 2 launch each kernel */
-    ENG_PARAM_SPECULATIVE = 14,        /* speculative decoding: ENG_SPEC_* (0 auto: prompt lookup; MTP drafts are
-                                          not implemented, ENG_SPEC_MTP is UNSUPPORTED) */
+    ENG_PARAM_SPECULATIVE = 14,        /* speculative decoding: ENG_SPEC_* (0 auto: the checkpoint's MTP layer
+                                          where it has one (CPU backend), else prompt lookup; ENG_SPEC_MTP
+                                          without an MTP layer, or on CUDA, is UNSUPPORTED) */
     ENG_PARAM_SPEC_MAX_DRAFT = 15,     /* most drafted tokens a sequence verifies in one step; default 8, at most 64 */
     ENG_PARAM_COUNT = 16
 };
@@ -99,7 +100,7 @@ enum {
     ENG_INFO_VISION = 15,          /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
     ENG_INFO_WEIGHT_DTYPE = 16,    /* the matrices' dtype as run: ENG_WEIGHT_DTYPE_* (Q8: quantized at load) */
     ENG_INFO_N_THREADS = 17,       /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
-    ENG_INFO_SPECULATIVE = 18,     /* speculative decoding as run: ENG_SPEC_OFF or ENG_SPEC_NGRAM */
+    ENG_INFO_SPECULATIVE = 18,     /* speculative decoding as run: ENG_SPEC_OFF, ENG_SPEC_NGRAM or ENG_SPEC_MTP */
     ENG_INFO_SPEC_MAX_DRAFT = 19,  /* most drafted tokens per sequence and step (0 when off) */
     ENG_INFO_COUNT = 20
 };

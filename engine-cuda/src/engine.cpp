@@ -135,10 +135,13 @@ static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t
 struct Sizes {
     int64_t n_threads = 1, bs = 16, max_batch = 16, chunk = 256, n_ctx = 0, n_blocks = 0;
     int64_t spec = ENG_SPEC_OFF, max_draft = 0; // speculative decoding as run
+    int64_t n_kv_layer = 0;                     // n_layer, + 1 for the MTP layer when MTP drafts
 };
 
-/* Threads, KV block size, batch, prefill chunk and context limit (n_blocks: size_kv_cache). */
-static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t n_params, Sizes *s) {
+/* Threads, KV block size, batch, prefill chunk, context limit (n_blocks: size_kv_cache) and the
+ * speculative mode (has_mtp: the model has an MTP layer; backend: the one chosen). */
+static int32_t read_sizes(const ModelConfig &mc, bool has_mtp, int64_t backend, const int64_t *params, int32_t n_params,
+                          Sizes *s) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     s->n_threads = param(params, n_params, ENG_PARAM_N_THREADS, online > 0 ? online : 1);
     s->bs = param(params, n_params, ENG_PARAM_BLOCK_SIZE, 16);
@@ -149,12 +152,21 @@ static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t 
         return fail(ENG_STATUS_INVALID_ARG, "a creation parameter is out of range");
     int64_t spec = param(params, n_params, ENG_PARAM_SPECULATIVE, ENG_SPEC_AUTO);
     if (spec > ENG_SPEC_MTP) return fail(ENG_STATUS_INVALID_ARG, "unknown ENG_PARAM_SPECULATIVE %lld", (long long)spec);
-    if (spec == ENG_SPEC_MTP)
+    if (spec == ENG_SPEC_MTP && !has_mtp)
         return fail(ENG_STATUS_UNSUPPORTED,
-                    "speculative decoding with MTP drafts is not implemented (use ngram or auto)");
-    s->spec = spec == ENG_SPEC_OFF ? ENG_SPEC_OFF : ENG_SPEC_NGRAM; // auto: prompt lookup (no MTP layers yet)
-    s->max_draft = s->spec == ENG_SPEC_OFF ? 0 : param(params, n_params, ENG_PARAM_SPEC_MAX_DRAFT, 8);
+                    "speculative decoding with MTP drafts needs a checkpoint with an MTP layer (GLM-4.5 / "
+                    "DeepSeek-V3 num_nextn_predict_layers with model.layers.%d.eh_proj); this one has none (use "
+                    "ngram or auto)",
+                    mc.n_layer);
+    if (spec == ENG_SPEC_MTP && backend == ENG_BACKEND_CUDA)
+        return fail(ENG_STATUS_UNSUPPORTED, "speculative decoding with MTP drafts runs on the CPU backend only");
+    s->max_draft = spec == ENG_SPEC_OFF ? 0 : param(params, n_params, ENG_PARAM_SPEC_MAX_DRAFT, 8);
     if (s->max_draft > 64) return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_SPEC_MAX_DRAFT must be at most 64");
+    // auto: MTP where the checkpoint has it (and the backend runs it), prompt lookup otherwise.
+    bool mtp =
+        has_mtp && backend == ENG_BACKEND_CPU && s->max_draft > 0 && (spec == ENG_SPEC_MTP || spec == ENG_SPEC_AUTO);
+    s->spec = spec == ENG_SPEC_OFF ? ENG_SPEC_OFF : mtp ? ENG_SPEC_MTP : ENG_SPEC_NGRAM;
+    s->n_kv_layer = mc.n_layer + (s->spec == ENG_SPEC_MTP ? 1 : 0);
     if (s->n_ctx > mc.max_pos) s->n_ctx = mc.max_pos;
     return ENG_STATUS_OK;
 }
@@ -164,7 +176,7 @@ static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t 
  * pages are touched lazily). Lowers n_ctx so that one sequence always fits. */
 static int32_t size_kv_cache(const ModelConfig &mc, const int64_t *params, int32_t n_params, int64_t backend,
                              Sizes *s) {
-    int64_t block_bytes = mc.n_layer * mc.kv_floats_per_token() * s->bs * (int64_t)sizeof(float);
+    int64_t block_bytes = s->n_kv_layer * mc.kv_floats_per_token() * s->bs * (int64_t)sizeof(float);
     int64_t want = (s->max_batch * s->n_ctx + s->bs - 1) / s->bs;
     s->n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
     if (s->n_blocks == 0 && backend == ENG_BACKEND_CUDA) {
@@ -190,6 +202,7 @@ static BackendConfig backend_config(const Sizes &s) {
     bc.max_logits = (int32_t)(s.max_batch * (1 + s.max_draft));
     bc.n_ctx = (int32_t)s.n_ctx;
     bc.verify_rows = s.max_draft > 0 ? 16 : 0;
+    bc.use_mtp = s.spec == ENG_SPEC_MTP;
     return bc;
 }
 
@@ -233,6 +246,8 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
     sc.n_ctx = (int32_t)s.n_ctx;
     sc.n_vocab = mc.n_vocab;
     sc.max_draft = (int32_t)s.max_draft;
+    sc.use_mtp = s.spec == ENG_SPEC_MTP;
+    sc.n_embd = mc.n_embd;
     ENG_TRY(c->sched.init(sc, &c->bm, c->backend.get()));
     if (c->model.vision) {
         c->vision.reset(new VisionEncoder());
@@ -255,7 +270,11 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     Sizes s;
     ENG_TRY(kernels_choose(param(params, n_params, ENG_PARAM_SIMD, 0), &k));
     ENG_TRY(choose_backend(c, params, n_params, &backend, &is_auto));
-    ENG_TRY(read_sizes(c->model.cfg, params, n_params, &s));
+    int64_t spec = param(params, n_params, ENG_PARAM_SPECULATIVE, ENG_SPEC_AUTO);
+    if (backend == ENG_BACKEND_CUDA && is_auto && !c->model.mtp.empty() &&
+        (spec == ENG_SPEC_MTP || spec == ENG_SPEC_AUTO)) // MTP drafts run on the CPU
+        return configure_cpu_fallback(c, params, n_params);
+    ENG_TRY(read_sizes(c->model.cfg, !c->model.mtp.empty(), backend, params, n_params, &s));
     ENG_TRY(size_kv_cache(c->model.cfg, params, n_params, backend, &s));
     if (backend == ENG_BACKEND_CUDA) {
         int32_t st = create_cuda_backend(c, params, n_params, &s);

@@ -41,6 +41,8 @@ struct SchedulerConfig {
     int32_t max_draft = 0; // speculative decoding: most drafted tokens per sequence and step (0: off)
     int32_t ngram_max = 4; // prompt lookup: the longest suffix matched ...
     int32_t ngram_min = 2; // ... and the shortest
+    bool use_mtp = false;  // drafts from the model's MTP layer (Backend::mtp_forward) instead of prompt lookup
+    int32_t n_embd = 0;    // with use_mtp: the hidden width
 };
 
 struct SchedulerStats {
@@ -89,10 +91,13 @@ class Scheduler {
         Sequence *seq;
         int32_t n_tokens;
         bool is_prefill;
+        int32_t n_kept = 0; // postprocess: positions from pos0 on whose K/V the sequence keeps
     };
     void schedule();
     void schedule_one(Sequence *s, int32_t n, bool is_prefill);
     void propose(Sequence *s);
+    int32_t mtp_catch_up();
+    void mtp_chain(Sequence *s);
     void verify(size_t e, std::vector<int32_t> *events);
     void preempt(Sequence *s);
     void finish(Sequence *s, int32_t reason, std::vector<int32_t> *events);
@@ -108,6 +113,10 @@ class Scheduler {
     std::vector<Entry> entries_;
     std::vector<float> logits_;     // (max_batch * (1 + max_draft), V)
     std::vector<int32_t> verified_; // verify(): the tokens a decode pass with drafts produced
+    Batch mtp_batch_;               // MTP: the catch-up / chain pass
+    std::vector<float> mtp_h_in_, mtp_h_out_, mtp_logits_;
+    std::vector<int32_t> mtp_blocks_; // the entries' block tables before postprocess (finish frees them)
+    std::vector<size_t> mtp_block0_;  // (entries) first of each in mtp_blocks_
     std::deque<Sequence *> waiting_;
     std::vector<Sequence *> running_; // admission order
     std::unordered_map<int32_t, std::unique_ptr<Sequence>> live_;
