@@ -11,9 +11,10 @@ checkpoints store every linear weight except the router, embeddings and lm_head 
 "weight_block_size": [128, 128]}, as the DeepSeek-V3 and GLM-4.5-FP8 releases do; the reference
 runs on the dequantized weights (byte value * block scale) in float32. Each checkpoint also stores a
 few tensors of one multi-token-prediction layer (model.layers.{num_hidden_layers}.*), which the
-engine must load past; the *-mtp-* checkpoints hold that layer whole instead, and their prompts carry
-the MTP layer's reference logits (`mtp` below, reference_moe.mtp_forward). Prompts are redrawn until greedy margins and MoE routing margins (the gap
-that decides an expert or group choice) are wide enough that float32 rounding cannot flip them.
+engine must load past; the *-mtp-* checkpoints hold that layer whole instead, and their prompts
+carry the MTP layer's reference logits and drafts (mtp_case, mtp_drafts; reference_moe.mtp_forward).
+Prompts are redrawn until greedy margins and MoE routing margins (the gap that decides an expert or
+group choice, the MTP layer's included) are wide enough that float32 rounding cannot flip them.
 """
 
 from __future__ import annotations
@@ -426,7 +427,7 @@ def sanity_lines(name: str, cfg: dict, w: dict, prompts: list[dict]) -> list[str
         if worst < 50 * LOGIT_TOLERANCE:
             raise RuntimeError(f"{name}: fixture does not detect '{label}'")
     mtp_variants = [("MTP: hidden state first in eh_proj's input", {"hidden_first": True})]
-    if "embed_tokens.weight" in str([k for k in w if k.startswith(f"model.layers.{cfg['num_hidden_layers']}.")]):
+    if f"model.layers.{cfg['num_hidden_layers']}.embed_tokens.weight" in w:
         mtp_variants.append(("MTP: the model's head and embedding instead of its own", {"model_head": True}))
     for label, opts in mtp_variants if "mtp" in prompts[0] else []:
         worst = 0.0
