@@ -56,14 +56,15 @@ maya::Batch one_seq(const std::vector<int32_t> &tokens, int32_t pos0, const std:
     return b;
 }
 
-void check_mtp_oracle(const char *name) {
+/* model: the checkpoint to load (default: the fixture directory itself). */
+void check_mtp_oracle(const char *name, const std::string &model = "") {
     std::string dir = test_repo_root() + "/test/fixtures/engine/" + name;
     std::string text, err;
     maya::JsonValue fx;
     CHECK(maya::read_text_file(dir + "/fixtures.json", &text) == 0);
     CHECK_MSG(maya::json_parse(text.data(), text.size(), &fx, &err), "%s", err.c_str());
     maya::Model m;
-    CHECK(maya::model_load(dir, &m) == 0);
+    CHECK(maya::model_load(model.empty() ? dir : model, &m) == 0);
     CHECK_MSG(m.mtp.size() == 1, "%s: MTP layer not bound", name);
     if (m.mtp.size() != 1) return;
     const maya::Kernels *k = nullptr;
@@ -419,6 +420,22 @@ TEST(mtp_drafts_match_the_reference) {
 
 TEST(mtp_logits_match_the_reference) {
     for (const char *d : kMtpDirs) check_mtp_oracle(d);
+}
+
+/* GGUF (llama.cpp's layout: the MTP layer as blk.2 with its nextn.* tensors, nextn_predict_layers 1;
+ * scripts/gguf/convert_hf.py of glm45-moe-mtp-bf16): the same reference, and MTP drafts through the ABI. */
+TEST(mtp_gguf_glm4moe) {
+    std::string file = test_repo_root() + "/test/fixtures/gguf/glm4moe-mtp-BF16.gguf";
+    check_mtp_oracle("glm45-moe-mtp-bf16", file);
+    int64_t p[ENG_PARAM_COUNT] = {0};
+    p[ENG_PARAM_SPECULATIVE] = ENG_SPEC_MTP;
+    eng_ctx *ctx = nullptr;
+    CHECK(test_ctx_create(file.c_str(), p, ENG_PARAM_COUNT, &ctx) == 0 && ctx);
+    if (!ctx) return;
+    int64_t info[ENG_INFO_COUNT];
+    eng_ctx_info(ctx, info, ENG_INFO_COUNT);
+    CHECK(info[ENG_INFO_SPECULATIVE] == ENG_SPEC_MTP && info[ENG_INFO_N_LAYER] == 2);
+    eng_ctx_free(ctx);
 }
 
 TEST(mtp_greedy_invariance) {
