@@ -141,6 +141,14 @@ double StepCost::relative_token_cost() const {
     return b > 0 ? b / (time / tokens) : 0;
 }
 
+/* The turn-down's draft length (propose): the j with alpha^j >= token_cost_, at most max_draft. */
+int32_t Scheduler::turn_down(const Sequence *s) const {
+    double alpha = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
+    int32_t k = 0;
+    for (double p = alpha; k < cfg_.max_draft && p >= token_cost_; p *= alpha) k++;
+    return k;
+}
+
 /* The draft of a decoding sequence for this step: the host's (eng_seq_draft), else prompt lookup
  * (n-gram): the most recent earlier occurrence of its last m tokens (m from ngram_max down to
  * ngram_min) in its prompt and output, and the tokens that followed it. None while a mask is set
@@ -180,9 +188,7 @@ void Scheduler::propose(Sequence *s) {
         return;
     }
     if (!s->mask.empty()) return; // the engine cannot know the masks after its own drafts
-    double alpha = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
-    int32_t k = 0;
-    for (double p = alpha; k < cfg_.max_draft && p >= token_cost_; p *= alpha) k++;
+    int32_t k = turn_down(s);
     if (k == 0 && ++s->spec_idle >= 16) k = 1; // a probe
     k = std::min(k, room);
     if (k <= 0) return;
@@ -211,7 +217,8 @@ void Scheduler::propose(Sequence *s) {
  * sampled). Sequences that finished in this pass included: their blocks, freed into the prefix
  * cache, are not reused before the next schedule, and a later prompt that shares them reads their
  * MTP KV too. A sequence that decodes next gets its first draft (the last position's prediction) and
- * the hidden state it chains from. Outputs never depend on this. One known approximation: a prompt
+ * the hidden state it chains from (only where propose() will draft: the lm head is skipped
+ * otherwise). Outputs never depend on this. One known approximation: a prompt
  * served from the prefix cache finds, at the last cached position, the MTP entry of the token that
  * followed in the sequence that computed the block (it may differ): draft quality only. */
 int32_t Scheduler::mtp_catch_up() {
@@ -232,7 +239,11 @@ int32_t Scheduler::mtp_catch_up() {
         m.block_table = mtp_blocks_.data() + mtp_block0_[e];
         m.n_blocks = (int32_t)((e + 1 < entries_.size() ? mtp_block0_[e + 1] : mtp_blocks_.size()) - mtp_block0_[e]);
         bool is_live = live_.count(s->id) > 0;
-        bool is_decoding = is_live && s->n_computed + 1 == (int32_t)s->tokens.size();
+        // The prediction (and its lm head) only for a sequence the next propose() drafts for: decoding,
+        // unmasked, with room, and drafting by the turn-down or due a probe.
+        int32_t room = std::min(s->max_tokens - s->n_generated() - 1, cfg_.n_ctx - (int32_t)s->tokens.size() - 1);
+        bool is_decoding = is_live && s->n_computed + 1 == (int32_t)s->tokens.size() && s->mask.empty() && room > 0 &&
+                           (turn_down(s) > 0 || s->spec_idle + 1 >= 16);
         m.logits_row = is_decoding ? mtp_batch_.n_logits : -1;
         m.n_logits = 1;
         if (is_decoding) mtp_batch_.n_logits++;
@@ -512,13 +523,13 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
         }
     }
     postprocess(events);
-    if (cfg_.use_mtp) ENG_TRY(mtp_catch_up());
     if (cfg_.max_draft > 0) { // the cost model of the turn-down (propose)
         double generated = 0;
         for (size_t i = n_events; i + 3 < events->size(); i += 4) generated += (*events)[i + 1] == ENG_EVENT_TOKEN;
         cost_.add((double)batch_.tokens.size(), seconds, generated);
         token_cost_ = cost_.relative_token_cost();
     }
+    if (cfg_.use_mtp) ENG_TRY(mtp_catch_up()); // after the cost model: it asks whether propose will draft
     return ENG_STATUS_OK;
 }
 

@@ -96,6 +96,7 @@ class Scheduler {
     void schedule();
     void schedule_one(Sequence *s, int32_t n, bool is_prefill);
     void propose(Sequence *s);
+    int32_t turn_down(const Sequence *s) const;
     int32_t mtp_catch_up();
     void mtp_chain(Sequence *s);
     void verify(size_t e, std::vector<int32_t> *events);
