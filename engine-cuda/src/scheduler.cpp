@@ -22,6 +22,7 @@ int32_t Scheduler::init(const SchedulerConfig &cfg, BlockManager *bm, Backend *b
     if (cfg.max_batch <= 0 || cfg.prefill_chunk <= 0 || cfg.n_ctx <= 0 || cfg.n_vocab <= 0)
         return fail(ENG_STATUS_INVALID_ARG, "scheduler: bad limits");
     cfg_ = cfg;
+    if (cfg.token_cost >= 0) token_cost_ = cfg.token_cost;
     bm_ = bm;
     backend_ = backend;
     sampler_.init(cfg.n_vocab);
@@ -527,7 +528,7 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
         double generated = 0;
         for (size_t i = n_events; i + 3 < events->size(); i += 4) generated += (*events)[i + 1] == ENG_EVENT_TOKEN;
         cost_.add((double)batch_.tokens.size(), seconds, generated);
-        token_cost_ = cost_.relative_token_cost();
+        token_cost_ = cfg_.token_cost >= 0 ? cfg_.token_cost : cost_.relative_token_cost();
     }
     if (cfg_.use_mtp) ENG_TRY(mtp_catch_up()); // after the cost model: it asks whether propose will draft
     return ENG_STATUS_OK;

@@ -38,11 +38,12 @@ struct SchedulerConfig {
     int32_t prefill_chunk = 256; // most prompt tokens computed per step
     int32_t n_ctx = 0;           // context limit (prompt + output)
     int32_t n_vocab = 0;
-    int32_t max_draft = 0; // speculative decoding: most drafted tokens per sequence and step (0: off)
-    int32_t ngram_max = 4; // prompt lookup: the longest suffix matched ...
-    int32_t ngram_min = 2; // ... and the shortest
-    bool use_mtp = false;  // drafts from the model's MTP layer (Backend::mtp_forward) instead of prompt lookup
-    int32_t n_embd = 0;    // with use_mtp: the hidden width
+    int32_t max_draft = 0;  // speculative decoding: most drafted tokens per sequence and step (0: off)
+    int32_t ngram_max = 4;  // prompt lookup: the longest suffix matched ...
+    int32_t ngram_min = 2;  // ... and the shortest
+    double token_cost = -1; // the turn-down's cost of one more token in a pass (propose); < 0: measured
+    bool use_mtp = false;   // drafts from the model's MTP layer (Backend::mtp_forward) instead of prompt lookup
+    int32_t n_embd = 0;     // with use_mtp: the hidden width
 };
 
 struct SchedulerStats {
