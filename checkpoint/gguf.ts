@@ -11,6 +11,7 @@
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { byteLevelBpeJson, type AddedToken } from './tokenizer-json.ts';
 
 export class GgufError extends Error {
   constructor(message: string) {
@@ -235,53 +236,30 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
   const typesRaw = meta.kv.get('tokenizer.ggml.token_type');
   const types = Array.isArray(typesRaw) ? typesRaw : [];
   const vocab: Record<string, number> = {};
-  const added: object[] = [];
+  const added: AddedToken[] = [];
   tokens.forEach((t, id) => {
     if (!(t in vocab)) vocab[t] = id;
     // llama.cpp token types: 3 control (special added tokens), 4 user-defined (other added tokens).
     const type = types[id];
-    if (type === 3 || type === 4)
-      added.push({
-        id,
-        content: t,
-        single_word: false,
-        lstrip: false,
-        rstrip: false,
-        normalized: false,
-        special: type === 3,
-      });
+    if (type === 3 || type === 4) added.push({ id, content: t, special: type === 3 });
   });
-  const tokenizerJson = {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: added,
-    normalizer: null,
-    pre_tokenizer: {
+  const tokenizerJson = byteLevelBpeJson({
+    added,
+    preTokenizer: {
       type: 'Sequence',
       pretokenizers: [
         ...splits.map((regex) => ({ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false })),
         { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
       ],
     },
-    post_processor: null,
+    postProcessor: null,
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab,
-      merges: merges.map((m) => {
-        const at = m.indexOf(' ');
-        return [m.slice(0, at), m.slice(at + 1)];
-      }),
-    },
-  };
+    vocab,
+    merges: merges.map((m) => {
+      const at = m.indexOf(' ');
+      return [m.slice(0, at), m.slice(at + 1)] as [string, string];
+    }),
+  });
   const tokenOf = (key: string): string | undefined => {
     const id = int(meta.kv.get(`tokenizer.ggml.${key}_token_id`));
     return id !== undefined && id >= 0 && id < tokens.length ? tokens[id] : undefined;

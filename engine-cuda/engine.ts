@@ -96,6 +96,12 @@ export interface EngineInfo {
    * drafted tokens per step. */
   speculative?: 'off' | 'ngram' | 'mtp';
   specMaxDraft?: number;
+  /** The KV cache's rows (ENG_INFO_KV_DTYPE; MAYA_KV_DTYPE). */
+  kvDtype: 'f32' | 'f16' | 'bf16' | 'q8_0';
+  /** KV cache bytes one token takes, all layers (ENG_INFO_KV_BYTES_PER_TOKEN). */
+  kvBytesPerToken: number;
+  /** Tokens the whole KV cache holds (ENG_INFO_KV_CAPACITY). */
+  kvCapacityTokens: number;
 }
 
 export interface EngineStats {

@@ -89,6 +89,13 @@ const WEIGHT_DTYPES: Record<number, EngineInfo['weightDtype']> = {
   [ENG.WEIGHT_DTYPE_Q6_K]: 'q6_k',
 };
 
+const KV_DTYPES: Record<number, EngineInfo['kvDtype']> = {
+  [ENG.KV_DTYPE_F32]: 'f32',
+  [ENG.KV_DTYPE_F16]: 'f16',
+  [ENG.KV_DTYPE_BF16]: 'bf16',
+  [ENG.KV_DTYPE_Q8_0]: 'q8_0',
+};
+
 /** Maps eng_ctx_info() fields to EngineInfo. */
 export function engineInfoFromFields(f: number[]): EngineInfo {
   const at = (i: number) => f[i] ?? 0;
@@ -110,6 +117,9 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     numThreads: at(ENG.INFO_N_THREADS),
     speculative: SPECULATIVE_RUN[at(ENG.INFO_SPECULATIVE)] ?? 'off',
     specMaxDraft: at(ENG.INFO_SPEC_MAX_DRAFT),
+    kvDtype: KV_DTYPES[at(ENG.INFO_KV_DTYPE)] ?? 'f32',
+    kvBytesPerToken: at(ENG.INFO_KV_BYTES_PER_TOKEN),
+    kvCapacityTokens: at(ENG.INFO_KV_CAPACITY),
   };
 }
 

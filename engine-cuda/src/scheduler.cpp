@@ -28,7 +28,9 @@ int32_t Scheduler::init(const SchedulerConfig &cfg, BlockManager *bm, Backend *b
     sampler_.init(cfg.n_vocab);
     if (cfg.max_draft < 0 || cfg.ngram_min < 1 || cfg.ngram_max < cfg.ngram_min)
         return fail(ENG_STATUS_INVALID_ARG, "scheduler: bad speculative limits");
-    logits_.resize((size_t)cfg.max_batch * (size_t)(1 + cfg.max_draft) * (size_t)cfg.n_vocab);
+    if (cfg_.max_logits <= 0) cfg_.max_logits = cfg.max_batch * (1 + cfg.max_draft);
+    if (cfg_.max_logits < cfg.max_batch) cfg_.max_logits = cfg.max_batch;
+    logits_.resize((size_t)cfg_.max_logits * (size_t)cfg.n_vocab);
     batch_.tokens.reserve((size_t)(cfg.prefill_chunk + cfg.max_batch * (1 + cfg.max_draft)));
     batch_.seqs.reserve((size_t)cfg.max_batch);
     entries_.reserve((size_t)cfg.max_batch);
@@ -56,6 +58,7 @@ int32_t Scheduler::add(std::unique_ptr<Sequence> seq, int32_t *out_id) {
     if (next_id_ == INT32_MAX) next_id_ = 1;
     seq->n_prompt = (int32_t)seq->tokens.size();
     seq->tokens.reserve((size_t)need);
+    if (seq->flags & ENG_SEQ_PROMPT_LOGITS) seq->prompt_logits.resize((size_t)seq->n_prompt * (size_t)cfg_.n_vocab);
     *out_id = seq->id;
     waiting_.push_back(seq.get());
     live_[seq->id] = std::move(seq);
@@ -116,8 +119,15 @@ void Scheduler::schedule_one(Sequence *s, int32_t n, bool is_prefill) {
     b.block_table = s->block_table.data();
     b.n_blocks = (int32_t)s->block_table.size();
     b.n_logits = 1 + k;
-    b.logits_row = s->n_computed + n == (int32_t)s->tokens.size() ? batch_.n_logits : -1;
-    if (b.logits_row >= 0) batch_.n_logits += b.n_logits;
+    bool is_last = s->n_computed + n == (int32_t)s->tokens.size();
+    if (is_prefill && (s->flags & ENG_SEQ_PROMPT_LOGITS)) { // one row per token; the last one samples
+        b.all_logits_row = batch_.n_logits;
+        batch_.n_logits += n;
+        b.logits_row = is_last ? batch_.n_logits - 1 : -1;
+    } else {
+        b.logits_row = is_last ? batch_.n_logits : -1;
+        if (is_last) batch_.n_logits += b.n_logits;
+    }
     batch_.tokens.insert(batch_.tokens.end(), s->tokens.begin() + s->n_computed, s->tokens.begin() + s->n_computed + n);
     batch_.tokens.insert(batch_.tokens.end(), s->draft.begin(), s->draft.begin() + k);
     batch_.seqs.push_back(b);
@@ -160,11 +170,16 @@ int32_t Scheduler::turn_down(const Sequence *s) const {
  * token_cost_ generated tokens' worth of time (the step cost model), so the draft keeps the j with
  * alpha^j >= token_cost_. When that is none, the sequence drafts one token every 16th pass to keep
  * its acceptance current. Outputs never depend on any of this (see verify()). MTP drafting (use_mtp)
- * drafts the MTP layer's chain instead of prompt lookup, under the same turn-down. */
+ * drafts the MTP layer's chain instead of prompt lookup, under the same turn-down.
+ * A PROMPT_LOGITS sequence never drafts: it is a scoring request (its logits rows go to its prompt). */
 void Scheduler::propose(Sequence *s) {
     s->draft.clear();
     s->draft_masks.clear();
-    if (cfg_.max_draft <= 0) return;
+    if (cfg_.max_draft <= 0 || (s->flags & ENG_SEQ_PROMPT_LOGITS)) {
+        s->host_draft.clear();
+        s->host_draft_masks.clear();
+        return;
+    }
     int32_t n = (int32_t)s->tokens.size();
     int32_t room = std::min(s->max_tokens - s->n_generated() - 1, cfg_.n_ctx - n - 1);
     if (!s->host_draft.empty()) {
@@ -300,6 +315,15 @@ void Scheduler::mtp_chain(Sequence *s) {
     }
 }
 
+int32_t Scheduler::prefill_take(const Sequence *s, int32_t budget, size_t i_running) const {
+    int32_t n = std::min((int32_t)s->tokens.size() - s->n_computed, budget);
+    if (!(s->flags & ENG_SEQ_PROMPT_LOGITS)) return n;
+    // Rows left: the ones taken so far, and one kept for each running sequence after this one.
+    size_t later = running_.size() > i_running + 1 ? running_.size() - i_running - 1 : 0;
+    int32_t rows = cfg_.max_logits - batch_.n_logits - (int32_t)later;
+    return std::max(0, std::min(n, rows));
+}
+
 void Scheduler::schedule() {
     batch_.clear();
     entries_.clear();
@@ -323,23 +347,30 @@ void Scheduler::schedule() {
             bm_->append(*s);
             propose(s);
             if (!s->draft.empty()) {
-                // Drafts take free blocks only while one stays for each later running sequence.
+                // Drafts take free blocks only while one stays for each later running sequence, and
+                // logits rows only while one stays for each of them (a PROMPT_LOGITS prefill may have
+                // taken many).
                 int32_t bs = bm_->block_size(), n = (int32_t)s->tokens.size();
-                int32_t spare = std::max(0, bm_->n_free() - (int32_t)(running_.size() - i - 1));
+                int32_t later = (int32_t)(running_.size() - i - 1);
+                int32_t spare = std::max(0, bm_->n_free() - later);
                 int32_t fit = ((int32_t)s->block_table.size() + spare) * bs - n;
+                fit = std::min(fit, cfg_.max_logits - batch_.n_logits - 1 - later);
                 if ((int32_t)s->draft.size() > fit) s->draft.resize((size_t)std::max(0, fit));
                 bm_->append(*s, (int32_t)s->draft.size());
                 if (cfg_.use_mtp && s->draft.size() > 1 && s->draft[1] < 0) mtp_chain(s);
             }
             schedule_one(s, 1, false);
         } else if (budget > 0) {
-            int32_t n = std::min(todo, budget);
-            schedule_one(s, n, true);
-            budget -= n;
+            int32_t n = prefill_take(s, std::min(todo, budget), i);
+            if (n > 0) {
+                schedule_one(s, n, true);
+                budget -= n;
+            }
         }
         i++;
     }
-    while (!did_preempt && !waiting_.empty() && (int32_t)running_.size() < cfg_.max_batch && budget > 0) {
+    while (!did_preempt && !waiting_.empty() && (int32_t)running_.size() < cfg_.max_batch && budget > 0 &&
+           batch_.n_logits < cfg_.max_logits) {
         Sequence *s = waiting_.front();
         if (!bm_->can_allocate(*s)) break; // FIFO: later sequences wait behind the head
         int32_t cached = bm_->allocate(*s);
@@ -347,9 +378,11 @@ void Scheduler::schedule() {
         stats_.cached_tokens += cached;
         waiting_.pop_front();
         running_.push_back(s);
-        int32_t n = std::min((int32_t)s->tokens.size() - s->n_computed, budget);
-        schedule_one(s, n, true);
-        budget -= n;
+        int32_t n = prefill_take(s, budget, running_.size() - 1);
+        if (n > 0) {
+            schedule_one(s, n, true);
+            budget -= n;
+        }
     }
 }
 
@@ -425,9 +458,14 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
             stats_.decode_tokens++;
             stats_.decode_passes++;
         }
+        const BatchSeq &bq = batch_.seqs[e];
+        if (bq.all_logits_row >= 0 && bq.pos0 < s->n_prompt) // PROMPT_LOGITS: the chunk's prompt positions
+            memcpy(&s->prompt_logits[(size_t)bq.pos0 * (size_t)cfg_.n_vocab],
+                   &logits_[(size_t)bq.all_logits_row * (size_t)cfg_.n_vocab],
+                   sizeof(float) * (size_t)std::min(bq.n_tokens, s->n_prompt - bq.pos0) * (size_t)cfg_.n_vocab);
         if (entries_[e].is_prefill && !s->is_prefill_reported && (s->flags & ENG_SEQ_REPORT_PROGRESS))
             emit(events, s->id, ENG_EVENT_PREFILL_PROGRESS, s->n_cached, s->n_computed);
-        int32_t row = batch_.seqs[e].logits_row;
+        int32_t row = bq.logits_row;
         if (row < 0) continue; // mid-prefill chunk
         const float *lg = &logits_[(size_t)row * (size_t)cfg_.n_vocab];
         if (!s->is_prefill_reported) {

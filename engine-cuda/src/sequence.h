@@ -41,11 +41,12 @@ struct Sequence {
     uint32_t flags = 0;
     bool is_cancelled = false;
     bool is_prefill_reported = false;
-    std::vector<float> logits;    // (V) latest sampled position, when ENG_SEQ_KEEP_LOGITS
-    std::vector<uint32_t> mask;   // (ceil(V/32)) ids the next sample may take; empty = all (eng_seq_mask)
-    std::vector<SeqImage> images; // in prompt order (eng_seq_add_mm); empty for text prompts
-    std::vector<int32_t> mpos;    // (n_prompt, 3) M-RoPE positions when images; else empty
-    int32_t mrope_delta = 0;      // token i >= n_prompt is at position i + mrope_delta
+    std::vector<float> logits;        // (V) latest sampled position, when ENG_SEQ_KEEP_LOGITS
+    std::vector<float> prompt_logits; // (n_prompt, V) every prompt position, when ENG_SEQ_PROMPT_LOGITS
+    std::vector<uint32_t> mask;       // (ceil(V/32)) ids the next sample may take; empty = all (eng_seq_mask)
+    std::vector<SeqImage> images;     // in prompt order (eng_seq_add_mm); empty for text prompts
+    std::vector<int32_t> mpos;        // (n_prompt, 3) M-RoPE positions when images; else empty
+    int32_t mrope_delta = 0;          // token i >= n_prompt is at position i + mrope_delta
     // Speculative decoding (scheduler.cpp): the drafted tokens verified by this step (never in tokens
     // until accepted), the host's draft for the next pass (eng_seq_draft), and the turn-down's record
     // of its prompt-lookup drafts: decayed counts of accepted drafted tokens and of rejections (the

@@ -122,6 +122,7 @@ void check_mtp_oracle(const char *name, const std::string &model = "") {
 
 struct Opts {
     int64_t spec = ENG_SPEC_OFF, max_draft = 6, chunk = 256, max_batch = 0, n_blocks = 0;
+    int64_t kv_dtype = 0; // ENG_PARAM_KV_DTYPE (0: default, f32 for these bf16 fixtures)
     bool is_alone = false, is_masked = false;
     float temperature = 0.0f;
     int max_tokens = 24, copies = 1; // copies: each prompt this many times (seeds 1..)
@@ -150,6 +151,7 @@ Out run(const std::string &dir, const std::vector<std::vector<int32_t>> &prompts
     p[ENG_PARAM_N_BLOCKS] = o.n_blocks;
     p[ENG_PARAM_SPECULATIVE] = o.spec;
     p[ENG_PARAM_SPEC_MAX_DRAFT] = o.max_draft;
+    p[ENG_PARAM_KV_DTYPE] = o.kv_dtype;
     eng_ctx *ctx = nullptr;
     char msg[512] = "";
     int32_t st = test_ctx_create(dir.c_str(), p, ENG_PARAM_COUNT, &ctx);
@@ -270,6 +272,22 @@ void check_mtp_invariance(const char *name) {
     for (size_t p = 0; p < short3.size(); p++)
         CHECK_MSG(pr.tokens[p] == pref.tokens[p], "%s (preempted) prompt %zu: tokens differ", name, p);
     report(name, "preempted", pr);
+    // f16 and q8_0 KV rows (MAYA_KV_DTYPE): the MTP layer's KV layer takes them too; against decoding
+    // without drafts on the same cache.
+    for (int64_t kv : {(int64_t)(1 + ENG_KV_DTYPE_F16), (int64_t)(1 + ENG_KV_DTYPE_Q8_0)}) {
+        Opts koff = off;
+        koff.kv_dtype = kv;
+        koff.chunk = 7;
+        Out kref = run(dir, prompts, koff);
+        Opts kon = koff;
+        kon.spec = ENG_SPEC_MTP;
+        Out kr = run(dir, prompts, kon);
+        for (size_t p = 0; p < prompts.size(); p++)
+            CHECK_MSG(kr.tokens[p] == kref.tokens[p], "%s (KV dtype %lld) prompt %zu: tokens differ", name,
+                      (long long)kv - 1, p);
+        CHECK(kr.drafted > 0 && kr.decode_tokens == kr.passes + kr.accepted);
+        report(name, kv == 1 + ENG_KV_DTYPE_F16 ? "f16 KV" : "q8_0 KV", kr);
+    }
     // Constrained: every other prompt under a mask (those never draft; the rest do).
     Opts moff = off;
     moff.is_masked = true;
@@ -500,5 +518,14 @@ TEST(mtp_mode_selection) {
         eng_ctx_info(ctx, info, ENG_INFO_COUNT);
         CHECK(info[ENG_INFO_SPECULATIVE] == ENG_SPEC_MTP && info[ENG_INFO_SPEC_MAX_DRAFT] == 8);
         eng_ctx_free(ctx);
+        // The MTP layer is one more KV layer: (n_layer + 1) / n_layer of the bytes a token takes without it.
+        p[ENG_PARAM_SPECULATIVE] = ENG_SPEC_OFF;
+        int64_t off_info[ENG_INFO_COUNT];
+        CHECK(test_ctx_create(dir.c_str(), p, ENG_PARAM_COUNT, &ctx) == 0 && ctx);
+        if (!ctx) continue;
+        eng_ctx_info(ctx, off_info, ENG_INFO_COUNT);
+        eng_ctx_free(ctx);
+        int64_t L = info[ENG_INFO_N_LAYER];
+        CHECK(info[ENG_INFO_KV_BYTES_PER_TOKEN] * L == off_info[ENG_INFO_KV_BYTES_PER_TOKEN] * (L + 1));
     }
 }
