@@ -178,8 +178,8 @@ export const SIMD_PATHS = ['auto', 'scalar', 'avx2', 'avx512'] as const;
 export const KV_DTYPES = ['auto', 'f32', 'bf16', 'f16', 'q8_0'] as const;
 /** Tensor-core threshold meaning "never" (above any batch the engine runs). */
 export const TC_NEVER = 2 ** 30;
-/** Speculative decoding modes by name (ENG_PARAM_SPECULATIVE); 'auto' = MTP where the checkpoint has it, else
- * prompt lookup (the engine has no MTP drafts yet, so prompt lookup). */
+/** Speculative decoding modes by name (ENG_PARAM_SPECULATIVE); 'auto' = MTP where the checkpoint has it (GLM-4.5 /
+ * DeepSeek-V3 with their MTP layer, on the CPU backend), else prompt lookup. */
 export const SPECULATIVE_MODES = ['auto', 'off', 'ngram', 'mtp'] as const;
 
 /** Creation parameters (ENG_PARAM_*); unset or <= 0 means the library's default. */

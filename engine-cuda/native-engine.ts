@@ -49,6 +49,13 @@ const FINISH_REASONS: Record<number, FinishReason> = {
   [ENG.FINISH_ERROR]: 'error',
 };
 
+/** ENG_INFO_SPECULATIVE's values by name (ENG_SPEC_OFF when absent). */
+const SPECULATIVE_RUN: Record<number, NonNullable<EngineInfo['speculative']>> = {
+  [ENG.SPEC_OFF]: 'off',
+  [ENG.SPEC_NGRAM]: 'ngram',
+  [ENG.SPEC_MTP]: 'mtp',
+};
+
 const ARCHS: Record<number, EngineInfo['arch']> = {
   [ENG.ARCH_GLM4]: 'glm4',
   [ENG.ARCH_LLAMA]: 'llama',
@@ -108,7 +115,7 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     vision: at(ENG.INFO_VISION) === 1,
     weightDtype: WEIGHT_DTYPES[at(ENG.INFO_WEIGHT_DTYPE)] ?? 'f32',
     numThreads: at(ENG.INFO_N_THREADS),
-    speculative: at(ENG.INFO_SPECULATIVE) === ENG.SPEC_NGRAM ? 'ngram' : 'off',
+    speculative: SPECULATIVE_RUN[at(ENG.INFO_SPECULATIVE)] ?? 'off',
     specMaxDraft: at(ENG.INFO_SPEC_MAX_DRAFT),
     kvDtype: KV_DTYPES[at(ENG.INFO_KV_DTYPE)] ?? 'f32',
     kvBytesPerToken: at(ENG.INFO_KV_BYTES_PER_TOKEN),

@@ -75,8 +75,9 @@ enum {
     ENG_PARAM_CUDA_TC_MIN_TOKENS = 12, /* CUDA: a matmul over at least this many tokens uses the tensor-core
                                     bf16 gemm; default 16 (a value above any batch, e.g. 1 << 30: never) */
     ENG_PARAM_CUDA_GRAPHS = 13,        /* CUDA: 0/1 replay decode steps as CUDA graphs; 2 launch each kernel */
-    ENG_PARAM_SPECULATIVE = 14,        /* speculative decoding: ENG_SPEC_* (0 auto: prompt lookup; MTP drafts are
-                                          not implemented, ENG_SPEC_MTP is UNSUPPORTED) */
+    ENG_PARAM_SPECULATIVE = 14,        /* speculative decoding: ENG_SPEC_* (0 auto: the checkpoint's MTP layer
+                                          where it has one (CPU backend), else prompt lookup; ENG_SPEC_MTP
+                                          without an MTP layer, or on CUDA, is UNSUPPORTED) */
     ENG_PARAM_SPEC_MAX_DRAFT = 15,     /* most drafted tokens a sequence verifies in one step; default 8, at most 64 */
     ENG_PARAM_KV_DTYPE = 16,           /* KV cache rows: 1 + ENG_KV_DTYPE_*; default (0): f32 for weights run as f32,
                                   f16 or bf16, ENG_KV_DTYPE_DEFAULT_SMALL for weights run at 8 bits or fewer
@@ -107,10 +108,10 @@ enum {
     ENG_INFO_VISION = 15,             /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
     ENG_INFO_WEIGHT_DTYPE = 16,       /* the matrices' dtype as run: ENG_WEIGHT_DTYPE_* (Q8: quantized at load) */
     ENG_INFO_N_THREADS = 17,          /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
-    ENG_INFO_SPECULATIVE = 18,        /* speculative decoding as run: ENG_SPEC_OFF or ENG_SPEC_NGRAM */
+    ENG_INFO_SPECULATIVE = 18,        /* speculative decoding as run: ENG_SPEC_OFF, _NGRAM or _MTP */
     ENG_INFO_SPEC_MAX_DRAFT = 19,     /* most drafted tokens per sequence and step (0 when off) */
     ENG_INFO_KV_DTYPE = 20,           /* the KV cache's rows: ENG_KV_DTYPE_* */
-    ENG_INFO_KV_BYTES_PER_TOKEN = 21, /* KV cache bytes one token takes, all layers */
+    ENG_INFO_KV_BYTES_PER_TOKEN = 21, /* KV cache bytes one token takes, all layers (with MTP drafts, its layer too) */
     ENG_INFO_KV_CAPACITY = 22,        /* tokens the whole KV cache holds (N_BLOCKS * BLOCK_SIZE) */
     ENG_INFO_COUNT = 23
 };

@@ -62,6 +62,7 @@ struct BackendConfig {
     int32_t verify_rows = 0; // CPU: query rows (tokens x heads per kv head) one attention task of a verification
                              // pass covers, so its drafts read the KV cache together (0: speculation off)
     int32_t kv_dtype = 0;    // the KV cache's rows: ENG_KV_DTYPE_* (the CUDA backend takes f32 only)
+    bool use_mtp = false;    // MTP drafting: the model's MTP layer is one more KV layer (Model::mtp non-empty)
 };
 
 class Backend {
@@ -74,6 +75,18 @@ class Backend {
     /* Optional: (n_logits) argmax of every row of the latest forward() (lowest id on ties, as the
      * sampler's); rows flagged in Batch::row_is_greedy may then lack their logits. Null: not offered. */
     virtual const int32_t *argmax_rows() const { return nullptr; }
+    /* MTP drafting (BackendConfig::use_mtp), optional: the main model's last hidden states (before the
+     * final norm) of every token of the latest forward(), (T, n_embd); valid until the next forward()
+     * or mtp_forward(). Null: not offered. */
+    virtual const float *hidden() const { return nullptr; }
+    /* Runs the MTP layer (model.h MtpLayer) over a batch laid out as forward()'s: token i of a sequence,
+     * at position pos0 + i, is the token that FOLLOWS that position, and h row i (T, n_embd) the hidden
+     * state at the position (the main model's, or the MTP layer's own output for a chained prediction).
+     * Writes the MTP layer's KV at those positions (its own KV layer, same blocks), its output hidden
+     * states to h_out (T, n_embd) when not null, and the logits of the requested rows as forward() does.
+     * Returns OK, INVALID_ARG or UNSUPPORTED (no MTP layer in this backend). Signature:
+     * mtp_forward(batch, h, h_out, logits). */
+    virtual int32_t mtp_forward(const Batch &, const float *, float *, float *) { return ENG_STATUS_UNSUPPORTED; }
     virtual int32_t kind() const = 0; // ENG_INFO_BACKEND: ENG_BACKEND_CPU or ENG_BACKEND_CUDA
     virtual int32_t simd() const = 0; // ENG_INFO_SIMD: ENG_SIMD_*
 };

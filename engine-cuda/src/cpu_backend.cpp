@@ -341,6 +341,8 @@ class CpuBackend final : public Backend {
     }
     int32_t init(const BackendConfig &cfg);
     int32_t forward(const Batch &batch, float *logits) override;
+    const float *hidden() const override { return cfg_.use_mtp ? x_.data() : nullptr; }
+    int32_t mtp_forward(const Batch &batch, const float *h, float *h_out, float *logits) override;
     int32_t kind() const override { return ENG_BACKEND_CPU; }
     int32_t simd() const override { return k_.simd; }
 
@@ -349,6 +351,11 @@ class CpuBackend final : public Backend {
     int32_t map_kv_cache();
     void alloc_activations();
     void alloc_scratch();
+    int32_t prepare(const Batch &b, int T);
+    void layer(int l, const Batch &b, int T);
+    void head(const Batch &b, const std::vector<float> &norm, const Weight &w, float *logits);
+    /* Layer l's weights: the main model's, or (l == n_layer) the MTP layer's decoder layer. */
+    const LayerWeights &layer_w(int l) const { return l < c_.n_layer ? m_.layers[(size_t)l] : m_.mtp[0].layer; }
     void linear(int T, const MatJob *jobs, int n_jobs);
     void rope(float *v, int n_heads, int stride, int t);
     void qkv(int l, const Batch &b, int T);
@@ -370,7 +377,7 @@ class CpuBackend final : public Backend {
     int64_t kv_layer_block_bytes() const {
         return (int64_t)cfg_.block_size * kv_row() * (c_.is_mla() ? 1 : 2 * c_.n_head_kv);
     }
-    int64_t kv_block_bytes() const { return (int64_t)c_.n_layer * kv_layer_block_bytes(); }
+    int64_t kv_block_bytes() const { return (int64_t)n_kv_layer_ * kv_layer_block_bytes(); }
     uint8_t *kcache(int l) {
         return kv_ + (int64_t)l * kv_layer_block_bytes();
     } // + block * kv_block_bytes(): (Hkv, bs) rows; MLA (bs) rows
@@ -382,6 +389,8 @@ class CpuBackend final : public Backend {
     BackendConfig cfg_;
     ThreadPool pool_;
     bool is_streaming_ = false; // weights larger than the last-level cache: read from DRAM every step
+    int n_kv_layer_ = 0;        // n_layer, + 1 for the MTP layer (BackendConfig::use_mtp)
+    Buf eh_in_;                 // MTP: (T, 2C) [enorm(embedding); hnorm(h)]
     uint8_t *kv_ = nullptr;     // (n_blocks, L, 2, Hkv, bs) rows of D values; MLA (n_blocks, L, bs) rows of R + Dr
     size_t kv_bytes_ = 0;
     Buf x_, h_, q_, kk_, vv_, att_, ff_, ff2_;           // activations, T rows each
@@ -414,6 +423,8 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
     cfg_ = cfg;
     if (cfg.max_tokens <= 0 || cfg.max_logits <= 0 || cfg.n_blocks <= 0 || cfg.block_size <= 0 || cfg.n_ctx <= 0)
         return fail(ENG_STATUS_INVALID_ARG, "cpu backend: bad limits");
+    if (cfg.use_mtp && m_.mtp.empty()) return fail(ENG_STATUS_INVALID_ARG, "cpu backend: the model has no MTP layer");
+    n_kv_layer_ = c_.n_layer + (cfg.use_mtp ? 1 : 0);
     ENG_TRY(pool_.start(cfg.n_threads));
     // 16 MiB: half the 32 MiB L3 of the CPU box; above it the matrices of a step cannot stay cached.
     is_streaming_ = m_.weight_bytes > (16 << 20);
@@ -487,6 +498,7 @@ void CpuBackend::alloc_activations() {
     tok_seq_.resize(T);
     attn_tiles_.resize(2 * T);
     out_x_.resize((size_t)cfg_.max_logits * C);
+    if (cfg_.use_mtp) eh_in_.resize(T * 2 * C);
     inv_freq_.resize((size_t)half);
     model_rope_inv_freq(c_, inv_freq_.data());
 }
@@ -496,7 +508,7 @@ void CpuBackend::alloc_activations() {
 void CpuBackend::alloc_scratch() {
     size_t T = (size_t)cfg_.max_tokens;
     int64_t qd = (int64_t)c_.n_head * c_.head_dim, att = c_.is_mla() ? (int64_t)c_.n_head * c_.v_head_dim : qd;
-    int64_t kmax = c_.n_embd;
+    int64_t kmax = cfg_.use_mtp ? 2LL * c_.n_embd : c_.n_embd; // MTP: eh_proj reads 2C
     for (int64_t k : {(int64_t)c_.n_ff, (int64_t)c_.n_ff_expert, (int64_t)c_.n_ff_shared, qd, att,
                       (int64_t)c_.kv_lora_rank, (int64_t)c_.q_lora_rank})
         if (k > kmax) kmax = k;
@@ -667,7 +679,7 @@ static const float *bias_of(const std::vector<float> &v) { return v.empty() ? nu
 
 /* q, k, v of every token (+ Qwen3 per-head norms, RoPE), K/V written to their cache slots. */
 void CpuBackend::qkv(int l, const Batch &b, int T) {
-    const LayerWeights &L = m_.layers[(size_t)l];
+    const LayerWeights &L = layer_w(l);
     int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim, bs = cfg_.block_size;
     int qd = H * D, kvd = Hkv * D;
     MatJob jobs[3] = {{&L.wq, h_.data(), C, q_.data(), qd, bias_of(L.bq)},
@@ -696,7 +708,7 @@ void CpuBackend::qkv(int l, const Batch &b, int T) {
 
 /* x += [post_attn_norm](o_proj(attention(input_layernorm(x)))). */
 void CpuBackend::attention_block(int l, const Batch &b, int T) {
-    const LayerWeights &L = m_.layers[(size_t)l];
+    const LayerWeights &L = layer_w(l);
     int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps); });
     qkv(l, b, T);
@@ -742,7 +754,7 @@ void CpuBackend::attention_block(int l, const Batch &b, int T) {
 
 /* x += [post_mlp_norm](down(silu(gate(h)) * up(h))), h = post_attention_layernorm(x). */
 void CpuBackend::mlp_block(int l, int T) {
-    const LayerWeights &L = m_.layers[(size_t)l];
+    const LayerWeights &L = layer_w(l);
     int C = c_.n_embd, I = c_.n_ff;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.mlp_norm.data(), C, c_.rms_eps); });
     if (L.w_gate_up.data) { // GLM-4: one fused matrix, rows [gate; up]
@@ -774,7 +786,7 @@ void CpuBackend::add_residual(const std::vector<float> &post_norm, int T) {
  * over the tokens routed to it (only chosen experts' weights are read); a token's expert outputs
  * are summed in increasing expert id, so batching never changes its result. */
 void CpuBackend::moe_block(int l, int T) {
-    const LayerWeights &L = m_.layers[(size_t)l];
+    const LayerWeights &L = layer_w(l);
     int C = c_.n_embd, E = c_.n_expert, K = c_.n_expert_used;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.mlp_norm.data(), C, c_.rms_eps); });
     MatJob gate = {&L.router, h_.data(), C, router_.data(), E, nullptr};
@@ -844,7 +856,7 @@ void CpuBackend::moe_block(int l, int T) {
 
 /* x += o_proj(MLA(input_layernorm(x))): see the file comment for the absorbed form. */
 void CpuBackend::mla_block(int l, const Batch &b, int T) {
-    const LayerWeights &L = m_.layers[(size_t)l];
+    const LayerWeights &L = layer_w(l);
     int C = c_.n_embd, H = c_.n_head, R = c_.kv_lora_rank, Dr = c_.qk_rope_dim, Dn = c_.qk_nope_dim;
     int Dq = Dn + Dr, Rq = c_.q_lora_rank, bs = cfg_.block_size, Dk = R + Dr;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps); });
@@ -905,9 +917,9 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
     add_residual(L.post_attn_norm, T);
 }
 
-int32_t CpuBackend::forward(const Batch &b, float *logits) {
-    int T = (int)b.tokens.size(), C = c_.n_embd, half = c_.rotary_dim / 2;
-    if (T == 0) return ENG_STATUS_OK;
+/* Checks the batch against the limits; each token's sequence and RoPE tables. */
+int32_t CpuBackend::prepare(const Batch &b, int T) {
+    int half = c_.rotary_dim / 2;
     if (T > cfg_.max_tokens || b.n_logits > cfg_.max_logits)
         return fail(ENG_STATUS_INVALID_ARG, "batch of %d tokens / %d logits exceeds %d / %d", T, b.n_logits,
                     cfg_.max_tokens, cfg_.max_logits);
@@ -936,32 +948,70 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
             }
         }
     }
-    for (int t = 0; t < T; t++) {
-        if (!b.embd_rows.empty() && b.embd_rows[(size_t)t]) // an image token: its vision embedding
-            memcpy(&x_[(size_t)t * C], b.embd_rows[(size_t)t], sizeof(float) * (size_t)C);
-        else k_.row_to_f32(&x_[(size_t)t * C], m_.embed.data, m_.embed.dtype, b.tokens[(size_t)t], C, m_.embed.scale);
-    }
-    for (int l = 0; l < c_.n_layer; l++) {
-        if (c_.is_mla()) mla_block(l, b, T);
-        else attention_block(l, b, T);
-        if (c_.is_moe_layer(l)) moe_block(l, T);
-        else mlp_block(l, T);
-    }
-    if (b.n_logits == 0) return ENG_STATUS_OK;
+    return ENG_STATUS_OK;
+}
+
+/* Layer l (attention, then MLP or MoE) over the T rows of x_. */
+void CpuBackend::layer(int l, const Batch &b, int T) {
+    if (c_.is_mla()) mla_block(l, b, T);
+    else attention_block(l, b, T);
+    if (c_.is_moe_layer(l)) moe_block(l, T);
+    else mlp_block(l, T);
+}
+
+/* logits rows of every sequence that asks for them: w(rmsnorm(x_, norm)). */
+void CpuBackend::head(const Batch &b, const std::vector<float> &norm, const Weight &w, float *logits) {
+    int C = c_.n_embd;
     for (const BatchSeq &s : b.seqs) {
         if (s.all_logits_row >= 0) { // every token of the chunk (ENG_SEQ_PROMPT_LOGITS)
             for (int i = 0; i < s.n_tokens; i++)
-                k_.rmsnorm(&out_x_[(size_t)(s.all_logits_row + i) * C], &x_[(size_t)(s.tok0 + i) * C],
-                           m_.final_norm.data(), C, c_.rms_eps);
+                k_.rmsnorm(&out_x_[(size_t)(s.all_logits_row + i) * C], &x_[(size_t)(s.tok0 + i) * C], norm.data(), C,
+                           c_.rms_eps);
             continue;
         }
         if (s.logits_row < 0) continue;
         for (int i = 0; i < s.n_logits; i++)
             k_.rmsnorm(&out_x_[(size_t)(s.logits_row + i) * C], &x_[(size_t)(s.tok0 + s.n_tokens - s.n_logits + i) * C],
-                       m_.final_norm.data(), C, c_.rms_eps);
+                       norm.data(), C, c_.rms_eps);
     }
-    MatJob head = {&m_.lm_head, out_x_.data(), C, logits, c_.n_vocab, nullptr};
-    linear(b.n_logits, &head, 1);
+    MatJob job = {&w, out_x_.data(), C, logits, c_.n_vocab, nullptr};
+    linear(b.n_logits, &job, 1);
+}
+
+int32_t CpuBackend::forward(const Batch &b, float *logits) {
+    int T = (int)b.tokens.size(), C = c_.n_embd;
+    if (T == 0) return ENG_STATUS_OK;
+    ENG_TRY(prepare(b, T));
+    for (int t = 0; t < T; t++) {
+        if (!b.embd_rows.empty() && b.embd_rows[(size_t)t]) // an image token: its vision embedding
+            memcpy(&x_[(size_t)t * C], b.embd_rows[(size_t)t], sizeof(float) * (size_t)C);
+        else k_.row_to_f32(&x_[(size_t)t * C], m_.embed.data, m_.embed.dtype, b.tokens[(size_t)t], C, m_.embed.scale);
+    }
+    for (int l = 0; l < c_.n_layer; l++) layer(l, b, T);
+    if (b.n_logits > 0) head(b, m_.final_norm, m_.lm_head, logits);
+    return ENG_STATUS_OK;
+}
+
+/* The MTP layer (model.h MtpLayer): x = eh_proj([enorm(embed(token)); hnorm(h)]), the order of vLLM's
+ * deepseek_mtp.py / glm4_moe_mtp.py (DeepSeekMultiTokenPredictorLayer.forward: torch.cat([inputs_embeds,
+ * previous_hidden_states])), then its decoder layer as KV layer n_layer, then shared_head. */
+int32_t CpuBackend::mtp_forward(const Batch &b, const float *h, float *h_out, float *logits) {
+    int T = (int)b.tokens.size(), C = c_.n_embd;
+    if (!cfg_.use_mtp) return fail(ENG_STATUS_UNSUPPORTED, "cpu backend: MTP drafting is off");
+    if (T == 0) return ENG_STATUS_OK;
+    ENG_TRY(prepare(b, T));
+    const MtpLayer &mt = m_.mtp[0];
+    for_rows(T, [&](int t) {
+        float *e = &eh_in_[(size_t)t * 2 * C];
+        k_.row_to_f32(e, mt.embed.data, mt.embed.dtype, b.tokens[(size_t)t], C, mt.embed.scale);
+        k_.rmsnorm(e, e, mt.enorm.data(), C, c_.rms_eps);
+        k_.rmsnorm(e + C, h + (size_t)t * C, mt.hnorm.data(), C, c_.rms_eps);
+    });
+    MatJob eh = {&mt.eh_proj, eh_in_.data(), 2 * C, x_.data(), C, nullptr};
+    linear(T, &eh, 1);
+    layer(c_.n_layer, b, T);
+    if (h_out) memcpy(h_out, x_.data(), sizeof(float) * (size_t)T * C);
+    if (b.n_logits > 0) head(b, mt.head_norm, mt.head, logits);
     return ENG_STATUS_OK;
 }
 

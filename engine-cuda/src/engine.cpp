@@ -59,14 +59,15 @@ static int64_t weight_dtype_run(const Model &m) {
                                    : m.layers[0].wo.dtype;
 }
 
-/* Bytes of KV cache one token takes in all layers with rows of kv_dtype: MLA one row of the latent
- * and the rope key, else a key and a value row per kv head. */
-static int64_t kv_token_bytes(const ModelConfig &mc, int kv_dtype) {
-    if (mc.is_mla()) return mc.n_layer * kv_row_bytes(kv_dtype, mc.kv_lora_rank + mc.qk_rope_dim);
-    return mc.n_layer * 2LL * mc.n_head_kv * kv_row_bytes(kv_dtype, mc.head_dim);
+/* Bytes of KV cache one token takes in n_kv_layer layers (the model's, + 1 for an MTP layer) with rows
+ * of kv_dtype: MLA one row of the latent and the rope key, else a key and a value row per kv head. */
+static int64_t kv_token_bytes(const ModelConfig &mc, int kv_dtype, int64_t n_kv_layer) {
+    if (mc.is_mla()) return n_kv_layer * kv_row_bytes(kv_dtype, mc.kv_lora_rank + mc.qk_rope_dim);
+    return n_kv_layer * 2LL * mc.n_head_kv * kv_row_bytes(kv_dtype, mc.head_dim);
 }
 
-static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, int64_t n_threads, int kv_dtype) {
+static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, int64_t n_threads, int kv_dtype,
+                      int64_t n_kv_layer) {
     const ModelConfig &mc = c->model.cfg;
     int64_t *in = c->info;
     in[ENG_INFO_N_VOCAB] = mc.n_vocab;
@@ -88,7 +89,7 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, i
     in[ENG_INFO_WEIGHT_DTYPE] = weight_dtype_run(c->model);
     in[ENG_INFO_N_THREADS] = n_threads;
     in[ENG_INFO_KV_DTYPE] = kv_dtype;
-    in[ENG_INFO_KV_BYTES_PER_TOKEN] = kv_token_bytes(mc, kv_dtype);
+    in[ENG_INFO_KV_BYTES_PER_TOKEN] = kv_token_bytes(mc, kv_dtype, n_kv_layer);
     in[ENG_INFO_KV_CAPACITY] = n_blocks * bs;
 }
 
@@ -152,6 +153,7 @@ static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t
 struct Sizes {
     int64_t n_threads = 1, bs = 16, max_batch = 16, chunk = 256, n_ctx = 0, n_blocks = 0, max_logits = 16;
     int64_t spec = ENG_SPEC_OFF, max_draft = 0; // speculative decoding as run
+    int64_t n_kv_layer = 0;                     // n_layer, + 1 for the MTP layer when MTP drafts
     int kv_dtype = ENG_KV_DTYPE_F32;
 };
 
@@ -176,8 +178,10 @@ static int32_t choose_kv_dtype(const Model &m, const int64_t *params, int32_t n_
     return ENG_STATUS_OK;
 }
 
-/* Threads, KV block size, batch, prefill chunk and context limit (n_blocks: size_kv_cache). */
-static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t n_params, Sizes *s) {
+/* Threads, KV block size, batch, prefill chunk, context limit (n_blocks: size_kv_cache) and the
+ * speculative mode (has_mtp: the model has an MTP layer; backend: the one chosen). */
+static int32_t read_sizes(const ModelConfig &mc, bool has_mtp, int64_t backend, const int64_t *params, int32_t n_params,
+                          Sizes *s) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     s->n_threads = param(params, n_params, ENG_PARAM_N_THREADS, online > 0 ? online : 1);
     s->bs = param(params, n_params, ENG_PARAM_BLOCK_SIZE, 16);
@@ -189,12 +193,21 @@ static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t 
         return fail(ENG_STATUS_INVALID_ARG, "a creation parameter is out of range");
     int64_t spec = param(params, n_params, ENG_PARAM_SPECULATIVE, ENG_SPEC_AUTO);
     if (spec > ENG_SPEC_MTP) return fail(ENG_STATUS_INVALID_ARG, "unknown ENG_PARAM_SPECULATIVE %lld", (long long)spec);
-    if (spec == ENG_SPEC_MTP)
+    if (spec == ENG_SPEC_MTP && !has_mtp)
         return fail(ENG_STATUS_UNSUPPORTED,
-                    "speculative decoding with MTP drafts is not implemented (use ngram or auto)");
-    s->spec = spec == ENG_SPEC_OFF ? ENG_SPEC_OFF : ENG_SPEC_NGRAM; // auto: prompt lookup (no MTP layers yet)
-    s->max_draft = s->spec == ENG_SPEC_OFF ? 0 : param(params, n_params, ENG_PARAM_SPEC_MAX_DRAFT, 8);
+                    "speculative decoding with MTP drafts needs a checkpoint with an MTP layer (GLM-4.5 / "
+                    "DeepSeek-V3 num_nextn_predict_layers with model.layers.%d.eh_proj); this one has none (use "
+                    "ngram or auto)",
+                    mc.n_layer);
+    if (spec == ENG_SPEC_MTP && backend == ENG_BACKEND_CUDA)
+        return fail(ENG_STATUS_UNSUPPORTED, "speculative decoding with MTP drafts runs on the CPU backend only");
+    s->max_draft = spec == ENG_SPEC_OFF ? 0 : param(params, n_params, ENG_PARAM_SPEC_MAX_DRAFT, 8);
     if (s->max_draft > 64) return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_SPEC_MAX_DRAFT must be at most 64");
+    // auto: MTP where the checkpoint has it (and the backend runs it), prompt lookup otherwise.
+    bool mtp =
+        has_mtp && backend == ENG_BACKEND_CPU && s->max_draft > 0 && (spec == ENG_SPEC_MTP || spec == ENG_SPEC_AUTO);
+    s->spec = spec == ENG_SPEC_OFF ? ENG_SPEC_OFF : mtp ? ENG_SPEC_MTP : ENG_SPEC_NGRAM;
+    s->n_kv_layer = mc.n_layer + (s->spec == ENG_SPEC_MTP ? 1 : 0);
     // Logits rows a step computes: by default a row for each sequence's pending token and drafts; at
     // least one per sequence (fewer than the default: drafts are cut to the rows left, scheduler.cpp).
     if (s->max_logits == 0) s->max_logits = s->max_batch * (1 + s->max_draft);
@@ -208,7 +221,7 @@ static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t 
  * pages are touched lazily). Lowers n_ctx so that one sequence always fits. */
 static int32_t size_kv_cache(const ModelConfig &mc, const int64_t *params, int32_t n_params, int64_t backend,
                              Sizes *s) {
-    int64_t block_bytes = kv_token_bytes(mc, s->kv_dtype) * s->bs;
+    int64_t block_bytes = kv_token_bytes(mc, s->kv_dtype, s->n_kv_layer) * s->bs;
     int64_t want = (s->max_batch * s->n_ctx + s->bs - 1) / s->bs;
     s->n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
     if (s->n_blocks == 0 && backend == ENG_BACKEND_CUDA) {
@@ -234,6 +247,7 @@ static BackendConfig backend_config(const Sizes &s) {
     bc.max_logits = (int32_t)s.max_logits;
     bc.n_ctx = (int32_t)s.n_ctx;
     bc.verify_rows = s.max_draft > 0 ? 16 : 0;
+    bc.use_mtp = s.spec == ENG_SPEC_MTP;
     bc.kv_dtype = s.kv_dtype;
     return bc;
 }
@@ -278,6 +292,8 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
     sc.n_ctx = (int32_t)s.n_ctx;
     sc.n_vocab = mc.n_vocab;
     sc.max_draft = (int32_t)s.max_draft;
+    sc.use_mtp = s.spec == ENG_SPEC_MTP;
+    sc.n_embd = mc.n_embd;
     sc.max_logits = (int32_t)s.max_logits;
     ENG_TRY(c->sched.init(sc, &c->bm, c->backend.get()));
     if (c->model.vision) {
@@ -286,7 +302,7 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
         c->sched.set_vision(c->vision.get(), mc.n_embd);
     }
     c->pending.reserve((size_t)((4 + s.max_draft) * s.max_batch + 1) * ENG_EVENT_INTS);
-    fill_info(c, s.n_ctx, s.bs, s.n_blocks, s.n_threads, s.kv_dtype);
+    fill_info(c, s.n_ctx, s.bs, s.n_blocks, s.n_threads, s.kv_dtype, s.n_kv_layer);
     c->info[ENG_INFO_SPECULATIVE] = s.spec;
     c->info[ENG_INFO_SPEC_MAX_DRAFT] = s.max_draft;
     return ENG_STATUS_OK;
@@ -301,7 +317,11 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     Sizes s;
     ENG_TRY(kernels_choose(param(params, n_params, ENG_PARAM_SIMD, 0), &k));
     ENG_TRY(choose_backend(c, params, n_params, &backend, &is_auto));
-    ENG_TRY(read_sizes(c->model.cfg, params, n_params, &s));
+    int64_t spec = param(params, n_params, ENG_PARAM_SPECULATIVE, ENG_SPEC_AUTO);
+    if (backend == ENG_BACKEND_CUDA && is_auto && !c->model.mtp.empty() &&
+        (spec == ENG_SPEC_MTP || spec == ENG_SPEC_AUTO)) // MTP drafts run on the CPU
+        return configure_cpu_fallback(c, params, n_params);
+    ENG_TRY(read_sizes(c->model.cfg, !c->model.mtp.empty(), backend, params, n_params, &s));
     ENG_TRY(choose_kv_dtype(c->model, params, n_params, backend, &s.kv_dtype));
     ENG_TRY(size_kv_cache(c->model.cfg, params, n_params, backend, &s));
     if (backend == ENG_BACKEND_CUDA) {

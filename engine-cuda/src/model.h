@@ -129,6 +129,20 @@ struct LayerWeights {
     Mlp shared;
 };
 
+/* A multi-token-prediction (MTP) layer of DeepSeek-V3 / GLM-4.5 (num_nextn_predict_layers, stored as
+ * model.layers.{num_hidden_layers + i}.*): at position t it reads the main model's last hidden state
+ * h_t (before the final norm) and the embedding of token t+1, and predicts token t+2:
+ *   x = eh_proj([enorm(embed(tok_{t+1})); hnorm(h_t)]) -> one decoder layer (its own KV layer)
+ *   -> logits = head(head_norm(x)); x is also the h of the next chained prediction. */
+struct MtpLayer {
+    std::vector<float> enorm, hnorm; // (C)
+    Weight eh_proj;                  // (C, 2C)
+    LayerWeights layer;              // the decoder layer (MLA + MoE for DeepSeek-V3, GQA + MoE for GLM-4.5)
+    Weight embed;                    // (V, C) its own embed_tokens, else the model's
+    std::vector<float> head_norm;    // (C) shared_head.norm
+    Weight head;                     // (V, C) shared_head.head, else lm_head
+};
+
 /* Anonymous memory that holds a copy of the matrices (model_place_weights), unmapped on destruction. */
 class WeightArena {
   public:
@@ -157,6 +171,7 @@ struct Model {
     Weight lm_head;                // (V, C); = embed when tied
     std::vector<float> final_norm; // (C)
     std::vector<LayerWeights> layers;
+    std::vector<MtpLayer> mtp; // the first MTP layer when the checkpoint has one whole (model_load), else empty
     int64_t n_params = 0;
     int64_t n_params_active = 0;            // parameters one token uses (MoE: K of the E routed experts)
     int64_t weight_bytes = 0;               // bytes of the matrices read per decoded token (+ one embedding row;

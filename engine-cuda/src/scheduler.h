@@ -47,6 +47,9 @@ struct SchedulerConfig {
     int32_t ngram_max = 4;  // prompt lookup: the longest suffix matched ...
     int32_t ngram_min = 2;  // ... and the shortest
     int32_t max_logits = 0; // rows of logits a step computes (>= max_batch; 0: max_batch x (1 + max_draft))
+    double token_cost = -1; // the turn-down's cost of one more token in a pass (propose); < 0: measured
+    bool use_mtp = false;   // drafts from the model's MTP layer (Backend::mtp_forward) instead of prompt lookup
+    int32_t n_embd = 0;     // with use_mtp: the hidden width
 };
 
 struct SchedulerStats {
@@ -95,10 +98,14 @@ class Scheduler {
         Sequence *seq;
         int32_t n_tokens;
         bool is_prefill;
+        int32_t n_kept = 0; // postprocess: positions from pos0 on whose K/V the sequence keeps
     };
     void schedule();
     void schedule_one(Sequence *s, int32_t n, bool is_prefill);
     void propose(Sequence *s);
+    int32_t turn_down(const Sequence *s) const;
+    int32_t mtp_catch_up();
+    void mtp_chain(Sequence *s);
     void verify(size_t e, std::vector<int32_t> *events);
     /* Prompt tokens s may prefill this step within budget (PROMPT_LOGITS: within free logits rows). */
     int32_t prefill_take(const Sequence *s, int32_t budget, size_t i_running) const;
@@ -116,6 +123,10 @@ class Scheduler {
     std::vector<Entry> entries_;
     std::vector<float> logits_;     // (max_logits, V)
     std::vector<int32_t> verified_; // verify(): the tokens a decode pass with drafts produced
+    Batch mtp_batch_;               // MTP: the catch-up / chain pass
+    std::vector<float> mtp_h_in_, mtp_h_out_, mtp_logits_;
+    std::vector<int32_t> mtp_blocks_; // the entries' block tables before postprocess (finish frees them)
+    std::vector<size_t> mtp_block0_;  // (entries) first of each in mtp_blocks_
     std::deque<Sequence *> waiting_;
     std::vector<Sequence *> running_; // admission order
     std::unordered_map<int32_t, std::unique_ptr<Sequence>> live_;

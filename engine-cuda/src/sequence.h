@@ -56,6 +56,10 @@ struct Sequence {
     std::vector<uint32_t> host_draft_masks, draft_masks; // (n, ceil(V/32)): the mask after each drafted token
     float spec_accepted = 1.0f, spec_rejected = 1.0f;    // prior: acceptance 0.5
     int32_t spec_idle = 0;
+    // MTP drafting (scheduler.cpp): the MTP layer's prediction of the token after the pending one (-1:
+    // none yet) and its output hidden state there (n_embd floats: the h of the next chained prediction).
+    int32_t mtp_next = -1;
+    std::vector<float> mtp_h;
 
     int32_t n_generated() const { return (int32_t)tokens.size() - n_prompt; }
 };
