@@ -2,7 +2,9 @@
  * `maya generate`: the engine's debug CLI. Runs one generation on a model directory with raw
  * text (tokenised with the model's tokenizer, no chat template) or raw token ids, and prints the
  * engine it ran (backend, kernel path, weight dtype), the generated ids and text; `--top-logits K`
- * adds each step's K largest logits; `--json` prints one JSON object instead. The engine's
+ * adds each step's K largest logits; `--json` prints one JSON object instead. Both report the load
+ * time, prompt tokens/s (from the request to its first token: prefill and the first sample) and
+ * decode tokens/s (the later tokens), measured in this process as llama.cpp's tools do. The engine's
  * settings (MAYA_WEIGHT_DTYPE, MAYA_ENGINE_*, MAYA_CUDA_*) are read as `maya serve` reads them:
  * the real environment, else the --config file's env block, else the default. Exit codes: 0 ok,
  * 1 the model or the engine failed, 2 bad usage or a bad setting.
@@ -137,14 +139,41 @@ export function topK(logits: Float32Array, k: number): { id: number; logit: numb
   return top;
 }
 
+/** In-process times: the model load, the prompt (request to first token) and the later tokens. */
+export interface GenerateTimings {
+  loadMs: number;
+  promptTokens: number;
+  promptMs: number;
+  promptTokensPerS: number;
+  decodeTokens: number;
+  decodeMs: number;
+  /** null when only one token was generated. */
+  decodeTokensPerS: number | null;
+}
+
 interface Result {
-  /** The engine that ran: backend, CPU kernel path, the weights' dtype as run (as stored, or q8). */
-  engine: Pick<EngineInfo, 'backend' | 'simd' | 'weightDtype'>;
+  /** The engine that ran: backend, CPU kernel path, the weights' dtype as run (as stored, or q8), KV rows. */
+  engine: Pick<EngineInfo, 'backend' | 'simd' | 'weightDtype' | 'kvDtype'>;
   promptIds: number[];
   ids: number[];
   text: string | null;
   finish: FinishInfo;
   steps?: { id: number; top: { id: number; logit: number; piece: string | null }[] }[];
+  timings: GenerateTimings;
+}
+
+function timings(loadMs: number, promptTokens: number, t0: number, tFirst: number, tEnd: number, n: number) {
+  const promptMs = tFirst - t0;
+  const decodeMs = n > 1 ? tEnd - tFirst : 0;
+  return {
+    loadMs,
+    promptTokens,
+    promptMs,
+    promptTokensPerS: (promptTokens * 1000) / promptMs,
+    decodeTokens: Math.max(0, n - 1),
+    decodeMs,
+    decodeTokensPerS: n > 1 ? ((n - 1) * 1000) / decodeMs : null,
+  };
 }
 
 /** The engine's creation options: its settings from the environment and --config, and --threads. */
@@ -162,12 +191,16 @@ async function generate(o: Options, processEnv: Env): Promise<Result> {
     throw new UsageError(`${model.dir} has no tokenizer.json: use --prompt-ids`);
   const promptIds = o.promptIds ?? tokenizer?.encode(o.prompt ?? '') ?? [];
   if (promptIds.length === 0) throw new UsageError('the prompt encodes to no tokens');
+  const tLoad = performance.now();
   const engine = await NativeEngine.load(model.dir, settings);
-  const { backend, simd, weightDtype } = engine.info;
+  const loadMs = performance.now() - tLoad;
+  const { backend, simd, weightDtype, kvDtype } = engine.info;
   const piece = (id: number) => (tokenizer ? tokenizer.decode([id]) : null);
   const ids: number[] = [];
   const steps: NonNullable<Result['steps']> = [];
   try {
+    const t0 = performance.now();
+    let tFirst = t0;
     const gen = engine.generate({
       promptIds,
       maxTokens: o.maxTokens,
@@ -181,11 +214,21 @@ async function generate(o: Options, processEnv: Env): Promise<Result> {
     for (;;) {
       const r = await gen.next();
       if (r.done) {
+        const t = timings(loadMs, promptIds.length, t0, tFirst, performance.now(), ids.length);
         const text = tokenizer ? tokenizer.decode(ids) : null;
-        const ran = { backend, simd, weightDtype };
-        return { engine: ran, promptIds, ids, text, finish: r.value, ...(o.topLogits > 0 ? { steps } : {}) };
+        const ran = { backend, simd, weightDtype, kvDtype };
+        return {
+          engine: ran,
+          promptIds,
+          ids,
+          text,
+          finish: r.value,
+          ...(o.topLogits > 0 ? { steps } : {}),
+          timings: t,
+        };
       }
       if (r.value.type !== 'token') continue;
+      if (ids.length === 0) tFirst = performance.now();
       ids.push(r.value.id);
       if (r.value.logits)
         steps.push({
@@ -199,7 +242,9 @@ async function generate(o: Options, processEnv: Env): Promise<Result> {
 }
 
 function printText(r: Result, io: GenerateIo): void {
-  io.out(`engine: ${r.engine.backend}, ${r.engine.simd} kernels, weights ${r.engine.weightDtype}\n`);
+  io.out(
+    `engine: ${r.engine.backend}, ${r.engine.simd} kernels, weights ${r.engine.weightDtype}, KV ${r.engine.kvDtype}\n`,
+  );
   r.steps?.forEach((s, i) => {
     const tops = s.top.map(
       (t) => `${t.id}:${t.logit.toFixed(4)}${t.piece === null ? '' : ` ${JSON.stringify(t.piece)}`}`,
@@ -211,6 +256,12 @@ function printText(r: Result, io: GenerateIo): void {
   if (r.text !== null) io.out(`text: ${JSON.stringify(r.text)}\n`);
   const u = r.finish.usage;
   io.out(`finish: ${r.finish.reason} (input ${u.inputTokens}, cached ${u.cachedTokens}, output ${u.outputTokens})\n`);
+  const t = r.timings;
+  const decode = t.decodeTokensPerS === null ? 'n/a' : `${t.decodeTokensPerS.toFixed(1)} tokens/s`;
+  io.out(
+    `timings: load ${t.loadMs.toFixed(0)} ms; prompt ${t.promptTokens} tokens, ${t.promptTokensPerS.toFixed(1)} tokens/s;` +
+      ` decode ${t.decodeTokens} tokens, ${decode}\n`,
+  );
 }
 
 export async function runGenerate(

@@ -458,6 +458,17 @@ std::string layer_name(const std::string &arch, const std::string &part) {
     if (part == "post_attention_norm")
         return glm4 ? "post_self_attn_layernorm" : glm4moe ? "post_attention_layernorm" : "";
     if (part == "post_ffw_norm") return glm4 ? "post_mlp_layernorm" : "";
+    // The MTP layer's own tensors (llama.cpp's NEXTN_*: blk.N.nextn.*), N = the main layer count.
+    static const std::pair<const char *, const char *> nextn[] = {
+        {"nextn.eh_proj", "eh_proj"},
+        {"nextn.enorm", "enorm"},
+        {"nextn.hnorm", "hnorm"},
+        {"nextn.shared_head_norm", "shared_head.norm"},
+        {"nextn.shared_head_head", "shared_head.head"},
+        {"nextn.embed_tokens", "embed_tokens"},
+    };
+    for (const auto &p : nextn)
+        if (part == p.first) return p.second;
     for (const auto &p : common)
         if (part == p.first) return p.second;
     return "";
@@ -627,7 +638,7 @@ int32_t gguf_bind(const GgufFile &f, const std::string &file, GgufBound *out) {
     ENG_TRY(m.integer("attention.key_length", false, 0, &key_len, &has_key_len));
     ENG_TRY(m.integer("attention.value_length", false, 0, &val_len, &has_val_len));
     ENG_TRY(m.integer("rope.dimension_count", false, 0, &rope_dims, &has_rope_dims));
-    if (arch == "glm4moe") ENG_TRY(m.integer("nextn_predict_layers", false, 0, &nextn));
+    if (arch == "glm4moe" || arch == "deepseek2") ENG_TRY(m.integer("nextn_predict_layers", false, 0, &nextn));
     if (n_layer <= nextn || n_embd <= 0 || n_head <= 0)
         return fail(ENG_STATUS_BAD_CHECKPOINT,
                     "%s: block_count %lld, embedding_length %lld, head_count %lld are not valid", fn,
@@ -666,6 +677,7 @@ int32_t gguf_bind(const GgufFile &f, const std::string &file, GgufBound *out) {
     put("vocab_size", jint(n_vocab));
     put("hidden_size", jint(n_embd));
     put("num_hidden_layers", jint(n_layer - nextn));
+    if (nextn > 0) put("num_nextn_predict_layers", jint(nextn)); // model.cpp bind_mtp
     put("num_attention_heads", jint(n_head));
     put("num_key_value_heads", jint(arch == "deepseek2" ? n_head : n_head_kv));
     put("max_position_embeddings", jint(ctx));

@@ -22,16 +22,28 @@ int32_t Scheduler::init(const SchedulerConfig &cfg, BlockManager *bm, Backend *b
     if (cfg.max_batch <= 0 || cfg.prefill_chunk <= 0 || cfg.n_ctx <= 0 || cfg.n_vocab <= 0)
         return fail(ENG_STATUS_INVALID_ARG, "scheduler: bad limits");
     cfg_ = cfg;
+    if (cfg.token_cost >= 0) token_cost_ = cfg.token_cost;
     bm_ = bm;
     backend_ = backend;
     sampler_.init(cfg.n_vocab);
     if (cfg.max_draft < 0 || cfg.ngram_min < 1 || cfg.ngram_max < cfg.ngram_min)
         return fail(ENG_STATUS_INVALID_ARG, "scheduler: bad speculative limits");
-    logits_.resize((size_t)cfg.max_batch * (size_t)(1 + cfg.max_draft) * (size_t)cfg.n_vocab);
+    if (cfg_.max_logits <= 0) cfg_.max_logits = cfg.max_batch * (1 + cfg.max_draft);
+    if (cfg_.max_logits < cfg.max_batch) cfg_.max_logits = cfg.max_batch;
+    logits_.resize((size_t)cfg_.max_logits * (size_t)cfg.n_vocab);
     batch_.tokens.reserve((size_t)(cfg.prefill_chunk + cfg.max_batch * (1 + cfg.max_draft)));
     batch_.seqs.reserve((size_t)cfg.max_batch);
     entries_.reserve((size_t)cfg.max_batch);
     verified_.reserve((size_t)cfg.max_draft + 1);
+    if (cfg.use_mtp) {
+        if (cfg.n_embd <= 0 || cfg.max_draft <= 0) return fail(ENG_STATUS_INVALID_ARG, "scheduler: bad MTP limits");
+        size_t T = (size_t)(cfg.prefill_chunk + cfg.max_batch * (1 + cfg.max_draft));
+        mtp_h_in_.resize(T * (size_t)cfg.n_embd);
+        mtp_h_out_.resize(T * (size_t)cfg.n_embd);
+        mtp_logits_.resize((size_t)cfg.max_batch * (size_t)cfg.n_vocab);
+        mtp_batch_.tokens.reserve(T);
+        mtp_batch_.seqs.reserve((size_t)cfg.max_batch);
+    }
     running_.reserve((size_t)cfg.max_batch);
     return ENG_STATUS_OK;
 }
@@ -46,6 +58,7 @@ int32_t Scheduler::add(std::unique_ptr<Sequence> seq, int32_t *out_id) {
     if (next_id_ == INT32_MAX) next_id_ = 1;
     seq->n_prompt = (int32_t)seq->tokens.size();
     seq->tokens.reserve((size_t)need);
+    if (seq->flags & ENG_SEQ_PROMPT_LOGITS) seq->prompt_logits.resize((size_t)seq->n_prompt * (size_t)cfg_.n_vocab);
     *out_id = seq->id;
     waiting_.push_back(seq.get());
     live_[seq->id] = std::move(seq);
@@ -89,6 +102,7 @@ void Scheduler::reap_cancelled(std::vector<int32_t> *events) {
 void Scheduler::preempt(Sequence *s) {
     bm_->deallocate(*s);
     s->draft.clear();
+    s->mtp_next = -1;
     running_.erase(std::find(running_.begin(), running_.end(), s));
     waiting_.push_front(s);
     stats_.preemptions++;
@@ -105,8 +119,15 @@ void Scheduler::schedule_one(Sequence *s, int32_t n, bool is_prefill) {
     b.block_table = s->block_table.data();
     b.n_blocks = (int32_t)s->block_table.size();
     b.n_logits = 1 + k;
-    b.logits_row = s->n_computed + n == (int32_t)s->tokens.size() ? batch_.n_logits : -1;
-    if (b.logits_row >= 0) batch_.n_logits += b.n_logits;
+    bool is_last = s->n_computed + n == (int32_t)s->tokens.size();
+    if (is_prefill && (s->flags & ENG_SEQ_PROMPT_LOGITS)) { // one row per token; the last one samples
+        b.all_logits_row = batch_.n_logits;
+        batch_.n_logits += n;
+        b.logits_row = is_last ? batch_.n_logits - 1 : -1;
+    } else {
+        b.logits_row = is_last ? batch_.n_logits : -1;
+        if (is_last) batch_.n_logits += b.n_logits;
+    }
     batch_.tokens.insert(batch_.tokens.end(), s->tokens.begin() + s->n_computed, s->tokens.begin() + s->n_computed + n);
     batch_.tokens.insert(batch_.tokens.end(), s->draft.begin(), s->draft.begin() + k);
     batch_.seqs.push_back(b);
@@ -131,6 +152,14 @@ double StepCost::relative_token_cost() const {
     return b > 0 ? b / (time / tokens) : 0;
 }
 
+/* The turn-down's draft length (propose): the j with alpha^j >= token_cost_, at most max_draft. */
+int32_t Scheduler::turn_down(const Sequence *s) const {
+    double alpha = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
+    int32_t k = 0;
+    for (double p = alpha; k < cfg_.max_draft && p >= token_cost_; p *= alpha) k++;
+    return k;
+}
+
 /* The draft of a decoding sequence for this step: the host's (eng_seq_draft), else prompt lookup
  * (n-gram): the most recent earlier occurrence of its last m tokens (m from ngram_max down to
  * ngram_min) in its prompt and output, and the tokens that followed it. None while a mask is set
@@ -140,11 +169,17 @@ double StepCost::relative_token_cost() const {
  * with probability about alpha^j (alpha: the sequence's per-token acceptance so far) and costs
  * token_cost_ generated tokens' worth of time (the step cost model), so the draft keeps the j with
  * alpha^j >= token_cost_. When that is none, the sequence drafts one token every 16th pass to keep
- * its acceptance current. Outputs never depend on any of this (see verify()). */
+ * its acceptance current. Outputs never depend on any of this (see verify()). MTP drafting (use_mtp)
+ * drafts the MTP layer's chain instead of prompt lookup, under the same turn-down.
+ * A PROMPT_LOGITS sequence never drafts: it is a scoring request (its logits rows go to its prompt). */
 void Scheduler::propose(Sequence *s) {
     s->draft.clear();
     s->draft_masks.clear();
-    if (cfg_.max_draft <= 0) return;
+    if (cfg_.max_draft <= 0 || (s->flags & ENG_SEQ_PROMPT_LOGITS)) {
+        s->host_draft.clear();
+        s->host_draft_masks.clear();
+        return;
+    }
     int32_t n = (int32_t)s->tokens.size();
     int32_t room = std::min(s->max_tokens - s->n_generated() - 1, cfg_.n_ctx - n - 1);
     if (!s->host_draft.empty()) {
@@ -169,12 +204,17 @@ void Scheduler::propose(Sequence *s) {
         return;
     }
     if (!s->mask.empty()) return; // the engine cannot know the masks after its own drafts
-    double alpha = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
-    int32_t k = 0;
-    for (double p = alpha; k < cfg_.max_draft && p >= token_cost_; p *= alpha) k++;
+    int32_t k = turn_down(s);
     if (k == 0 && ++s->spec_idle >= 16) k = 1; // a probe
     k = std::min(k, room);
     if (k <= 0) return;
+    if (cfg_.use_mtp) { // the MTP layer's next token, then k - 1 places mtp_chain fills once blocks are taken
+        if (s->mtp_next < 0) return;
+        s->draft.assign((size_t)k, -1);
+        s->draft[0] = s->mtp_next;
+        s->spec_idle = 0;
+        return;
+    }
     const int32_t *t = s->tokens.data();
     for (int32_t m = std::min(cfg_.ngram_max, n - 1); m >= cfg_.ngram_min; m--) {
         const int32_t *suffix = t + (n - m);
@@ -186,6 +226,102 @@ void Scheduler::propose(Sequence *s) {
             return;
         }
     }
+}
+
+/* After a pass: the MTP layer over every position the pass kept, t from pos0 on, pairing the main
+ * model's hidden state at t with the token at t + 1 (known now: the prompt, or the tokens this pass
+ * sampled). Sequences that finished in this pass included: their blocks, freed into the prefix
+ * cache, are not reused before the next schedule, and a later prompt that shares them reads their
+ * MTP KV too. A sequence that decodes next gets its first draft (the last position's prediction) and
+ * the hidden state it chains from (only where propose() will draft: the lm head is skipped
+ * otherwise). Outputs never depend on this. One known approximation: a prompt
+ * served from the prefix cache finds, at the last cached position, the MTP entry of the token that
+ * followed in the sequence that computed the block (it may differ): draft quality only. */
+int32_t Scheduler::mtp_catch_up() {
+    const float *hid = backend_->hidden();
+    if (!hid) return fail(ENG_STATUS_INTERNAL, "scheduler: the backend offers no hidden states for MTP");
+    int32_t C = cfg_.n_embd, V = cfg_.n_vocab;
+    mtp_batch_.clear();
+    for (size_t e = 0; e < entries_.size(); e++) {
+        const Entry &en = entries_[e];
+        const BatchSeq &b = batch_.seqs[e];
+        Sequence *s = en.seq;
+        s->mtp_next = -1;
+        if (en.n_kept <= 0) continue;
+        BatchSeq m;
+        m.tok0 = (int32_t)mtp_batch_.tokens.size();
+        m.n_tokens = en.n_kept;
+        m.pos0 = b.pos0;
+        m.block_table = mtp_blocks_.data() + mtp_block0_[e];
+        m.n_blocks = (int32_t)((e + 1 < entries_.size() ? mtp_block0_[e + 1] : mtp_blocks_.size()) - mtp_block0_[e]);
+        bool is_live = live_.count(s->id) > 0;
+        // The prediction (and its lm head) only for a sequence the next propose() drafts for: decoding,
+        // unmasked, with room, and drafting by the turn-down or due a probe.
+        int32_t room = std::min(s->max_tokens - s->n_generated() - 1, cfg_.n_ctx - (int32_t)s->tokens.size() - 1);
+        bool is_decoding = is_live && s->n_computed + 1 == (int32_t)s->tokens.size() && s->mask.empty() && room > 0 &&
+                           (turn_down(s) > 0 || s->spec_idle + 1 >= 16);
+        m.logits_row = is_decoding ? mtp_batch_.n_logits : -1;
+        m.n_logits = 1;
+        if (is_decoding) mtp_batch_.n_logits++;
+        for (int32_t i = 0; i < en.n_kept; i++) {
+            mtp_batch_.tokens.push_back(s->tokens[(size_t)(b.pos0 + i + 1)]);
+            memcpy(&mtp_h_in_[(size_t)(m.tok0 + i) * (size_t)C], hid + (size_t)(b.tok0 + i) * (size_t)C,
+                   sizeof(float) * (size_t)C);
+        }
+        mtp_batch_.seqs.push_back(m);
+    }
+    if (mtp_batch_.tokens.empty()) return ENG_STATUS_OK;
+    ENG_TRY(backend_->mtp_forward(mtp_batch_, mtp_h_in_.data(), mtp_h_out_.data(), mtp_logits_.data()));
+    size_t j = 0;
+    for (size_t e = 0; e < entries_.size(); e++) {
+        if (entries_[e].n_kept <= 0) continue;
+        const BatchSeq &m = mtp_batch_.seqs[j++];
+        if (m.logits_row < 0) continue;
+        Sequence *s = entries_[e].seq;
+        s->mtp_next = argmax(&mtp_logits_[(size_t)m.logits_row * (size_t)V], V);
+        const float *h = &mtp_h_out_[(size_t)(m.tok0 + m.n_tokens - 1) * (size_t)C];
+        s->mtp_h.assign(h, h + C);
+    }
+    return ENG_STATUS_OK;
+}
+
+/* Fills s->draft[1..] (placed by propose; blocks taken): draft j is the MTP layer's prediction at
+ * position n_computed + j - 1 from draft j - 1 and the hidden state of the previous prediction. These
+ * KV entries are speculative: the next catch-up rewrites them. On a backend failure the draft stops
+ * where it got (drafts never change outputs). */
+void Scheduler::mtp_chain(Sequence *s) {
+    int32_t C = cfg_.n_embd, V = cfg_.n_vocab;
+    memcpy(mtp_h_in_.data(), s->mtp_h.data(), sizeof(float) * (size_t)C);
+    for (size_t j = 1; j < s->draft.size(); j++) {
+        mtp_batch_.clear();
+        mtp_batch_.tokens.push_back(s->draft[j - 1]);
+        BatchSeq m;
+        m.tok0 = 0;
+        m.n_tokens = 1;
+        m.pos0 = s->n_computed + (int32_t)j - 1;
+        m.block_table = s->block_table.data();
+        m.n_blocks = (int32_t)s->block_table.size();
+        m.logits_row = 0;
+        m.n_logits = 1;
+        mtp_batch_.seqs.push_back(m);
+        mtp_batch_.n_logits = 1;
+        if (backend_->mtp_forward(mtp_batch_, mtp_h_in_.data(), mtp_h_out_.data(), mtp_logits_.data()) < 0) {
+            clear_error();
+            s->draft.resize(j);
+            return;
+        }
+        s->draft[j] = argmax(mtp_logits_.data(), V);
+        memcpy(mtp_h_in_.data(), mtp_h_out_.data(), sizeof(float) * (size_t)C);
+    }
+}
+
+int32_t Scheduler::prefill_take(const Sequence *s, int32_t budget, size_t i_running) const {
+    int32_t n = std::min((int32_t)s->tokens.size() - s->n_computed, budget);
+    if (!(s->flags & ENG_SEQ_PROMPT_LOGITS)) return n;
+    // Rows left: the ones taken so far, and one kept for each running sequence after this one.
+    size_t later = running_.size() > i_running + 1 ? running_.size() - i_running - 1 : 0;
+    int32_t rows = cfg_.max_logits - batch_.n_logits - (int32_t)later;
+    return std::max(0, std::min(n, rows));
 }
 
 void Scheduler::schedule() {
@@ -211,22 +347,30 @@ void Scheduler::schedule() {
             bm_->append(*s);
             propose(s);
             if (!s->draft.empty()) {
-                // Drafts take free blocks only while one stays for each later running sequence.
+                // Drafts take free blocks only while one stays for each later running sequence, and
+                // logits rows only while one stays for each of them (a PROMPT_LOGITS prefill may have
+                // taken many).
                 int32_t bs = bm_->block_size(), n = (int32_t)s->tokens.size();
-                int32_t spare = std::max(0, bm_->n_free() - (int32_t)(running_.size() - i - 1));
+                int32_t later = (int32_t)(running_.size() - i - 1);
+                int32_t spare = std::max(0, bm_->n_free() - later);
                 int32_t fit = ((int32_t)s->block_table.size() + spare) * bs - n;
+                fit = std::min(fit, cfg_.max_logits - batch_.n_logits - 1 - later);
                 if ((int32_t)s->draft.size() > fit) s->draft.resize((size_t)std::max(0, fit));
                 bm_->append(*s, (int32_t)s->draft.size());
+                if (cfg_.use_mtp && s->draft.size() > 1 && s->draft[1] < 0) mtp_chain(s);
             }
             schedule_one(s, 1, false);
         } else if (budget > 0) {
-            int32_t n = std::min(todo, budget);
-            schedule_one(s, n, true);
-            budget -= n;
+            int32_t n = prefill_take(s, std::min(todo, budget), i);
+            if (n > 0) {
+                schedule_one(s, n, true);
+                budget -= n;
+            }
         }
         i++;
     }
-    while (!did_preempt && !waiting_.empty() && (int32_t)running_.size() < cfg_.max_batch && budget > 0) {
+    while (!did_preempt && !waiting_.empty() && (int32_t)running_.size() < cfg_.max_batch && budget > 0 &&
+           batch_.n_logits < cfg_.max_logits) {
         Sequence *s = waiting_.front();
         if (!bm_->can_allocate(*s)) break; // FIFO: later sequences wait behind the head
         int32_t cached = bm_->allocate(*s);
@@ -234,9 +378,11 @@ void Scheduler::schedule() {
         stats_.cached_tokens += cached;
         waiting_.pop_front();
         running_.push_back(s);
-        int32_t n = std::min((int32_t)s->tokens.size() - s->n_computed, budget);
-        schedule_one(s, n, true);
-        budget -= n;
+        int32_t n = prefill_take(s, budget, running_.size() - 1);
+        if (n > 0) {
+            schedule_one(s, n, true);
+            budget -= n;
+        }
     }
 }
 
@@ -271,6 +417,7 @@ void Scheduler::verify(size_t e, std::vector<int32_t> *events) {
     while (a < k && a < m && verified_[(size_t)a] == s->draft[(size_t)a]) a++;
     // Positions n_computed (the pending token) and the a accepted drafts after it hold valid K/V.
     s->n_computed += 1 + a;
+    entries_[e].n_kept = 1 + a;
     int32_t gen0 = s->n_generated();
     s->tokens.insert(s->tokens.end(), verified_.begin(), verified_.end());
     bm_->commit(*s);
@@ -304,15 +451,21 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
             continue;
         }
         s->n_computed += entries_[e].n_tokens;
+        entries_[e].n_kept = entries_[e].n_tokens;
         bm_->commit(*s);
         if (entries_[e].is_prefill) stats_.prefill_tokens += entries_[e].n_tokens;
         else {
             stats_.decode_tokens++;
             stats_.decode_passes++;
         }
+        const BatchSeq &bq = batch_.seqs[e];
+        if (bq.all_logits_row >= 0 && bq.pos0 < s->n_prompt) // PROMPT_LOGITS: the chunk's prompt positions
+            memcpy(&s->prompt_logits[(size_t)bq.pos0 * (size_t)cfg_.n_vocab],
+                   &logits_[(size_t)bq.all_logits_row * (size_t)cfg_.n_vocab],
+                   sizeof(float) * (size_t)std::min(bq.n_tokens, s->n_prompt - bq.pos0) * (size_t)cfg_.n_vocab);
         if (entries_[e].is_prefill && !s->is_prefill_reported && (s->flags & ENG_SEQ_REPORT_PROGRESS))
             emit(events, s->id, ENG_EVENT_PREFILL_PROGRESS, s->n_cached, s->n_computed);
-        int32_t row = batch_.seqs[e].logits_row;
+        int32_t row = bq.logits_row;
         if (row < 0) continue; // mid-prefill chunk
         const float *lg = &logits_[(size_t)row * (size_t)cfg_.n_vocab];
         if (!s->is_prefill_reported) {
@@ -400,13 +553,22 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     size_t n_events = events->size();
+    if (cfg_.use_mtp) { // the catch-up writes the MTP KV of sequences that finish in postprocess too
+        mtp_blocks_.clear();
+        mtp_block0_.clear();
+        for (const Entry &e : entries_) {
+            mtp_block0_.push_back(mtp_blocks_.size());
+            mtp_blocks_.insert(mtp_blocks_.end(), e.seq->block_table.begin(), e.seq->block_table.end());
+        }
+    }
     postprocess(events);
     if (cfg_.max_draft > 0) { // the cost model of the turn-down (propose)
         double generated = 0;
         for (size_t i = n_events; i + 3 < events->size(); i += 4) generated += (*events)[i + 1] == ENG_EVENT_TOKEN;
         cost_.add((double)batch_.tokens.size(), seconds, generated);
-        token_cost_ = cost_.relative_token_cost();
+        token_cost_ = cfg_.token_cost >= 0 ? cfg_.token_cost : cost_.relative_token_cost();
     }
+    if (cfg_.use_mtp) ENG_TRY(mtp_catch_up()); // after the cost model: it asks whether propose will draft
     return ENG_STATUS_OK;
 }
 

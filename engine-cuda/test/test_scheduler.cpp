@@ -215,7 +215,7 @@ TEST(scheduler_reports_prefill_progress_per_chunk) {
     CHECK(second[0] == std::make_pair(0, 16) && second[1] == std::make_pair(0, 32) &&
           second[2] == std::make_pair(0, 40));
     int32_t id = -1;
-    CHECK(eng_seq_add(ctx, p.data(), 4, nullptr, 0, 1, 0, 1, 0, 0, 4, &id) == ENG_STATUS_INVALID_ARG); // unknown flag
+    CHECK(eng_seq_add(ctx, p.data(), 4, nullptr, 0, 1, 0, 1, 0, 0, 8, &id) == ENG_STATUS_INVALID_ARG); // unknown flag
     eng_ctx_free(ctx);
 }
 

@@ -3,9 +3,13 @@
  * tokens with prompt lookup on (MAYA_SPECULATIVE=ngram) as off, on the demo model (dense GLM-4) and
  * the MoE, MLA and FP8 golden fixtures, alone and eight at a time, with and without a constraint in
  * the batch; prompt lookup drafts and has drafts accepted on a prompt that asks for a quote; the
- * counters add up (tokens = passes + accepted drafts); a constrained sequence drafts through the worker
- * (constrained-drafts.ts: its matcher advances over the draft, each position goes with its mask). The C
- * tests (engine-cuda/test/test_speculative.cpp) force drafts that are partly wrong at every position.
+ * counters add up (tokens = passes + accepted drafts); the same on f16 and q8_0 KV caches
+ * (MAYA_KV_DTYPE: drafts' rows written, then kept or dropped, in those formats); a constrained
+ * sequence drafts through the worker (constrained-drafts.ts: its matcher advances over the draft, each
+ * position goes with its mask); MTP drafts (mtp, and auto on a checkpoint with an MTP layer) keep the
+ * tokens too, and mtp is refused where there is no layer. The C tests (engine-cuda/test/test_speculative.cpp,
+ * test_mtp.cpp) force drafts that are partly wrong at every position and check the MTP layer against the
+ * PyTorch reference.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -145,6 +149,66 @@ describe('speculative decoding through NativeEngine', () => {
     },
     120_000,
   );
+
+  it.each(['f16', 'q8_0'] as const)(
+    'gives the demo model the same greedy tokens on a %s KV cache, drafts accepted, alone and batched',
+    async (kvDtype) => {
+      const a = await NativeEngine.load(DEMO, { ...TEST_ENGINE, speculative: 'off', kvDtype });
+      const b = await NativeEngine.load(DEMO, { ...TEST_ENGINE, speculative: 'ngram', specMaxDraft: 6, kvDtype });
+      try {
+        expect([a.info.kvDtype, b.info.kvDtype]).toEqual([kvDtype, kvDtype]);
+        const prompts = [QUOTE, PROMPTS[1]!, PROMPTS[6]!].map(chat);
+        const before = await b.stats();
+        for (const p of prompts) expect(await generate(b, p, 64)).toEqual(await generate(a, p, 64));
+        expect(await Promise.all(prompts.map((p) => generate(b, p, 64)))).toEqual(
+          await Promise.all(prompts.map((p) => generate(a, p, 64))),
+        );
+        const d = diff(before, await b.stats());
+        expect(d.drafted).toBeGreaterThan(0);
+        expect(d.accepted).toBeGreaterThan(0);
+        expect(d.tokens).toBe(d.passes + d.accepted);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    },
+    120_000,
+  );
+
+  it.each(['glm45-moe-mtp-bf16', 'deepseek3-mtp-bf16'])(
+    'drafts with the MTP layer of %s (auto and mtp): the same greedy tokens, alone and batched',
+    async (name) => {
+      const dir = join(ROOT, 'test/fixtures/engine', name);
+      const a = await NativeEngine.load(dir, { ...TEST_ENGINE, speculative: 'off' });
+      const b = await NativeEngine.load(dir, { ...TEST_ENGINE, speculative: 'mtp', specMaxDraft: 4 });
+      const c = await NativeEngine.load(dir, { ...TEST_ENGINE });
+      try {
+        expect(b.info.speculative).toBe('mtp');
+        expect(c.info.speculative).toBe('mtp'); // auto: the checkpoint has an MTP layer
+        const v = a.info.numVocab;
+        const prompts = [0, 1, 2].map((s) => Array.from({ length: 20 + 9 * s }, (_, i) => (i * 37 + s * 11 + 3) % v));
+        for (const p of prompts) expect(await collect(b, p)).toEqual(await collect(a, p));
+        const before = await b.stats();
+        expect(await Promise.all(prompts.map((p) => collect(b, p)))).toEqual(
+          await Promise.all(prompts.map((p) => collect(a, p))),
+        );
+        const d = diff(before, await b.stats());
+        expect(d.drafted).toBeGreaterThan(0);
+        expect(d.tokens).toBe(d.passes + d.accepted);
+      } finally {
+        await a.close();
+        await b.close();
+        await c.close();
+      }
+    },
+    120_000,
+  );
+
+  it('refuses mtp by name on a checkpoint without an MTP layer', async () => {
+    await expect(
+      NativeEngine.load(join(ROOT, 'test/fixtures/engine/glm45-moe-bf16'), { ...TEST_ENGINE, speculative: 'mtp' }),
+    ).rejects.toThrow(/MTP layer/);
+  });
 });
 
 async function collect(engine: NativeEngine, promptIds: number[]): Promise<number[]> {

@@ -152,7 +152,7 @@ export const status: MayaStatus = {
     { name: 'chat.completions', endpoint: '/v1/chat/completions' },
   ],
   engine: {
-    backend: 'cpu', vision: false, simd: 'avx2', threads: 2, weight_dtype: 'bf16', blocks_total: 64, blocks_free: 60, blocks_cached: 2, seqs_waiting: 0, seqs_running: 1,
+    backend: 'cpu', vision: false, simd: 'avx2', threads: 2, weight_dtype: 'bf16', kv_dtype: 'f32', kv_bytes_per_token: 4096, kv_capacity_tokens: 1024, blocks_total: 64, blocks_free: 60, blocks_cached: 2, seqs_waiting: 0, seqs_running: 1,
     steps: 10, prefill_tokens: 20, cached_tokens: 8, decode_tokens: 12, preemptions: 0,
     speculative: 'ngram', draft_tokens: 6, draft_accepted: 4, decode_passes: 8,
   },

@@ -274,24 +274,26 @@ describe('Chat', () => {
     await page.getByRole('button', { name: 'New chat' }).click();
     await sendMessage(page, 'Hello');
     await waitForAnswers(page, 1);
+    // The list re-renders after each action (and after a reload): each read waits for the state.
     const titles = async () => list.locator('.conversation-open').allTextContents();
-    expect((await titles())[0]).toBe('Hello');
+    await expect.poll(async () => (await titles())[0]).toBe('Hello');
     const count = (await titles()).length;
     await list.getByRole('button', { name: 'Rename Hello' }).first().click();
     const name = list.getByLabel('Conversation name');
     await name.fill('Greetings');
     await name.press('Enter');
-    expect((await titles())[0]).toBe('Greetings');
+    await expect.poll(async () => (await titles())[0]).toBe('Greetings');
     await page.reload();
-    expect((await titles())[0]).toBe('Greetings');
-    expect(await page.locator('.message.assistant').count()).toBe(1);
+    await expect.poll(async () => (await titles())[0]).toBe('Greetings');
+    await expect.poll(() => page.locator('.message.assistant').count()).toBe(1);
     await list.getByRole('button', { name: 'Delete Greetings' }).click();
-    expect(await titles()).not.toContain('Greetings');
+    await expect.poll(titles).not.toContain('Greetings');
     expect(await titles()).toHaveLength(count - 1);
     await page.reload();
+    await expect.poll(async () => (await titles()).length).toBe(count - 1);
     expect(await titles()).not.toContain('Greetings');
     await page.getByRole('button', { name: 'New chat' }).click();
-    expect(await page.locator('.message').count()).toBe(0);
+    await expect.poll(() => page.locator('.message').count()).toBe(0);
     expect(await page.getByRole('heading', { name: 'Chat with maya-demo' }).count()).toBe(1);
     // The demo model has no vision path: no picture button.
     expect(await page.getByRole('button', { name: 'Attach picture' }).count()).toBe(0);

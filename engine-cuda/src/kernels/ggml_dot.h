@@ -330,6 +330,262 @@ static KERNELS_INLINE void gg_tilek(const int8_t *xq, const float *xd, const int
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) out[r][t] = hsum(tot[r][t]);
 }
+
+#ifdef KERNELS_AVX512
+/* ---- K-quants, 512-bit (the avx512 table) ----
+ * One vector is 64 consecutive weights of a block, so the activations load as they lie. Q4_K /
+ * Q5_K: 32 quant bytes broadcast to both 256-bit halves, the upper half shifted by 4 (the high
+ * nibbles, sub-block 2c + 1) and masked; Q6_K: 64 low-nibble bytes and 32 high-bit bytes broadcast,
+ * shifted per half. Each 16-bit pair sum of maddubs (|u| <= 63 times |x| <= 127: fits int16) is
+ * multiplied by its sub-block's scale into int32 (vpdpwssd with VNNI), exact as on the other paths;
+ * the two halves are folded into 8 lanes once per block and the block terms are then the 256-bit
+ * path's, the same formulas. */
+static inline __m512i gg_madd_acc512(__m512i acc, __m512i a, __m512i b) {
+#ifdef GG_VNNI
+    return _mm512_dpwssd_epi32(acc, a, b);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+#endif
+}
+
+/* ---- 32-weight blocks, 512-bit: two blocks per vector (lanes 0-7 block b, 8-15 block b + 1), as
+ * the Q8 path's tile ---- */
+
+/* Blocks b and b + 1 of one row: the quants as unsigned bytes (as gg_unpack32), d and the min in
+ * the lanes of each block. */
+template <int DT> static KERNELS_INLINE void gg_unpack32x2(const uint8_t *blk, __m512i *u, __m512 *d, __m512 *m) {
+    const int BB = DT == Q8_0 ? 34 : DT == Q4_0 ? 18 : DT == Q4_1 ? 20 : DT == Q5_0 ? 22 : 24;
+    const uint8_t *b1 = blk + BB;
+    if (DT == Q8_0) {
+        __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(blk + 2))),
+                                       _mm256_loadu_si256((const __m256i *)(b1 + 2)), 1);
+#ifdef GG_VNNI
+        w = _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80));
+#endif
+        *u = w;
+    } else {
+        const int qo = DT == Q4_0 ? 2 : DT == Q4_1 ? 4 : DT == Q5_0 ? 6 : 8;
+        __m256i two =
+            _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(b1 + qo)), _mm_loadu_si128((const __m128i *)(blk + qo)));
+        // [qs_b, qs_b, qs_b1, qs_b1], the second copy of each shifted to its high nibbles
+        __m512i q = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(two));
+        __m512i v =
+            _mm512_and_si512(_mm512_srlv_epi64(q, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(0x0F));
+        if (DT == Q5_0 || DT == Q5_1) {
+            uint32_t h0, h1;
+            memcpy(&h0, blk + (DT == Q5_0 ? 2 : 4), 4);
+            memcpy(&h1, b1 + (DT == Q5_0 ? 2 : 4), 4);
+            v = _mm512_or_si512(v, _mm512_maskz_mov_epi8((__mmask64)h0 | (__mmask64)h1 << 32, _mm512_set1_epi8(0x10)));
+        }
+        *u = v;
+    }
+    *d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(gg_f16(*(const uint16_t *)blk)),
+                              _mm512_set1_ps(gg_f16(*(const uint16_t *)b1)));
+    if (DT == Q4_1 || DT == Q5_1)
+        *m = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(gg_f16(((const uint16_t *)blk)[1])),
+                                  _mm512_set1_ps(gg_f16(((const uint16_t *)b1)[1])));
+    else *m = _mm512_setzero_ps();
+}
+
+/* gg_tile32 on 512-bit vectors: the same integer block sums; the f32 terms of even blocks in lanes
+ * 0-7 and odd blocks in lanes 8-15 (an odd last block alone in lanes 0-7). */
+template <int DT, int NR, int NT>
+static KERNELS_INLINE void gg_tile32x2(const int8_t *xq, const float *xd, int ldq, const uint8_t *w, int64_t row_bytes,
+                                       int64_t row0, int K, float (*out)[NT]) {
+    const int BB = DT == Q8_0 ? 34 : DT == Q4_0 ? 18 : DT == Q4_1 ? 20 : DT == Q5_0 ? 22 : 24;
+    const int off = DT == Q4_0 ? 8 : DT == Q5_0 ? 16 : 0;
+    const bool has_min = DT == Q4_1 || DT == Q5_1;
+    int nb = K / 32, ldd = ldq / 32;
+    // With a min, the min terms go to tot2. One accumulator otherwise, whatever the tile (so a
+    // (row, token) sums in the same order in any tile: batch invariance).
+    const bool dual = has_min;
+    __m512 tot[NR][NT], tot2[dual ? NR : 1][dual ? NT : 1];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tot[r][t] = _mm512_setzero_ps();
+    for (int r = 0; r < (dual ? NR : 1); r++)
+        for (int t = 0; t < (dual ? NT : 1); t++) tot2[r][t] = _mm512_setzero_ps();
+    const __m512i ones = _mm512_set1_epi8(1);
+    int b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        __m512i u[NR];
+        __m512 dw[NR], mw[NR];
+        for (int r = 0; r < NR; r++)
+            gg_unpack32x2<DT>(w + (row0 + r) * row_bytes + (int64_t)b * BB, &u[r], &dw[r], &mw[r]);
+        for (int t = 0; t < NT; t++) {
+            __m512i x = _mm512_loadu_si512((const void *)(xq + (int64_t)t * ldq + b * 32));
+            __m512 dx = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(xd[(int64_t)t * ldd + b]),
+                                             _mm512_set1_ps(xd[(int64_t)t * ldd + b + 1]));
+            __m512i corr = _mm512_setzero_si512(), gs = _mm512_setzero_si512();
+            bool need_gs = off != 0 || has_min;
+#ifdef GG_VNNI
+            if (DT == Q8_0) need_gs = true;
+#endif
+            if (need_gs) {
+#ifdef GG_VNNI
+                gs = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, x);
+#else
+                gs = _mm512_madd_epi16(_mm512_maddubs_epi16(ones, x), _mm512_set1_epi16(1));
+#endif
+            }
+#ifdef GG_VNNI
+            if (DT == Q8_0) corr = _mm512_sub_epi32(corr, _mm512_slli_epi32(gs, 7));
+#endif
+            if (off == 8) corr = _mm512_sub_epi32(corr, _mm512_slli_epi32(gs, 3));
+            if (off == 16) corr = _mm512_sub_epi32(corr, _mm512_slli_epi32(gs, 4));
+            __m512 gsf = has_min ? _mm512_cvtepi32_ps(gs) : _mm512_setzero_ps();
+            for (int r = 0; r < NR; r++) {
+                __m512i p;
+#ifdef GG_VNNI
+                p = _mm512_dpbusd_epi32(corr, u[r], x);
+#else
+                if (DT == Q8_0) { // |w| times x with w's sign: pair sums within int16
+                    __m512i aw = _mm512_abs_epi8(u[r]);
+                    __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(u[r]), _mm512_setzero_si512(), x);
+                    p = _mm512_add_epi32(corr, _mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1)));
+                } else
+                    p = _mm512_add_epi32(corr, _mm512_madd_epi16(_mm512_maddubs_epi16(u[r], x), _mm512_set1_epi16(1)));
+#endif
+                __m512 pf = _mm512_cvtepi32_ps(p), sc = _mm512_mul_ps(dw[r], dx);
+                tot[r][t] = _mm512_fmadd_ps(pf, sc, tot[r][t]);
+                if (has_min)
+                    tot2[dual ? r : 0][dual ? t : 0] =
+                        _mm512_fmadd_ps(gsf, _mm512_mul_ps(mw[r], dx), tot2[dual ? r : 0][dual ? t : 0]);
+            }
+        }
+    }
+    if (b < nb) { // an odd last block in lanes 0-7 (the upper half of its pair zeroed)
+        for (int r = 0; r < NR; r++) {
+            __m256i u;
+            float d, m;
+            gg_unpack32<DT>(w + (row0 + r) * row_bytes + (int64_t)b * BB, &u, &d, &m);
+            for (int t = 0; t < NT; t++) {
+                __m256i x = _mm256_loadu_si256((const __m256i *)(xq + (int64_t)t * ldq + b * 32));
+                float dx = xd[(int64_t)t * ldd + b];
+                __m256i corr = _mm256_setzero_si256(), gs = _mm256_setzero_si256();
+                bool need_gs = off != 0 || has_min;
+#ifdef GG_VNNI
+                if (DT == Q8_0) need_gs = true;
+#endif
+                if (need_gs) gs = gg_dot_u8s8(_mm256_setzero_si256(), _mm256_set1_epi8(1), x);
+#ifdef GG_VNNI
+                if (DT == Q8_0) corr = _mm256_sub_epi32(corr, _mm256_slli_epi32(gs, 7));
+#endif
+                if (off == 8) corr = _mm256_sub_epi32(corr, _mm256_slli_epi32(gs, 3));
+                if (off == 16) corr = _mm256_sub_epi32(corr, _mm256_slli_epi32(gs, 4));
+                __m256i p;
+#ifndef GG_VNNI
+                if (DT == Q8_0) p = gg_dot_u8s8(corr, _mm256_sign_epi8(u, u), _mm256_sign_epi8(x, u));
+                else
+#endif
+                    p = gg_dot_u8s8(corr, u, x);
+                __m512 pf = _mm512_castps256_ps512(_mm256_cvtepi32_ps(p));
+                tot[r][t] = _mm512_mask3_fmadd_ps(pf, _mm512_set1_ps(d * dx), tot[r][t], 0xFF);
+                if (has_min) {
+                    __m512 gsf = _mm512_castps256_ps512(_mm256_cvtepi32_ps(gs));
+                    tot2[dual ? r : 0][dual ? t : 0] =
+                        _mm512_mask3_fmadd_ps(gsf, _mm512_set1_ps(m * dx), tot2[dual ? r : 0][dual ? t : 0], 0xFF);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++)
+            out[r][t] = _mm512_reduce_add_ps(dual ? _mm512_add_ps(tot[r][t], tot2[r][t]) : tot[r][t]);
+}
+
+/* Vector c (weights 64c .. 64c + 64 of the block) of a prepared row: the quants as unsigned bytes
+ * and the int16 scale of each maddubs pair. sc512: p.sc broadcast to both halves. */
+template <int DT> static KERNELS_INLINE void gg_kvec512(const GgKRow &p, __m512i sc512, int c, __m512i *u, __m512i *s) {
+    const __m512i lo4 = _mm512_set1_epi8(0x0F);
+    if (DT == Q6_K) {
+        const BlockQ6_K *b = (const BlockQ6_K *)p.blk;
+        int hf = c >> 1, k = c & 1;
+        __m512i L = _mm512_loadu_si512((const void *)(b->ql + 64 * hf));
+        __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b->qh + 32 * hf)));
+        __m512i lo = k ? _mm512_and_si512(_mm512_srli_epi16(L, 4), lo4) : _mm512_and_si512(L, lo4);
+        // High bits to bits 4-5: k 0 takes qh bits 0-1 (first half) and 2-3 (second); k 1 bits 4-5 and 6-7.
+        __m512i hi = k ? _mm512_srlv_epi64(H, _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2))
+                       : _mm512_sllv_epi64(H, _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2));
+        *u = _mm512_or_si512(lo, _mm512_and_si512(hi, _mm512_set1_epi8(0x30)));
+        // 128-bit lane i: sub-block 4c + i's scale (16 weights each)
+        *s = _mm512_permutexvar_epi16(
+            _mm512_add_epi16(_mm512_set1_epi16((short)(4 * c)),
+                             _mm512_setr_epi64(0, 0, 0x0001000100010001LL, 0x0001000100010001LL, 0x0002000200020002LL,
+                                               0x0002000200020002LL, 0x0003000300030003LL, 0x0003000300030003LL)),
+            sc512);
+        return;
+    }
+    const uint8_t *qs = DT == Q4_K ? ((const BlockQ4_K *)p.blk)->qs : ((const BlockQ5_K *)p.blk)->qs;
+    __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * c)));
+    __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(q, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)), lo4);
+    if (DT == Q5_K) { // bit 2c (first half) or 2c + 1 (second half) of qh[l] adds 16
+        __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)((const BlockQ5_K *)p.blk)->qh));
+        __m512i bit = _mm512_mask_blend_epi64(0xF0, _mm512_set1_epi8((char)(1 << (2 * c))),
+                                              _mm512_set1_epi8((char)(1 << (2 * c + 1))));
+        nib = _mm512_or_si512(nib, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(H, bit), _mm512_set1_epi8(0x10)));
+    }
+    *u = nib;
+    // scales 2c (first half) and 2c + 1 (second half): bytes of int16 element 2c / 2c + 1 in each lane
+    __m512i idx = _mm512_add_epi8(_mm512_set1_epi16((short)(((4 * c + 1) << 8) | (4 * c))),
+                                  _mm512_setr_epi64(0, 0, 0, 0, 0x0202020202020202LL, 0x0202020202020202LL,
+                                                    0x0202020202020202LL, 0x0202020202020202LL));
+    *s = _mm512_shuffle_epi8(sc512, idx);
+}
+
+/* gg_tilek on 512-bit vectors: the same (row, token) results up to the lanes' f32 order. */
+template <int DT, int NR, int NT>
+static KERNELS_INLINE void gg_tilek512(const int8_t *xq, const float *xd, const int16_t *xbs, int ldq, const uint8_t *w,
+                                       int64_t row_bytes, int64_t row0, int K, float (*out)[NT]) {
+    const int BB = DT == Q4_K ? 144 : DT == Q5_K ? 176 : 210;
+    int nb = K / 256, ldd = ldq / 256, ldb = ldq / 16;
+    __m256 tot[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tot[r][t] = _mm256_setzero_ps();
+    // Small tiles (decode): two integer sums per pair (even and odd vectors), so the multiply-adds
+    // do not wait on each other.
+    const bool dual = NR * NT <= 2;
+    for (int b = 0; b < nb; b++) {
+        GgKRow p[NR];
+        __m512i sc512[NR];
+        for (int r = 0; r < NR; r++) {
+            gg_kprep<DT>(w + (row0 + r) * row_bytes + (int64_t)b * BB, &p[r]);
+            sc512[r] = _mm512_broadcast_i64x4(p[r].sc);
+        }
+        __m512i acc[NR][NT], acc2[NR][NT];
+        for (int r = 0; r < NR; r++)
+            for (int t = 0; t < NT; t++) acc[r][t] = acc2[r][t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++)
+            for (int r = 0; r < NR; r++) {
+                __m512i u, s;
+                gg_kvec512<DT>(p[r], sc512[r], c, &u, &s);
+                for (int t = 0; t < NT; t++) {
+                    __m512i x = _mm512_loadu_si512((const void *)(xq + (int64_t)t * ldq + b * 256 + 64 * c));
+                    if (dual && (c & 1)) acc2[r][t] = gg_madd_acc512(acc2[r][t], _mm512_maddubs_epi16(u, x), s);
+                    else acc[r][t] = gg_madd_acc512(acc[r][t], _mm512_maddubs_epi16(u, x), s);
+                }
+            }
+        for (int t = 0; t < NT; t++) {
+            __m256i bs = _mm256_loadu_si256((const __m256i *)(xbs + (int64_t)t * ldb + b * 16));
+            float dx = xd[(int64_t)t * ldd + b];
+            for (int r = 0; r < NR; r++) {
+                __m512i a512 = dual ? _mm512_add_epi32(acc[r][t], acc2[r][t]) : acc[r][t];
+                __m256i a = _mm256_add_epi32(_mm512_castsi512_si256(a512), _mm512_extracti64x4_epi64(a512, 1));
+                if (DT == Q6_K) {
+                    a = _mm256_sub_epi32(a, _mm256_slli_epi32(_mm256_madd_epi16(bs, p[r].sc), 5));
+                    tot[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_set1_ps(p[r].d * dx), tot[r][t]);
+                } else {
+                    tot[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_set1_ps(p[r].d * dx), tot[r][t]);
+                    tot[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bs, p[r].mins)),
+                                                _mm256_set1_ps(-(p[r].dmin * dx)), tot[r][t]);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) out[r][t] = hsum(tot[r][t]);
+}
+#endif // KERNELS_AVX512
 #endif // KERNELS_VECTOR
 
 /* The scalar form of both: integer sums per block, then the formulas of the file comment, block by
@@ -409,14 +665,28 @@ static inline void gg_tile(int dtype, const int8_t *xq, const float *xd, const i
     const uint8_t *wb = (const uint8_t *)w;
 #ifdef KERNELS_VECTOR
     switch (dtype) {
+#ifdef KERNELS_AVX512
+    case Q8_0: gg_tile32x2<Q8_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+    case Q4_0: gg_tile32x2<Q4_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+    case Q4_1: gg_tile32x2<Q4_1, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+    case Q5_0: gg_tile32x2<Q5_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+    case Q5_1: gg_tile32x2<Q5_1, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+#else
     case Q8_0: gg_tile32<Q8_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
     case Q4_0: gg_tile32<Q4_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
     case Q4_1: gg_tile32<Q4_1, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
     case Q5_0: gg_tile32<Q5_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
     case Q5_1: gg_tile32<Q5_1, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+#endif
+#ifdef KERNELS_AVX512
+    case Q4_K: gg_tilek512<Q4_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
+    case Q5_K: gg_tilek512<Q5_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
+    default: gg_tilek512<Q6_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
+#else
     case Q4_K: gg_tilek<Q4_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
     case Q5_K: gg_tilek<Q5_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
     default: gg_tilek<Q6_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
+#endif
     }
 #else
     gg_sums_scalar(dtype, xq, xd, xbs, ldq, wb, row_bytes, row0, NR, NT, K, &out[0][0], NT);
@@ -448,6 +718,14 @@ static void matmul_ggml_pre(const int8_t *xq, const float *xd, const int16_t *xb
     }
     for (int t = 0; t < T;) {
         int nt = T - t >= 4 ? 4 : T - t, r = r0;
+#ifdef KERNELS_AVX512
+        for (; dtype != Q4_1 && dtype != Q5_1 && r + 4 <= r1; r += 4) { // 4 rows x 4 tokens (32 registers)
+            if (nt == 4) GG_TILE(4, 4);
+            else if (nt == 3) GG_TILE(4, 3);
+            else if (nt == 2) GG_TILE(4, 2);
+            else GG_TILE(4, 1);
+        }
+#endif
         for (; r + 2 <= r1; r += 2) {
             if (nt == 4) GG_TILE(2, 4);
             else if (nt == 3) GG_TILE(2, 3);
