@@ -247,10 +247,13 @@ int32_t Scheduler::mtp_catch_up() {
         const BatchSeq &b = batch_.seqs[e];
         Sequence *s = en.seq;
         s->mtp_next = -1;
-        if (en.n_kept <= 0) continue;
+        // An entry pairs position t with the token after it: a sequence that ended in this pass (its
+        // last token not kept, e.g. at a stop id or max_tokens) has none after its last position.
+        int32_t n_kept = std::min(en.n_kept, (int32_t)s->tokens.size() - b.pos0 - 1);
+        if (n_kept <= 0) continue;
         BatchSeq m;
         m.tok0 = (int32_t)mtp_batch_.tokens.size();
-        m.n_tokens = en.n_kept;
+        m.n_tokens = n_kept;
         m.pos0 = b.pos0;
         m.block_table = mtp_blocks_.data() + mtp_block0_[e];
         m.n_blocks = (int32_t)((e + 1 < entries_.size() ? mtp_block0_[e + 1] : mtp_blocks_.size()) - mtp_block0_[e]);
@@ -263,7 +266,7 @@ int32_t Scheduler::mtp_catch_up() {
         m.logits_row = is_decoding ? mtp_batch_.n_logits : -1;
         m.n_logits = 1;
         if (is_decoding) mtp_batch_.n_logits++;
-        for (int32_t i = 0; i < en.n_kept; i++) {
+        for (int32_t i = 0; i < n_kept; i++) {
             mtp_batch_.tokens.push_back(s->tokens[(size_t)(b.pos0 + i + 1)]);
             memcpy(&mtp_h_in_[(size_t)(m.tok0 + i) * (size_t)C], hid + (size_t)(b.tok0 + i) * (size_t)C,
                    sizeof(float) * (size_t)C);
@@ -274,10 +277,10 @@ int32_t Scheduler::mtp_catch_up() {
     ENG_TRY(backend_->mtp_forward(mtp_batch_, mtp_h_in_.data(), mtp_h_out_.data(), mtp_logits_.data()));
     size_t j = 0;
     for (size_t e = 0; e < entries_.size(); e++) {
-        if (entries_[e].n_kept <= 0) continue;
+        Sequence *s = entries_[e].seq;
+        if (std::min(entries_[e].n_kept, (int32_t)s->tokens.size() - batch_.seqs[e].pos0 - 1) <= 0) continue;
         const BatchSeq &m = mtp_batch_.seqs[j++];
         if (m.logits_row < 0) continue;
-        Sequence *s = entries_[e].seq;
         s->mtp_next = argmax(&mtp_logits_[(size_t)m.logits_row * (size_t)V], V);
         const float *h = &mtp_h_out_[(size_t)(m.tok0 + m.n_tokens - 1) * (size_t)C];
         s->mtp_h.assign(h, h + C);
