@@ -17,9 +17,10 @@
  * GGUF rows (bench/quant.bench.ts): the 110M and MoE shapes at llama.cpp's Q4_K_M, Q4_0, Q6_K and Q8_0
  * mixtures, quantized at load (--quant adds them to --quick, --quant-only runs just those; they run by
  * default otherwise).
- * Speculative rows (bench/speculative.bench.ts): the demo model on edit / tool-call / JSON / chat workloads,
- * speculation off and on, batch 1 and 8 (--speculative-only runs just those, --no-speculative skips them,
- * --max-draft K sets MAYA_SPECULATIVE_MAX_DRAFT for them).
+ * Speculative rows (bench/speculative.bench.ts): the demo model on edit / tool-call / JSON / chat / held-out
+ * chat workloads, speculation off and on (prompt lookup and the MTP layer), batch 1 and 8 (--speculative-only
+ * runs just those, --no-speculative skips them, --max-draft K sets MAYA_SPECULATIVE_MAX_DRAFT for them,
+ * --speculative-mode ngram|mtp runs one way of drafting).
  * Options: --runs N (default 3), --quick (small model only; --moe adds the MoE rows; --moe-only runs just those), --threads N (engine threads; default
  * 1 and all cores), --paths avx2,avx512 (default: the vector paths this CPU has), --dtypes f32,bf16,q8, --llama2c PATH/run.c (also time llama2.c's fp32 run.c on the 110M shape, the
  * issue's reference point; the source is not fetched here), --backend cuda (the GPU benchmark of
@@ -39,7 +40,7 @@ import {
 } from '../scripts/make-random-checkpoint.ts';
 import { makeMoeCheckpoint, moeBenchSizes, type MoeBenchOptions } from './moe-checkpoint.ts';
 import { benchQuant, type QuantRow, quantTable } from './quant.bench.ts';
-import { benchSpeculative, speculativeTable } from './speculative.bench.ts';
+import { benchSpeculative, speculativeTable, type SpecMode } from './speculative.bench.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WORK = join(ROOT, '.bench');
@@ -609,7 +610,8 @@ async function main(argv: string[]): Promise<void> {
     return runCudaBench(argv, ROOT, WORK, { decodeRate, median, prompt });
   }
   const runs = Number(flag('--runs') ?? 3);
-  if (argv.includes('--speculative-only')) return speculativeRows(runs, flag('--max-draft'));
+  if (argv.includes('--speculative-only'))
+    return speculativeRows(runs, flag('--max-draft'), flag('--speculative-mode'));
   const quantOnly = argv.includes('--quant-only');
   const threads = flag('--threads') === undefined ? undefined : Number(flag('--threads'));
   mkdirSync(WORK, { recursive: true });
@@ -716,19 +718,26 @@ async function main(argv: string[]): Promise<void> {
     join(WORK, 'engine-bench.json'),
     `${JSON.stringify({ gbps, threads: cores, runs, rows, moeRows, quantRows, llama2c }, null, 2)}\n`,
   );
-  if (!argv.includes('--no-speculative') && !quantOnly) await speculativeRows(runs, flag('--max-draft'));
+  if (!argv.includes('--no-speculative') && !quantOnly)
+    await speculativeRows(runs, flag('--max-draft'), flag('--speculative-mode'));
 }
 
 /** The speculative-decoding rows on the demo model (bench/speculative.bench.ts). */
-async function speculativeRows(runs: number, maxDraft: string | undefined): Promise<void> {
+async function speculativeRows(
+  runs: number,
+  maxDraft: string | undefined,
+  modeFlag: string | undefined,
+): Promise<void> {
   const load = (dir: string, options: Parameters<typeof NativeEngine.load>[1]) => loadOnPath(dir, undefined, options);
-  const rows = await benchSpeculative(ROOT, load, runs, maxDraft === undefined ? undefined : Number(maxDraft));
+  const modes = modeFlag === undefined ? undefined : (modeFlag.split(',') as SpecMode[]);
+  const rows = await benchSpeculative(ROOT, load, runs, maxDraft === undefined ? undefined : Number(maxDraft), modes);
   console.log(
-    'Speculative decoding (prompt lookup) on models/maya-demo, greedy: decode tok/s off and on (medians of alternating',
+    'Speculative decoding on models/maya-demo (drafts: ngram = prompt lookup, mtp = its MTP layer), greedy: decode tok/s',
   );
   console.log(
-    'rounds), acceptance = accepted / drafted tokens, tok/pass = decode tokens per decode pass, same = identical tokens.',
+    'off and on (medians of alternating rounds), acceptance = accepted / drafted tokens, tok/pass = decode tokens per',
   );
+  console.log('decode pass, same = identical tokens.');
   console.log(speculativeTable(rows));
   mkdirSync(WORK, { recursive: true });
   writeFileSync(join(WORK, 'speculative-bench.json'), `${JSON.stringify({ runs, rows }, null, 2)}\n`);

@@ -1,17 +1,21 @@
 /**
  * Speculative decoding rows of `npm run bench:engine` (issue 35): the demo model (models/maya-demo,
- * greedy, thinking off) on four workloads a user runs, with speculation off and on (prompt lookup,
- * MAYA_SPECULATIVE=ngram), at batch 1 and batch 8:
+ * greedy, thinking off) on the workloads a user runs, with speculation off and on, each way of
+ * drafting (prompt lookup, MAYA_SPECULATIVE=ngram; the demo model's trained MTP layer, =mtp), at
+ * batch 1 and batch 8:
  * - edit: "return this text with X changed to Y" over a text of about 1.5K tokens;
  * - tool: a tool call whose arguments quote the prompt (send_email with the body given in the request);
  * - json: a JSON extraction of fields stated in a paragraph;
- * - chat: free chat (short questions about the model's made-up world).
+ * - chat: free chat (short questions about the model's made-up world);
+ * - heldout: the held-out chat cases of the demo model's evaluation (scripts/demo-model/eval-cases.json,
+ *   kind chat: phrasings and names never trained on), the set the MTP acceptance target is read on.
  * Decode tokens/s counts the tokens after each sequence's first (prefill excluded), from the moment
  * all of a batch's sequences have their first token; acceptance and tokens per pass come from the
  * engine's counters (ENG_STAT_DRAFT_*, _DECODE_PASSES) over the same runs. Off and on alternate,
  * round by round; each figure is the median of the rounds. Both engines' outputs are compared
  * token for token (they must match: greedy).
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
 import type { EngineStats } from '../engine-cuda/engine.ts';
@@ -98,7 +102,25 @@ const WORKLOADS: Workload[] = [
     maxTokens: 128,
     prompt: (b) => chat(`Tell me about ${CITIES[b % 8]} and what it is known for.`),
   },
+  {
+    name: 'heldout',
+    maxTokens: 128,
+    prompt: (b) => chat(heldOutChat()[b % heldOutChat().length] ?? 'Hello'),
+  },
 ];
+
+let heldOut: string[] | undefined;
+/** The held-out chat requests (their input text) of the demo model's evaluation set. */
+function heldOutChat(): string[] {
+  heldOut ??= (
+    JSON.parse(readFileSync(join(import.meta.dirname, '../scripts/demo-model/eval-cases.json'), 'utf8')) as {
+      cases: { kind: string; request: { input: string } }[];
+    }
+  ).cases
+    .filter((c) => c.kind === 'chat')
+    .map((c) => c.request.input);
+  return heldOut;
+}
 
 interface Measure {
   rate: number;
@@ -136,7 +158,10 @@ function median(xs: number[]): number {
   return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
 }
 
+export type SpecMode = 'ngram' | 'mtp';
+
 export interface SpecRow {
+  mode: SpecMode;
   workload: string;
   batch: number;
   promptTokens: number;
@@ -155,13 +180,31 @@ const delta = (a: EngineStats, b: EngineStats) => ({
   passes: b.decodePasses - a.decodePasses,
 });
 
-/** The speculative rows: every workload at batch 1 and 8, `runs` alternating rounds of off and on. */
-export async function benchSpeculative(root: string, load: Load, runs: number, maxDraft?: number): Promise<SpecRow[]> {
+/** The speculative rows: every mode, workload and batch (1, 8), `runs` alternating rounds of off and on. */
+export async function benchSpeculative(
+  root: string,
+  load: Load,
+  runs: number,
+  maxDraft?: number,
+  modes: SpecMode[] = ['ngram', 'mtp'],
+): Promise<SpecRow[]> {
+  const rows: SpecRow[] = [];
+  for (const mode of modes) rows.push(...(await benchMode(root, load, runs, mode, maxDraft)));
+  return rows;
+}
+
+async function benchMode(
+  root: string,
+  load: Load,
+  runs: number,
+  mode: SpecMode,
+  maxDraft?: number,
+): Promise<SpecRow[]> {
   const dir = join(root, 'models/maya-demo');
   const tokenizer = await Tokenizer.fromDir(dir);
   const stopIds = ['<|endoftext|>', '<|user|>', '<|observation|>'].map((t) => tokenizer.tokenId(t) ?? -1);
   const off = await load(dir, { speculative: 'off' });
-  const on = await load(dir, { speculative: 'ngram', ...(maxDraft ? { specMaxDraft: maxDraft } : {}) });
+  const on = await load(dir, { speculative: mode, ...(maxDraft ? { specMaxDraft: maxDraft } : {}) });
   const rows: SpecRow[] = [];
   try {
     for (const w of WORKLOADS)
@@ -190,6 +233,7 @@ export async function benchSpeculative(root: string, load: Load, runs: number, m
           outTokens = a.tokens.reduce((s, t) => s + t.length, 0) / batch;
         }
         rows.push({
+          mode,
           workload: w.name,
           batch,
           promptTokens: Math.round(prompts.reduce((s, p) => s + p.length, 0) / batch),
@@ -200,7 +244,7 @@ export async function benchSpeculative(root: string, load: Load, runs: number, m
           tokensPerPass: passes > 0 ? tokens / passes : 1,
           identical,
         });
-        process.stderr.write(`bench: speculative ${w.name} batch ${batch} done\n`);
+        process.stderr.write(`bench: speculative ${mode} ${w.name} batch ${batch} done\n`);
       }
   } finally {
     await off.close();
@@ -211,6 +255,7 @@ export async function benchSpeculative(root: string, load: Load, runs: number, m
 
 export function speculativeTable(rows: SpecRow[]): string {
   const head = [
+    'drafts',
     'workload',
     'batch',
     'prompt tok',
@@ -223,6 +268,7 @@ export function speculativeTable(rows: SpecRow[]): string {
     'same',
   ];
   const lines = rows.map((r) => [
+    r.mode,
     r.workload,
     String(r.batch),
     String(r.promptTokens),

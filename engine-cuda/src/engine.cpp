@@ -318,8 +318,10 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     ENG_TRY(kernels_choose(param(params, n_params, ENG_PARAM_SIMD, 0), &k));
     ENG_TRY(choose_backend(c, params, n_params, &backend, &is_auto));
     int64_t spec = param(params, n_params, ENG_PARAM_SPECULATIVE, ENG_SPEC_AUTO);
-    if (backend == ENG_BACKEND_CUDA && is_auto && !c->model.mtp.empty() &&
-        (spec == ENG_SPEC_MTP || spec == ENG_SPEC_AUTO)) // MTP drafts run on the CPU
+    // MTP drafts run on the CPU: an explicit mtp with the backend on auto goes there. Speculation on
+    // auto keeps a model the GPU runs on the GPU, with prompt lookup (a dense model's MTP layer on the
+    // CPU would be slower than the GPU without it); a model the GPU lacks (MoE) falls back below.
+    if (backend == ENG_BACKEND_CUDA && is_auto && !c->model.mtp.empty() && spec == ENG_SPEC_MTP)
         return configure_cpu_fallback(c, params, n_params);
     ENG_TRY(read_sizes(c->model.cfg, !c->model.mtp.empty(), backend, params, n_params, &s));
     ENG_TRY(choose_kv_dtype(c->model, params, n_params, backend, &s.kv_dtype));

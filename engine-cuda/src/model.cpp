@@ -670,13 +670,15 @@ static int32_t bind_layer(Binder &b, const ModelConfig &c, const std::string &lm
  * SGLang's deepseek_nextn.py): enorm, hnorm, eh_proj (C, 2C), the decoder layer's usual tensors,
  * shared_head.norm, and optionally shared_head.head and embed_tokens (absent: the model's lm_head and
  * embedding). A checkpoint without num_nextn_predict_layers or without eh_proj has none (the MoE
- * golden fixtures hold a few stray MTP norms); one with eh_proj but missing a tensor is BAD_CHECKPOINT. */
+ * golden fixtures hold a few stray MTP norms); one with eh_proj but missing a tensor is BAD_CHECKPOINT.
+ * A dense GLM-4-0414 checkpoint may carry one too, its decoder layer a GLM-4 layer with its four norms:
+ * the demo model's, trained on the frozen model by scripts/demo-model/mtp.py (no published GLM-4 has one). */
 static int32_t bind_mtp(Binder &b, Model *m, const std::string &lm) {
     const ModelConfig &c = m->cfg;
     const JsonValue *n = field(m->ckpt.config(), "num_nextn_predict_layers");
     std::string p = lm + "layers." + std::to_string(c.n_layer) + ".";
     if (!n || !n->is_integer || n->integer < 1 || !m->ckpt.find(p + "eh_proj.weight")) return ENG_STATUS_OK;
-    if (c.arch != ARCH_GLM4_MOE && c.arch != ARCH_DEEPSEEK_V3) return ENG_STATUS_OK;
+    if (c.arch != ARCH_GLM4_MOE && c.arch != ARCH_DEEPSEEK_V3 && c.arch != ARCH_GLM4) return ENG_STATUS_OK;
     int64_t params = m->n_params, active = m->n_params_active, bytes = m->weight_bytes;
     MtpLayer t;
     int64_t C = c.n_embd;

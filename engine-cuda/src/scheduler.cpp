@@ -41,6 +41,8 @@ int32_t Scheduler::init(const SchedulerConfig &cfg, BlockManager *bm, Backend *b
         mtp_h_in_.resize(T * (size_t)cfg.n_embd);
         mtp_h_out_.resize(T * (size_t)cfg.n_embd);
         mtp_logits_.resize((size_t)cfg.max_batch * (size_t)cfg.n_vocab);
+        mtp_chain_h_.resize((size_t)cfg.max_batch * (size_t)cfg.n_embd);
+        mtp_chains_.reserve((size_t)cfg.max_batch);
         mtp_batch_.tokens.reserve(T);
         mtp_batch_.seqs.reserve((size_t)cfg.max_batch);
     }
@@ -247,10 +249,13 @@ int32_t Scheduler::mtp_catch_up() {
         const BatchSeq &b = batch_.seqs[e];
         Sequence *s = en.seq;
         s->mtp_next = -1;
-        if (en.n_kept <= 0) continue;
+        // An entry pairs position t with the token after it: a sequence that ended in this pass (its
+        // last token not kept, e.g. at a stop id or max_tokens) has none after its last position.
+        int32_t n_kept = std::min(en.n_kept, (int32_t)s->tokens.size() - b.pos0 - 1);
+        if (n_kept <= 0) continue;
         BatchSeq m;
         m.tok0 = (int32_t)mtp_batch_.tokens.size();
-        m.n_tokens = en.n_kept;
+        m.n_tokens = n_kept;
         m.pos0 = b.pos0;
         m.block_table = mtp_blocks_.data() + mtp_block0_[e];
         m.n_blocks = (int32_t)((e + 1 < entries_.size() ? mtp_block0_[e + 1] : mtp_blocks_.size()) - mtp_block0_[e]);
@@ -263,7 +268,7 @@ int32_t Scheduler::mtp_catch_up() {
         m.logits_row = is_decoding ? mtp_batch_.n_logits : -1;
         m.n_logits = 1;
         if (is_decoding) mtp_batch_.n_logits++;
-        for (int32_t i = 0; i < en.n_kept; i++) {
+        for (int32_t i = 0; i < n_kept; i++) {
             mtp_batch_.tokens.push_back(s->tokens[(size_t)(b.pos0 + i + 1)]);
             memcpy(&mtp_h_in_[(size_t)(m.tok0 + i) * (size_t)C], hid + (size_t)(b.tok0 + i) * (size_t)C,
                    sizeof(float) * (size_t)C);
@@ -274,10 +279,10 @@ int32_t Scheduler::mtp_catch_up() {
     ENG_TRY(backend_->mtp_forward(mtp_batch_, mtp_h_in_.data(), mtp_h_out_.data(), mtp_logits_.data()));
     size_t j = 0;
     for (size_t e = 0; e < entries_.size(); e++) {
-        if (entries_[e].n_kept <= 0) continue;
+        Sequence *s = entries_[e].seq;
+        if (std::min(entries_[e].n_kept, (int32_t)s->tokens.size() - batch_.seqs[e].pos0 - 1) <= 0) continue;
         const BatchSeq &m = mtp_batch_.seqs[j++];
         if (m.logits_row < 0) continue;
-        Sequence *s = entries_[e].seq;
         s->mtp_next = argmax(&mtp_logits_[(size_t)m.logits_row * (size_t)V], V);
         const float *h = &mtp_h_out_[(size_t)(m.tok0 + m.n_tokens - 1) * (size_t)C];
         s->mtp_h.assign(h, h + C);
@@ -285,33 +290,60 @@ int32_t Scheduler::mtp_catch_up() {
     return ENG_STATUS_OK;
 }
 
-/* Fills s->draft[1..] (placed by propose; blocks taken): draft j is the MTP layer's prediction at
- * position n_computed + j - 1 from draft j - 1 and the hidden state of the previous prediction. These
- * KV entries are speculative: the next catch-up rewrites them. On a backend failure the draft stops
- * where it got (drafts never change outputs). */
-void Scheduler::mtp_chain(Sequence *s) {
+/* Fills s->draft[1..] of the entries in mtp_chains_ (placed by propose, blocks taken, scheduled with
+ * placeholder tokens): draft j is the MTP layer's prediction at position n_computed + j - 1 from draft
+ * j - 1 and the hidden state of the previous prediction. Round j runs every sequence that still needs
+ * draft j as one batch (all of a step's chains together). These KV entries are speculative: the next
+ * catch-up rewrites them. The drafts are then written into the step's batch. On a backend failure the
+ * missing drafts repeat the last one made (drafts never change outputs: verification rejects them). */
+void Scheduler::mtp_chain() {
+    if (mtp_chains_.empty()) return;
     int32_t C = cfg_.n_embd, V = cfg_.n_vocab;
-    memcpy(mtp_h_in_.data(), s->mtp_h.data(), sizeof(float) * (size_t)C);
-    for (size_t j = 1; j < s->draft.size(); j++) {
+    for (size_t c = 0; c < mtp_chains_.size(); c++) {
+        const Sequence *s = entries_[mtp_chains_[c]].seq;
+        memcpy(&mtp_chain_h_[c * (size_t)C], s->mtp_h.data(), sizeof(float) * (size_t)C);
+    }
+    bool is_failed = false;
+    for (size_t j = 1; !is_failed; j++) {
         mtp_batch_.clear();
-        mtp_batch_.tokens.push_back(s->draft[j - 1]);
-        BatchSeq m;
-        m.tok0 = 0;
-        m.n_tokens = 1;
-        m.pos0 = s->n_computed + (int32_t)j - 1;
-        m.block_table = s->block_table.data();
-        m.n_blocks = (int32_t)s->block_table.size();
-        m.logits_row = 0;
-        m.n_logits = 1;
-        mtp_batch_.seqs.push_back(m);
-        mtp_batch_.n_logits = 1;
+        for (size_t c = 0; c < mtp_chains_.size(); c++) {
+            Sequence *s = entries_[mtp_chains_[c]].seq;
+            if (s->draft.size() <= j) continue;
+            BatchSeq m;
+            m.tok0 = (int32_t)mtp_batch_.tokens.size();
+            m.n_tokens = 1;
+            m.pos0 = s->n_computed + (int32_t)j - 1;
+            m.block_table = s->block_table.data();
+            m.n_blocks = (int32_t)s->block_table.size();
+            m.logits_row = mtp_batch_.n_logits++;
+            m.n_logits = 1;
+            memcpy(&mtp_h_in_[(size_t)m.tok0 * (size_t)C], &mtp_chain_h_[c * (size_t)C], sizeof(float) * (size_t)C);
+            mtp_batch_.tokens.push_back(s->draft[j - 1]);
+            mtp_batch_.seqs.push_back(m);
+        }
+        if (mtp_batch_.seqs.empty()) break;
         if (backend_->mtp_forward(mtp_batch_, mtp_h_in_.data(), mtp_h_out_.data(), mtp_logits_.data()) < 0) {
             clear_error();
-            s->draft.resize(j);
-            return;
+            is_failed = true;
         }
-        s->draft[j] = argmax(mtp_logits_.data(), V);
-        memcpy(mtp_h_in_.data(), mtp_h_out_.data(), sizeof(float) * (size_t)C);
+        int32_t row = 0;
+        for (size_t c = 0; c < mtp_chains_.size(); c++) {
+            Sequence *s = entries_[mtp_chains_[c]].seq;
+            if (s->draft.size() <= j) continue;
+            if (is_failed) {
+                for (size_t i = j; i < s->draft.size(); i++) s->draft[i] = s->draft[j - 1];
+                continue;
+            }
+            s->draft[j] = argmax(&mtp_logits_[(size_t)row * (size_t)V], V);
+            memcpy(&mtp_chain_h_[c * (size_t)C], &mtp_h_out_[(size_t)row * (size_t)C], sizeof(float) * (size_t)C);
+            row++;
+        }
+    }
+    for (size_t e : mtp_chains_) {
+        const Sequence *s = entries_[e].seq;
+        const BatchSeq &b = batch_.seqs[e];
+        size_t first = (size_t)(b.tok0 + b.n_tokens) - s->draft.size();
+        for (size_t i = 1; i < s->draft.size(); i++) batch_.tokens[first + i] = s->draft[i];
     }
 }
 
@@ -327,6 +359,7 @@ int32_t Scheduler::prefill_take(const Sequence *s, int32_t budget, size_t i_runn
 void Scheduler::schedule() {
     batch_.clear();
     entries_.clear();
+    mtp_chains_.clear();
     int32_t budget = cfg_.prefill_chunk;
     bool did_preempt = false;
     for (size_t i = 0; i < running_.size();) {
@@ -357,7 +390,7 @@ void Scheduler::schedule() {
                 fit = std::min(fit, cfg_.max_logits - batch_.n_logits - 1 - later);
                 if ((int32_t)s->draft.size() > fit) s->draft.resize((size_t)std::max(0, fit));
                 bm_->append(*s, (int32_t)s->draft.size());
-                if (cfg_.use_mtp && s->draft.size() > 1 && s->draft[1] < 0) mtp_chain(s);
+                if (cfg_.use_mtp && s->draft.size() > 1 && s->draft[1] < 0) mtp_chains_.push_back(entries_.size());
             }
             schedule_one(s, 1, false);
         } else if (budget > 0) {
@@ -384,6 +417,7 @@ void Scheduler::schedule() {
             budget -= n;
         }
     }
+    mtp_chain();
 }
 
 /* A decode pass that carried drafts: the longest accepted prefix of the draft plus one token of the

@@ -105,7 +105,7 @@ class Scheduler {
     void propose(Sequence *s);
     int32_t turn_down(const Sequence *s) const;
     int32_t mtp_catch_up();
-    void mtp_chain(Sequence *s);
+    void mtp_chain();
     void verify(size_t e, std::vector<int32_t> *events);
     /* Prompt tokens s may prefill this step within budget (PROMPT_LOGITS: within free logits rows). */
     int32_t prefill_take(const Sequence *s, int32_t budget, size_t i_running) const;
@@ -125,6 +125,8 @@ class Scheduler {
     std::vector<int32_t> verified_; // verify(): the tokens a decode pass with drafts produced
     Batch mtp_batch_;               // MTP: the catch-up / chain pass
     std::vector<float> mtp_h_in_, mtp_h_out_, mtp_logits_;
+    std::vector<size_t> mtp_chains_;  // schedule(): the entries whose drafts the MTP layer chains
+    std::vector<float> mtp_chain_h_;  // (max_batch, n_embd): each chain's latest MTP hidden state
     std::vector<int32_t> mtp_blocks_; // the entries' block tables before postprocess (finish frees them)
     std::vector<size_t> mtp_block0_;  // (entries) first of each in mtp_blocks_
     std::deque<Sequence *> waiting_;
