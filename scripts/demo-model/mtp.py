@@ -50,7 +50,7 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data  # noqa: E402
-from export import read_safetensors  # noqa: E402  (also puts scripts/oracle on the path)
+from export import config_of, read_safetensors  # noqa: E402  (also puts scripts/oracle on the path)
 import safetensors_io  # noqa: E402  (scripts/oracle: the safetensors reader and writer)
 from model import Config, Glm4, Layer, RMSNorm, rope_cos_sin  # noqa: E402
 from train import Packer, micro_batches  # noqa: E402
@@ -110,37 +110,11 @@ class Mtp(nn.Module):
         return {k: v.detach() for k, v in out.items()}
 
 
-def main_hidden(main: Glm4, ids: torch.Tensor) -> torch.Tensor:
-    """ids (B, T) -> the main model's last hidden states before its final norm (B, T, C)."""
-    b, t = ids.shape
-    cos, sin = rope_cos_sin(main.cfg, torch.arange(t))
-    kv, nh = main.cfg.num_key_value_heads, main.cfg.num_attention_heads
-    causal = torch.full((t, t), float('-inf')).triu_(1)
-    bias = causal.repeat(nh // kv, 1).expand(b * kv, (nh // kv) * t, t)
-    x = main.embed_tokens(ids)
-    for layer in main.layers:
-        x = layer(x, cos, sin, bias)
-    return x
-
-
 def load_main(model_dir: str) -> tuple[Glm4, Tokenizer, dict[str, torch.Tensor], dict]:
     """The demo model (its main layers only) and the stored tensors as read."""
     with open(os.path.join(model_dir, 'config.json')) as f:
         c = json.load(f)
-    cfg = Config(
-        vocab_size=c['vocab_size'],
-        hidden_size=c['hidden_size'],
-        intermediate_size=c['intermediate_size'],
-        num_hidden_layers=c['num_hidden_layers'],
-        num_attention_heads=c['num_attention_heads'],
-        num_key_value_heads=c['num_key_value_heads'],
-        head_dim=c['head_dim'],
-        partial_rotary_factor=c['partial_rotary_factor'],
-        rope_theta=c['rope_theta'],
-        rms_norm_eps=c['rms_norm_eps'],
-        max_position_embeddings=c['max_position_embeddings'],
-        tie_word_embeddings=False,
-    )
+    cfg = config_of(c)
     st = read_safetensors(os.path.join(model_dir, 'model.safetensors'))
     n = cfg.num_hidden_layers
     main_st = {k: v for k, v in st.items() if not k.startswith(f'model.layers.{n}.')}
@@ -217,7 +191,7 @@ def train(args: argparse.Namespace) -> None:
         loss = 0.0
         for ids, tgt, ptgt in mbs:
             with torch.no_grad():
-                h = main_hidden(main, ids)
+                h = main.hidden(ids, final_norm=False)
             nxt = torch.where(tgt != -100, tgt, ptgt).clamp(min=0)  # token t+1 (pad where none)
             x = mtp(main, h[:, :-1], nxt[:, :-1])
             gen, prm = tgt[:, 1:].reshape(-1), ptgt[:, 1:].reshape(-1)
@@ -277,7 +251,7 @@ def evaluate(args: argparse.Namespace) -> None:
             if nxt in stop:
                 break
         t = torch.tensor([ids])
-        h = main_hidden(main, t)  # (1, T, C)
+        h = main.hidden(t, final_norm=False)  # (1, T, C)
         greedy = main.logits(main.norm(h))[0].argmax(-1)  # greedy[t] = the model's token t+1
         x = mtp(main, h[:, :-1], t[:, 1:])
         draft = mtp.logits(main, x)[0].argmax(-1)  # draft[t] = the layer's token t+2
