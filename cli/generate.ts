@@ -12,11 +12,12 @@
 import { parseArgs } from 'node:util';
 import { configEnv } from '../config/config-file.ts';
 import { engineOptions, loadEngineSettings } from '../config/engine-settings.ts';
-import { loadWeightDtype, SettingsError, type Env } from '../config/settings.ts';
+import { loadWeightDtype, type Env } from '../config/settings.ts';
 import { EngineError, type EngineInfo, type FinishInfo } from '../engine-cuda/engine.ts';
 import { NativeEngine, type NativeEngineOptions } from '../engine-cuda/native-engine.ts';
 import { readModelDir } from '../checkpoint/model-dir.ts';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
+import { defaultIo, runCommand, UsageError, type CliIo } from './cli-io.ts';
 
 const USAGE = `Usage: maya generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [options]
   --max-tokens N     tokens to generate (default 32)
@@ -32,17 +33,7 @@ const USAGE = `Usage: maya generate --model DIR (--prompt TEXT | --prompt-ids 1,
   --json             print one JSON object
 `;
 
-export interface GenerateIo {
-  out: (text: string) => void;
-  err: (text: string) => void;
-}
-
-const defaultIo: GenerateIo = {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
-};
-
-class UsageError extends Error {}
+export type GenerateIo = CliIo;
 
 interface Options {
   model: string;
@@ -269,24 +260,21 @@ export async function runGenerate(
   io: GenerateIo = defaultIo,
   processEnv: Env = process.env,
 ): Promise<number> {
-  try {
-    const options = parseOptions(argv);
-    if (options === 'help') {
-      io.out(USAGE);
-      return 0;
-    }
-    const result = await generate(options, processEnv);
-    if (options.json) io.out(`${JSON.stringify(result)}\n`);
-    else printText(result, io);
-    return result.finish.reason === 'error' ? 1 : 0;
-  } catch (err) {
-    if (err instanceof SettingsError) {
-      io.err(`maya generate: ${err.message}\n`);
-      return 2;
-    }
-    const isUsage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    io.err(`maya generate: ${(err as Error).message}\n${isUsage ? USAGE : ''}`);
-    if (isUsage) return 2;
-    return err instanceof EngineError && err.code === 'context_overflow' ? 2 : 1;
-  }
+  return runCommand(
+    'generate',
+    USAGE,
+    io,
+    async () => {
+      const options = parseOptions(argv);
+      if (options === 'help') {
+        io.out(USAGE);
+        return 0;
+      }
+      const result = await generate(options, processEnv);
+      if (options.json) io.out(`${JSON.stringify(result)}\n`);
+      else printText(result, io);
+      return result.finish.reason === 'error' ? 1 : 0;
+    },
+    (err) => err instanceof EngineError && err.code === 'context_overflow',
+  );
 }

@@ -13,7 +13,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { configEnv } from '../config/config-file.ts';
 import { engineOptions, loadEngineSettings } from '../config/engine-settings.ts';
-import { loadWeightDtype, SettingsError, type Env } from '../config/settings.ts';
+import { loadWeightDtype, type Env } from '../config/settings.ts';
 import { readModelDir } from '../checkpoint/model-dir.ts';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
 import { ENG, NativeLib, type NativeContext } from '../engine-cuda/ffi.ts';
@@ -30,6 +30,7 @@ import {
   type BaseLogits,
   type Window,
 } from './perplexity-score.ts';
+import { defaultIo, runCommand, UsageError, type CliIo } from './cli-io.ts';
 
 const USAGE = `Usage: maya perplexity --model DIR (--text FILE | --ids FILE) [options]
   --text FILE         the text to score (tokenised with the model's tokenizer)
@@ -43,17 +44,7 @@ const USAGE = `Usage: maya perplexity --model DIR (--text FILE | --ids FILE) [op
   --json              print one JSON object (with every scored position)
 `;
 
-export interface PerplexityIo {
-  out: (text: string) => void;
-  err: (text: string) => void;
-}
-
-const defaultIo: PerplexityIo = {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
-};
-
-class UsageError extends Error {}
+export type PerplexityIo = CliIo;
 
 interface Options {
   model: string;
@@ -299,7 +290,7 @@ export async function runPerplexity(
   io: PerplexityIo = defaultIo,
   processEnv: Env = process.env,
 ): Promise<number> {
-  try {
+  return runCommand('perplexity', USAGE, io, async () => {
     const options = parseOptions(argv);
     if (options === 'help') {
       io.out(USAGE);
@@ -309,13 +300,5 @@ export async function runPerplexity(
     if (options.json) io.out(`${JSON.stringify(result)}\n`);
     else printText(result, io);
     return 0;
-  } catch (err) {
-    if (err instanceof SettingsError) {
-      io.err(`maya perplexity: ${err.message}\n`);
-      return 2;
-    }
-    const isUsage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    io.err(`maya perplexity: ${(err as Error).message}\n${isUsage ? USAGE : ''}`);
-    return isUsage ? 2 : 1;
-  }
+  });
 }
