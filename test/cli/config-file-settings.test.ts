@@ -246,7 +246,9 @@ describe('the engine settings of a --config file reach the engine', () => {
   it("maya serve's runtime on the demo model: kernel path, weights, KV budget and decoding from the file", async () => {
     const demo = JSON.parse(readFileSync(join(DEMO, 'config.json'), 'utf8')) as Record<string, number>;
     // One KV block: layers x (K, V) x kv heads x head size x 16 positions x 2 bytes (q8 weights: an f16 cache).
-    const blockBytes = demo.num_hidden_layers! * 2 * demo.num_key_value_heads! * demo.head_dim! * 16 * 2;
+    // The layers include the demo model's MTP layer: speculation on auto drafts with it, on the CPU.
+    const layers = demo.num_hidden_layers! + (demo.num_nextn_predict_layers ?? 0);
+    const blockBytes = layers * 2 * demo.num_key_value_heads! * demo.head_dim! * 16 * 2;
     const { settings, server } = fromFile({
       MAYA_PORT: '0',
       MAYA_ENGINE_BACKEND: 'cpu',
@@ -268,6 +270,7 @@ describe('the engine settings of a --config file reach the engine', () => {
       backend: 'cpu',
       simd: 'scalar',
       weightDtype: 'q8',
+      speculative: 'mtp',
       kvDtype: 'f16',
       kvBytesPerToken: blockBytes / 16,
       numBlocks: 40,
