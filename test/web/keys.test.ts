@@ -15,18 +15,27 @@ describe('with MAYA_API_KEYS', () => {
   it('the static files need no key and hold no data', async () => {
     const { page, requests } = await web.browsing.open();
     const answers: { path: string; status: number; authorization?: string; body: string }[] = [];
-    page.on('response', async (response) => {
+    // Each answer is read while the page is open: the reads are awaited before the checks (a read
+    // still pending when the page closed was an unhandled rejection).
+    const reads: Promise<void>[] = [];
+    page.on('response', (response) => {
       const path = new URL(response.url()).pathname;
       if (path === '/' || path.startsWith('/assets/'))
-        answers.push({
-          path,
-          status: response.status(),
-          authorization: (await response.request().allHeaders()).authorization,
-          body: await response.text(),
-        });
+        reads.push(
+          (async () => {
+            answers.push({
+              path,
+              status: response.status(),
+              authorization: (await response.request().allHeaders()).authorization,
+              body: await response.text(),
+            });
+          })(),
+        );
     });
     await page.goto(`${web.maya.origin}/`);
     await page.getByLabel('API key').waitFor();
+    await page.waitForLoadState('networkidle');
+    await Promise.all(reads);
     expect(
       requestedUrls(requests, web.maya.origin).filter((p) => p === '/' || p.startsWith('/assets/')).length,
     ).toBeGreaterThanOrEqual(3);
