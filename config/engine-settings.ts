@@ -99,7 +99,7 @@ export function loadEngineSettings(env: Env): EngineSettings {
 /** What NativeEngine.load takes for these settings and the weight dtype (MAYA_WEIGHT_DTYPE). */
 export function engineOptions(
   engine: EngineSettings | undefined,
-  weightDtype: 'stored' | 'q8' | undefined,
+  weightDtype: NativeEngineOptions['weightDtype'] | undefined,
 ): NativeEngineOptions {
   return { ...engine, ...(weightDtype !== undefined ? { weightDtype } : {}) };
 }

@@ -176,13 +176,17 @@ Fixture load_fixture(const char *name) {
     return f;
 }
 
-eng_ctx *open_ctx(const Fixture &f, int64_t kv, int64_t max_logits, int64_t chunk) {
+/* A CPU context on the fixture with the KV dtype, logits rows, prefill chunk and speculation given
+ * (spec 0: the engine's default; a mode given drafts at most 8 tokens). */
+eng_ctx *open_ctx(const Fixture &f, int64_t kv, int64_t max_logits, int64_t chunk, int64_t spec = 0) {
     int64_t params[ENG_PARAM_COUNT] = {0};
     params[ENG_PARAM_N_THREADS] = 2;
     params[ENG_PARAM_KV_DTYPE] = kv;
     params[ENG_PARAM_MAX_LOGITS] = max_logits;
     params[ENG_PARAM_PREFILL_CHUNK] = chunk;
     params[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
+    params[ENG_PARAM_SPECULATIVE] = spec;
+    params[ENG_PARAM_SPEC_MAX_DRAFT] = spec ? 8 : 0;
     eng_ctx *ctx = nullptr;
     CHECK(test_ctx_create(f.dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0 && ctx);
     return ctx;
@@ -284,19 +288,6 @@ TEST(prompt_logits_equal_one_sequence_per_prefix) {
 
 namespace {
 
-eng_ctx *open_spec(const Fixture &f, int64_t kv, int64_t spec, int64_t max_logits) {
-    int64_t params[ENG_PARAM_COUNT] = {0};
-    params[ENG_PARAM_N_THREADS] = 2;
-    params[ENG_PARAM_KV_DTYPE] = kv;
-    params[ENG_PARAM_MAX_LOGITS] = max_logits;
-    params[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
-    params[ENG_PARAM_SPECULATIVE] = spec;
-    params[ENG_PARAM_SPEC_MAX_DRAFT] = 8;
-    eng_ctx *ctx = nullptr;
-    CHECK(test_ctx_create(f.dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0 && ctx);
-    return ctx;
-}
-
 /* Greedy tokens of one sequence run alone. */
 std::vector<int32_t> greedy_alone(eng_ctx *ctx, const std::vector<int32_t> &toks, int max_tokens) {
     int32_t id = -1;
@@ -336,7 +327,7 @@ TEST(prompt_logits_beside_drafts) {
             Fixture f = load_fixture(name);
             const std::vector<int32_t> &p = f.prompts[3], &d = f.prompts[1];
             CHECK(p.size() == 130);
-            eng_ctx *ref = open_spec(f, kv, ENG_SPEC_OFF, 0);
+            eng_ctx *ref = open_ctx(f, kv, 0, 0, ENG_SPEC_OFF);
             if (!ref) return;
             int64_t info[ENG_INFO_COUNT];
             eng_ctx_info(ref, info, ENG_INFO_COUNT);
@@ -346,7 +337,7 @@ TEST(prompt_logits_beside_drafts) {
             std::vector<int32_t> want_d = greedy_alone(ref, d, 40), want_p = greedy_alone(ref, p, 8);
             eng_ctx_free(ref);
 
-            eng_ctx *ctx = open_spec(f, kv, ENG_SPEC_NGRAM, 16);
+            eng_ctx *ctx = open_ctx(f, kv, 16, 0, ENG_SPEC_NGRAM);
             if (!ctx) return;
             eng_ctx_info(ctx, info, ENG_INFO_COUNT);
             CHECK(info[ENG_INFO_KV_DTYPE] == kv - 1 && info[ENG_INFO_SPEC_MAX_DRAFT] == 8);

@@ -17,18 +17,7 @@ std::string model_dir() {
     static std::string dir;
     if (dir.empty()) {
         dir = test_tmpdir("sched");
-        RandomModelSpec s;
-        s.vocab = 97;
-        s.hidden = 48;
-        s.layers = 2;
-        s.heads = 4;
-        s.kv_heads = 2;
-        s.head_dim = 12;
-        s.ffn = 64;
-        s.max_pos = 512;
-        s.dtype = "BF16";
-        s.seed = 11;
-        if (!write_random_model(dir, s)) dir.clear();
+        if (!write_random_model(dir, scheduler_model_spec("BF16", 11))) dir.clear();
     }
     return dir;
 }

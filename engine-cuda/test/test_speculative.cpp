@@ -291,18 +291,7 @@ std::string small_model() {
     static std::string dir;
     if (dir.empty()) {
         dir = test_tmpdir("spec");
-        RandomModelSpec s;
-        s.vocab = 97;
-        s.hidden = 48;
-        s.layers = 2;
-        s.heads = 4;
-        s.kv_heads = 2;
-        s.head_dim = 12;
-        s.ffn = 64;
-        s.max_pos = 512;
-        s.dtype = "F32";
-        s.seed = 5;
-        if (!write_random_model(dir, s)) dir.clear();
+        if (!write_random_model(dir, scheduler_model_spec("F32", 5))) dir.clear();
     }
     return dir;
 }
