@@ -433,6 +433,8 @@ void model_rope_inv_freq(const ModelConfig &c, float *out) {
             float interp = 1.0f / (c.yarn_factor * pos_freq);
             f = interp * (1 - extra) + f * extra;
         }
+        // llama.cpp's RoPE with freq_factors: angle = pos * base^(-2i/d) / factor[i].
+        if (!c.rope_freq_divisors.empty()) f = f / c.rope_freq_divisors[(size_t)i];
         out[i] = f;
     }
 }
@@ -719,6 +721,13 @@ int32_t model_load(const std::string &dir, Model *m) {
     // GGUF llama: llama.cpp's converter stores q/k rows in adjacent-pair order (gguf.cpp); rotating
     // adjacent pairs undoes it.
     if (m->ckpt.is_qk_permuted()) m->cfg.is_rope_interleaved = true;
+    // GGUF llama: Llama-3 RoPE scaling as per-pair divisors (gguf.cpp checked arch, type and shape).
+    if (m->ckpt.is_gguf() && m->ckpt.find("rope_freqs.weight")) {
+        const Tensor *t = nullptr;
+        ENG_TRY(m->ckpt.require("rope_freqs.weight", {m->cfg.rotary_dim / 2}, &t));
+        if (t->dtype != DT_F32) return fail(ENG_STATUS_UNSUPPORTED, "rope_freqs.weight is not F32");
+        m->cfg.rope_freq_divisors.assign((const float *)t->data, (const float *)t->data + m->cfg.rotary_dim / 2);
+    }
     const ModelConfig &c = m->cfg;
     Binder b{m};
     // GLM-4.1V: model.language_model.* (transformers >= 4.52), or model.* as older saves name it.

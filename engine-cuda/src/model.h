@@ -60,6 +60,9 @@ struct ModelConfig {
     // llama3 rope scaling (rope_type "llama3"); factor 0 = none.
     float rope_factor = 0, rope_low_freq = 0, rope_high_freq = 0;
     int32_t rope_orig_ctx = 0;
+    // GGUF rope_freqs.weight (llama.cpp's converter writes Llama-3's scaling this way): rotary pair i's
+    // frequency is divided by rope_freq_divisors[i] (rotary_dim / 2 values); empty = none.
+    std::vector<float> rope_freq_divisors;
     // YaRN (rope_type "yarn", DeepSeek-V3): inv_freq blend and the cos/sin factor.
     bool is_yarn = false;
     float yarn_factor = 1, yarn_beta_fast = 32, yarn_beta_slow = 1, rope_attn_factor = 1;

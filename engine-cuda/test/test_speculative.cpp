@@ -199,9 +199,7 @@ std::vector<Prompt> fixture_prompts(const std::string &dir) {
 /* Greedy invariance on one fixture: the run without drafts against runs with oracle drafts (every
  * 3rd or 5th drafted token wrong), batched and chunked, alone, with 7 logits rows a step for 4
  * sequences (drafts cut to the rows left), and with masks. kv: ENG_PARAM_KV_DTYPE (0: default). */
-void check_invariance(const char *name, int64_t kv = 0) {
-    std::string dir = test_repo_root() + "/test/fixtures/engine/" + name;
-    std::vector<Prompt> prompts = fixture_prompts(dir);
+void check_invariance_at(const std::string &dir, const std::vector<Prompt> &prompts, const char *name, int64_t kv) {
     Options off;
     off.kv = kv;
     Result ref = run(dir, prompts, off, nullptr);
@@ -254,6 +252,10 @@ void check_invariance(const char *name, int64_t kv = 0) {
     CHECK(is_bitten);
     CHECK(m.accepted > 0 && m.passes < mref.passes);
 }
+void check_invariance(const char *name, int64_t kv = 0) {
+    std::string dir = test_repo_root() + "/test/fixtures/engine/" + name;
+    check_invariance_at(dir, fixture_prompts(dir), name, kv);
+}
 
 } // namespace
 
@@ -283,6 +285,28 @@ TEST(speculative_greedy_invariance_kv_dtypes) {
 TEST(speculative_greedy_invariance_vision) {
     check_invariance("glm4v-tiny");
     check_invariance("glm45v-tiny");
+}
+
+/* GGUF files (test/fixtures/gguf, weights in their block formats: the quantized kernels' verification
+ * passes must pick the tokens single-token decoding picks): each file opened as the model, the
+ * prompts of its <model>.json, the same cases as above. Dense llama at Q4_K_M (K-quants against Q8_K
+ * activations, Q6_K output) and Q4_0 (Q8_0 activations), MoE (qwen3moe softmax router, glm4moe
+ * sigmoid + groups) and MLA (deepseek2) at Q4_K_M with their Q5_0 / Q8_0 fallback rows. */
+TEST(speculative_greedy_invariance_gguf) {
+    for (const char *file : {"llama-Q4_K_M", "llama-Q4_0", "qwen3moe-Q4_K_M", "glm4moe-Q4_K_M", "deepseek2-Q4_K_M"}) {
+        std::string f = file, model = f.substr(0, f.rfind('-')), dir = test_repo_root() + "/test/fixtures/gguf/";
+        std::string text, err;
+        maya::JsonValue fx;
+        CHECK(maya::read_text_file(dir + model + ".json", &text) == 0);
+        CHECK(maya::json_parse(text.data(), text.size(), &fx, &err));
+        std::vector<Prompt> prompts;
+        for (const auto &pr : fx.get("prompts")->items) {
+            prompts.emplace_back();
+            for (const auto &v : pr.items) prompts.back().ids.push_back((int32_t)v.integer);
+        }
+        CHECK(prompts.size() == 4);
+        check_invariance_at(dir + f + ".gguf", prompts, file, 0);
+    }
 }
 
 namespace {

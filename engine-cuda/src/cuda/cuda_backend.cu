@@ -81,6 +81,7 @@ int32_t CudaBackend::alloc_activations() {
                 f = (1 - smooth) * f / c_.rope_factor + smooth * f;
             }
         }
+        if (!c_.rope_freq_divisors.empty()) f = f / c_.rope_freq_divisors[(size_t)i]; // GGUF rope_freqs.weight
         inv[(size_t)i] = f;
     }
     CUDA_TRY(dalloc(&inv_freq_, (size_t)(half > 0 ? half : 1) * 4));
