@@ -235,10 +235,12 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
   const merges = strings(meta, 'tokenizer.ggml.merges', name);
   const typesRaw = meta.kv.get('tokenizer.ggml.token_type');
   const types = Array.isArray(typesRaw) ? typesRaw : [];
-  const vocab: Record<string, number> = {};
+  // No prototype: tokens named like Object.prototype's members (constructor, toString, __proto__)
+  // are ordinary entries (the tokenizer library reads the vocabulary with Object.entries).
+  const vocab = Object.create(null) as Record<string, number>;
   const added: AddedToken[] = [];
   tokens.forEach((t, id) => {
-    if (!(t in vocab)) vocab[t] = id;
+    if (!Object.hasOwn(vocab, t)) vocab[t] = id;
     // llama.cpp token types: 3 control (special added tokens), 4 user-defined (other added tokens).
     const type = types[id];
     if (type === 3 || type === 4) added.push({ id, content: t, special: type === 3 });

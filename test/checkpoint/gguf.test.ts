@@ -10,7 +10,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadServeSettings } from '../../cli/maya.ts';
-import { GgufError, isGgufPath, readGgufMetadata, readGgufModel } from '../../checkpoint/gguf.ts';
+import {
+  ggufModel,
+  GgufError,
+  isGgufPath,
+  readGgufMetadata,
+  readGgufModel,
+  type GgufMetadata,
+  type GgufValue,
+} from '../../checkpoint/gguf.ts';
 import { readModelDir } from '../../checkpoint/model-dir.ts';
 import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 import { loadServerSettings } from '../../config/settings.ts';
@@ -105,6 +113,51 @@ describe('GGUF metadata', () => {
     await expect(readModelDir(path.join(dir, 'missing.gguf'))).rejects.toThrow(/does not exist/);
   });
 });
+
+/** A byte-level BPE vocabulary of ASCII words: their letters, then one merge per letter added. */
+function wordVocabulary(words: string[]): GgufMetadata {
+  const tokens = [...new Set(words.join(''))];
+  const merges: string[] = [];
+  for (const word of words)
+    for (let i = 2; i <= word.length; i++) {
+      const piece = word.slice(0, i);
+      if (tokens.includes(piece)) continue;
+      merges.push(`${word.slice(0, i - 1)} ${word[i - 1]}`);
+      tokens.push(piece);
+    }
+  const kv = new Map<string, GgufValue>([
+    ['general.architecture', 'llama'],
+    ['tokenizer.ggml.model', 'gpt2'],
+    ['tokenizer.ggml.pre', 'gpt2'],
+    ['tokenizer.ggml.tokens', tokens],
+    ['tokenizer.ggml.merges', merges],
+  ]);
+  return { version: 3, tensorCount: 0n, kv };
+}
+
+describe('GGUF vocabulary', () => {
+  it("keeps tokens named like Object.prototype's members", () => {
+    const words = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__', 'plain'];
+    const meta = wordVocabulary(words);
+    const json = ggufModel(meta, 'words.gguf').tokenizerJson;
+    // the GGUF path, and the same vocabulary as a tokenizer.json file's text (a model directory)
+    for (const tokenizer of [new Tokenizer(json), new Tokenizer(JSON.parse(JSON.stringify(json)) as object)]) {
+      expectWords(tokenizer, meta, words);
+    }
+  });
+});
+
+function expectWords(tokenizer: Tokenizer, meta: GgufMetadata, words: string[]): void {
+  const tokens = meta.kv.get('tokenizer.ggml.tokens') as string[];
+  for (const word of words) {
+    const id = tokens.indexOf(word);
+    expect(tokenizer.tokenId(word), word).toBe(id);
+    expect(tokenizer.idToToken(id), word).toBe(word);
+    expect(tokenizer.decode([id, id]), word).toBe(`${word}${word}`);
+    // the pre-tokenizer splits __proto__ at its underscores; the letter words are one token each
+    if (/^\p{L}+$/u.test(word)) expect(tokenizer.encode(word), word).toEqual([id]);
+  }
+}
 
 describe('MAYA_CHAT_TEMPLATE / --chat-template', () => {
   it('is undefined by default and passes a path through, the flag over the environment', () => {
