@@ -212,6 +212,43 @@ function strings(meta: GgufMetadata, key: string, file: string): string[] {
   return v as string[];
 }
 
+/**
+ * Whether encoding with special tokens puts BOS (EOS) around the text, as llama.cpp's vocabulary
+ * decides it (src/llama-vocab.cpp): `tokenizer.ggml.add_bos_token` / `add_eos_token` when present,
+ * else true for BOS under the Llama 3 pre-tokenizers and false otherwise; GLM-4's files have no BOS.
+ */
+function addSpecial(meta: GgufMetadata, which: 'bos' | 'eos', pre: string): boolean {
+  if (which === 'bos' && pre === 'glm4') return false;
+  const flag = meta.kv.get(`tokenizer.ggml.add_${which}_token`);
+  if (typeof flag === 'boolean') return flag;
+  return which === 'bos' && (pre === 'llama-bpe' || pre === 'llama3');
+}
+
+/**
+ * The post-processor a Hugging Face tokenizer.json of the same model carries (Llama 3, DeepSeek-V3):
+ * TemplateProcessing with BOS before (and EOS after) each sequence. It applies only when encoding
+ * asks for special tokens (`maya perplexity`); chat templates write their own BOS into the text.
+ */
+function templateProcessing(bos: string | undefined, eos: string | undefined, tokens: string[]): object | null {
+  if (bos === undefined && eos === undefined) return null;
+  const special = (token: string | undefined, typeId: number) =>
+    token === undefined ? [] : [{ SpecialToken: { id: token, type_id: typeId } }];
+  const sequence = (id: 'A' | 'B', typeId: number) => [
+    ...special(bos, typeId),
+    { Sequence: { id, type_id: typeId } },
+    ...special(eos, typeId),
+  ];
+  const specialTokens = Object.create(null) as Record<string, object>;
+  for (const token of [bos, eos])
+    if (token !== undefined) specialTokens[token] = { id: token, ids: [tokens.indexOf(token)], tokens: [token] };
+  return {
+    type: 'TemplateProcessing',
+    single: sequence('A', 0),
+    pair: [...sequence('A', 0), ...sequence('B', 1)],
+    special_tokens: specialTokens,
+  };
+}
+
 /** The model facts, tokenizer and template of a GGUF file's metadata. Throws GgufError. */
 export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
   const name = basename(file);
@@ -245,6 +282,12 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
     const type = types[id];
     if (type === 3 || type === 4) added.push({ id, content: t, special: type === 3 });
   });
+  const tokenOf = (key: string): string | undefined => {
+    const id = int(meta.kv.get(`tokenizer.ggml.${key}_token_id`));
+    return id !== undefined && id >= 0 && id < tokens.length ? tokens[id] : undefined;
+  };
+  const addBos = addSpecial(meta, 'bos', typeof pre === 'string' ? pre : 'gpt2') ? tokenOf('bos') : undefined;
+  const addEos = addSpecial(meta, 'eos', typeof pre === 'string' ? pre : 'gpt2') ? tokenOf('eos') : undefined;
   const tokenizerJson = byteLevelBpeJson({
     added,
     preTokenizer: {
@@ -254,7 +297,7 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
         { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
       ],
     },
-    postProcessor: null,
+    postProcessor: templateProcessing(addBos, addEos, tokens),
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
     vocab,
     merges: merges.map((m) => {
@@ -262,10 +305,6 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
       return [m.slice(0, at), m.slice(at + 1)] as [string, string];
     }),
   });
-  const tokenOf = (key: string): string | undefined => {
-    const id = int(meta.kv.get(`tokenizer.ggml.${key}_token_id`));
-    return id !== undefined && id >= 0 && id < tokens.length ? tokens[id] : undefined;
-  };
   const specialTokens: GgufModel['specialTokens'] = {};
   for (const [field, key] of [
     ['bos_token', 'bos'],
@@ -294,8 +333,8 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
     tokenizerJson,
     tokenizerConfig: {
       ...specialTokens,
-      add_bos_token: meta.kv.get('tokenizer.ggml.add_bos_token') === true,
-      add_eos_token: meta.kv.get('tokenizer.ggml.add_eos_token') === true,
+      add_bos_token: addBos !== undefined,
+      add_eos_token: addEos !== undefined,
     },
   };
 }

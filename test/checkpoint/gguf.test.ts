@@ -19,6 +19,7 @@ import {
   type GgufMetadata,
   type GgufValue,
 } from '../../checkpoint/gguf.ts';
+import { ChatTemplate } from '../../checkpoint/chat-template.ts';
 import { readModelDir } from '../../checkpoint/model-dir.ts';
 import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 import { loadServerSettings } from '../../config/settings.ts';
@@ -158,6 +159,63 @@ function expectWords(tokenizer: Tokenizer, meta: GgufMetadata, words: string[]):
     if (/^\p{L}+$/u.test(word)) expect(tokenizer.encode(word), word).toEqual([id]);
   }
 }
+
+describe('GGUF BOS and EOS (tokenizer.ggml.add_bos_token)', () => {
+  it('puts BOS before the text when asked for special tokens, as llama.cpp does', async () => {
+    for (const file of ['llama-F32.gguf', 'deepseek2-F16.gguf']) {
+      const gguf = await readGgufModel(path.join(FIXTURES, file));
+      const tokenizer = await Tokenizer.fromDir(path.join(FIXTURES, file));
+      const bos = tokenizer.tokenId(gguf.specialTokens.bos_token!)!;
+      expect(bos, file).toBe(304);
+      expect(tokenizer.encode('a', { addSpecialTokens: true }), file).toEqual([bos, ...tokenizer.encode('a')]);
+      expect(tokenizer.encode('a b c', { addSpecialTokens: true }), file).toEqual([bos, ...tokenizer.encode('a b c')]);
+      expect(tokenizer.encode('a'), file).toEqual([97]);
+    }
+    // add_bos_token false (qwen3), GLM-4 (llama.cpp gives it no BOS) and the demo model: no BOS
+    for (const file of ['qwen3-BF16.gguf', 'glm4-Q4_K_M.gguf', 'maya-demo-Q4_K_M.gguf']) {
+      const tokenizer = await Tokenizer.fromDir(path.join(FIXTURES, file));
+      expect(tokenizer.encode('a b', { addSpecialTokens: true }), file).toEqual(tokenizer.encode('a b'));
+    }
+  });
+
+  it('follows llama.cpp when the flag is absent or asks for EOS', () => {
+    const meta = wordVocabulary(['ab']);
+    const tokens = meta.kv.get('tokenizer.ggml.tokens') as string[];
+    tokens.push('<s>', '</s>');
+    meta.kv.set('tokenizer.ggml.token_type', [...tokens.map(() => 1).slice(0, -2), 3, 3]);
+    meta.kv.set('tokenizer.ggml.bos_token_id', tokens.length - 2);
+    meta.kv.set('tokenizer.ggml.eos_token_id', tokens.length - 1);
+    const encode = (kv: Array<[string, GgufValue]>) => {
+      const m = { ...meta, kv: new Map([...meta.kv, ...kv]) };
+      return new Tokenizer(ggufModel(m, 'x.gguf').tokenizerJson).encode('ab', { addSpecialTokens: true });
+    };
+    const [ab, bos, eos] = [tokens.indexOf('ab'), tokens.length - 2, tokens.length - 1];
+    expect(encode([])).toEqual([ab]); // gpt2 pre-tokenizer: no BOS by default
+    expect(encode([['tokenizer.ggml.pre', 'llama-bpe']])).toEqual([bos, ab]); // Llama 3: BOS by default
+    expect(encode([['tokenizer.ggml.add_bos_token', true]])).toEqual([bos, ab]);
+    expect(encode([['tokenizer.ggml.add_eos_token', true]])).toEqual([ab, eos]);
+    expect(
+      encode([
+        ['tokenizer.ggml.pre', 'llama-bpe'],
+        ['tokenizer.ggml.add_bos_token', false],
+      ]),
+    ).toEqual([ab]);
+  });
+
+  it('leaves BOS to the chat template: a rendered prompt starts with exactly one', async () => {
+    const file = path.join(FIXTURES, 'llama-F32.gguf');
+    const gguf = await readGgufModel(file);
+    const tokenizer = await Tokenizer.fromDir(file);
+    const template = new ChatTemplate(
+      '{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}',
+      gguf.specialTokens,
+    );
+    const text = template.render([{ role: 'user', content: 'hi' }], { addGenerationPrompt: false });
+    const ids = tokenizer.encodePrompt(text, ['hi']);
+    expect(ids[0]).toBe(304);
+    expect(ids.filter((id) => id === 304)).toHaveLength(1);
+  });
+});
 
 describe('MAYA_CHAT_TEMPLATE / --chat-template', () => {
   it('is undefined by default and passes a path through, the flag over the environment', () => {

@@ -17,6 +17,7 @@ import { fixtureDir } from '../engine/engine-helpers.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 const DEMO = join(ROOT, 'models/maya-demo');
+const GGUF = join(ROOT, 'test/fixtures/gguf');
 const tmp = mkdtempSync(join(tmpdir(), 'maya-ppl-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
@@ -86,6 +87,26 @@ describe('maya perplexity', () => {
       expect(q.kl!.p99).toBeGreaterThan(q.kl!.mean);
       expect(q.kl!.sameTop1).toBeGreaterThan(0.8);
       expect(Math.abs(Math.log(q.perplexity / ref.perplexity))).toBeLessThan(0.05);
+    }
+  });
+
+  it('scores a Llama or DeepSeek GGUF with BOS at the start of each window, as llama-perplexity does', async () => {
+    const ctx = 32;
+    for (const file of ['llama-F32.gguf', 'deepseek2-F16.gguf']) {
+      const model = join(GGUF, file);
+      const r = await score(['--model', model, '--text', textFile, '--ctx', String(ctx)]);
+      const ids = (await Tokenizer.fromDir(model)).encode(TEXT);
+      const bos = 304; // tokenizer.ggml.bos_token_id; tokenizer.ggml.add_bos_token is true
+      const windows = scoringWindows([bos, ...ids], ctx, bos);
+      expect(r, file).toMatchObject({ ctx, tokens: ids.length + 1, windows: windows.length });
+      const want = windows.flatMap((w) =>
+        Array.from({ length: ctx - 1 - firstScored(ctx) }, (_, k) => [bos, ...ids][w.start + firstScored(ctx) + k + 1]),
+      );
+      expect(
+        r.positions!.map((p) => p.token),
+        file,
+      ).toEqual(want);
+      expect(Number.isFinite(r.perplexity) && r.perplexity > 1, file).toBe(true);
     }
   });
 
