@@ -253,6 +253,16 @@ function templateProcessing(bos: string | undefined, eos: string | undefined, to
 export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
   const name = basename(file);
   const arch = meta.kv.get('general.architecture');
+  const splitNo = int(meta.kv.get('split.no'));
+  if (splitNo !== undefined && splitNo > 0) {
+    // Only a split set's first file carries the model metadata (the engine refuses the same way).
+    const count = int(meta.kv.get('split.count'));
+    const first = name.replace(/-\d{5}-of-(\d{5})\.gguf$/i, '-00001-of-$1.gguf');
+    throw new GgufError(
+      `${name} is part ${splitNo + 1}${count !== undefined ? ` of ${count}` : ''} of a split GGUF set: ` +
+        `open its first file (${first === name ? '-00001-of-...' : first})`,
+    );
+  }
   if (typeof arch !== 'string') throw new GgufError(`${name}: general.architecture is missing`);
   const architecture = GGUF_ARCHITECTURES[arch];
   if (!architecture)

@@ -83,6 +83,17 @@ describe('GGUF metadata', () => {
     expect(isGgufPath(first.dir)).toBe(true);
   });
 
+  it('names the first file when given a later part of a split set', async () => {
+    for (const part of [2, 3]) {
+      const file = path.join(FIXTURES, `glm4-F16-0000${part}-of-00003.gguf`);
+      const message = new RegExp(
+        `part ${part} of 3 of a split GGUF set: open its first file \\(glm4-F16-00001-of-00003\\.gguf\\)`,
+      );
+      await expect(readGgufModel(file)).rejects.toThrow(message);
+      await expect(readModelDir(file)).rejects.toThrow(message);
+    }
+  });
+
   it('maps each architecture onto its Hugging Face name', async () => {
     const want: Record<string, string> = {
       'llama-F32.gguf': 'LlamaForCausalLM',
