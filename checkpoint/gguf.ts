@@ -29,6 +29,21 @@ export interface GgufMetadata {
   kv: Map<string, GgufValue>;
 }
 
+/**
+ * A string from the file as an error message shows it: quoted, control bytes and broken UTF-8
+ * escaped, and cut after 64 characters, so a damaged key cannot flood or garble the message.
+ */
+function shown(text: string): string {
+  let out = '';
+  for (const c of text) {
+    if (out.length >= 64) return `"${out}..."`;
+    const code = c.codePointAt(0) ?? 0;
+    const control = code < 0x20 || (code >= 0x7f && code <= 0x9f) || code === 0xfffd;
+    out += control ? `\\u${code.toString(16).padStart(4, '0')}` : c === '"' || c === '\\' ? `\\${c}` : c;
+  }
+  return `"${out}"`;
+}
+
 /** A path that names a GGUF file rather than a model directory. */
 export function isGgufPath(path: string): boolean {
   return path.toLowerCase().endsWith('.gguf');
@@ -136,17 +151,19 @@ export async function readGgufMetadata(path: string): Promise<GgufMetadata> {
     const kv = new Map<string, GgufValue>();
     for (let i = 0n; i < kvCount; i++) {
       const key = await r.str('a metadata key');
-      if (key === '' || kv.has(key)) throw new GgufError(`${path}: metadata key "${key}" is empty or appears twice`);
-      const type = await r.u32(key);
+      const what = `metadata key ${shown(key)}`;
+      if (key === '' || kv.has(key)) throw new GgufError(`${path}: ${what} is empty or appears twice`);
+      const type = await r.u32(what);
       if (type === 9) {
-        const elem = await r.u32(key);
-        const n = await r.u64(key);
-        if (elem === 9 || n > BigInt(size - r.pos)) throw new GgufError(`${path}: metadata key ${key}: bad array`);
+        const elem = await r.u32(what);
+        const n = await r.u64(what);
+        if (elem === 9 || n > BigInt(size - r.pos))
+          throw new GgufError(`${path}: ${what}: bad array (${n} elements of type ${elem})`);
         const items: GgufScalar[] = [];
-        for (let j = 0n; j < n; j++) items.push(await r.scalar(elem, key));
+        for (let j = 0n; j < n; j++) items.push(await r.scalar(elem, what));
         kv.set(key, items);
       } else {
-        kv.set(key, await r.scalar(type, key));
+        kv.set(key, await r.scalar(type, what));
       }
     }
     return { version, tensorCount, kv };
@@ -264,19 +281,23 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
     );
   }
   if (typeof arch !== 'string') throw new GgufError(`${name}: general.architecture is missing`);
-  const architecture = GGUF_ARCHITECTURES[arch];
+  // own keys only: an architecture named "constructor" is not supported, not Object's constructor
+  const architecture = Object.hasOwn(GGUF_ARCHITECTURES, arch) ? GGUF_ARCHITECTURES[arch] : undefined;
   if (!architecture)
     throw new GgufError(
-      `${name}: GGUF architecture ${arch} is not supported (${Object.keys(GGUF_ARCHITECTURES).join(', ')} are)`,
+      `${name}: GGUF architecture ${shown(arch)} is not supported (${Object.keys(GGUF_ARCHITECTURES).join(', ')} are)`,
     );
   const model = meta.kv.get('tokenizer.ggml.model');
   if (model !== 'gpt2')
-    throw new GgufError(`${name}: tokenizer.ggml.model ${String(model)} is not supported (gpt2, byte-level BPE, is)`);
+    throw new GgufError(
+      `${name}: tokenizer.ggml.model ${shown(String(model))} is not supported (gpt2, byte-level BPE, is)`,
+    );
   const pre = meta.kv.get('tokenizer.ggml.pre');
-  const splits = PRE_SPLITS[typeof pre === 'string' ? pre : 'gpt2'];
+  const preName = typeof pre === 'string' ? pre : 'gpt2';
+  const splits = Object.hasOwn(PRE_SPLITS, preName) ? PRE_SPLITS[preName] : undefined;
   if (!splits)
     throw new GgufError(
-      `${name}: tokenizer.ggml.pre ${String(pre)} is not supported (${Object.keys(PRE_SPLITS).join(', ')} are)`,
+      `${name}: tokenizer.ggml.pre ${shown(String(pre))} is not supported (${Object.keys(PRE_SPLITS).join(', ')} are)`,
     );
   const tokens = strings(meta, 'tokenizer.ggml.tokens', name);
   const merges = strings(meta, 'tokenizer.ggml.merges', name);
