@@ -29,6 +29,21 @@ export interface GgufMetadata {
   kv: Map<string, GgufValue>;
 }
 
+/**
+ * A string from the file as an error message shows it: quoted, control bytes and broken UTF-8
+ * escaped, and cut after 64 characters, so a damaged key cannot flood or garble the message.
+ */
+function shown(text: string): string {
+  let out = '';
+  for (const c of text) {
+    if (out.length >= 64) return `"${out}..."`;
+    const code = c.codePointAt(0) ?? 0;
+    const control = code < 0x20 || (code >= 0x7f && code <= 0x9f) || code === 0xfffd;
+    out += control ? `\\u${code.toString(16).padStart(4, '0')}` : c === '"' || c === '\\' ? `\\${c}` : c;
+  }
+  return `"${out}"`;
+}
+
 /** A path that names a GGUF file rather than a model directory. */
 export function isGgufPath(path: string): boolean {
   return path.toLowerCase().endsWith('.gguf');
@@ -136,17 +151,19 @@ export async function readGgufMetadata(path: string): Promise<GgufMetadata> {
     const kv = new Map<string, GgufValue>();
     for (let i = 0n; i < kvCount; i++) {
       const key = await r.str('a metadata key');
-      if (key === '' || kv.has(key)) throw new GgufError(`${path}: metadata key "${key}" is empty or appears twice`);
-      const type = await r.u32(key);
+      const what = `metadata key ${shown(key)}`;
+      if (key === '' || kv.has(key)) throw new GgufError(`${path}: ${what} is empty or appears twice`);
+      const type = await r.u32(what);
       if (type === 9) {
-        const elem = await r.u32(key);
-        const n = await r.u64(key);
-        if (elem === 9 || n > BigInt(size - r.pos)) throw new GgufError(`${path}: metadata key ${key}: bad array`);
+        const elem = await r.u32(what);
+        const n = await r.u64(what);
+        if (elem === 9 || n > BigInt(size - r.pos))
+          throw new GgufError(`${path}: ${what}: bad array (${n} elements of type ${elem})`);
         const items: GgufScalar[] = [];
-        for (let j = 0n; j < n; j++) items.push(await r.scalar(elem, key));
+        for (let j = 0n; j < n; j++) items.push(await r.scalar(elem, what));
         kv.set(key, items);
       } else {
-        kv.set(key, await r.scalar(type, key));
+        kv.set(key, await r.scalar(type, what));
       }
     }
     return { version, tensorCount, kv };
@@ -212,37 +229,96 @@ function strings(meta: GgufMetadata, key: string, file: string): string[] {
   return v as string[];
 }
 
+/**
+ * Whether encoding with special tokens puts BOS (EOS) around the text, as llama.cpp's vocabulary
+ * decides it (src/llama-vocab.cpp): `tokenizer.ggml.add_bos_token` / `add_eos_token` when present,
+ * else true for BOS under the Llama 3 pre-tokenizers and false otherwise; GLM-4's files have no BOS.
+ */
+function addSpecial(meta: GgufMetadata, which: 'bos' | 'eos', pre: string): boolean {
+  if (which === 'bos' && pre === 'glm4') return false;
+  const flag = meta.kv.get(`tokenizer.ggml.add_${which}_token`);
+  if (typeof flag === 'boolean') return flag;
+  return which === 'bos' && (pre === 'llama-bpe' || pre === 'llama3');
+}
+
+/**
+ * The post-processor a Hugging Face tokenizer.json of the same model carries (Llama 3, DeepSeek-V3):
+ * TemplateProcessing with BOS before (and EOS after) each sequence. It applies only when encoding
+ * asks for special tokens (`maya perplexity`); chat templates write their own BOS into the text.
+ */
+function templateProcessing(bos: string | undefined, eos: string | undefined, tokens: string[]): object | null {
+  if (bos === undefined && eos === undefined) return null;
+  const special = (token: string | undefined, typeId: number) =>
+    token === undefined ? [] : [{ SpecialToken: { id: token, type_id: typeId } }];
+  const sequence = (id: 'A' | 'B', typeId: number) => [
+    ...special(bos, typeId),
+    { Sequence: { id, type_id: typeId } },
+    ...special(eos, typeId),
+  ];
+  const specialTokens = Object.create(null) as Record<string, object>;
+  for (const token of [bos, eos])
+    if (token !== undefined) specialTokens[token] = { id: token, ids: [tokens.indexOf(token)], tokens: [token] };
+  return {
+    type: 'TemplateProcessing',
+    single: sequence('A', 0),
+    pair: [...sequence('A', 0), ...sequence('B', 1)],
+    special_tokens: specialTokens,
+  };
+}
+
 /** The model facts, tokenizer and template of a GGUF file's metadata. Throws GgufError. */
 export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
   const name = basename(file);
   const arch = meta.kv.get('general.architecture');
+  const splitNo = int(meta.kv.get('split.no'));
+  if (splitNo !== undefined && splitNo > 0) {
+    // Only a split set's first file carries the model metadata (the engine refuses the same way).
+    const count = int(meta.kv.get('split.count'));
+    const first = name.replace(/-\d{5}-of-(\d{5})\.gguf$/i, '-00001-of-$1.gguf');
+    throw new GgufError(
+      `${name} is part ${splitNo + 1}${count !== undefined ? ` of ${count}` : ''} of a split GGUF set: ` +
+        `open its first file (${first === name ? '-00001-of-...' : first})`,
+    );
+  }
   if (typeof arch !== 'string') throw new GgufError(`${name}: general.architecture is missing`);
-  const architecture = GGUF_ARCHITECTURES[arch];
+  // own keys only: an architecture named "constructor" is not supported, not Object's constructor
+  const architecture = Object.hasOwn(GGUF_ARCHITECTURES, arch) ? GGUF_ARCHITECTURES[arch] : undefined;
   if (!architecture)
     throw new GgufError(
-      `${name}: GGUF architecture ${arch} is not supported (${Object.keys(GGUF_ARCHITECTURES).join(', ')} are)`,
+      `${name}: GGUF architecture ${shown(arch)} is not supported (${Object.keys(GGUF_ARCHITECTURES).join(', ')} are)`,
     );
   const model = meta.kv.get('tokenizer.ggml.model');
   if (model !== 'gpt2')
-    throw new GgufError(`${name}: tokenizer.ggml.model ${String(model)} is not supported (gpt2, byte-level BPE, is)`);
+    throw new GgufError(
+      `${name}: tokenizer.ggml.model ${shown(String(model))} is not supported (gpt2, byte-level BPE, is)`,
+    );
   const pre = meta.kv.get('tokenizer.ggml.pre');
-  const splits = PRE_SPLITS[typeof pre === 'string' ? pre : 'gpt2'];
+  const preName = typeof pre === 'string' ? pre : 'gpt2';
+  const splits = Object.hasOwn(PRE_SPLITS, preName) ? PRE_SPLITS[preName] : undefined;
   if (!splits)
     throw new GgufError(
-      `${name}: tokenizer.ggml.pre ${String(pre)} is not supported (${Object.keys(PRE_SPLITS).join(', ')} are)`,
+      `${name}: tokenizer.ggml.pre ${shown(String(pre))} is not supported (${Object.keys(PRE_SPLITS).join(', ')} are)`,
     );
   const tokens = strings(meta, 'tokenizer.ggml.tokens', name);
   const merges = strings(meta, 'tokenizer.ggml.merges', name);
   const typesRaw = meta.kv.get('tokenizer.ggml.token_type');
   const types = Array.isArray(typesRaw) ? typesRaw : [];
-  const vocab: Record<string, number> = {};
+  // No prototype: tokens named like Object.prototype's members (constructor, toString, __proto__)
+  // are ordinary entries (the tokenizer library reads the vocabulary with Object.entries).
+  const vocab = Object.create(null) as Record<string, number>;
   const added: AddedToken[] = [];
   tokens.forEach((t, id) => {
-    if (!(t in vocab)) vocab[t] = id;
+    if (!Object.hasOwn(vocab, t)) vocab[t] = id;
     // llama.cpp token types: 3 control (special added tokens), 4 user-defined (other added tokens).
     const type = types[id];
     if (type === 3 || type === 4) added.push({ id, content: t, special: type === 3 });
   });
+  const tokenOf = (key: string): string | undefined => {
+    const id = int(meta.kv.get(`tokenizer.ggml.${key}_token_id`));
+    return id !== undefined && id >= 0 && id < tokens.length ? tokens[id] : undefined;
+  };
+  const addBos = addSpecial(meta, 'bos', typeof pre === 'string' ? pre : 'gpt2') ? tokenOf('bos') : undefined;
+  const addEos = addSpecial(meta, 'eos', typeof pre === 'string' ? pre : 'gpt2') ? tokenOf('eos') : undefined;
   const tokenizerJson = byteLevelBpeJson({
     added,
     preTokenizer: {
@@ -252,7 +328,7 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
         { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
       ],
     },
-    postProcessor: null,
+    postProcessor: templateProcessing(addBos, addEos, tokens),
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
     vocab,
     merges: merges.map((m) => {
@@ -260,10 +336,6 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
       return [m.slice(0, at), m.slice(at + 1)] as [string, string];
     }),
   });
-  const tokenOf = (key: string): string | undefined => {
-    const id = int(meta.kv.get(`tokenizer.ggml.${key}_token_id`));
-    return id !== undefined && id >= 0 && id < tokens.length ? tokens[id] : undefined;
-  };
   const specialTokens: GgufModel['specialTokens'] = {};
   for (const [field, key] of [
     ['bos_token', 'bos'],
@@ -292,8 +364,8 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
     tokenizerJson,
     tokenizerConfig: {
       ...specialTokens,
-      add_bos_token: meta.kv.get('tokenizer.ggml.add_bos_token') === true,
-      add_eos_token: meta.kv.get('tokenizer.ggml.add_eos_token') === true,
+      add_bos_token: addBos !== undefined,
+      add_eos_token: addEos !== undefined,
     },
   };
 }

@@ -19,7 +19,7 @@ import { readModelDir } from '../checkpoint/model-dir.ts';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
 import { defaultIo, runCommand, UsageError, type CliIo } from './cli-io.ts';
 
-const USAGE = `Usage: maya generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [options]
+const USAGE = `Usage: maya generate --model DIR|FILE.gguf (--prompt TEXT | --prompt-ids 1,2,3) [options]
   --max-tokens N     tokens to generate (default 32)
   --temperature T    0 = greedy (default 0)
   --top-p P          nucleus sampling, (0, 1] (default 1)
@@ -93,7 +93,7 @@ function parseOptions(argv: string[]): Options | 'help' {
     allowPositionals: false,
   });
   if (values.help) return 'help';
-  if (!values.model) throw new UsageError('--model DIR is required');
+  if (!values.model) throw new UsageError('--model DIR|FILE.gguf is required');
   if ((values.prompt === undefined) === (values['prompt-ids'] === undefined)) {
     throw new UsageError('give exactly one of --prompt TEXT and --prompt-ids 1,2,3');
   }

@@ -32,7 +32,7 @@ import {
 } from './perplexity-score.ts';
 import { defaultIo, runCommand, UsageError, type CliIo } from './cli-io.ts';
 
-const USAGE = `Usage: maya perplexity --model DIR (--text FILE | --ids FILE) [options]
+const USAGE = `Usage: maya perplexity --model DIR|FILE.gguf (--text FILE | --ids FILE) [options]
   --text FILE         the text to score (tokenised with the model's tokenizer)
   --ids FILE          token ids to score instead (comma- or space-separated; models without a tokenizer)
   --ctx N             window size in tokens (default 512, at most the model's context); the text needs 2N
@@ -84,7 +84,7 @@ function parseOptions(argv: string[]): Options | 'help' {
     allowPositionals: false,
   });
   if (values.help) return 'help';
-  if (!values.model) throw new UsageError('--model DIR is required');
+  if (!values.model) throw new UsageError('--model DIR|FILE.gguf is required');
   if ((values.text === undefined) === (values.ids === undefined)) {
     throw new UsageError('give exactly one of --text FILE and --ids FILE');
   }

@@ -1,8 +1,9 @@
 /**
- * `maya perplexity` on the committed models: its perplexity equals one computed from the engine's
- * logits of each scored position taken one sequence per prefix (KEEP_LOGITS, the decode path), KL
- * of a model against itself is 0 and against its q8 weights small and positive, and Bun prints what
- * Node prints.
+ * `maya perplexity` on the committed models: its perplexity and each position's top-1 id equal those
+ * computed from the engine's logits of each scored position taken one sequence per prefix
+ * (KEEP_LOGITS, the decode path), KL of a model against itself is 0 and against its q8 weights small
+ * and positive, GGUF files score (BOS where the file asks for it; the demo model's Q4_K_M file and
+ * its load-time q4_k_m mixture against its bf16 weights), and Bun prints what Node prints.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,13 +11,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runPerplexity, type PerplexityResult } from '../../cli/perplexity.ts';
-import { firstScored, logSoftmax, percentile, scoringWindows } from '../../cli/perplexity-score.ts';
+import {
+  argmax,
+  firstScored,
+  logSoftmax,
+  percentile,
+  readBaseLogits,
+  scoringWindows,
+} from '../../cli/perplexity-score.ts';
 import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 import { NativeEngine } from '../../engine-cuda/native-engine.ts';
 import { fixtureDir } from '../engine/engine-helpers.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 const DEMO = join(ROOT, 'models/maya-demo');
+const GGUF = join(ROOT, 'test/fixtures/gguf');
 const tmp = mkdtempSync(join(tmpdir(), 'maya-ppl-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
@@ -51,16 +60,17 @@ describe('maya perplexity', () => {
     expect(r.scored).toBe(windows.length * (ctx - 1 - firstScored(ctx)));
     const engine = await NativeEngine.load(DEMO, { numThreads: 2, backend: 'cpu' });
     try {
-      const want: { pos: number; token: number; logprob: number }[] = [];
+      const want: { pos: number; token: number; logprob: number; top1: number }[] = [];
       for (const w of windows)
         for (let p = firstScored(ctx); p < ctx - 1; p++) {
           const gen = engine.generate({ promptIds: w.tokens.slice(0, p + 1), maxTokens: 1, keepLogits: true });
           let logits: Float32Array | undefined;
           for await (const ev of gen) if (ev.type === 'token') logits = ev.logits;
           const token = ids[w.start + p + 1]!;
-          want.push({ pos: w.start + p, token, logprob: logSoftmax(logits!)[token]! });
+          want.push({ pos: w.start + p, token, logprob: logSoftmax(logits!)[token]!, top1: argmax(logits!) });
         }
-      expect(r.positions?.map(({ pos, token, logprob }) => ({ pos, token, logprob }))).toEqual(want);
+      // top1 is the argmax of the logits at that position (here from the decode path)
+      expect(r.positions).toEqual(want);
       const nll = -want.reduce((a, b) => a + b.logprob, 0) / want.length;
       expect(r.perplexity).toBeCloseTo(Math.exp(nll), 9);
       expect(r.perplexity).toBeGreaterThan(1);
@@ -87,6 +97,67 @@ describe('maya perplexity', () => {
       expect(q.kl!.sameTop1).toBeGreaterThan(0.8);
       expect(Math.abs(Math.log(q.perplexity / ref.perplexity))).toBeLessThan(0.05);
     }
+  });
+
+  it('scores a Llama or DeepSeek GGUF with BOS at the start of each window, as llama-perplexity does', async () => {
+    const ctx = 32;
+    for (const file of ['llama-F32.gguf', 'deepseek2-F16.gguf']) {
+      const model = join(GGUF, file);
+      const r = await score(['--model', model, '--text', textFile, '--ctx', String(ctx)]);
+      const ids = (await Tokenizer.fromDir(model)).encode(TEXT);
+      const bos = 304; // tokenizer.ggml.bos_token_id; tokenizer.ggml.add_bos_token is true
+      const windows = scoringWindows([bos, ...ids], ctx, bos);
+      expect(r, file).toMatchObject({ ctx, tokens: ids.length + 1, windows: windows.length });
+      const want = windows.flatMap((w) =>
+        Array.from({ length: ctx - 1 - firstScored(ctx) }, (_, k) => [bos, ...ids][w.start + firstScored(ctx) + k + 1]),
+      );
+      expect(
+        r.positions!.map((p) => p.token),
+        file,
+      ).toEqual(want);
+      expect(Number.isFinite(r.perplexity) && r.perplexity > 1, file).toBe(true);
+    }
+  });
+
+  it('scores the demo GGUF (Q4_K_M) and the demo at MAYA_WEIGHT_DTYPE=q4_k_m against its bf16 weights', async () => {
+    const args = ['--text', textFile, '--ctx', '16'];
+    const base = join(tmp, 'demo-bf16.bin');
+    const ref = await score(['--model', DEMO, ...args, '--save-logits', base]);
+    const saved = join(tmp, 'demo-gguf.bin');
+    const gguf = await score([
+      '--model',
+      join(GGUF, 'maya-demo-Q4_K_M.gguf'),
+      ...args,
+      '--kl-base',
+      base,
+      '--save-logits',
+      saved,
+    ]);
+    const q4 = await score(['--model', DEMO, ...args, '--kl-base', base], { MAYA_WEIGHT_DTYPE: 'q4_k_m' });
+    for (const [name, r] of [
+      ['gguf', gguf],
+      ['q4_k_m', q4],
+    ] as const) {
+      expect(r.engine.weightDtype, name).toBe('q4_k');
+      expect(r.tokens, name).toBe(ref.tokens); // the GGUF tokenizer gives the directory's ids
+      expect(Number.isFinite(r.perplexity) && r.perplexity > 1, name).toBe(true);
+      expect(Math.abs(Math.log(r.perplexity / ref.perplexity)), name).toBeLessThan(0.3);
+      expect(r.kl!.positions, name).toBe(ref.scored);
+      expect(r.kl!.mean, name).toBeGreaterThan(0);
+      expect(r.kl!.mean, name).toBeLessThan(0.2);
+      expect(r.kl!.p99, name).toBeGreaterThan(r.kl!.mean);
+      expect(r.kl!.sameTop1, name).toBeGreaterThan(0.8);
+      expect(r.kl!.sameTop1, name).toBeLessThanOrEqual(1);
+    }
+    // llama.cpp's Q4_K_M file and the load-time q4_k_m mixture of the same weights agree
+    expect(q4.kl!.mean).toBeCloseTo(gguf.kl!.mean, 3);
+    // top1 is the argmax of the position's log-probabilities as --save-logits wrote them
+    const rows = readBaseLogits(saved);
+    expect(rows.positions).toBe(gguf.positions!.length);
+    const V = rows.numVocab;
+    expect(gguf.positions!.map((_, i) => argmax(rows.logp.subarray(i * V, (i + 1) * V)))).toEqual(
+      gguf.positions!.map((p) => p.top1),
+    );
   });
 
   it('scores token ids on the MoE and MLA fixtures (no tokenizer) with --ids', async () => {
