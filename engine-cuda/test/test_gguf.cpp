@@ -700,8 +700,8 @@ void load_and_generate(const std::string &path, int64_t copy, long *file_kib, lo
     }
     *file_kib = mapping_rss_kib(path);
     *anon_kib = status_kib("RssAnon:") - anon0;
-    // 128 positions of K and V in f32 (MLA aside; the demo model is GLM-4).
-    *kv_bytes = 128 * 2 * info[ENG_INFO_N_LAYER] * info[ENG_INFO_N_HEAD_KV] * info[ENG_INFO_HEAD_DIM] * 4;
+    // 128 positions in the cache's own row format (f16 by default for a quantized file).
+    *kv_bytes = 128 * info[ENG_INFO_KV_BYTES_PER_TOKEN];
     eng_ctx_free(ctx);
 }
 
