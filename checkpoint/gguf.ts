@@ -11,7 +11,7 @@
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { byteLevelBpeJson, type AddedToken } from './tokenizer-json.ts';
+import { byteLevelBpeJson, sentencePieceBpeJson, type AddedToken } from './tokenizer-json.ts';
 
 export class GgufError extends Error {
   constructor(message: string) {
@@ -232,13 +232,55 @@ function strings(meta: GgufMetadata, key: string, file: string): string[] {
 /**
  * Whether encoding with special tokens puts BOS (EOS) around the text, as llama.cpp's vocabulary
  * decides it (src/llama-vocab.cpp): `tokenizer.ggml.add_bos_token` / `add_eos_token` when present,
- * else true for BOS under the Llama 3 pre-tokenizers and false otherwise; GLM-4's files have no BOS.
+ * else true for BOS under SentencePiece vocabularies (`llama`) and the Llama 3 pre-tokenizers and
+ * false otherwise; GLM-4's files have no BOS.
  */
-function addSpecial(meta: GgufMetadata, which: 'bos' | 'eos', pre: string): boolean {
+function addSpecial(meta: GgufMetadata, which: 'bos' | 'eos', pre: string, spm: boolean): boolean {
   if (which === 'bos' && pre === 'glm4') return false;
   const flag = meta.kv.get(`tokenizer.ggml.add_${which}_token`);
   if (typeof flag === 'boolean') return flag;
-  return which === 'bos' && (pre === 'llama-bpe' || pre === 'llama3');
+  return which === 'bos' && (spm || pre === 'llama-bpe' || pre === 'llama3');
+}
+
+/** tokenizer.ggml.scores: one number per token (SentencePiece vocabularies need them). */
+function scores(meta: GgufMetadata, n: number, file: string): number[] {
+  const v = meta.kv.get('tokenizer.ggml.scores');
+  if (!Array.isArray(v) || v.length !== n || v.some((x) => typeof x !== 'number'))
+    throw new GgufError(`${file}: tokenizer.ggml.scores is missing or not one number per token (${n})`);
+  return v as number[];
+}
+
+/**
+ * A SentencePiece BPE vocabulary's merges, derived from its pieces and scores as Hugging Face's
+ * SentencePieceExtractor does for LlamaConverter (transformers convert_slow_tokenizer.py): every
+ * split of a piece into two pieces that are both in the vocabulary is a merge; a piece's merges in
+ * order of (left id, right id); all merges by the merged piece's score, highest first, equal scores
+ * in vocabulary order (a stable sort). The BPE model then merges the pair whose piece scores highest
+ * first, which is what llama.cpp's SPM tokenizer does greedily over bigrams (src/llama-vocab.cpp,
+ * llm_tokenizer_spm_session); the two differ only between different pieces of exactly equal score.
+ */
+export function sentencePieceMerges(tokens: readonly string[], score: readonly number[]): [string, string][] {
+  const ids = new Map<string, number>();
+  tokens.forEach((t, id) => {
+    if (!ids.has(t)) ids.set(t, id);
+  });
+  const merges: Array<{ left: string; right: string; score: number; order: number }> = [];
+  tokens.forEach((piece, id) => {
+    if (ids.get(piece) !== id) return;
+    const chars = Array.from(piece);
+    const local: Array<{ left: string; right: string; l: number; r: number }> = [];
+    for (let i = 1; i < chars.length; i++) {
+      const left = chars.slice(0, i).join('');
+      const right = chars.slice(i).join('');
+      const l = ids.get(left);
+      const r = ids.get(right);
+      if (l !== undefined && r !== undefined) local.push({ left, right, l, r });
+    }
+    local.sort((a, b) => a.l - b.l || a.r - b.r);
+    for (const m of local) merges.push({ left: m.left, right: m.right, score: score[id] ?? 0, order: merges.length });
+  });
+  merges.sort((a, b) => b.score - a.score || a.order - b.order);
+  return merges.map((m) => [m.left, m.right]);
 }
 
 /**
@@ -288,11 +330,11 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
       `${name}: GGUF architecture ${shown(arch)} is not supported (${Object.keys(GGUF_ARCHITECTURES).join(', ')} are)`,
     );
   const model = meta.kv.get('tokenizer.ggml.model');
-  if (model !== 'gpt2')
+  if (model !== 'gpt2' && model !== 'llama')
     throw new GgufError(
-      `${name}: tokenizer.ggml.model ${shown(String(model))} is not supported (gpt2, byte-level BPE, is)`,
+      `${name}: tokenizer.ggml.model ${shown(String(model))} is not supported (gpt2, byte-level BPE, and llama, SentencePiece BPE, are)`,
     );
-  const pre = meta.kv.get('tokenizer.ggml.pre');
+  const pre = model === 'llama' ? undefined : meta.kv.get('tokenizer.ggml.pre');
   const preName = typeof pre === 'string' ? pre : 'gpt2';
   const splits = Object.hasOwn(PRE_SPLITS, preName) ? PRE_SPLITS[preName] : undefined;
   if (!splits)
@@ -300,7 +342,6 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
       `${name}: tokenizer.ggml.pre ${shown(String(pre))} is not supported (${Object.keys(PRE_SPLITS).join(', ')} are)`,
     );
   const tokens = strings(meta, 'tokenizer.ggml.tokens', name);
-  const merges = strings(meta, 'tokenizer.ggml.merges', name);
   const typesRaw = meta.kv.get('tokenizer.ggml.token_type');
   const types = Array.isArray(typesRaw) ? typesRaw : [];
   // No prototype: tokens named like Object.prototype's members (constructor, toString, __proto__)
@@ -309,33 +350,55 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
   const added: AddedToken[] = [];
   tokens.forEach((t, id) => {
     if (!Object.hasOwn(vocab, t)) vocab[t] = id;
-    // llama.cpp token types: 3 control (special added tokens), 4 user-defined (other added tokens).
+    // llama.cpp token types: 3 control (special added tokens), 4 user-defined (other added tokens);
+    // a SentencePiece vocabulary's 2 (unknown, `<unk>`) is special too, as Hugging Face's
+    // LlamaConverter makes it and as llama.cpp parses it in text with parse_special.
     const type = types[id];
-    if (type === 3 || type === 4) added.push({ id, content: t, special: type === 3 });
+    if (type === 3 || type === 4 || (model === 'llama' && type === 2))
+      added.push({ id, content: t, special: type !== 4 });
   });
   const tokenOf = (key: string): string | undefined => {
     const id = int(meta.kv.get(`tokenizer.ggml.${key}_token_id`));
     return id !== undefined && id >= 0 && id < tokens.length ? tokens[id] : undefined;
   };
-  const addBos = addSpecial(meta, 'bos', typeof pre === 'string' ? pre : 'gpt2') ? tokenOf('bos') : undefined;
-  const addEos = addSpecial(meta, 'eos', typeof pre === 'string' ? pre : 'gpt2') ? tokenOf('eos') : undefined;
-  const tokenizerJson = byteLevelBpeJson({
-    added,
-    preTokenizer: {
-      type: 'Sequence',
-      pretokenizers: [
-        ...splits.map((regex) => ({ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false })),
-        { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
-      ],
-    },
-    postProcessor: templateProcessing(addBos, addEos, tokens),
-    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    vocab,
-    merges: merges.map((m) => {
-      const at = m.indexOf(' ');
-      return [m.slice(0, at), m.slice(at + 1)] as [string, string];
-    }),
-  });
+  const spm = model === 'llama';
+  const addBos = addSpecial(meta, 'bos', preName, spm) ? tokenOf('bos') : undefined;
+  const addEos = addSpecial(meta, 'eos', preName, spm) ? tokenOf('eos') : undefined;
+  const tokenizerJson = spm
+    ? sentencePieceBpeJson({
+        added,
+        postProcessor: templateProcessing(addBos, addEos, tokens),
+        vocab,
+        merges: sentencePieceMerges(tokens, scores(meta, tokens.length, name)),
+        unk: tokenOf('unknown') ?? (Object.hasOwn(vocab, '<unk>') ? '<unk>' : null),
+        addSpacePrefix: meta.kv.get('tokenizer.ggml.add_space_prefix') !== false,
+      })
+    : gpt2Json(splits);
+  function gpt2Json(regexes: string[]): object {
+    const merges = strings(meta, 'tokenizer.ggml.merges', name);
+    return byteLevelBpeJson({
+      added,
+      preTokenizer: {
+        type: 'Sequence',
+        pretokenizers: [
+          ...regexes.map((regex) => ({
+            type: 'Split',
+            pattern: { Regex: regex },
+            behavior: 'Isolated',
+            invert: false,
+          })),
+          { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
+        ],
+      },
+      postProcessor: templateProcessing(addBos, addEos, tokens),
+      decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+      vocab,
+      merges: merges.map((m) => {
+        const at = m.indexOf(' ');
+        return [m.slice(0, at), m.slice(at + 1)] as [string, string];
+      }),
+    });
+  }
   const specialTokens: GgufModel['specialTokens'] = {};
   for (const [field, key] of [
     ['bos_token', 'bos'],
