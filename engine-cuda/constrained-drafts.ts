@@ -100,7 +100,8 @@ export interface ConstrainedDraft {
 
 /**
  * A draft from the matcher's state: forced, remembered and looked-up tokens (see the file comment),
- * at most `max` tokens of which at most `maxGuessed` are not forced.
+ * at most `max` tokens of which at most `maxGuessed` are not forced. `scratch`: a matcher over the same
+ * grammar to advance (its state is overwritten), saving a new one's bitset.
  */
 export function buildDraft(
   matcher: TokenMatcher,
@@ -108,8 +109,9 @@ export function buildDraft(
   max: number,
   maxGuessed: number,
   words: number,
+  scratch?: TokenMatcher,
 ): ConstrainedDraft {
-  const copy = new TokenMatcher(matcher.builder);
+  const copy = scratch?.builder === matcher.builder ? scratch : new TokenMatcher(matcher.builder);
   copy.state = matcher.state;
   const memory = memoryOf(matcher.builder);
   const tokens: number[] = [];
@@ -160,6 +162,8 @@ export class ConstrainedDrafter {
   /** The tokens of steps since the latest draft, and the matcher state before them (memory). */
   private unseen: number[] = [];
   private stateBefore: number | undefined;
+  /** The matcher the drafts and the memory advance (one per sequence: a matcher's bitset is V/8 bytes). */
+  private scratch: TokenMatcher | undefined;
 
   constructor(
     prompt: ArrayLike<number>,
@@ -196,7 +200,7 @@ export class ConstrainedDrafter {
     let k = 0;
     for (let p = alpha; k < this.maxDraft && p >= TOKEN_COST; p *= alpha) k++;
     if (k === 0 && ++this.idle >= PROBE_EVERY) k = 1;
-    const draft = buildDraft(matcher, this.history, this.maxDraft, k, words);
+    const draft = buildDraft(matcher, this.history, this.maxDraft, k, words, this.scratch);
     if (draft.sources.some((s) => s !== 'forced')) this.idle = 0;
     this.pending = draft;
     return draft;
@@ -204,8 +208,9 @@ export class ConstrainedDrafter {
 
   /** Records the model's tokens at the narrow states it passed since the latest draft. */
   private remember(matcher: TokenMatcher): void {
-    const copy = new TokenMatcher(matcher.builder);
-    if (this.stateBefore !== undefined) copy.state = this.stateBefore;
+    if (this.scratch?.builder !== matcher.builder) this.scratch = new TokenMatcher(matcher.builder);
+    const copy = this.scratch;
+    copy.state = this.stateBefore ?? matcher.builder.run.initial;
     const memory = memoryOf(matcher.builder);
     for (const id of this.unseen) {
       const n = copy.countAllowed(NARROW_MAX);
