@@ -758,9 +758,9 @@ async function speculativeRows(
     "greedy: decode tok/s off and on (medians of alternating rounds), on/off = median of each round's ratio (wall",
   );
   console.log(
-    'time; cpu: process CPU time), acceptance = accepted / drafted tokens, tok/pass = decode tokens per decode pass,',
+    'time; cpu: process CPU time; best: fastest on round / fastest off round), acceptance = accepted / drafted tokens,',
   );
-  console.log('same = identical tokens.');
+  console.log('tok/pass = decode tokens per decode pass, same = identical tokens.');
   console.log(speculativeTable(rows));
   mkdirSync(WORK, { recursive: true });
   writeFileSync(join(WORK, 'speculative-bench.json'), `${JSON.stringify({ runs, rows }, null, 2)}\n`);
