@@ -18,9 +18,10 @@
  * mixtures, quantized at load (--quant adds them to --quick, --quant-only runs just those; they run by
  * default otherwise).
  * Speculative rows (bench/speculative.bench.ts): the demo model on edit / tool-call / JSON / chat / held-out
- * chat workloads, speculation off and on (prompt lookup and the MTP layer), batch 1 and 8 (--speculative-only
- * runs just those, --no-speculative skips them, --max-draft K sets MAYA_SPECULATIVE_MAX_DRAFT for them,
- * --speculative-mode ngram|mtp runs one way of drafting).
+ * chat workloads and constrained tool-call / json_schema ones, speculation off and on (prompt lookup, the MTP
+ * layer with lookup, auto), batch 1 and 8 (--speculative-only runs just those, --no-speculative skips them,
+ * --max-draft K sets MAYA_SPECULATIVE_MAX_DRAFT for them, --speculative-mode ngram,mtp,auto picks ways of
+ * drafting, --speculative-workloads tool,json_schema,... picks workloads, --threads N their engine threads).
  * Options: --runs N (default 3), --quick (small model only; --moe adds the MoE rows; --moe-only runs just those), --threads N (engine threads; default
  * 1 and all cores), --paths avx2,avx512 (default: the vector paths this CPU has), --dtypes f32,bf16,q8, --llama2c PATH/run.c (also time llama2.c's fp32 run.c on the 110M shape, the
  * issue's reference point; the source is not fetched here), --backend cuda (the GPU benchmark of
@@ -611,7 +612,13 @@ async function main(argv: string[]): Promise<void> {
   }
   const runs = Number(flag('--runs') ?? 3);
   if (argv.includes('--speculative-only'))
-    return speculativeRows(runs, flag('--max-draft'), flag('--speculative-mode'));
+    return speculativeRows(
+      runs,
+      flag('--max-draft'),
+      flag('--speculative-mode'),
+      flag('--speculative-workloads'),
+      flag('--threads'),
+    );
   const quantOnly = argv.includes('--quant-only');
   const threads = flag('--threads') === undefined ? undefined : Number(flag('--threads'));
   mkdirSync(WORK, { recursive: true });
@@ -719,7 +726,13 @@ async function main(argv: string[]): Promise<void> {
     `${JSON.stringify({ gbps, threads: cores, runs, rows, moeRows, quantRows, llama2c }, null, 2)}\n`,
   );
   if (!argv.includes('--no-speculative') && !quantOnly)
-    await speculativeRows(runs, flag('--max-draft'), flag('--speculative-mode'));
+    await speculativeRows(
+      runs,
+      flag('--max-draft'),
+      flag('--speculative-mode'),
+      flag('--speculative-workloads'),
+      flag('--threads'),
+    );
 }
 
 /** The speculative-decoding rows on the demo model (bench/speculative.bench.ts). */
@@ -727,17 +740,27 @@ async function speculativeRows(
   runs: number,
   maxDraft: string | undefined,
   modeFlag: string | undefined,
+  workloadFlag: string | undefined,
+  threadsFlag: string | undefined,
 ): Promise<void> {
   const load = (dir: string, options: Parameters<typeof NativeEngine.load>[1]) => loadOnPath(dir, undefined, options);
   const modes = modeFlag === undefined ? undefined : (modeFlag.split(',') as SpecMode[]);
-  const rows = await benchSpeculative(ROOT, load, runs, maxDraft === undefined ? undefined : Number(maxDraft), modes);
+  const rows = await benchSpeculative(ROOT, load, runs, {
+    ...(maxDraft === undefined ? {} : { maxDraft: Number(maxDraft) }),
+    ...(modes ? { modes } : {}),
+    ...(workloadFlag ? { workloads: workloadFlag.split(',') } : {}),
+    ...(threadsFlag ? { threads: Number(threadsFlag) } : {}),
+  });
   console.log(
-    'Speculative decoding on models/maya-demo (drafts: ngram = prompt lookup, mtp = its MTP layer), greedy: decode tok/s',
+    'Speculative decoding on models/maya-demo (drafts: ngram = prompt lookup, mtp = its MTP layer with lookup, auto),',
   );
   console.log(
-    'off and on (medians of alternating rounds), acceptance = accepted / drafted tokens, tok/pass = decode tokens per',
+    "greedy: decode tok/s off and on (medians of alternating rounds), on/off = median of each round's ratio (wall",
   );
-  console.log('decode pass, same = identical tokens.');
+  console.log(
+    'time; cpu: process CPU time; best: fastest on round / fastest off round), acceptance = accepted / drafted tokens,',
+  );
+  console.log('tok/pass = decode tokens per decode pass, same = identical tokens.');
   console.log(speculativeTable(rows));
   mkdirSync(WORK, { recursive: true });
   writeFileSync(join(WORK, 'speculative-bench.json'), `${JSON.stringify({ runs, rows }, null, 2)}\n`);

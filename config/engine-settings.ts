@@ -28,7 +28,8 @@ export interface EngineSettings {
   /** MAYA_CUDA_GRAPHS: false launches each decode kernel instead of replaying CUDA graphs. */
   readonly cudaGraphs?: boolean;
   /** MAYA_SPECULATIVE: speculative decoding: auto (MTP where the checkpoint has it, else prompt lookup), off,
-   * ngram (prompt lookup), mtp (the checkpoint's MTP layer; the model load fails naming it where there is none). */
+   * ngram (prompt lookup), mtp (the checkpoint's MTP layer, with prompt lookup where its match is the better bet;
+   * the model load fails naming it where there is no layer). */
   readonly speculative?: (typeof SPECULATIVE_MODES)[number];
   /** MAYA_SPECULATIVE_MAX_DRAFT: most drafted tokens a sequence verifies per step (default 8, 1..64). */
   readonly specMaxDraft?: number;

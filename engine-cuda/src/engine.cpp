@@ -293,6 +293,7 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
     sc.n_vocab = mc.n_vocab;
     sc.max_draft = (int32_t)s.max_draft;
     sc.use_mtp = s.spec == ENG_SPEC_MTP;
+    sc.mtp_lookup = sc.use_mtp; // the MTP layer drafts, prompt lookup where it is the better bet
     sc.n_embd = mc.n_embd;
     sc.max_logits = (int32_t)s.max_logits;
     ENG_TRY(c->sched.init(sc, &c->bm, c->backend.get()));

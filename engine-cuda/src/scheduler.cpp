@@ -105,6 +105,8 @@ void Scheduler::preempt(Sequence *s) {
     bm_->deallocate(*s);
     s->draft.clear();
     s->mtp_next = -1;
+    s->lookup_shadow.clear();
+    s->is_lookup_draft = false;
     running_.erase(std::find(running_.begin(), running_.end(), s));
     waiting_.push_front(s);
     stats_.preemptions++;
@@ -154,29 +156,113 @@ double StepCost::relative_token_cost() const {
     return b > 0 ? b / (time / tokens) : 0;
 }
 
-/* The turn-down's draft length (propose): the j with alpha^j >= token_cost_, at most max_draft. */
-int32_t Scheduler::turn_down(const Sequence *s) const {
-    double alpha = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
+/* The turn-down's draft length for a record of accepted drafted tokens and rejections: the j with
+ * alpha^j >= cost, at most max_draft (alpha = accepted / (accepted + rejected)). */
+static int32_t turn_down_of(float accepted, float rejected, double cost, int32_t max_draft) {
+    double alpha = accepted / (accepted + rejected);
     int32_t k = 0;
-    for (double p = alpha; k < cfg_.max_draft && p >= token_cost_; p *= alpha) k++;
+    for (double p = alpha; k < max_draft && p >= cost; p *= alpha) k++;
     return k;
 }
 
+/* The turn-down's draft length (propose) on the sequence's own record. */
+int32_t Scheduler::turn_down(const Sequence *s) const {
+    return turn_down_of(s->spec_accepted, s->spec_rejected, token_cost_, cfg_.max_draft);
+}
+
+/* Prompt lookup (n-gram): the most recent earlier occurrence of s's last m tokens (m from ngram_max
+ * down to ngram_min) in its prompt and output; writes where the tokens that followed it start and
+ * returns how many of them to draft (at most k; 0: no match). */
+int32_t Scheduler::lookup(const Sequence *s, int32_t k, int32_t m_min, int32_t *from) const {
+    int32_t n = (int32_t)s->tokens.size();
+    const int32_t *t = s->tokens.data();
+    for (int32_t m = std::min(cfg_.ngram_max, n - 1); k > 0 && m >= m_min; m--) {
+        const int32_t *suffix = t + (n - m);
+        for (int32_t j = n - m - 1; j >= 0; j--) {
+            if (t[j] != suffix[0] || memcmp(t + j, suffix, (size_t)m * sizeof(int32_t)) != 0) continue;
+            *from = j + m;
+            return std::min(k, n - (j + m));
+        }
+    }
+    return 0;
+}
+
+/* Expected accepted tokens of a k-token draft at per-token acceptance alpha: alpha + ... + alpha^k. */
+static double expected_accepted(double alpha, int32_t k) {
+    double sum = 0, p = 1;
+    for (int32_t j = 0; j < k; j++) sum += (p *= alpha);
+    return sum;
+}
+
+/* MTP with prompt lookup: the length of the lookup draft to use instead of the MTP layer's (0: the
+ * MTP layer drafts). The lookup drafts when its match (n_lookup tokens, cut by the turn-down on the
+ * lookup's own record) gives at least 2 tokens and at least as many accepted tokens are expected from
+ * it as from the MTP layer's draft (turn-down on the MTP record). Long matches that the model copies
+ * (tool arguments quoting the prompt, a JSON field) then draft from the prompt, the rest from the
+ * MTP layer; the lookup costs nothing to draft, the MTP layer one pass of its own per chained token.
+ * Depends only on state that stays put from the catch-up to the next propose() (the catch-up skips
+ * the MTP head where this picks the lookup). */
+int32_t Scheduler::lookup_pick(const Sequence *s, int32_t room, int32_t n_lookup) const {
+    int32_t k =
+        std::min({turn_down_of(s->lookup_accepted, s->lookup_rejected, token_cost_, cfg_.max_draft), room, n_lookup});
+    if (k < 2) return 0;
+    int32_t k_mtp = std::min(turn_down(s), room);
+    double a_lookup = s->lookup_accepted / (s->lookup_accepted + s->lookup_rejected);
+    double a_mtp = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
+    return expected_accepted(a_lookup, k) >= expected_accepted(a_mtp, k_mtp) ? k : 0;
+}
+
+/* Updates the lookup's record (MTP with prompt lookup) from the tokens a step produced for s. */
+static void record_lookup(Sequence *s, const int32_t *tokens, int32_t m) {
+    if (s->lookup_shadow.empty()) return;
+    int32_t n = std::min(m, (int32_t)s->lookup_shadow.size()), a = 0;
+    while (a < n && s->lookup_shadow[(size_t)a] == tokens[a]) a++;
+    // A shadow that matched every token the step produced is not known to fail after them.
+    s->lookup_accepted = 0.8f * s->lookup_accepted + (float)a;
+    s->lookup_rejected = 0.8f * s->lookup_rejected + (a < n ? 1.0f : 0.0f);
+    s->lookup_shadow.clear();
+}
+
+/* MTP drafting (propose): the MTP layer's next token, then k - 1 places mtp_chain fills once blocks
+ * are taken; with mtp_lookup, the prompt-lookup draft instead where lookup_pick says so, and the
+ * lookup's match kept to check against the step's tokens (its record). */
+void Scheduler::propose_mtp(Sequence *s, int32_t room) {
+    if (cfg_.mtp_lookup && room > 0) {
+        int32_t from = 0, n = lookup(s, std::min(cfg_.max_draft, room), mtp_lookup_min(), &from);
+        s->lookup_shadow.assign(s->tokens.begin() + from, s->tokens.begin() + from + n);
+        int32_t k = lookup_pick(s, room, n);
+        if (k > 0) {
+            s->draft.assign(s->lookup_shadow.begin(), s->lookup_shadow.begin() + k);
+            s->is_lookup_draft = true;
+            return;
+        }
+    }
+    int32_t k = turn_down(s);
+    if (k == 0 && ++s->spec_idle >= 16) k = 1; // a probe
+    k = std::min(k, room);
+    if (k <= 0 || s->mtp_next < 0) return;
+    s->draft.assign((size_t)k, -1);
+    s->draft[0] = s->mtp_next;
+    s->spec_idle = 0;
+}
+
 /* The draft of a decoding sequence for this step: the host's (eng_seq_draft), else prompt lookup
- * (n-gram): the most recent earlier occurrence of its last m tokens (m from ngram_max down to
- * ngram_min) in its prompt and output, and the tokens that followed it. None while a mask is set
- * (the host's matcher must see each token before the next is chosen), and cut to what max_tokens
- * and the context leave.
+ * (n-gram, lookup()): the tokens that followed the most recent earlier occurrence of its last few
+ * tokens. None while a mask is set (the host's matcher must see each token before the next is
+ * chosen), and cut to what max_tokens and the context leave.
  * The turn-down cuts a prompt-lookup draft to the tokens worth their cost: draft token j is accepted
  * with probability about alpha^j (alpha: the sequence's per-token acceptance so far) and costs
  * token_cost_ generated tokens' worth of time (the step cost model), so the draft keeps the j with
  * alpha^j >= token_cost_. When that is none, the sequence drafts one token every 16th pass to keep
  * its acceptance current. Outputs never depend on any of this (see verify()). MTP drafting (use_mtp)
- * drafts the MTP layer's chain instead of prompt lookup, under the same turn-down.
+ * drafts the MTP layer's chain instead of prompt lookup, under the same turn-down, and with
+ * mtp_lookup the lookup where it is the better bet (propose_mtp).
  * A PROMPT_LOGITS sequence never drafts: it is a scoring request (its logits rows go to its prompt). */
 void Scheduler::propose(Sequence *s) {
     s->draft.clear();
     s->draft_masks.clear();
+    s->lookup_shadow.clear();
+    s->is_lookup_draft = false;
     if (cfg_.max_draft <= 0 || (s->flags & ENG_SEQ_PROMPT_LOGITS)) {
         s->host_draft.clear();
         s->host_draft_masks.clear();
@@ -206,28 +292,19 @@ void Scheduler::propose(Sequence *s) {
         return;
     }
     if (!s->mask.empty()) return; // the engine cannot know the masks after its own drafts
+    if (cfg_.use_mtp) {
+        propose_mtp(s, room);
+        return;
+    }
     int32_t k = turn_down(s);
     if (k == 0 && ++s->spec_idle >= 16) k = 1; // a probe
     k = std::min(k, room);
     if (k <= 0) return;
-    if (cfg_.use_mtp) { // the MTP layer's next token, then k - 1 places mtp_chain fills once blocks are taken
-        if (s->mtp_next < 0) return;
-        s->draft.assign((size_t)k, -1);
-        s->draft[0] = s->mtp_next;
-        s->spec_idle = 0;
-        return;
-    }
-    const int32_t *t = s->tokens.data();
-    for (int32_t m = std::min(cfg_.ngram_max, n - 1); m >= cfg_.ngram_min; m--) {
-        const int32_t *suffix = t + (n - m);
-        for (int32_t j = n - m - 1; j >= 0; j--) {
-            if (t[j] != suffix[0] || memcmp(t + j, suffix, (size_t)m * sizeof(int32_t)) != 0) continue;
-            int32_t from = j + m, take = std::min(k, n - from);
-            s->draft.assign(t + from, t + from + take);
-            s->spec_idle = 0;
-            return;
-        }
-    }
+    int32_t from = 0;
+    k = lookup(s, k, cfg_.ngram_min, &from);
+    if (k <= 0) return;
+    s->draft.assign(s->tokens.begin() + from, s->tokens.begin() + from + k);
+    s->spec_idle = 0;
 }
 
 /* After a pass: the MTP layer over every position the pass kept, t from pos0 on, pairing the main
@@ -244,6 +321,7 @@ int32_t Scheduler::mtp_catch_up() {
     if (!hid) return fail(ENG_STATUS_INTERNAL, "scheduler: the backend offers no hidden states for MTP");
     int32_t C = cfg_.n_embd, V = cfg_.n_vocab;
     mtp_batch_.clear();
+    mtp_entry_.assign(entries_.size(), -1);
     for (size_t e = 0; e < entries_.size(); e++) {
         const Entry &en = entries_[e];
         const BatchSeq &b = batch_.seqs[e];
@@ -263,8 +341,15 @@ int32_t Scheduler::mtp_catch_up() {
         // The prediction (and its lm head) only for a sequence the next propose() drafts for: decoding,
         // unmasked, with room, and drafting by the turn-down or due a probe.
         int32_t room = std::min(s->max_tokens - s->n_generated() - 1, cfg_.n_ctx - (int32_t)s->tokens.size() - 1);
-        bool is_decoding = is_live && s->n_computed + 1 == (int32_t)s->tokens.size() && s->mask.empty() && room > 0 &&
-                           (turn_down(s) > 0 || s->spec_idle + 1 >= 16);
+        bool is_next = is_live && s->n_computed + 1 == (int32_t)s->tokens.size() && s->mask.empty() && room > 0;
+        // MTP with prompt lookup: a decode pass whose sequence drafts from the lookup next (propose_mtp)
+        // skips the layer: its MTP KV at these positions stays stale (draft quality only: later MTP
+        // drafts attend to it). A prompt's chunks always run it.
+        int32_t from = 0;
+        if (is_next && cfg_.mtp_lookup && !en.is_prefill &&
+            lookup_pick(s, room, lookup(s, std::min(cfg_.max_draft, room), mtp_lookup_min(), &from)) > 0)
+            continue;
+        bool is_decoding = is_next && (turn_down(s) > 0 || s->spec_idle + 1 >= 16);
         m.logits_row = is_decoding ? mtp_batch_.n_logits : -1;
         m.n_logits = 1;
         if (is_decoding) mtp_batch_.n_logits++;
@@ -274,14 +359,14 @@ int32_t Scheduler::mtp_catch_up() {
                    sizeof(float) * (size_t)C);
         }
         mtp_batch_.seqs.push_back(m);
+        mtp_entry_[e] = (int32_t)mtp_batch_.seqs.size() - 1;
     }
     if (mtp_batch_.tokens.empty()) return ENG_STATUS_OK;
     ENG_TRY(backend_->mtp_forward(mtp_batch_, mtp_h_in_.data(), mtp_h_out_.data(), mtp_logits_.data()));
-    size_t j = 0;
     for (size_t e = 0; e < entries_.size(); e++) {
         Sequence *s = entries_[e].seq;
-        if (std::min(entries_[e].n_kept, (int32_t)s->tokens.size() - batch_.seqs[e].pos0 - 1) <= 0) continue;
-        const BatchSeq &m = mtp_batch_.seqs[j++];
+        if (mtp_entry_[e] < 0) continue;
+        const BatchSeq &m = mtp_batch_.seqs[(size_t)mtp_entry_[e]];
         if (m.logits_row < 0) continue;
         s->mtp_next = argmax(&mtp_logits_[(size_t)m.logits_row * (size_t)V], V);
         const float *h = &mtp_h_out_[(size_t)(m.tok0 + m.n_tokens - 1) * (size_t)C];
@@ -460,9 +545,14 @@ void Scheduler::verify(size_t e, std::vector<int32_t> *events) {
     stats_.decode_tokens += m;
     stats_.draft_tokens += k;
     stats_.draft_accepted += a;
-    // The turn-down's record (decayed): a accepted drafted tokens, then a rejection unless all were.
-    s->spec_accepted = 0.8f * s->spec_accepted + (float)a;
-    s->spec_rejected = 0.8f * s->spec_rejected + (a < k ? 1.0f : 0.0f);
+    // The turn-down's record (decayed): a accepted drafted tokens, then a rejection unless all were
+    // (MTP with prompt lookup: the MTP layer's record, and the lookup's its own).
+    if (!s->is_lookup_draft) {
+        s->spec_accepted = 0.8f * s->spec_accepted + (float)a;
+        s->spec_rejected = 0.8f * s->spec_rejected + (a < k ? 1.0f : 0.0f);
+    }
+    record_lookup(s, verified_.data(), m);
+    s->is_lookup_draft = false;
     s->draft.clear();
     s->draft_masks.clear();
     if (s->flags & ENG_SEQ_KEEP_LOGITS) {
@@ -514,6 +604,7 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
                           : sampler_.sample(lg, s->sampling, &s->rng, mask);
         if (s->flags & ENG_SEQ_KEEP_LOGITS) s->logits.assign(lg, lg + cfg_.n_vocab);
         s->tokens.push_back(tok);
+        record_lookup(s, &tok, 1);
         emit(events, s->id, ENG_EVENT_TOKEN, tok, s->n_generated());
         bool is_stop = std::find(s->stop_ids.begin(), s->stop_ids.end(), tok) != s->stop_ids.end();
         if (is_stop) finish(s, ENG_FINISH_STOP, events);

@@ -43,13 +43,14 @@ struct SchedulerConfig {
     int32_t prefill_chunk = 256; // most prompt tokens computed per step
     int32_t n_ctx = 0;           // context limit (prompt + output)
     int32_t n_vocab = 0;
-    int32_t max_draft = 0;  // speculative decoding: most drafted tokens per sequence and step (0: off)
-    int32_t ngram_max = 4;  // prompt lookup: the longest suffix matched ...
-    int32_t ngram_min = 2;  // ... and the shortest
-    int32_t max_logits = 0; // rows of logits a step computes (>= max_batch; 0: max_batch x (1 + max_draft))
-    double token_cost = -1; // the turn-down's cost of one more token in a pass (propose); < 0: measured
-    bool use_mtp = false;   // drafts from the model's MTP layer (Backend::mtp_forward) instead of prompt lookup
-    int32_t n_embd = 0;     // with use_mtp: the hidden width
+    int32_t max_draft = 0;   // speculative decoding: most drafted tokens per sequence and step (0: off)
+    int32_t ngram_max = 4;   // prompt lookup: the longest suffix matched ...
+    int32_t ngram_min = 2;   // ... and the shortest
+    int32_t max_logits = 0;  // rows of logits a step computes (>= max_batch; 0: max_batch x (1 + max_draft))
+    double token_cost = -1;  // the turn-down's cost of one more token in a pass (propose); < 0: measured
+    bool use_mtp = false;    // drafts from the model's MTP layer (Backend::mtp_forward) instead of prompt lookup
+    bool mtp_lookup = false; // with use_mtp: prompt lookup drafts instead where it is the better bet (propose)
+    int32_t n_embd = 0;      // with use_mtp: the hidden width
 };
 
 struct SchedulerStats {
@@ -104,6 +105,12 @@ class Scheduler {
     void schedule_one(Sequence *s, int32_t n, bool is_prefill);
     void propose(Sequence *s);
     int32_t turn_down(const Sequence *s) const;
+    int32_t lookup(const Sequence *s, int32_t k, int32_t m_min, int32_t *from) const;
+    /* MTP with prompt lookup: the shortest match the lookup drafts from (2-token matches are mostly
+     * chance in free text, where the MTP layer drafts better). */
+    int32_t mtp_lookup_min() const { return std::max(cfg_.ngram_min, 3); }
+    int32_t lookup_pick(const Sequence *s, int32_t room, int32_t n_lookup) const;
+    void propose_mtp(Sequence *s, int32_t room);
     int32_t mtp_catch_up();
     void mtp_chain();
     void verify(size_t e, std::vector<int32_t> *events);
@@ -129,6 +136,7 @@ class Scheduler {
     std::vector<float> mtp_chain_h_;  // (max_batch, n_embd): each chain's latest MTP hidden state
     std::vector<int32_t> mtp_blocks_; // the entries' block tables before postprocess (finish frees them)
     std::vector<size_t> mtp_block0_;  // (entries) first of each in mtp_blocks_
+    std::vector<int32_t> mtp_entry_;  // mtp_catch_up(): each entry's sequence in mtp_batch_ (-1: none)
     std::deque<Sequence *> waiting_;
     std::vector<Sequence *> running_; // admission order
     std::unordered_map<int32_t, std::unique_ptr<Sequence>> live_;

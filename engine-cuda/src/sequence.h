@@ -60,6 +60,13 @@ struct Sequence {
     // none yet) and its output hidden state there (n_embd floats: the h of the next chained prediction).
     int32_t mtp_next = -1;
     std::vector<float> mtp_h;
+    // MTP with prompt lookup (SchedulerConfig::mtp_lookup): the lookup's own decayed record, kept on
+    // every step it had a match (its draft is checked against the tokens the step produced, whether
+    // it was drafted or not), the lookup draft of this step (the record's check) and whether the
+    // step's draft is that lookup draft.
+    float lookup_accepted = 1.0f, lookup_rejected = 1.0f;
+    std::vector<int32_t> lookup_shadow;
+    bool is_lookup_draft = false;
 
     int32_t n_generated() const { return (int32_t)tokens.size() - n_prompt; }
 };

@@ -6,9 +6,10 @@
  * counters add up (tokens = passes + accepted drafts); the same on f16 and q8_0 KV caches
  * (MAYA_KV_DTYPE: drafts' rows written, then kept or dropped, in those formats); a constrained
  * sequence drafts through the worker (constrained-drafts.ts: its matcher advances over the draft, each
- * position goes with its mask); MTP drafts (mtp, and auto on a checkpoint with an MTP layer) keep the
+ * position goes with its mask), and a constrained tool call drafts the tokens its grammar forces with
+ * the quoted arguments (more tokens a pass than lookup alone); MTP drafts (mtp, and auto on a checkpoint with an MTP layer) keep the
  * tokens too, and mtp is refused where there is no layer. The C tests (engine-cuda/test/test_speculative.cpp,
- * test_mtp.cpp) force drafts that are partly wrong at every position and check the MTP layer against the
+ * test_mtp.cpp, test_drafter.cpp) force drafts that are partly wrong at every position and check the MTP layer against the
  * PyTorch reference.
  */
 import { readFileSync } from 'node:fs';
@@ -18,6 +19,7 @@ import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 import type { EngineStats } from '../../engine-cuda/engine.ts';
 import { NativeEngine } from '../../engine-cuda/native-engine.ts';
 import type { Constraint } from '../../grammar/constraint.ts';
+import { glmOutputGrammar } from '../../dialects/glm-grammar.ts';
 import { alt, text } from '../../grammar/grammar.ts';
 import { TEST_ENGINE } from '../helpers/test-engine.ts';
 
@@ -122,6 +124,40 @@ describe('speculative decoding through NativeEngine', () => {
     expect(tokenizer.decode(ids).startsWith(sentence)).toBe(true);
     expect(d.drafted).toBeGreaterThan(0); // the worker's drafts, with the mask after each token
     expect(d.accepted).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('drafts a tool call through the output grammar: forced markers, the arguments quoted, the same tokens', async () => {
+    // The server's constrained tool call (glm-grammar.ts): markers the grammar forces (</arg_key>,
+    // <arg_value>...) are drafted whatever the turn-down says, the body by prompt lookup.
+    const tool = {
+      name: 'send_email',
+      parameters: {
+        type: 'object',
+        properties: { to: { type: 'string' }, subject: { type: 'string' }, body: { type: 'string' } },
+        required: ['to', 'subject', 'body'],
+      },
+    };
+    const system =
+      '<|system|>\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
+      `You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n${JSON.stringify({ type: 'function', function: tool })}\n</tools>\n\n` +
+      'For each function call, output the function name and arguments within the following XML format:\n' +
+      '<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}</arg_value>\n...\n</tool_call>';
+    const user =
+      'Send an email to ana@example.com with the subject "Fair dates" and this body: "Avalon trades wool with ' +
+      'Brightwater every 4 days. Cedarholm sends grain to Elmstead every 9 days."';
+    const ids = tokenizer.encode(`[gMASK]<sop>${system}<|user|>\n${user}/nothink<|assistant|>\n<think></think>\n`);
+    const stopIds = ['<|user|>', '<|endoftext|>', '<|observation|>'].map((t) => tokenizer.tokenId(t) ?? -1);
+    const constraint: Constraint = {
+      grammar: glmOutputGrammar({ parser: { tools: [tool], startInReasoning: false } }),
+      stopIds,
+    };
+    const before = await on.stats();
+    const drafted = await generate(on, ids, 96, constraint);
+    const d = diff(before, await on.stats());
+    expect(drafted).toEqual(await generate(off, ids, 96, constraint));
+    expect(tokenizer.decode(drafted)).toContain('<arg_key>body</arg_key>');
+    expect(d.accepted).toBeGreaterThan(20);
+    expect(d.tokens / d.passes).toBeGreaterThan(2.1); // 2.32; prompt lookup alone made 1.94 tokens a pass here
   }, 60_000);
 
   it.each(FIXTURES)(
