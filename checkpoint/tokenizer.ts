@@ -70,11 +70,6 @@ export class Tokenizer {
   private readonly added = new Map<string, { id: number; special: boolean }>();
   /** id → UTF-8 bytes, for ByteLevel-decoded BPE vocabularies (the O(1) streaming path). */
   private readonly idBytes: Array<Uint8Array | undefined> | undefined;
-  /**
-   * id → the bytes a SentencePiece piece decodes to, for the grammar only: streaming keeps the
-   * windowed path, whose decoder also drops the output's leading space.
-   */
-  private readonly pieces: SentencePieceBytes | undefined;
 
   constructor(tokenizerJson: object, tokenizerConfig: object = {}) {
     this.json = tokenizerJson;
@@ -87,7 +82,6 @@ export class Tokenizer {
     const addedTokens = (tokenizerJson as { added_tokens?: AddedTokenJson[] }).added_tokens ?? [];
     for (const t of addedTokens) this.added.set(t.content, { id: t.id, special: t.special ?? false });
     this.idBytes = byteLevelTable(tokenizerJson as TokenizerJsonShape, addedTokens);
-    this.pieces = this.idBytes ? undefined : sentencePieceTable(tokenizerJson as TokenizerJsonShape, addedTokens);
     if (this.idBytes && (tokenizerJson as { normalizer?: unknown }).normalizer == null) {
       this.maxTokenBytes = this.idBytes.reduce((max, bytes) => Math.max(max, bytes?.length ?? 0), 1);
     }
@@ -223,13 +217,16 @@ export class Tokenizer {
   } {
     const specials = Object.fromEntries(this.specialTokens());
     const specialIds = new Set(Object.values(specials));
-    const table = this.idBytes ?? this.pieces?.tokens ?? [];
+    // SentencePiece bytes serve the grammar only: streaming keeps the windowed decoder, which also
+    // drops the output's leading space.
+    const pieces = this.idBytes ? undefined : sentencePieceTable(this.json as TokenizerJsonShape);
+    const table = this.idBytes ?? pieces?.tokens ?? [];
     const tokens = table.map((bytes, id) => (specialIds.has(id) ? undefined : bytes));
     return {
       tokens,
       specials,
       size: Math.max(tokens.length, ...[...specialIds].map((id) => id + 1)),
-      stripsLeadingSpace: this.pieces?.stripsLeadingSpace ?? false,
+      stripsLeadingSpace: pieces?.stripsLeadingSpace ?? false,
     };
   }
 
@@ -311,7 +308,7 @@ const BYTE_PIECE = /^<0x([0-9A-Fa-f]{2})>$/;
  * never depends on its neighbours, except for the Strip of the output's first character.
  * Any other decoder returns undefined.
  */
-function sentencePieceTable(json: TokenizerJsonShape, addedTokens: AddedTokenJson[]): SentencePieceBytes | undefined {
+function sentencePieceTable(json: TokenizerJsonShape): SentencePieceBytes | undefined {
   if (json.model?.type !== 'BPE' || json.model.byte_fallback !== true || !json.model.vocab) return undefined;
   const steps = json.decoder?.type === 'Sequence' ? (json.decoder.decoders ?? []) : [];
   const [replace, fallback, fuse, strip, ...rest] = steps as Array<Record<string, unknown> | undefined>;
@@ -334,7 +331,8 @@ function sentencePieceTable(json: TokenizerJsonShape, addedTokens: AddedTokenJso
   };
   const tokens: Array<Uint8Array | undefined> = [];
   for (const [piece, id] of Object.entries(json.model.vocab)) tokens[id] = bytesOf(piece);
-  for (const t of addedTokens) tokens[t.id] = t.special ? undefined : bytesOf(t.content);
+  const added = (json as { added_tokens?: AddedTokenJson[] }).added_tokens ?? [];
+  for (const t of added) tokens[t.id] = t.special ? undefined : bytesOf(t.content);
   return { tokens, stripsLeadingSpace: isStrip };
 }
 
