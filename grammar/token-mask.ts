@@ -24,6 +24,12 @@ export interface VocabularyData {
   /** Special tokens by content. */
   specials: Record<string, number>;
   size: number;
+  /**
+   * The tokenizer's decoder drops one leading space of the output (SentencePiece vocabularies:
+   * Hugging Face's Strip decoder), so the first token's leading space is never published:
+   * matchers start in GrammarRun.start, which takes that space without consuming grammar input.
+   */
+  stripsLeadingSpace?: boolean;
 }
 
 export class TokenTrie {
@@ -341,7 +347,7 @@ export class TokenMatcher {
   private shown: Int32Array | undefined;
 
   constructor(readonly builder: MaskBuilder) {
-    this.state = builder.run.initial;
+    this.state = builder.run.start;
     this.out = new Uint32Array(builder.trie.numWords);
   }
 
