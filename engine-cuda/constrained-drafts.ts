@@ -210,7 +210,7 @@ export class ConstrainedDrafter {
   private remember(matcher: TokenMatcher): void {
     if (this.scratch?.builder !== matcher.builder) this.scratch = new TokenMatcher(matcher.builder);
     const copy = this.scratch;
-    copy.state = this.stateBefore ?? matcher.builder.run.initial;
+    copy.state = this.stateBefore ?? matcher.builder.run.start;
     const memory = memoryOf(matcher.builder);
     for (const id of this.unseen) {
       const n = copy.countAllowed(NARROW_MAX);
