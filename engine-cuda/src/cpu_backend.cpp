@@ -69,6 +69,7 @@ struct MatmulTask {
     const int64_t *q8_off; // (n_jobs) Q8 and 32-block GGUF weights: offset of the job's quantized x in q8x/q8d, or -1
     const int8_t *q8x;
     const float *q8d;
+    const int16_t *q8bs;   // per-32 sums (32-block GGUF dtypes)
     const int64_t *kq_off; // (n_jobs) K-quant weights: offset of the job's quantized x in kqx/kqd/kqbs, or -1
     const int8_t *kqx;
     const float *kqd;      // per 256
@@ -94,8 +95,8 @@ static void matmul_task(void *arg, int task, int worker) {
     }
     if (qo >= 0 && job.w->dtype != DT_Q8) { // a 32-block GGUF dtype over the Q8 activations
         int K = job.w->cols;
-        m.k->matmul_ggml(m.q8x + qo, m.q8d + qo / kQ8Block, nullptr, K, job.T > 0 ? job.T : m.T, job.w->data,
-                         job.w->dtype, K, r0, r1, job.y, job.ldy, job.bias, m.is_streaming);
+        m.k->matmul_ggml(m.q8x + qo, m.q8d + qo / kQ8Block, m.q8bs + qo / kQ8Block, K, job.T > 0 ? job.T : m.T,
+                         job.w->data, job.w->dtype, K, r0, r1, job.y, job.ldy, job.bias, m.is_streaming);
         return;
     }
     if (qo >= 0) { // x quantized once for all row blocks (bit-identical to matmul's own quantization)
@@ -407,6 +408,7 @@ class CpuBackend final : public Backend {
     std::vector<int64_t> q8_off_;                        // (as unit_end_) see linear()
     std::vector<int8_t, LineAlloc<int8_t>> q8x_;         // Q8 weights: quantized activations
     std::vector<float> q8d_;                             //   and their per-32 scales (32-block GGUF dtypes too)
+    std::vector<int16_t> q8bs_;                          //   and per-32 sums (32-block GGUF dtypes)
     std::vector<int64_t> kq_off_;                        // (as unit_end_) see linear()
     std::vector<int8_t, LineAlloc<int8_t>> kqx_;         // K-quant weights: quantized activations,
     std::vector<float> kqd_;                             //   their per-256 scales
@@ -641,11 +643,21 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
         for (int t = 0; t < jt; t++)
             k_.quantize_q8(jb.x + (int64_t)t * jb.ldx, K, &q8x_[(size_t)(q8_used + (int64_t)t * K)],
                            &q8d_[(size_t)((q8_used + (int64_t)t * K) / kQ8Block)]);
+        // The per-block sums the offset of Q4_0 / Q5_0 needs, once for all row blocks (for every dtype:
+        // a job of another dtype may share these activations).
+        if (q8bs_.empty()) q8bs_.resize(act_cap_ / kQ8Block);
+        for (int64_t b = q8_used / kQ8Block; b < (q8_used + (int64_t)jt * K) / kQ8Block; b++) {
+            const int8_t *q = &q8x_[(size_t)(b * kQ8Block)];
+            int s = 0;
+            for (int i = 0; i < kQ8Block; i++) s += q[i];
+            q8bs_[(size_t)b] = (int16_t)s;
+        }
         q8_off_[(size_t)j] = q8_used;
         q8_used += (int64_t)jt * K;
     }
     m.q8x = q8x_.data(); // (buffers made on first use above)
     m.q8d = q8d_.data();
+    m.q8bs = q8bs_.data();
     m.kqx = kqx_.data();
     m.kqd = kqd_.data();
     m.kqbs = kqbs_.data();

@@ -299,9 +299,22 @@ TEST(ggml_matmul_equals_dequantize_then_dot_on_every_path) {
                             if (bs == 256)
                                 k->quantize_q8k(&x[(size_t)t * K], K, &xq[(size_t)t * K], &xd[(size_t)t * K / 256],
                                                 &xbs[(size_t)t * K / 16]);
-                            else k->quantize_q8(&x[(size_t)t * K], K, &xq[(size_t)t * K], &xd[(size_t)t * K / 32]);
+                            else {
+                                k->quantize_q8(&x[(size_t)t * K], K, &xq[(size_t)t * K], &xd[(size_t)t * K / 32]);
+                                for (int b = 0; b < K / 32; b++) { // the per-32 sums (cpu_backend's q8bs)
+                                    int s = 0;
+                                    for (int i = 0; i < 32; i++) s += xq[(size_t)t * K + 32 * b + i];
+                                    xbs[(size_t)t * (K / 32) + b] = (int16_t)s;
+                                }
+                            }
                         }
                         k->matmul_ggml(xq.data(), xd.data(), xbs.data(), K, T, raw.data(), dt, K, 0, N, split.data(), N,
+                                       bias.data(), is_streaming);
+                        CHECK_MSG(memcmp(split.data(), alone.data(), (size_t)T * N * sizeof(float)) == 0,
+                                  "%s %s split T %d", k->name, dtype_name((DType)dt), T);
+                        if (bs == 256) continue;
+                        // A32 without the sums (null): the kernel sums the blocks itself.
+                        k->matmul_ggml(xq.data(), xd.data(), nullptr, K, T, raw.data(), dt, K, 0, N, split.data(), N,
                                        bias.data(), is_streaming);
                         CHECK_MSG(memcmp(split.data(), alone.data(), (size_t)T * N * sizeof(float)) == 0,
                                   "%s %s split T %d", k->name, dtype_name((DType)dt), T);

@@ -833,7 +833,7 @@ static KERNELS_INLINE void il_tile(const IlScratch *s, const int8_t *xq, const f
                     acc[t] = _mm512_dpbusd_epi32(acc[t], W, il_bcast(xq + (int64_t)t * ldq + kb + 4 * g));
             }
             for (int t = 0; t < NT; t++) {
-                int sx = il_sum32(xq + (int64_t)t * ldq + kb);
+                int sx = xbs ? xbs[(int64_t)t * (ldq / 32) + bi] : il_sum32(xq + (int64_t)t * ldq + kb);
                 __m512i is = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(off * sx));
                 __m512 dx = _mm512_set1_ps(xd[(int64_t)t * ldd + bi]);
                 tot[j & (NC - 1)][t] =
@@ -1028,9 +1028,10 @@ static void il_matmul(const int8_t *xq, const float *xd, const int16_t *xbs, int
                 if (t0 == 0 || K > kIlChunk) il_convert<DT>(w + g0 * rb, rb, nr, k0, kc, &s);
                 bool first = k0 == 0, last = k0 + kc == K;
                 int t = t0;
-#define IL_TILE(NT)                                                                                                 \
-    il_tile<DT, NT>(&s, xq + (int64_t)t * ldq, xd + (int64_t)t * ldd, is_k ? xbs + (int64_t)t * ldb : nullptr, ldq, \
-                    k0, kc, first, last, part + 4 * (t - t0), y + (int64_t)t * ldy + g0, ldy, bg, mask)
+#define IL_TILE(NT)                                                                                  \
+    il_tile<DT, NT>(&s, xq + (int64_t)t * ldq, xd + (int64_t)t * ldd,                                \
+                    xbs ? xbs + (int64_t)t * (is_k ? ldb : ldd) : nullptr, ldq, k0, kc, first, last, \
+                    part + 4 * (t - t0), y + (int64_t)t * ldy + g0, ldy, bg, mask)
                 for (; t1 - t >= 4; t += 4) IL_TILE(4);
                 if (t1 - t >= 2) {
                     IL_TILE(2);
@@ -1177,8 +1178,8 @@ static inline void gg_tile(int dtype, const int8_t *xq, const float *xd, const i
         for (int t = 0; t < NT; t++) y[(int64_t)t * ldy + r] = out[r][t] + (bias ? bias[r] : 0.0f);
 }
 
-/* Matmul of a block-dtype matrix over activations already quantized: A32 (quantize_q8; xbs
- * unused) for the 32-blocks, A256 (quantize_q8k) for the K-quants; ldq bytes per token. Decode
+/* Matmul of a block-dtype matrix over activations already quantized: A32 (quantize_q8; xbs: the
+ * per-32 sums, or null) for the 32-blocks, A256 (quantize_q8k) for the K-quants; ldq bytes per token. Decode
  * from DRAM: one row (one stream) at a time for up to 4 tokens; else NR rows x 4 tokens. */
 static void matmul_ggml_pre(const int8_t *xq, const float *xd, const int16_t *xbs, int ldq, int T, const void *w,
                             int dtype, int K, int r0, int r1, float *y, int ldy, const float *bias, bool is_streaming) {
@@ -1264,7 +1265,14 @@ static void matmul_ggml(const float *x, int ldx, int T, const void *w, int dtype
             const float *xt = x + (int64_t)(t0 + t) * ldx;
             if (is_k)
                 quantize_q8k(xt, K, xq + (int64_t)t * K, xd + (int64_t)t * (K / 256), xbs + (int64_t)t * (K / 16));
-            else quantize_q8(xt, K, xq + (int64_t)t * K, xd + (int64_t)t * (K / 32));
+            else {
+                quantize_q8(xt, K, xq + (int64_t)t * K, xd + (int64_t)t * (K / 32));
+                for (int b = 0; b < K / 32; b++) { // per-32 sums in the first K / 32 of the token's K / 16
+                    int s = 0;
+                    for (int i = 0; i < 32; i++) s += xq[(int64_t)t * K + 32 * b + i];
+                    xbs[(int64_t)t * (K / 32) + b] = (int16_t)s;
+                }
+            }
         }
         matmul_ggml_pre(xq, xd, xbs, K, n, w, dtype, K, r0, r1, y + (int64_t)t0 * ldy, ldy, bias, is_streaming);
     }
