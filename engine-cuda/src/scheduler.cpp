@@ -350,6 +350,9 @@ int32_t Scheduler::mtp_catch_up() {
             lookup_pick(s, room, lookup(s, std::min(cfg_.max_draft, room), mtp_lookup_min(), &from)) > 0)
             continue;
         bool is_decoding = is_next && (turn_down(s) > 0 || s->spec_idle + 1 >= 16);
+        // A decode pass after which the turn-down drafts nothing (MTP does not pay for this sequence)
+        // skips the layer as well: its MTP KV there stays stale, as above (draft quality only).
+        if (is_next && !is_decoding && !en.is_prefill) continue;
         m.logits_row = is_decoding ? mtp_batch_.n_logits : -1;
         m.n_logits = 1;
         if (is_decoding) mtp_batch_.n_logits++;
