@@ -14,6 +14,7 @@
 #include "../src/kernels.h"
 #include "../src/model.h"
 #include "../src/scheduler.h"
+#include "mtp_bed.h"
 #include "test.h"
 
 namespace {
@@ -50,31 +51,6 @@ std::vector<int32_t> lookup_of(const std::vector<int32_t> &t, int32_t k) {
     return {};
 }
 
-/* Forwards to the CPU backend; records each decode pass's drafted tokens by first block. */
-class SpyBackend final : public maya::Backend {
-  public:
-    explicit SpyBackend(std::unique_ptr<maya::Backend> b) : b_(std::move(b)) {}
-    int32_t forward(const maya::Batch &batch, float *logits) override {
-        drafts.clear();
-        for (const maya::BatchSeq &s : batch.seqs)
-            if (s.logits_row >= 0 && s.n_logits > 1)
-                drafts[s.block_table[0]] =
-                    std::vector<int32_t>(batch.tokens.begin() + s.tok0 + 1, batch.tokens.begin() + s.tok0 + s.n_tokens);
-        return b_->forward(batch, logits);
-    }
-    const int32_t *argmax_rows() const override { return b_->argmax_rows(); }
-    const float *hidden() const override { return b_->hidden(); }
-    int32_t mtp_forward(const maya::Batch &b, const float *h, float *h_out, float *logits) override {
-        return b_->mtp_forward(b, h, h_out, logits);
-    }
-    int32_t kind() const override { return b_->kind(); }
-    int32_t simd() const override { return b_->simd(); }
-    std::map<int32_t, std::vector<int32_t>> drafts; // the latest forward()'s, by first block
-
-  private:
-    std::unique_ptr<maya::Backend> b_;
-};
-
 struct Pins {
     float lookup_accepted, lookup_rejected, mtp_accepted, mtp_rejected;
 };
@@ -82,38 +58,16 @@ struct Pins {
 /* Runs the prompts through a Scheduler on the demo model with MTP (mtp_lookup as given), each
  * sequence's records pinned before every step; checks every pass's draft with `check`. */
 template <typename Check> void run_scheduler(bool mtp_lookup, const Pins *pins, Check check) {
-    maya::Model m;
-    CHECK(maya::model_load(demo_dir(), &m) == 0);
-    const maya::Kernels *k = nullptr;
-    CHECK(maya::kernels_choose(test_simd(), &k) == 0);
-    const int32_t max_draft = 6, chunk = 64, max_batch = 4;
-    maya::BackendConfig bc;
-    bc.n_threads = 2;
-    bc.block_size = 16;
-    bc.n_blocks = 64;
-    bc.max_tokens = chunk + max_batch * (1 + max_draft);
-    bc.max_logits = max_batch * (1 + max_draft);
-    bc.n_ctx = 256;
-    bc.verify_rows = 16;
-    bc.use_mtp = true;
-    std::unique_ptr<maya::Backend> cpu;
-    CHECK(maya::cpu_backend_create(m, bc, *k, &cpu) == 0);
-    if (!cpu) return;
-    SpyBackend spy(std::move(cpu));
-    maya::BlockManager bm;
-    bm.init(bc.n_blocks, bc.block_size);
-    maya::SchedulerConfig sc;
-    sc.max_batch = max_batch;
-    sc.prefill_chunk = chunk;
-    sc.n_ctx = bc.n_ctx;
-    sc.n_vocab = m.cfg.n_vocab;
-    sc.max_draft = max_draft;
-    sc.use_mtp = true;
-    sc.mtp_lookup = mtp_lookup;
-    sc.n_embd = m.cfg.n_embd;
-    sc.token_cost = 0; // drafts not cut by step times
-    maya::Scheduler sched;
-    CHECK(sched.init(sc, &bm, &spy) == 0);
+    MtpBed bed;
+    MtpBedConfig cfg;
+    cfg.max_draft = 6;
+    cfg.prefill_chunk = 64;
+    cfg.n_ctx = 256;
+    cfg.mtp_lookup = mtp_lookup;
+    if (!bed.open(demo_dir(), cfg)) return;
+    const int32_t max_draft = cfg.max_draft;
+    maya::Scheduler &sched = bed.sched;
+    const SpyBackend &spy = *bed.spy;
     std::vector<int32_t> ids;
     for (const auto &p : prompts()) {
         std::unique_ptr<maya::Sequence> s(new maya::Sequence());
@@ -146,10 +100,8 @@ template <typename Check> void run_scheduler(bool mtp_lookup, const Pins *pins, 
         }
         CHECK(sched.step(&events) == 0);
         for (const auto &b : before) {
-            auto d = spy.drafts.find(b.first);
             const maya::Sequence *s = sched.find(seq_of[b.first]->id);
-            check(b.second, d == spy.drafts.end() ? std::vector<int32_t>() : d->second, s, max_draft,
-                  mtp_next[b.first]);
+            check(b.second, spy.drafts_of(b.first), s, max_draft, mtp_next[b.first]);
         }
     }
     CHECK(sched.n_running() == 0 && sched.n_waiting() == 0);

@@ -21,6 +21,7 @@
 #include "../src/kernels.h"
 #include "../src/model.h"
 #include "../src/scheduler.h"
+#include "mtp_bed.h"
 #include "test.h"
 
 namespace {
@@ -303,75 +304,20 @@ void check_mtp_invariance(const char *name, const std::string &model = "") {
 
 } // namespace
 
-/* Forwards to the CPU backend and records each decode pass's drafted tokens (a sequence's tokens
- * after its first, when it asks for more than one row of logits). */
-class SpyBackend final : public maya::Backend {
-  public:
-    explicit SpyBackend(std::unique_ptr<maya::Backend> b) : b_(std::move(b)) {}
-    int32_t forward(const maya::Batch &batch, float *logits) override {
-        passes.clear();
-        for (const maya::BatchSeq &s : batch.seqs)
-            if (s.logits_row >= 0 && s.n_logits > 1)
-                passes.push_back({s.block_table[0], s.pos0,
-                                  std::vector<int32_t>(batch.tokens.begin() + s.tok0 + 1,
-                                                       batch.tokens.begin() + s.tok0 + s.n_tokens)});
-        return b_->forward(batch, logits);
-    }
-    const int32_t *argmax_rows() const override { return b_->argmax_rows(); }
-    const float *hidden() const override { return b_->hidden(); }
-    int32_t mtp_forward(const maya::Batch &b, const float *h, float *h_out, float *logits) override {
-        return b_->mtp_forward(b, h, h_out, logits);
-    }
-    int32_t kind() const override { return b_->kind(); }
-    int32_t simd() const override { return b_->simd(); }
-    struct Pass {
-        int32_t block0; // the sequence's first block
-        int32_t pos0;
-        std::vector<int32_t> drafts;
-    };
-    std::vector<Pass> passes; // the latest forward()'s
-
-  private:
-    std::unique_ptr<maya::Backend> b_;
-};
-
 void check_mtp_drafts(const char *name, const std::string &model = "") {
     std::string dir = test_repo_root() + "/test/fixtures/engine/" + name;
     std::string text, err;
     maya::JsonValue fx;
     CHECK(maya::read_text_file(dir + "/fixtures.json", &text) == 0);
     CHECK_MSG(maya::json_parse(text.data(), text.size(), &fx, &err), "%s", err.c_str());
-    maya::Model m;
-    CHECK(maya::model_load(model.empty() ? dir : model, &m) == 0);
-    const maya::Kernels *k = nullptr;
-    CHECK(maya::kernels_choose(test_simd(), &k) == 0);
-    const int32_t max_draft = 4, chunk = 9, max_batch = 4;
-    maya::BackendConfig bc;
-    bc.n_threads = 2;
-    bc.block_size = 16;
-    bc.n_blocks = 64;
-    bc.max_tokens = chunk + max_batch * (1 + max_draft);
-    bc.max_logits = max_batch * (1 + max_draft);
-    bc.n_ctx = 512;
-    bc.verify_rows = 16;
-    bc.use_mtp = true;
-    std::unique_ptr<maya::Backend> cpu;
-    CHECK(maya::cpu_backend_create(m, bc, *k, &cpu) == 0);
-    if (!cpu) return;
-    SpyBackend spy(std::move(cpu));
-    maya::BlockManager bm;
-    bm.init(bc.n_blocks, bc.block_size);
-    maya::SchedulerConfig sc;
-    sc.max_batch = max_batch;
-    sc.prefill_chunk = chunk; // prefill chunks of 9: multi-position catch-ups across chunk boundaries
-    sc.n_ctx = bc.n_ctx;
-    sc.n_vocab = m.cfg.n_vocab;
-    sc.max_draft = max_draft;
-    sc.use_mtp = true;
-    sc.n_embd = m.cfg.n_embd;
-    sc.token_cost = 0; // with acceptance pinned to 1 below: every MTP pass drafts max_draft tokens
-    maya::Scheduler sched;
-    CHECK(sched.init(sc, &bm, &spy) == 0);
+    MtpBed bed;
+    MtpBedConfig cfg; // prefill chunks of 9: multi-position catch-ups across chunk boundaries
+    cfg.max_draft = 4;
+    cfg.prefill_chunk = 9;
+    cfg.n_ctx = 512;
+    if (!bed.open(model.empty() ? dir : model, cfg)) return;
+    maya::Scheduler &sched = bed.sched; // acceptance pinned to 1 below: every MTP pass drafts max_draft tokens
+    const SpyBackend &spy = *bed.spy;
     struct Ref {
         std::vector<int32_t> greedy;
         const maya::JsonValue *drafts;
