@@ -55,27 +55,6 @@ function lookupAt(history: readonly number[]): number {
   return -1;
 }
 
-/** A draft cut to what the matcher allows, with the mask after each of its tokens (n x words). */
-export function maskDraft(
-  matcher: TokenMatcher,
-  draft: readonly number[],
-  words: number,
-): { tokens: number[]; masks: Uint32Array } {
-  const copy = new TokenMatcher(matcher.builder);
-  copy.state = matcher.state;
-  const tokens: number[] = [];
-  const masks = new Uint32Array(draft.length * words);
-  for (const id of draft) {
-    const allowed = copy.mask();
-    if (!allowed || !isAllowed(allowed, id) || !copy.advance(id)) break;
-    const after = copy.mask();
-    if (!after) break;
-    masks.set(after.subarray(0, words), tokens.length * words);
-    tokens.push(id);
-  }
-  return { tokens, masks: masks.subarray(0, tokens.length * words) };
-}
-
 /** The token the model took at each narrow state of a grammar (shared by its sequences). */
 const memories = new WeakMap<MaskBuilder, Map<number, number>>();
 
