@@ -14,9 +14,14 @@
  * avx512), per weight dtype (the 110M model stored f32 and bf16, and bf16 loaded as q8) and per
  * thread count (1 and all cores), beside the machine's measured FMA peak for that path (a small
  * C loop of independent FMAs, all threads, best run) so prefill GFLOP/s has a reference.
- * Speculative rows (bench/speculative.bench.ts): the demo model on edit / tool-call / JSON / chat workloads,
- * speculation off and on, batch 1 and 8 (--speculative-only runs just those, --no-speculative skips them,
- * --max-draft K sets MAYA_SPECULATIVE_MAX_DRAFT for them).
+ * GGUF rows (bench/quant.bench.ts): the 110M and MoE shapes at llama.cpp's Q4_K_M, Q4_0, Q6_K and Q8_0
+ * mixtures, quantized at load (--quant adds them to --quick, --quant-only runs just those; they run by
+ * default otherwise).
+ * Speculative rows (bench/speculative.bench.ts): the demo model on edit / tool-call / JSON / chat / held-out
+ * chat workloads and constrained tool-call / json_schema ones, speculation off and on (prompt lookup, the MTP
+ * layer with lookup, auto), batch 1 and 8 (--speculative-only runs just those, --no-speculative skips them,
+ * --max-draft K sets MAYA_SPECULATIVE_MAX_DRAFT for them, --speculative-mode ngram,mtp,auto picks ways of
+ * drafting, --speculative-workloads tool,json_schema,... picks workloads, --threads N their engine threads).
  * Options: --runs N (default 3), --quick (small model only; --moe adds the MoE rows; --moe-only runs just those), --threads N (engine threads; default
  * 1 and all cores), --paths avx2,avx512 (default: the vector paths this CPU has), --dtypes f32,bf16,q8, --llama2c PATH/run.c (also time llama2.c's fp32 run.c on the 110M shape, the
  * issue's reference point; the source is not fetched here), --backend cuda (the GPU benchmark of
@@ -35,7 +40,8 @@ import {
   type RandomCheckpointOptions,
 } from '../scripts/make-random-checkpoint.ts';
 import { makeMoeCheckpoint, moeBenchSizes, type MoeBenchOptions } from './moe-checkpoint.ts';
-import { benchSpeculative, speculativeTable } from './speculative.bench.ts';
+import { benchQuant, type QuantRow, quantTable } from './quant.bench.ts';
+import { benchSpeculative, speculativeTable, type SpecMode } from './speculative.bench.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WORK = join(ROOT, '.bench');
@@ -452,12 +458,7 @@ interface MoeRow {
   ratio8: number;
 }
 
-async function benchMoe(
-  m: (typeof MOE_MODELS)[number],
-  runs: number,
-  threads: number,
-  path: 'avx2' | 'avx512' | undefined,
-): Promise<MoeRow> {
+async function ensureMoe(m: (typeof MOE_MODELS)[number]): Promise<string> {
   const dir = join(WORK, m.name);
   const stamp = join(dir, 'bench-options.json');
   if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== JSON.stringify(m.options)) {
@@ -465,6 +466,16 @@ async function benchMoe(
     await makeMoeCheckpoint(dir, m.options);
     writeFileSync(stamp, JSON.stringify(m.options));
   }
+  return dir;
+}
+
+async function benchMoe(
+  m: (typeof MOE_MODELS)[number],
+  runs: number,
+  threads: number,
+  path: 'avx2' | 'avx512' | undefined,
+): Promise<MoeRow> {
+  const dir = await ensureMoe(m);
   const sizes = moeBenchSizes(m.options);
   const engine = await loadOnPath(dir, path, { numThreads: threads });
   try {
@@ -600,7 +611,15 @@ async function main(argv: string[]): Promise<void> {
     return runCudaBench(argv, ROOT, WORK, { decodeRate, median, prompt });
   }
   const runs = Number(flag('--runs') ?? 3);
-  if (argv.includes('--speculative-only')) return speculativeRows(runs, flag('--max-draft'));
+  if (argv.includes('--speculative-only'))
+    return speculativeRows(
+      runs,
+      flag('--max-draft'),
+      flag('--speculative-mode'),
+      flag('--speculative-workloads'),
+      flag('--threads'),
+    );
+  const quantOnly = argv.includes('--quant-only');
   const threads = flag('--threads') === undefined ? undefined : Number(flag('--threads'));
   mkdirSync(WORK, { recursive: true });
   const cores = threads ?? availableParallelism();
@@ -621,7 +640,7 @@ async function main(argv: string[]): Promise<void> {
   };
   const rows: Row[] = [];
   const pathList = paths.length ? paths : [undefined];
-  if (!argv.includes('--moe-only')) {
+  if (!argv.includes('--moe-only') && !quantOnly) {
     const models = argv.includes('--quick') ? [SMALL] : dtypes.map((d) => DENSE[d]).filter((m) => m !== undefined);
     for (const path of pathList)
       for (const m of models)
@@ -645,7 +664,7 @@ async function main(argv: string[]): Promise<void> {
     console.log(table(rows));
   }
   const moeRows: MoeRow[] = [];
-  if (!argv.includes('--quick') || argv.includes('--moe') || argv.includes('--moe-only')) {
+  if (!quantOnly && (!argv.includes('--quick') || argv.includes('--moe') || argv.includes('--moe-only'))) {
     for (const path of pathList)
       for (const m of MOE_MODELS) {
         moeRows.push(await benchMoe(m, runs, cores, path));
@@ -666,7 +685,32 @@ async function main(argv: string[]): Promise<void> {
       if (r.engineActive !== r.activeParams)
         console.log(`note: ${r.model}: engine counts ${r.engineActive} active parameters, the bench ${r.activeParams}`);
   }
-  if (!argv.includes('--moe-only')) await (await import('./vision.bench.ts')).runVisionBench(runs, threads);
+  let quantRows: QuantRow[] = [];
+  if ((!argv.includes('--quick') && !argv.includes('--moe-only')) || argv.includes('--quant') || quantOnly) {
+    // GGUF block types made at load (bench/quant.bench.ts), on the fastest kernel path, all cores.
+    const glm = MOE_MODELS[0];
+    const models = [{ name: 'llama-110M', dir: await ensureModel(LLAMA110) }];
+    if (glm) models.push({ name: 'glm45-moe', dir: await ensureMoe(glm) });
+    quantRows = await benchQuant(
+      {
+        models,
+        load: (dir, type) => loadOnPath(dir, undefined, { numThreads: cores, weightDtype: type }),
+        prefillRate,
+        decodeRate,
+        median,
+        gbps,
+        threads: cores,
+      },
+      runs,
+    );
+    console.log(
+      "GGUF block types (llama.cpp's Q4_K_M / Q4_0 / Q6_K / Q8_0 mixtures, quantized at load), batch 1: prefill of",
+    );
+    console.log('128 tokens, decode of 64; roofline = bandwidth / matrix bytes one token reads (MoE: active experts).');
+    console.log(quantTable(quantRows, formatTable));
+  }
+  if (!argv.includes('--moe-only') && !quantOnly)
+    await (await import('./vision.bench.ts')).runVisionBench(runs, threads);
   const runC = flag('--llama2c');
   let llama2c: number | undefined;
   if (runC) {
@@ -679,21 +723,44 @@ async function main(argv: string[]): Promise<void> {
   }
   writeFileSync(
     join(WORK, 'engine-bench.json'),
-    `${JSON.stringify({ gbps, threads: cores, runs, rows, moeRows, llama2c }, null, 2)}\n`,
+    `${JSON.stringify({ gbps, threads: cores, runs, rows, moeRows, quantRows, llama2c }, null, 2)}\n`,
   );
-  if (!argv.includes('--no-speculative')) await speculativeRows(runs, flag('--max-draft'));
+  if (!argv.includes('--no-speculative') && !quantOnly)
+    await speculativeRows(
+      runs,
+      flag('--max-draft'),
+      flag('--speculative-mode'),
+      flag('--speculative-workloads'),
+      flag('--threads'),
+    );
 }
 
 /** The speculative-decoding rows on the demo model (bench/speculative.bench.ts). */
-async function speculativeRows(runs: number, maxDraft: string | undefined): Promise<void> {
+async function speculativeRows(
+  runs: number,
+  maxDraft: string | undefined,
+  modeFlag: string | undefined,
+  workloadFlag: string | undefined,
+  threadsFlag: string | undefined,
+): Promise<void> {
   const load = (dir: string, options: Parameters<typeof NativeEngine.load>[1]) => loadOnPath(dir, undefined, options);
-  const rows = await benchSpeculative(ROOT, load, runs, maxDraft === undefined ? undefined : Number(maxDraft));
+  const modes = modeFlag === undefined ? undefined : (modeFlag.split(',') as SpecMode[]);
+  const rows = await benchSpeculative(ROOT, load, runs, {
+    ...(maxDraft === undefined ? {} : { maxDraft: Number(maxDraft) }),
+    ...(modes ? { modes } : {}),
+    ...(workloadFlag ? { workloads: workloadFlag.split(',') } : {}),
+    ...(threadsFlag ? { threads: Number(threadsFlag) } : {}),
+  });
   console.log(
-    'Speculative decoding (prompt lookup) on models/maya-demo, greedy: decode tok/s off and on (medians of alternating',
+    'Speculative decoding on models/maya-demo (drafts: ngram = prompt lookup, mtp = its MTP layer with lookup, auto),',
   );
   console.log(
-    'rounds), acceptance = accepted / drafted tokens, tok/pass = decode tokens per decode pass, same = identical tokens.',
+    "greedy: decode tok/s off and on (medians of alternating rounds), on/off = median of each round's ratio (wall",
   );
+  console.log(
+    'time; cpu: process CPU time; best: fastest on round / fastest off round), acceptance = accepted / drafted tokens,',
+  );
+  console.log('tok/pass = decode tokens per decode pass, same = identical tokens.');
   console.log(speculativeTable(rows));
   mkdirSync(WORK, { recursive: true });
   writeFileSync(join(WORK, 'speculative-bench.json'), `${JSON.stringify({ runs, rows }, null, 2)}\n`);

@@ -1,21 +1,36 @@
 /**
  * Speculative decoding rows of `npm run bench:engine` (issue 35): the demo model (models/maya-demo,
- * greedy, thinking off) on four workloads a user runs, with speculation off and on (prompt lookup,
- * MAYA_SPECULATIVE=ngram), at batch 1 and batch 8:
+ * greedy, thinking off) on the workloads a user runs, with speculation off and on, each way of
+ * drafting (prompt lookup, MAYA_SPECULATIVE=ngram; the demo model's trained MTP layer with prompt
+ * lookup where it is the better bet, =mtp; auto, which runs the same on this model), at batch 1 and 8:
  * - edit: "return this text with X changed to Y" over a text of about 1.5K tokens;
  * - tool: a tool call whose arguments quote the prompt (send_email with the body given in the request);
  * - json: a JSON extraction of fields stated in a paragraph;
- * - chat: free chat (short questions about the model's made-up world).
+ * - chat: free chat (short questions about the model's made-up world);
+ * - heldout: the held-out chat cases of the demo model's evaluation (scripts/demo-model/eval-cases.json,
+ *   kind chat: phrasings and names never trained on), the set the MTP acceptance target is read on;
+ * - tool (constrained), json_schema (constrained): the tool and json prompts under the server's default
+ *   constrained decoding (the GLM output grammar with the tool, or with a json_schema of the three
+ *   fields), through the engine worker's matcher and its drafts (constrained-drafts.ts: forced tokens,
+ *   remembered choices at narrow grammar states, prompt lookup). Its memory of choices is per grammar
+ *   and lasts across rounds, as it does across a server's requests with one schema or tool set.
  * Decode tokens/s counts the tokens after each sequence's first (prefill excluded), from the moment
- * all of a batch's sequences have their first token; acceptance and tokens per pass come from the
- * engine's counters (ENG_STAT_DRAFT_*, _DECODE_PASSES) over the same runs. Off and on alternate,
- * round by round; each figure is the median of the rounds. Both engines' outputs are compared
- * token for token (they must match: greedy).
+ * all of a batch's sequences have their first token, in wall time and in the process's CPU time over
+ * the same span (steadier on a shared machine); acceptance and tokens per pass come from the engine's
+ * counters (ENG_STAT_DRAFT_*, _DECODE_PASSES) over the same runs. Each round runs off, then every mode
+ * in turn; tok/s figures are medians of the rounds, on/off the median of each round's ratio, best on/off
+ * the fastest on round over the fastest off round. Every mode's outputs are compared token for token
+ * with off's (they must match: greedy). Options (bench/engine.bench.ts): --speculative-mode ngram,mtp,auto,
+ * --speculative-workloads tool,json_schema,... (a workload's first word), --threads N, --max-draft K.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
 import type { EngineStats } from '../engine-cuda/engine.ts';
 import type { NativeEngine } from '../engine-cuda/native-engine.ts';
+import { glmOutputGrammar } from '../dialects/glm-grammar.ts';
+import type { Constraint } from '../grammar/constraint.ts';
+import type { Grammar } from '../grammar/grammar.ts';
 
 type Load = (dir: string, options: Parameters<typeof NativeEngine.load>[1]) => Promise<NativeEngine>;
 
@@ -64,7 +79,27 @@ interface Workload {
   maxTokens: number;
   /** The prompt of sequence b of a batch (b differs: no two share all of their blocks). */
   prompt(b: number): string;
+  /** Constrained decoding (the server's default for tools and structured output): the output grammar. */
+  grammar?: (b: number) => Grammar;
 }
+
+const EXTRACT_SCHEMA = {
+  type: 'object',
+  properties: { sender: { type: 'string' }, city: { type: 'string' }, date: { type: 'string' } },
+  required: ['sender', 'city', 'date'],
+  additionalProperties: false,
+};
+
+const toolPrompt = (b: number) =>
+  chat(`Send an email to ana${b}@example.com with the subject "Fair dates" and this body: ` + `"${story(8, b + 3)}"`, [
+    EMAIL_TOOL,
+  ]);
+
+const jsonPrompt = (b: number) =>
+  chat(
+    `Extract the sender, the city and the date as a JSON object with keys sender, city, date from this note: ` +
+      `"Mira Holt wrote from ${CITIES[b % 8]} on 2026-0${1 + (b % 9)}-1${b % 10} that ${story(3, b)}"`,
+  );
 
 const WORKLOADS: Workload[] = [
   {
@@ -75,59 +110,99 @@ const WORKLOADS: Workload[] = [
       return chat(`Return this text with ${CITIES[b % 8]} changed to Westport:\n\n${text}`);
     },
   },
-  {
-    name: 'tool',
-    maxTokens: 192,
-    prompt: (b) =>
-      chat(
-        `Send an email to ana${b}@example.com with the subject "Fair dates" and this body: ` + `"${story(8, b + 3)}"`,
-        [EMAIL_TOOL],
-      ),
-  },
-  {
-    name: 'json',
-    maxTokens: 128,
-    prompt: (b) =>
-      chat(
-        `Extract the sender, the city and the date as a JSON object with keys sender, city, date from this note: ` +
-          `"Mira Holt wrote from ${CITIES[b % 8]} on 2026-0${1 + (b % 9)}-1${b % 10} that ${story(3, b)}"`,
-      ),
-  },
+  { name: 'tool', maxTokens: 192, prompt: toolPrompt },
+  { name: 'json', maxTokens: 128, prompt: jsonPrompt },
   {
     name: 'chat',
     maxTokens: 128,
     prompt: (b) => chat(`Tell me about ${CITIES[b % 8]} and what it is known for.`),
   },
+  {
+    name: 'heldout',
+    maxTokens: 128,
+    prompt: (b) => chat(heldOutChat()[b % heldOutChat().length] ?? 'Hello'),
+  },
+  {
+    name: 'tool (constrained)',
+    maxTokens: 192,
+    prompt: toolPrompt,
+    grammar: () =>
+      glmOutputGrammar({
+        parser: {
+          tools: [{ name: 'send_email', parameters: EMAIL_TOOL.function.parameters }],
+          startInReasoning: false,
+        },
+      }),
+  },
+  {
+    name: 'json_schema (constrained)',
+    maxTokens: 128,
+    prompt: jsonPrompt,
+    grammar: () =>
+      glmOutputGrammar({ parser: { tools: [], startInReasoning: false }, json: { schema: EXTRACT_SCHEMA } }),
+  },
 ];
+
+let heldOut: string[] | undefined;
+/** The held-out chat requests (their input text) of the demo model's evaluation set. */
+function heldOutChat(): string[] {
+  heldOut ??= (
+    JSON.parse(readFileSync(join(import.meta.dirname, '../scripts/demo-model/eval-cases.json'), 'utf8')) as {
+      cases: { kind: string; request: { input: string } }[];
+    }
+  ).cases
+    .filter((c) => c.kind === 'chat')
+    .map((c) => c.request.input);
+  return heldOut;
+}
 
 interface Measure {
   rate: number;
+  /** The same tokens per second of the process's CPU time (all threads) over the same span. */
+  cpuRate: number;
   tokens: number[][];
 }
 
 /** Decode tokens/s of `prompts` run together (counted after every sequence has its first token). */
-async function run(engine: NativeEngine, prompts: number[][], maxTokens: number, stopIds: number[]): Promise<Measure> {
+async function run(
+  engine: NativeEngine,
+  prompts: number[][],
+  maxTokens: number,
+  stopIds: number[],
+  constraints: (Constraint | undefined)[],
+): Promise<Measure> {
   const firsts: number[] = [];
   let allStarted = Infinity;
+  let cpu0 = process.cpuUsage();
   const stamps: number[][] = prompts.map(() => []);
   const tokens: number[][] = prompts.map(() => []);
   await Promise.all(
     prompts.map(async (promptIds, b) => {
-      const gen = engine.generate({ promptIds, maxTokens, stopIds });
+      const constraint = constraints[b];
+      const gen = engine.generate({ promptIds, maxTokens, stopIds, ...(constraint ? { constraint } : {}) });
       for await (const event of gen) {
         if (event.type !== 'token') continue;
         const now = performance.now();
         stamps[b]?.push(now);
         tokens[b]?.push(event.id);
         if (stamps[b]?.length === 1) firsts.push(now);
-        if (firsts.length === prompts.length && allStarted === Infinity) allStarted = Math.max(...firsts);
+        if (firsts.length === prompts.length && allStarted === Infinity) {
+          allStarted = Math.max(...firsts);
+          cpu0 = process.cpuUsage();
+        }
       }
     }),
   );
+  const cpu = process.cpuUsage(cpu0);
   const end = Math.max(...stamps.map((t) => t[t.length - 1] ?? 0));
   let counted = 0;
   for (const times of stamps) counted += times.filter((t) => t > allStarted).length;
-  return { rate: end > allStarted ? counted / ((end - allStarted) / 1000) : 0, tokens };
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+  return {
+    rate: end > allStarted ? counted / ((end - allStarted) / 1000) : 0,
+    cpuRate: cpuSeconds > 0 ? counted / cpuSeconds : 0,
+    tokens,
+  };
 }
 
 function median(xs: number[]): number {
@@ -136,13 +211,22 @@ function median(xs: number[]): number {
   return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
 }
 
+export type SpecMode = 'ngram' | 'mtp' | 'auto';
+
 export interface SpecRow {
+  mode: SpecMode;
   workload: string;
   batch: number;
   promptTokens: number;
   outTokens: number;
   off: number;
   on: number;
+  /** The median over rounds of on / off of the same round (slow drifts of the machine's load cancel). */
+  ratio: number;
+  /** The same for tokens per second of CPU time: steadier than wall time on a shared machine. */
+  cpuRatio: number;
+  /** The fastest round's on over the fastest round's off (wall time): a busy machine only slows a run down. */
+  bestRatio: number;
   acceptance: number;
   tokensPerPass: number;
   identical: boolean;
@@ -155,62 +239,94 @@ const delta = (a: EngineStats, b: EngineStats) => ({
   passes: b.decodePasses - a.decodePasses,
 });
 
-/** The speculative rows: every workload at batch 1 and 8, `runs` alternating rounds of off and on. */
-export async function benchSpeculative(root: string, load: Load, runs: number, maxDraft?: number): Promise<SpecRow[]> {
+/**
+ * The speculative rows: every workload, batch (1, 8) and mode, in `runs` rounds; a round runs off,
+ * then each mode in turn, so that every mode's ratio is to the off runs of the same rounds.
+ */
+export async function benchSpeculative(
+  root: string,
+  load: Load,
+  runs: number,
+  options: { maxDraft?: number; modes?: SpecMode[]; workloads?: string[]; threads?: number } = {},
+): Promise<SpecRow[]> {
+  const { maxDraft, modes = ['ngram', 'mtp', 'auto'], workloads, threads } = options;
+  const common = threads ? { numThreads: threads } : {};
   const dir = join(root, 'models/maya-demo');
   const tokenizer = await Tokenizer.fromDir(dir);
   const stopIds = ['<|endoftext|>', '<|user|>', '<|observation|>'].map((t) => tokenizer.tokenId(t) ?? -1);
-  const off = await load(dir, { speculative: 'off' });
-  const on = await load(dir, { speculative: 'ngram', ...(maxDraft ? { specMaxDraft: maxDraft } : {}) });
+  const vocabulary = tokenizer.vocabularyBytes();
+  const engines: NativeEngine[] = [];
   const rows: SpecRow[] = [];
   try {
-    for (const w of WORKLOADS)
+    const off = await load(dir, { ...common, speculative: 'off' });
+    engines.push(off);
+    const on: NativeEngine[] = [];
+    for (const mode of modes) {
+      on.push(await load(dir, { ...common, speculative: mode, ...(maxDraft ? { specMaxDraft: maxDraft } : {}) }));
+      engines.push(on[on.length - 1]!);
+    }
+    for (const e of engines) e.setVocabulary(vocabulary);
+    for (const w of WORKLOADS.filter((x) => !workloads || workloads.includes(x.name.split(' ')[0]!)))
       for (const batch of [1, 8]) {
         const prompts = Array.from({ length: batch }, (_, b) => tokenizer.encode(w.prompt(b)));
+        const constraints = prompts.map((_, b) => (w.grammar ? { grammar: w.grammar(b), stopIds } : undefined));
         const rOff: number[] = [];
-        const rOn: number[] = [];
-        let identical = true;
-        let drafted = 0;
-        let accepted = 0;
-        let tokens = 0;
-        let passes = 0;
+        const rOn: number[][] = modes.map(() => []);
+        const cOff: number[] = [];
+        const cOn: number[][] = modes.map(() => []);
+        const identical = modes.map(() => true);
+        const sums = modes.map(() => ({ drafted: 0, accepted: 0, tokens: 0, passes: 0 }));
         let outTokens = 0;
         for (let r = 0; r < runs; r++) {
-          const a = await run(off, prompts, w.maxTokens, stopIds);
-          const before = await on.stats();
-          const b = await run(on, prompts, w.maxTokens, stopIds);
-          const d = delta(before, await on.stats());
+          const a = await run(off, prompts, w.maxTokens, stopIds, constraints);
           rOff.push(a.rate);
-          rOn.push(b.rate);
-          identical &&= JSON.stringify(a.tokens) === JSON.stringify(b.tokens);
-          drafted += d.drafted;
-          accepted += d.accepted;
-          tokens += d.tokens;
-          passes += d.passes;
+          cOff.push(a.cpuRate);
           outTokens = a.tokens.reduce((s, t) => s + t.length, 0) / batch;
+          for (let m = 0; m < modes.length; m++) {
+            const engine = on[m]!;
+            const before = await engine.stats();
+            const b = await run(engine, prompts, w.maxTokens, stopIds, constraints);
+            const d = delta(before, await engine.stats());
+            rOn[m]!.push(b.rate);
+            cOn[m]!.push(b.cpuRate);
+            identical[m] = identical[m]! && JSON.stringify(a.tokens) === JSON.stringify(b.tokens);
+            const sum = sums[m]!;
+            sum.drafted += d.drafted;
+            sum.accepted += d.accepted;
+            sum.tokens += d.tokens;
+            sum.passes += d.passes;
+          }
         }
-        rows.push({
-          workload: w.name,
-          batch,
-          promptTokens: Math.round(prompts.reduce((s, p) => s + p.length, 0) / batch),
-          outTokens: Math.round(outTokens),
-          off: median(rOff),
-          on: median(rOn),
-          acceptance: drafted > 0 ? accepted / drafted : 0,
-          tokensPerPass: passes > 0 ? tokens / passes : 1,
-          identical,
+        modes.forEach((mode, m) => {
+          const sum = sums[m]!;
+          rows.push({
+            mode,
+            workload: w.name,
+            batch,
+            promptTokens: Math.round(prompts.reduce((s, p) => s + p.length, 0) / batch),
+            outTokens: Math.round(outTokens),
+            off: median(rOff),
+            on: median(rOn[m]!),
+            ratio: median(rOn[m]!.map((x, r) => x / rOff[r]!)),
+            cpuRatio: median(cOn[m]!.map((x, r) => x / cOff[r]!)),
+            bestRatio: Math.max(...rOn[m]!) / Math.max(...rOff),
+            acceptance: sum.drafted > 0 ? sum.accepted / sum.drafted : 0,
+            tokensPerPass: sum.passes > 0 ? sum.tokens / sum.passes : 1,
+            identical: identical[m]!,
+          });
         });
         process.stderr.write(`bench: speculative ${w.name} batch ${batch} done\n`);
       }
   } finally {
-    await off.close();
-    await on.close();
+    for (const e of engines) await e.close();
   }
+  rows.sort((a, b) => modes.indexOf(a.mode) - modes.indexOf(b.mode));
   return rows;
 }
 
 export function speculativeTable(rows: SpecRow[]): string {
   const head = [
+    'drafts',
     'workload',
     'batch',
     'prompt tok',
@@ -218,18 +334,23 @@ export function speculativeTable(rows: SpecRow[]): string {
     'off tok/s',
     'on tok/s',
     'on/off',
+    'cpu on/off',
+    'best on/off',
     'accept',
     'tok/pass',
     'same',
   ];
   const lines = rows.map((r) => [
+    r.mode,
     r.workload,
     String(r.batch),
     String(r.promptTokens),
     String(r.outTokens),
     r.off.toFixed(0),
     r.on.toFixed(0),
-    `${(r.on / r.off).toFixed(2)}x`,
+    `${r.ratio.toFixed(2)}x`,
+    `${r.cpuRatio.toFixed(2)}x`,
+    `${r.bestRatio.toFixed(2)}x`,
     `${(100 * r.acceptance).toFixed(0)}%`,
     r.tokensPerPass.toFixed(2),
     r.identical ? 'yes' : 'NO',

@@ -11,6 +11,7 @@
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { byteLevelBpeJson, sentencePieceBpeJson, type AddedToken } from './tokenizer-json.ts';
 
 export class GgufError extends Error {
   constructor(message: string) {
@@ -26,6 +27,21 @@ export interface GgufMetadata {
   version: number;
   tensorCount: bigint;
   kv: Map<string, GgufValue>;
+}
+
+/**
+ * A string from the file as an error message shows it: quoted, control bytes and broken UTF-8
+ * escaped, and cut after 64 characters, so a damaged key cannot flood or garble the message.
+ */
+function shown(text: string): string {
+  let out = '';
+  for (const c of text) {
+    if (out.length >= 64) return `"${out}..."`;
+    const code = c.codePointAt(0) ?? 0;
+    const control = code < 0x20 || (code >= 0x7f && code <= 0x9f) || code === 0xfffd;
+    out += control ? `\\u${code.toString(16).padStart(4, '0')}` : c === '"' || c === '\\' ? `\\${c}` : c;
+  }
+  return `"${out}"`;
 }
 
 /** A path that names a GGUF file rather than a model directory. */
@@ -135,17 +151,19 @@ export async function readGgufMetadata(path: string): Promise<GgufMetadata> {
     const kv = new Map<string, GgufValue>();
     for (let i = 0n; i < kvCount; i++) {
       const key = await r.str('a metadata key');
-      if (key === '' || kv.has(key)) throw new GgufError(`${path}: metadata key "${key}" is empty or appears twice`);
-      const type = await r.u32(key);
+      const what = `metadata key ${shown(key)}`;
+      if (key === '' || kv.has(key)) throw new GgufError(`${path}: ${what} is empty or appears twice`);
+      const type = await r.u32(what);
       if (type === 9) {
-        const elem = await r.u32(key);
-        const n = await r.u64(key);
-        if (elem === 9 || n > BigInt(size - r.pos)) throw new GgufError(`${path}: metadata key ${key}: bad array`);
+        const elem = await r.u32(what);
+        const n = await r.u64(what);
+        if (elem === 9 || n > BigInt(size - r.pos))
+          throw new GgufError(`${path}: ${what}: bad array (${n} elements of type ${elem})`);
         const items: GgufScalar[] = [];
-        for (let j = 0n; j < n; j++) items.push(await r.scalar(elem, key));
+        for (let j = 0n; j < n; j++) items.push(await r.scalar(elem, what));
         kv.set(key, items);
       } else {
-        kv.set(key, await r.scalar(type, key));
+        kv.set(key, await r.scalar(type, what));
       }
     }
     return { version, tensorCount, kv };
@@ -211,81 +229,176 @@ function strings(meta: GgufMetadata, key: string, file: string): string[] {
   return v as string[];
 }
 
+/**
+ * Whether encoding with special tokens puts BOS (EOS) around the text, as llama.cpp's vocabulary
+ * decides it (src/llama-vocab.cpp): `tokenizer.ggml.add_bos_token` / `add_eos_token` when present,
+ * else true for BOS under SentencePiece vocabularies (`llama`) and the Llama 3 pre-tokenizers and
+ * false otherwise; GLM-4's files have no BOS.
+ */
+function addSpecial(meta: GgufMetadata, which: 'bos' | 'eos', pre: string, spm: boolean): boolean {
+  if (which === 'bos' && pre === 'glm4') return false;
+  const flag = meta.kv.get(`tokenizer.ggml.add_${which}_token`);
+  if (typeof flag === 'boolean') return flag;
+  return which === 'bos' && (spm || pre === 'llama-bpe' || pre === 'llama3');
+}
+
+/** tokenizer.ggml.scores: one number per token (SentencePiece vocabularies need them). */
+function scores(meta: GgufMetadata, n: number, file: string): number[] {
+  const v = meta.kv.get('tokenizer.ggml.scores');
+  if (!Array.isArray(v) || v.length !== n || v.some((x) => typeof x !== 'number'))
+    throw new GgufError(`${file}: tokenizer.ggml.scores is missing or not one number per token (${n})`);
+  return v as number[];
+}
+
+/**
+ * A SentencePiece BPE vocabulary's merges, derived from its pieces and scores as Hugging Face's
+ * SentencePieceExtractor does for LlamaConverter (transformers convert_slow_tokenizer.py): every
+ * split of a piece into two pieces that are both in the vocabulary is a merge; a piece's merges in
+ * order of (left id, right id); all merges by the merged piece's score, highest first, equal scores
+ * in vocabulary order (a stable sort). The BPE model then merges the pair whose piece scores highest
+ * first, which is what llama.cpp's SPM tokenizer does greedily over bigrams (src/llama-vocab.cpp,
+ * llm_tokenizer_spm_session); the two differ only between different pieces of exactly equal score.
+ */
+export function sentencePieceMerges(tokens: readonly string[], score: readonly number[]): [string, string][] {
+  const ids = new Map<string, number>();
+  tokens.forEach((t, id) => {
+    if (!ids.has(t)) ids.set(t, id);
+  });
+  const merges: Array<{ left: string; right: string; score: number; order: number }> = [];
+  tokens.forEach((piece, id) => {
+    if (ids.get(piece) !== id) return;
+    const chars = Array.from(piece);
+    const local: Array<{ left: string; right: string; l: number; r: number }> = [];
+    for (let i = 1; i < chars.length; i++) {
+      const left = chars.slice(0, i).join('');
+      const right = chars.slice(i).join('');
+      const l = ids.get(left);
+      const r = ids.get(right);
+      if (l !== undefined && r !== undefined) local.push({ left, right, l, r });
+    }
+    local.sort((a, b) => a.l - b.l || a.r - b.r);
+    for (const m of local) merges.push({ left: m.left, right: m.right, score: score[id] ?? 0, order: merges.length });
+  });
+  merges.sort((a, b) => b.score - a.score || a.order - b.order);
+  return merges.map((m) => [m.left, m.right]);
+}
+
+/**
+ * The post-processor a Hugging Face tokenizer.json of the same model carries (Llama 3, DeepSeek-V3):
+ * TemplateProcessing with BOS before (and EOS after) each sequence. It applies only when encoding
+ * asks for special tokens (`maya perplexity`); chat templates write their own BOS into the text.
+ */
+function templateProcessing(bos: string | undefined, eos: string | undefined, tokens: string[]): object | null {
+  if (bos === undefined && eos === undefined) return null;
+  const special = (token: string | undefined, typeId: number) =>
+    token === undefined ? [] : [{ SpecialToken: { id: token, type_id: typeId } }];
+  const sequence = (id: 'A' | 'B', typeId: number) => [
+    ...special(bos, typeId),
+    { Sequence: { id, type_id: typeId } },
+    ...special(eos, typeId),
+  ];
+  const specialTokens = Object.create(null) as Record<string, object>;
+  for (const token of [bos, eos])
+    if (token !== undefined) specialTokens[token] = { id: token, ids: [tokens.indexOf(token)], tokens: [token] };
+  return {
+    type: 'TemplateProcessing',
+    single: sequence('A', 0),
+    pair: [...sequence('A', 0), ...sequence('B', 1)],
+    special_tokens: specialTokens,
+  };
+}
+
 /** The model facts, tokenizer and template of a GGUF file's metadata. Throws GgufError. */
 export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
   const name = basename(file);
   const arch = meta.kv.get('general.architecture');
+  const splitNo = int(meta.kv.get('split.no'));
+  if (splitNo !== undefined && splitNo > 0) {
+    // Only a split set's first file carries the model metadata (the engine refuses the same way).
+    const count = int(meta.kv.get('split.count'));
+    const first = name.replace(/-\d{5}-of-(\d{5})\.gguf$/i, '-00001-of-$1.gguf');
+    throw new GgufError(
+      `${name} is part ${splitNo + 1}${count !== undefined ? ` of ${count}` : ''} of a split GGUF set: ` +
+        `open its first file (${first === name ? '-00001-of-...' : first})`,
+    );
+  }
   if (typeof arch !== 'string') throw new GgufError(`${name}: general.architecture is missing`);
-  const architecture = GGUF_ARCHITECTURES[arch];
+  // own keys only: an architecture named "constructor" is not supported, not Object's constructor
+  const architecture = Object.hasOwn(GGUF_ARCHITECTURES, arch) ? GGUF_ARCHITECTURES[arch] : undefined;
   if (!architecture)
     throw new GgufError(
-      `${name}: GGUF architecture ${arch} is not supported (${Object.keys(GGUF_ARCHITECTURES).join(', ')} are)`,
+      `${name}: GGUF architecture ${shown(arch)} is not supported (${Object.keys(GGUF_ARCHITECTURES).join(', ')} are)`,
     );
   const model = meta.kv.get('tokenizer.ggml.model');
-  if (model !== 'gpt2')
-    throw new GgufError(`${name}: tokenizer.ggml.model ${String(model)} is not supported (gpt2, byte-level BPE, is)`);
-  const pre = meta.kv.get('tokenizer.ggml.pre');
-  const splits = PRE_SPLITS[typeof pre === 'string' ? pre : 'gpt2'];
+  if (model !== 'gpt2' && model !== 'llama')
+    throw new GgufError(
+      `${name}: tokenizer.ggml.model ${shown(String(model))} is not supported (gpt2, byte-level BPE, and llama, SentencePiece BPE, are)`,
+    );
+  const pre = model === 'llama' ? undefined : meta.kv.get('tokenizer.ggml.pre');
+  const preName = typeof pre === 'string' ? pre : 'gpt2';
+  const splits = Object.hasOwn(PRE_SPLITS, preName) ? PRE_SPLITS[preName] : undefined;
   if (!splits)
     throw new GgufError(
-      `${name}: tokenizer.ggml.pre ${String(pre)} is not supported (${Object.keys(PRE_SPLITS).join(', ')} are)`,
+      `${name}: tokenizer.ggml.pre ${shown(String(pre))} is not supported (${Object.keys(PRE_SPLITS).join(', ')} are)`,
     );
   const tokens = strings(meta, 'tokenizer.ggml.tokens', name);
-  const merges = strings(meta, 'tokenizer.ggml.merges', name);
   const typesRaw = meta.kv.get('tokenizer.ggml.token_type');
   const types = Array.isArray(typesRaw) ? typesRaw : [];
-  const vocab: Record<string, number> = {};
-  const added: object[] = [];
+  // No prototype: tokens named like Object.prototype's members (constructor, toString, __proto__)
+  // are ordinary entries (the tokenizer library reads the vocabulary with Object.entries).
+  const vocab = Object.create(null) as Record<string, number>;
+  const added: AddedToken[] = [];
   tokens.forEach((t, id) => {
-    if (!(t in vocab)) vocab[t] = id;
-    // llama.cpp token types: 3 control (special added tokens), 4 user-defined (other added tokens).
+    if (!Object.hasOwn(vocab, t)) vocab[t] = id;
+    // llama.cpp token types: 3 control (special added tokens), 4 user-defined (other added tokens);
+    // a SentencePiece vocabulary's 2 (unknown, `<unk>`) is special too, as Hugging Face's
+    // LlamaConverter makes it and as llama.cpp parses it in text with parse_special.
     const type = types[id];
-    if (type === 3 || type === 4)
-      added.push({
-        id,
-        content: t,
-        single_word: false,
-        lstrip: false,
-        rstrip: false,
-        normalized: false,
-        special: type === 3,
-      });
+    if (type === 3 || type === 4 || (model === 'llama' && type === 2))
+      added.push({ id, content: t, special: type !== 4 });
   });
-  const tokenizerJson = {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: added,
-    normalizer: null,
-    pre_tokenizer: {
-      type: 'Sequence',
-      pretokenizers: [
-        ...splits.map((regex) => ({ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false })),
-        { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
-      ],
-    },
-    post_processor: null,
-    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab,
-      merges: merges.map((m) => {
-        const at = m.indexOf(' ');
-        return [m.slice(0, at), m.slice(at + 1)];
-      }),
-    },
-  };
   const tokenOf = (key: string): string | undefined => {
     const id = int(meta.kv.get(`tokenizer.ggml.${key}_token_id`));
     return id !== undefined && id >= 0 && id < tokens.length ? tokens[id] : undefined;
   };
+  const spm = model === 'llama';
+  const addBos = addSpecial(meta, 'bos', preName, spm) ? tokenOf('bos') : undefined;
+  const addEos = addSpecial(meta, 'eos', preName, spm) ? tokenOf('eos') : undefined;
+  const tokenizerJson = spm
+    ? sentencePieceBpeJson({
+        added,
+        postProcessor: templateProcessing(addBos, addEos, tokens),
+        vocab,
+        merges: sentencePieceMerges(tokens, scores(meta, tokens.length, name)),
+        unk: tokenOf('unknown') ?? (Object.hasOwn(vocab, '<unk>') ? '<unk>' : null),
+        addSpacePrefix: meta.kv.get('tokenizer.ggml.add_space_prefix') !== false,
+      })
+    : gpt2Json(splits);
+  function gpt2Json(regexes: string[]): object {
+    const merges = strings(meta, 'tokenizer.ggml.merges', name);
+    return byteLevelBpeJson({
+      added,
+      preTokenizer: {
+        type: 'Sequence',
+        pretokenizers: [
+          ...regexes.map((regex) => ({
+            type: 'Split',
+            pattern: { Regex: regex },
+            behavior: 'Isolated',
+            invert: false,
+          })),
+          { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
+        ],
+      },
+      postProcessor: templateProcessing(addBos, addEos, tokens),
+      decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+      vocab,
+      merges: merges.map((m) => {
+        const at = m.indexOf(' ');
+        return [m.slice(0, at), m.slice(at + 1)] as [string, string];
+      }),
+    });
+  }
   const specialTokens: GgufModel['specialTokens'] = {};
   for (const [field, key] of [
     ['bos_token', 'bos'],
@@ -314,8 +427,8 @@ export function ggufModel(meta: GgufMetadata, file: string): GgufModel {
     tokenizerJson,
     tokenizerConfig: {
       ...specialTokens,
-      add_bos_token: meta.kv.get('tokenizer.ggml.add_bos_token') === true,
-      add_eos_token: meta.kv.get('tokenizer.ggml.add_eos_token') === true,
+      add_bos_token: addBos !== undefined,
+      add_eos_token: addEos !== undefined,
     },
   };
 }

@@ -201,16 +201,33 @@ export class Tokenizer {
   }
 
   /**
-   * The vocabulary as constrained decoding sees it: each ordinary token's bytes by id (undefined
-   * for special tokens, and for every id when the tokenizer is not a byte-level BPE, whose pieces
-   * have no fixed bytes) and the special tokens by content. size: ids covered (the model's own
-   * vocabulary may be larger; the engine pads to it).
+   * The vocabulary as constrained decoding sees it: each ordinary token's bytes by id and the
+   * special tokens by content (special ids have no bytes). Byte-level BPE tokens are their bytes;
+   * SentencePiece pieces (byte-fallback BPE, sentencePieceTable) spell "▁" as a space and
+   * `<0xNN>` as that byte, and stripsLeadingSpace says the decoder drops one leading space of the
+   * output (Hugging Face's Strip), so a first token's leading space is never published. Other
+   * tokenizers have no fixed bytes per token: every id is undefined. size: ids covered (the
+   * model's own vocabulary may be larger; the engine pads to it).
    */
-  vocabularyBytes(): { tokens: Array<Uint8Array | undefined>; specials: Record<string, number>; size: number } {
+  vocabularyBytes(): {
+    tokens: Array<Uint8Array | undefined>;
+    specials: Record<string, number>;
+    size: number;
+    stripsLeadingSpace: boolean;
+  } {
     const specials = Object.fromEntries(this.specialTokens());
     const specialIds = new Set(Object.values(specials));
-    const tokens = (this.idBytes ?? []).map((bytes, id) => (specialIds.has(id) ? undefined : bytes));
-    return { tokens, specials, size: Math.max(tokens.length, ...[...specialIds].map((id) => id + 1)) };
+    // SentencePiece bytes serve the grammar only: streaming keeps the windowed decoder, which also
+    // drops the output's leading space.
+    const pieces = this.idBytes ? undefined : sentencePieceTable(this.json as TokenizerJsonShape);
+    const table = this.idBytes ?? pieces?.tokens ?? [];
+    const tokens = table.map((bytes, id) => (specialIds.has(id) ? undefined : bytes));
+    return {
+      tokens,
+      specials,
+      size: Math.max(tokens.length, ...[...specialIds].map((id) => id + 1)),
+      stripsLeadingSpace: pieces?.stripsLeadingSpace ?? false,
+    };
   }
 
   createDecoder(options: DecodeOptions = {}): StreamDecoder {
@@ -242,8 +259,8 @@ export class Tokenizer {
 }
 
 interface TokenizerJsonShape {
-  model?: { type?: string; vocab?: Record<string, number> };
-  decoder?: { type?: string } | null;
+  model?: { type?: string; vocab?: Record<string, number>; byte_fallback?: boolean };
+  decoder?: { type?: string; decoders?: unknown[] } | null;
   normalizer?: unknown;
 }
 
@@ -271,6 +288,52 @@ function byteLevelTable(
   const encoder = new TextEncoder();
   for (const t of addedTokens) table[t.id] = encoder.encode(t.content);
   return table;
+}
+
+interface SentencePieceBytes {
+  tokens: Array<Uint8Array | undefined>;
+  /** The decoder ends in Strip(" ", 1, 0): the decoded text loses one leading space. */
+  stripsLeadingSpace: boolean;
+}
+
+/** A byte-fallback piece: `<0x41>` decodes to the byte 0x41 (Hugging Face's ByteFallback decoder). */
+const BYTE_PIECE = /^<0x([0-9A-Fa-f]{2})>$/;
+
+/**
+ * For a SentencePiece BPE vocabulary in the tokenizer.json shape Hugging Face's LlamaConverter
+ * writes (checkpoint/tokenizer-json.ts sentencePieceBpeJson: byte_fallback BPE, decoder
+ * Replace("▁" → " "), ByteFallback, Fuse, optionally Strip(" ", 1, 0)), the bytes each piece and
+ * each added token decodes to: "▁" as a space, `<0xNN>` as that byte, anything else as its UTF-8.
+ * Every id passes through the same decoder chain (added tokens included), so a token's text
+ * never depends on its neighbours, except for the Strip of the output's first character.
+ * Any other decoder returns undefined.
+ */
+function sentencePieceTable(json: TokenizerJsonShape): SentencePieceBytes | undefined {
+  if (json.model?.type !== 'BPE' || json.model.byte_fallback !== true || !json.model.vocab) return undefined;
+  const steps = json.decoder?.type === 'Sequence' ? (json.decoder.decoders ?? []) : [];
+  const [replace, fallback, fuse, strip, ...rest] = steps as Array<Record<string, unknown> | undefined>;
+  const pattern = replace?.pattern as { String?: unknown } | undefined;
+  const isStrip = strip?.type === 'Strip' && strip.content === ' ' && strip.start === 1 && strip.stop === 0;
+  if (
+    replace?.type !== 'Replace' ||
+    pattern?.String !== '▁' ||
+    replace.content !== ' ' ||
+    fallback?.type !== 'ByteFallback' ||
+    fuse?.type !== 'Fuse' ||
+    (strip !== undefined && !isStrip) ||
+    rest.length > 0
+  )
+    return undefined;
+  const encoder = new TextEncoder();
+  const bytesOf = (piece: string): Uint8Array => {
+    const byte = BYTE_PIECE.exec(piece);
+    return byte ? Uint8Array.of(parseInt(byte[1]!, 16)) : encoder.encode(piece.replaceAll('▁', ' '));
+  };
+  const tokens: Array<Uint8Array | undefined> = [];
+  for (const [piece, id] of Object.entries(json.model.vocab)) tokens[id] = bytesOf(piece);
+  const added = (json as { added_tokens?: AddedTokenJson[] }).added_tokens ?? [];
+  for (const t of added) tokens[t.id] = t.special ? undefined : bytesOf(t.content);
+  return { tokens, stripsLeadingSpace: isStrip };
 }
 
 /** O(1) per token: the id's bytes through a streaming UTF-8 decoder (holds incomplete sequences). */

@@ -2,7 +2,9 @@
  * `maya generate`: the engine's debug CLI. Runs one generation on a model directory with raw
  * text (tokenised with the model's tokenizer, no chat template) or raw token ids, and prints the
  * engine it ran (backend, kernel path, weight dtype), the generated ids and text; `--top-logits K`
- * adds each step's K largest logits; `--json` prints one JSON object instead. The engine's
+ * adds each step's K largest logits; `--json` prints one JSON object instead. Both report the load
+ * time, prompt tokens/s (from the request to its first token: prefill and the first sample) and
+ * decode tokens/s (the later tokens), measured in this process as llama.cpp's tools do. The engine's
  * settings (MAYA_WEIGHT_DTYPE, MAYA_ENGINE_*, MAYA_CUDA_*) are read as `maya serve` reads them:
  * the real environment, else the --config file's env block, else the default. Exit codes: 0 ok,
  * 1 the model or the engine failed, 2 bad usage or a bad setting.
@@ -10,13 +12,14 @@
 import { parseArgs } from 'node:util';
 import { configEnv } from '../config/config-file.ts';
 import { engineOptions, loadEngineSettings } from '../config/engine-settings.ts';
-import { loadWeightDtype, SettingsError, type Env } from '../config/settings.ts';
+import { loadWeightDtype, type Env } from '../config/settings.ts';
 import { EngineError, type EngineInfo, type FinishInfo } from '../engine-cuda/engine.ts';
 import { NativeEngine, type NativeEngineOptions } from '../engine-cuda/native-engine.ts';
 import { readModelDir } from '../checkpoint/model-dir.ts';
 import { Tokenizer } from '../checkpoint/tokenizer.ts';
+import { defaultIo, runCommand, UsageError, type CliIo } from './cli-io.ts';
 
-const USAGE = `Usage: maya generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [options]
+const USAGE = `Usage: maya generate --model DIR|FILE.gguf (--prompt TEXT | --prompt-ids 1,2,3) [options]
   --max-tokens N     tokens to generate (default 32)
   --temperature T    0 = greedy (default 0)
   --top-p P          nucleus sampling, (0, 1] (default 1)
@@ -30,17 +33,7 @@ const USAGE = `Usage: maya generate --model DIR (--prompt TEXT | --prompt-ids 1,
   --json             print one JSON object
 `;
 
-export interface GenerateIo {
-  out: (text: string) => void;
-  err: (text: string) => void;
-}
-
-const defaultIo: GenerateIo = {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
-};
-
-class UsageError extends Error {}
+export type GenerateIo = CliIo;
 
 interface Options {
   model: string;
@@ -100,7 +93,7 @@ function parseOptions(argv: string[]): Options | 'help' {
     allowPositionals: false,
   });
   if (values.help) return 'help';
-  if (!values.model) throw new UsageError('--model DIR is required');
+  if (!values.model) throw new UsageError('--model DIR|FILE.gguf is required');
   if ((values.prompt === undefined) === (values['prompt-ids'] === undefined)) {
     throw new UsageError('give exactly one of --prompt TEXT and --prompt-ids 1,2,3');
   }
@@ -137,14 +130,41 @@ export function topK(logits: Float32Array, k: number): { id: number; logit: numb
   return top;
 }
 
+/** In-process times: the model load, the prompt (request to first token) and the later tokens. */
+export interface GenerateTimings {
+  loadMs: number;
+  promptTokens: number;
+  promptMs: number;
+  promptTokensPerS: number;
+  decodeTokens: number;
+  decodeMs: number;
+  /** null when only one token was generated. */
+  decodeTokensPerS: number | null;
+}
+
 interface Result {
-  /** The engine that ran: backend, CPU kernel path, the weights' dtype as run (as stored, or q8). */
-  engine: Pick<EngineInfo, 'backend' | 'simd' | 'weightDtype'>;
+  /** The engine that ran: backend, CPU kernel path, the weights' dtype as run (as stored, or q8), KV rows. */
+  engine: Pick<EngineInfo, 'backend' | 'simd' | 'weightDtype' | 'kvDtype'>;
   promptIds: number[];
   ids: number[];
   text: string | null;
   finish: FinishInfo;
   steps?: { id: number; top: { id: number; logit: number; piece: string | null }[] }[];
+  timings: GenerateTimings;
+}
+
+function timings(loadMs: number, promptTokens: number, t0: number, tFirst: number, tEnd: number, n: number) {
+  const promptMs = tFirst - t0;
+  const decodeMs = n > 1 ? tEnd - tFirst : 0;
+  return {
+    loadMs,
+    promptTokens,
+    promptMs,
+    promptTokensPerS: (promptTokens * 1000) / promptMs,
+    decodeTokens: Math.max(0, n - 1),
+    decodeMs,
+    decodeTokensPerS: n > 1 ? ((n - 1) * 1000) / decodeMs : null,
+  };
 }
 
 /** The engine's creation options: its settings from the environment and --config, and --threads. */
@@ -162,12 +182,16 @@ async function generate(o: Options, processEnv: Env): Promise<Result> {
     throw new UsageError(`${model.dir} has no tokenizer.json: use --prompt-ids`);
   const promptIds = o.promptIds ?? tokenizer?.encode(o.prompt ?? '') ?? [];
   if (promptIds.length === 0) throw new UsageError('the prompt encodes to no tokens');
+  const tLoad = performance.now();
   const engine = await NativeEngine.load(model.dir, settings);
-  const { backend, simd, weightDtype } = engine.info;
+  const loadMs = performance.now() - tLoad;
+  const { backend, simd, weightDtype, kvDtype } = engine.info;
   const piece = (id: number) => (tokenizer ? tokenizer.decode([id]) : null);
   const ids: number[] = [];
   const steps: NonNullable<Result['steps']> = [];
   try {
+    const t0 = performance.now();
+    let tFirst = t0;
     const gen = engine.generate({
       promptIds,
       maxTokens: o.maxTokens,
@@ -181,11 +205,21 @@ async function generate(o: Options, processEnv: Env): Promise<Result> {
     for (;;) {
       const r = await gen.next();
       if (r.done) {
+        const t = timings(loadMs, promptIds.length, t0, tFirst, performance.now(), ids.length);
         const text = tokenizer ? tokenizer.decode(ids) : null;
-        const ran = { backend, simd, weightDtype };
-        return { engine: ran, promptIds, ids, text, finish: r.value, ...(o.topLogits > 0 ? { steps } : {}) };
+        const ran = { backend, simd, weightDtype, kvDtype };
+        return {
+          engine: ran,
+          promptIds,
+          ids,
+          text,
+          finish: r.value,
+          ...(o.topLogits > 0 ? { steps } : {}),
+          timings: t,
+        };
       }
       if (r.value.type !== 'token') continue;
+      if (ids.length === 0) tFirst = performance.now();
       ids.push(r.value.id);
       if (r.value.logits)
         steps.push({
@@ -199,7 +233,9 @@ async function generate(o: Options, processEnv: Env): Promise<Result> {
 }
 
 function printText(r: Result, io: GenerateIo): void {
-  io.out(`engine: ${r.engine.backend}, ${r.engine.simd} kernels, weights ${r.engine.weightDtype}\n`);
+  io.out(
+    `engine: ${r.engine.backend}, ${r.engine.simd} kernels, weights ${r.engine.weightDtype}, KV ${r.engine.kvDtype}\n`,
+  );
   r.steps?.forEach((s, i) => {
     const tops = s.top.map(
       (t) => `${t.id}:${t.logit.toFixed(4)}${t.piece === null ? '' : ` ${JSON.stringify(t.piece)}`}`,
@@ -211,6 +247,12 @@ function printText(r: Result, io: GenerateIo): void {
   if (r.text !== null) io.out(`text: ${JSON.stringify(r.text)}\n`);
   const u = r.finish.usage;
   io.out(`finish: ${r.finish.reason} (input ${u.inputTokens}, cached ${u.cachedTokens}, output ${u.outputTokens})\n`);
+  const t = r.timings;
+  const decode = t.decodeTokensPerS === null ? 'n/a' : `${t.decodeTokensPerS.toFixed(1)} tokens/s`;
+  io.out(
+    `timings: load ${t.loadMs.toFixed(0)} ms; prompt ${t.promptTokens} tokens, ${t.promptTokensPerS.toFixed(1)} tokens/s;` +
+      ` decode ${t.decodeTokens} tokens, ${decode}\n`,
+  );
 }
 
 export async function runGenerate(
@@ -218,24 +260,21 @@ export async function runGenerate(
   io: GenerateIo = defaultIo,
   processEnv: Env = process.env,
 ): Promise<number> {
-  try {
-    const options = parseOptions(argv);
-    if (options === 'help') {
-      io.out(USAGE);
-      return 0;
-    }
-    const result = await generate(options, processEnv);
-    if (options.json) io.out(`${JSON.stringify(result)}\n`);
-    else printText(result, io);
-    return result.finish.reason === 'error' ? 1 : 0;
-  } catch (err) {
-    if (err instanceof SettingsError) {
-      io.err(`maya generate: ${err.message}\n`);
-      return 2;
-    }
-    const isUsage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    io.err(`maya generate: ${(err as Error).message}\n${isUsage ? USAGE : ''}`);
-    if (isUsage) return 2;
-    return err instanceof EngineError && err.code === 'context_overflow' ? 2 : 1;
-  }
+  return runCommand(
+    'generate',
+    USAGE,
+    io,
+    async () => {
+      const options = parseOptions(argv);
+      if (options === 'help') {
+        io.out(USAGE);
+        return 0;
+      }
+      const result = await generate(options, processEnv);
+      if (options.json) io.out(`${JSON.stringify(result)}\n`);
+      else printText(result, io);
+      return result.finish.reason === 'error' ? 1 : 0;
+    },
+    (err) => err instanceof EngineError && err.code === 'context_overflow',
+  );
 }

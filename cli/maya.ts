@@ -2,6 +2,7 @@
  * The `maya` command (bin/maya.js runs it under Node through tsx; `bun cli/maya.ts` also works).
  *   maya serve [--model DIR|FILE.gguf] [--chat-template FILE] [--host H] [--port P] [--config FILE] [--api-key K]...
  *   maya generate ...        (cli/generate.ts)
+ *   maya perplexity ...      (cli/perplexity.ts)
  * Precedence for every setting: command-line flag > real environment > the --config file's
  * `env` block > default. A bad setting prints its rule and exits 2; a model that fails to load
  * exits 1; SIGINT/SIGTERM shut down cleanly and exit 0.
@@ -24,6 +25,7 @@ import { createLogger, type Logger } from '../handlers/logger.ts';
 import type { LoadProgress, ModelRuntime } from '../runtime/model-runtime.ts';
 import { loadModelRuntime } from '../runtime/load-model-runtime.ts';
 import { runGenerate } from './generate.ts';
+import { runPerplexity } from './perplexity.ts';
 import { startService, type RunningService } from './serve.ts';
 import { StoreConnectError } from '../store/redis/redis-connection.ts';
 
@@ -32,6 +34,7 @@ export const DEFAULT_MODEL_DIR = fileURLToPath(new URL('../models/maya-demo', im
 const USAGE = `Usage:
   maya serve [--model DIR|FILE.gguf] [--chat-template FILE] [--host H] [--port P] [--config FILE] [--api-key K]...
   maya generate ...
+  maya perplexity ...
 
 serve options (flag > environment > config file > default):
   --model DIR      Hugging Face model directory, or a GGUF file (MAYA_MODEL; default models/maya-demo)
@@ -48,6 +51,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (command === 'generate') {
     return runGenerate(rest);
   }
+  if (command === 'perplexity') return runPerplexity(rest);
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     process.stdout.write(USAGE);
     return command === undefined ? 2 : 0;

@@ -5,7 +5,7 @@
  * ENG_PARAM_*, encoded by engine-cuda/ffi.ts) or, for the two library paths, as the paths
  * NativeEngine loads.
  */
-import { BACKENDS, SIMD_PATHS, SPECULATIVE_MODES, TC_NEVER } from '../engine-cuda/ffi.ts';
+import { BACKENDS, KV_DTYPES, SIMD_PATHS, SPECULATIVE_MODES, TC_NEVER } from '../engine-cuda/ffi.ts';
 import type { NativeEngineOptions } from '../engine-cuda/native-engine.ts';
 import { oneOf, rawValue, ruledInteger, SettingsError, type Env } from './setting-rules.ts';
 
@@ -17,6 +17,8 @@ export interface EngineSettings {
   readonly simd?: (typeof SIMD_PATHS)[number];
   /** MAYA_ENGINE_KV_BYTES: the KV cache budget (CPU; default 2 GiB) or cap (CUDA; default none). */
   readonly kvBytes?: number;
+  /** MAYA_KV_DTYPE: the KV cache's rows; auto = f32, or f16 for weights run at 8 bits or fewer. */
+  readonly kvDtype?: (typeof KV_DTYPES)[number];
   /** MAYA_ENGINE_WEIGHT_COPY: false keeps the CPU backend's matrices in the checkpoint mapping. */
   readonly weightCopy?: boolean;
   /** MAYA_CUDA_DEVICE: the CUDA device ordinal (default 0). */
@@ -26,7 +28,8 @@ export interface EngineSettings {
   /** MAYA_CUDA_GRAPHS: false launches each decode kernel instead of replaying CUDA graphs. */
   readonly cudaGraphs?: boolean;
   /** MAYA_SPECULATIVE: speculative decoding: auto (MTP where the checkpoint has it, else prompt lookup), off,
-   * ngram (prompt lookup), mtp (not implemented yet: the model load fails naming it). */
+   * ngram (prompt lookup), mtp (the checkpoint's MTP layer, with prompt lookup where its match is the better bet;
+   * the model load fails naming it where there is no layer). */
   readonly speculative?: (typeof SPECULATIVE_MODES)[number];
   /** MAYA_SPECULATIVE_MAX_DRAFT: most drafted tokens a sequence verifies per step (default 8, 1..64). */
   readonly specMaxDraft?: number;
@@ -41,6 +44,7 @@ export const ENGINE_SETTING_NAMES = [
   'MAYA_ENGINE_BACKEND',
   'MAYA_ENGINE_SIMD',
   'MAYA_ENGINE_KV_BYTES',
+  'MAYA_KV_DTYPE',
   'MAYA_ENGINE_WEIGHT_COPY',
   'MAYA_ENGINE_LIB',
   'MAYA_ENGINE_CUDA_LIB',
@@ -80,6 +84,7 @@ export function loadEngineSettings(env: Env): EngineSettings {
     backend: oneOf(env, 'MAYA_ENGINE_BACKEND', BACKENDS),
     simd: oneOf(env, 'MAYA_ENGINE_SIMD', SIMD_PATHS),
     kvBytes: integer(env, 'MAYA_ENGINE_KV_BYTES', false),
+    kvDtype: oneOf(env, 'MAYA_KV_DTYPE', KV_DTYPES),
     weightCopy: onOff(env, 'MAYA_ENGINE_WEIGHT_COPY'),
     libPath: path(env, 'MAYA_ENGINE_LIB'),
     cudaLibPath: path(env, 'MAYA_ENGINE_CUDA_LIB'),
@@ -95,7 +100,7 @@ export function loadEngineSettings(env: Env): EngineSettings {
 /** What NativeEngine.load takes for these settings and the weight dtype (MAYA_WEIGHT_DTYPE). */
 export function engineOptions(
   engine: EngineSettings | undefined,
-  weightDtype: 'stored' | 'q8' | undefined,
+  weightDtype: NativeEngineOptions['weightDtype'] | undefined,
 ): NativeEngineOptions {
   return { ...engine, ...(weightDtype !== undefined ? { weightDtype } : {}) };
 }

@@ -120,7 +120,10 @@ export interface ServerSettings {
   readonly optIns?: ResponsesOptIns;
   /** MAYA_IMAGE_*: limits on `input_image` URLs and images (IMAGE_LIMITS); absent = DEFAULT_IMAGE_SETTINGS. */
   readonly images?: ImageSettings;
-  /** MAYA_WEIGHT_DTYPE: `q8` quantizes the weights to 8 bits at load (CPU engine); undefined = as stored. */
+  /**
+   * MAYA_WEIGHT_DTYPE: `q8` quantizes the weights to 8 bits at load (CPU engine); `q4_k_m`, `q4_0`, `q6_k`,
+   * `q8_0` to that llama.cpp file type's mixture of GGUF block types; undefined = as stored.
+   */
   readonly weightDtype?: WeightDtype;
   /** MAYA_ENGINE_* / MAYA_CUDA_* (engine-settings.ts); absent when none is set (all engine defaults). */
   readonly engine?: EngineSettings;
@@ -207,10 +210,10 @@ export function loadImageSettings(env: Env): ImageSettings {
   };
 }
 
-export const WEIGHT_DTYPES = ['stored', 'q8'] as const;
+export const WEIGHT_DTYPES = ['stored', 'q8', 'q4_k_m', 'q4_0', 'q6_k', 'q8_0'] as const;
 export type WeightDtype = (typeof WEIGHT_DTYPES)[number];
 
-/** MAYA_WEIGHT_DTYPE: unset or empty = as stored; else `stored` or `q8`. */
+/** MAYA_WEIGHT_DTYPE: unset or empty = as stored; else one of WEIGHT_DTYPES. */
 export function loadWeightDtype(raw: string | undefined): WeightDtype | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
   const value = raw.trim();

@@ -92,9 +92,16 @@ export interface EngineInfo {
     'f32' | 'f16' | 'bf16' | 'fp8' | 'q8' | 'q8_0' | 'q4_0' | 'q4_1' | 'q5_0' | 'q5_1' | 'q4_k' | 'q5_k' | 'q6_k';
   /** CPU worker threads (ENG_INFO_N_THREADS). */
   numThreads: number;
-  /** Speculative decoding as run ('off' or 'ngram': prompt lookup) and its most drafted tokens per step. */
-  speculative?: 'off' | 'ngram';
+  /** Speculative decoding as run ('off', 'ngram': prompt lookup, 'mtp': the checkpoint's MTP layer) and its most
+   * drafted tokens per step. */
+  speculative?: 'off' | 'ngram' | 'mtp';
   specMaxDraft?: number;
+  /** The KV cache's rows (ENG_INFO_KV_DTYPE; MAYA_KV_DTYPE). */
+  kvDtype: 'f32' | 'f16' | 'bf16' | 'q8_0';
+  /** KV cache bytes one token takes, all layers (ENG_INFO_KV_BYTES_PER_TOKEN). */
+  kvBytesPerToken: number;
+  /** Tokens the whole KV cache holds (ENG_INFO_KV_CAPACITY). */
+  kvCapacityTokens: number;
 }
 
 export interface EngineStats {

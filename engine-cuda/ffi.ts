@@ -17,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 10,
+  ABI_VERSION: 11,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -45,7 +45,9 @@ export const ENG = {
   PARAM_CUDA_GRAPHS: 13,
   PARAM_SPECULATIVE: 14,
   PARAM_SPEC_MAX_DRAFT: 15,
-  PARAM_COUNT: 16,
+  PARAM_KV_DTYPE: 16,
+  PARAM_MAX_LOGITS: 17,
+  PARAM_COUNT: 18,
   INFO_N_VOCAB: 0,
   INFO_N_CTX: 1,
   INFO_N_LAYER: 2,
@@ -66,7 +68,10 @@ export const ENG = {
   INFO_N_THREADS: 17,
   INFO_SPECULATIVE: 18,
   INFO_SPEC_MAX_DRAFT: 19,
-  INFO_COUNT: 20,
+  INFO_KV_DTYPE: 20,
+  INFO_KV_BYTES_PER_TOKEN: 21,
+  INFO_KV_CAPACITY: 22,
+  INFO_COUNT: 23,
   STAT_BLOCKS_TOTAL: 0,
   STAT_BLOCKS_FREE: 1,
   STAT_BLOCKS_CACHED: 2,
@@ -114,6 +119,7 @@ export const ENG = {
   WEIGHT_DTYPE_FP8: 4,
   WEIGHT_DTYPE_Q8: 5,
   SEQ_REPORT_PROGRESS: 2,
+  SEQ_PROMPT_LOGITS: 4,
   SPEC_AUTO: 0,
   SPEC_OFF: 1,
   SPEC_NGRAM: 2,
@@ -126,6 +132,10 @@ export const ENG = {
   WEIGHT_DTYPE_Q4_K: 13,
   WEIGHT_DTYPE_Q5_K: 14,
   WEIGHT_DTYPE_Q6_K: 15,
+  KV_DTYPE_F32: 0,
+  KV_DTYPE_F16: 1,
+  KV_DTYPE_BF16: 2,
+  KV_DTYPE_Q8_0: 8,
 } as const;
 
 /** The exported functions of engine.h, in header order. */
@@ -142,6 +152,7 @@ export const ENG_FUNCTIONS = [
   'eng_seq_add_mm',
   'eng_seq_cancel',
   'eng_seq_logits',
+  'eng_seq_prompt_logits',
   'eng_seq_mask',
   'eng_seq_draft',
   'eng_step',
@@ -163,10 +174,12 @@ const STATUS_CODES: Record<number, EngineErrorCode> = {
 export const BACKENDS = ['auto', 'cpu', 'cuda'] as const;
 /** CPU kernel paths by name; 'auto' = the fastest the CPU runs. */
 export const SIMD_PATHS = ['auto', 'scalar', 'avx2', 'avx512'] as const;
+/** KV cache row formats by name (MAYA_KV_DTYPE); 'auto' = the engine's default (engine.h). */
+export const KV_DTYPES = ['auto', 'f32', 'bf16', 'f16', 'q8_0'] as const;
 /** Tensor-core threshold meaning "never" (above any batch the engine runs). */
 export const TC_NEVER = 2 ** 30;
-/** Speculative decoding modes by name (ENG_PARAM_SPECULATIVE); 'auto' = MTP where the checkpoint has it, else
- * prompt lookup (the engine has no MTP drafts yet, so prompt lookup). */
+/** Speculative decoding modes by name (ENG_PARAM_SPECULATIVE); 'auto' = MTP where the checkpoint has it (GLM-4.5 /
+ * DeepSeek-V3 with their MTP layer, on the CPU backend), else prompt lookup. */
 export const SPECULATIVE_MODES = ['auto', 'off', 'ngram', 'mtp'] as const;
 
 /** Creation parameters (ENG_PARAM_*); unset or <= 0 means the library's default. */
@@ -179,8 +192,12 @@ export interface ContextParams {
   maxBatch?: number;
   prefillChunk?: number;
   contextLength?: number;
-  /** Weights as stored (default) or 'q8': quantized at load to int8 per block of 32 (CPU backend). */
-  weightDtype?: 'stored' | 'q8';
+  /**
+   * Weights as stored (default); 'q8': quantized at load to int8 per block of 32; 'q4_k_m', 'q8_0',
+   * 'q4_0', 'q6_k': quantized at load to that llama.cpp file type's mixture of GGUF block types
+   * (ENG_PARAM_WEIGHT_DTYPE). CPU backend.
+   */
+  weightDtype?: 'stored' | 'q8' | 'q4_k_m' | 'q8_0' | 'q4_0' | 'q6_k';
   /** The context's CPU kernel path; default 'auto' (the fastest this CPU runs). */
   simd?: (typeof SIMD_PATHS)[number];
   /** CPU backend: copy the matrices into huge pages when they fit (default true). */
@@ -195,6 +212,11 @@ export interface ContextParams {
   speculative?: (typeof SPECULATIVE_MODES)[number];
   /** Most drafted tokens a sequence verifies per step (default 8, at most 64). */
   specMaxDraft?: number;
+  /** The KV cache's rows (default 'auto': f32, or f16 for weights run at 8 bits or fewer; CUDA: f32 only). */
+  kvDtype?: (typeof KV_DTYPES)[number];
+  /** Most logits rows a step computes (default maxBatch x (1 + specMaxDraft as run), minimum maxBatch): a
+   * PROMPT_LOGITS sequence prefills at most this many tokens a step. */
+  maxLogits?: number;
 }
 
 export interface SeqAddArgs {
@@ -262,6 +284,7 @@ interface Symbols {
   ): number;
   eng_seq_cancel(ctx: CtxHandle, seqId: number): number;
   eng_seq_logits(ctx: CtxHandle, seqId: number, out: Float32Array, cap: number): number;
+  eng_seq_prompt_logits(ctx: CtxHandle, seqId: number, out: Float32Array, cap: bigint): number;
   eng_seq_mask(ctx: CtxHandle, seqId: number, mask: Uint32Array, nWords: number): number;
   eng_seq_draft(
     ctx: CtxHandle,
@@ -342,6 +365,7 @@ async function bindBun(path: string): Promise<Symbols> {
     },
     eng_seq_cancel: { args: [T.ptr, T.i32], returns: T.i32 },
     eng_seq_logits: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
+    eng_seq_prompt_logits: { args: [T.ptr, T.i32, T.ptr, T.i64], returns: T.i32 },
     eng_seq_mask: { args: [T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
     eng_seq_draft: { args: [T.ptr, T.i32, T.ptr, T.i32, T.ptr, T.i32], returns: T.i32 },
     eng_step: { args: [T.ptr, T.ptr, T.i32], returns: T.i32 },
@@ -397,6 +421,9 @@ async function bindKoffi(path: string): Promise<Symbols> {
     eng_seq_logits: f(
       'int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int32_t cap)',
     ) as Symbols['eng_seq_logits'],
+    eng_seq_prompt_logits: f(
+      'int32_t eng_seq_prompt_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int64_t cap)',
+    ) as Symbols['eng_seq_prompt_logits'],
     eng_seq_mask: f(
       'int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask, int32_t n_words)',
     ) as Symbols['eng_seq_mask'],
@@ -516,6 +543,19 @@ const SPECULATIVE_PARAM: Record<(typeof SPECULATIVE_MODES)[number], number> = {
 const WEIGHT_DTYPE_PARAM: Record<NonNullable<ContextParams['weightDtype']>, number> = {
   stored: 0,
   q8: ENG.WEIGHT_DTYPE_Q8,
+  q4_k_m: ENG.WEIGHT_DTYPE_Q4_K,
+  q8_0: ENG.WEIGHT_DTYPE_Q8_0,
+  q4_0: ENG.WEIGHT_DTYPE_Q4_0,
+  q6_k: ENG.WEIGHT_DTYPE_Q6_K,
+};
+
+/** ENG_PARAM_KV_DTYPE's value: 0 the default, else 1 + ENG_KV_DTYPE_*. */
+const KV_DTYPE_PARAM: Record<(typeof KV_DTYPES)[number], number> = {
+  auto: 0,
+  f32: 1 + ENG.KV_DTYPE_F32,
+  f16: 1 + ENG.KV_DTYPE_F16,
+  bf16: 1 + ENG.KV_DTYPE_BF16,
+  q8_0: 1 + ENG.KV_DTYPE_Q8_0,
 };
 
 export function encodeParams(params: ContextParams): BigInt64Array {
@@ -539,6 +579,8 @@ export function encodeParams(params: ContextParams): BigInt64Array {
   set(ENG.PARAM_CUDA_GRAPHS, params.cudaGraphs === undefined ? undefined : params.cudaGraphs ? 1 : 2);
   set(ENG.PARAM_SPECULATIVE, SPECULATIVE_PARAM[params.speculative ?? 'auto']);
   set(ENG.PARAM_SPEC_MAX_DRAFT, params.specMaxDraft);
+  set(ENG.PARAM_KV_DTYPE, KV_DTYPE_PARAM[params.kvDtype ?? 'auto']);
+  set(ENG.PARAM_MAX_LOGITS, params.maxLogits);
   return p;
 }
 
@@ -633,6 +675,15 @@ export class NativeContext {
   /** Copies the latest logits of a KEEP_LOGITS sequence into out; returns the vocabulary size. */
   seqLogits(seqId: number, out: Float32Array): number {
     return this.lib.check(this.sym.eng_seq_logits(this.ctx, seqId, out, out.length), 'eng_seq_logits');
+  }
+
+  /** Copies every prompt position's logits of a PROMPT_LOGITS sequence (row i scores token i + 1) into
+   * out (n_prompt * V floats); returns n_prompt. Valid from its PREFILLED event until the step after FINISH. */
+  seqPromptLogits(seqId: number, out: Float32Array): number {
+    return this.lib.check(
+      this.sym.eng_seq_prompt_logits(this.ctx, seqId, out, BigInt(out.length)),
+      'eng_seq_prompt_logits',
+    );
   }
 
   /** Restricts the sequence's next samples to the ids set in mask (ceil(V/32) words); null lifts it. */

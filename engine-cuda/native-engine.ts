@@ -49,6 +49,13 @@ const FINISH_REASONS: Record<number, FinishReason> = {
   [ENG.FINISH_ERROR]: 'error',
 };
 
+/** ENG_INFO_SPECULATIVE's values by name (ENG_SPEC_OFF when absent). */
+const SPECULATIVE_RUN: Record<number, NonNullable<EngineInfo['speculative']>> = {
+  [ENG.SPEC_OFF]: 'off',
+  [ENG.SPEC_NGRAM]: 'ngram',
+  [ENG.SPEC_MTP]: 'mtp',
+};
+
 const ARCHS: Record<number, EngineInfo['arch']> = {
   [ENG.ARCH_GLM4]: 'glm4',
   [ENG.ARCH_LLAMA]: 'llama',
@@ -82,6 +89,13 @@ const WEIGHT_DTYPES: Record<number, EngineInfo['weightDtype']> = {
   [ENG.WEIGHT_DTYPE_Q6_K]: 'q6_k',
 };
 
+const KV_DTYPES: Record<number, EngineInfo['kvDtype']> = {
+  [ENG.KV_DTYPE_F32]: 'f32',
+  [ENG.KV_DTYPE_F16]: 'f16',
+  [ENG.KV_DTYPE_BF16]: 'bf16',
+  [ENG.KV_DTYPE_Q8_0]: 'q8_0',
+};
+
 /** Maps eng_ctx_info() fields to EngineInfo. */
 export function engineInfoFromFields(f: number[]): EngineInfo {
   const at = (i: number) => f[i] ?? 0;
@@ -101,8 +115,11 @@ export function engineInfoFromFields(f: number[]): EngineInfo {
     vision: at(ENG.INFO_VISION) === 1,
     weightDtype: WEIGHT_DTYPES[at(ENG.INFO_WEIGHT_DTYPE)] ?? 'f32',
     numThreads: at(ENG.INFO_N_THREADS),
-    speculative: at(ENG.INFO_SPECULATIVE) === ENG.SPEC_NGRAM ? 'ngram' : 'off',
+    speculative: SPECULATIVE_RUN[at(ENG.INFO_SPECULATIVE)] ?? 'off',
     specMaxDraft: at(ENG.INFO_SPEC_MAX_DRAFT),
+    kvDtype: KV_DTYPES[at(ENG.INFO_KV_DTYPE)] ?? 'f32',
+    kvBytesPerToken: at(ENG.INFO_KV_BYTES_PER_TOKEN),
+    kvCapacityTokens: at(ENG.INFO_KV_CAPACITY),
   };
 }
 

@@ -31,7 +31,9 @@ export class ConstraintCache {
     if (builder) {
       this.builders.delete(key);
     } else {
-      const run = new CompiledGrammar(constraint.grammar, this.trie.specialIds, this.trie.maxTokenBytes).createRun();
+      const run = new CompiledGrammar(constraint.grammar, this.trie.specialIds, this.trie.maxTokenBytes).createRun({
+        stripsLeadingSpace: this.trie.vocab.stripsLeadingSpace === true,
+      });
       builder = new MaskBuilder(run, this.trie, constraint.stopIds);
       if (this.builders.size >= MAX_CACHED) this.builders.delete(this.builders.keys().next().value!);
     }

@@ -212,9 +212,14 @@ export class CompiledGrammar {
   }
 
   /** A fresh run over this grammar (states and caches are per run, shared by its sequences). */
-  createRun(): GrammarRun {
-    return new GrammarRun(this);
+  createRun(options: RunOptions = {}): GrammarRun {
+    return new GrammarRun(this, options);
   }
+}
+
+export interface RunOptions {
+  /** The output loses one leading space when decoded (see GrammarRun.start). */
+  stripsLeadingSpace?: boolean;
 }
 
 /** The lazily determinised automaton of one CompiledGrammar. */
@@ -227,10 +232,36 @@ export class GrammarRun {
   private readonly canonStates: number[] = [];
   readonly states: StateInfo[] = [];
   private readonly stateIds = new Map<string, number>();
+  /** The grammar's own initial state: nothing written yet. */
   readonly initial: number;
+  /**
+   * Where a sequence's output starts (TokenMatcher). `initial`, or with stripsLeadingSpace a
+   * state of its own for a decoder that drops the output's first character when it is a space
+   * (Hugging Face's Strip(" ", 1, 0) after Fuse, SentencePiece vocabularies): a leading space
+   * byte there is never published, so it leads to `initial` without consuming grammar input; any
+   * other byte or special token steps as from `initial`, and the output no longer starts. A
+   * first token " {" is then checked as "{", and a first token " " as nothing.
+   */
+  readonly start: number;
 
-  constructor(readonly grammar: CompiledGrammar) {
+  constructor(
+    readonly grammar: CompiledGrammar,
+    options: RunOptions = {},
+  ) {
     this.initial = this.internState(this.closure(this.frame(grammar.start, -1)));
+    this.start = options.stripsLeadingSpace === true && this.initial >= 0 ? this.strippedStart() : this.initial;
+  }
+
+  /** The start state of a run whose output's leading space is stripped (see `start`). */
+  private strippedStart(): number {
+    const init = this.states[this.initial]!;
+    const trans = new Int32Array(256);
+    for (let b = 0; b < 256; b++) trans[b] = b === 0x20 ? this.initial : this.stepByte(this.initial, b);
+    // Not interned: its leaves are initial's, and only its transitions differ. Its own canonical.
+    const id = this.states.length;
+    this.states.push({ leaves: init.leaves, trans, isAccepting: init.isAccepting, specials: init.specials });
+    this.canonStates[id] = id;
+    return id;
   }
 
   private frame(node: number, parent: number): number {

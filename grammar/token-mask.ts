@@ -24,6 +24,12 @@ export interface VocabularyData {
   /** Special tokens by content. */
   specials: Record<string, number>;
   size: number;
+  /**
+   * The tokenizer's decoder drops one leading space of the output (SentencePiece vocabularies:
+   * Hugging Face's Strip decoder), so the first token's leading space is never published:
+   * matchers start in GrammarRun.start, which takes that space without consuming grammar input.
+   */
+  stripsLeadingSpace?: boolean;
 }
 
 export class TokenTrie {
@@ -341,7 +347,7 @@ export class TokenMatcher {
   private shown: Int32Array | undefined;
 
   constructor(readonly builder: MaskBuilder) {
-    this.state = builder.run.initial;
+    this.state = builder.run.start;
     this.out = new Uint32Array(builder.trie.numWords);
   }
 
@@ -383,4 +389,40 @@ export class TokenMatcher {
   get isAccepting(): boolean {
     return this.builder.run.isAccepting(this.state);
   }
+
+  /**
+   * How many ids the current state allows, counted up to `limit` (more: limit + 1; none or a dead
+   * end: 0). Cheap on the narrow states this is for (a key, punctuation, a marker): a narrow cached
+   * mask lists its few nonzero words, and a wide one stops the count within its first words.
+   */
+  countAllowed(limit: number): number {
+    if (this.state < 0) return 0;
+    const m = this.builder.cached(this.state);
+    if (m === null) return 0;
+    let n = 0;
+    if (m.pairs) {
+      for (let i = 1; i < m.pairs.length && n <= limit; i += 2) n += popcount(m.pairs[i]!);
+    } else {
+      const whole = m.whole!;
+      for (let w = 0; w < whole.length && n <= limit; w++) if (whole[w] !== 0) n += popcount(whole[w]!);
+    }
+    return Math.min(n, limit + 1);
+  }
+
+  /** The one id the current state allows (a forced token), or -1 when it allows none or several. */
+  forced(): number {
+    if (this.countAllowed(1) !== 1) return -1;
+    const m = this.builder.cached(this.state)!;
+    if (m.pairs) return m.pairs[0]! * 32 + 31 - Math.clz32(m.pairs[1]!);
+    const whole = m.whole!;
+    let w = 0;
+    while (whole[w] === 0) w++;
+    return w * 32 + 31 - Math.clz32(whole[w]!);
+  }
+}
+
+function popcount(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24) & 0xff;
 }

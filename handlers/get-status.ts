@@ -1,6 +1,7 @@
 /**
  * getStatus (GET /v1/status): Maya's version, the model, its context limit, the API dialects Maya
- * serves with their endpoints, the engine (backend, kernel path, threads, weight dtype, counters,
+ * serves with their endpoints, the engine (backend, kernel path, threads, weight dtype, KV cache
+ * dtype, bytes per token and capacity in tokens, counters, speculative drafts and tokens per pass,
  * whether the model has a vision path), the `responses_cache` / `responses_jobs` sections
  * from the store and the job manager (zeros while no job manager is attached) and the settings
  * that differ from the defaults (secrets hidden), and `mcp_servers` (name, transport, state, tool
@@ -52,6 +53,9 @@ export const getStatus: Handler = async (ctx, deps) => {
       simd: info.simd,
       threads: info.numThreads,
       weight_dtype: info.weightDtype,
+      kv_dtype: info.kvDtype,
+      kv_bytes_per_token: info.kvBytesPerToken,
+      kv_capacity_tokens: info.kvCapacityTokens,
       blocks_total: stats.blocksTotal,
       blocks_free: stats.blocksFree,
       blocks_cached: stats.blocksCached,
@@ -66,6 +70,8 @@ export const getStatus: Handler = async (ctx, deps) => {
       draft_tokens: stats.draftTokens,
       draft_accepted: stats.draftAccepted,
       decode_passes: stats.decodePasses,
+      // null before the first pass (the ratio is undefined); 1 without speculation
+      tokens_per_pass: stats.decodePasses > 0 ? stats.decodeTokens / stats.decodePasses : null,
     },
     responses_cache: await deps.store.stats(),
     responses_jobs: deps.jobs === undefined ? IDLE_JOBS : await deps.jobs.stats(),

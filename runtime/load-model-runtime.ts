@@ -95,7 +95,8 @@ export async function loadModelRuntime(dir: string, options: LoadOptions = {}): 
     },
     PROMPT_WORKERS,
   );
-  // Masks need each token's bytes: a tokenizer without a byte-level vocabulary is not constrained.
+  // Masks need each token's bytes: a tokenizer that is neither byte-level BPE nor SentencePiece
+  // (vocabularyBytes) is not constrained.
   const vocabulary = tokenizer.vocabularyBytes();
   const constrainedDecoding =
     (options.constrainedDecoding ?? DEFAULT_DECODING_SETTINGS.constrained) &&

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 10
+#define ENG_ABI_VERSION 11
 
 typedef struct eng_ctx eng_ctx;
 
@@ -63,7 +63,9 @@ enum {
     ENG_PARAM_WEIGHT_DTYPE = 8,  /* 0 as stored; ENG_WEIGHT_DTYPE_Q8: matrices quantized at load to int8 per
                                     block of 32 with an f32 scale; ENG_WEIGHT_DTYPE_Q4_K: llama.cpp's Q4_K_M
                                     mixture made at load (Q4_K, some Q6_K; Q5_0 / Q8_0 where rows are
-                                    not whole 256-blocks). CPU backend only; MoE routers and matrices
+                                    not whole 256-blocks); ENG_WEIGHT_DTYPE_Q8_0 / Q4_0 / Q6_K: llama.cpp's
+                                    Q8_0 / Q4_0 / Q6_K files' mixtures (the output matrix Q6_K in the
+                                    latter two). CPU backend only; MoE routers and matrices
                                     whose columns are not a multiple of 32 stay as stored */
     ENG_PARAM_SIMD = 9,          /* CPU kernel path of this context: 0 the fastest this CPU runs, else
                                     1 + ENG_SIMD_* (UNSUPPORTED when the CPU or the build lacks it) */
@@ -73,10 +75,17 @@ enum {
     ENG_PARAM_CUDA_TC_MIN_TOKENS = 12, /* CUDA: a matmul over at least this many tokens uses the tensor-core
                                     bf16 gemm; default 16 (a value above any batch, e.g. 1 << 30: never) */
     ENG_PARAM_CUDA_GRAPHS = 13,        /* CUDA: 0/1 replay decode steps as CUDA graphs; 2 launch each kernel */
-    ENG_PARAM_SPECULATIVE = 14,        /* speculative decoding: ENG_SPEC_* (0 auto: prompt lookup; MTP drafts are
-                                          not implemented, ENG_SPEC_MTP is UNSUPPORTED) */
+    ENG_PARAM_SPECULATIVE = 14,        /* speculative decoding: ENG_SPEC_* (0 auto: the checkpoint's MTP layer
+                                          where it has one (CPU backend), else prompt lookup; ENG_SPEC_MTP
+                                          without an MTP layer, or on CUDA, is UNSUPPORTED) */
     ENG_PARAM_SPEC_MAX_DRAFT = 15,     /* most drafted tokens a sequence verifies in one step; default 8, at most 64 */
-    ENG_PARAM_COUNT = 16
+    ENG_PARAM_KV_DTYPE = 16,           /* KV cache rows: 1 + ENG_KV_DTYPE_*; default (0): f32 for weights run as f32,
+                                  f16 or bf16, ENG_KV_DTYPE_DEFAULT_SMALL for weights run at 8 bits or fewer
+                                  (ENG_INFO_WEIGHT_DTYPE >= ENG_WEIGHT_DTYPE_FP8); CUDA: f32 only */
+    ENG_PARAM_MAX_LOGITS = 17,         /* most rows of logits one step computes; default MAX_BATCH x (1 + SPEC_MAX_DRAFT
+                                  as run), minimum MAX_BATCH (below the default, drafts are cut to the rows
+                                  left). ENG_SEQ_PROMPT_LOGITS sequences prefill at most this many tokens a step */
+    ENG_PARAM_COUNT = 18
 };
 
 /* Fields of eng_ctx_info() (fixed for the context's life). */
@@ -93,15 +102,18 @@ enum {
     ENG_INFO_BACKEND = 9, /* ENG_BACKEND_CPU or ENG_BACKEND_CUDA */
     ENG_INFO_ARCH = 10,   /* ENG_ARCH_* */
     ENG_INFO_N_PARAMS = 11,
-    ENG_INFO_WEIGHT_BYTES = 12,    /* bytes of weights one decoded token reads */
-    ENG_INFO_SIMD = 13,            /* the CPU kernel path: ENG_SIMD_* */
-    ENG_INFO_N_PARAMS_ACTIVE = 14, /* parameters one token uses (MoE: K of E routed experts) */
-    ENG_INFO_VISION = 15,          /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
-    ENG_INFO_WEIGHT_DTYPE = 16,    /* the matrices' dtype as run: ENG_WEIGHT_DTYPE_* (Q8: quantized at load) */
-    ENG_INFO_N_THREADS = 17,       /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
-    ENG_INFO_SPECULATIVE = 18,     /* speculative decoding as run: ENG_SPEC_OFF or ENG_SPEC_NGRAM */
-    ENG_INFO_SPEC_MAX_DRAFT = 19,  /* most drafted tokens per sequence and step (0 when off) */
-    ENG_INFO_COUNT = 20
+    ENG_INFO_WEIGHT_BYTES = 12,       /* bytes of weights one decoded token reads */
+    ENG_INFO_SIMD = 13,               /* the CPU kernel path: ENG_SIMD_* */
+    ENG_INFO_N_PARAMS_ACTIVE = 14,    /* parameters one token uses (MoE: K of E routed experts) */
+    ENG_INFO_VISION = 15,             /* 1: the checkpoint has a vision encoder (eng_seq_add_mm takes images) */
+    ENG_INFO_WEIGHT_DTYPE = 16,       /* the matrices' dtype as run: ENG_WEIGHT_DTYPE_* (Q8: quantized at load) */
+    ENG_INFO_N_THREADS = 17,          /* CPU worker threads (ENG_PARAM_N_THREADS, else online cores) */
+    ENG_INFO_SPECULATIVE = 18,        /* speculative decoding as run: ENG_SPEC_OFF, _NGRAM or _MTP */
+    ENG_INFO_SPEC_MAX_DRAFT = 19,     /* most drafted tokens per sequence and step (0 when off) */
+    ENG_INFO_KV_DTYPE = 20,           /* the KV cache's rows: ENG_KV_DTYPE_* */
+    ENG_INFO_KV_BYTES_PER_TOKEN = 21, /* KV cache bytes one token takes, all layers (with MTP drafts, its layer too) */
+    ENG_INFO_KV_CAPACITY = 22,        /* tokens the whole KV cache holds (N_BLOCKS * BLOCK_SIZE) */
+    ENG_INFO_COUNT = 23
 };
 
 /* Codes of backends (ENG_PARAM_BACKEND, ENG_INFO_BACKEND), architectures (ENG_INFO_ARCH, by the
@@ -139,6 +151,11 @@ enum {
 };
 /* Speculative decoding modes (ENG_PARAM_SPECULATIVE, ENG_INFO_SPECULATIVE). */
 enum { ENG_SPEC_AUTO = 0, ENG_SPEC_OFF = 1, ENG_SPEC_NGRAM = 2, ENG_SPEC_MTP = 3 };
+/* KV cache row formats (ENG_PARAM_KV_DTYPE takes them plus one; the codes of the same formats among
+ * the weight dtypes). q8_0: ggml's block_q8_0, an f16 scale per 32 values (a row's last block may be
+ * shorter). */
+enum { ENG_KV_DTYPE_F32 = 0, ENG_KV_DTYPE_F16 = 1, ENG_KV_DTYPE_BF16 = 2, ENG_KV_DTYPE_Q8_0 = 8 };
+#define ENG_KV_DTYPE_DEFAULT_SMALL ENG_KV_DTYPE_F16
 
 /* Fields of eng_ctx_stats() (a snapshot; counters are cumulative). */
 enum {
@@ -174,10 +191,14 @@ enum {
 enum { ENG_FINISH_STOP = 1, ENG_FINISH_LENGTH = 2, ENG_FINISH_CANCELLED = 3, ENG_FINISH_ERROR = 4 };
 #define ENG_EVENT_INTS 4
 
-/* Sequence flags. */
+/* Sequence flags. PROMPT_LOGITS: keep the logits of every prompt position (eng_seq_prompt_logits,
+ * for scoring a text); such a sequence never takes its prompt from the prefix cache, never drafts
+ * (speculative decoding is off for it), and prefills at most ENG_PARAM_MAX_LOGITS tokens a step
+ * (CPU backend only). */
 enum {
-    ENG_SEQ_KEEP_LOGITS = 1,    /* keep the logits of the latest sampled position (eng_seq_logits) */
-    ENG_SEQ_REPORT_PROGRESS = 2 /* report ENG_EVENT_PREFILL_PROGRESS while the prompt is prefilled */
+    ENG_SEQ_KEEP_LOGITS = 1,     /* keep the logits of the latest sampled position (eng_seq_logits) */
+    ENG_SEQ_REPORT_PROGRESS = 2, /* report ENG_EVENT_PREFILL_PROGRESS while the prompt is prefilled */
+    ENG_SEQ_PROMPT_LOGITS = 4    /* keep the logits of every prompt position (see above) */
 };
 
 ENG_API int32_t eng_abi_version(void);
@@ -233,6 +254,12 @@ ENG_API int32_t eng_seq_cancel(eng_ctx *ctx, int32_t seq_id);
  * Valid after the TOKEN event, until the next eng_step. Returns V, or a negative status. */
 ENG_API int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int32_t cap);
 
+/* Copies the logits of every prompt position of a PROMPT_LOGITS sequence: row i (V floats) follows
+ * prompt token i, so it scores token i + 1; out holds n_prompt * V floats. Valid once the sequence
+ * reported PREFILLED, until the eng_step after its FINISH. Returns n_prompt, or a negative status
+ * (INVALID_ARG: no such logits yet, or cap < n_prompt * V; UNKNOWN_SEQ). */
+ENG_API int32_t eng_seq_prompt_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int64_t cap);
+
 /* Restricts the next samples of a sequence to the ids set in mask (constrained decoding): a bitset
  * of n_words = ceil(V / 32) words, bit i % 32 of word i / 32 = id i allowed, at least one set; it
  * is copied and stays in force until replaced. n_words = 0 lifts it. The host sets the mask for the
@@ -249,7 +276,8 @@ ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask,
  * after each drafted token (the first is restricted by the sequence's mask), so the host's matcher
  * advances over the draft; a sequence with a mask set takes a draft only with masks, and a draft is
  * cut before its first token its mask forbids. masks = NULL, n_words = 0: none. Also cut to what
- * max_tokens, the context and free KV blocks allow. n = 0 clears it. Returns OK, INVALID_ARG (ids
+ * max_tokens, the context and free KV blocks allow, and dropped for a PROMPT_LOGITS sequence (which
+ * never drafts). n = 0 clears it. Returns OK, INVALID_ARG (ids
  * outside the vocabulary, n above ENG_INFO_SPEC_MAX_DRAFT, speculation off, mask size), UNKNOWN_SEQ. */
 ENG_API int32_t eng_seq_draft(eng_ctx *ctx, int32_t seq_id, const int32_t *tokens, int32_t n, const uint32_t *masks,
                               int32_t n_words);

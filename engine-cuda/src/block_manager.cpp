@@ -1,6 +1,8 @@
 /* block_manager.cpp: ref-counted KV blocks, an intrusive LRU free list, chained-hash prefix cache. */
 #include "block_manager.h"
 
+#include "../include/engine.h" // defines: ENG_SEQ_PROMPT_LOGITS
+
 namespace maya {
 
 uint64_t BlockManager::hash_block(uint64_t prev, const int32_t *tokens, int32_t n) {
@@ -99,6 +101,7 @@ int32_t BlockManager::match(const Sequence &seq, std::vector<int32_t> *ids, std:
     hashes->clear();
     int32_t n = (int32_t)seq.tokens.size();
     int32_t max_blocks = n > 0 ? (n - 1) / block_size_ : 0;
+    if (seq.flags & ENG_SEQ_PROMPT_LOGITS) max_blocks = 0; // every prompt position is computed
     uint64_t prev = 0;
     for (int32_t i = 0; i < max_blocks; i++) {
         const int32_t *t = seq.tokens.data() + (size_t)i * block_size_;

@@ -27,9 +27,9 @@ class BlockManager {
 
     /* Whether allocate(seq) would succeed now. */
     bool can_allocate(const Sequence &seq) const;
-    /* Reuses the cached prefix of seq.tokens and allocates blocks for the rest; sets
-     * seq.block_table, seq.block_hashes and seq.n_computed (= cached tokens). Returns the cached
-     * token count, or -1 if there are not enough free blocks (seq unchanged). */
+    /* Reuses the cached prefix of seq.tokens (none for a PROMPT_LOGITS sequence) and allocates
+     * blocks for the rest; sets seq.block_table, seq.block_hashes and seq.n_computed (= cached
+     * tokens). Returns the cached token count, or -1 if there are not enough free blocks (seq unchanged). */
     int32_t allocate(Sequence &seq);
     /* Releases seq's blocks (they stay cached) and clears its table; n_computed = 0. */
     void deallocate(Sequence &seq);

@@ -1,5 +1,5 @@
 /* cpu_backend.cpp: the forward pass of GLM-4 / Llama / Qwen3 / GLM-4.5 (MoE) / DeepSeek-V3 (MLA +
- * MoE) on the CPU over a paged f32 KV cache.
+ * MoE) on the CPU over a paged KV cache of f32, bf16, f16 or q8_0 rows (BackendConfig::kv_dtype).
  *
  * Per layer (Hugging Face transformers' modeling_{llama,qwen3,glm4,glm4_moe,deepseek_v3}.py):
  *   h = rmsnorm(x) -> q,k,v (+bias) -> [Qwen3/GLM-4.5: per-head rmsnorm of q,k] -> RoPE -> write k,v
@@ -10,6 +10,10 @@
  * = (q_lat . c + q_pe . k_pe) * scale, o = W_UV (sum p c); the per-head keys/values never exist.
  * MoE layers route each token to K of E experts (sigmoid router, selection bias, group-limited
  * top-k), run each expert once over the tokens that chose it, and add the shared experts.
+ * K/V rows are stored in the cache's dtype as they are written; attention widens each block of
+ * rows to f32 in a per-worker buffer before the f32 kernels use it (f32 rows are used in place).
+ * Each row is stored (q8_0: quantized) on its own, so a rejected draft's rows need no undoing in
+ * any format: the scheduler rolls back positions, and the next pass overwrites those rows.
  * Matmuls and attention are split across the thread pool; everything else is cheap and runs on the
  * calling thread. All buffers are allocated at creation; forward() does not allocate.
  */
@@ -18,6 +22,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <new>
+#include <utility>
 
 #include "backend.h"             // defines: Backend, Batch, BackendConfig
 #include "common.h"              // defines: fail
@@ -63,6 +69,7 @@ struct MatmulTask {
     const int64_t *q8_off; // (n_jobs) Q8 and 32-block GGUF weights: offset of the job's quantized x in q8x/q8d, or -1
     const int8_t *q8x;
     const float *q8d;
+    const int16_t *q8bs;   // per-32 sums (32-block GGUF dtypes)
     const int64_t *kq_off; // (n_jobs) K-quant weights: offset of the job's quantized x in kqx/kqd/kqbs, or -1
     const int8_t *kqx;
     const float *kqd;      // per 256
@@ -88,8 +95,8 @@ static void matmul_task(void *arg, int task, int worker) {
     }
     if (qo >= 0 && job.w->dtype != DT_Q8) { // a 32-block GGUF dtype over the Q8 activations
         int K = job.w->cols;
-        m.k->matmul_ggml(m.q8x + qo, m.q8d + qo / kQ8Block, nullptr, K, job.T > 0 ? job.T : m.T, job.w->data,
-                         job.w->dtype, K, r0, r1, job.y, job.ldy, job.bias, m.is_streaming);
+        m.k->matmul_ggml(m.q8x + qo, m.q8d + qo / kQ8Block, m.q8bs + qo / kQ8Block, K, job.T > 0 ? job.T : m.T,
+                         job.w->data, job.w->dtype, K, r0, r1, job.y, job.ldy, job.bias, m.is_streaming);
         return;
     }
     if (qo >= 0) { // x quantized once for all row blocks (bit-identical to matmul's own quantization)
@@ -112,21 +119,34 @@ static void matmul_task(void *arg, int task, int worker) {
 
 /* Query rows one attention task covers: a tile of consecutive tokens of one sequence, times the
  * query heads of a kv head, so each cached row is loaded once for up to 4 query rows (more when a
- * kv head has more query heads). */
-static int attn_tile_tokens(int group) { return group >= 4 ? 1 : 4 / group; }
+ * kv head has more query heads). A cache of non-f32 rows is widened once per task, so its tiles
+ * are 4 times longer (a prefill chunk widens each block a quarter as often); decode is unchanged. */
+static int attn_tile_tokens(int group, int kv_dtype) {
+    return (group >= 4 ? 1 : 4 / group) * (kv_dtype == kKvF32 ? 1 : 4);
+}
+
+/* n stored KV rows of n_val values at src as f32: src itself for f32 rows, else widened into buf. */
+static const float *kv_rows(const Kernels &k, const uint8_t *src, int n, int n_val, int kv_dtype, float *buf) {
+    if (kv_dtype == kKvF32) return (const float *)src;
+    k.kv_to_f32(buf, src, n, n_val, kv_dtype);
+    return buf;
+}
 
 struct AttnTask {
     const Kernels *k;
     const Batch *batch;
-    const int32_t *tok_seq;       // (T) index into batch->seqs
-    const int32_t *tiles;         // (n_tiles, 2): first token, tokens (consecutive, one sequence)
-    const float *q;               // (T, H*D)
-    float *out;                   // (T, H*D)
-    const float *kcache, *vcache; // this layer's rows of block 0: (Hkv, bs, D) each
-    int64_t block_stride;         // floats from one block to the next (all layers)
+    const int32_t *tok_seq;         // (T) index into batch->seqs
+    const int32_t *tiles;           // (n_tiles, 2): first token, tokens (consecutive, one sequence)
+    const float *q;                 // (T, H*D)
+    float *out;                     // (T, H*D)
+    const uint8_t *kcache, *vcache; // this layer's rows of block 0: (Hkv, bs) rows of D values each
+    int64_t block_stride;           // bytes from one block to the next (all layers)
+    int64_t row_bytes;              // bytes of one stored row of D values
+    int kv_dtype;                   // ENG_KV_DTYPE_*
     int H, Hkv, D, bs;
     float scale;
     float *const *scores; // per worker: (attn_tile_tokens * H/Hkv, n_ctx)
+    float *const *kvbuf;  // per worker: (bs, D) widened rows (non-f32 caches)
 };
 
 /* One (token tile, kv head) pair: token i of the tile, at position p0 + i, has its group's query
@@ -142,10 +162,13 @@ static void attn_task(void *arg, int task, int worker) {
     float *sc = a.scores[worker];                 // (nt * group, n)
     int ldq = a.H * D;
     const float *q = a.q + (int64_t)t0 * ldq + (int64_t)g * group * D;
-    int64_t head_stride = (int64_t)bs * D, block_stride = a.block_stride;
+    int64_t head_stride = (int64_t)bs * a.row_bytes, block_stride = a.block_stride;
+    float *buf = a.kvbuf[worker];
     for (int j0 = 0; j0 < n; j0 += bs) {
-        const float *kr = a.kcache + s.block_table[j0 / bs] * block_stride + g * head_stride;
-        a.k->attn_scores(sc, n, j0, q, ldq, nt, group, kr, n - j0 < bs ? n - j0 : bs, D, a.scale);
+        int nb = n - j0 < bs ? n - j0 : bs;
+        const float *kr =
+            kv_rows(*a.k, a.kcache + s.block_table[j0 / bs] * block_stride + g * head_stride, nb, D, a.kv_dtype, buf);
+        a.k->attn_scores(sc, n, j0, q, ldq, nt, group, kr, nb, D, a.scale);
     }
     float *o = a.out + (int64_t)t0 * ldq + (int64_t)g * group * D;
     for (int i = 0; i < nt; i++)
@@ -155,7 +178,8 @@ static void attn_task(void *arg, int task, int worker) {
         }
     for (int j0 = 0; j0 < n; j0 += bs) {
         int nb = n - j0 < bs ? n - j0 : bs;
-        const float *vr = a.vcache + s.block_table[j0 / bs] * block_stride + g * head_stride;
+        const float *vr =
+            kv_rows(*a.k, a.vcache + s.block_table[j0 / bs] * block_stride + g * head_stride, nb, D, a.kv_dtype, buf);
         // Tokens from i_full on attend the whole block, together; earlier ones end inside it.
         int i_full = j0 + nb - 1 - p0 > 0 ? j0 + nb - 1 - p0 : 0;
         for (int i = 0; i < i_full && i < nt; i++)
@@ -179,17 +203,20 @@ struct MlaTask {
     const Batch *batch;
     const int32_t *tok_seq; // (T)
     int T;
-    const float *q;     // (T, H, Dn + Dr): q_nope then roped q_pe
-    float *q_abs;       // (T, H, R + Dr): absorbed queries
-    float *lat;         // (T, H, R): attention-weighted latent
-    float *out;         // (T, H * Dv)
-    const float *cache; // this layer: (n_blocks, bs, R + Dr)
-    const Weight *kv_b; // (H * (Dn + Dv), R): per head Dn rows W_UK, then Dv rows W_UV
+    const float *q;       // (T, H, Dn + Dr): q_nope then roped q_pe
+    float *q_abs;         // (T, H, R + Dr): absorbed queries
+    float *lat;           // (T, H, R): attention-weighted latent
+    float *out;           // (T, H * Dv)
+    const uint8_t *cache; // this layer: (n_blocks, bs) stored rows of R + Dr values
+    const Weight *kv_b;   // (H * (Dn + Dv), R): per head Dn rows W_UK, then Dv rows W_UV
     int H, R, Dn, Dr, Dv, bs;
     float scale;
     float *const *scores;  // per worker: (kMlaHeads, n_ctx)
     float *const *scratch; // per worker: >= max(R, Dn * R) floats
-    int64_t block_stride;  // cache floats from one block to the next (all layers)
+    int64_t block_stride;  // cache bytes from one block to the next (all layers)
+    int64_t row_bytes;     // bytes of one stored row of R + Dr values
+    int kv_dtype;          // ENG_KV_DTYPE_*
+    float *const *kvbuf;   // per worker: (bs, R + Dr) widened rows (non-f32 caches)
 };
 
 /* Head h, every token: q_abs[t, h] = [W_UK_h^T q_nope[t, h]; q_pe[t, h]]. Each W_UK row is widened
@@ -231,9 +258,12 @@ static void mla_attend_task(void *arg, int task, int worker) {
     float *sc = a.scores[worker];
     int64_t block_stride = a.block_stride;
     const float *qa = a.q_abs + ((int64_t)t * a.H + h0) * Dk;
-    for (int j0 = 0; j0 < n; j0 += bs)
-        a.k->attn_scores(sc, n, j0, qa, 0, 1, group, a.cache + s.block_table[j0 / bs] * block_stride,
-                         n - j0 < bs ? n - j0 : bs, Dk, a.scale);
+    float *buf = a.kvbuf[worker];
+    for (int j0 = 0; j0 < n; j0 += bs) {
+        int nb = n - j0 < bs ? n - j0 : bs;
+        const float *rows = kv_rows(*a.k, a.cache + s.block_table[j0 / bs] * block_stride, nb, Dk, a.kv_dtype, buf);
+        a.k->attn_scores(sc, n, j0, qa, 0, 1, group, rows, nb, Dk, a.scale);
+    }
     float *lat = a.lat + ((int64_t)t * a.H + h0) * R;
     for (int h = 0; h < group; h++) {
         a.k->softmax(sc + (int64_t)h * n, n);
@@ -241,9 +271,11 @@ static void mla_attend_task(void *arg, int task, int worker) {
     }
     // lat_h = sum_j p_hj c_j, in increasing j, one cache block at a time (the latent is the first
     // R floats of each Dk-float row).
-    for (int j0 = 0; j0 < n; j0 += bs)
-        a.k->attn_accum(lat, 0, sc, n, j0, 1, group, a.cache + s.block_table[j0 / bs] * block_stride,
-                        n - j0 < bs ? n - j0 : bs, R, Dk);
+    for (int j0 = 0; j0 < n; j0 += bs) {
+        int nb = n - j0 < bs ? n - j0 : bs;
+        const float *rows = kv_rows(*a.k, a.cache + s.block_table[j0 / bs] * block_stride, nb, Dk, a.kv_dtype, buf);
+        a.k->attn_accum(lat, 0, sc, n, j0, 1, group, rows, nb, R, Dk);
+    }
 }
 
 /* Head h, every token: out[t, h] = W_UV_h lat[t, h], each W_UV row widened once per step. */
@@ -273,8 +305,30 @@ template <class T> struct LineAlloc {
     using value_type = T;
     LineAlloc() = default;
     template <class U> LineAlloc(const LineAlloc<U> &) {}
-    T *allocate(size_t n) { return (T *)::operator new(n * sizeof(T), std::align_val_t(64)); }
-    void deallocate(T *p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+    /* Zeroed memory. From kLazyBytes on, fresh anonymous pages: the kernel zero-fills a page when it
+     * is first touched, so a buffer sized for the largest batch (a prefill chunk plus every
+     * sequence's drafts) costs resident memory only for the rows a batch has used. */
+    static const size_t kLazyBytes = 256 << 10;
+    T *allocate(size_t n) {
+        size_t bytes = n * sizeof(T);
+        if (bytes >= kLazyBytes) {
+            void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) throw std::bad_alloc();
+            return (T *)p;
+        }
+        void *p = ::operator new(bytes, std::align_val_t(64));
+        memset(p, 0, bytes);
+        return (T *)p;
+    }
+    void deallocate(T *p, size_t n) {
+        if (n * sizeof(T) >= kLazyBytes) munmap(p, n * sizeof(T));
+        else ::operator delete(p, std::align_val_t(64));
+    }
+    /* Value-initialization (resize) writes nothing: the memory is zero already, and writing the
+     * zeros would make every page resident. Every LineAlloc vector grows only from empty (resized
+     * once, never shrunk and regrown), so its new elements always lie in fresh memory. */
+    template <class U> void construct(U *) {}
+    template <class U, class... A> void construct(U *p, A &&...a) { ::new ((void *)p) U(std::forward<A>(a)...); }
     template <class U> bool operator==(const LineAlloc<U> &) const { return true; }
     template <class U> bool operator!=(const LineAlloc<U> &) const { return false; }
 };
@@ -288,6 +342,8 @@ class CpuBackend final : public Backend {
     }
     int32_t init(const BackendConfig &cfg);
     int32_t forward(const Batch &batch, float *logits) override;
+    const float *hidden() const override { return cfg_.use_mtp ? x_.data() : nullptr; }
+    int32_t mtp_forward(const Batch &batch, const float *h, float *h_out, float *logits) override;
     int32_t kind() const override { return ENG_BACKEND_CPU; }
     int32_t simd() const override { return k_.simd; }
 
@@ -296,6 +352,11 @@ class CpuBackend final : public Backend {
     int32_t map_kv_cache();
     void alloc_activations();
     void alloc_scratch();
+    int32_t prepare(const Batch &b, int T);
+    void layer(int l, const Batch &b, int T);
+    void head(const Batch &b, const std::vector<float> &norm, const Weight &w, float *logits);
+    /* Layer l's weights: the main model's, or (l == n_layer) the MTP layer's decoder layer. */
+    const LayerWeights &layer_w(int l) const { return l < c_.n_layer ? m_.layers[(size_t)l] : m_.mtp[0].layer; }
     void linear(int T, const MatJob *jobs, int n_jobs);
     void rope(float *v, int n_heads, int stride, int t);
     void qkv(int l, const Batch &b, int T);
@@ -310,13 +371,18 @@ class CpuBackend final : public Backend {
     template <class F> void for_rows(int n, F f);
     /* The cache is block-major: a block holds bs positions of every layer, so the pages a prompt
      * touches are the ones it uses (with 2 MiB pages a layer-major cache would fault in a page
-     * per layer for the first token). */
-    int64_t kv_layer_block_floats() const { return (int64_t)cfg_.block_size * c_.kv_floats_per_token(); }
-    int64_t kv_block_floats() const { return (int64_t)c_.n_layer * kv_layer_block_floats(); }
-    float *kcache(int l) {
-        return kv_ + (int64_t)l * kv_layer_block_floats();
-    } // + block * kv_block_floats(): (Hkv, bs, D); MLA (bs, R+Dr)
-    float *vcache(int l) { return kcache(l) + kv_layer_block_floats() / 2; }
+     * per layer for the first token). Rows are kv_row_bytes(kv_dtype, D) bytes (MLA: R + Dr values). */
+    int64_t kv_row() const {
+        return kv_row_bytes(cfg_.kv_dtype, c_.is_mla() ? c_.kv_lora_rank + c_.qk_rope_dim : c_.head_dim);
+    }
+    int64_t kv_layer_block_bytes() const {
+        return (int64_t)cfg_.block_size * kv_row() * (c_.is_mla() ? 1 : 2 * c_.n_head_kv);
+    }
+    int64_t kv_block_bytes() const { return (int64_t)n_kv_layer_ * kv_layer_block_bytes(); }
+    uint8_t *kcache(int l) {
+        return kv_ + (int64_t)l * kv_layer_block_bytes();
+    } // + block * kv_block_bytes(): (Hkv, bs) rows; MLA (bs) rows
+    uint8_t *vcache(int l) { return kcache(l) + kv_layer_block_bytes() / 2; }
 
     const Model &m_;
     const ModelConfig &c_;
@@ -324,7 +390,9 @@ class CpuBackend final : public Backend {
     BackendConfig cfg_;
     ThreadPool pool_;
     bool is_streaming_ = false; // weights larger than the last-level cache: read from DRAM every step
-    float *kv_ = nullptr;       // (n_blocks, L, 2, Hkv, bs, D); MLA (n_blocks, L, bs, R + Dr)
+    int n_kv_layer_ = 0;        // n_layer, + 1 for the MTP layer (BackendConfig::use_mtp)
+    Buf eh_in_;                 // MTP: (T, 2C) [enorm(embedding); hnorm(h)]
+    uint8_t *kv_ = nullptr;     // (n_blocks, L, 2, Hkv, bs) rows of D values; MLA (n_blocks, L, bs) rows of R + Dr
     size_t kv_bytes_ = 0;
     Buf x_, h_, q_, kk_, vv_, att_, ff_, ff2_;           // activations, T rows each
     std::vector<float> rope_cos_, rope_sin_, inv_freq_;  // (T, rotary_dim/2), (rotary_dim/2)
@@ -340,6 +408,7 @@ class CpuBackend final : public Backend {
     std::vector<int64_t> q8_off_;                        // (as unit_end_) see linear()
     std::vector<int8_t, LineAlloc<int8_t>> q8x_;         // Q8 weights: quantized activations
     std::vector<float> q8d_;                             //   and their per-32 scales (32-block GGUF dtypes too)
+    std::vector<int16_t> q8bs_;                          //   and per-32 sums (32-block GGUF dtypes)
     std::vector<int64_t> kq_off_;                        // (as unit_end_) see linear()
     std::vector<int8_t, LineAlloc<int8_t>> kqx_;         // K-quant weights: quantized activations,
     std::vector<float> kqd_;                             //   their per-256 scales
@@ -348,14 +417,16 @@ class CpuBackend final : public Backend {
     std::vector<int64_t> f8_off_;                        // (as unit_end_) see linear()
     Buf f8x_;                                            // finite FP8 weights: x times f8_x_scale
     Buf out_x_;                                          // (max_logits, C)
-    std::vector<Buf> scratch_, scores_;                  // per worker
-    std::vector<float *> scratch_ptr_, scores_ptr_;
+    std::vector<Buf> scratch_, scores_, kvbuf_;          // per worker
+    std::vector<float *> scratch_ptr_, scores_ptr_, kvbuf_ptr_;
 };
 
 int32_t CpuBackend::init(const BackendConfig &cfg) {
     cfg_ = cfg;
     if (cfg.max_tokens <= 0 || cfg.max_logits <= 0 || cfg.n_blocks <= 0 || cfg.block_size <= 0 || cfg.n_ctx <= 0)
         return fail(ENG_STATUS_INVALID_ARG, "cpu backend: bad limits");
+    if (cfg.use_mtp && m_.mtp.empty()) return fail(ENG_STATUS_INVALID_ARG, "cpu backend: the model has no MTP layer");
+    n_kv_layer_ = c_.n_layer + (cfg.use_mtp ? 1 : 0);
     ENG_TRY(pool_.start(cfg.n_threads));
     // 16 MiB: half the 32 MiB L3 of the CPU box; above it the matrices of a step cannot stay cached.
     is_streaming_ = m_.weight_bytes > (16 << 20);
@@ -367,7 +438,9 @@ int32_t CpuBackend::init(const BackendConfig &cfg) {
 
 /* Reserves the KV cache (cfg_.n_blocks blocks), untouched until used. */
 int32_t CpuBackend::map_kv_cache() {
-    size_t want = (size_t)((int64_t)cfg_.n_blocks * kv_block_floats()) * sizeof(float);
+    if (cfg_.kv_dtype != kKvF32 && cfg_.kv_dtype != kKvBF16 && cfg_.kv_dtype != kKvF16 && cfg_.kv_dtype != kKvQ8_0)
+        return fail(ENG_STATUS_INVALID_ARG, "cpu backend: unknown KV dtype %d", cfg_.kv_dtype);
+    size_t want = (size_t)((int64_t)cfg_.n_blocks * kv_block_bytes());
     void *p = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return fail(ENG_STATUS_OUT_OF_MEMORY, "cannot reserve %zu bytes of KV cache", want);
     // 2 MiB pages where the kernel allows them (best effort): a head's rows come bs positions at a
@@ -375,7 +448,7 @@ int32_t CpuBackend::map_kv_cache() {
     // the prefetcher (bf16 110M decode x1.04-1.06 on the Zen 4 box). Pages are still faulted in as
     // the cache fills; the block-major layout keeps that to the blocks in use.
     madvise(p, want, MADV_HUGEPAGE);
-    kv_ = (float *)p;
+    kv_ = (uint8_t *)p;
     kv_bytes_ = want;
     return ENG_STATUS_OK;
 }
@@ -427,6 +500,7 @@ void CpuBackend::alloc_activations() {
     tok_seq_.resize(T);
     attn_tiles_.resize(2 * T);
     out_x_.resize((size_t)cfg_.max_logits * C);
+    if (cfg_.use_mtp) eh_in_.resize(T * 2 * C);
     inv_freq_.resize((size_t)half);
     model_rope_inv_freq(c_, inv_freq_.data());
 }
@@ -436,7 +510,7 @@ void CpuBackend::alloc_activations() {
 void CpuBackend::alloc_scratch() {
     size_t T = (size_t)cfg_.max_tokens;
     int64_t qd = (int64_t)c_.n_head * c_.head_dim, att = c_.is_mla() ? (int64_t)c_.n_head * c_.v_head_dim : qd;
-    int64_t kmax = c_.n_embd;
+    int64_t kmax = cfg_.use_mtp ? 2LL * c_.n_embd : c_.n_embd; // MTP: eh_proj reads 2C
     for (int64_t k : {(int64_t)c_.n_ff, (int64_t)c_.n_ff_expert, (int64_t)c_.n_ff_shared, qd, att,
                       (int64_t)c_.kv_lora_rank, (int64_t)c_.q_lora_rank})
         if (k > kmax) kmax = k;
@@ -454,15 +528,20 @@ void CpuBackend::alloc_scratch() {
         c_.is_mla() ? (size_t)(c_.n_head < kMlaHeads ? c_.n_head : kMlaHeads) : (size_t)(c_.n_head / c_.n_head_kv);
     scratch_.resize((size_t)nw);
     scores_.resize((size_t)nw);
+    kvbuf_.resize((size_t)nw);
     for (int w = 0; w < nw; w++) {
         // MLA's absorb widens a head's Dn rows of W_UK (R columns each) at once.
         scratch_[(size_t)w].resize(
             (size_t)std::max<int64_t>(kMatmulRows * kmax, (int64_t)c_.qk_nope_dim * c_.kv_lora_rank));
-        size_t rows = group * (size_t)(c_.is_mla() ? 1 : attn_tile_tokens((int)group));
+        size_t rows = group * (size_t)(c_.is_mla() ? 1 : attn_tile_tokens((int)group, cfg_.kv_dtype));
         if (!c_.is_mla() && (size_t)cfg_.verify_rows > rows) rows = (size_t)cfg_.verify_rows;
         scores_[(size_t)w].resize(rows * (size_t)cfg_.n_ctx);
         scratch_ptr_.push_back(scratch_[(size_t)w].data());
         scores_ptr_.push_back(scores_[(size_t)w].data());
+        if (cfg_.kv_dtype != kKvF32) // one block of widened rows (kv_rows)
+            kvbuf_[(size_t)w].resize((size_t)cfg_.block_size *
+                                     (size_t)(c_.is_mla() ? c_.kv_lora_rank + c_.qk_rope_dim : c_.head_dim));
+        kvbuf_ptr_.push_back(kvbuf_[(size_t)w].data());
     }
 }
 
@@ -564,11 +643,21 @@ void CpuBackend::linear(int T, const MatJob *jobs, int n_jobs) {
         for (int t = 0; t < jt; t++)
             k_.quantize_q8(jb.x + (int64_t)t * jb.ldx, K, &q8x_[(size_t)(q8_used + (int64_t)t * K)],
                            &q8d_[(size_t)((q8_used + (int64_t)t * K) / kQ8Block)]);
+        // The per-block sums the offset of Q4_0 / Q5_0 needs, once for all row blocks (for every dtype:
+        // a job of another dtype may share these activations).
+        if (q8bs_.empty()) q8bs_.resize(act_cap_ / kQ8Block);
+        for (int64_t b = q8_used / kQ8Block; b < (q8_used + (int64_t)jt * K) / kQ8Block; b++) {
+            const int8_t *q = &q8x_[(size_t)(b * kQ8Block)];
+            int s = 0;
+            for (int i = 0; i < kQ8Block; i++) s += q[i];
+            q8bs_[(size_t)b] = (int16_t)s;
+        }
         q8_off_[(size_t)j] = q8_used;
         q8_used += (int64_t)jt * K;
     }
     m.q8x = q8x_.data(); // (buffers made on first use above)
     m.q8d = q8d_.data();
+    m.q8bs = q8bs_.data();
     m.kqx = kqx_.data();
     m.kqd = kqd_.data();
     m.kqbs = kqbs_.data();
@@ -602,14 +691,15 @@ static const float *bias_of(const std::vector<float> &v) { return v.empty() ? nu
 
 /* q, k, v of every token (+ Qwen3 per-head norms, RoPE), K/V written to their cache slots. */
 void CpuBackend::qkv(int l, const Batch &b, int T) {
-    const LayerWeights &L = m_.layers[(size_t)l];
+    const LayerWeights &L = layer_w(l);
     int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim, bs = cfg_.block_size;
     int qd = H * D, kvd = Hkv * D;
     MatJob jobs[3] = {{&L.wq, h_.data(), C, q_.data(), qd, bias_of(L.bq)},
                       {&L.wk, h_.data(), C, kk_.data(), kvd, bias_of(L.bk)},
                       {&L.wv, h_.data(), C, vv_.data(), kvd, bias_of(L.bv)}};
     linear(T, jobs, 3);
-    float *kc = kcache(l), *vc = vcache(l);
+    uint8_t *kc = kcache(l), *vc = vcache(l);
+    int64_t row = kv_row();
     for_rows(T, [&](int t) {
         float *q = &q_[(size_t)t * qd], *k = &kk_[(size_t)t * kvd], *v = &vv_[(size_t)t * kvd];
         if (c_.has_qk_norm) {
@@ -622,21 +712,21 @@ void CpuBackend::qkv(int l, const Batch &b, int T) {
         int pos = s.pos0 + (t - s.tok0);
         int64_t blk = s.block_table[pos / bs], off = pos % bs;
         for (int g = 0; g < Hkv; g++) {
-            memcpy(kc + blk * kv_block_floats() + ((int64_t)g * bs + off) * D, k + g * D, (size_t)D * sizeof(float));
-            memcpy(vc + blk * kv_block_floats() + ((int64_t)g * bs + off) * D, v + g * D, (size_t)D * sizeof(float));
+            k_.kv_store(kc + blk * kv_block_bytes() + ((int64_t)g * bs + off) * row, k + g * D, D, cfg_.kv_dtype);
+            k_.kv_store(vc + blk * kv_block_bytes() + ((int64_t)g * bs + off) * row, v + g * D, D, cfg_.kv_dtype);
         }
     });
 }
 
 /* x += [post_attn_norm](o_proj(attention(input_layernorm(x)))). */
 void CpuBackend::attention_block(int l, const Batch &b, int T) {
-    const LayerWeights &L = m_.layers[(size_t)l];
+    const LayerWeights &L = layer_w(l);
     int C = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv, D = c_.head_dim;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps); });
     qkv(l, b, T);
     int group = H / Hkv, n_tiles = 0;
     for (const BatchSeq &s : b.seqs) {
-        int qt = attn_tile_tokens(group);
+        int qt = attn_tile_tokens(group, cfg_.kv_dtype);
         // A verification pass (its pending token and drafts): tiles of up to verify_rows query rows, in
         // as few tiles as that allows, so the drafts read each cached row together (long contexts).
         int per = cfg_.verify_rows / group;
@@ -649,9 +739,25 @@ void CpuBackend::attention_block(int l, const Batch &b, int T) {
             attn_tiles_[(size_t)(2 * n_tiles + 1)] = s.tok0 + s.n_tokens - t < qt ? s.tok0 + s.n_tokens - t : qt;
         }
     }
-    AttnTask at{&k_,         &b,        tok_seq_.data(), attn_tiles_.data(), q_.data(),
-                att_.data(), kcache(l), vcache(l),       kv_block_floats(),  H,
-                Hkv,         D,         cfg_.block_size, c_.attn_scale,      scores_ptr_.data()};
+    AttnTask at;
+    at.k = &k_;
+    at.batch = &b;
+    at.tok_seq = tok_seq_.data();
+    at.tiles = attn_tiles_.data();
+    at.q = q_.data();
+    at.out = att_.data();
+    at.kcache = kcache(l);
+    at.vcache = vcache(l);
+    at.block_stride = kv_block_bytes();
+    at.row_bytes = kv_row();
+    at.kv_dtype = cfg_.kv_dtype;
+    at.H = H;
+    at.Hkv = Hkv;
+    at.D = D;
+    at.bs = cfg_.block_size;
+    at.scale = c_.attn_scale;
+    at.scores = scores_ptr_.data();
+    at.kvbuf = kvbuf_ptr_.data();
     pool_.run(n_tiles * Hkv, attn_task, &at);
     MatJob o = {&L.wo, att_.data(), H * D, h_.data(), C, bias_of(L.bo)};
     linear(T, &o, 1);
@@ -660,7 +766,7 @@ void CpuBackend::attention_block(int l, const Batch &b, int T) {
 
 /* x += [post_mlp_norm](down(silu(gate(h)) * up(h))), h = post_attention_layernorm(x). */
 void CpuBackend::mlp_block(int l, int T) {
-    const LayerWeights &L = m_.layers[(size_t)l];
+    const LayerWeights &L = layer_w(l);
     int C = c_.n_embd, I = c_.n_ff;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.mlp_norm.data(), C, c_.rms_eps); });
     if (L.w_gate_up.data) { // GLM-4: one fused matrix, rows [gate; up]
@@ -692,7 +798,7 @@ void CpuBackend::add_residual(const std::vector<float> &post_norm, int T) {
  * over the tokens routed to it (only chosen experts' weights are read); a token's expert outputs
  * are summed in increasing expert id, so batching never changes its result. */
 void CpuBackend::moe_block(int l, int T) {
-    const LayerWeights &L = m_.layers[(size_t)l];
+    const LayerWeights &L = layer_w(l);
     int C = c_.n_embd, E = c_.n_expert, K = c_.n_expert_used;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.mlp_norm.data(), C, c_.rms_eps); });
     MatJob gate = {&L.router, h_.data(), C, router_.data(), E, nullptr};
@@ -762,7 +868,7 @@ void CpuBackend::moe_block(int l, int T) {
 
 /* x += o_proj(MLA(input_layernorm(x))): see the file comment for the absorbed form. */
 void CpuBackend::mla_block(int l, const Batch &b, int T) {
-    const LayerWeights &L = m_.layers[(size_t)l];
+    const LayerWeights &L = layer_w(l);
     int C = c_.n_embd, H = c_.n_head, R = c_.kv_lora_rank, Dr = c_.qk_rope_dim, Dn = c_.qk_nope_dim;
     int Dq = Dn + Dr, Rq = c_.q_lora_rank, bs = cfg_.block_size, Dk = R + Dr;
     for_rows(T, [&](int t) { k_.rmsnorm(&h_[(size_t)t * C], &x_[(size_t)t * C], L.attn_norm.data(), C, c_.rms_eps); });
@@ -780,7 +886,8 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
                        {&L.wkv_a, h_.data(), C, kva_.data(), Dk, nullptr}};
         linear(T, a, 2);
     }
-    float *cache = kcache(l);
+    uint8_t *cache = kcache(l);
+    int64_t row = kv_row();
     for_rows(T, [&](int t) {
         float *kv = &kva_[(size_t)t * Dk];
         k_.rmsnorm(kv, kv, L.kv_a_norm.data(), R, c_.rms_eps);
@@ -788,8 +895,8 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
         rope(&q_[(size_t)t * H * Dq] + Dn, H, Dq, t);
         const BatchSeq &s = b.seqs[(size_t)tok_seq_[(size_t)t]];
         int pos = s.pos0 + (t - s.tok0);
-        memcpy(cache + (int64_t)s.block_table[pos / bs] * kv_block_floats() + (int64_t)(pos % bs) * Dk, kv,
-               sizeof(float) * (size_t)Dk);
+        k_.kv_store(cache + (int64_t)s.block_table[pos / bs] * kv_block_bytes() + (int64_t)(pos % bs) * row, kv, Dk,
+                    cfg_.kv_dtype);
     });
     MlaTask at{&k_,
                &b,
@@ -810,7 +917,10 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
                c_.attn_scale,
                scores_ptr_.data(),
                scratch_ptr_.data(),
-               kv_block_floats()};
+               kv_block_bytes(),
+               row,
+               cfg_.kv_dtype,
+               kvbuf_ptr_.data()};
     pool_.run(H, mla_absorb_task, &at);
     pool_.run(T * ((H + kMlaHeads - 1) / kMlaHeads), mla_attend_task, &at);
     pool_.run(H, mla_expand_task, &at);
@@ -819,9 +929,9 @@ void CpuBackend::mla_block(int l, const Batch &b, int T) {
     add_residual(L.post_attn_norm, T);
 }
 
-int32_t CpuBackend::forward(const Batch &b, float *logits) {
-    int T = (int)b.tokens.size(), C = c_.n_embd, half = c_.rotary_dim / 2;
-    if (T == 0) return ENG_STATUS_OK;
+/* Checks the batch against the limits; each token's sequence and RoPE tables. */
+int32_t CpuBackend::prepare(const Batch &b, int T) {
+    int half = c_.rotary_dim / 2;
     if (T > cfg_.max_tokens || b.n_logits > cfg_.max_logits)
         return fail(ENG_STATUS_INVALID_ARG, "batch of %d tokens / %d logits exceeds %d / %d", T, b.n_logits,
                     cfg_.max_tokens, cfg_.max_logits);
@@ -831,6 +941,10 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
             return fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch lacks KV blocks", s);
         if (q.logits_row >= 0 && (q.n_logits < 1 || q.n_logits > q.n_tokens || q.logits_row + q.n_logits > b.n_logits))
             return fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch asks for bad logits rows", s);
+        if (q.all_logits_row >= 0 &&
+            (q.all_logits_row + q.n_tokens > b.n_logits ||
+             (q.logits_row >= 0 && q.logits_row + q.n_logits != q.all_logits_row + q.n_tokens)))
+            return fail(ENG_STATUS_INVALID_ARG, "sequence %zu of the batch asks for bad prompt logits rows", s);
         for (int i = 0; i < q.n_tokens; i++) {
             int t = q.tok0 + i;
             tok_seq_[(size_t)t] = (int32_t)s;
@@ -846,26 +960,70 @@ int32_t CpuBackend::forward(const Batch &b, float *logits) {
             }
         }
     }
+    return ENG_STATUS_OK;
+}
+
+/* Layer l (attention, then MLP or MoE) over the T rows of x_. */
+void CpuBackend::layer(int l, const Batch &b, int T) {
+    if (c_.is_mla()) mla_block(l, b, T);
+    else attention_block(l, b, T);
+    if (c_.is_moe_layer(l)) moe_block(l, T);
+    else mlp_block(l, T);
+}
+
+/* logits rows of every sequence that asks for them: w(rmsnorm(x_, norm)). */
+void CpuBackend::head(const Batch &b, const std::vector<float> &norm, const Weight &w, float *logits) {
+    int C = c_.n_embd;
+    for (const BatchSeq &s : b.seqs) {
+        if (s.all_logits_row >= 0) { // every token of the chunk (ENG_SEQ_PROMPT_LOGITS)
+            for (int i = 0; i < s.n_tokens; i++)
+                k_.rmsnorm(&out_x_[(size_t)(s.all_logits_row + i) * C], &x_[(size_t)(s.tok0 + i) * C], norm.data(), C,
+                           c_.rms_eps);
+            continue;
+        }
+        if (s.logits_row < 0) continue;
+        for (int i = 0; i < s.n_logits; i++)
+            k_.rmsnorm(&out_x_[(size_t)(s.logits_row + i) * C], &x_[(size_t)(s.tok0 + s.n_tokens - s.n_logits + i) * C],
+                       norm.data(), C, c_.rms_eps);
+    }
+    MatJob job = {&w, out_x_.data(), C, logits, c_.n_vocab, nullptr};
+    linear(b.n_logits, &job, 1);
+}
+
+int32_t CpuBackend::forward(const Batch &b, float *logits) {
+    int T = (int)b.tokens.size(), C = c_.n_embd;
+    if (T == 0) return ENG_STATUS_OK;
+    ENG_TRY(prepare(b, T));
     for (int t = 0; t < T; t++) {
         if (!b.embd_rows.empty() && b.embd_rows[(size_t)t]) // an image token: its vision embedding
             memcpy(&x_[(size_t)t * C], b.embd_rows[(size_t)t], sizeof(float) * (size_t)C);
         else k_.row_to_f32(&x_[(size_t)t * C], m_.embed.data, m_.embed.dtype, b.tokens[(size_t)t], C, m_.embed.scale);
     }
-    for (int l = 0; l < c_.n_layer; l++) {
-        if (c_.is_mla()) mla_block(l, b, T);
-        else attention_block(l, b, T);
-        if (c_.is_moe_layer(l)) moe_block(l, T);
-        else mlp_block(l, T);
-    }
-    if (b.n_logits == 0) return ENG_STATUS_OK;
-    for (const BatchSeq &s : b.seqs) {
-        if (s.logits_row < 0) continue;
-        for (int i = 0; i < s.n_logits; i++)
-            k_.rmsnorm(&out_x_[(size_t)(s.logits_row + i) * C], &x_[(size_t)(s.tok0 + s.n_tokens - s.n_logits + i) * C],
-                       m_.final_norm.data(), C, c_.rms_eps);
-    }
-    MatJob head = {&m_.lm_head, out_x_.data(), C, logits, c_.n_vocab, nullptr};
-    linear(b.n_logits, &head, 1);
+    for (int l = 0; l < c_.n_layer; l++) layer(l, b, T);
+    if (b.n_logits > 0) head(b, m_.final_norm, m_.lm_head, logits);
+    return ENG_STATUS_OK;
+}
+
+/* The MTP layer (model.h MtpLayer): x = eh_proj([enorm(embed(token)); hnorm(h)]), the order of vLLM's
+ * deepseek_mtp.py / glm4_moe_mtp.py (DeepSeekMultiTokenPredictorLayer.forward: torch.cat([inputs_embeds,
+ * previous_hidden_states])), then its decoder layer as KV layer n_layer, then shared_head. */
+int32_t CpuBackend::mtp_forward(const Batch &b, const float *h, float *h_out, float *logits) {
+    int T = (int)b.tokens.size(), C = c_.n_embd;
+    if (!cfg_.use_mtp) return fail(ENG_STATUS_UNSUPPORTED, "cpu backend: MTP drafting is off");
+    if (T == 0) return ENG_STATUS_OK;
+    ENG_TRY(prepare(b, T));
+    const MtpLayer &mt = m_.mtp[0];
+    for_rows(T, [&](int t) {
+        float *e = &eh_in_[(size_t)t * 2 * C];
+        k_.row_to_f32(e, mt.embed.data, mt.embed.dtype, b.tokens[(size_t)t], C, mt.embed.scale);
+        k_.rmsnorm(e, e, mt.enorm.data(), C, c_.rms_eps);
+        k_.rmsnorm(e + C, h + (size_t)t * C, mt.hnorm.data(), C, c_.rms_eps);
+    });
+    MatJob eh = {&mt.eh_proj, eh_in_.data(), 2 * C, x_.data(), C, nullptr};
+    linear(T, &eh, 1);
+    layer(c_.n_layer, b, T);
+    if (h_out) memcpy(h_out, x_.data(), sizeof(float) * (size_t)T * C);
+    if (b.n_logits > 0) head(b, mt.head_norm, mt.head, logits);
     return ENG_STATUS_OK;
 }
 

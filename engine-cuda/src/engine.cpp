@@ -48,7 +48,26 @@ static int64_t param(const int64_t *params, int32_t n, int idx, int64_t def) {
     return (params && idx < n && params[idx] > 0) ? params[idx] : def;
 }
 
-static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, int64_t n_threads) {
+/* The matrices' dtype as run (ENG_INFO_WEIGHT_DTYPE): q8 when any matrix was quantized at load, the
+ * mixture's type (q4_k for Q4_K_M, q8_0, q4_0, q6_k) for a mixture made at load; else layer 0's attention output matrix stands for all (every
+ * architecture has one, FP8 applies to all the big matrices alike, and a GGUF file's block types
+ * are its own: Q8_0..Q6_K). */
+static int64_t weight_dtype_run(const Model &m) {
+    return m.has_q8()              ? DT_Q8
+           : m.mixture != DT_OTHER ? m.mixture // the mixture made at load
+           : m.layers.empty()      ? DT_F32
+                                   : m.layers[0].wo.dtype;
+}
+
+/* Bytes of KV cache one token takes in n_kv_layer layers (the model's, + 1 for an MTP layer) with rows
+ * of kv_dtype: MLA one row of the latent and the rope key, else a key and a value row per kv head. */
+static int64_t kv_token_bytes(const ModelConfig &mc, int kv_dtype, int64_t n_kv_layer) {
+    if (mc.is_mla()) return n_kv_layer * kv_row_bytes(kv_dtype, mc.kv_lora_rank + mc.qk_rope_dim);
+    return n_kv_layer * 2LL * mc.n_head_kv * kv_row_bytes(kv_dtype, mc.head_dim);
+}
+
+static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, int64_t n_threads, int kv_dtype,
+                      int64_t n_kv_layer) {
     const ModelConfig &mc = c->model.cfg;
     int64_t *in = c->info;
     in[ENG_INFO_N_VOCAB] = mc.n_vocab;
@@ -67,13 +86,11 @@ static void fill_info(eng_ctx *c, int64_t n_ctx, int64_t bs, int64_t n_blocks, i
     in[ENG_INFO_SIMD] = c->backend->simd();
     in[ENG_INFO_N_PARAMS_ACTIVE] = c->model.n_params_active;
     in[ENG_INFO_VISION] = c->model.vision ? 1 : 0;
-    // q8 when any matrix was quantized at load; else layer 0's attention output matrix stands for
-    // all (every architecture has one, and FP8 applies to all the big matrices alike).
-    in[ENG_INFO_WEIGHT_DTYPE] = c->model.has_q8()         ? DT_Q8
-                                : c->model.is_q4_k_m      ? DT_Q4_K // the mixture made at load
-                                : c->model.layers.empty() ? DT_F32
-                                                          : c->model.layers[0].wo.dtype;
+    in[ENG_INFO_WEIGHT_DTYPE] = weight_dtype_run(c->model);
     in[ENG_INFO_N_THREADS] = n_threads;
+    in[ENG_INFO_KV_DTYPE] = kv_dtype;
+    in[ENG_INFO_KV_BYTES_PER_TOKEN] = kv_token_bytes(mc, kv_dtype, n_kv_layer);
+    in[ENG_INFO_KV_CAPACITY] = n_blocks * bs;
 }
 
 /* ENG_PARAM_BACKEND for this model: auto picks cuda when its library is built and sees a GPU, cpu
@@ -90,10 +107,11 @@ static int32_t choose_backend(const eng_ctx *c, const int64_t *params, int32_t n
                         "cuda backend: vision models (Glm4vForConditionalGeneration) run on the CPU backend only");
         b = ENG_BACKEND_CPU;
     }
-    if ((c->model.is_q8 || c->model.is_q4_k_m) && b == ENG_BACKEND_CUDA) { // the Q8 / GGUF kernels are the CPU's
+    if ((c->model.is_q8 || c->model.mixture != DT_OTHER) &&
+        b == ENG_BACKEND_CUDA) { // the Q8 / GGUF kernels are the CPU's
         if (!*is_auto)
             return fail(ENG_STATUS_UNSUPPORTED, "weight dtype %s runs on the CPU backend only",
-                        c->model.is_q8 ? "q8" : "q4_k_m");
+                        c->model.is_q8 ? "q8" : dtype_name(c->model.mixture));
         b = ENG_BACKEND_CPU;
     }
     *out = b;
@@ -133,28 +151,67 @@ static int32_t configure_cpu_fallback(eng_ctx *c, const int64_t *params, int32_t
 
 /* What configure() derives from the creation parameters and the model. */
 struct Sizes {
-    int64_t n_threads = 1, bs = 16, max_batch = 16, chunk = 256, n_ctx = 0, n_blocks = 0;
+    int64_t n_threads = 1, bs = 16, max_batch = 16, chunk = 256, n_ctx = 0, n_blocks = 0, max_logits = 16;
     int64_t spec = ENG_SPEC_OFF, max_draft = 0; // speculative decoding as run
+    int64_t n_kv_layer = 0;                     // n_layer, + 1 for the MTP layer when MTP drafts
+    int kv_dtype = ENG_KV_DTYPE_F32;
 };
 
-/* Threads, KV block size, batch, prefill chunk and context limit (n_blocks: size_kv_cache). */
-static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t n_params, Sizes *s) {
+/* ENG_PARAM_KV_DTYPE (1 + ENG_KV_DTYPE_*), else the default: f32 for weights run at 16 bits or more
+ * (the fixtures' exactness), ENG_KV_DTYPE_DEFAULT_SMALL for weights run at 8 bits or fewer (every
+ * dtype code from ENG_WEIGHT_DTYPE_FP8 up: FP8, Q8 and the GGUF block types); the CUDA backend keeps
+ * f32 by default and refuses others (cuda_backend_create). Returns OK or INVALID_ARG. */
+static int32_t choose_kv_dtype(const Model &m, const int64_t *params, int32_t n_params, int64_t backend, int *out) {
+    int64_t p = param(params, n_params, ENG_PARAM_KV_DTYPE, 0);
+    if (p == 0) {
+        *out = backend != ENG_BACKEND_CUDA && weight_dtype_run(m) >= ENG_WEIGHT_DTYPE_FP8 ? ENG_KV_DTYPE_DEFAULT_SMALL
+                                                                                          : ENG_KV_DTYPE_F32;
+        return ENG_STATUS_OK;
+    }
+    int64_t d = p - 1;
+    if (d != ENG_KV_DTYPE_F32 && d != ENG_KV_DTYPE_F16 && d != ENG_KV_DTYPE_BF16 && d != ENG_KV_DTYPE_Q8_0)
+        return fail(
+            ENG_STATUS_INVALID_ARG,
+            "ENG_PARAM_KV_DTYPE must be 0 (default) or 1 + ENG_KV_DTYPE_* (1 f32, 2 f16, 3 bf16, 9 q8_0), got %lld",
+            (long long)p);
+    *out = (int)d;
+    return ENG_STATUS_OK;
+}
+
+/* Threads, KV block size, batch, prefill chunk, context limit (n_blocks: size_kv_cache) and the
+ * speculative mode (has_mtp: the model has an MTP layer; backend: the one chosen). */
+static int32_t read_sizes(const ModelConfig &mc, bool has_mtp, int64_t backend, const int64_t *params, int32_t n_params,
+                          Sizes *s) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     s->n_threads = param(params, n_params, ENG_PARAM_N_THREADS, online > 0 ? online : 1);
     s->bs = param(params, n_params, ENG_PARAM_BLOCK_SIZE, 16);
     s->max_batch = param(params, n_params, ENG_PARAM_MAX_BATCH, 16);
     s->chunk = param(params, n_params, ENG_PARAM_PREFILL_CHUNK, 256);
     s->n_ctx = param(params, n_params, ENG_PARAM_N_CTX, mc.max_pos);
-    if (s->n_threads > 256 || s->bs > 4096 || s->max_batch > 4096 || s->chunk > (1 << 20))
+    s->max_logits = param(params, n_params, ENG_PARAM_MAX_LOGITS, 0);
+    if (s->n_threads > 256 || s->bs > 4096 || s->max_batch > 4096 || s->chunk > (1 << 20) || s->max_logits > (1 << 20))
         return fail(ENG_STATUS_INVALID_ARG, "a creation parameter is out of range");
     int64_t spec = param(params, n_params, ENG_PARAM_SPECULATIVE, ENG_SPEC_AUTO);
     if (spec > ENG_SPEC_MTP) return fail(ENG_STATUS_INVALID_ARG, "unknown ENG_PARAM_SPECULATIVE %lld", (long long)spec);
-    if (spec == ENG_SPEC_MTP)
+    if (spec == ENG_SPEC_MTP && !has_mtp)
         return fail(ENG_STATUS_UNSUPPORTED,
-                    "speculative decoding with MTP drafts is not implemented (use ngram or auto)");
-    s->spec = spec == ENG_SPEC_OFF ? ENG_SPEC_OFF : ENG_SPEC_NGRAM; // auto: prompt lookup (no MTP layers yet)
-    s->max_draft = s->spec == ENG_SPEC_OFF ? 0 : param(params, n_params, ENG_PARAM_SPEC_MAX_DRAFT, 8);
+                    "speculative decoding with MTP drafts needs a checkpoint with an MTP layer (GLM-4.5 / "
+                    "DeepSeek-V3 num_nextn_predict_layers with model.layers.%d.eh_proj); this one has none (use "
+                    "ngram or auto)",
+                    mc.n_layer);
+    if (spec == ENG_SPEC_MTP && backend == ENG_BACKEND_CUDA)
+        return fail(ENG_STATUS_UNSUPPORTED, "speculative decoding with MTP drafts runs on the CPU backend only");
+    s->max_draft = spec == ENG_SPEC_OFF ? 0 : param(params, n_params, ENG_PARAM_SPEC_MAX_DRAFT, 8);
     if (s->max_draft > 64) return fail(ENG_STATUS_INVALID_ARG, "ENG_PARAM_SPEC_MAX_DRAFT must be at most 64");
+    // auto: MTP where the checkpoint has it (and the backend runs it), prompt lookup otherwise.
+    bool mtp =
+        has_mtp && backend == ENG_BACKEND_CPU && s->max_draft > 0 && (spec == ENG_SPEC_MTP || spec == ENG_SPEC_AUTO);
+    s->spec = spec == ENG_SPEC_OFF ? ENG_SPEC_OFF : mtp ? ENG_SPEC_MTP : ENG_SPEC_NGRAM;
+    s->n_kv_layer = mc.n_layer + (s->spec == ENG_SPEC_MTP ? 1 : 0);
+    // Logits rows a step computes: by default a row for each sequence's pending token and drafts; at
+    // least one per sequence (fewer than the default: drafts are cut to the rows left, scheduler.cpp).
+    if (s->max_logits == 0) s->max_logits = s->max_batch * (1 + s->max_draft);
+    if (s->max_logits < s->max_batch) s->max_logits = s->max_batch;
     if (s->n_ctx > mc.max_pos) s->n_ctx = mc.max_pos;
     return ENG_STATUS_OK;
 }
@@ -164,7 +221,7 @@ static int32_t read_sizes(const ModelConfig &mc, const int64_t *params, int32_t 
  * pages are touched lazily). Lowers n_ctx so that one sequence always fits. */
 static int32_t size_kv_cache(const ModelConfig &mc, const int64_t *params, int32_t n_params, int64_t backend,
                              Sizes *s) {
-    int64_t block_bytes = mc.n_layer * mc.kv_floats_per_token() * s->bs * (int64_t)sizeof(float);
+    int64_t block_bytes = kv_token_bytes(mc, s->kv_dtype, s->n_kv_layer) * s->bs;
     int64_t want = (s->max_batch * s->n_ctx + s->bs - 1) / s->bs;
     s->n_blocks = param(params, n_params, ENG_PARAM_N_BLOCKS, 0);
     if (s->n_blocks == 0 && backend == ENG_BACKEND_CUDA) {
@@ -187,9 +244,11 @@ static BackendConfig backend_config(const Sizes &s) {
     bc.block_size = (int32_t)s.bs;
     bc.n_blocks = (int32_t)s.n_blocks;
     bc.max_tokens = (int32_t)(s.chunk + s.max_batch * (1 + s.max_draft));
-    bc.max_logits = (int32_t)(s.max_batch * (1 + s.max_draft));
+    bc.max_logits = (int32_t)s.max_logits;
     bc.n_ctx = (int32_t)s.n_ctx;
     bc.verify_rows = s.max_draft > 0 ? 16 : 0;
+    bc.use_mtp = s.spec == ENG_SPEC_MTP;
+    bc.kv_dtype = s.kv_dtype;
     return bc;
 }
 
@@ -233,6 +292,10 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
     sc.n_ctx = (int32_t)s.n_ctx;
     sc.n_vocab = mc.n_vocab;
     sc.max_draft = (int32_t)s.max_draft;
+    sc.use_mtp = s.spec == ENG_SPEC_MTP;
+    sc.mtp_lookup = sc.use_mtp; // the MTP layer drafts, prompt lookup where it is the better bet
+    sc.n_embd = mc.n_embd;
+    sc.max_logits = (int32_t)s.max_logits;
     ENG_TRY(c->sched.init(sc, &c->bm, c->backend.get()));
     if (c->model.vision) {
         c->vision.reset(new VisionEncoder());
@@ -240,7 +303,7 @@ static int32_t init_scheduler(eng_ctx *c, const Sizes &s, const Kernels &k) {
         c->sched.set_vision(c->vision.get(), mc.n_embd);
     }
     c->pending.reserve((size_t)((4 + s.max_draft) * s.max_batch + 1) * ENG_EVENT_INTS);
-    fill_info(c, s.n_ctx, s.bs, s.n_blocks, s.n_threads);
+    fill_info(c, s.n_ctx, s.bs, s.n_blocks, s.n_threads, s.kv_dtype, s.n_kv_layer);
     c->info[ENG_INFO_SPECULATIVE] = s.spec;
     c->info[ENG_INFO_SPEC_MAX_DRAFT] = s.max_draft;
     return ENG_STATUS_OK;
@@ -255,7 +318,14 @@ static int32_t configure(eng_ctx *c, const int64_t *params, int32_t n_params) {
     Sizes s;
     ENG_TRY(kernels_choose(param(params, n_params, ENG_PARAM_SIMD, 0), &k));
     ENG_TRY(choose_backend(c, params, n_params, &backend, &is_auto));
-    ENG_TRY(read_sizes(c->model.cfg, params, n_params, &s));
+    int64_t spec = param(params, n_params, ENG_PARAM_SPECULATIVE, ENG_SPEC_AUTO);
+    // MTP drafts run on the CPU: an explicit mtp with the backend on auto goes there. Speculation on
+    // auto keeps a model the GPU runs on the GPU, with prompt lookup (a dense model's MTP layer on the
+    // CPU would be slower than the GPU without it); a model the GPU lacks (MoE) falls back below.
+    if (backend == ENG_BACKEND_CUDA && is_auto && !c->model.mtp.empty() && spec == ENG_SPEC_MTP)
+        return configure_cpu_fallback(c, params, n_params);
+    ENG_TRY(read_sizes(c->model.cfg, !c->model.mtp.empty(), backend, params, n_params, &s));
+    ENG_TRY(choose_kv_dtype(c->model, params, n_params, backend, &s.kv_dtype));
     ENG_TRY(size_kv_cache(c->model.cfg, params, n_params, backend, &s));
     if (backend == ENG_BACKEND_CUDA) {
         int32_t st = create_cuda_backend(c, params, n_params, &s);
@@ -308,14 +378,17 @@ ENG_API int32_t eng_ctx_create(const char *model_dir, const int64_t *params, int
     try {
         c = new eng_ctx();
         int64_t wd = param(params, n_params, ENG_PARAM_WEIGHT_DTYPE, 0);
-        if (wd != 0 && wd != ENG_WEIGHT_DTYPE_Q8 && wd != ENG_WEIGHT_DTYPE_Q4_K) {
+        if (wd != 0 && wd != ENG_WEIGHT_DTYPE_Q8 && wd != ENG_WEIGHT_DTYPE_Q4_K && wd != ENG_WEIGHT_DTYPE_Q8_0 &&
+            wd != ENG_WEIGHT_DTYPE_Q4_0 && wd != ENG_WEIGHT_DTYPE_Q6_K) {
             delete c;
             return fail(ENG_STATUS_INVALID_ARG,
-                        "ENG_PARAM_WEIGHT_DTYPE must be 0 (as stored), %d (q8) or %d (q4_k_m), got %lld",
-                        ENG_WEIGHT_DTYPE_Q8, ENG_WEIGHT_DTYPE_Q4_K, (long long)wd);
+                        "ENG_PARAM_WEIGHT_DTYPE must be 0 (as stored), %d (q8), %d (q4_k_m), %d (q8_0), %d (q4_0) or "
+                        "%d (q6_k), got %lld",
+                        ENG_WEIGHT_DTYPE_Q8, ENG_WEIGHT_DTYPE_Q4_K, ENG_WEIGHT_DTYPE_Q8_0, ENG_WEIGHT_DTYPE_Q4_0,
+                        ENG_WEIGHT_DTYPE_Q6_K, (long long)wd);
         }
         c->model.is_q8 = wd == ENG_WEIGHT_DTYPE_Q8;
-        c->model.is_q4_k_m = wd == ENG_WEIGHT_DTYPE_Q4_K;
+        c->model.mixture = wd == 0 || wd == ENG_WEIGHT_DTYPE_Q8 ? DT_OTHER : (DType)wd;
         int64_t nt = param(params, n_params, ENG_PARAM_N_THREADS, 0);
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         c->model.quant_threads = (int)(nt > 0 ? nt : cores > 0 ? cores : 1);
@@ -454,8 +527,10 @@ static int32_t seq_add(eng_ctx *ctx, const int32_t *tokens, int32_t n_tokens, co
         return fail(ENG_STATUS_INVALID_ARG, "temperature must be finite");
     if (!(top_p > 0.0f && top_p <= 1.0f)) return fail(ENG_STATUS_INVALID_ARG, "top_p must be in (0, 1]");
     if (top_k < 0) return fail(ENG_STATUS_INVALID_ARG, "top_k must be >= 0 (got %d)", top_k);
-    if (flags & ~(uint32_t)(ENG_SEQ_KEEP_LOGITS | ENG_SEQ_REPORT_PROGRESS))
+    if (flags & ~(uint32_t)(ENG_SEQ_KEEP_LOGITS | ENG_SEQ_REPORT_PROGRESS | ENG_SEQ_PROMPT_LOGITS))
         return fail(ENG_STATUS_INVALID_ARG, "unknown flags 0x%x", flags);
+    if ((flags & ENG_SEQ_PROMPT_LOGITS) && ctx->info[ENG_INFO_BACKEND] != ENG_BACKEND_CPU)
+        return fail(ENG_STATUS_UNSUPPORTED, "prompt logits (ENG_SEQ_PROMPT_LOGITS) run on the cpu backend only");
     int32_t V = (int32_t)ctx->info[ENG_INFO_N_VOCAB];
     for (int32_t i = 0; i < n_tokens; i++)
         if (tokens[i] < 0 || tokens[i] >= V)
@@ -508,6 +583,21 @@ ENG_API int32_t eng_seq_logits(const eng_ctx *ctx, int32_t seq_id, float *out, i
     if (cap < V) return fail(ENG_STATUS_INVALID_ARG, "logits buffer holds %d floats, needs %d", cap, V);
     memcpy(out, s->logits.data(), (size_t)V * sizeof(float));
     return V;
+}
+
+ENG_API int32_t eng_seq_prompt_logits(const eng_ctx *ctx, int32_t seq_id, float *out, int64_t cap) {
+    if (!ctx || !out) return fail(ENG_STATUS_INVALID_ARG, "eng_seq_prompt_logits: null argument");
+    const Sequence *s = ctx->sched.find(seq_id);
+    if (!s) return fail(ENG_STATUS_UNKNOWN_SEQ, "no sequence %d", seq_id);
+    int64_t V = ctx->info[ENG_INFO_N_VOCAB], need = (int64_t)s->n_prompt * V;
+    if (!(s->flags & ENG_SEQ_PROMPT_LOGITS) || !s->is_prefill_reported || (int64_t)s->prompt_logits.size() != need)
+        return fail(ENG_STATUS_INVALID_ARG,
+                    "sequence %d has no prompt logits (flag ENG_SEQ_PROMPT_LOGITS, after its PREFILLED event)", seq_id);
+    if (cap < need)
+        return fail(ENG_STATUS_INVALID_ARG, "logits buffer holds %lld floats, needs %lld", (long long)cap,
+                    (long long)need);
+    memcpy(out, s->prompt_logits.data(), (size_t)need * sizeof(float));
+    return s->n_prompt;
 }
 
 ENG_API int32_t eng_seq_mask(eng_ctx *ctx, int32_t seq_id, const uint32_t *mask, int32_t n_words) {

@@ -458,6 +458,17 @@ std::string layer_name(const std::string &arch, const std::string &part) {
     if (part == "post_attention_norm")
         return glm4 ? "post_self_attn_layernorm" : glm4moe ? "post_attention_layernorm" : "";
     if (part == "post_ffw_norm") return glm4 ? "post_mlp_layernorm" : "";
+    // The MTP layer's own tensors (llama.cpp's NEXTN_*: blk.N.nextn.*), N = the main layer count.
+    static const std::pair<const char *, const char *> nextn[] = {
+        {"nextn.eh_proj", "eh_proj"},
+        {"nextn.enorm", "enorm"},
+        {"nextn.hnorm", "hnorm"},
+        {"nextn.shared_head_norm", "shared_head.norm"},
+        {"nextn.shared_head_head", "shared_head.head"},
+        {"nextn.embed_tokens", "embed_tokens"},
+    };
+    for (const auto &p : nextn)
+        if (part == p.first) return p.second;
     for (const auto &p : common)
         if (part == p.first) return p.second;
     return "";
@@ -627,7 +638,7 @@ int32_t gguf_bind(const GgufFile &f, const std::string &file, GgufBound *out) {
     ENG_TRY(m.integer("attention.key_length", false, 0, &key_len, &has_key_len));
     ENG_TRY(m.integer("attention.value_length", false, 0, &val_len, &has_val_len));
     ENG_TRY(m.integer("rope.dimension_count", false, 0, &rope_dims, &has_rope_dims));
-    if (arch == "glm4moe") ENG_TRY(m.integer("nextn_predict_layers", false, 0, &nextn));
+    if (arch == "glm4moe" || arch == "deepseek2") ENG_TRY(m.integer("nextn_predict_layers", false, 0, &nextn));
     if (n_layer <= nextn || n_embd <= 0 || n_head <= 0)
         return fail(ENG_STATUS_BAD_CHECKPOINT,
                     "%s: block_count %lld, embedding_length %lld, head_count %lld are not valid", fn,
@@ -666,6 +677,7 @@ int32_t gguf_bind(const GgufFile &f, const std::string &file, GgufBound *out) {
     put("vocab_size", jint(n_vocab));
     put("hidden_size", jint(n_embd));
     put("num_hidden_layers", jint(n_layer - nextn));
+    if (nextn > 0) put("num_nextn_predict_layers", jint(nextn)); // model.cpp bind_mtp
     put("num_attention_heads", jint(n_head));
     put("num_key_value_heads", jint(arch == "deepseek2" ? n_head : n_head_kv));
     put("max_position_embeddings", jint(ctx));
@@ -781,6 +793,34 @@ int32_t gguf_bind(const GgufFile &f, const std::string &file, GgufBound *out) {
                         st->type == GGUF_STRING ? st->str.c_str() : "?");
         if (st->str == "linear") return fail(ENG_STATUS_UNSUPPORTED, "%s: linear rope scaling is not supported", fn);
     }
+    // Llama-3.1/3.2/3.3 RoPE scaling: llama.cpp's converter (LlamaModel.generate_extra_tensors) writes no
+    // metadata for it but a 1-D F32 tensor rope_freqs.weight of n_rot / 2 divisors, and llama.cpp's
+    // RoPE divides pair i's angle by divisor i (ggml_rope_ext's freq_factors); model.cpp applies them.
+    // Read for llama only (llama.cpp's qwen3, glm4, glm4moe, deepseek2 graphs have no such tensor).
+    if (const GgufTensor *rf = gtensor("rope_freqs.weight")) {
+        int64_t n_rot = has_rope_dims ? rope_dims : has_key_len ? key_len : n_embd / n_head;
+        if (arch != "llama")
+            return fail(ENG_STATUS_UNSUPPORTED,
+                        "%s: rope_freqs.weight (per-pair RoPE frequency divisors) is only supported for llama, not %s",
+                        fn, arch.c_str());
+        if (rf->n_dims != 1 || rf->ne[0] != n_rot / 2)
+            return fail(
+                ENG_STATUS_BAD_CHECKPOINT,
+                "%s: rope_freqs.weight has shape [%lld, %lld, %lld, %lld] (%d dims), but %s.rope.dimension_count "
+                "%lld needs [%lld]",
+                fn, (long long)rf->ne[0], (long long)rf->ne[1], (long long)rf->ne[2], (long long)rf->ne[3], rf->n_dims,
+                arch.c_str(), (long long)n_rot, (long long)(n_rot / 2));
+        if (rf->type != GGML_F32)
+            return fail(ENG_STATUS_UNSUPPORTED, "%s: rope_freqs.weight has type %s (only F32 is supported)", fn,
+                        ggml_type_name(rf->type));
+        for (int64_t i = 0; i < rf->ne[0]; i++) {
+            float v;
+            memcpy(&v, rf->data + 4 * i, 4);
+            if (!(v > 0) || !isfinite(v))
+                return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: rope_freqs.weight[%lld] is %g (a divisor must be > 0)", fn,
+                            (long long)i, (double)v);
+        }
+    }
     // llama: llama.cpp's converter permutes q/k rows per head from HF's half-split rotary layout to
     // adjacent pairs (row 2i <- i, 2i+1 <- D/2 + i). Rotating adjacent pairs of the permuted rows
     // with frequency i gives the same q.k as HF's half-split rotation of the original rows (both
@@ -833,9 +873,9 @@ int32_t gguf_bind(const GgufFile &f, const std::string &file, GgufBound *out) {
             }
             std::string hf = layer_name(arch, part);
             if (!hf.empty()) ENG_TRY(add(p + hf + "." + kind, g));
-            else if (part != "attn_k_b" && part != "attn_v_b") ENG_TRY(add(n, g)); // unused (MTP, rope_freqs...)
+            else if (part != "attn_k_b" && part != "attn_v_b") ENG_TRY(add(n, g)); // unused (MTP...)
         } else {
-            ENG_TRY(add(n, g)); // unused by the model (nextn.*, rope_freqs...): kept under its own name
+            ENG_TRY(add(n, g)); // nextn.* (unused), rope_freqs.weight (model.cpp): kept under its own name
         }
     }
     // MLA: kv_b_proj from attn_k_b / attn_v_b (files without them carry attn_kv_b itself).

@@ -62,6 +62,16 @@ const int kF8Block = 128;
 const int kDtF8Finite = 6;
 /* Columns per scale of the Q8 weights and activations (as llama.cpp's Q8_0). */
 const int kQ8Block = 32;
+/* The KV cache's row formats (kernels/kv.h): engine.h's ENG_KV_DTYPE_* codes, and the values per
+ * scale of q8_0 rows. */
+const int kKvF32 = ENG_KV_DTYPE_F32, kKvF16 = ENG_KV_DTYPE_F16, kKvBF16 = ENG_KV_DTYPE_BF16,
+          kKvQ8_0 = ENG_KV_DTYPE_Q8_0;
+const int kKvQ8Block = 32;
+/* Bytes of one stored KV row of n values (static: no shared inline symbol across the ISA builds). */
+static inline int64_t kv_row_bytes(int dtype, int n) {
+    if (dtype == kKvQ8_0) return (int64_t)n + 2 * (int64_t)((n + kKvQ8Block - 1) / kKvQ8Block);
+    return (int64_t)n * (dtype == kKvF32 ? 4 : 2);
+}
 
 struct Kernels {
     const char *name;
@@ -121,6 +131,11 @@ struct Kernels {
     void (*rows_accum)(float *out, const float *a, int n, const void *w, int dtype, int64_t row0, int K,
                        const float *wscale, float *scratch);
     float (*row_dot)(const void *w, int dtype, int64_t row, int K, const float *wscale, const float *x, float *scratch);
+    /* The KV cache's rows (kernels/kv.h): kv_store writes src[0..n) as one row of kv_dtype
+     * (kv_row_bytes(kv_dtype, n) bytes; the same bits on every table); kv_to_f32 reads n_rows
+     * consecutive stored rows of n values into dst (n_rows * n floats). */
+    void (*kv_store)(void *dst, const float *src, int n, int kv_dtype);
+    void (*kv_to_f32)(float *dst, const void *src, int n_rows, int n, int kv_dtype);
 };
 /* Row blocks of at most this many tokens use matmul_f8x (decode); more take matmul's widened copy. */
 const int kF8ScaledMaxTokens = 5;

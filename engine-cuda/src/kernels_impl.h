@@ -11,6 +11,7 @@
  *   matmul.h       Kernels::matmul and row_to_f32 over any dtype
  *   elementwise.h  dot, axpy, scale, RMSNorm, SiLU * up
  *   attention.h    softmax, attention scores and sums, MLA's rows_accum / row_dot
+ *   kv.h           the KV cache's row formats (f32, bf16, f16, q8_0): store and widen
  * Only intrinsics and C headers are used there, so no inline function of a shared header is
  * compiled with two different instruction sets (the one-definition-rule hazard of multi-ISA builds).
  */
@@ -20,6 +21,7 @@
 #include "kernels/fp8.h"
 #include "kernels/ggml.h"
 #include "kernels/ggml_dot.h"
+#include "kernels/kv.h"
 #include "kernels/matmul.h"
 #include "kernels/q8.h"
 #include "kernels/tiles.h"
@@ -60,6 +62,8 @@ const Kernels KERNELS_TABLE = {
     KERNELS_NS::matmul_f8x,
     KERNELS_NS::rows_accum,
     KERNELS_NS::row_dot,
+    KERNELS_NS::kv_store,
+    KERNELS_NS::kv_to_f32,
 };
 
 } // namespace maya

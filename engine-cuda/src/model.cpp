@@ -4,8 +4,9 @@
  * configuration_/modeling_{glm4,llama,qwen3,glm4_moe,deepseek_v3}.py; defaults follow those configs
  * where a field is absent (e.g. Glm4Config partial_rotary_factor 0.5, head_dim 128, attention_bias
  * true; DeepseekV3Config routed_scaling_factor 2.5, first_k_dense_replace 3, rope_interleave true).
- * Multi-token-prediction layers (num_nextn_predict_layers, stored as model.layers.{L..}) are not
- * bound: only layers [0, num_hidden_layers) are read.
+ * Multi-token-prediction layers (num_nextn_predict_layers, stored as model.layers.{L..}): the first
+ * is bound into Model::mtp when the checkpoint holds it whole (bind_mtp); they never count toward
+ * the model's parameters or the bytes a token reads.
  */
 #include "model.h"
 
@@ -432,6 +433,8 @@ void model_rope_inv_freq(const ModelConfig &c, float *out) {
             float interp = 1.0f / (c.yarn_factor * pos_freq);
             f = interp * (1 - extra) + f * extra;
         }
+        // llama.cpp's RoPE with freq_factors: angle = pos * base^(-2i/d) / factor[i].
+        if (!c.rope_freq_divisors.empty()) f = f / c.rope_freq_divisors[(size_t)i];
         out[i] = f;
     }
 }
@@ -476,6 +479,20 @@ DType q4_k_m_dtype(const std::string &name, int64_t cols, int n_layer, bool is_t
     return dt;
 }
 
+DType mixture_dtype(DType mix, const std::string &name, int64_t cols, int n_layer, bool is_tied) {
+    if (mix == DT_Q4_K) return q4_k_m_dtype(name, cols, n_layer, is_tied);
+    auto ends = [&](const char *s) {
+        size_t n = strlen(s);
+        return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+    };
+    if (ends("mlp.gate.weight") || cols % 32 != 0) return DT_OTHER;
+    if (mix == DT_Q8_0) return DT_Q8_0;
+    DType dt = mix;
+    if (ends("lm_head.weight") || (is_tied && ends("embed_tokens.weight"))) dt = DT_Q6_K;
+    if (dt == DT_Q6_K && cols % 256 != 0) dt = DT_Q8_0;
+    return dt;
+}
+
 namespace {
 
 /* Binds tensors by name and counts parameters and the bytes a decoded token reads. */
@@ -493,7 +510,7 @@ struct Binder {
         int64_t bytes = (int64_t)t->nbytes;
         if (t->dtype == DT_F8_E4M3) ENG_TRY(fp8_scale(name, rows, cols, w, &bytes));
         else if (m->is_q8 && dtype_size(t->dtype) > 0) to_q8(name, t, w, &bytes); // block dtypes stay as stored
-        else if (m->is_q4_k_m) to_q4_k_m(name, t, w, &bytes);
+        else if (m->mixture != DT_OTHER) to_mixture(name, t, w, &bytes);
         m->n_params += t->numel;
         if (is_counted) {
             m->n_params_active += t->numel;
@@ -516,10 +533,10 @@ struct Binder {
         w->scale = m->scales.back().data();
         *bytes = n + n / 32 * 4;
     }
-    /* ENG_PARAM_WEIGHT_DTYPE Q4_K: the matrix quantized at load to its type in llama.cpp's Q4_K_M
-     * mixture (q4_k_m_dtype), kept as stored when that is none. */
-    void to_q4_k_m(const std::string &name, const Tensor *t, Weight *w, int64_t *bytes) {
-        DType dt = q4_k_m_dtype(name, w->cols, m->cfg.n_layer, m->cfg.is_tied);
+    /* ENG_PARAM_WEIGHT_DTYPE Q4_K / Q8_0 / Q4_0 / Q6_K: the matrix quantized at load to its type in
+     * llama.cpp's mixture (mixture_dtype), kept as stored when that is none. */
+    void to_mixture(const std::string &name, const Tensor *t, Weight *w, int64_t *bytes) {
+        DType dt = mixture_dtype(m->mixture, name, w->cols, m->cfg.n_layer, m->cfg.is_tied);
         if (dt == DT_OTHER || (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16)) return;
         int64_t rb = dtype_row_bytes(dt, w->cols);
         m->q8.emplace_back((size_t)(rb * w->rows));
@@ -650,6 +667,40 @@ static int32_t bind_layer(Binder &b, const ModelConfig &c, const std::string &lm
     return ENG_STATUS_OK;
 }
 
+/* The first MTP layer, model.layers.{n_layer}.*, as DeepSeek-V3 and GLM-4.5 publish it (Hugging Face
+ * transformers skips these layers; the layout is that of vLLM's deepseek_mtp.py / glm4_moe_mtp.py and
+ * SGLang's deepseek_nextn.py): enorm, hnorm, eh_proj (C, 2C), the decoder layer's usual tensors,
+ * shared_head.norm, and optionally shared_head.head and embed_tokens (absent: the model's lm_head and
+ * embedding). A checkpoint without num_nextn_predict_layers or without eh_proj has none (the MoE
+ * golden fixtures hold a few stray MTP norms); one with eh_proj but missing a tensor is BAD_CHECKPOINT.
+ * A dense GLM-4-0414 checkpoint may carry one too, its decoder layer a GLM-4 layer with its four norms:
+ * the demo model's, trained on the frozen model by scripts/demo-model/mtp.py (no published GLM-4 has one). */
+static int32_t bind_mtp(Binder &b, Model *m, const std::string &lm) {
+    const ModelConfig &c = m->cfg;
+    const JsonValue *n = field(m->ckpt.config(), "num_nextn_predict_layers");
+    std::string p = lm + "layers." + std::to_string(c.n_layer) + ".";
+    if (!n || !n->is_integer || n->integer < 1 || !m->ckpt.find(p + "eh_proj.weight")) return ENG_STATUS_OK;
+    if (c.arch != ARCH_GLM4_MOE && c.arch != ARCH_DEEPSEEK_V3 && c.arch != ARCH_GLM4) return ENG_STATUS_OK;
+    int64_t params = m->n_params, active = m->n_params_active, bytes = m->weight_bytes;
+    MtpLayer t;
+    int64_t C = c.n_embd;
+    ENG_TRY(b.vec(p + "enorm.weight", C, &t.enorm));
+    ENG_TRY(b.vec(p + "hnorm.weight", C, &t.hnorm));
+    ENG_TRY(b.matrix(p + "eh_proj.weight", C, 2 * C, &t.eh_proj));
+    ENG_TRY(bind_layer(b, c, lm, c.n_layer, &t.layer));
+    ENG_TRY(b.vec(p + "shared_head.norm.weight", C, &t.head_norm));
+    if (m->ckpt.find(p + "shared_head.head.weight"))
+        ENG_TRY(b.matrix(p + "shared_head.head.weight", c.n_vocab, C, &t.head));
+    else t.head = m->lm_head;
+    if (m->ckpt.find(p + "embed_tokens.weight")) ENG_TRY(b.matrix(p + "embed_tokens.weight", c.n_vocab, C, &t.embed));
+    else t.embed = m->embed;
+    m->mtp.push_back(std::move(t));
+    m->n_params = params;
+    m->n_params_active = active;
+    m->weight_bytes = bytes;
+    return ENG_STATUS_OK;
+}
+
 /* Bytes and parameters of one routed expert (scales included in the bytes). */
 static void expert_size(const Mlp &e, int64_t *params, int64_t *bytes) {
     *params = 0;
@@ -670,6 +721,13 @@ int32_t model_load(const std::string &dir, Model *m) {
     // GGUF llama: llama.cpp's converter stores q/k rows in adjacent-pair order (gguf.cpp); rotating
     // adjacent pairs undoes it.
     if (m->ckpt.is_qk_permuted()) m->cfg.is_rope_interleaved = true;
+    // GGUF llama: Llama-3 RoPE scaling as per-pair divisors (gguf.cpp checked arch, type and shape).
+    if (m->ckpt.is_gguf() && m->ckpt.find("rope_freqs.weight")) {
+        const Tensor *t = nullptr;
+        ENG_TRY(m->ckpt.require("rope_freqs.weight", {m->cfg.rotary_dim / 2}, &t));
+        if (t->dtype != DT_F32) return fail(ENG_STATUS_UNSUPPORTED, "rope_freqs.weight is not F32");
+        m->cfg.rope_freq_divisors.assign((const float *)t->data, (const float *)t->data + m->cfg.rotary_dim / 2);
+    }
     const ModelConfig &c = m->cfg;
     Binder b{m};
     // GLM-4.1V: model.language_model.* (transformers >= 4.52), or model.* as older saves name it.
@@ -699,6 +757,7 @@ int32_t model_load(const std::string &dir, Model *m) {
             m->weight_bytes += bytes * c.n_expert_used;
         }
     }
+    ENG_TRY(bind_mtp(b, m, lm));
     if (vision) ENG_TRY(vision_load(m)); // adds its parameters to n_params only
     return ENG_STATUS_OK;
 }
@@ -732,7 +791,14 @@ namespace {
 /* Every matrix of the text model, in a stable order (aliases appear twice). */
 std::vector<Weight *> model_matrices(Model *m) {
     std::vector<Weight *> ws = {&m->embed, &m->lm_head};
-    for (LayerWeights &L : m->layers) {
+    std::vector<LayerWeights *> layers;
+    for (LayerWeights &L : m->layers) layers.push_back(&L);
+    for (MtpLayer &t : m->mtp) {
+        for (Weight *w : {&t.eh_proj, &t.embed, &t.head}) ws.push_back(w);
+        layers.push_back(&t.layer);
+    }
+    for (LayerWeights *lp : layers) {
+        LayerWeights &L = *lp;
         for (Weight *w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate_up, &L.w_gate, &L.w_up, &L.w_down, &L.wq_a, &L.wq_b,
                           &L.wkv_a, &L.wkv_b, &L.router, &L.shared.gate, &L.shared.up, &L.shared.down})
             ws.push_back(w);

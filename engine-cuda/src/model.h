@@ -60,6 +60,9 @@ struct ModelConfig {
     // llama3 rope scaling (rope_type "llama3"); factor 0 = none.
     float rope_factor = 0, rope_low_freq = 0, rope_high_freq = 0;
     int32_t rope_orig_ctx = 0;
+    // GGUF rope_freqs.weight (llama.cpp's converter writes Llama-3's scaling this way): rotary pair i's
+    // frequency is divided by rope_freq_divisors[i] (rotary_dim / 2 values); empty = none.
+    std::vector<float> rope_freq_divisors;
     // YaRN (rope_type "yarn", DeepSeek-V3): inv_freq blend and the cos/sin factor.
     bool is_yarn = false;
     float yarn_factor = 1, yarn_beta_fast = 32, yarn_beta_slow = 1, rope_attn_factor = 1;
@@ -129,6 +132,20 @@ struct LayerWeights {
     Mlp shared;
 };
 
+/* A multi-token-prediction (MTP) layer of DeepSeek-V3 / GLM-4.5 (num_nextn_predict_layers, stored as
+ * model.layers.{num_hidden_layers + i}.*): at position t it reads the main model's last hidden state
+ * h_t (before the final norm) and the embedding of token t+1, and predicts token t+2:
+ *   x = eh_proj([enorm(embed(tok_{t+1})); hnorm(h_t)]) -> one decoder layer (its own KV layer)
+ *   -> logits = head(head_norm(x)); x is also the h of the next chained prediction. */
+struct MtpLayer {
+    std::vector<float> enorm, hnorm; // (C)
+    Weight eh_proj;                  // (C, 2C)
+    LayerWeights layer;              // the decoder layer (MLA + MoE for DeepSeek-V3, GQA + MoE for GLM-4.5)
+    Weight embed;                    // (V, C) its own embed_tokens, else the model's
+    std::vector<float> head_norm;    // (C) shared_head.norm
+    Weight head;                     // (V, C) shared_head.head, else lm_head
+};
+
 /* Anonymous memory that holds a copy of the matrices (model_place_weights), unmapped on destruction. */
 class WeightArena {
   public:
@@ -157,6 +174,7 @@ struct Model {
     Weight lm_head;                // (V, C); = embed when tied
     std::vector<float> final_norm; // (C)
     std::vector<LayerWeights> layers;
+    std::vector<MtpLayer> mtp; // the first MTP layer when the checkpoint has one whole (model_load), else empty
     int64_t n_params = 0;
     int64_t n_params_active = 0;            // parameters one token uses (MoE: K of the E routed experts)
     int64_t weight_bytes = 0;               // bytes of the matrices read per decoded token (+ one embedding row;
@@ -166,9 +184,11 @@ struct Model {
     std::vector<std::vector<int8_t>> q8;    // the Q8 weights (Weight::data points here until placed)
     bool is_q8_built = false;               // some matrix became DT_Q8
     bool has_q8() const { return is_q8_built; }
-    bool is_q4_k_m = false; // set before model_load: quantize matrices to llama.cpp's Q4_K_M mixture (model.cpp)
-    int quant_threads = 1;  // threads for quantizing at load
-    WeightArena arena;      // model_place_weights(): the matrices' huge-page copy
+    // Set before model_load: quantize the matrices at load to a llama.cpp mixture (mixture_dtype):
+    // DT_Q4_K (Q4_K_M), DT_Q8_0, DT_Q4_0 or DT_Q6_K; DT_OTHER: none.
+    DType mixture = DT_OTHER;
+    int quant_threads = 1;               // threads for quantizing at load
+    WeightArena arena;                   // model_place_weights(): the matrices' huge-page copy
     std::shared_ptr<VisionModel> vision; // GLM-4.1V's vision tower (vision.cpp), else null
 };
 
@@ -183,6 +203,12 @@ void model_rope_inv_freq(const ModelConfig &c, float *out);
  * 256 fall back (Q4_K -> Q5_0, Q6_K -> Q8_0); DT_OTHER (keep as stored) for MoE routers and
  * columns not a multiple of 32. Rules of llama.cpp for 8-expert models and fused QKV are not applied. */
 DType q4_k_m_dtype(const std::string &name, int64_t cols, int n_layer, bool is_tied);
+/* The dtype of the matrix `name` in llama.cpp's mixture `mix` (llama_tensor_get_type without
+ * --pure): DT_Q4_K is q4_k_m_dtype; DT_Q8_0 every matrix Q8_0; DT_Q4_0 / DT_Q6_K every matrix of
+ * that type except the output matrix (lm_head, or the embedding when tied) at Q6_K, and Q6_K's
+ * columns not a multiple of 256 at Q8_0; DT_OTHER (keep as stored) for MoE routers and columns
+ * not a multiple of 32. */
+DType mixture_dtype(DType mix, const std::string &name, int64_t cols, int n_layer, bool is_tied);
 /* Opens dir and binds every weight of the architecture. Returns OK, IO, BAD_CHECKPOINT, UNSUPPORTED. */
 int32_t model_load(const std::string &dir, Model *out);
 /* The CPU backend's weight placement: copies every matrix (and the Q8 scales) out of the checkpoint

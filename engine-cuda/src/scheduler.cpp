@@ -22,16 +22,30 @@ int32_t Scheduler::init(const SchedulerConfig &cfg, BlockManager *bm, Backend *b
     if (cfg.max_batch <= 0 || cfg.prefill_chunk <= 0 || cfg.n_ctx <= 0 || cfg.n_vocab <= 0)
         return fail(ENG_STATUS_INVALID_ARG, "scheduler: bad limits");
     cfg_ = cfg;
+    if (cfg.token_cost >= 0) token_cost_ = cfg.token_cost;
     bm_ = bm;
     backend_ = backend;
     sampler_.init(cfg.n_vocab);
     if (cfg.max_draft < 0 || cfg.ngram_min < 1 || cfg.ngram_max < cfg.ngram_min)
         return fail(ENG_STATUS_INVALID_ARG, "scheduler: bad speculative limits");
-    logits_.resize((size_t)cfg.max_batch * (size_t)(1 + cfg.max_draft) * (size_t)cfg.n_vocab);
+    if (cfg_.max_logits <= 0) cfg_.max_logits = cfg.max_batch * (1 + cfg.max_draft);
+    if (cfg_.max_logits < cfg.max_batch) cfg_.max_logits = cfg.max_batch;
+    logits_.resize((size_t)cfg_.max_logits * (size_t)cfg.n_vocab);
     batch_.tokens.reserve((size_t)(cfg.prefill_chunk + cfg.max_batch * (1 + cfg.max_draft)));
     batch_.seqs.reserve((size_t)cfg.max_batch);
     entries_.reserve((size_t)cfg.max_batch);
     verified_.reserve((size_t)cfg.max_draft + 1);
+    if (cfg.use_mtp) {
+        if (cfg.n_embd <= 0 || cfg.max_draft <= 0) return fail(ENG_STATUS_INVALID_ARG, "scheduler: bad MTP limits");
+        size_t T = (size_t)(cfg.prefill_chunk + cfg.max_batch * (1 + cfg.max_draft));
+        mtp_h_in_.resize(T * (size_t)cfg.n_embd);
+        mtp_h_out_.resize(T * (size_t)cfg.n_embd);
+        mtp_logits_.resize((size_t)cfg.max_batch * (size_t)cfg.n_vocab);
+        mtp_chain_h_.resize((size_t)cfg.max_batch * (size_t)cfg.n_embd);
+        mtp_chains_.reserve((size_t)cfg.max_batch);
+        mtp_batch_.tokens.reserve(T);
+        mtp_batch_.seqs.reserve((size_t)cfg.max_batch);
+    }
     running_.reserve((size_t)cfg.max_batch);
     return ENG_STATUS_OK;
 }
@@ -46,6 +60,7 @@ int32_t Scheduler::add(std::unique_ptr<Sequence> seq, int32_t *out_id) {
     if (next_id_ == INT32_MAX) next_id_ = 1;
     seq->n_prompt = (int32_t)seq->tokens.size();
     seq->tokens.reserve((size_t)need);
+    if (seq->flags & ENG_SEQ_PROMPT_LOGITS) seq->prompt_logits.resize((size_t)seq->n_prompt * (size_t)cfg_.n_vocab);
     *out_id = seq->id;
     waiting_.push_back(seq.get());
     live_[seq->id] = std::move(seq);
@@ -89,6 +104,9 @@ void Scheduler::reap_cancelled(std::vector<int32_t> *events) {
 void Scheduler::preempt(Sequence *s) {
     bm_->deallocate(*s);
     s->draft.clear();
+    s->mtp_next = -1;
+    s->lookup_shadow.clear();
+    s->is_lookup_draft = false;
     running_.erase(std::find(running_.begin(), running_.end(), s));
     waiting_.push_front(s);
     stats_.preemptions++;
@@ -105,8 +123,15 @@ void Scheduler::schedule_one(Sequence *s, int32_t n, bool is_prefill) {
     b.block_table = s->block_table.data();
     b.n_blocks = (int32_t)s->block_table.size();
     b.n_logits = 1 + k;
-    b.logits_row = s->n_computed + n == (int32_t)s->tokens.size() ? batch_.n_logits : -1;
-    if (b.logits_row >= 0) batch_.n_logits += b.n_logits;
+    bool is_last = s->n_computed + n == (int32_t)s->tokens.size();
+    if (is_prefill && (s->flags & ENG_SEQ_PROMPT_LOGITS)) { // one row per token; the last one samples
+        b.all_logits_row = batch_.n_logits;
+        batch_.n_logits += n;
+        b.logits_row = is_last ? batch_.n_logits - 1 : -1;
+    } else {
+        b.logits_row = is_last ? batch_.n_logits : -1;
+        if (is_last) batch_.n_logits += b.n_logits;
+    }
     batch_.tokens.insert(batch_.tokens.end(), s->tokens.begin() + s->n_computed, s->tokens.begin() + s->n_computed + n);
     batch_.tokens.insert(batch_.tokens.end(), s->draft.begin(), s->draft.begin() + k);
     batch_.seqs.push_back(b);
@@ -131,20 +156,118 @@ double StepCost::relative_token_cost() const {
     return b > 0 ? b / (time / tokens) : 0;
 }
 
+/* The turn-down's draft length for a record of accepted drafted tokens and rejections: the j with
+ * alpha^j >= cost, at most max_draft (alpha = accepted / (accepted + rejected)). */
+static int32_t turn_down_of(float accepted, float rejected, double cost, int32_t max_draft) {
+    double alpha = accepted / (accepted + rejected);
+    int32_t k = 0;
+    for (double p = alpha; k < max_draft && p >= cost; p *= alpha) k++;
+    return k;
+}
+
+/* The turn-down's draft length (propose) on the sequence's own record. */
+int32_t Scheduler::turn_down(const Sequence *s) const {
+    return turn_down_of(s->spec_accepted, s->spec_rejected, token_cost_, cfg_.max_draft);
+}
+
+/* Prompt lookup (n-gram): the most recent earlier occurrence of s's last m tokens (m from ngram_max
+ * down to ngram_min) in its prompt and output; writes where the tokens that followed it start and
+ * returns how many of them to draft (at most k; 0: no match). */
+int32_t Scheduler::lookup(const Sequence *s, int32_t k, int32_t m_min, int32_t *from) const {
+    int32_t n = (int32_t)s->tokens.size();
+    const int32_t *t = s->tokens.data();
+    for (int32_t m = std::min(cfg_.ngram_max, n - 1); k > 0 && m >= m_min; m--) {
+        const int32_t *suffix = t + (n - m);
+        for (int32_t j = n - m - 1; j >= 0; j--) {
+            if (t[j] != suffix[0] || memcmp(t + j, suffix, (size_t)m * sizeof(int32_t)) != 0) continue;
+            *from = j + m;
+            return std::min(k, n - (j + m));
+        }
+    }
+    return 0;
+}
+
+/* Expected accepted tokens of a k-token draft at per-token acceptance alpha: alpha + ... + alpha^k. */
+static double expected_accepted(double alpha, int32_t k) {
+    double sum = 0, p = 1;
+    for (int32_t j = 0; j < k; j++) sum += (p *= alpha);
+    return sum;
+}
+
+/* MTP with prompt lookup: the length of the lookup draft to use instead of the MTP layer's (0: the
+ * MTP layer drafts). The lookup drafts when its match (n_lookup tokens, cut by the turn-down on the
+ * lookup's own record) gives at least 2 tokens and at least as many accepted tokens are expected from
+ * it as from the MTP layer's draft (turn-down on the MTP record). Long matches that the model copies
+ * (tool arguments quoting the prompt, a JSON field) then draft from the prompt, the rest from the
+ * MTP layer; the lookup costs nothing to draft, the MTP layer one pass of its own per chained token.
+ * Depends only on state that stays put from the catch-up to the next propose() (the catch-up skips
+ * the MTP head where this picks the lookup). */
+int32_t Scheduler::lookup_pick(const Sequence *s, int32_t room, int32_t n_lookup) const {
+    int32_t k =
+        std::min({turn_down_of(s->lookup_accepted, s->lookup_rejected, token_cost_, cfg_.max_draft), room, n_lookup});
+    if (k < 2) return 0;
+    int32_t k_mtp = std::min(turn_down(s), room);
+    double a_lookup = s->lookup_accepted / (s->lookup_accepted + s->lookup_rejected);
+    double a_mtp = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
+    return expected_accepted(a_lookup, k) >= expected_accepted(a_mtp, k_mtp) ? k : 0;
+}
+
+/* Updates the lookup's record (MTP with prompt lookup) from the tokens a step produced for s. */
+static void record_lookup(Sequence *s, const int32_t *tokens, int32_t m) {
+    if (s->lookup_shadow.empty()) return;
+    int32_t n = std::min(m, (int32_t)s->lookup_shadow.size()), a = 0;
+    while (a < n && s->lookup_shadow[(size_t)a] == tokens[a]) a++;
+    // A shadow that matched every token the step produced is not known to fail after them.
+    s->lookup_accepted = 0.8f * s->lookup_accepted + (float)a;
+    s->lookup_rejected = 0.8f * s->lookup_rejected + (a < n ? 1.0f : 0.0f);
+    s->lookup_shadow.clear();
+}
+
+/* MTP drafting (propose): the MTP layer's next token, then k - 1 places mtp_chain fills once blocks
+ * are taken; with mtp_lookup, the prompt-lookup draft instead where lookup_pick says so, and the
+ * lookup's match kept to check against the step's tokens (its record). */
+void Scheduler::propose_mtp(Sequence *s, int32_t room) {
+    if (cfg_.mtp_lookup && room > 0) {
+        int32_t from = 0, n = lookup(s, std::min(cfg_.max_draft, room), mtp_lookup_min(), &from);
+        s->lookup_shadow.assign(s->tokens.begin() + from, s->tokens.begin() + from + n);
+        int32_t k = lookup_pick(s, room, n);
+        if (k > 0) {
+            s->draft.assign(s->lookup_shadow.begin(), s->lookup_shadow.begin() + k);
+            s->is_lookup_draft = true;
+            return;
+        }
+    }
+    int32_t k = turn_down(s);
+    if (k == 0 && ++s->spec_idle >= 16) k = 1; // a probe
+    k = std::min(k, room);
+    if (k <= 0 || s->mtp_next < 0) return;
+    s->draft.assign((size_t)k, -1);
+    s->draft[0] = s->mtp_next;
+    s->spec_idle = 0;
+}
+
 /* The draft of a decoding sequence for this step: the host's (eng_seq_draft), else prompt lookup
- * (n-gram): the most recent earlier occurrence of its last m tokens (m from ngram_max down to
- * ngram_min) in its prompt and output, and the tokens that followed it. None while a mask is set
- * (the host's matcher must see each token before the next is chosen), and cut to what max_tokens
- * and the context leave.
+ * (n-gram, lookup()): the tokens that followed the most recent earlier occurrence of its last few
+ * tokens. None while a mask is set (the host's matcher must see each token before the next is
+ * chosen), and cut to what max_tokens and the context leave.
  * The turn-down cuts a prompt-lookup draft to the tokens worth their cost: draft token j is accepted
  * with probability about alpha^j (alpha: the sequence's per-token acceptance so far) and costs
  * token_cost_ generated tokens' worth of time (the step cost model), so the draft keeps the j with
  * alpha^j >= token_cost_. When that is none, the sequence drafts one token every 16th pass to keep
- * its acceptance current. Outputs never depend on any of this (see verify()). */
+ * its acceptance current. Outputs never depend on any of this (see verify()). MTP drafting (use_mtp)
+ * drafts the MTP layer's chain instead of prompt lookup, under the same turn-down, and with
+ * mtp_lookup the lookup where it is the better bet (propose_mtp).
+ * A PROMPT_LOGITS sequence never drafts: it is a scoring request (its logits rows go to its prompt). */
 void Scheduler::propose(Sequence *s) {
     s->draft.clear();
     s->draft_masks.clear();
-    if (cfg_.max_draft <= 0) return;
+    s->lookup_shadow.clear();
+    s->is_lookup_draft = false;
+    if (cfg_.max_draft <= 0 || (s->flags & ENG_SEQ_PROMPT_LOGITS)) {
+        s->host_draft.clear();
+        s->host_draft_masks.clear();
+        return;
+    }
     int32_t n = (int32_t)s->tokens.size();
     int32_t room = std::min(s->max_tokens - s->n_generated() - 1, cfg_.n_ctx - n - 1);
     if (!s->host_draft.empty()) {
@@ -169,28 +292,162 @@ void Scheduler::propose(Sequence *s) {
         return;
     }
     if (!s->mask.empty()) return; // the engine cannot know the masks after its own drafts
-    double alpha = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
-    int32_t k = 0;
-    for (double p = alpha; k < cfg_.max_draft && p >= token_cost_; p *= alpha) k++;
+    if (cfg_.use_mtp) {
+        propose_mtp(s, room);
+        return;
+    }
+    int32_t k = turn_down(s);
     if (k == 0 && ++s->spec_idle >= 16) k = 1; // a probe
     k = std::min(k, room);
     if (k <= 0) return;
-    const int32_t *t = s->tokens.data();
-    for (int32_t m = std::min(cfg_.ngram_max, n - 1); m >= cfg_.ngram_min; m--) {
-        const int32_t *suffix = t + (n - m);
-        for (int32_t j = n - m - 1; j >= 0; j--) {
-            if (t[j] != suffix[0] || memcmp(t + j, suffix, (size_t)m * sizeof(int32_t)) != 0) continue;
-            int32_t from = j + m, take = std::min(k, n - from);
-            s->draft.assign(t + from, t + from + take);
-            s->spec_idle = 0;
-            return;
+    int32_t from = 0;
+    k = lookup(s, k, cfg_.ngram_min, &from);
+    if (k <= 0) return;
+    s->draft.assign(s->tokens.begin() + from, s->tokens.begin() + from + k);
+    s->spec_idle = 0;
+}
+
+/* After a pass: the MTP layer over every position the pass kept, t from pos0 on, pairing the main
+ * model's hidden state at t with the token at t + 1 (known now: the prompt, or the tokens this pass
+ * sampled). Sequences that finished in this pass included: their blocks, freed into the prefix
+ * cache, are not reused before the next schedule, and a later prompt that shares them reads their
+ * MTP KV too. A sequence that decodes next gets its first draft (the last position's prediction) and
+ * the hidden state it chains from (only where propose() will draft: the lm head is skipped
+ * otherwise). Outputs never depend on this. One known approximation: a prompt
+ * served from the prefix cache finds, at the last cached position, the MTP entry of the token that
+ * followed in the sequence that computed the block (it may differ): draft quality only. */
+int32_t Scheduler::mtp_catch_up() {
+    const float *hid = backend_->hidden();
+    if (!hid) return fail(ENG_STATUS_INTERNAL, "scheduler: the backend offers no hidden states for MTP");
+    int32_t C = cfg_.n_embd, V = cfg_.n_vocab;
+    mtp_batch_.clear();
+    mtp_entry_.assign(entries_.size(), -1);
+    for (size_t e = 0; e < entries_.size(); e++) {
+        const Entry &en = entries_[e];
+        const BatchSeq &b = batch_.seqs[e];
+        Sequence *s = en.seq;
+        s->mtp_next = -1;
+        // An entry pairs position t with the token after it: a sequence that ended in this pass (its
+        // last token not kept, e.g. at a stop id or max_tokens) has none after its last position.
+        int32_t n_kept = std::min(en.n_kept, (int32_t)s->tokens.size() - b.pos0 - 1);
+        if (n_kept <= 0) continue;
+        BatchSeq m;
+        m.tok0 = (int32_t)mtp_batch_.tokens.size();
+        m.n_tokens = n_kept;
+        m.pos0 = b.pos0;
+        m.block_table = mtp_blocks_.data() + mtp_block0_[e];
+        m.n_blocks = (int32_t)((e + 1 < entries_.size() ? mtp_block0_[e + 1] : mtp_blocks_.size()) - mtp_block0_[e]);
+        bool is_live = live_.count(s->id) > 0;
+        // The prediction (and its lm head) only for a sequence the next propose() drafts for: decoding,
+        // unmasked, with room, and drafting by the turn-down or due a probe.
+        int32_t room = std::min(s->max_tokens - s->n_generated() - 1, cfg_.n_ctx - (int32_t)s->tokens.size() - 1);
+        bool is_next = is_live && s->n_computed + 1 == (int32_t)s->tokens.size() && s->mask.empty() && room > 0;
+        // MTP with prompt lookup: a decode pass whose sequence drafts from the lookup next (propose_mtp)
+        // skips the layer: its MTP KV at these positions stays stale (draft quality only: later MTP
+        // drafts attend to it). A prompt's chunks always run it.
+        int32_t from = 0;
+        if (is_next && cfg_.mtp_lookup && !en.is_prefill &&
+            lookup_pick(s, room, lookup(s, std::min(cfg_.max_draft, room), mtp_lookup_min(), &from)) > 0)
+            continue;
+        bool is_decoding = is_next && (turn_down(s) > 0 || s->spec_idle + 1 >= 16);
+        // A decode pass after which the turn-down drafts nothing (MTP does not pay for this sequence)
+        // skips the layer as well: its MTP KV there stays stale, as above (draft quality only).
+        if (is_next && !is_decoding && !en.is_prefill) continue;
+        m.logits_row = is_decoding ? mtp_batch_.n_logits : -1;
+        m.n_logits = 1;
+        if (is_decoding) mtp_batch_.n_logits++;
+        for (int32_t i = 0; i < n_kept; i++) {
+            mtp_batch_.tokens.push_back(s->tokens[(size_t)(b.pos0 + i + 1)]);
+            memcpy(&mtp_h_in_[(size_t)(m.tok0 + i) * (size_t)C], hid + (size_t)(b.tok0 + i) * (size_t)C,
+                   sizeof(float) * (size_t)C);
+        }
+        mtp_batch_.seqs.push_back(m);
+        mtp_entry_[e] = (int32_t)mtp_batch_.seqs.size() - 1;
+    }
+    if (mtp_batch_.tokens.empty()) return ENG_STATUS_OK;
+    ENG_TRY(backend_->mtp_forward(mtp_batch_, mtp_h_in_.data(), mtp_h_out_.data(), mtp_logits_.data()));
+    for (size_t e = 0; e < entries_.size(); e++) {
+        Sequence *s = entries_[e].seq;
+        if (mtp_entry_[e] < 0) continue;
+        const BatchSeq &m = mtp_batch_.seqs[(size_t)mtp_entry_[e]];
+        if (m.logits_row < 0) continue;
+        s->mtp_next = argmax(&mtp_logits_[(size_t)m.logits_row * (size_t)V], V);
+        const float *h = &mtp_h_out_[(size_t)(m.tok0 + m.n_tokens - 1) * (size_t)C];
+        s->mtp_h.assign(h, h + C);
+    }
+    return ENG_STATUS_OK;
+}
+
+/* Fills s->draft[1..] of the entries in mtp_chains_ (placed by propose, blocks taken, scheduled with
+ * placeholder tokens): draft j is the MTP layer's prediction at position n_computed + j - 1 from draft
+ * j - 1 and the hidden state of the previous prediction. Round j runs every sequence that still needs
+ * draft j as one batch (all of a step's chains together). These KV entries are speculative: the next
+ * catch-up rewrites them. The drafts are then written into the step's batch. On a backend failure the
+ * missing drafts repeat the last one made (drafts never change outputs: verification rejects them). */
+void Scheduler::mtp_chain() {
+    if (mtp_chains_.empty()) return;
+    int32_t C = cfg_.n_embd, V = cfg_.n_vocab;
+    for (size_t c = 0; c < mtp_chains_.size(); c++) {
+        const Sequence *s = entries_[mtp_chains_[c]].seq;
+        memcpy(&mtp_chain_h_[c * (size_t)C], s->mtp_h.data(), sizeof(float) * (size_t)C);
+    }
+    bool is_failed = false;
+    for (size_t j = 1; !is_failed; j++) {
+        mtp_batch_.clear();
+        for (size_t c = 0; c < mtp_chains_.size(); c++) {
+            Sequence *s = entries_[mtp_chains_[c]].seq;
+            if (s->draft.size() <= j) continue;
+            BatchSeq m;
+            m.tok0 = (int32_t)mtp_batch_.tokens.size();
+            m.n_tokens = 1;
+            m.pos0 = s->n_computed + (int32_t)j - 1;
+            m.block_table = s->block_table.data();
+            m.n_blocks = (int32_t)s->block_table.size();
+            m.logits_row = mtp_batch_.n_logits++;
+            m.n_logits = 1;
+            memcpy(&mtp_h_in_[(size_t)m.tok0 * (size_t)C], &mtp_chain_h_[c * (size_t)C], sizeof(float) * (size_t)C);
+            mtp_batch_.tokens.push_back(s->draft[j - 1]);
+            mtp_batch_.seqs.push_back(m);
+        }
+        if (mtp_batch_.seqs.empty()) break;
+        if (backend_->mtp_forward(mtp_batch_, mtp_h_in_.data(), mtp_h_out_.data(), mtp_logits_.data()) < 0) {
+            clear_error();
+            is_failed = true;
+        }
+        int32_t row = 0;
+        for (size_t c = 0; c < mtp_chains_.size(); c++) {
+            Sequence *s = entries_[mtp_chains_[c]].seq;
+            if (s->draft.size() <= j) continue;
+            if (is_failed) {
+                for (size_t i = j; i < s->draft.size(); i++) s->draft[i] = s->draft[j - 1];
+                continue;
+            }
+            s->draft[j] = argmax(&mtp_logits_[(size_t)row * (size_t)V], V);
+            memcpy(&mtp_chain_h_[c * (size_t)C], &mtp_h_out_[(size_t)row * (size_t)C], sizeof(float) * (size_t)C);
+            row++;
         }
     }
+    for (size_t e : mtp_chains_) {
+        const Sequence *s = entries_[e].seq;
+        const BatchSeq &b = batch_.seqs[e];
+        size_t first = (size_t)(b.tok0 + b.n_tokens) - s->draft.size();
+        for (size_t i = 1; i < s->draft.size(); i++) batch_.tokens[first + i] = s->draft[i];
+    }
+}
+
+int32_t Scheduler::prefill_take(const Sequence *s, int32_t budget, size_t i_running) const {
+    int32_t n = std::min((int32_t)s->tokens.size() - s->n_computed, budget);
+    if (!(s->flags & ENG_SEQ_PROMPT_LOGITS)) return n;
+    // Rows left: the ones taken so far, and one kept for each running sequence after this one.
+    size_t later = running_.size() > i_running + 1 ? running_.size() - i_running - 1 : 0;
+    int32_t rows = cfg_.max_logits - batch_.n_logits - (int32_t)later;
+    return std::max(0, std::min(n, rows));
 }
 
 void Scheduler::schedule() {
     batch_.clear();
     entries_.clear();
+    mtp_chains_.clear();
     int32_t budget = cfg_.prefill_chunk;
     bool did_preempt = false;
     for (size_t i = 0; i < running_.size();) {
@@ -211,22 +468,30 @@ void Scheduler::schedule() {
             bm_->append(*s);
             propose(s);
             if (!s->draft.empty()) {
-                // Drafts take free blocks only while one stays for each later running sequence.
+                // Drafts take free blocks only while one stays for each later running sequence, and
+                // logits rows only while one stays for each of them (a PROMPT_LOGITS prefill may have
+                // taken many).
                 int32_t bs = bm_->block_size(), n = (int32_t)s->tokens.size();
-                int32_t spare = std::max(0, bm_->n_free() - (int32_t)(running_.size() - i - 1));
+                int32_t later = (int32_t)(running_.size() - i - 1);
+                int32_t spare = std::max(0, bm_->n_free() - later);
                 int32_t fit = ((int32_t)s->block_table.size() + spare) * bs - n;
+                fit = std::min(fit, cfg_.max_logits - batch_.n_logits - 1 - later);
                 if ((int32_t)s->draft.size() > fit) s->draft.resize((size_t)std::max(0, fit));
                 bm_->append(*s, (int32_t)s->draft.size());
+                if (cfg_.use_mtp && s->draft.size() > 1 && s->draft[1] < 0) mtp_chains_.push_back(entries_.size());
             }
             schedule_one(s, 1, false);
         } else if (budget > 0) {
-            int32_t n = std::min(todo, budget);
-            schedule_one(s, n, true);
-            budget -= n;
+            int32_t n = prefill_take(s, std::min(todo, budget), i);
+            if (n > 0) {
+                schedule_one(s, n, true);
+                budget -= n;
+            }
         }
         i++;
     }
-    while (!did_preempt && !waiting_.empty() && (int32_t)running_.size() < cfg_.max_batch && budget > 0) {
+    while (!did_preempt && !waiting_.empty() && (int32_t)running_.size() < cfg_.max_batch && budget > 0 &&
+           batch_.n_logits < cfg_.max_logits) {
         Sequence *s = waiting_.front();
         if (!bm_->can_allocate(*s)) break; // FIFO: later sequences wait behind the head
         int32_t cached = bm_->allocate(*s);
@@ -234,10 +499,13 @@ void Scheduler::schedule() {
         stats_.cached_tokens += cached;
         waiting_.pop_front();
         running_.push_back(s);
-        int32_t n = std::min((int32_t)s->tokens.size() - s->n_computed, budget);
-        schedule_one(s, n, true);
-        budget -= n;
+        int32_t n = prefill_take(s, budget, running_.size() - 1);
+        if (n > 0) {
+            schedule_one(s, n, true);
+            budget -= n;
+        }
     }
+    mtp_chain();
 }
 
 /* A decode pass that carried drafts: the longest accepted prefix of the draft plus one token of the
@@ -271,6 +539,7 @@ void Scheduler::verify(size_t e, std::vector<int32_t> *events) {
     while (a < k && a < m && verified_[(size_t)a] == s->draft[(size_t)a]) a++;
     // Positions n_computed (the pending token) and the a accepted drafts after it hold valid K/V.
     s->n_computed += 1 + a;
+    entries_[e].n_kept = 1 + a;
     int32_t gen0 = s->n_generated();
     s->tokens.insert(s->tokens.end(), verified_.begin(), verified_.end());
     bm_->commit(*s);
@@ -279,9 +548,14 @@ void Scheduler::verify(size_t e, std::vector<int32_t> *events) {
     stats_.decode_tokens += m;
     stats_.draft_tokens += k;
     stats_.draft_accepted += a;
-    // The turn-down's record (decayed): a accepted drafted tokens, then a rejection unless all were.
-    s->spec_accepted = 0.8f * s->spec_accepted + (float)a;
-    s->spec_rejected = 0.8f * s->spec_rejected + (a < k ? 1.0f : 0.0f);
+    // The turn-down's record (decayed): a accepted drafted tokens, then a rejection unless all were
+    // (MTP with prompt lookup: the MTP layer's record, and the lookup's its own).
+    if (!s->is_lookup_draft) {
+        s->spec_accepted = 0.8f * s->spec_accepted + (float)a;
+        s->spec_rejected = 0.8f * s->spec_rejected + (a < k ? 1.0f : 0.0f);
+    }
+    record_lookup(s, verified_.data(), m);
+    s->is_lookup_draft = false;
     s->draft.clear();
     s->draft_masks.clear();
     if (s->flags & ENG_SEQ_KEEP_LOGITS) {
@@ -304,15 +578,21 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
             continue;
         }
         s->n_computed += entries_[e].n_tokens;
+        entries_[e].n_kept = entries_[e].n_tokens;
         bm_->commit(*s);
         if (entries_[e].is_prefill) stats_.prefill_tokens += entries_[e].n_tokens;
         else {
             stats_.decode_tokens++;
             stats_.decode_passes++;
         }
+        const BatchSeq &bq = batch_.seqs[e];
+        if (bq.all_logits_row >= 0 && bq.pos0 < s->n_prompt) // PROMPT_LOGITS: the chunk's prompt positions
+            memcpy(&s->prompt_logits[(size_t)bq.pos0 * (size_t)cfg_.n_vocab],
+                   &logits_[(size_t)bq.all_logits_row * (size_t)cfg_.n_vocab],
+                   sizeof(float) * (size_t)std::min(bq.n_tokens, s->n_prompt - bq.pos0) * (size_t)cfg_.n_vocab);
         if (entries_[e].is_prefill && !s->is_prefill_reported && (s->flags & ENG_SEQ_REPORT_PROGRESS))
             emit(events, s->id, ENG_EVENT_PREFILL_PROGRESS, s->n_cached, s->n_computed);
-        int32_t row = batch_.seqs[e].logits_row;
+        int32_t row = bq.logits_row;
         if (row < 0) continue; // mid-prefill chunk
         const float *lg = &logits_[(size_t)row * (size_t)cfg_.n_vocab];
         if (!s->is_prefill_reported) {
@@ -327,6 +607,7 @@ void Scheduler::postprocess(std::vector<int32_t> *events) {
                           : sampler_.sample(lg, s->sampling, &s->rng, mask);
         if (s->flags & ENG_SEQ_KEEP_LOGITS) s->logits.assign(lg, lg + cfg_.n_vocab);
         s->tokens.push_back(tok);
+        record_lookup(s, &tok, 1);
         emit(events, s->id, ENG_EVENT_TOKEN, tok, s->n_generated());
         bool is_stop = std::find(s->stop_ids.begin(), s->stop_ids.end(), tok) != s->stop_ids.end();
         if (is_stop) finish(s, ENG_FINISH_STOP, events);
@@ -400,13 +681,22 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     size_t n_events = events->size();
+    if (cfg_.use_mtp) { // the catch-up writes the MTP KV of sequences that finish in postprocess too
+        mtp_blocks_.clear();
+        mtp_block0_.clear();
+        for (const Entry &e : entries_) {
+            mtp_block0_.push_back(mtp_blocks_.size());
+            mtp_blocks_.insert(mtp_blocks_.end(), e.seq->block_table.begin(), e.seq->block_table.end());
+        }
+    }
     postprocess(events);
     if (cfg_.max_draft > 0) { // the cost model of the turn-down (propose)
         double generated = 0;
         for (size_t i = n_events; i + 3 < events->size(); i += 4) generated += (*events)[i + 1] == ENG_EVENT_TOKEN;
         cost_.add((double)batch_.tokens.size(), seconds, generated);
-        token_cost_ = cost_.relative_token_cost();
+        token_cost_ = cfg_.token_cost >= 0 ? cfg_.token_cost : cost_.relative_token_cost();
     }
+    if (cfg_.use_mtp) ENG_TRY(mtp_catch_up()); // after the cost model: it asks whether propose will draft
     return ENG_STATUS_OK;
 }
 

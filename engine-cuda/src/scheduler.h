@@ -15,6 +15,11 @@
  * Multimodal sequences (images): before the first chunk that reaches an image's tokens, the image
  * is encoded (all of it, on the calling thread's vision pool) and its rows replace those tokens'
  * embeddings; every token carries its M-RoPE positions (Batch::mpos).
+ * A sequence flagged ENG_SEQ_PROMPT_LOGITS is allocated without the prefix cache and keeps the
+ * logits of every prompt position: its chunks take one logits row per token, so each is at most
+ * the rows the step has left (max_logits less one per other scheduled sequence). It never drafts
+ * (its rows go to the prompt's logits); other sequences' drafts are cut to the rows left after one
+ * for each later running sequence, so a step never asks for more than max_logits rows.
  */
 #ifndef MAYA_SCHEDULER_H
 #define MAYA_SCHEDULER_H
@@ -38,9 +43,14 @@ struct SchedulerConfig {
     int32_t prefill_chunk = 256; // most prompt tokens computed per step
     int32_t n_ctx = 0;           // context limit (prompt + output)
     int32_t n_vocab = 0;
-    int32_t max_draft = 0; // speculative decoding: most drafted tokens per sequence and step (0: off)
-    int32_t ngram_max = 4; // prompt lookup: the longest suffix matched ...
-    int32_t ngram_min = 2; // ... and the shortest
+    int32_t max_draft = 0;   // speculative decoding: most drafted tokens per sequence and step (0: off)
+    int32_t ngram_max = 4;   // prompt lookup: the longest suffix matched ...
+    int32_t ngram_min = 2;   // ... and the shortest
+    int32_t max_logits = 0;  // rows of logits a step computes (>= max_batch; 0: max_batch x (1 + max_draft))
+    double token_cost = -1;  // the turn-down's cost of one more token in a pass (propose); < 0: measured
+    bool use_mtp = false;    // drafts from the model's MTP layer (Backend::mtp_forward) instead of prompt lookup
+    bool mtp_lookup = false; // with use_mtp: prompt lookup drafts instead where it is the better bet (propose)
+    int32_t n_embd = 0;      // with use_mtp: the hidden width
 };
 
 struct SchedulerStats {
@@ -89,11 +99,23 @@ class Scheduler {
         Sequence *seq;
         int32_t n_tokens;
         bool is_prefill;
+        int32_t n_kept = 0; // postprocess: positions from pos0 on whose K/V the sequence keeps
     };
     void schedule();
     void schedule_one(Sequence *s, int32_t n, bool is_prefill);
     void propose(Sequence *s);
+    int32_t turn_down(const Sequence *s) const;
+    int32_t lookup(const Sequence *s, int32_t k, int32_t m_min, int32_t *from) const;
+    /* MTP with prompt lookup: the shortest match the lookup drafts from (2-token matches are mostly
+     * chance in free text, where the MTP layer drafts better). */
+    int32_t mtp_lookup_min() const { return std::max(cfg_.ngram_min, 3); }
+    int32_t lookup_pick(const Sequence *s, int32_t room, int32_t n_lookup) const;
+    void propose_mtp(Sequence *s, int32_t room);
+    int32_t mtp_catch_up();
+    void mtp_chain();
     void verify(size_t e, std::vector<int32_t> *events);
+    /* Prompt tokens s may prefill this step within budget (PROMPT_LOGITS: within free logits rows). */
+    int32_t prefill_take(const Sequence *s, int32_t budget, size_t i_running) const;
     void preempt(Sequence *s);
     void finish(Sequence *s, int32_t reason, std::vector<int32_t> *events);
     void postprocess(std::vector<int32_t> *events);
@@ -106,8 +128,15 @@ class Scheduler {
     Sampler sampler_;
     Batch batch_;
     std::vector<Entry> entries_;
-    std::vector<float> logits_;     // (max_batch * (1 + max_draft), V)
+    std::vector<float> logits_;     // (max_logits, V)
     std::vector<int32_t> verified_; // verify(): the tokens a decode pass with drafts produced
+    Batch mtp_batch_;               // MTP: the catch-up / chain pass
+    std::vector<float> mtp_h_in_, mtp_h_out_, mtp_logits_;
+    std::vector<size_t> mtp_chains_;  // schedule(): the entries whose drafts the MTP layer chains
+    std::vector<float> mtp_chain_h_;  // (max_batch, n_embd): each chain's latest MTP hidden state
+    std::vector<int32_t> mtp_blocks_; // the entries' block tables before postprocess (finish frees them)
+    std::vector<size_t> mtp_block0_;  // (entries) first of each in mtp_blocks_
+    std::vector<int32_t> mtp_entry_;  // mtp_catch_up(): each entry's sequence in mtp_batch_ (-1: none)
     std::deque<Sequence *> waiting_;
     std::vector<Sequence *> running_; // admission order
     std::unordered_map<int32_t, std::unique_ptr<Sequence>> live_;

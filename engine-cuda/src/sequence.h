@@ -41,11 +41,12 @@ struct Sequence {
     uint32_t flags = 0;
     bool is_cancelled = false;
     bool is_prefill_reported = false;
-    std::vector<float> logits;    // (V) latest sampled position, when ENG_SEQ_KEEP_LOGITS
-    std::vector<uint32_t> mask;   // (ceil(V/32)) ids the next sample may take; empty = all (eng_seq_mask)
-    std::vector<SeqImage> images; // in prompt order (eng_seq_add_mm); empty for text prompts
-    std::vector<int32_t> mpos;    // (n_prompt, 3) M-RoPE positions when images; else empty
-    int32_t mrope_delta = 0;      // token i >= n_prompt is at position i + mrope_delta
+    std::vector<float> logits;        // (V) latest sampled position, when ENG_SEQ_KEEP_LOGITS
+    std::vector<float> prompt_logits; // (n_prompt, V) every prompt position, when ENG_SEQ_PROMPT_LOGITS
+    std::vector<uint32_t> mask;       // (ceil(V/32)) ids the next sample may take; empty = all (eng_seq_mask)
+    std::vector<SeqImage> images;     // in prompt order (eng_seq_add_mm); empty for text prompts
+    std::vector<int32_t> mpos;        // (n_prompt, 3) M-RoPE positions when images; else empty
+    int32_t mrope_delta = 0;          // token i >= n_prompt is at position i + mrope_delta
     // Speculative decoding (scheduler.cpp): the drafted tokens verified by this step (never in tokens
     // until accepted), the host's draft for the next pass (eng_seq_draft), and the turn-down's record
     // of its prompt-lookup drafts: decayed counts of accepted drafted tokens and of rejections (the
@@ -55,6 +56,17 @@ struct Sequence {
     std::vector<uint32_t> host_draft_masks, draft_masks; // (n, ceil(V/32)): the mask after each drafted token
     float spec_accepted = 1.0f, spec_rejected = 1.0f;    // prior: acceptance 0.5
     int32_t spec_idle = 0;
+    // MTP drafting (scheduler.cpp): the MTP layer's prediction of the token after the pending one (-1:
+    // none yet) and its output hidden state there (n_embd floats: the h of the next chained prediction).
+    int32_t mtp_next = -1;
+    std::vector<float> mtp_h;
+    // MTP with prompt lookup (SchedulerConfig::mtp_lookup): the lookup's own decayed record, kept on
+    // every step it had a match (its draft is checked against the tokens the step produced, whether
+    // it was drafted or not), the lookup draft of this step (the record's check) and whether the
+    // step's draft is that lookup draft.
+    float lookup_accepted = 1.0f, lookup_rejected = 1.0f;
+    std::vector<int32_t> lookup_shadow;
+    bool is_lookup_draft = false;
 
     int32_t n_generated() const { return (int32_t)tokens.size() - n_prompt; }
 };

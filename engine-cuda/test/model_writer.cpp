@@ -85,6 +85,21 @@ bool write_safetensors(const std::string &path, const std::vector<RawTensor> &te
     return fclose(f) == 0 && ok;
 }
 
+RandomModelSpec scheduler_model_spec(const std::string &dtype, uint64_t seed) {
+    RandomModelSpec s;
+    s.vocab = 97;
+    s.hidden = 48;
+    s.layers = 2;
+    s.heads = 4;
+    s.kv_heads = 2;
+    s.head_dim = 12;
+    s.ffn = 64;
+    s.max_pos = 512;
+    s.dtype = dtype;
+    s.seed = seed;
+    return s;
+}
+
 bool write_random_model(const std::string &dir, const RandomModelSpec &s) {
     bool glm = s.arch == "Glm4ForCausalLM", qwen = s.arch == "Qwen3ForCausalLM";
     char cfg[2048];

@@ -26,6 +26,9 @@ struct RawTensor {
 bool write_safetensors(const std::string &path, const std::vector<RawTensor> &tensors);
 /* Writes dir/config.json and dir/model.safetensors for spec (directory must exist). */
 bool write_random_model(const std::string &dir, const RandomModelSpec &spec);
+/* The scheduler-sized model the scheduler and speculation tests run: vocab 97, hidden 48, 2 layers,
+ * 4 heads (2 KV) of 12, FFN 64, 512 positions; its dtype and seed vary. */
+RandomModelSpec scheduler_model_spec(const std::string &dtype, uint64_t seed);
 bool write_text(const std::string &path, const std::string &text);
 
 #endif

@@ -34,8 +34,12 @@ struct Q8Result {
 #define Q8_DS_DIFF 0.3
 #define Q8_DS_AGREE 0
 
+/* Runs every prompt of the fixture at once and checks the prompt's last logits and the greedy
+ * continuation against the reference. q8: 8-bit weights, measured into *q8 (not checked). kv: the
+ * ENG_PARAM_KV_DTYPE value (default f32: the fixtures' exactness; 0 = the engine's default);
+ * measure: as q8 but with the stored weights (the KV dtypes' tests). */
 static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int64_t want_simd = -1,
-                        Q8Result *q8 = nullptr) {
+                        Q8Result *q8 = nullptr, int64_t kv = 1 + ENG_KV_DTYPE_F32, Q8Result *measure = nullptr) {
     std::string dir = test_repo_root() + "/test/fixtures/engine/" + name;
     std::string text;
     CHECK(maya::read_text_file(dir + "/fixtures.json", &text) == 0);
@@ -46,6 +50,7 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     params[ENG_PARAM_N_THREADS] = n_threads;
     params[ENG_PARAM_PREFILL_CHUNK] = chunk;
     if (q8) params[ENG_PARAM_WEIGHT_DTYPE] = ENG_WEIGHT_DTYPE_Q8;
+    params[ENG_PARAM_KV_DTYPE] = q8 ? 0 : kv;
     if (want_simd >= 0) params[ENG_PARAM_SIMD] = 1 + want_simd; // 1 + ENG_SIMD_*
     eng_ctx *ctx = nullptr;
     int32_t st = test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx);
@@ -112,6 +117,7 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
         }
     }
     CHECK(finished == (int)ids.size());
+    if (measure) q8 = measure;
     if (q8) {
         q8->worst = worst;
         q8->n_greedy = n_greedy;
@@ -275,5 +281,130 @@ TEST(fixture_q8_weights_accuracy) {
         CHECK_MSG(small.worst == r.worst && small.agree == r.agree,
                   "%s q8: chunk 7 gives %.9g / %d, chunk 256 %.9g / %d", b.name, small.worst, small.agree, r.worst,
                   r.agree);
+    }
+}
+
+// Bounds of fixture_kv_dtypes_accuracy (max |logit diff| against the f32 PyTorch reference at each
+// prompt's last position, prompts up to 130 tokens; the f32 cache is held to 1e-3 above). Measured
+// on every path (the same on each: the cache's bits and their widening do not depend on the path):
+// see engine-cuda/README.md. The bounds are about 2x the worst measured value.
+struct KvBound {
+    int64_t kv;        // ENG_PARAM_KV_DTYPE
+    double max_diff;   // max |logit diff|
+    bool is_greedy_eq; // greedy continuation identical to the reference on every prompt
+};
+static const KvBound kKvBounds[] = {
+    {1 + ENG_KV_DTYPE_F16, 1e-2, true},
+    {1 + ENG_KV_DTYPE_BF16, 5e-2, true},
+    {1 + ENG_KV_DTYPE_Q8_0, 0.2, false},
+};
+
+TEST(fixture_kv_dtypes_accuracy) {
+    // Every KV row format on a dense (GQA), a tied-embedding, an MoE and an MLA fixture: logits
+    // within the bound of the reference, greedy equal where the bound says so (the random fixtures'
+    // top-two logits are as close as 0.05, so a coarser cache may part their paths), and batch
+    // invariance (one thread and 7-token chunks give the same bits as 256-token chunks).
+    const char *names[] = {"llama-f32", "qwen3-f16", "glm45-moe-bf16", "deepseek3-bf16", "deepseek3-fp8"};
+    const char *kv_names[] = {"f32", "f16", "bf16", "", "", "", "", "", "q8_0"};
+    for (const char *name : names)
+        for (const KvBound &b : kKvBounds) {
+            Q8Result r, small;
+            run_fixture(name, 2, 256, -1, nullptr, b.kv, &r);
+            run_fixture(name, 1, 7, -1, nullptr, b.kv, &small);
+            fprintf(stderr, "  %s kv %s: max |logit diff| %.3g, greedy equal for the first %d of %d tokens\n", name,
+                    kv_names[b.kv - 1], r.worst, r.agree, r.n_greedy);
+            CHECK_MSG(r.worst <= b.max_diff, "%s kv %s: max |logit diff| %.3g > %.3g", name, kv_names[b.kv - 1],
+                      r.worst, b.max_diff);
+            if (b.is_greedy_eq) CHECK_MSG(r.agree == r.n_greedy, "%s kv %s: greedy differs", name, kv_names[b.kv - 1]);
+            CHECK_MSG(small.worst == r.worst && small.agree == r.agree, "%s kv %s: chunk 7 gives %.9g, chunk 256 %.9g",
+                      name, kv_names[b.kv - 1], small.worst, r.worst);
+        }
+}
+
+TEST(fixture_kv_dtype_default_and_sizes) {
+    // Default: f32 rows for weights run at 16 bits or more, ENG_KV_DTYPE_DEFAULT_SMALL for 8-bit
+    // weights (stored FP8, or q8 made at load). ENG_INFO_KV_BYTES_PER_TOKEN follows the row format
+    // (q8_0: 34 bytes per 32 values, a shorter last block) and the capacity is n_blocks * block_size.
+    struct Case {
+        const char *name;
+        bool is_q8;
+        int64_t kv;
+        int64_t want_dtype, want_bytes;
+    };
+    // llama-f32: 2 layers x 2 kv heads x (K + V) rows of D = 16; deepseek3-bf16: 2 layers x one row of
+    // R + Dr = 40 values.
+    const Case cases[] = {
+        {"llama-f32", false, 0, ENG_KV_DTYPE_F32, 2 * 2 * 2 * 16 * 4},
+        {"llama-f32", true, 0, ENG_KV_DTYPE_DEFAULT_SMALL, 2 * 2 * 2 * 16 * 2},
+        {"glm45-moe-fp8", false, 0, ENG_KV_DTYPE_DEFAULT_SMALL, 2 * 2 * 2 * 40 * 2},
+        {"llama-f32", false, 1 + ENG_KV_DTYPE_BF16, ENG_KV_DTYPE_BF16, 2 * 2 * 2 * 16 * 2},
+        {"llama-f32", false, 1 + ENG_KV_DTYPE_Q8_0, ENG_KV_DTYPE_Q8_0, 2 * 2 * 2 * (16 + 2)},
+        {"deepseek3-bf16", false, 1 + ENG_KV_DTYPE_Q8_0, ENG_KV_DTYPE_Q8_0, 2 * (40 + 2 * 2)},
+        {"deepseek3-bf16", false, 0, ENG_KV_DTYPE_F32, 2 * 40 * 4},
+    };
+    for (const Case &c : cases) {
+        std::string dir = test_repo_root() + "/test/fixtures/engine/" + c.name;
+        int64_t params[ENG_PARAM_COUNT] = {0};
+        params[ENG_PARAM_N_THREADS] = 1;
+        params[ENG_PARAM_KV_DTYPE] = c.kv;
+        params[ENG_PARAM_KV_BYTES] = 1 << 20;
+        if (c.is_q8) params[ENG_PARAM_WEIGHT_DTYPE] = ENG_WEIGHT_DTYPE_Q8;
+        eng_ctx *ctx = nullptr;
+        CHECK(test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0 && ctx);
+        if (!ctx) continue;
+        int64_t info[ENG_INFO_COUNT];
+        CHECK(eng_ctx_info(ctx, info, ENG_INFO_COUNT) == ENG_INFO_COUNT);
+        CHECK_MSG(info[ENG_INFO_KV_DTYPE] == c.want_dtype, "%s: kv dtype %lld, expected %lld", c.name,
+                  (long long)info[ENG_INFO_KV_DTYPE], (long long)c.want_dtype);
+        CHECK_MSG(info[ENG_INFO_KV_BYTES_PER_TOKEN] == c.want_bytes, "%s: %lld bytes/token, expected %lld", c.name,
+                  (long long)info[ENG_INFO_KV_BYTES_PER_TOKEN], (long long)c.want_bytes);
+        CHECK(info[ENG_INFO_KV_CAPACITY] == info[ENG_INFO_N_BLOCKS] * info[ENG_INFO_BLOCK_SIZE]);
+        // The 1 MiB budget holds as many blocks as the row format allows (or all 16 default contexts).
+        int64_t block = c.want_bytes * info[ENG_INFO_BLOCK_SIZE], nb = info[ENG_INFO_N_BLOCKS];
+        CHECK(nb * block <= (1 << 20));
+        CHECK((nb + 1) * block > (1 << 20) || nb * info[ENG_INFO_BLOCK_SIZE] >= 16 * info[ENG_INFO_N_CTX]);
+        eng_ctx_free(ctx);
+    }
+    // An unknown row format is refused.
+    std::string dir = test_repo_root() + "/test/fixtures/engine/llama-f32";
+    int64_t params[ENG_PARAM_COUNT] = {0};
+    params[ENG_PARAM_KV_DTYPE] = 1 + 5;
+    eng_ctx *ctx = nullptr;
+    CHECK(test_ctx_create(dir.c_str(), params, ENG_PARAM_COUNT, &ctx) == ENG_STATUS_INVALID_ARG && !ctx);
+}
+
+TEST(kv_dtype_default_follows_gguf_and_q4_k_m_weights) {
+    // GGUF block types (Q8_0 .. Q6_K as stored) and the Q4_K_M mixture made at load run at 8 bits or
+    // fewer: the f16 cache by default; a GGUF file of f16 weights keeps f32 rows.
+    struct Case {
+        std::string path;
+        int64_t weight_param; // ENG_PARAM_WEIGHT_DTYPE (0: as stored)
+        int64_t want_weight, want_kv;
+    };
+    std::string gguf = test_repo_root() + "/test/fixtures/gguf/";
+    const Case cases[] = {
+        {gguf + "llama-Q4_K_M.gguf", 0, ENG_WEIGHT_DTYPE_Q4_K, ENG_KV_DTYPE_DEFAULT_SMALL},
+        {gguf + "llama-Q8_0.gguf", 0, ENG_WEIGHT_DTYPE_Q8_0, ENG_KV_DTYPE_DEFAULT_SMALL},
+        {gguf + "llama-Q6_K.gguf", 0, ENG_WEIGHT_DTYPE_Q6_K, ENG_KV_DTYPE_DEFAULT_SMALL},
+        {gguf + "llama-F16.gguf", 0, ENG_WEIGHT_DTYPE_F16, ENG_KV_DTYPE_F32},
+        {test_repo_root() + "/test/fixtures/engine/llama-f32", ENG_WEIGHT_DTYPE_Q4_K, ENG_WEIGHT_DTYPE_Q4_K,
+         ENG_KV_DTYPE_DEFAULT_SMALL},
+    };
+    for (const Case &c : cases) {
+        int64_t params[ENG_PARAM_COUNT] = {0};
+        params[ENG_PARAM_N_THREADS] = 1;
+        params[ENG_PARAM_KV_BYTES] = 1 << 20;
+        params[ENG_PARAM_BACKEND] = ENG_BACKEND_CPU;
+        params[ENG_PARAM_WEIGHT_DTYPE] = c.weight_param;
+        eng_ctx *ctx = nullptr;
+        CHECK_MSG(test_ctx_create(c.path.c_str(), params, ENG_PARAM_COUNT, &ctx) == 0 && ctx, "%s", c.path.c_str());
+        if (!ctx) continue;
+        int64_t info[ENG_INFO_COUNT];
+        CHECK(eng_ctx_info(ctx, info, ENG_INFO_COUNT) == ENG_INFO_COUNT);
+        CHECK_MSG(info[ENG_INFO_WEIGHT_DTYPE] == c.want_weight && info[ENG_INFO_KV_DTYPE] == c.want_kv,
+                  "%s: weights %lld, kv %lld (expected %lld, %lld)", c.path.c_str(),
+                  (long long)info[ENG_INFO_WEIGHT_DTYPE], (long long)info[ENG_INFO_KV_DTYPE], (long long)c.want_weight,
+                  (long long)c.want_kv);
+        eng_ctx_free(ctx);
     }
 }

@@ -218,13 +218,14 @@ TEST(ggml_matmul_equals_dequantize_then_dot_on_every_path) {
     // into a lane (int32 lane -> f32, times the f32 d * dx, fused add) and the lanes are summed at
     // the end, so |y - ref| <= (2 nb + 8) 2^-24 sum_i (|a_i| + |b_i|) |x_i| (nb blocks; a, b the
     // scaled-quant and offset/min parts of each weight). The paths differ only within that bound
-    // (they split the sums over lanes differently), never bit for bit across paths. Within a path,
+    // (the tiles split the sums over lanes differently), except the row-lane forms (avx512 with VNNI,
+    // Q4_0 / Q5_0 / Q4_K / Q5_K), which keeps the scalar path's order and equals it bit for bit. Within a path,
     // a token's result is bit-identical alone or in any batch, streaming or cached, and the split
     // form (quantize once, then matmul_ggml) equals matmul.
     Rand r;
     for (int dt : kBlockDtypes)
-        for (int K : {256, 768}) {
-            const int N = 21, TT = 37;
+        for (int K : {256, 768, 2304}) { // 2304: more than one 2048-weight chunk of the row-lane GEMM
+            const int N = 21, TT = 70;   // 70: more than one 64-token pass of it
             int bs = ggml_block_size(dt), bb = ggml_block_bytes(dt), nb = K / bs;
             std::vector<uint8_t> raw;
             ggml_random_rows(dt, N, K, (uint32_t)(dt * 7 + K), &raw);
@@ -252,6 +253,7 @@ TEST(ggml_matmul_equals_dequantize_then_dot_on_every_path) {
                     tol[(size_t)t * N + n] = (2 * nb + 8) * ldexp(mag, -24) + 1e-30;
                 }
             }
+            std::vector<float> scalar_alone;
             for (const Kernels *k : tables()) {
                 std::vector<float> alone((size_t)TT * N), scratch((size_t)kMatmulRows * K);
                 for (int t = 0; t < TT; t++)
@@ -259,6 +261,16 @@ TEST(ggml_matmul_equals_dequantize_then_dot_on_every_path) {
                         k->matmul(&x[(size_t)t * K], K, 1, raw.data(), dt, K, r0,
                                   r0 + kMatmulRows < N ? r0 + kMatmulRows : N, &alone[(size_t)t * N], N, bias.data(),
                                   scratch.data(), false, nullptr);
+                if (!strcmp(k->name, "scalar")) scalar_alone = alone;
+                // The avx512 path with VNNI runs the row-lane GEMM for these types: the scalar path's
+                // operations lane by lane, so its results are the scalar path's, bit for bit.
+                if (!strcmp(k->name, "avx512") && __builtin_cpu_supports("avx512vnni") &&
+                    (dt == DT_Q4_0 || dt == DT_Q5_0 || dt == DT_Q4_K || dt == DT_Q5_K)) {
+                    CHECK(scalar_alone.size() == alone.size());
+                    CHECK_MSG(scalar_alone.size() == alone.size() &&
+                                  memcmp(scalar_alone.data(), alone.data(), alone.size() * sizeof(float)) == 0,
+                              "avx512 %s K %d: not the scalar path's bits", dtype_name((DType)dt), K);
+                }
                 double worst = 0;
                 for (size_t i = 0; i < alone.size(); i++) {
                     double e = fabs(alone[i] - ref[i]) / tol[i];
@@ -266,7 +278,7 @@ TEST(ggml_matmul_equals_dequantize_then_dot_on_every_path) {
                 }
                 CHECK_MSG(worst <= 1.0, "%s %s K %d: error %.3g x bound", k->name, dtype_name((DType)dt), K, worst);
                 for (bool is_streaming : {false, true})
-                    for (int T : {1, 2, 3, 4, 5, 9, 16, 37}) {
+                    for (int T : {1, 2, 3, 4, 5, 7, 8, 9, 16, 37, 70}) {
                         int ldy = N + 3;
                         std::vector<float> y((size_t)T * ldy, -7.0f);
                         k->matmul(x.data(), K, T, raw.data(), dt, K, 0, 16, y.data(), ldy, bias.data(), scratch.data(),
@@ -287,9 +299,22 @@ TEST(ggml_matmul_equals_dequantize_then_dot_on_every_path) {
                             if (bs == 256)
                                 k->quantize_q8k(&x[(size_t)t * K], K, &xq[(size_t)t * K], &xd[(size_t)t * K / 256],
                                                 &xbs[(size_t)t * K / 16]);
-                            else k->quantize_q8(&x[(size_t)t * K], K, &xq[(size_t)t * K], &xd[(size_t)t * K / 32]);
+                            else {
+                                k->quantize_q8(&x[(size_t)t * K], K, &xq[(size_t)t * K], &xd[(size_t)t * K / 32]);
+                                for (int b = 0; b < K / 32; b++) { // the per-32 sums (cpu_backend's q8bs)
+                                    int s = 0;
+                                    for (int i = 0; i < 32; i++) s += xq[(size_t)t * K + 32 * b + i];
+                                    xbs[(size_t)t * (K / 32) + b] = (int16_t)s;
+                                }
+                            }
                         }
                         k->matmul_ggml(xq.data(), xd.data(), xbs.data(), K, T, raw.data(), dt, K, 0, N, split.data(), N,
+                                       bias.data(), is_streaming);
+                        CHECK_MSG(memcmp(split.data(), alone.data(), (size_t)T * N * sizeof(float)) == 0,
+                                  "%s %s split T %d", k->name, dtype_name((DType)dt), T);
+                        if (bs == 256) continue;
+                        // A32 without the sums (null): the kernel sums the blocks itself.
+                        k->matmul_ggml(xq.data(), xd.data(), nullptr, K, T, raw.data(), dt, K, 0, N, split.data(), N,
                                        bias.data(), is_streaming);
                         CHECK_MSG(memcmp(split.data(), alone.data(), (size_t)T * N * sizeof(float)) == 0,
                                   "%s %s split T %d", k->name, dtype_name((DType)dt), T);

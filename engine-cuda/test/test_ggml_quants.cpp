@@ -213,6 +213,31 @@ TEST(ggml_q4_k_m_mixture_matches_llama_quantize_types) {
     }
 }
 
+TEST(ggml_file_type_mixtures_at_load) {
+    // ENG_PARAM_WEIGHT_DTYPE Q8_0 / Q4_0 / Q6_K: the types llama-quantize (defaults, not --pure) gave
+    // the matrices of the bench files (llama 110M, tied; GLM-4.5 MoE shape, untied, F32
+    // routers): Q8_0 everywhere; Q4_0 with the output matrix (lm_head, or the tied embedding) at
+    // Q6_K and an untied embedding at Q4_0; Q6_K everywhere, Q8_0 where rows are not 256-blocks.
+    const int L = 12;
+    for (bool tied : {true, false}) {
+        CHECK(mixture_dtype(DT_Q8_0, "model.layers.3.mlp.down_proj.weight", 2048, L, tied) == DT_Q8_0);
+        CHECK(mixture_dtype(DT_Q8_0, "lm_head.weight", 768, L, tied) == DT_Q8_0);
+        CHECK(mixture_dtype(DT_Q4_0, "model.layers.3.self_attn.v_proj.weight", 768, L, tied) == DT_Q4_0);
+        CHECK(mixture_dtype(DT_Q4_0, "lm_head.weight", 768, L, tied) == DT_Q6_K);
+        CHECK(mixture_dtype(DT_Q6_K, "model.layers.0.mlp.up_proj.weight", 768, L, tied) == DT_Q6_K);
+        CHECK(mixture_dtype(DT_Q6_K, "model.layers.0.mlp.down_proj.weight", 320, L, tied) == DT_Q8_0);
+        for (DType mix : {DT_Q8_0, DT_Q4_0, DT_Q6_K}) {
+            CHECK(mixture_dtype(mix, "model.layers.1.mlp.gate.weight", 1024, L, tied) == DT_OTHER); // routers
+            CHECK(mixture_dtype(mix, "model.layers.1.mlp.down_proj.weight", 48, L, tied) == DT_OTHER);
+        }
+        // Q4_K_M is q4_k_m_dtype's rule.
+        CHECK(mixture_dtype(DT_Q4_K, "model.layers.0.self_attn.v_proj.weight", 768, L, tied) ==
+              q4_k_m_dtype("model.layers.0.self_attn.v_proj.weight", 768, L, tied));
+    }
+    CHECK(mixture_dtype(DT_Q4_0, "model.embed_tokens.weight", 768, L, true) == DT_Q6_K);
+    CHECK(mixture_dtype(DT_Q4_0, "model.embed_tokens.weight", 1024, L, false) == DT_Q4_0);
+}
+
 TEST(f32_to_f16_rounds_to_nearest_even) {
     CHECK(f32_to_f16(1.0f) == 0x3C00 && f32_to_f16(-2.0f) == 0xC000 && f32_to_f16(65504.0f) == 0x7BFF);
     CHECK(f32_to_f16(65520.0f) == 0x7C00 && f32_to_f16(65519.0f) == 0x7BFF);           // the tie to infinity

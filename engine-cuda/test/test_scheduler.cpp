@@ -17,18 +17,7 @@ std::string model_dir() {
     static std::string dir;
     if (dir.empty()) {
         dir = test_tmpdir("sched");
-        RandomModelSpec s;
-        s.vocab = 97;
-        s.hidden = 48;
-        s.layers = 2;
-        s.heads = 4;
-        s.kv_heads = 2;
-        s.head_dim = 12;
-        s.ffn = 64;
-        s.max_pos = 512;
-        s.dtype = "BF16";
-        s.seed = 11;
-        if (!write_random_model(dir, s)) dir.clear();
+        if (!write_random_model(dir, scheduler_model_spec("BF16", 11))) dir.clear();
     }
     return dir;
 }
@@ -215,7 +204,7 @@ TEST(scheduler_reports_prefill_progress_per_chunk) {
     CHECK(second[0] == std::make_pair(0, 16) && second[1] == std::make_pair(0, 32) &&
           second[2] == std::make_pair(0, 40));
     int32_t id = -1;
-    CHECK(eng_seq_add(ctx, p.data(), 4, nullptr, 0, 1, 0, 1, 0, 0, 4, &id) == ENG_STATUS_INVALID_ARG); // unknown flag
+    CHECK(eng_seq_add(ctx, p.data(), 4, nullptr, 0, 1, 0, 1, 0, 0, 8, &id) == ENG_STATUS_INVALID_ARG); // unknown flag
     eng_ctx_free(ctx);
 }
 

@@ -4,7 +4,9 @@
  * acceptance and rejection at every position. Rejected positions leave no trace in the KV cache, the
  * blocks or the prefix cache; stop ids inside a draft, preemption and cancellation behave as without
  * drafts; prompt lookup drafts on its own; and the speculative-sampling rule keeps the output
- * distribution (a chi-square test against the model's own probabilities). */
+ * distribution (a chi-square test against the model's own probabilities). All of it holds on every
+ * KV cache row format (f16, bf16, q8_0 rows of drafts are written, then dropped or kept, like f32
+ * ones), and with fewer logits rows a step than the drafts want (drafts cut to the rows left). */
 #include <math.h>
 #include <string.h>
 
@@ -29,6 +31,8 @@ struct Prompt {
 
 struct Options {
     int64_t spec = ENG_SPEC_OFF, max_draft = 0, chunk = 256, max_batch = 0, n_blocks = 0;
+    int64_t kv = 0;             // ENG_PARAM_KV_DTYPE (0: the engine's default)
+    int64_t max_logits = 0;     // ENG_PARAM_MAX_LOGITS (0: the engine's default)
     bool is_alone = false;      // one prompt at a time, each in its own run of steps
     int corrupt = 0;            // > 0: oracle drafts from the reference, every corrupt-th drafted token wrong
     bool is_masked = false;     // every other prompt is constrained by a mask that depends on its output
@@ -50,6 +54,8 @@ eng_ctx *open(const std::string &dir, const Options &o) {
     p[ENG_PARAM_N_BLOCKS] = o.n_blocks;
     p[ENG_PARAM_SPECULATIVE] = o.spec;
     p[ENG_PARAM_SPEC_MAX_DRAFT] = o.max_draft;
+    p[ENG_PARAM_KV_DTYPE] = o.kv;
+    p[ENG_PARAM_MAX_LOGITS] = o.max_logits;
     eng_ctx *ctx = nullptr;
     int32_t st = test_ctx_create(dir.c_str(), p, ENG_PARAM_COUNT, &ctx);
     char msg[512] = "";
@@ -191,11 +197,11 @@ std::vector<Prompt> fixture_prompts(const std::string &dir) {
 }
 
 /* Greedy invariance on one fixture: the run without drafts against runs with oracle drafts (every
- * 3rd or 5th drafted token wrong), batched and chunked, alone, and with masks. */
-void check_invariance(const char *name) {
-    std::string dir = test_repo_root() + "/test/fixtures/engine/" + name;
-    std::vector<Prompt> prompts = fixture_prompts(dir);
+ * 3rd or 5th drafted token wrong), batched and chunked, alone, with 7 logits rows a step for 4
+ * sequences (drafts cut to the rows left), and with masks. kv: ENG_PARAM_KV_DTYPE (0: default). */
+void check_invariance_at(const std::string &dir, const std::vector<Prompt> &prompts, const char *name, int64_t kv) {
     Options off;
+    off.kv = kv;
     Result ref = run(dir, prompts, off, nullptr);
     Options on = off;
     on.spec = ENG_SPEC_NGRAM;
@@ -213,18 +219,23 @@ void check_invariance(const char *name) {
     alone.corrupt = 5;
     alone.is_alone = true;
     cases.push_back({"alone", alone});
+    Options rows = on;
+    rows.corrupt = 4;
+    rows.max_batch = 4;
+    rows.max_logits = 7; // 4 sequences: the first drafts at most 7 - 4 = 3 tokens while all decode
+    cases.push_back({"7 logits rows", rows});
     for (const Case &c : cases) {
         Result r = run(dir, prompts, c.o, &ref);
         for (size_t p = 0; p < prompts.size(); p++)
             CHECK_MSG(r.tokens[p] == ref.tokens[p], "%s (%s) prompt %zu: tokens differ from decoding without drafts",
                       name, c.what, p);
-        CHECK_MSG(r.accepted > 0 && r.accepted < r.drafted, "%s (%s): %lld of %lld drafts accepted", name, c.what,
-                  (long long)r.accepted, (long long)r.drafted);
+        CHECK_MSG(r.accepted > 0 && r.accepted < r.drafted, "%s kv %lld (%s): %lld of %lld drafts accepted", name,
+                  (long long)kv, c.what, (long long)r.accepted, (long long)r.drafted);
         CHECK(r.decode_tokens == ref.decode_tokens);     // the same tokens generated ...
         CHECK(r.passes < ref.passes);                    // ... in fewer passes
         CHECK(r.decode_tokens == r.passes + r.accepted); // each pass: its accepted drafts + one of its own
-        fprintf(stderr, "  %s (%s): %lld/%lld drafts accepted, %.2f tokens per pass\n", name, c.what,
-                (long long)r.accepted, (long long)r.drafted, (double)r.decode_tokens / (double)r.passes);
+        fprintf(stderr, "  %s kv %lld (%s): %lld/%lld drafts accepted, %.2f tokens per pass\n", name, (long long)kv,
+                c.what, (long long)r.accepted, (long long)r.drafted, (double)r.decode_tokens / (double)r.passes);
     }
     // Constrained: every other prompt under a mask; the masked ones never draft, the rest do.
     Options moff = off;
@@ -240,6 +251,10 @@ void check_invariance(const char *name) {
     for (size_t p = 0; p < prompts.size(); p += 2) is_bitten = is_bitten || mref.tokens[p] != ref.tokens[p];
     CHECK(is_bitten);
     CHECK(m.accepted > 0 && m.passes < mref.passes);
+}
+void check_invariance(const char *name, int64_t kv = 0) {
+    std::string dir = test_repo_root() + "/test/fixtures/engine/" + name;
+    check_invariance_at(dir, fixture_prompts(dir), name, kv);
 }
 
 } // namespace
@@ -257,9 +272,41 @@ TEST(speculative_greedy_invariance_moe_mla_fp8) {
     check_invariance("deepseek3-fp8");
 }
 
+TEST(speculative_greedy_invariance_kv_dtypes) {
+    // Drafts' K/V rows in f16, bf16 and q8_0: written in the verification pass, then kept or dropped.
+    for (int64_t kv : {1 + ENG_KV_DTYPE_F16, 1 + ENG_KV_DTYPE_BF16, 1 + ENG_KV_DTYPE_Q8_0})
+        check_invariance("llama-f32", kv);
+    for (int64_t kv : {1 + ENG_KV_DTYPE_F16, 1 + ENG_KV_DTYPE_Q8_0}) {
+        check_invariance("glm45-moe-bf16", kv);
+        check_invariance("deepseek3-bf16", kv); // MLA: the latent cache's rows
+    }
+}
+
 TEST(speculative_greedy_invariance_vision) {
     check_invariance("glm4v-tiny");
     check_invariance("glm45v-tiny");
+}
+
+/* GGUF files (test/fixtures/gguf, weights in their block formats: the quantized kernels' verification
+ * passes must pick the tokens single-token decoding picks): each file opened as the model, the
+ * prompts of its <model>.json, the same cases as above. Dense llama at Q4_K_M (K-quants against Q8_K
+ * activations, Q6_K output) and Q4_0 (Q8_0 activations), MoE (qwen3moe softmax router, glm4moe
+ * sigmoid + groups) and MLA (deepseek2) at Q4_K_M with their Q5_0 / Q8_0 fallback rows. */
+TEST(speculative_greedy_invariance_gguf) {
+    for (const char *file : {"llama-Q4_K_M", "llama-Q4_0", "qwen3moe-Q4_K_M", "glm4moe-Q4_K_M", "deepseek2-Q4_K_M"}) {
+        std::string f = file, model = f.substr(0, f.rfind('-')), dir = test_repo_root() + "/test/fixtures/gguf/";
+        std::string text, err;
+        maya::JsonValue fx;
+        CHECK(maya::read_text_file(dir + model + ".json", &text) == 0);
+        CHECK(maya::json_parse(text.data(), text.size(), &fx, &err));
+        std::vector<Prompt> prompts;
+        for (const auto &pr : fx.get("prompts")->items) {
+            prompts.emplace_back();
+            for (const auto &v : pr.items) prompts.back().ids.push_back((int32_t)v.integer);
+        }
+        CHECK(prompts.size() == 4);
+        check_invariance_at(dir + f + ".gguf", prompts, file, 0);
+    }
 }
 
 namespace {
@@ -268,18 +315,7 @@ std::string small_model() {
     static std::string dir;
     if (dir.empty()) {
         dir = test_tmpdir("spec");
-        RandomModelSpec s;
-        s.vocab = 97;
-        s.hidden = 48;
-        s.layers = 2;
-        s.heads = 4;
-        s.kv_heads = 2;
-        s.head_dim = 12;
-        s.ffn = 64;
-        s.max_pos = 512;
-        s.dtype = "F32";
-        s.seed = 5;
-        if (!write_random_model(dir, s)) dir.clear();
+        if (!write_random_model(dir, scheduler_model_spec("F32", 5))) dir.clear();
     }
     return dir;
 }
@@ -349,15 +385,18 @@ TEST(speculative_stops_preemption_and_lengths) {
             (long long)a.drafted, (double)a.decode_tokens / (double)a.passes);
 }
 
+namespace {
+
 /* Rejected drafts leave nothing behind: after a run whose drafts were all wrong, a prompt made of a
  * finished sequence's prompt and output is served from the prefix cache and continues exactly as
  * without drafts (K/V of a rejected token in a reused block would change its logits). Cancelling a
  * sequence that carries drafts frees all its blocks. */
-TEST(speculative_rejections_leave_no_trace) {
+void rejections_leave_no_trace(int64_t kv) {
     std::string dir = small_model();
     std::vector<Prompt> prompts = {periodic(37, 6, 1), periodic(50, 7, 2)};
     Options off;
     off.max_tokens = 45;
+    off.kv = kv;
     Result ref = run(dir, prompts, off, nullptr);
     Options on = off;
     on.spec = ENG_SPEC_NGRAM;
@@ -421,7 +460,9 @@ TEST(speculative_rejections_leave_no_trace) {
     int64_t info[ENG_INFO_COUNT];
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
     CHECK(info[ENG_INFO_SPECULATIVE] == ENG_SPEC_NGRAM && info[ENG_INFO_SPEC_MAX_DRAFT] == 8);
+    CHECK(info[ENG_INFO_KV_DTYPE] == (kv == 0 ? (int64_t)ENG_KV_DTYPE_F32 : kv - 1));
     eng_ctx_free(ctx);
+    if (kv != 0) return; // the rest does not depend on the rows
     // Off: no drafts taken; MTP: refused by name at creation.
     ctx = open(dir, off);
     if (!ctx) return;
@@ -435,6 +476,13 @@ TEST(speculative_rejections_leave_no_trace) {
     p[ENG_PARAM_SPECULATIVE] = ENG_SPEC_MTP;
     eng_ctx *mtp = nullptr;
     CHECK(test_ctx_create(dir.c_str(), p, ENG_PARAM_COUNT, &mtp) == ENG_STATUS_UNSUPPORTED && !mtp);
+}
+
+} // namespace
+
+/* Rejected drafts leave nothing behind, on an f32 cache and on f16 and q8_0 rows. */
+TEST(speculative_rejections_leave_no_trace) {
+    for (int kv : {0, 1 + ENG_KV_DTYPE_F16, 1 + ENG_KV_DTYPE_Q8_0}) rejections_leave_no_trace(kv);
 }
 
 namespace {

@@ -108,11 +108,9 @@ def tokenizer_config_json(tok: Tokenizer) -> dict:
     }
 
 
-def load_hf(model_dir: str) -> tuple[Glm4, Tokenizer]:
-    """The exported directory back into the torch model (weights as stored, e.g. bf16-rounded)."""
-    with open(os.path.join(model_dir, 'config.json')) as f:
-        c = json.load(f)
-    cfg = Config(
+def config_of(c: dict) -> Config:
+    """An exported config.json (its dict) as the torch model's Config (weights untied, as exported)."""
+    return Config(
         vocab_size=c['vocab_size'],
         hidden_size=c['hidden_size'],
         intermediate_size=c['intermediate_size'],
@@ -126,9 +124,17 @@ def load_hf(model_dir: str) -> tuple[Glm4, Tokenizer]:
         max_position_embeddings=c['max_position_embeddings'],
         tie_word_embeddings=False,
     )
+
+
+def load_hf(model_dir: str) -> tuple[Glm4, Tokenizer]:
+    """The exported directory back into the torch model (weights as stored, e.g. bf16-rounded; an MTP
+    layer, model.layers.{num_hidden_layers}.*, is left out: scripts/demo-model/mtp.py reads it)."""
+    with open(os.path.join(model_dir, 'config.json')) as f:
+        cfg = config_of(json.load(f))
     model = Glm4(cfg)
     st = read_safetensors(os.path.join(model_dir, 'model.safetensors'))
-    sd = {k[len('model.') :] if k.startswith('model.') else k: v for k, v in st.items()}
+    mtp = f'model.layers.{cfg.num_hidden_layers}.'
+    sd = {k[len('model.') :] if k.startswith('model.') else k: v for k, v in st.items() if not k.startswith(mtp)}
     model.load_state_dict(sd, strict=True)
     model.eval()
     return model, Tokenizer.load(os.path.join(model_dir, 'tokenizer.json'))

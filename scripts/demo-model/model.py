@@ -151,8 +151,9 @@ class Glm4(nn.Module):
         w = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
         return x @ w.t()
 
-    def hidden(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids (B, T) -> final-norm hidden states (B, T, C)."""
+    def hidden(self, ids: torch.Tensor, final_norm: bool = True) -> torch.Tensor:
+        """ids (B, T) -> final-norm hidden states (B, T, C); final_norm=False: the last layer's output
+        before the final norm (what an MTP layer takes)."""
         b, t = ids.shape
         cos, sin = rope_cos_sin(self.cfg, torch.arange(t))
         # The causal mask, built once for every layer and row, laid out for Attention's grouped heads.
@@ -162,7 +163,7 @@ class Glm4(nn.Module):
         x = self.embed_tokens(ids)
         for layer in self.layers:
             x = layer(x, cos, sin, bias)
-        return self.norm(x)
+        return self.norm(x) if final_norm else x
 
 
 @torch.no_grad()

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-ORDER = ["llama", "qwen3", "glm4", "qwen3moe", "glm4moe", "deepseek2", "maya-demo"]
+ORDER = ["llama", "qwen3", "glm4", "qwen3moe", "glm4moe", "deepseek2", "maya-demo", "llama3rope"]
 
 
 def main() -> int:

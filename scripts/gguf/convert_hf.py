@@ -42,6 +42,14 @@ not imported or copied; llama.cpp commit in test/fixtures/gguf/README.md):
   tokenizer_config.json, tokenizer.chat_template from tokenizer_config.json's chat_template or
   else chat_template.jinja.
 - Split sets (--split-max-tensors): see gguf_io.write_split.
+- Llama-3 RoPE scaling (rope_scaling rope_type "llama3", Llama-3.1/3.2/3.3) is not metadata: the
+  converter (LlamaModel.generate_extra_tensors) writes a 1-D F32 tensor `rope_freqs.weight` of
+  head_dim / 2 divisors, first in the file, and llama.cpp's RoPE divides pair i's angle by
+  divisor i (ggml rope's freq_factors). Per pair, with inv_freq_i = 1 / theta^(2i / head_dim)
+  in float32 and wavelength w = 2 pi / inv_freq_i: 1 when w < original_max_position_embeddings /
+  high_freq_factor, `factor` when w > original_max_position_embeddings / low_freq_factor, else
+  1 / ((1 - s) / factor + s) with s = (original_max_position_embeddings / w - low_freq_factor) /
+  (high_freq_factor - low_freq_factor) (defaults: factor 8, low 1, high 4, original 8192).
 """
 
 from __future__ import annotations
@@ -246,6 +254,32 @@ def storage_type(gguf_name: str, ndim: int, outtype: str) -> int:
     return OUT_GGML_TYPE[outtype]
 
 
+def rope_type_of(cfg: dict) -> str | None:
+    rs = cfg.get("rope_scaling") or {}
+    return rs.get("rope_type", rs.get("type"))
+
+
+def llama3_rope_divisors(cfg: dict) -> np.ndarray:
+    """rope_freqs.weight of a Llama-3 rope_scaling (module docstring), float32 (head_dim / 2)."""
+    rs = cfg["rope_scaling"]
+    base = float(cfg.get("rope_theta", 10000.0))
+    dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    factor, low, high = rs.get("factor", 8.0), rs.get("low_freq_factor", 1.0), rs.get("high_freq_factor", 4.0)
+    orig = rs.get("original_max_position_embeddings", 8192)
+    inv_freq = (1.0 / np.float32(base) ** (np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim))).astype(np.float32)
+    out = []
+    for f in inv_freq:
+        wavelen = 2 * np.pi / float(f)
+        if wavelen < orig / high:
+            out.append(1.0)
+        elif wavelen > orig / low:
+            out.append(factor)
+        else:
+            s = (orig / wavelen - low) / (high - low)
+            out.append(1 / ((1 - s) / factor + s))
+    return np.array(out, dtype=np.float32)
+
+
 def convert_tensors(cfg: dict, arch: str, hf: dict[str, np.ndarray]) -> list[tuple[str, np.ndarray]]:
     """(gguf name, array in PyTorch order) in file order."""
     L = cfg["num_hidden_layers"]
@@ -259,6 +293,8 @@ def convert_tensors(cfg: dict, arch: str, hf: dict[str, np.ndarray]) -> list[tup
         out.append((name, arr))
         used.update(src)
 
+    if arch == "llama" and rope_type_of(cfg) == "llama3":
+        emit("rope_freqs.weight", llama3_rope_divisors(cfg))
     emit("token_embd.weight", hf["model.embed_tokens.weight"], "model.embed_tokens.weight")
     layer_re = re.compile(r"model\.layers\.(\d+)\.(.+)$")
     by_layer: dict[int, dict[str, str]] = {}
@@ -389,6 +425,8 @@ def arch_metadata(cfg: dict, arch: str, outtype: str) -> dict[str, G.KV]:
             kv[f"{a}.rope.scaling.yarn_beta_fast"] = G.f32(rs["beta_fast"])
         if rs.get("beta_slow") is not None:
             kv[f"{a}.rope.scaling.yarn_beta_slow"] = G.f32(rs["beta_slow"])
+    elif rope_type == "llama3" and arch == "llama":
+        pass  # no metadata: the rope_freqs.weight tensor (convert_tensors)
     elif rope_type not in (None, "default"):
         raise ValueError(f"rope_scaling type {rope_type!r} is not handled")
     kv[f"{a}.rope.freq_base"] = G.f32(cfg.get("rope_theta", 10000.0))

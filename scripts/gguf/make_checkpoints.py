@@ -352,6 +352,37 @@ SPECS = [
             num_nextn_predict_layers=1,
         ),
     },
+    # Llama-3.1's RoPE scaling (rope_type llama3) with a short original context, so that the
+    # fixture's positions (up to 145) reach it: with theta 1e4 and head_dim 32, pairs 0-1 keep their
+    # frequency (wavelength < 64 / 4), 2-4 are smoothed, 5-15 divided by 8. Small: hidden 128, F16.
+    {
+        "dir": "llama3rope",
+        "family": "llama",
+        "config": dict(
+            COMMON,
+            architectures=["LlamaForCausalLM"],
+            model_type="llama",
+            hidden_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=32,
+            intermediate_size=256,
+            rope_theta=10000.0,
+            rope_scaling={
+                "rope_type": "llama3",
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 64,
+            },
+            rms_norm_eps=1e-5,
+            max_position_embeddings=2048,
+            tie_word_embeddings=False,
+            attention_bias=False,
+            mlp_bias=False,
+        ),
+    },
 ]
 # fmt: on
 

@@ -76,6 +76,7 @@ PLAN = {
     "glm4moe": [("BF16", ("writer", "bf16")), ("Q4_K_M", ("quantize", "Q4_K_M", False))],
     "deepseek2": [("F16", ("writer", "f16")), ("Q4_K_M", ("quantize", "Q4_K_M", False))],
     "maya-demo": [("Q4_K_M", ("quantize", "Q4_K_M", False))],
+    "llama3rope": [("F16", ("writer", "f16"))],
 }
 SOURCE_OF_QUANT = {"llama": "F32"}  # quantized from this file; the others from their float file
 
@@ -306,9 +307,24 @@ def main() -> int:
                 "config": json.loads((src / "config.json").read_text()),
             }
         files = build_files(model, src, args.out, args.work, args.llama_bin)
-        models = {name: Model(paths[0]) for name, paths in files.items()}
+        # a file with rope_freqs.weight (Llama-3 RoPE scaling) is modelled from its source's rope_scaling
+        rs = source.get("config", {}).get("rope_scaling")
+        models = {name: Model(paths[0], rs) for name, paths in files.items()}
         vocab = next(iter(models.values())).cfg["vocab_size"]
         rng = random.Random(SEED + k_model)
+        discrimination = {}
+        for name, m in models.items():
+            if m.cfg.get("rope_scaling", {}).get("rope_type") == "llama3":
+                # the fixture must tell the scaling apart: unscaled RoPE moves the logits by > 0.05
+                probe_rng = random.Random(1)
+                probe = [probe_rng.randrange(vocab) for _ in range(PROMPT_LENGTHS[2])]
+                plain = Model(m.path, rs)
+                plain.cfg = dict(plain.cfg, rope_scaling=None)
+                d = float((plain.forward(probe) - m.forward(probe)).abs().max())
+                print(f"  {name}: without rope scaling, max |logit diff| {d:.3g} over {len(probe)} positions")
+                if d <= 0.05:
+                    raise RuntimeError(f"{name}: RoPE scaling changes the logits by only {d:.3g}")
+                discrimination[name] = {"without_rope_scaling_max_abs_logit_diff": float(f"{d:.3g}")}
         # provisional bounds from calibration prompts (all positions), final ones add the chosen prompts
         calib = [[rng.randrange(vocab) for _ in range(n)] for n in PROMPT_LENGTHS[:3]]
         bounds, dev, route_need = {}, {}, {}
@@ -370,6 +386,8 @@ def main() -> int:
             }
             if len(paths) > 1:
                 entry["split_files"] = [p.name for p in paths]
+            if name in discrimination:
+                entry["discrimination"] = discrimination[name]
             if args.llama_logits:
                 outs = run_llama(args.llama_logits, paths[0], prompts)
                 d = max(

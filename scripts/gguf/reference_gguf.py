@@ -71,8 +71,11 @@ def use_float64() -> None:
 # metadata -> Hugging Face config
 
 
-def hf_config(g: G.GGUFFile) -> dict:
-    """The config.json fields the reference reads, from the GGUF metadata alone."""
+def hf_config(g: G.GGUFFile, rope_scaling: dict | None = None) -> dict:
+    """The config.json fields the reference reads, from the GGUF metadata alone; except Llama-3's
+    RoPE scaling, which the file carries as per-pair divisors (`rope_freqs.weight`, see
+    convert_hf.py): the source config's rope_scaling must then be given, and the divisors are
+    checked against it."""
     m = lambda key, default=None: G.metadata_value(g, key, default)  # noqa: E731
     arch = m("general.architecture")
     if arch not in HF_ARCH:
@@ -175,6 +178,20 @@ def hf_config(g: G.GGUFFile) -> dict:
             cfg["max_position_embeddings"] = int(round(rs["factor"] * rs["original_max_position_embeddings"]))
     elif m(f"{a}.rope.scaling.type") not in (None, "none"):
         raise ValueError(f"rope scaling {m(f'{a}.rope.scaling.type')} is not modelled")
+    if "rope_freqs.weight" in names:
+        rs = rope_scaling or {}
+        if arch != "llama" or rs.get("rope_type", rs.get("type")) != "llama3":
+            raise ValueError("rope_freqs.weight: only a llama file with its source's llama3 rope_scaling is modelled")
+        t = next(t for t in g.tensors if t.name == "rope_freqs.weight")
+        got = dequantize(t.ggml_type, t.data, t.ne, exact=True).reshape(-1)
+        D = cfg["head_dim"]
+        with torch.no_grad():
+            plain = reference.rope_inv_freq(D, cfg["rope_theta"]).double()
+            scaled = reference.rope_inv_freq(D, cfg["rope_theta"], rs).double()
+        want = (plain / scaled).numpy()
+        if got.shape != want.shape or float(np.abs(got / want - 1).max()) > 1e-5:
+            raise ValueError(f"rope_freqs.weight {got.tolist()} disagrees with rope_scaling {rs}")
+        cfg["rope_scaling"] = dict(rs)
     return cfg
 
 
@@ -237,6 +254,8 @@ def hf_weights(g: G.GGUFFile, cfg: dict) -> tuple[dict[str, np.ndarray], dict[st
             continue
         if t.name == "output.weight":
             put("lm_head.weight", arr, tname)
+            continue
+        if t.name == "rope_freqs.weight":  # read by hf_config
             continue
         parts = t.name.split(".", 2)
         if parts[0] != "blk":
@@ -336,11 +355,11 @@ def torch_weights(w: dict[str, np.ndarray], qt: dict[str, str], actq: bool, sche
 class Model:
     """A GGUF file ready for the reference: cfg, exact weights and their storage types."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, rope_scaling: dict | None = None):
         use_float64()
         self.path = Path(path)
         self.gguf = G.read_split(self.path)
-        self.cfg = hf_config(self.gguf)
+        self.cfg = hf_config(self.gguf, rope_scaling)
         self.w_np, self.qtypes = hf_weights(self.gguf, self.cfg)
         self.types = sorted({G.GGML_TYPES[t.ggml_type][0] for t in self.gguf.tensors})
         self._w = {}

@@ -11,8 +11,10 @@ checkpoints store every linear weight except the router, embeddings and lm_head 
 "weight_block_size": [128, 128]}, as the DeepSeek-V3 and GLM-4.5-FP8 releases do; the reference
 runs on the dequantized weights (byte value * block scale) in float32. Each checkpoint also stores a
 few tensors of one multi-token-prediction layer (model.layers.{num_hidden_layers}.*), which the
-engine must load past. Prompts are redrawn until greedy margins and MoE routing margins (the gap
-that decides an expert or group choice) are wide enough that float32 rounding cannot flip them.
+engine must load past; the *-mtp-* checkpoints hold that layer whole instead, and their prompts
+carry the MTP layer's reference logits and drafts (mtp_case, mtp_drafts; reference_moe.mtp_forward).
+Prompts are redrawn until greedy margins and MoE routing margins (the gap that decides an expert or
+group choice, the MTP layer's included) are wide enough that float32 rounding cannot flip them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_moe import forward  # noqa: E402
+from reference_moe import forward, hidden, mtp_forward  # noqa: E402
 from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 
 SEED = 20261201
@@ -87,6 +89,17 @@ SPECS = [
         torch_dtype="bfloat16", quantization_config=FP8_QUANT,
         rope_scaling={"type": "yarn", "factor": 8.0, "original_max_position_embeddings": 128,
                       "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0})},
+    # Whole MTP layers (bf16): GLM-4.5 without its own head / embedding (the model's are shared),
+    # DeepSeek-V3 with shared_head.head and embed_tokens of its own, as V3 ships them.
+    {"dir": "glm45-moe-mtp-bf16", "fp8": False, "mtp": "shared", "config": dict(
+        GLM_BASE, vocab_size=256, hidden_size=64, intermediate_size=96, head_dim=16, moe_intermediate_size=16,
+        torch_dtype="bfloat16")},
+    {"dir": "deepseek3-mtp-bf16", "fp8": False, "mtp": "own", "config": dict(
+        DS_BASE, vocab_size=256, hidden_size=64, intermediate_size=96, q_lora_rank=48, kv_lora_rank=32,
+        qk_nope_head_dim=16, v_head_dim=16, moe_intermediate_size=16, max_position_embeddings=512,
+        torch_dtype="bfloat16",
+        rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128,
+                      "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.707})},
 ]
 # fmt: on
 
@@ -95,11 +108,12 @@ def mlp_shapes(p: str, C: int, I: int) -> dict:
     return {p + "gate_proj.weight": (I, C), p + "up_proj.weight": (I, C), p + "down_proj.weight": (C, I)}
 
 
-def tensor_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
-    """HF names and shapes of a checkpoint of this config (+ a few MTP-layer tensors)."""
+def tensor_shapes(cfg: dict, mtp: str = "") -> dict[str, tuple[int, ...]]:
+    """HF names and shapes of a checkpoint of this config (+ a few MTP-layer tensors; with mtp, the
+    whole MTP layer: "own" adds its shared_head.head and embed_tokens)."""
     C, V, H, L = cfg["hidden_size"], cfg["vocab_size"], cfg["num_attention_heads"], cfg["num_hidden_layers"]
     s = {"model.embed_tokens.weight": (V, C), "model.norm.weight": (C,), "lm_head.weight": (V, C)}
-    for i in range(L):
+    for i in range(L + 1 if mtp else L):
         p = f"model.layers.{i}."
         s[p + "input_layernorm.weight"] = (C,)
         s[p + "post_attention_layernorm.weight"] = (C,)
@@ -150,30 +164,35 @@ def tensor_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
             for e in range(E):
                 s.update(mlp_shapes(m + f"experts.{e}.", C, I))
             s.update(mlp_shapes(m + "shared_experts.", C, I * cfg["n_shared_experts"]))
-    mtp = f"model.layers.{L}."  # the MTP layer's own tensors (DeepSeek/GLM naming); never read
+    p = f"model.layers.{L}."  # the MTP layer's own tensors (DeepSeek/GLM naming); without mtp never read
     s.update(
         {
-            mtp + "enorm.weight": (C,),
-            mtp + "hnorm.weight": (C,),
-            mtp + "input_layernorm.weight": (C,),
-            mtp + "shared_head.norm.weight": (C,),
+            p + "enorm.weight": (C,),
+            p + "hnorm.weight": (C,),
+            p + "input_layernorm.weight": (C,),
+            p + "shared_head.norm.weight": (C,),
         }
     )
+    if mtp:
+        s[p + "eh_proj.weight"] = (C, 2 * C)
+    if mtp == "own":
+        s[p + "shared_head.head.weight"] = (V, C)
+        s[p + "embed_tokens.weight"] = (V, C)
     return s
 
 
-def random_weights(cfg: dict, gen: torch.Generator) -> dict[str, torch.Tensor]:
+def random_weights(cfg: dict, gen: torch.Generator, mtp: str = "") -> dict[str, torch.Tensor]:
     """Norms 1 + N(0, 0.15), biases N(0, 0.1), selection bias N(0, 0.25), embeddings N(0, 0.5),
     linear weights N(0, gain^2 / fan_in) (gain 1.2; 1.6 for layer outputs; 2.0 for the router)."""
     out = {}
-    for name, shape in tensor_shapes(cfg).items():
+    for name, shape in tensor_shapes(cfg, mtp).items():
         if name.endswith("norm.weight"):
             t = 1.0 + 0.15 * torch.randn(shape, generator=gen)
         elif name.endswith("e_score_correction_bias"):
             t = 0.25 * torch.randn(shape, generator=gen)
         elif name.endswith(".bias"):
             t = 0.1 * torch.randn(shape, generator=gen)
-        elif name == "model.embed_tokens.weight":
+        elif name.endswith("embed_tokens.weight"):
             t = 0.5 * torch.randn(shape, generator=gen)
         else:
             gain = 1.6 if name.endswith(("o_proj.weight", "down_proj.weight")) else 1.2
@@ -293,15 +312,53 @@ def greedy(cfg: dict, w: dict, ids: list[int], n: int) -> tuple[list[int], float
     return out, gap, min(margins)
 
 
-def make_prompts(cfg: dict, w: dict, gen: torch.Generator) -> list[dict]:
+def mtp_case(cfg: dict, w: dict, ids: list[int]) -> tuple[dict, float]:
+    """The MTP layer on a prompt of n tokens: positions 0..n-2 pair the main model's hidden state with
+    the next prompt token (logits: the prediction at n-2, of token n); then one chained prediction at
+    n-1 from the layer's own output at n-2 and its argmax there (chain_token). Returns the fixture entry
+    and the smallest MTP routing margin."""
+    margins: list[float] = []
+    h = hidden(cfg, w, ids)
+    x, logits = mtp_forward(cfg, w, h[:-1], ids[1:], margins)
+    chain = int(torch.argmax(logits[-1]))
+    x2, logits2 = mtp_forward(cfg, w, torch.cat((h[:-1], x[-1:])), ids[1:] + [chain], margins)
+    entry = {"logits": f32_list(logits[-1]), "chain_token": chain, "chain_logits": f32_list(logits2[-1])}
+    return entry, min(margins)
+
+
+def top2_gap(logits: torch.Tensor) -> float:
+    top2 = torch.topk(logits, 2).values
+    return round(float(top2[0] - top2[1]), 6)
+
+
+def mtp_drafts(cfg: dict, w: dict, ids: list[int], greedy_tokens: list[int]) -> list[list]:
+    """The MTP drafts of a greedy run, as the engine drafts them: for the decode pass whose pending
+    token is greedy[i] (at position P = len(ids) + i, i = 0..G-2), d1 = argmax of the MTP prediction
+    at P-1 (the hidden state at P-1 with the pending token) and d2 = argmax of the chained prediction
+    at P (the layer's own output at P-1 with d1). Entries [d1, gap1, d2, gap2] (gaps: top-2 logit
+    gaps, so a test can pass over near ties)."""
+    seq = ids + greedy_tokens
+    out = []
+    for i in range(len(greedy_tokens) - 1):
+        P = len(ids) + i
+        h = hidden(cfg, w, seq[: P + 1])
+        x, logits = mtp_forward(cfg, w, h[:P], seq[1 : P + 1])
+        d1 = int(torch.argmax(logits[-1]))
+        _, logits2 = mtp_forward(cfg, w, torch.cat((h[:P], x[-1:])), seq[1 : P + 1] + [d1])
+        out.append([d1, top2_gap(logits[-1]), int(torch.argmax(logits2[-1])), top2_gap(logits2[-1])])
+    return out
+
+
+def make_prompts(cfg: dict, w: dict, gen: torch.Generator, has_mtp: bool = False) -> list[dict]:
     prompts = []
     for length in PROMPT_LENGTHS:
         for _ in range(60):
             ids = torch.randint(0, cfg["vocab_size"], (length,), generator=gen).tolist()
             tokens, gap, route_margin = greedy(cfg, w, ids, GREEDY_TOKENS)
+            mtp, mtp_margin = mtp_case(cfg, w, ids) if has_mtp else ({}, math.inf)
             if (
                 gap >= MIN_GREEDY_MARGIN
-                and route_margin >= MIN_ROUTE_MARGIN
+                and min(route_margin, mtp_margin) >= MIN_ROUTE_MARGIN
                 and len(set(tokens)) >= MIN_DISTINCT_GREEDY
             ):
                 break
@@ -313,10 +370,13 @@ def make_prompts(cfg: dict, w: dict, gen: torch.Generator) -> list[dict]:
                 "ids": ids,
                 "greedy": tokens,
                 "min_greedy_margin": round(gap, 6),
-                "min_route_margin": float(f"{route_margin:.3g}"),
+                "min_route_margin": float(f"{min(route_margin, mtp_margin):.3g}"),
                 "last_logits": f32_list(logits),
             }
         )
+        if has_mtp:
+            mtp["drafts"] = mtp_drafts(cfg, w, ids, tokens)
+            prompts[-1]["mtp"] = mtp
     return prompts
 
 
@@ -366,6 +426,18 @@ def sanity_lines(name: str, cfg: dict, w: dict, prompts: list[dict]) -> list[str
         lines.append(f"{name} {label}: max |dlogit| {worst:.3f}")
         if worst < 50 * LOGIT_TOLERANCE:
             raise RuntimeError(f"{name}: fixture does not detect '{label}'")
+    mtp_variants = [("MTP: hidden state first in eh_proj's input", {"hidden_first": True})]
+    if f"model.layers.{cfg['num_hidden_layers']}.embed_tokens.weight" in w:
+        mtp_variants.append(("MTP: the model's head and embedding instead of its own", {"model_head": True}))
+    for label, opts in mtp_variants if "mtp" in prompts[0] else []:
+        worst = 0.0
+        for p in prompts[1:]:
+            ids = p["ids"]
+            _, logits = mtp_forward(cfg, w, hidden(cfg, w, ids)[:-1], ids[1:], **opts)
+            worst = max(worst, float((logits[-1] - torch.tensor(p["mtp"]["logits"])).abs().max()))
+        lines.append(f"{name} {label}: max |dlogit| {worst:.3f}")
+        if worst < 50 * LOGIT_TOLERANCE:
+            raise RuntimeError(f"{name}: fixture does not detect '{label}'")
     return lines
 
 
@@ -383,10 +455,10 @@ def main() -> int:
         gen = torch.Generator().manual_seed(SEED + k)
         model_dir = args.out / spec["dir"]
         model_dir.mkdir(parents=True, exist_ok=True)
-        write_checkpoint(spec, model_dir, random_weights(spec["config"], gen))
+        write_checkpoint(spec, model_dir, random_weights(spec["config"], gen, spec.get("mtp", "")))
         cfg = json.loads((model_dir / "config.json").read_text())
         w = load_reference_weights(model_dir / "model.safetensors")
-        prompts = make_prompts(cfg, w, gen)
+        prompts = make_prompts(cfg, w, gen, bool(spec.get("mtp")))
         fixture = {
             "format": 1,
             "generator": "scripts/oracle/make_moe_fixtures.py",

@@ -38,14 +38,28 @@ def linear(x: torch.Tensor, weights: dict[str, torch.Tensor], name: str, use_bia
     return y if bias is None else y + bias
 
 
-def rope_inv_freq(rot_dim: int, theta: float) -> torch.Tensor:
-    """1 / theta^(2i / rot_dim) for i in [0, rot_dim/2).
+def rope_inv_freq(rot_dim: int, theta: float, rope_scaling: dict | None = None) -> torch.Tensor:
+    """1 / theta^(2i / rot_dim) for i in [0, rot_dim/2), then Llama-3's scaling when rope_scaling's
+    rope_type is "llama3" (any other rope_scaling is not modelled here and is ignored).
 
     Source: transformers `modeling_rope_utils._compute_default_rope_parameters`: the rotary dim is
     `int(head_dim * partial_rotary_factor)` and the exponent is `arange(0, dim, 2) / dim`.
+    Llama-3 (`_compute_llama3_parameters`): with wavelength w = 2 pi / inv_freq, the original
+    context o = original_max_position_embeddings (8192), low_freq_factor l (1), high_freq_factor h
+    (4) and factor f (8): w > o / l divides inv_freq by f; w < o / h keeps it; between, with
+    s = (o / w - l) / (h - l), inv_freq becomes (1 - s) inv_freq / f + s inv_freq.
     """
     exponent = torch.arange(0, rot_dim, 2, dtype=torch.int64).to(torch.float32) / rot_dim
-    return 1.0 / (theta**exponent)
+    inv = 1.0 / (theta**exponent)
+    rs = rope_scaling or {}
+    if rs.get("rope_type", rs.get("type")) != "llama3":
+        return inv
+    f, lo, hi = rs.get("factor", 8.0), rs.get("low_freq_factor", 1.0), rs.get("high_freq_factor", 4.0)
+    o = rs.get("original_max_position_embeddings", 8192)
+    w = 2 * math.pi / inv
+    s = (o / w - lo) / (hi - lo)
+    smoothed = (1 - s) * inv / f + s * inv
+    return torch.where(w > o / lo, inv / f, torch.where(w < o / hi, inv, smoothed))
 
 
 def rotate_neox(x: torch.Tensor) -> torch.Tensor:
@@ -62,7 +76,14 @@ def rotate_interleaved(x: torch.Tensor) -> torch.Tensor:
     return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
 
 
-def apply_rope(x: torch.Tensor, positions: torch.Tensor, rot_dim: int, theta: float, interleaved: bool) -> torch.Tensor:
+def apply_rope(
+    x: torch.Tensor,
+    positions: torch.Tensor,
+    rot_dim: int,
+    theta: float,
+    interleaved: bool,
+    rope_scaling: dict | None = None,
+) -> torch.Tensor:
     """Rotates the first rot_dim dims of x [heads, T, D]; dims rot_dim.. pass through.
 
     Llama/Qwen3 (`modeling_llama.apply_rotary_pos_emb`): cos/sin = cat(freqs, freqs) over the full
@@ -72,7 +93,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, rot_dim: int, theta: fl
     `q[..., :rot_dim]` is rotated and the rest is concatenated back unchanged.
     Frequencies are float32 position * inv_freq (`Glm4RotaryEmbedding.forward`, autocast off).
     """
-    freqs = positions.to(torch.float32)[:, None] * rope_inv_freq(rot_dim, theta)[None, :]  # [T, rot/2]
+    freqs = positions.to(torch.float32)[:, None] * rope_inv_freq(rot_dim, theta, rope_scaling)[None, :]  # [T, rot/2]
     if interleaved:
         cos = freqs.cos().repeat_interleave(2, dim=-1)
         sin = freqs.sin().repeat_interleave(2, dim=-1)
@@ -113,8 +134,9 @@ def attention(x: torch.Tensor, cfg: dict, weights: dict[str, torch.Tensor], pref
     rot_dim = int(D * factor)
     interleaved = opts.get("interleaved", arch == "Glm4ForCausalLM")
     positions = torch.arange(T)
-    q = apply_rope(q, positions, rot_dim, cfg["rope_theta"], interleaved)
-    k = apply_rope(k, positions, rot_dim, cfg["rope_theta"], interleaved)
+    scaling = None if opts.get("skip_rope_scaling") else cfg.get("rope_scaling")
+    q = apply_rope(q, positions, rot_dim, cfg["rope_theta"], interleaved, scaling)
+    k = apply_rope(k, positions, rot_dim, cfg["rope_theta"], interleaved, scaling)
 
     n_rep = H // Hkv
     if opts.get("kv_tile"):  # wrong on purpose: query head h reads kv head h % Hkv

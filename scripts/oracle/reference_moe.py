@@ -213,25 +213,61 @@ def moe(x: torch.Tensor, cfg: dict, w: dict, p: str, opts: dict, margins: list) 
     return out
 
 
+def decoder_layer(x: torch.Tensor, cfg: dict, w: dict, i: int, opts: dict, margins: list) -> torch.Tensor:
+    """`Glm4MoeDecoderLayer` / `DeepseekV3DecoderLayer` i (model.layers.{i}): x += attn(input_layernorm(x));
+    x += mlp(post_attention_layernorm(x)); a dense MLP below first_k_dense_replace, else MoE."""
+    eps = cfg["rms_norm_eps"]
+    attn = mla_attention if cfg["architectures"][0] == "DeepseekV3ForCausalLM" else glm_attention
+    p = f"model.layers.{i}."
+    x = x + attn(rms_norm(x, w[p + "input_layernorm.weight"], eps), cfg, w, p + "self_attn.", opts)
+    h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+    return x + (
+        moe(h, cfg, w, p + "mlp.", opts, margins) if i >= cfg["first_k_dense_replace"] else swiglu(h, w, p + "mlp.")
+    )
+
+
 @torch.no_grad()
-def forward(cfg: dict, w: dict[str, torch.Tensor], ids: list[int], margins: list | None = None, **opts) -> torch.Tensor:
-    """Logits [T, V] for every position. Layers [0, first_k_dense_replace) have a dense MLP, the rest
-    MoE (`Glm4MoeDecoderLayer`, `DeepseekV3DecoderLayer`): x += attn(input_layernorm(x));
-    x += mlp(post_attention_layernorm(x)). MTP layers (index >= num_hidden_layers) are not run.
-    margins, when given, collects each MoE layer's smallest routing margin."""
+def hidden(cfg: dict, w: dict[str, torch.Tensor], ids: list[int], margins: list | None = None, **opts) -> torch.Tensor:
+    """The last layer's output [T, C] for every position, before the final norm."""
     arch = cfg["architectures"][0]
     if arch not in ARCHS:
         raise ValueError(f"unsupported architecture {arch}")
     margins = [] if margins is None else margins
-    eps = cfg["rms_norm_eps"]
-    attn = mla_attention if arch == "DeepseekV3ForCausalLM" else glm_attention
     x = w["model.embed_tokens.weight"][torch.tensor(ids, dtype=torch.int64)]
     for i in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{i}."
-        x = x + attn(rms_norm(x, w[p + "input_layernorm.weight"], eps), cfg, w, p + "self_attn.", opts)
-        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-        x = x + (
-            moe(h, cfg, w, p + "mlp.", opts, margins) if i >= cfg["first_k_dense_replace"] else swiglu(h, w, p + "mlp.")
-        )
-    x = rms_norm(x, w["model.norm.weight"], eps)
+        x = decoder_layer(x, cfg, w, i, opts, margins)
+    return x
+
+
+@torch.no_grad()
+def forward(cfg: dict, w: dict[str, torch.Tensor], ids: list[int], margins: list | None = None, **opts) -> torch.Tensor:
+    """Logits [T, V] for every position (layers as decoder_layer; MTP layers, index >=
+    num_hidden_layers, are not run). margins, when given, collects each MoE layer's smallest routing
+    margin."""
+    x = rms_norm(hidden(cfg, w, ids, margins, **opts), w["model.norm.weight"], cfg["rms_norm_eps"])
     return x @ w["lm_head.weight"].T
+
+
+@torch.no_grad()
+def mtp_forward(
+    cfg: dict, w: dict[str, torch.Tensor], h: torch.Tensor, next_ids: list[int], margins: list | None = None, **opts
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first multi-token-prediction layer (model.layers.{num_hidden_layers}) over positions
+    0..T-1: row t pairs the hidden state h[t] (the main model's before the final norm, or this layer's
+    own output for a chained prediction) with the embedding of next_ids[t] (the token at t+1), and
+    predicts the token at t+2. As DeepSeek-V3 and GLM-4.5 publish the layer and vLLM runs it
+    (deepseek_mtp.py / glm4_moe_mtp.py; transformers skips it): x = eh_proj(cat(enorm(embed(next)),
+    hnorm(h))), embedding first; one decoder layer with causal attention over these positions; logits
+    = shared_head.head(shared_head.norm(x)), the head and embedding falling back to lm_head and
+    embed_tokens when the layer has none. Returns (x [T, C], logits [T, V])."""
+    L, eps = cfg["num_hidden_layers"], cfg["rms_norm_eps"]
+    p = f"model.layers.{L}."
+    margins = [] if margins is None else margins
+    own = not opts.get("model_head")
+    emb = w.get(p + "embed_tokens.weight", w["model.embed_tokens.weight"]) if own else w["model.embed_tokens.weight"]
+    e = rms_norm(emb[torch.tensor(next_ids, dtype=torch.int64)], w[p + "enorm.weight"], eps)
+    hn = rms_norm(h, w[p + "hnorm.weight"], eps)
+    x = lin(torch.cat((hn, e) if opts.get("hidden_first") else (e, hn), -1), w, p + "eh_proj")
+    x = decoder_layer(x, cfg, w, L, opts, margins)
+    head = w.get(p + "shared_head.head.weight", w["lm_head.weight"]) if own else w["lm_head.weight"]
+    return x, rms_norm(x, w[p + "shared_head.norm.weight"], eps) @ head.T

@@ -10,7 +10,16 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadServeSettings } from '../../cli/maya.ts';
-import { GgufError, isGgufPath, readGgufMetadata, readGgufModel } from '../../checkpoint/gguf.ts';
+import {
+  ggufModel,
+  GgufError,
+  isGgufPath,
+  readGgufMetadata,
+  readGgufModel,
+  type GgufMetadata,
+  type GgufValue,
+} from '../../checkpoint/gguf.ts';
+import { ChatTemplate } from '../../checkpoint/chat-template.ts';
 import { readModelDir } from '../../checkpoint/model-dir.ts';
 import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 import { loadServerSettings } from '../../config/settings.ts';
@@ -74,6 +83,17 @@ describe('GGUF metadata', () => {
     expect(isGgufPath(first.dir)).toBe(true);
   });
 
+  it('names the first file when given a later part of a split set', async () => {
+    for (const part of [2, 3]) {
+      const file = path.join(FIXTURES, `glm4-F16-0000${part}-of-00003.gguf`);
+      const message = new RegExp(
+        `part ${part} of 3 of a split GGUF set: open its first file \\(glm4-F16-00001-of-00003\\.gguf\\)`,
+      );
+      await expect(readGgufModel(file)).rejects.toThrow(message);
+      await expect(readModelDir(file)).rejects.toThrow(message);
+    }
+  });
+
   it('maps each architecture onto its Hugging Face name', async () => {
     const want: Record<string, string> = {
       'llama-F32.gguf': 'LlamaForCausalLM',
@@ -103,6 +123,108 @@ describe('GGUF metadata', () => {
       await expect(readGgufMetadata(file)).rejects.toThrow(message);
     }
     await expect(readModelDir(path.join(dir, 'missing.gguf'))).rejects.toThrow(/does not exist/);
+  });
+});
+
+/** A byte-level BPE vocabulary of ASCII words: their letters, then one merge per letter added. */
+function wordVocabulary(words: string[]): GgufMetadata {
+  const tokens = [...new Set(words.join(''))];
+  const merges: string[] = [];
+  for (const word of words)
+    for (let i = 2; i <= word.length; i++) {
+      const piece = word.slice(0, i);
+      if (tokens.includes(piece)) continue;
+      merges.push(`${word.slice(0, i - 1)} ${word[i - 1]}`);
+      tokens.push(piece);
+    }
+  const kv = new Map<string, GgufValue>([
+    ['general.architecture', 'llama'],
+    ['tokenizer.ggml.model', 'gpt2'],
+    ['tokenizer.ggml.pre', 'gpt2'],
+    ['tokenizer.ggml.tokens', tokens],
+    ['tokenizer.ggml.merges', merges],
+  ]);
+  return { version: 3, tensorCount: 0n, kv };
+}
+
+describe('GGUF vocabulary', () => {
+  it("keeps tokens named like Object.prototype's members", () => {
+    const words = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__', 'plain'];
+    const meta = wordVocabulary(words);
+    const json = ggufModel(meta, 'words.gguf').tokenizerJson;
+    // the GGUF path, and the same vocabulary as a tokenizer.json file's text (a model directory)
+    for (const tokenizer of [new Tokenizer(json), new Tokenizer(JSON.parse(JSON.stringify(json)) as object)]) {
+      expectWords(tokenizer, meta, words);
+    }
+  });
+});
+
+function expectWords(tokenizer: Tokenizer, meta: GgufMetadata, words: string[]): void {
+  const tokens = meta.kv.get('tokenizer.ggml.tokens') as string[];
+  for (const word of words) {
+    const id = tokens.indexOf(word);
+    expect(tokenizer.tokenId(word), word).toBe(id);
+    expect(tokenizer.idToToken(id), word).toBe(word);
+    expect(tokenizer.decode([id, id]), word).toBe(`${word}${word}`);
+    // the pre-tokenizer splits __proto__ at its underscores; the letter words are one token each
+    if (/^\p{L}+$/u.test(word)) expect(tokenizer.encode(word), word).toEqual([id]);
+  }
+}
+
+describe('GGUF BOS and EOS (tokenizer.ggml.add_bos_token)', () => {
+  it('puts BOS before the text when asked for special tokens, as llama.cpp does', async () => {
+    for (const file of ['llama-F32.gguf', 'deepseek2-F16.gguf']) {
+      const gguf = await readGgufModel(path.join(FIXTURES, file));
+      const tokenizer = await Tokenizer.fromDir(path.join(FIXTURES, file));
+      const bos = tokenizer.tokenId(gguf.specialTokens.bos_token!)!;
+      expect(bos, file).toBe(304);
+      expect(tokenizer.encode('a', { addSpecialTokens: true }), file).toEqual([bos, ...tokenizer.encode('a')]);
+      expect(tokenizer.encode('a b c', { addSpecialTokens: true }), file).toEqual([bos, ...tokenizer.encode('a b c')]);
+      expect(tokenizer.encode('a'), file).toEqual([97]);
+    }
+    // add_bos_token false (qwen3), GLM-4 (llama.cpp gives it no BOS) and the demo model: no BOS
+    for (const file of ['qwen3-BF16.gguf', 'glm4-Q4_K_M.gguf', 'maya-demo-Q4_K_M.gguf']) {
+      const tokenizer = await Tokenizer.fromDir(path.join(FIXTURES, file));
+      expect(tokenizer.encode('a b', { addSpecialTokens: true }), file).toEqual(tokenizer.encode('a b'));
+    }
+  });
+
+  it('follows llama.cpp when the flag is absent or asks for EOS', () => {
+    const meta = wordVocabulary(['ab']);
+    const tokens = meta.kv.get('tokenizer.ggml.tokens') as string[];
+    tokens.push('<s>', '</s>');
+    meta.kv.set('tokenizer.ggml.token_type', [...tokens.map(() => 1).slice(0, -2), 3, 3]);
+    meta.kv.set('tokenizer.ggml.bos_token_id', tokens.length - 2);
+    meta.kv.set('tokenizer.ggml.eos_token_id', tokens.length - 1);
+    const encode = (kv: Array<[string, GgufValue]>) => {
+      const m = { ...meta, kv: new Map([...meta.kv, ...kv]) };
+      return new Tokenizer(ggufModel(m, 'x.gguf').tokenizerJson).encode('ab', { addSpecialTokens: true });
+    };
+    const [ab, bos, eos] = [tokens.indexOf('ab'), tokens.length - 2, tokens.length - 1];
+    expect(encode([])).toEqual([ab]); // gpt2 pre-tokenizer: no BOS by default
+    expect(encode([['tokenizer.ggml.pre', 'llama-bpe']])).toEqual([bos, ab]); // Llama 3: BOS by default
+    expect(encode([['tokenizer.ggml.add_bos_token', true]])).toEqual([bos, ab]);
+    expect(encode([['tokenizer.ggml.add_eos_token', true]])).toEqual([ab, eos]);
+    expect(
+      encode([
+        ['tokenizer.ggml.pre', 'llama-bpe'],
+        ['tokenizer.ggml.add_bos_token', false],
+      ]),
+    ).toEqual([ab]);
+  });
+
+  it('leaves BOS to the chat template: a rendered prompt starts with exactly one', async () => {
+    const file = path.join(FIXTURES, 'llama-F32.gguf');
+    const gguf = await readGgufModel(file);
+    const tokenizer = await Tokenizer.fromDir(file);
+    const template = new ChatTemplate(
+      '{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}',
+      gguf.specialTokens,
+    );
+    const text = template.render([{ role: 'user', content: 'hi' }], { addGenerationPrompt: false });
+    const ids = tokenizer.encodePrompt(text, ['hi']);
+    expect(ids[0]).toBe(304);
+    expect(ids.filter((id) => id === 304)).toHaveLength(1);
   });
 });
 

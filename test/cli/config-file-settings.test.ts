@@ -83,6 +83,7 @@ const CASES: Record<
   MAYA_ENGINE_BACKEND: ['cpu', (l) => l.server.engine?.backend, 'cpu'],
   MAYA_ENGINE_SIMD: ['scalar', (l) => l.server.engine?.simd, 'scalar'],
   MAYA_ENGINE_KV_BYTES: ['8388608', (l) => l.server.engine?.kvBytes, 8388608],
+  MAYA_KV_DTYPE: ['bf16', (l) => l.server.engine?.kvDtype, 'bf16'],
   MAYA_ENGINE_WEIGHT_COPY: ['0', (l) => l.server.engine?.weightCopy, false],
   MAYA_ENGINE_LIB: ['/opt/maya/libmaya_engine.so', (l) => l.server.engine?.libPath, '/opt/maya/libmaya_engine.so'],
   MAYA_ENGINE_CUDA_LIB: [
@@ -178,6 +179,7 @@ describe('the engine settings of a --config file reach the engine', () => {
       MAYA_ENGINE_BACKEND: 'cuda',
       MAYA_ENGINE_SIMD: 'avx2',
       MAYA_ENGINE_KV_BYTES: '8388608',
+      MAYA_KV_DTYPE: 'q8_0',
       MAYA_ENGINE_WEIGHT_COPY: '0',
       MAYA_ENGINE_LIB: '/opt/maya/libmaya_engine.so',
       MAYA_ENGINE_CUDA_LIB: '/opt/cuda/libmaya_engine_cuda.so',
@@ -209,6 +211,7 @@ describe('the engine settings of a --config file reach the engine', () => {
     expect(p[ENG.PARAM_BACKEND]).toBe(2n);
     expect(p[ENG.PARAM_SIMD]).toBe(2n);
     expect(p[ENG.PARAM_KV_BYTES]).toBe(8388608n);
+    expect(p[ENG.PARAM_KV_DTYPE]).toBe(1n + BigInt(ENG.KV_DTYPE_Q8_0));
     expect(p[ENG.PARAM_WEIGHT_COPY]).toBe(2n);
     expect(p[ENG.PARAM_CUDA_DEVICE]).toBe(3n);
     expect(p[ENG.PARAM_CUDA_TC_MIN_TOKENS]).toBe(BigInt(2 ** 30)); // 0 = never
@@ -229,10 +232,11 @@ describe('the engine settings of a --config file reach the engine', () => {
     const argv = ['--model', DEMO, '--prompt-ids', '1,2,3', '--max-tokens', '2', '--json', '--config', file];
     expect(await runGenerate(argv, io, {})).toBe(0);
     expect(err).toBe('');
-    expect(JSON.parse(out).engine).toEqual({ backend: 'cpu', simd: 'scalar', weightDtype: 'q8' });
+    // 8-bit weights take the f16 KV cache by default.
+    expect(JSON.parse(out).engine).toEqual({ backend: 'cpu', simd: 'scalar', weightDtype: 'q8', kvDtype: 'f16' });
     out = '';
     expect(await runGenerate(argv.slice(0, -2), io, { MAYA_ENGINE_BACKEND: 'cpu' })).toBe(0);
-    expect(JSON.parse(out).engine).toMatchObject({ backend: 'cpu', weightDtype: 'bf16' }); // the demo model as stored
+    expect(JSON.parse(out).engine).toMatchObject({ backend: 'cpu', weightDtype: 'bf16', kvDtype: 'f32' }); // as stored
     const bad = configFile({ MAYA_WEIGHT_DTYPE: 'q4' });
     err = '';
     expect(await runGenerate([...argv.slice(0, -1), bad], io, {})).toBe(2);
@@ -241,8 +245,10 @@ describe('the engine settings of a --config file reach the engine', () => {
 
   it("maya serve's runtime on the demo model: kernel path, weights, KV budget and decoding from the file", async () => {
     const demo = JSON.parse(readFileSync(join(DEMO, 'config.json'), 'utf8')) as Record<string, number>;
-    // One KV block: layers x (K, V) x kv heads x head size x 16 positions x 4 bytes.
-    const blockBytes = demo.num_hidden_layers! * 2 * demo.num_key_value_heads! * demo.head_dim! * 16 * 4;
+    // One KV block: layers x (K, V) x kv heads x head size x 16 positions x 2 bytes (q8 weights: an f16 cache).
+    // The layers include the demo model's MTP layer: speculation on auto drafts with it, on the CPU.
+    const layers = demo.num_hidden_layers! + (demo.num_nextn_predict_layers ?? 0);
+    const blockBytes = layers * 2 * demo.num_key_value_heads! * demo.head_dim! * 16 * 2;
     const { settings, server } = fromFile({
       MAYA_PORT: '0',
       MAYA_ENGINE_BACKEND: 'cpu',
@@ -260,7 +266,16 @@ describe('the engine settings of a --config file reach the engine', () => {
       logger: silentLogger,
     });
     const runtime: ModelRuntime = await service.loaded;
-    expect(runtime.engine.info).toMatchObject({ backend: 'cpu', simd: 'scalar', weightDtype: 'q8', numBlocks: 40 });
+    expect(runtime.engine.info).toMatchObject({
+      backend: 'cpu',
+      simd: 'scalar',
+      weightDtype: 'q8',
+      speculative: 'mtp',
+      kvDtype: 'f16',
+      kvBytesPerToken: blockBytes / 16,
+      numBlocks: 40,
+      kvCapacityTokens: 40 * 16,
+    });
     expect(runtime.contextLength).toBe(40 * 16);
     expect(runtime.constrainedDecoding).toBe(false);
     expect(runtime.grammarLimits).toEqual({ maxStringLength: 40, maxItems: 16 });

@@ -19,6 +19,16 @@ describe('maya CLI', () => {
     const run = maya(['--help']);
     expect(run.status).toBe(0);
     expect(run.stdout).toContain('maya serve [--model DIR|FILE.gguf] [--chat-template FILE]');
+    // generate and perplexity take a GGUF file as serve does
+    expect(maya(['generate', '--help']).stdout).toContain('maya generate --model DIR|FILE.gguf (');
+    expect(maya(['perplexity', '--help']).stdout).toContain('maya perplexity --model DIR|FILE.gguf (');
+  });
+
+  it('a later part of a split GGUF set is refused with the name of the first file, exit 1', () => {
+    const part = fileURLToPath(new URL('../fixtures/gguf/glm4-F16-00002-of-00003.gguf', import.meta.url));
+    const run = maya(['perplexity', '--model', part, '--ids', part]);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('part 2 of 3 of a split GGUF set: open its first file (glm4-F16-00001-of-00003.gguf)');
   });
 
   it('a bad setting names the variable and the rule, exit 2', () => {

@@ -61,7 +61,17 @@ describe('models/maya-demo', () => {
       'model.norm.weight': [C],
       'lm_head.weight': [V, C],
     };
-    for (let i = 0; i < c.num_hidden_layers; i++) {
+    // The main layers, then the one MTP layer (num_nextn_predict_layers, issue 35): the same GLM-4
+    // layer plus enorm, hnorm, eh_proj and shared_head.norm (its embedding and head are the model's).
+    expect(config.num_nextn_predict_layers).toBe(1);
+    const n = c.num_hidden_layers;
+    Object.assign(want, {
+      [`model.layers.${n}.enorm.weight`]: [C],
+      [`model.layers.${n}.hnorm.weight`]: [C],
+      [`model.layers.${n}.eh_proj.weight`]: [C, 2 * C],
+      [`model.layers.${n}.shared_head.norm.weight`]: [C],
+    });
+    for (let i = 0; i <= n; i++) {
       const p = `model.layers.${i}.`;
       Object.assign(want, {
         [`${p}input_layernorm.weight`]: [C],

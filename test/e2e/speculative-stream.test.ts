@@ -75,6 +75,9 @@ describe('a streamed response under speculative decoding', () => {
     expect(Number(after.draft_accepted) - Number(before.draft_accepted)).toBeGreaterThan(0);
     // tokens per pass above one: decode_tokens counts tokens, decode_passes the passes that made them
     expect(Number(after.decode_tokens)).toBeGreaterThan(Number(after.decode_passes));
+    expect(after.tokens_per_pass).toBe(Number(after.decode_tokens) / Number(after.decode_passes));
+    expect(Number(after.tokens_per_pass)).toBeGreaterThan(1);
+    expect((await engineStatus(off)).tokens_per_pass).toBe(1); // no drafts: one token per pass
     const metrics = await (await fetch(`${on.origin}/metrics/prometheus`)).text();
     expect(metrics).toMatch(/^maya:engine_draft_accepted [1-9]\d*$/m);
     expect(metrics).toMatch(/^maya:engine_tokens_per_pass 1\.\d+$/m);

@@ -38,6 +38,8 @@ export async function startDemoService(
     engine?: EngineSettings;
     /** A model other than the demo directory (a GGUF file). */
     modelDir?: string;
+    /** A dialect override (MAYA_DIALECT). */
+    dialect?: string;
     /** Wraps the loaded runtime (a test watching what reaches the engine). */
     wrapRuntime?: (runtime: ModelRuntime) => ModelRuntime;
   } = {},
@@ -54,7 +56,11 @@ export async function startDemoService(
     modelDir: options.modelDir ?? DEMO_MODEL_DIR,
     loadRuntime: async (dir, load) =>
       wrapRuntime(
-        await loadModelRuntime(dir, constrainedDecoding === undefined ? load : { ...load, constrainedDecoding }),
+        await loadModelRuntime(dir, {
+          ...load,
+          ...(constrainedDecoding === undefined ? {} : { constrainedDecoding }),
+          ...(options.dialect === undefined ? {} : { dialect: options.dialect }),
+        }),
       ),
   });
   const runtime = await service.loaded;

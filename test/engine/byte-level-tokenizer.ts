@@ -4,6 +4,8 @@
  * bytes map to themselves, the other 68 bytes to U+0100 upward in byte order), a few merges
  * (so "hello" is one token and CJK '中' splits 2 + 1 bytes), and added tokens.
  */
+import { byteLevelBpeJson } from '../../checkpoint/tokenizer-json.ts';
+
 export function byteToUnicode(): string[] {
   const printable: number[] = [];
   for (let b = 0x21; b <= 0x7e; b++) printable.push(b);
@@ -35,39 +37,17 @@ export function makeByteLevelTokenizer(padTo = 0): { tokenizerJson: object; toke
   const base = Object.keys(vocab).length;
   const extra = Math.max(0, padTo - base - ADDED_TOKENS.length);
   for (let i = 0; i < extra; i++) vocab[`<extra_${i}>`] = base + ADDED_TOKENS.length + i;
-  const added_tokens = ADDED_TOKENS.map((t, i) => ({
-    id: base + i,
-    content: t.content,
-    single_word: false,
-    lstrip: false,
-    rstrip: false,
-    normalized: false,
-    special: t.special,
-  }));
+  const added = ADDED_TOKENS.map((t, i) => ({ id: base + i, content: t.content, special: t.special }));
   const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
   return {
-    tokenizerJson: {
-      version: '1.0',
-      truncation: null,
-      padding: null,
-      added_tokens,
-      normalizer: null,
-      pre_tokenizer: byteLevel,
-      post_processor: byteLevel,
+    tokenizerJson: byteLevelBpeJson({
+      added,
+      preTokenizer: byteLevel,
+      postProcessor: byteLevel,
       decoder: byteLevel,
-      model: {
-        type: 'BPE',
-        dropout: null,
-        unk_token: null,
-        continuing_subword_prefix: null,
-        end_of_word_suffix: null,
-        fuse_unk: false,
-        byte_fallback: false,
-        ignore_merges: false,
-        vocab,
-        merges,
-      },
-    },
+      vocab,
+      merges,
+    }),
     tokenizerConfig: { eos_token: '<|endoftext|>', clean_up_tokenization_spaces: false },
   };
 }

@@ -52,6 +52,8 @@ export const FIXTURES = [
   'glm45-moe-fp8',
   'deepseek3-bf16',
   'deepseek3-fp8',
+  'glm45-moe-mtp-bf16', // with a whole MTP layer (its own logits: engine-cuda/test/test_mtp.cpp)
+  'deepseek3-mtp-bf16',
 ] as const;
 export function fixtureDir(name: string): string {
   return new URL(`../fixtures/engine/${name}`, import.meta.url).pathname;

@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runGenerate, topK } from '../../cli/generate.ts';
+import { runGenerate, topK, type GenerateTimings } from '../../cli/generate.ts';
 import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 import { makeByteLevelTokenizer } from './byte-level-tokenizer.ts';
 import { fixtureDir } from './engine-helpers.ts';
@@ -42,6 +42,14 @@ describe('maya generate', () => {
     expect(json.promptIds).toEqual(p.ids);
     expect(json.text).toBeNull();
     expect(json.finish.reason).toBe('length');
+    // In-process timings: the load, the prompt (request to first token) and the 19 later tokens.
+    const t = (JSON.parse(r.out) as { timings: GenerateTimings }).timings;
+    expect(t).toMatchObject({ promptTokens: p.ids.length, decodeTokens: 19 });
+    for (const v of [t.loadMs, t.promptMs, t.promptTokensPerS, t.decodeMs, t.decodeTokensPerS ?? 0]) {
+      expect(v).toBeGreaterThan(0);
+    }
+    expect(t.promptTokensPerS).toBeCloseTo((p.ids.length * 1000) / t.promptMs, 6);
+    expect(t.decodeTokensPerS).toBeCloseTo((19 * 1000) / t.decodeMs, 6);
   });
 
   it.each(['glm45-moe-bf16', 'glm45-moe-fp8', 'deepseek3-bf16', 'deepseek3-fp8'])(

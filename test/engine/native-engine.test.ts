@@ -221,6 +221,42 @@ describe('request errors before any work', () => {
     await expect(NativeEngine.load('/nonexistent/model')).rejects.toMatchObject({ code: 'io' });
   });
 
+  it('the KV row format reaches the engine: its info reports the dtype, bytes per token and capacity', async () => {
+    // 1 layer, 2 kv heads of 32 dims: a key and a value row each per token.
+    const tiny = {
+      dim: 64,
+      layers: 1,
+      heads: 2,
+      kvHeads: 2,
+      hidden: 64,
+      vocab: 64,
+      ctx: 1024,
+      dtype: 'bf16',
+      seed: 2,
+    } as const;
+    const dir = await makeSmallModel(tiny);
+    const budget = 1 << 20;
+    for (const [kvDtype, bytes] of [
+      ['auto', 2 * 2 * 32 * 4],
+      ['bf16', 2 * 2 * 32 * 2],
+      ['q8_0', 2 * 2 * (32 + 2)],
+    ] as const) {
+      const e = await NativeEngine.load(dir, { ...TEST_ENGINE, kvDtype, kvBytes: budget });
+      try {
+        expect(e.info.kvDtype).toBe(kvDtype === 'auto' ? 'f32' : kvDtype);
+        expect(e.info.kvBytesPerToken).toBe(bytes);
+        expect(e.info.numBlocks).toBe(Math.floor(budget / (bytes * e.info.blockSize)));
+        expect(e.info.kvCapacityTokens).toBe(e.info.numBlocks * e.info.blockSize);
+        let n = 0;
+        for await (const ev of e.generate({ promptIds: [1, 2, 3, 4, 5], maxTokens: 4 }))
+          n += ev.type === 'token' ? 1 : 0;
+        expect(n).toBe(4);
+      } finally {
+        await e.close();
+      }
+    }
+  });
+
   it('a worker that dies finishes live generations with error and refuses new ones', async () => {
     const tiny = {
       dim: 64,

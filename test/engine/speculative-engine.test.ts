@@ -3,16 +3,23 @@
  * tokens with prompt lookup on (MAYA_SPECULATIVE=ngram) as off, on the demo model (dense GLM-4) and
  * the MoE, MLA and FP8 golden fixtures, alone and eight at a time, with and without a constraint in
  * the batch; prompt lookup drafts and has drafts accepted on a prompt that asks for a quote; the
- * counters add up (tokens = passes + accepted drafts); a constrained sequence drafts through the worker
- * (constrained-drafts.ts: its matcher advances over the draft, each position goes with its mask). The C
- * tests (engine-cuda/test/test_speculative.cpp) force drafts that are partly wrong at every position.
+ * counters add up (tokens = passes + accepted drafts); the same on f16 and q8_0 KV caches
+ * (MAYA_KV_DTYPE: drafts' rows written, then kept or dropped, in those formats); a constrained
+ * sequence drafts through the worker (constrained-drafts.ts: its matcher advances over the draft, each
+ * position goes with its mask), and a constrained tool call drafts the tokens its grammar forces with
+ * the quoted arguments (more tokens a pass than lookup alone); MTP drafts (mtp, and auto on a checkpoint with an MTP layer) keep the
+ * tokens too, and mtp is refused where there is no layer. The C tests (engine-cuda/test/test_speculative.cpp,
+ * test_mtp.cpp, test_drafter.cpp) force drafts that are partly wrong at every position and check the MTP layer against the
+ * PyTorch reference.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Tokenizer } from '../../checkpoint/tokenizer.ts';
 import type { EngineStats } from '../../engine-cuda/engine.ts';
 import { NativeEngine } from '../../engine-cuda/native-engine.ts';
 import type { Constraint } from '../../grammar/constraint.ts';
+import { glmOutputGrammar } from '../../dialects/glm-grammar.ts';
 import { alt, text } from '../../grammar/grammar.ts';
 import { TEST_ENGINE } from '../helpers/test-engine.ts';
 
@@ -119,6 +126,40 @@ describe('speculative decoding through NativeEngine', () => {
     expect(d.accepted).toBeGreaterThan(0);
   }, 60_000);
 
+  it('drafts a tool call through the output grammar: forced markers, the arguments quoted, the same tokens', async () => {
+    // The server's constrained tool call (glm-grammar.ts): markers the grammar forces (</arg_key>,
+    // <arg_value>...) are drafted whatever the turn-down says, the body by prompt lookup.
+    const tool = {
+      name: 'send_email',
+      parameters: {
+        type: 'object',
+        properties: { to: { type: 'string' }, subject: { type: 'string' }, body: { type: 'string' } },
+        required: ['to', 'subject', 'body'],
+      },
+    };
+    const system =
+      '<|system|>\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
+      `You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n${JSON.stringify({ type: 'function', function: tool })}\n</tools>\n\n` +
+      'For each function call, output the function name and arguments within the following XML format:\n' +
+      '<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}</arg_value>\n...\n</tool_call>';
+    const user =
+      'Send an email to ana@example.com with the subject "Fair dates" and this body: "Avalon trades wool with ' +
+      'Brightwater every 4 days. Cedarholm sends grain to Elmstead every 9 days."';
+    const ids = tokenizer.encode(`[gMASK]<sop>${system}<|user|>\n${user}/nothink<|assistant|>\n<think></think>\n`);
+    const stopIds = ['<|user|>', '<|endoftext|>', '<|observation|>'].map((t) => tokenizer.tokenId(t) ?? -1);
+    const constraint: Constraint = {
+      grammar: glmOutputGrammar({ parser: { tools: [tool], startInReasoning: false } }),
+      stopIds,
+    };
+    const before = await on.stats();
+    const drafted = await generate(on, ids, 96, constraint);
+    const d = diff(before, await on.stats());
+    expect(drafted).toEqual(await generate(off, ids, 96, constraint));
+    expect(tokenizer.decode(drafted)).toContain('<arg_key>body</arg_key>');
+    expect(d.accepted).toBeGreaterThan(20);
+    expect(d.tokens / d.passes).toBeGreaterThan(2.1); // 2.32; prompt lookup alone made 1.94 tokens a pass here
+  }, 60_000);
+
   it.each(FIXTURES)(
     'gives %s (MoE / MLA / FP8) the same greedy tokens, alone and batched',
     async (name) => {
@@ -145,6 +186,119 @@ describe('speculative decoding through NativeEngine', () => {
     },
     120_000,
   );
+
+  it.each(['f16', 'q8_0'] as const)(
+    'gives the demo model the same greedy tokens on a %s KV cache, drafts accepted, alone and batched',
+    async (kvDtype) => {
+      const a = await NativeEngine.load(DEMO, { ...TEST_ENGINE, speculative: 'off', kvDtype });
+      const b = await NativeEngine.load(DEMO, { ...TEST_ENGINE, speculative: 'ngram', specMaxDraft: 6, kvDtype });
+      try {
+        expect([a.info.kvDtype, b.info.kvDtype]).toEqual([kvDtype, kvDtype]);
+        const prompts = [QUOTE, PROMPTS[1]!, PROMPTS[6]!].map(chat);
+        const before = await b.stats();
+        for (const p of prompts) expect(await generate(b, p, 64)).toEqual(await generate(a, p, 64));
+        expect(await Promise.all(prompts.map((p) => generate(b, p, 64)))).toEqual(
+          await Promise.all(prompts.map((p) => generate(a, p, 64))),
+        );
+        const d = diff(before, await b.stats());
+        expect(d.drafted).toBeGreaterThan(0);
+        expect(d.accepted).toBeGreaterThan(0);
+        expect(d.tokens).toBe(d.passes + d.accepted);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    },
+    120_000,
+  );
+
+  it.each(['glm45-moe-mtp-bf16', 'deepseek3-mtp-bf16'])(
+    'drafts with the MTP layer of %s (auto and mtp): the same greedy tokens, alone and batched',
+    async (name) => {
+      const dir = join(ROOT, 'test/fixtures/engine', name);
+      const a = await NativeEngine.load(dir, { ...TEST_ENGINE, speculative: 'off' });
+      const b = await NativeEngine.load(dir, { ...TEST_ENGINE, speculative: 'mtp', specMaxDraft: 4 });
+      const c = await NativeEngine.load(dir, { ...TEST_ENGINE });
+      try {
+        expect(b.info.speculative).toBe('mtp');
+        expect(c.info.speculative).toBe('mtp'); // auto: the checkpoint has an MTP layer
+        const v = a.info.numVocab;
+        const prompts = [0, 1, 2].map((s) => Array.from({ length: 20 + 9 * s }, (_, i) => (i * 37 + s * 11 + 3) % v));
+        for (const p of prompts) expect(await collect(b, p)).toEqual(await collect(a, p));
+        const before = await b.stats();
+        expect(await Promise.all(prompts.map((p) => collect(b, p)))).toEqual(
+          await Promise.all(prompts.map((p) => collect(a, p))),
+        );
+        const d = diff(before, await b.stats());
+        expect(d.drafted).toBeGreaterThan(0);
+        expect(d.tokens).toBe(d.passes + d.accepted);
+      } finally {
+        await a.close();
+        await b.close();
+        await c.close();
+      }
+    },
+    120_000,
+  );
+
+  it("runs the demo model's own MTP layer (auto picks it): the same greedy tokens, alone and eight at a time, ended by stop ids and by max_tokens", async () => {
+    const auto = await NativeEngine.load(DEMO, { ...TEST_ENGINE });
+    try {
+      expect(auto.info.speculative).toBe('mtp');
+      const heldOut = (
+        JSON.parse(readFileSync(join(ROOT, 'scripts/demo-model/eval-cases.json'), 'utf8')) as {
+          cases: { kind: string; request: { input: string } }[];
+        }
+      ).cases
+        .filter((c) => c.kind === 'chat')
+        .slice(0, 8)
+        .map((c) => chat(c.request.input));
+      const prompts = [...PROMPTS.map(chat), ...heldOut];
+      const before = await auto.stats();
+      for (const p of prompts.slice(0, 4)) expect(await generate(auto, p, 96)).toEqual(await generate(off, p, 96));
+      // Batched, some sequences cut by max_tokens in the middle of an answer, the others by their stop ids:
+      // a sequence that ends in a pass has no token after its last position for the MTP layer's entry.
+      for (const maxTokens of [5, 17, 96])
+        expect(await Promise.all(prompts.map((p) => generate(auto, p, maxTokens)))).toEqual(
+          await Promise.all(prompts.map((p) => generate(off, p, maxTokens))),
+        );
+      const d = diff(before, await auto.stats());
+      expect(d.drafted).toBeGreaterThan(0);
+      expect(d.accepted).toBeGreaterThan(0);
+      // Each pass: its accepted drafts + one token of its own, except a pass whose accepted draft is a
+      // stop id (the sequence ends there, with no token after it): at most one such pass a sequence.
+      expect(d.tokens).toBeLessThanOrEqual(d.passes + d.accepted);
+      expect(d.tokens).toBeGreaterThanOrEqual(d.passes + d.accepted - 4 * prompts.length);
+    } finally {
+      await auto.close();
+    }
+  }, 180_000);
+
+  it("drafts one token at a time with the demo model's MTP layer, most accepted on the held-out chat cases", async () => {
+    const mtp = await NativeEngine.load(DEMO, { ...TEST_ENGINE, speculative: 'mtp', specMaxDraft: 1 });
+    try {
+      const cases = (
+        JSON.parse(readFileSync(join(ROOT, 'scripts/demo-model/eval-cases.json'), 'utf8')) as {
+          cases: { kind: string; request: { input: string } }[];
+        }
+      ).cases.filter((c) => c.kind === 'chat');
+      const before = await mtp.stats();
+      for (const c of cases.slice(0, 24)) await generate(mtp, chat(c.request.input), 64);
+      const d = diff(before, await mtp.stats());
+      expect(d.drafted).toBeGreaterThan(100);
+      // Issue 35's target for a trained MTP layer: at least half of its drafts accepted on held-out chat
+      // (scripts/demo-model/mtp.py measured 90% of first drafts on the 100 cases).
+      expect(d.accepted / d.drafted).toBeGreaterThanOrEqual(0.5);
+    } finally {
+      await mtp.close();
+    }
+  }, 180_000);
+
+  it('refuses mtp by name on a checkpoint without an MTP layer', async () => {
+    await expect(
+      NativeEngine.load(join(ROOT, 'test/fixtures/engine/glm45-moe-bf16'), { ...TEST_ENGINE, speculative: 'mtp' }),
+    ).rejects.toThrow(/MTP layer/);
+  });
 });
 
 async function collect(engine: NativeEngine, promptIds: number[]): Promise<number[]> {

@@ -9,6 +9,7 @@ import { RuleSet, alt, avoid, bytes, opt, ref, rep, seq, special, text, type Gra
 import { CompiledGrammar, DEAD, type GrammarRun } from '../../grammar/matcher.ts';
 import { jsonSchemaValue } from '../../grammar/json-schema.ts';
 import { MaskBuilder, TokenMatcher, TokenTrie, isAllowed, type VocabularyData } from '../../grammar/token-mask.ts';
+import { ConstraintCache } from '../../grammar/constraint.ts';
 
 const run = (g: Grammar, specials = new Map<string, number>()): GrammarRun =>
   new CompiledGrammar(g, specials).createRun();
@@ -195,5 +196,80 @@ describe('token masks', () => {
         vocab.tokens.findIndex((t) => t && new TextDecoder().decode(t) === 'a'),
       ),
     ).toBe(false);
+  });
+});
+
+/**
+ * A decoder that drops the output's leading space (SentencePiece's Strip): the first token is
+ * checked as the text that is published, its leading space removed.
+ */
+describe('stripsLeadingSpace: the first token loses its leading space', () => {
+  const pieces = [' {', '{', '}', ' ', ' }', '{}', ' {}', 'a', ' a'];
+  const encoder = new TextEncoder();
+  const vocab: VocabularyData = {
+    tokens: pieces.map((p) => encoder.encode(p)),
+    specials: { '<s>': pieces.length },
+    size: pieces.length + 1,
+    stripsLeadingSpace: true,
+  };
+  const trie = new TokenTrie(vocab);
+  const id = (p: string) => pieces.indexOf(p);
+  const allowed = (m: TokenMatcher) => pieces.filter((p) => isAllowed(m.mask()!, id(p)));
+  /** What the decoder publishes for a first token: one leading space dropped. */
+  const published = (bytes: Uint8Array) => (bytes[0] === 0x20 ? bytes.subarray(1) : bytes);
+
+  it('at the start, a token is allowed exactly when its published text fits; " " alone publishes nothing', () => {
+    const r = new CompiledGrammar(
+      { rules: {}, root: seq(text('{'), opt(text(' ')), text('}')) },
+      trie.specialIds,
+    ).createRun({
+      stripsLeadingSpace: true,
+    });
+    const m = new TokenMatcher(new MaskBuilder(r, trie, []));
+    expect(m.state).toBe(r.start);
+    expect(r.start).not.toBe(r.initial);
+    for (const p of pieces) {
+      const bytes = encoder.encode(p);
+      const fits = bytes.length === 1 && bytes[0] === 0x20 ? true : r.stepBytes(r.initial, published(bytes)) !== DEAD;
+      expect(isAllowed(m.mask()!, id(p)), p).toBe(fits);
+    }
+    expect(allowed(m)).toEqual([' {', '{', ' ', '{}', ' {}']);
+    // " " first: the space is gone, and the output has started: " {" would now publish " {"
+    expect(m.advance(id(' '))).toBe(true);
+    expect(m.state).toBe(r.initial);
+    expect(allowed(m)).toEqual(['{', '{}']);
+    // " {" first publishes "{"; the space inside the braces is the grammar's own
+    const n = new TokenMatcher(new MaskBuilder(r, trie, []));
+    expect(n.advance(id(' {'))).toBe(true);
+    expect(allowed(n)).toEqual(['}', ' ', ' }']);
+    expect(n.advance(id(' }'))).toBe(true);
+    expect(n.isAccepting).toBe(true);
+  });
+
+  it('a grammar that itself starts with a space still needs it after the stripped one', () => {
+    const r = new CompiledGrammar({ rules: {}, root: seq(text(' a')) }, trie.specialIds).createRun({
+      stripsLeadingSpace: true,
+    });
+    const m = new TokenMatcher(new MaskBuilder(r, trie, []));
+    // " a" publishes "a": wrong; " " publishes nothing, then " a" publishes " a"
+    expect(allowed(m)).toEqual([' ']);
+    expect(m.advance(id(' '))).toBe(true);
+    expect(allowed(m)).toEqual([' ', ' a']);
+    expect(m.advance(id(' a'))).toBe(true);
+    expect(m.isAccepting).toBe(true);
+  });
+
+  it('without the flag the first token is checked as its bytes', () => {
+    const r = new CompiledGrammar({ rules: {}, root: text('{}') }, trie.specialIds).createRun();
+    expect(r.start).toBe(r.initial);
+    expect(allowed(new TokenMatcher(new MaskBuilder(r, trie, [])))).toEqual(['{', '{}']);
+  });
+
+  it('ConstraintCache takes the flag from the vocabulary', () => {
+    const grammar: Grammar = { rules: {}, root: text('{}') };
+    const on = new ConstraintCache(vocab).matcher({ grammar, stopIds: [] });
+    expect(allowed(on)).toEqual([' {', '{', ' ', '{}', ' {}']);
+    const off = new ConstraintCache({ ...vocab, stripsLeadingSpace: false }).matcher({ grammar, stopIds: [] });
+    expect(allowed(off)).toEqual(['{', '{}']);
   });
 });

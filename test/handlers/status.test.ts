@@ -34,9 +34,28 @@ describe('GET /v1/status', () => {
         active_parameters: engine.info.numParams,
         blocks_total: expect.any(Number),
         steps: 0,
+        decode_passes: 0,
+        tokens_per_pass: null, // no decode pass yet
       },
       responses_cache: { entries: 0, bytes: 0, hits: 0 },
       responses_jobs: { queued: 0, running: 0, records: 0 },
+    });
+    const validate = statusValidator();
+    expect(validate(res.body), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it('tokens_per_pass is decode_tokens / decode_passes once the engine has decoded', async () => {
+    const engine = new FakeEngine({});
+    const stats = await engine.stats();
+    engine.stats = async () => ({ ...stats, decodeTokens: 12, decodePasses: 8, draftTokens: 6, draftAccepted: 4 });
+    const { request } = createTestApp({ runtime: stubRuntime({ engine }) });
+    const res = await request.get('/v1/status');
+    expect(res.body.engine).toMatchObject({
+      decode_tokens: 12,
+      decode_passes: 8,
+      draft_tokens: 6,
+      draft_accepted: 4,
+      tokens_per_pass: 1.5,
     });
     const validate = statusValidator();
     expect(validate(res.body), JSON.stringify(validate.errors)).toBe(true);

@@ -61,6 +61,9 @@ export const FAKE_ENGINE_INFO: EngineInfo = {
   vision: false,
   numThreads: 1,
   weightDtype: 'f32',
+  kvDtype: 'f32',
+  kvBytesPerToken: 2 * 2 * 64 * 4,
+  kvCapacityTokens: 256 * 16,
 };
 
 export class FakeEngine implements Engine {

@@ -5,7 +5,8 @@
  */
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_DECODING_SETTINGS } from '../../config/settings.ts';
+import { engineOptions } from '../../config/engine-settings.ts';
+import { DEFAULT_DECODING_SETTINGS, loadServerSettings } from '../../config/settings.ts';
 import { loadModelRuntime } from '../../runtime/load-model-runtime.ts';
 import type { ModelRuntime } from '../../runtime/model-runtime.ts';
 import { TEST_ENGINE } from '../helpers/test-engine.ts';
@@ -59,5 +60,13 @@ describe('loadModelRuntime', () => {
     expect(runtime.constrainedDecoding).toBe(false);
     expect(runtime.grammarLimits).toEqual({ maxStringLength: 40, maxItems: 0 });
     expect(runtime.engine.info).toMatchObject({ simd: 'scalar', weightDtype: 'q8' });
+  });
+
+  it('MAYA_WEIGHT_DTYPE=q4_k_m quantizes the demo model at load to the Q4_K_M mixture, with an f16 KV cache', async () => {
+    const server = loadServerSettings({ MAYA_WEIGHT_DTYPE: 'q4_k_m' });
+    runtime = await loadModelRuntime(DEMO, {
+      engine: { ...TEST_ENGINE, ...engineOptions(undefined, server.weightDtype) },
+    });
+    expect(runtime.engine.info).toMatchObject({ weightDtype: 'q4_k', kvDtype: 'f16' });
   });
 });

@@ -4,24 +4,16 @@
  * visible focus indicator), and every text meets WCAG AA contrast in the light and dark schemes,
  * on each tab, with the chat showing reasoning, a tool call, JSON output and an API error.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { launchChromium, sendMessage, startMaya, waitForAnswers, type Browsing, type Maya } from './browser.ts';
+import { sendMessage, waitForAnswers, withMayaAndChromium } from './browser.ts';
 import { contrastProblems, controls } from './accessibility.ts';
 
-let maya: Maya;
-let browsing: Browsing;
-beforeAll(async () => {
-  [maya, browsing] = await Promise.all([startMaya(), launchChromium()]);
-}, 120_000);
-afterAll(async () => {
-  await browsing?.close();
-  await maya?.stop();
-});
+const web = withMayaAndChromium();
 
 /** Chat: reasoning (opened) and a tool call awaiting its result; checks the controls and contrast. */
 async function checkChat(page: Page): Promise<void> {
-  await page.goto(`${maya.origin}/`);
+  await page.goto(`${web.maya.origin}/`);
   await sendMessage(page, 'Hello');
   await waitForAnswers(page, 1);
   await page.locator('details.reasoning summary').first().click();
@@ -83,15 +75,15 @@ async function checkMonitorAndAbout(page: Page): Promise<void> {
 
 describe('accessibility', () => {
   it('light scheme: named controls and readable contrast on every tab', async () => {
-    const { page } = await browsing.open({ colorScheme: 'light' });
+    const { page } = await web.browsing.open({ colorScheme: 'light' });
     await checkChat(page);
     await checkMonitorAndAbout(page);
     await page.close();
   }, 120_000);
 
   it('dark scheme: named controls and readable contrast on every tab', async () => {
-    const { page } = await browsing.open({ colorScheme: 'dark' });
-    await page.goto(`${maya.origin}/`);
+    const { page } = await web.browsing.open({ colorScheme: 'dark' });
+    await page.goto(`${web.maya.origin}/`);
     expect(await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor)).toBe(
       'rgb(17, 18, 24)',
     );
@@ -101,8 +93,8 @@ describe('accessibility', () => {
   }, 120_000);
 
   it('the checks can fail: a faint text and a button without a name are found', async () => {
-    const { page } = await browsing.open();
-    await page.goto(`${maya.origin}/`);
+    const { page } = await web.browsing.open();
+    await page.goto(`${web.maya.origin}/`);
     await page.getByLabel('Message', { exact: true }).waitFor();
     expect(await contrastProblems(page)).toEqual([]);
     await page.evaluate(() => {
@@ -119,8 +111,8 @@ describe('accessibility', () => {
   });
 
   it('works from the keyboard alone, with a visible focus indicator', async () => {
-    const { page } = await browsing.open();
-    await page.goto(`${maya.origin}/`);
+    const { page } = await web.browsing.open();
+    await page.goto(`${web.maya.origin}/`);
     await page.getByLabel('Message', { exact: true }).waitFor();
     const focused = () =>
       page.evaluate(() => {

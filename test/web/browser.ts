@@ -8,6 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { ROOT, waitForReady } from '../e2e/start-demo-service.ts';
 import { freePort } from '../helpers/loopback.ts';
@@ -118,4 +119,24 @@ export async function waitForAnswers(page: Page, count: number): Promise<void> {
 /** The page's own URL paths (and any request that left the origin, in full). */
 export function requestedUrls(requests: Request[], origin: string): string[] {
   return requests.map((r) => (r.url().startsWith(`${origin}/`) ? new URL(r.url()).pathname : r.url()));
+}
+
+/**
+ * A test file's Maya (startMaya with these settings) and Chromium, started together before its
+ * tests and closed after them. Read `web.maya` and `web.browsing` inside tests (they are set in
+ * beforeAll).
+ */
+export function withMayaAndChromium(
+  env: Record<string, string> = {},
+  args: string[] = [],
+): { maya: Maya; browsing: Browsing } {
+  const web = {} as { maya: Maya; browsing: Browsing };
+  beforeAll(async () => {
+    [web.maya, web.browsing] = await Promise.all([startMaya(env, args), launchChromium()]);
+  }, 120_000);
+  afterAll(async () => {
+    await web.browsing?.close();
+    await web.maya?.stop();
+  });
+  return web;
 }

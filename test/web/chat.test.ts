@@ -4,31 +4,15 @@
  * function_call_output, json_schema, regenerate and edit, the conversation list, API errors as
  * the API gives them, and markdown that cannot inject markup.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page, Request } from 'playwright-core';
-import {
-  launchChromium,
-  responseRequests,
-  sendMessage,
-  startMaya,
-  waitForAnswers,
-  type Browsing,
-  type Maya,
-} from './browser.ts';
+import { responseRequests, sendMessage, waitForAnswers, withMayaAndChromium } from './browser.ts';
 
-let maya: Maya;
-let browsing: Browsing;
-beforeAll(async () => {
-  [maya, browsing] = await Promise.all([startMaya(), launchChromium()]);
-}, 120_000);
-afterAll(async () => {
-  await browsing?.close();
-  await maya?.stop();
-});
+const web = withMayaAndChromium();
 
 async function openChat(): Promise<{ page: Page; requests: Request[] }> {
-  const { page, requests } = await browsing.open();
-  await page.goto(`${maya.origin}/`);
+  const { page, requests } = await web.browsing.open();
+  await page.goto(`${web.maya.origin}/`);
   await page.getByLabel('Message', { exact: true }).waitFor();
   return { page, requests };
 }
@@ -39,7 +23,7 @@ const answer = (page: Page, index: number) => page.locator('.message.assistant')
 async function stored(
   id: string,
 ): Promise<{ output_text?: string; output: { type: string; content?: { text: string }[] }[] }> {
-  const res = await fetch(`${maya.origin}/v1/responses/${id}`);
+  const res = await fetch(`${web.maya.origin}/v1/responses/${id}`);
   expect(res.status).toBe(200);
   return res.json();
 }
@@ -290,24 +274,26 @@ describe('Chat', () => {
     await page.getByRole('button', { name: 'New chat' }).click();
     await sendMessage(page, 'Hello');
     await waitForAnswers(page, 1);
+    // The list re-renders after each action (and after a reload): each read waits for the state.
     const titles = async () => list.locator('.conversation-open').allTextContents();
-    expect((await titles())[0]).toBe('Hello');
+    await expect.poll(async () => (await titles())[0]).toBe('Hello');
     const count = (await titles()).length;
     await list.getByRole('button', { name: 'Rename Hello' }).first().click();
     const name = list.getByLabel('Conversation name');
     await name.fill('Greetings');
     await name.press('Enter');
-    expect((await titles())[0]).toBe('Greetings');
+    await expect.poll(async () => (await titles())[0]).toBe('Greetings');
     await page.reload();
-    expect((await titles())[0]).toBe('Greetings');
-    expect(await page.locator('.message.assistant').count()).toBe(1);
+    await expect.poll(async () => (await titles())[0]).toBe('Greetings');
+    await expect.poll(() => page.locator('.message.assistant').count()).toBe(1);
     await list.getByRole('button', { name: 'Delete Greetings' }).click();
-    expect(await titles()).not.toContain('Greetings');
+    await expect.poll(titles).not.toContain('Greetings');
     expect(await titles()).toHaveLength(count - 1);
     await page.reload();
+    await expect.poll(async () => (await titles()).length).toBe(count - 1);
     expect(await titles()).not.toContain('Greetings');
     await page.getByRole('button', { name: 'New chat' }).click();
-    expect(await page.locator('.message').count()).toBe(0);
+    await expect.poll(() => page.locator('.message').count()).toBe(0);
     expect(await page.getByRole('heading', { name: 'Chat with maya-demo' }).count()).toBe(1);
     // The demo model has no vision path: no picture button.
     expect(await page.getByRole('button', { name: 'Attach picture' }).count()).toBe(0);
@@ -322,7 +308,7 @@ describe('Chat', () => {
     await page.getByLabel('Function tools (JSON array)').fill(tools);
     await sendMessage(page, 'Hello');
     await waitForAnswers(page, 1);
-    const direct = await fetch(`${maya.origin}/v1/responses`, {
+    const direct = await fetch(`${web.maya.origin}/v1/responses`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ input: 'Hello', tools: JSON.parse(tools), stream: true, store: true }),
@@ -399,7 +385,7 @@ describe('markdown from the model', () => {
     await md.getByRole('link', { name: 'a link' }).hover();
     await md.getByText('bad').click();
     expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
-    expect(requests.map((r) => r.url()).filter((url) => !url.startsWith(maya.origin))).toEqual([]);
+    expect(requests.map((r) => r.url()).filter((url) => !url.startsWith(web.maya.origin))).toEqual([]);
     await page.close();
   });
 });

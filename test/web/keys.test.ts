@@ -3,48 +3,41 @@
  * without a key and hold no data; the page asks for a key, shows the API's own 401 for a wrong
  * one, keeps the right one in session storage only and sends it with every API call.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  launchChromium,
-  requestedUrls,
-  sendMessage,
-  startMaya,
-  waitForAnswers,
-  type Browsing,
-  type Maya,
-} from './browser.ts';
+import { describe, expect, it } from 'vitest';
+import { requestedUrls, sendMessage, waitForAnswers, withMayaAndChromium } from './browser.ts';
 import { contrastProblems } from './accessibility.ts';
 
 const KEY = 'sk-maya-web-right-key';
 
-let maya: Maya;
-let browsing: Browsing;
-beforeAll(async () => {
-  [maya, browsing] = await Promise.all([startMaya({ MAYA_API_KEYS: `sk-other,${KEY}` }), launchChromium()]);
-}, 120_000);
-afterAll(async () => {
-  await browsing?.close();
-  await maya?.stop();
-});
+const web = withMayaAndChromium({ MAYA_API_KEYS: `sk-other,${KEY}` });
 
 describe('with MAYA_API_KEYS', () => {
   it('the static files need no key and hold no data', async () => {
-    const { page, requests } = await browsing.open();
+    const { page, requests } = await web.browsing.open();
     const answers: { path: string; status: number; authorization?: string; body: string }[] = [];
-    page.on('response', async (response) => {
+    // Each answer is read while the page is open: the reads are awaited before the checks (a read
+    // still pending when the page closed was an unhandled rejection).
+    const reads: Promise<void>[] = [];
+    page.on('response', (response) => {
       const path = new URL(response.url()).pathname;
       if (path === '/' || path.startsWith('/assets/'))
-        answers.push({
-          path,
-          status: response.status(),
-          authorization: (await response.request().allHeaders()).authorization,
-          body: await response.text(),
-        });
+        reads.push(
+          (async () => {
+            answers.push({
+              path,
+              status: response.status(),
+              authorization: (await response.request().allHeaders()).authorization,
+              body: await response.text(),
+            });
+          })(),
+        );
     });
-    await page.goto(`${maya.origin}/`);
+    await page.goto(`${web.maya.origin}/`);
     await page.getByLabel('API key').waitFor();
+    await page.waitForLoadState('networkidle');
+    await Promise.all(reads);
     expect(
-      requestedUrls(requests, maya.origin).filter((p) => p === '/' || p.startsWith('/assets/')).length,
+      requestedUrls(requests, web.maya.origin).filter((p) => p === '/' || p.startsWith('/assets/')).length,
     ).toBeGreaterThanOrEqual(3);
     expect(answers.every((a) => a.status === 200 && a.authorization === undefined)).toBe(true);
     for (const { path, body } of answers) {
@@ -55,14 +48,14 @@ describe('with MAYA_API_KEYS', () => {
   });
 
   it('a wrong key shows the API 401 as the API gives it; the right one works and goes with every call', async () => {
-    const { context, page, requests } = await browsing.open();
-    await page.goto(`${maya.origin}/`);
+    const { context, page, requests } = await web.browsing.open();
+    await page.goto(`${web.maya.origin}/`);
     const field = page.getByLabel('API key');
     await field.fill('sk-wrong');
     await field.press('Enter');
     const alert = page.getByRole('alert');
     await alert.waitFor();
-    const direct = await fetch(`${maya.origin}/v1/status`, { headers: { authorization: 'Bearer sk-wrong' } });
+    const direct = await fetch(`${web.maya.origin}/v1/status`, { headers: { authorization: 'Bearer sk-wrong' } });
     const { error } = (await direct.json()) as { error: { message: string; type: string; code: string } };
     expect(direct.status).toBe(401);
     expect(await alert.locator('.error-message').textContent()).toBe(error.message);
@@ -94,8 +87,8 @@ describe('with MAYA_API_KEYS', () => {
     expect(Object.values(stores.session)).toContain(KEY);
     expect(stores.local).not.toContain(KEY);
     await context.close();
-    const fresh = await browsing.open();
-    await fresh.page.goto(`${maya.origin}/`);
+    const fresh = await web.browsing.open();
+    await fresh.page.goto(`${web.maya.origin}/`);
     await fresh.page.getByLabel('API key').waitFor();
     expect(await fresh.page.getByRole('alert').count()).toBe(0);
     await fresh.page.close();

@@ -4,31 +4,15 @@
  * whole session (chat with tools and a schema, Monitor, About, copying a snippet) every request
  * the page makes goes to this server; MAYA_WEB=off takes the page away (`/` answers 404 as before).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  launchChromium,
-  requestedUrls,
-  sendMessage,
-  startMaya,
-  waitForAnswers,
-  type Browsing,
-  type Maya,
-} from './browser.ts';
+import { describe, expect, it } from 'vitest';
+import { requestedUrls, sendMessage, startMaya, waitForAnswers, withMayaAndChromium } from './browser.ts';
 
-let maya: Maya;
-let browsing: Browsing;
-beforeAll(async () => {
-  [maya, browsing] = await Promise.all([startMaya(), launchChromium()]);
-}, 120_000);
-afterAll(async () => {
-  await browsing?.close();
-  await maya?.stop();
-});
+const web = withMayaAndChromium();
 
 describe('Content-Security-Policy', () => {
   it('the page is served under a policy without inline script, and has none', async () => {
-    const { page } = await browsing.open();
-    const response = (await page.goto(`${maya.origin}/`))!;
+    const { page } = await web.browsing.open();
+    const response = (await page.goto(`${web.maya.origin}/`))!;
     const csp = response.headers()['content-security-policy']!;
     const directives = Object.fromEntries(
       csp
@@ -53,8 +37,8 @@ describe('Content-Security-Policy', () => {
   });
 
   it('Chromium enforces it: an injected inline script and an inline event handler do not run, and are reported', async () => {
-    const { page } = await browsing.open();
-    await page.goto(`${maya.origin}/`);
+    const { page } = await web.browsing.open();
+    await page.goto(`${web.maya.origin}/`);
     await page.getByLabel('Message', { exact: true }).waitFor();
     const result = await page.evaluate(async () => {
       const violations: string[] = [];
@@ -79,8 +63,8 @@ describe('Content-Security-Policy', () => {
 
 describe('requests', () => {
   it('in a whole session the page loads nothing from another host', async () => {
-    const { page, requests } = await browsing.open();
-    await page.goto(`${maya.origin}/`);
+    const { page, requests } = await web.browsing.open();
+    await page.goto(`${web.maya.origin}/`);
     await page.getByLabel('Function tools', { exact: true }).check();
     await sendMessage(page, "What's the weather in Paris?");
     await waitForAnswers(page, 1);
@@ -98,7 +82,7 @@ describe('requests', () => {
     await page.getByRole('button', { name: 'Copy the curl snippet' }).click();
     await page.reload();
     await page.getByRole('region', { name: 'Model' }).waitFor();
-    const urls = requestedUrls(requests, maya.origin);
+    const urls = requestedUrls(requests, web.maya.origin);
     expect(
       urls.filter((url) => !url.startsWith('/')),
       'requests that left the server',
@@ -111,7 +95,7 @@ describe('requests', () => {
 
 describe('MAYA_WEB', () => {
   it('maya serve logs the page address; with MAYA_WEB=off it prints none and / answers 404 as before', async () => {
-    expect(maya.output()).toContain(`"message":"web page at ${maya.origin}/"`);
+    expect(web.maya.output()).toContain(`"message":"web page at ${web.maya.origin}/"`);
     const off = await startMaya({ MAYA_WEB: 'off' });
     try {
       expect(off.output()).not.toContain('web page');

@@ -5,34 +5,17 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  GLM4V_TINY,
-  launchChromium,
-  responseRequests,
-  sendMessage,
-  startMaya,
-  waitForAnswers,
-  type Browsing,
-  type Maya,
-} from './browser.ts';
+import { describe, expect, it } from 'vitest';
+import { GLM4V_TINY, responseRequests, sendMessage, waitForAnswers, withMayaAndChromium } from './browser.ts';
 
 const PNG = path.join(GLM4V_TINY, '../glm4v-tiny-image.png');
 
-let maya: Maya;
-let browsing: Browsing;
-beforeAll(async () => {
-  [maya, browsing] = await Promise.all([startMaya({}, ['--model', GLM4V_TINY]), launchChromium()]);
-}, 120_000);
-afterAll(async () => {
-  await browsing?.close();
-  await maya?.stop();
-});
+const web = withMayaAndChromium({}, ['--model', GLM4V_TINY]);
 
 describe('Chat on a vision model', () => {
   it('attaches a picture, sends it as an input_image, and the model answers from it', async () => {
-    const { page, requests } = await browsing.open();
-    await page.goto(`${maya.origin}/`);
+    const { page, requests } = await web.browsing.open();
+    await page.goto(`${web.maya.origin}/`);
     const attach = page.getByRole('button', { name: 'Attach picture' });
     await attach.waitFor();
     const [chooser] = await Promise.all([page.waitForEvent('filechooser'), attach.click()]);
@@ -58,14 +41,14 @@ describe('Chat on a vision model', () => {
     ]);
     // The server stored the turn with the picture, which took prompt tokens of its own.
     const id = (await page.locator('.message.assistant').getAttribute('data-response-id'))!;
-    const items = (await (await fetch(`${maya.origin}/v1/responses/${id}/input_items`)).json()) as {
+    const items = (await (await fetch(`${web.maya.origin}/v1/responses/${id}/input_items`)).json()) as {
       data: { content: { type: string }[] }[];
     };
     expect(items.data[0]!.content.map((part) => part.type)).toEqual(['input_image', 'input_text']);
-    const stored = (await (await fetch(`${maya.origin}/v1/responses/${id}`)).json()) as {
+    const stored = (await (await fetch(`${web.maya.origin}/v1/responses/${id}`)).json()) as {
       usage: { input_tokens: number };
     };
-    const plain = await fetch(`${maya.origin}/v1/responses`, {
+    const plain = await fetch(`${web.maya.origin}/v1/responses`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ input: 'What is in this image?', max_output_tokens: 16 }),

@@ -81,6 +81,7 @@ int32_t CudaBackend::alloc_activations() {
                 f = (1 - smooth) * f / c_.rope_factor + smooth * f;
             }
         }
+        if (!c_.rope_freq_divisors.empty()) f = f / c_.rope_freq_divisors[(size_t)i]; // GGUF rope_freqs.weight
         inv[(size_t)i] = f;
     }
     CUDA_TRY(dalloc(&inv_freq_, (size_t)(half > 0 ? half : 1) * 4));
@@ -122,6 +123,11 @@ int32_t CudaBackend::init(BackendConfig *cfg, const CudaOptions &opt) {
     if (cfg->max_tokens <= 0 || cfg->max_logits <= 0 || cfg->n_blocks <= 0 || cfg->block_size <= 0 || cfg->n_ctx <= 0)
         return cuda_fail(ENG_STATUS_INVALID_ARG, "cuda backend: bad limits");
     if (c_.n_head % c_.n_head_kv != 0) return cuda_fail(ENG_STATUS_UNSUPPORTED, "n_head %% n_head_kv != 0");
+    if (cfg->kv_dtype != ENG_KV_DTYPE_F32)
+        return cuda_fail(ENG_STATUS_UNSUPPORTED,
+                         "cuda backend: the KV cache is f32 only (KV dtype code %d asked; MAYA_KV_DTYPE=f32, or the "
+                         "cpu backend)",
+                         cfg->kv_dtype);
     device_ = opt.device;
     CUDA_CHECK(cudaSetDevice(device_));
     cudaDeviceProp prop;
@@ -258,6 +264,10 @@ int32_t CudaBackend::forward(const Batch &b, float *logits) {
     if (T > cfg_.max_tokens || b.n_logits > cfg_.max_logits)
         return cuda_fail(ENG_STATUS_INVALID_ARG, "batch of %d tokens / %d logits exceeds %d / %d", T, b.n_logits,
                          cfg_.max_tokens, cfg_.max_logits);
+    for (const BatchSeq &q : b.seqs)
+        if (q.all_logits_row >= 0)
+            return cuda_fail(ENG_STATUS_UNSUPPORTED,
+                             "cuda backend: prompt logits (ENG_SEQ_PROMPT_LOGITS) run on the cpu");
     CUDA_CHECK(cudaSetDevice(device_)); // eng_step may run on another thread than eng_ctx_create
     int32_t *mh = meta_h_;
     int64_t bt_used = 0;

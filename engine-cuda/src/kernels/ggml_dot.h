@@ -16,9 +16,12 @@
  *   Q6_K:               (float)sum_j sc_j (sum_j(q qx) - 32 bsum_j) * (d dx)
  * (j: the sub-blocks). The integer sums are exact on every path; the vector paths split them over
  * 8 int32 lanes, convert each lane and accumulate the lanes in f32 over the blocks, summing the
- * lanes at the end; the scalar path converts whole sums and adds block by block. Results of the
- * paths therefore differ by f32 rounding only (the bound in test_ggml.cpp), and within one path a
- * (row, token) result has the same bits whatever the tile or batch.
+ * lanes at the end; the scalar path converts whole sums and adds block by block (Q4_0 / Q5_0 into
+ * four running sums, block b into sum b % 4, then (s0 + s1) + (s2 + s3)). Results of the paths
+ * therefore differ by f32 rounding only (the bound in test_ggml.cpp), and within one path a (row,
+ * token) result has the same bits whatever the tile or batch. The avx512 path with VNNI computes
+ * Q4_0, Q5_0, Q4_K and Q5_K in the scalar path's order (the row-lane forms below): there it equals
+ * the scalar path bit for bit.
  */
 #ifndef MAYA_KERNELS_GGML_DOT_H
 #define MAYA_KERNELS_GGML_DOT_H
@@ -330,6 +333,718 @@ static KERNELS_INLINE void gg_tilek(const int8_t *xq, const float *xd, const int
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) out[r][t] = hsum(tot[r][t]);
 }
+
+#ifdef KERNELS_AVX512
+/* ---- K-quants, 512-bit (the avx512 table) ----
+ * One vector is 64 consecutive weights of a block, so the activations load as they lie. Q4_K /
+ * Q5_K: 32 quant bytes broadcast to both 256-bit halves, the upper half shifted by 4 (the high
+ * nibbles, sub-block 2c + 1) and masked; Q6_K: 64 low-nibble bytes and 32 high-bit bytes broadcast,
+ * shifted per half. Each 16-bit pair sum of maddubs (|u| <= 63 times |x| <= 127: fits int16) is
+ * multiplied by its sub-block's scale into int32 (vpdpwssd with VNNI), exact as on the other paths;
+ * the two halves are folded into 8 lanes once per block and the block terms are then the 256-bit
+ * path's, the same formulas. */
+static inline __m512i gg_madd_acc512(__m512i acc, __m512i a, __m512i b) {
+#ifdef GG_VNNI
+    return _mm512_dpwssd_epi32(acc, a, b);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+#endif
+}
+
+/* ---- 32-weight blocks, 512-bit: two blocks per vector (lanes 0-7 block b, 8-15 block b + 1), as
+ * the Q8 path's tile ---- */
+
+/* Blocks b and b + 1 of one row: the quants as unsigned bytes (as gg_unpack32), d and the min in
+ * the lanes of each block. */
+template <int DT> static KERNELS_INLINE void gg_unpack32x2(const uint8_t *blk, __m512i *u, __m512 *d, __m512 *m) {
+    const int BB = DT == Q8_0 ? 34 : DT == Q4_0 ? 18 : DT == Q4_1 ? 20 : DT == Q5_0 ? 22 : 24;
+    const uint8_t *b1 = blk + BB;
+    if (DT == Q8_0) {
+        __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(blk + 2))),
+                                       _mm256_loadu_si256((const __m256i *)(b1 + 2)), 1);
+#ifdef GG_VNNI
+        w = _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80));
+#endif
+        *u = w;
+    } else {
+        const int qo = DT == Q4_0 ? 2 : DT == Q4_1 ? 4 : DT == Q5_0 ? 6 : 8;
+        __m256i two =
+            _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(b1 + qo)), _mm_loadu_si128((const __m128i *)(blk + qo)));
+        // [qs_b, qs_b, qs_b1, qs_b1], the second copy of each shifted to its high nibbles
+        __m512i q = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(two));
+        __m512i v =
+            _mm512_and_si512(_mm512_srlv_epi64(q, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(0x0F));
+        if (DT == Q5_0 || DT == Q5_1) {
+            uint32_t h0, h1;
+            memcpy(&h0, blk + (DT == Q5_0 ? 2 : 4), 4);
+            memcpy(&h1, b1 + (DT == Q5_0 ? 2 : 4), 4);
+            v = _mm512_or_si512(v, _mm512_maskz_mov_epi8((__mmask64)h0 | (__mmask64)h1 << 32, _mm512_set1_epi8(0x10)));
+        }
+        *u = v;
+    }
+    *d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(gg_f16(*(const uint16_t *)blk)),
+                              _mm512_set1_ps(gg_f16(*(const uint16_t *)b1)));
+    if (DT == Q4_1 || DT == Q5_1)
+        *m = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(gg_f16(((const uint16_t *)blk)[1])),
+                                  _mm512_set1_ps(gg_f16(((const uint16_t *)b1)[1])));
+    else *m = _mm512_setzero_ps();
+}
+
+/* gg_tile32 on 512-bit vectors: the same integer block sums; the f32 terms of even blocks in lanes
+ * 0-7 and odd blocks in lanes 8-15 (an odd last block alone in lanes 0-7). */
+template <int DT, int NR, int NT>
+static KERNELS_INLINE void gg_tile32x2(const int8_t *xq, const float *xd, int ldq, const uint8_t *w, int64_t row_bytes,
+                                       int64_t row0, int K, float (*out)[NT]) {
+    const int BB = DT == Q8_0 ? 34 : DT == Q4_0 ? 18 : DT == Q4_1 ? 20 : DT == Q5_0 ? 22 : 24;
+    const int off = DT == Q4_0 ? 8 : DT == Q5_0 ? 16 : 0;
+    const bool has_min = DT == Q4_1 || DT == Q5_1;
+    int nb = K / 32, ldd = ldq / 32;
+    // With a min, the min terms go to tot2. One accumulator otherwise, whatever the tile (so a
+    // (row, token) sums in the same order in any tile: batch invariance).
+    const bool dual = has_min;
+    __m512 tot[NR][NT], tot2[dual ? NR : 1][dual ? NT : 1];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tot[r][t] = _mm512_setzero_ps();
+    for (int r = 0; r < (dual ? NR : 1); r++)
+        for (int t = 0; t < (dual ? NT : 1); t++) tot2[r][t] = _mm512_setzero_ps();
+    const __m512i ones = _mm512_set1_epi8(1);
+    int b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        __m512i u[NR];
+        __m512 dw[NR], mw[NR];
+        for (int r = 0; r < NR; r++)
+            gg_unpack32x2<DT>(w + (row0 + r) * row_bytes + (int64_t)b * BB, &u[r], &dw[r], &mw[r]);
+        for (int t = 0; t < NT; t++) {
+            __m512i x = _mm512_loadu_si512((const void *)(xq + (int64_t)t * ldq + b * 32));
+            __m512 dx = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(xd[(int64_t)t * ldd + b]),
+                                             _mm512_set1_ps(xd[(int64_t)t * ldd + b + 1]));
+            __m512i corr = _mm512_setzero_si512(), gs = _mm512_setzero_si512();
+            bool need_gs = off != 0 || has_min;
+#ifdef GG_VNNI
+            if (DT == Q8_0) need_gs = true;
+#endif
+            if (need_gs) {
+#ifdef GG_VNNI
+                gs = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, x);
+#else
+                gs = _mm512_madd_epi16(_mm512_maddubs_epi16(ones, x), _mm512_set1_epi16(1));
+#endif
+            }
+#ifdef GG_VNNI
+            if (DT == Q8_0) corr = _mm512_sub_epi32(corr, _mm512_slli_epi32(gs, 7));
+#endif
+            if (off == 8) corr = _mm512_sub_epi32(corr, _mm512_slli_epi32(gs, 3));
+            if (off == 16) corr = _mm512_sub_epi32(corr, _mm512_slli_epi32(gs, 4));
+            __m512 gsf = has_min ? _mm512_cvtepi32_ps(gs) : _mm512_setzero_ps();
+            for (int r = 0; r < NR; r++) {
+                __m512i p;
+#ifdef GG_VNNI
+                p = _mm512_dpbusd_epi32(corr, u[r], x);
+#else
+                if (DT == Q8_0) { // |w| times x with w's sign: pair sums within int16
+                    __m512i aw = _mm512_abs_epi8(u[r]);
+                    __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(u[r]), _mm512_setzero_si512(), x);
+                    p = _mm512_add_epi32(corr, _mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1)));
+                } else
+                    p = _mm512_add_epi32(corr, _mm512_madd_epi16(_mm512_maddubs_epi16(u[r], x), _mm512_set1_epi16(1)));
+#endif
+                __m512 pf = _mm512_cvtepi32_ps(p), sc = _mm512_mul_ps(dw[r], dx);
+                tot[r][t] = _mm512_fmadd_ps(pf, sc, tot[r][t]);
+                if (has_min)
+                    tot2[dual ? r : 0][dual ? t : 0] =
+                        _mm512_fmadd_ps(gsf, _mm512_mul_ps(mw[r], dx), tot2[dual ? r : 0][dual ? t : 0]);
+            }
+        }
+    }
+    if (b < nb) { // an odd last block in lanes 0-7 (the upper half of its pair zeroed)
+        for (int r = 0; r < NR; r++) {
+            __m256i u;
+            float d, m;
+            gg_unpack32<DT>(w + (row0 + r) * row_bytes + (int64_t)b * BB, &u, &d, &m);
+            for (int t = 0; t < NT; t++) {
+                __m256i x = _mm256_loadu_si256((const __m256i *)(xq + (int64_t)t * ldq + b * 32));
+                float dx = xd[(int64_t)t * ldd + b];
+                __m256i corr = _mm256_setzero_si256(), gs = _mm256_setzero_si256();
+                bool need_gs = off != 0 || has_min;
+#ifdef GG_VNNI
+                if (DT == Q8_0) need_gs = true;
+#endif
+                if (need_gs) gs = gg_dot_u8s8(_mm256_setzero_si256(), _mm256_set1_epi8(1), x);
+#ifdef GG_VNNI
+                if (DT == Q8_0) corr = _mm256_sub_epi32(corr, _mm256_slli_epi32(gs, 7));
+#endif
+                if (off == 8) corr = _mm256_sub_epi32(corr, _mm256_slli_epi32(gs, 3));
+                if (off == 16) corr = _mm256_sub_epi32(corr, _mm256_slli_epi32(gs, 4));
+                __m256i p;
+#ifndef GG_VNNI
+                if (DT == Q8_0) p = gg_dot_u8s8(corr, _mm256_sign_epi8(u, u), _mm256_sign_epi8(x, u));
+                else
+#endif
+                    p = gg_dot_u8s8(corr, u, x);
+                __m512 pf = _mm512_castps256_ps512(_mm256_cvtepi32_ps(p));
+                tot[r][t] = _mm512_mask3_fmadd_ps(pf, _mm512_set1_ps(d * dx), tot[r][t], 0xFF);
+                if (has_min) {
+                    __m512 gsf = _mm512_castps256_ps512(_mm256_cvtepi32_ps(gs));
+                    tot2[dual ? r : 0][dual ? t : 0] =
+                        _mm512_mask3_fmadd_ps(gsf, _mm512_set1_ps(m * dx), tot2[dual ? r : 0][dual ? t : 0], 0xFF);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++)
+            out[r][t] = _mm512_reduce_add_ps(dual ? _mm512_add_ps(tot[r][t], tot2[r][t]) : tot[r][t]);
+}
+
+/* Vector c (weights 64c .. 64c + 64 of the block) of a prepared row: the quants as unsigned bytes
+ * and the int16 scale of each maddubs pair. sc512: p.sc broadcast to both halves. */
+template <int DT> static KERNELS_INLINE void gg_kvec512(const GgKRow &p, __m512i sc512, int c, __m512i *u, __m512i *s) {
+    const __m512i lo4 = _mm512_set1_epi8(0x0F);
+    if (DT == Q6_K) {
+        const BlockQ6_K *b = (const BlockQ6_K *)p.blk;
+        int hf = c >> 1, k = c & 1;
+        __m512i L = _mm512_loadu_si512((const void *)(b->ql + 64 * hf));
+        __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b->qh + 32 * hf)));
+        __m512i lo = k ? _mm512_and_si512(_mm512_srli_epi16(L, 4), lo4) : _mm512_and_si512(L, lo4);
+        // High bits to bits 4-5: k 0 takes qh bits 0-1 (first half) and 2-3 (second); k 1 bits 4-5 and 6-7.
+        __m512i hi = k ? _mm512_srlv_epi64(H, _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2))
+                       : _mm512_sllv_epi64(H, _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2));
+        *u = _mm512_or_si512(lo, _mm512_and_si512(hi, _mm512_set1_epi8(0x30)));
+        // 128-bit lane i: sub-block 4c + i's scale (16 weights each)
+        *s = _mm512_permutexvar_epi16(
+            _mm512_add_epi16(_mm512_set1_epi16((short)(4 * c)),
+                             _mm512_setr_epi64(0, 0, 0x0001000100010001LL, 0x0001000100010001LL, 0x0002000200020002LL,
+                                               0x0002000200020002LL, 0x0003000300030003LL, 0x0003000300030003LL)),
+            sc512);
+        return;
+    }
+    const uint8_t *qs = DT == Q4_K ? ((const BlockQ4_K *)p.blk)->qs : ((const BlockQ5_K *)p.blk)->qs;
+    __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * c)));
+    __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(q, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)), lo4);
+    if (DT == Q5_K) { // bit 2c (first half) or 2c + 1 (second half) of qh[l] adds 16
+        __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)((const BlockQ5_K *)p.blk)->qh));
+        __m512i bit = _mm512_mask_blend_epi64(0xF0, _mm512_set1_epi8((char)(1 << (2 * c))),
+                                              _mm512_set1_epi8((char)(1 << (2 * c + 1))));
+        nib = _mm512_or_si512(nib, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(H, bit), _mm512_set1_epi8(0x10)));
+    }
+    *u = nib;
+    // scales 2c (first half) and 2c + 1 (second half): bytes of int16 element 2c / 2c + 1 in each lane
+    __m512i idx = _mm512_add_epi8(_mm512_set1_epi16((short)(((4 * c + 1) << 8) | (4 * c))),
+                                  _mm512_setr_epi64(0, 0, 0, 0, 0x0202020202020202LL, 0x0202020202020202LL,
+                                                    0x0202020202020202LL, 0x0202020202020202LL));
+    *s = _mm512_shuffle_epi8(sc512, idx);
+}
+
+/* gg_tilek on 512-bit vectors: the same (row, token) results up to the lanes' f32 order. */
+template <int DT, int NR, int NT>
+static KERNELS_INLINE void gg_tilek512(const int8_t *xq, const float *xd, const int16_t *xbs, int ldq, const uint8_t *w,
+                                       int64_t row_bytes, int64_t row0, int K, float (*out)[NT]) {
+    const int BB = DT == Q4_K ? 144 : DT == Q5_K ? 176 : 210;
+    int nb = K / 256, ldd = ldq / 256, ldb = ldq / 16;
+    __m256 tot[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tot[r][t] = _mm256_setzero_ps();
+    // Small tiles (decode): two integer sums per pair (even and odd vectors), so the multiply-adds
+    // do not wait on each other.
+    const bool dual = NR * NT <= 2;
+    for (int b = 0; b < nb; b++) {
+        GgKRow p[NR];
+        __m512i sc512[NR];
+        for (int r = 0; r < NR; r++) {
+            gg_kprep<DT>(w + (row0 + r) * row_bytes + (int64_t)b * BB, &p[r]);
+            sc512[r] = _mm512_broadcast_i64x4(p[r].sc);
+        }
+        __m512i acc[NR][NT], acc2[NR][NT];
+        for (int r = 0; r < NR; r++)
+            for (int t = 0; t < NT; t++) acc[r][t] = acc2[r][t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++)
+            for (int r = 0; r < NR; r++) {
+                __m512i u, s;
+                gg_kvec512<DT>(p[r], sc512[r], c, &u, &s);
+                for (int t = 0; t < NT; t++) {
+                    __m512i x = _mm512_loadu_si512((const void *)(xq + (int64_t)t * ldq + b * 256 + 64 * c));
+                    if (dual && (c & 1)) acc2[r][t] = gg_madd_acc512(acc2[r][t], _mm512_maddubs_epi16(u, x), s);
+                    else acc[r][t] = gg_madd_acc512(acc[r][t], _mm512_maddubs_epi16(u, x), s);
+                }
+            }
+        for (int t = 0; t < NT; t++) {
+            __m256i bs = _mm256_loadu_si256((const __m256i *)(xbs + (int64_t)t * ldb + b * 16));
+            float dx = xd[(int64_t)t * ldd + b];
+            for (int r = 0; r < NR; r++) {
+                __m512i a512 = dual ? _mm512_add_epi32(acc[r][t], acc2[r][t]) : acc[r][t];
+                __m256i a = _mm256_add_epi32(_mm512_castsi512_si256(a512), _mm512_extracti64x4_epi64(a512, 1));
+                if (DT == Q6_K) {
+                    a = _mm256_sub_epi32(a, _mm256_slli_epi32(_mm256_madd_epi16(bs, p[r].sc), 5));
+                    tot[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_set1_ps(p[r].d * dx), tot[r][t]);
+                } else {
+                    tot[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_set1_ps(p[r].d * dx), tot[r][t]);
+                    tot[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bs, p[r].mins)),
+                                                _mm256_set1_ps(-(p[r].dmin * dx)), tot[r][t]);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) out[r][t] = hsum(tot[r][t]);
+}
+
+#ifdef GG_VNNI
+/* ---- Row-lane forms (AVX512 with VNNI): Q4_0, Q5_0, Q4_K, Q5_K ----
+ * Their results are the scalar path's (gg_sums_scalar), bit for bit, for every T, tile and batch:
+ * the exact integer sum of each (sub-)block, then per block the scalar path's f32 operations in its
+ * order, each rounded once (il_mul / il_add: never fused into a multiply-add). Q4_0 / Q5_0 keep four
+ * running sums per (row, token) (block b into sum b % 4, combined as (s0 + s1) + (s2 + s3)), so a
+ * row alone need not wait on one chain of adds; the K-quants one (their blocks are 8 times longer).
+ * - GEMM (8 tokens or more, il_matmul): a task's rows are converted, 16 at a time and 2048 weights
+ *   at a time, into a scratch layout (on the stack) where the 4-byte groups of the 16 rows
+ *   interleave: vector (j, g) holds weights 32j + 4g .. 32j + 4g + 3 of each row as unsigned bytes,
+ *   so vpdpbusd against one token's 4 activation bytes broadcast yields the 16 rows' partial sums,
+ *   8 of them a 32-weight block sum per row, and the block's f32 terms cost one conversion and a
+ *   few operations per 16 rows (the tiles above: per row). The conversion is paid once per 16 rows
+ *   and 2048 weights for up to 64 tokens. llama.cpp gets a like interleaving by repacking the
+ *   file's Q4_0 / Q4_K rows at load (its "repack" buffers, 8 rows per block); converting per task
+ *   keeps the mapped file as it is (no copy, no load time, the same memory) and leaves decode free
+ *   to read one row at a time.
+ * - Few tokens (il_gemv): one row at a time, so a matrix streamed from DRAM is read in order (as the
+ *   tiles do); the lane sums are reduced to the per-block integers and the f32 terms follow. */
+enum { kIlChunk = 2048 };
+
+struct IlScratch {
+    __m512i q[kIlChunk / 32][8]; // (j, g): lane r = weights 32j + 4g .. + 3 of row r, unsigned bytes
+    __m512 f1[kIlChunk / 32];    // 32-blocks: d of block j; K-quants: d of block j
+    __m512 f2[kIlChunk / 32];    // K-quants: dmin of block j
+    __m512i sc[kIlChunk / 32];   // K-quants: sub-block j's scale
+    __m512i mn[kIlChunk / 32];   // K-quants: sub-block j's min in both int16 halves
+};
+
+/* Z[i] (i < 8): lanes 0-7 dwords 0-7 of row i, lanes 8-15 those of row i + 8. dst[g]: lane r =
+ * dword g of row r (an 8 x 8 transpose in each 256-bit half, then the halves' quarters merged). */
+static KERNELS_INLINE void il_transpose(const __m512i *Z, __m512i *dst) {
+    __m512i t[8], s[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(Z[2 * i], Z[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(Z[2 * i], Z[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; h++) {     // rows 4h .. 4h + 3 (and 8 + 4h ..): 128-bit lane L of s[4h + c]
+        const __m512i *u = t + 4 * h; // holds dword c (L even) or c + 4 (L odd) of those 4 rows
+        s[4 * h + 0] = _mm512_unpacklo_epi64(u[0], u[2]);
+        s[4 * h + 1] = _mm512_unpackhi_epi64(u[0], u[2]);
+        s[4 * h + 2] = _mm512_unpacklo_epi64(u[1], u[3]);
+        s[4 * h + 3] = _mm512_unpackhi_epi64(u[1], u[3]);
+    }
+    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    for (int c = 0; c < 4; c++) {
+        dst[c] = _mm512_permutex2var_epi64(s[c], lo, s[4 + c]);
+        dst[c + 4] = _mm512_permutex2var_epi64(s[c], hi, s[4 + c]);
+    }
+}
+
+/* Row i's offset (rows past nr repeat the last: read, never stored). */
+static KERNELS_INLINE int64_t il_row(int i, int nr, int64_t row_bytes) {
+    return (int64_t)(i < nr ? i : nr - 1) * row_bytes;
+}
+
+/* Rows [0, nr) of w (16 at most), weights [k0, k0 + kc) into s. */
+template <int DT> static void il_convert(const uint8_t *w, int64_t row_bytes, int nr, int k0, int kc, IlScratch *s) {
+    __m512i vidx =
+        _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(nr - 1)),
+                           _mm512_set1_epi32((int)row_bytes));
+    const __m512i lo4 = _mm512_set1_epi8(0x0F);
+    if (DT == Q4_K || DT == Q5_K) {
+        const int BB = DT == Q4_K ? 144 : 176, qo = DT == Q4_K ? 16 : 48;
+        for (int b = 0; b < kc / 256; b++) {
+            const uint8_t *base = w + (int64_t)(k0 / 256 + b) * BB;
+            __m512i Z[8], H[8];
+            if (DT == Q5_K) { // H[g] lane r: qh bytes 4g .. 4g + 3 of row r (bit j: sub-block j's 5th bit)
+                for (int i = 0; i < 8; i++)
+                    Z[i] = _mm512_inserti64x4(
+                        _mm512_castsi256_si512(
+                            _mm256_loadu_si256((const __m256i *)(base + il_row(i, nr, row_bytes) + 16))),
+                        _mm256_loadu_si256((const __m256i *)(base + il_row(i + 8, nr, row_bytes) + 16)), 1);
+                il_transpose(Z, H);
+            }
+            for (int c = 0; c < 4; c++) { // qs bytes 32c ..: low nibbles sub-block 2c, high nibbles 2c + 1
+                __m512i R[8];
+                for (int i = 0; i < 8; i++)
+                    Z[i] = _mm512_inserti64x4(
+                        _mm512_castsi256_si512(
+                            _mm256_loadu_si256((const __m256i *)(base + il_row(i, nr, row_bytes) + qo + 32 * c))),
+                        _mm256_loadu_si256((const __m256i *)(base + il_row(i + 8, nr, row_bytes) + qo + 32 * c)), 1);
+                il_transpose(Z, R);
+                for (int g = 0; g < 8; g++) {
+                    __m512i l = _mm512_and_si512(R[g], lo4), h = _mm512_and_si512(_mm512_srli_epi16(R[g], 4), lo4);
+                    if (DT == Q5_K) { // bit j of each byte to bit 4
+                        const __m512i m10 = _mm512_set1_epi8(0x10);
+                        int j = 2 * c;
+                        l = _mm512_or_si512(l, _mm512_and_si512(j <= 4 ? _mm512_slli_epi32(H[g], 4 - j)
+                                                                       : _mm512_srli_epi32(H[g], j - 4),
+                                                                m10));
+                        j++;
+                        h = _mm512_or_si512(h, _mm512_and_si512(j <= 4 ? _mm512_slli_epi32(H[g], 4 - j)
+                                                                       : _mm512_srli_epi32(H[g], j - 4),
+                                                                m10));
+                    }
+                    _mm512_store_si512((void *)&s->q[8 * b + 2 * c][g], l);
+                    _mm512_store_si512((void *)&s->q[8 * b + 2 * c + 1][g], h);
+                }
+            }
+            // d and dmin, and the 12 packed scale bytes, of the 16 rows (ggml_blocks.h's packing)
+            __m512i h = _mm512_i32gather_epi32(vidx, (const void *)base, 1);
+            __m512i a0 = _mm512_i32gather_epi32(vidx, (const void *)(base + 4), 1);
+            __m512i a1 = _mm512_i32gather_epi32(vidx, (const void *)(base + 8), 1);
+            __m512i a2 = _mm512_i32gather_epi32(vidx, (const void *)(base + 12), 1);
+            s->f1[b] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
+            s->f2[b] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
+            const __m512i m63 = _mm512_set1_epi32(63), m15 = _mm512_set1_epi32(15), m3 = _mm512_set1_epi32(3);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                s->sc[8 * b + j] = _mm512_and_si512(_mm512_srli_epi32(a0, 8 * j), m63);
+                __m512i m = _mm512_and_si512(_mm512_srli_epi32(a1, 8 * j), m63);
+                s->mn[8 * b + j] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
+                s->sc[8 * b + 4 + j] =
+                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a2, 8 * j), m15),
+                                    _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a0, 8 * j + 6), m3), 4));
+                m = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a2, 8 * j + 4), m15),
+                                    _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a1, 8 * j + 6), m3), 4));
+                s->mn[8 * b + 4 + j] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
+            }
+        }
+        return;
+    }
+    // Q4_0 / Q5_0: the 16 quant bytes of rows i, i + 4, i + 8, i + 12 in the 128-bit
+    // lanes of Z[i], transposed per lane so T[g] lane r holds bytes 4g .. 4g + 3 of row r: low nibbles
+    // weights 4g .., high nibbles 16 + 4g ..
+    const int BB = DT == Q4_0 ? 18 : 22, qo = DT == Q4_0 ? 2 : 6;
+    for (int j = 0; j < kc / 32; j++) {
+        const uint8_t *bj = w + (int64_t)(k0 / 32 + j) * BB;
+        __m512i Z[4], T4[4];
+        for (int i = 0; i < 4; i++) {
+            __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(bj + il_row(i, nr, row_bytes) + qo)));
+            z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(bj + il_row(i + 4, nr, row_bytes) + qo)), 1);
+            z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(bj + il_row(i + 8, nr, row_bytes) + qo)), 2);
+            Z[i] =
+                _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(bj + il_row(i + 12, nr, row_bytes) + qo)), 3);
+        }
+        __m512i t0 = _mm512_unpacklo_epi32(Z[0], Z[1]), t1 = _mm512_unpackhi_epi32(Z[0], Z[1]);
+        __m512i t2 = _mm512_unpacklo_epi32(Z[2], Z[3]), t3 = _mm512_unpackhi_epi32(Z[2], Z[3]);
+        T4[0] = _mm512_unpacklo_epi64(t0, t2);
+        T4[1] = _mm512_unpackhi_epi64(t0, t2);
+        T4[2] = _mm512_unpacklo_epi64(t1, t3);
+        T4[3] = _mm512_unpackhi_epi64(t1, t3);
+        __m512i qh = _mm512_setzero_si512();
+        if (DT == Q5_0) qh = _mm512_i32gather_epi32(vidx, (const void *)(bj + 2), 1);
+        for (int g = 0; g < 4; g++) {
+            __m512i l = _mm512_and_si512(T4[g], lo4), h = _mm512_and_si512(_mm512_srli_epi16(T4[g], 4), lo4);
+            if (DT == Q5_0) { // bit 4g + b (16 + 4g + b) of qh to bit 4 of byte b of the group
+                const __m512i m10 = _mm512_set1_epi8(0x10), // lane: byte 4k + b = 4k (dword k of a 128-bit lane)
+                    lane = _mm512_broadcast_i32x4(_mm_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C));
+                __m512i bits = _mm512_set1_epi32(g & 1 ? (int)0x80402010u : 0x08040201);
+                __m512i vl = _mm512_shuffle_epi8(qh, _mm512_add_epi8(lane, _mm512_set1_epi8((char)(g >> 1))));
+                __m512i vh = _mm512_shuffle_epi8(qh, _mm512_add_epi8(lane, _mm512_set1_epi8((char)(2 + (g >> 1)))));
+                l = _mm512_or_si512(l, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(vl, bits), m10));
+                h = _mm512_or_si512(h, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(vh, bits), m10));
+            }
+            _mm512_store_si512((void *)&s->q[j][g], l);
+            _mm512_store_si512((void *)&s->q[j][4 + g], h);
+        }
+        __m512i h = _mm512_i32gather_epi32(vidx, (const void *)bj, 1); // d
+        s->f1[j] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
+    }
+}
+
+/* The sum of 32 int8. */
+static KERNELS_INLINE int il_sum32(const int8_t *x) {
+    __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x), _mm256_set1_epi8((char)0x80));
+    __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
+    __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    h = _mm_add_epi64(h, _mm_unpackhi_epi64(h, h));
+    return _mm_cvtsi128_si32(h) - 32 * 128;
+}
+
+static KERNELS_INLINE __m512i il_bcast(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* f32 products and sums rounded once each, as the scalar path's (never fused into a multiply-add). */
+static KERNELS_INLINE __m512 il_mul(__m512 a, __m512 b) {
+    return _mm512_mul_round_ps(a, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+static KERNELS_INLINE __m512 il_add(__m512 a, __m512 b) {
+    return _mm512_add_round_ps(a, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+/* NT tokens of the converted rows over weights [k0, k0 + kc). Q4_0 / Q5_0 keep four running sums
+ * per (row, token) (32-block b into sum b % 4; the scalar path's order), the K-quants one. part
+ * (NT x 4 vectors) carries the sums from chunk to chunk; the last chunk combines them as (s0 + s1) +
+ * (s2 + s3), adds the bias and stores y (the tile's first token, the group's first row). */
+template <int DT, int NT>
+static KERNELS_INLINE void il_tile(const IlScratch *s, const int8_t *xq, const float *xd, const int16_t *xbs, int ldq,
+                                   int k0, int kc, bool first, bool last, __m512 *part, float *y, int ldy,
+                                   const float *bias, __mmask16 mask) {
+    const bool is_k = DT == Q4_K || DT == Q5_K;
+    const int NC = is_k ? 1 : 4;
+    const int off = DT == Q4_0 ? 8 : 16;
+    int ldd = ldq / (is_k ? 256 : 32), ldb = ldq / 16;
+    __m512 tot[NC][NT];
+    for (int c = 0; c < NC; c++)
+        for (int t = 0; t < NT; t++) tot[c][t] = first ? _mm512_setzero_ps() : part[4 * t + c];
+    if (is_k) {
+        for (int b = 0; b < kc / 256; b++) {
+            int kb = k0 + 256 * b, bi = kb / 256;
+            __m512i is[NT];
+            for (int t = 0; t < NT; t++) is[t] = _mm512_setzero_si512();
+            for (int j = 0; j < 8; j++) {
+                __m512i acc[NT];
+                for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                for (int g = 0; g < 8; g++) {
+                    __m512i W = _mm512_load_si512((const void *)&s->q[8 * b + j][g]);
+                    for (int t = 0; t < NT; t++)
+                        acc[t] = _mm512_dpbusd_epi32(acc[t], W, il_bcast(xq + (int64_t)t * ldq + kb + 32 * j + 4 * g));
+                }
+                for (int t = 0; t < NT; t++)
+                    is[t] = _mm512_add_epi32(is[t], _mm512_mullo_epi32(acc[t], s->sc[8 * b + j]));
+            }
+            for (int t = 0; t < NT; t++) {
+                __m512i ms = _mm512_setzero_si512(); // sum_j m_j (bsum_2j + bsum_2j+1)
+                const int16_t *bs = xbs + (int64_t)t * ldb + bi * 16;
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j++) ms = _mm512_dpwssd_epi32(ms, s->mn[8 * b + j], il_bcast(bs + 2 * j));
+                __m512 dx = _mm512_set1_ps(xd[(int64_t)t * ldd + bi]);
+                __m512 v = il_add(tot[0][t], il_mul(_mm512_cvtepi32_ps(is[t]), il_mul(s->f1[b], dx)));
+                __m512 nm = _mm512_castsi512_ps(
+                    _mm512_xor_si512(_mm512_castps_si512(il_mul(s->f2[b], dx)), _mm512_set1_epi32((int)0x80000000u)));
+                tot[0][t] = il_add(v, il_mul(_mm512_cvtepi32_ps(ms), nm));
+            }
+        }
+    } else {
+        for (int j = 0; j < kc / 32; j++) { // k0 / 32 is a multiple of 4: sum j % 4
+            int kb = k0 + 32 * j, bi = kb / 32;
+            __m512i acc[NT];
+            for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) {
+                __m512i W = _mm512_load_si512((const void *)&s->q[j][g]);
+                for (int t = 0; t < NT; t++)
+                    acc[t] = _mm512_dpbusd_epi32(acc[t], W, il_bcast(xq + (int64_t)t * ldq + kb + 4 * g));
+            }
+            for (int t = 0; t < NT; t++) {
+                int sx = xbs ? xbs[(int64_t)t * (ldq / 32) + bi] : il_sum32(xq + (int64_t)t * ldq + kb);
+                __m512i is = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(off * sx));
+                __m512 dx = _mm512_set1_ps(xd[(int64_t)t * ldd + bi]);
+                tot[j & (NC - 1)][t] =
+                    il_add(tot[j & (NC - 1)][t], il_mul(_mm512_cvtepi32_ps(is), il_mul(s->f1[j], dx)));
+            }
+        }
+    }
+    if (!last) {
+        for (int c = 0; c < NC; c++)
+            for (int t = 0; t < NT; t++) part[4 * t + c] = tot[c][t];
+        return;
+    }
+    __m512 bv = bias ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
+    for (int t = 0; t < NT; t++) {
+        __m512 v =
+            NC == 1 ? tot[0][t] : il_add(il_add(tot[0][t], tot[1 % NC][t]), il_add(tot[2 % NC][t], tot[3 % NC][t]));
+        _mm512_mask_storeu_ps(y + (int64_t)t * ldy, mask, il_add(v, bv));
+    }
+}
+
+// One f32 operation on lane 0 (the running sums stay in a register: a chain of plain adds).
+static KERNELS_INLINE __m128 il_adds(__m128 a, __m128 b) {
+    return _mm_add_round_ss(a, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+static KERNELS_INLINE __m128 il_muls(__m128 a, __m128 b) {
+    return _mm_mul_round_ss(a, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+static KERNELS_INLINE int il_hsum256i(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* Q4_K / Q5_K: NT tokens of row `row`. */
+template <int DT, int NT>
+static KERNELS_INLINE void il_gemv_k(const int8_t *xq, const float *xd, const int16_t *xbs, int ldq, const uint8_t *w,
+                                     int64_t row_bytes, int64_t row, int K, float *y, int ldy, const float *bias) {
+    const int BB = DT == Q4_K ? 144 : 176;
+    int nb = K / 256, ldd = ldq / 256, ldb = ldq / 16;
+    __m128 tot[NT];
+    for (int t = 0; t < NT; t++) tot[t] = _mm_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        GgKRow p;
+        gg_kprep<DT>(w + row * row_bytes + (int64_t)b * BB, &p);
+        __m512i sc512 = _mm512_broadcast_i64x4(p.sc), acc[NT];
+        for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            __m512i u, s;
+            gg_kvec512<DT>(p, sc512, c, &u, &s);
+            for (int t = 0; t < NT; t++) {
+                __m512i x = _mm512_loadu_si512((const void *)(xq + (int64_t)t * ldq + b * 256 + 64 * c));
+                acc[t] = _mm512_dpwssd_epi32(acc[t], _mm512_maddubs_epi16(u, x), s);
+            }
+        }
+        for (int t = 0; t < NT; t++) {
+            __m256i bs = _mm256_loadu_si256((const __m256i *)(xbs + (int64_t)t * ldb + b * 16));
+            int is = _mm512_reduce_add_epi32(acc[t]), ms = il_hsum256i(_mm256_madd_epi16(bs, p.mins));
+            __m128 dx = _mm_load_ss(xd + (int64_t)t * ldd + b);
+            __m128 v = il_adds(tot[t], il_muls(_mm_cvtsi32_ss(dx, is), il_muls(_mm_set_ss(p.d), dx)));
+            __m128 nm = _mm_xor_ps(il_muls(_mm_set_ss(p.dmin), dx), _mm_set_ss(-0.0f)); // -(dmin dx)
+            tot[t] = il_adds(v, il_muls(_mm_cvtsi32_ss(dx, ms), nm));
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        y[(int64_t)t * ldy] = _mm_cvtss_f32(il_adds(tot[t], bias ? _mm_load_ss(bias) : _mm_setzero_ps()));
+}
+
+/* Q4_0 / Q5_0: NT tokens of NR rows from `row`. Blocks go two to a vector (lanes 0-7 block b, 8-15
+ * block b + 1) as in gg_tile32x2; 4 vectors (8 blocks) are reduced to the 8 block sums at once.
+ * Each (row, token) adds its block terms one after another, so NR x NT chains run side by side. */
+template <int DT, int NR, int NT>
+static KERNELS_INLINE void il_gemv32(const int8_t *xq, const float *xd, int ldq, const uint8_t *w, int64_t row_bytes,
+                                     int64_t row, int K, float *y, int ldy, const float *bias) {
+    const int BB = DT == Q4_0 ? 18 : 22, sh = DT == Q4_0 ? 3 : 4; // offset 8 or 16
+    int nb = K / 32, ldd = ldq / 32;
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i bidx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(BB));
+    __m512 tot[NR][NT]; // lanes 0-3: the four running sums (block b into sum b % 4)
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) tot[r][t] = _mm512_setzero_ps();
+    for (int b0 = 0; b0 < nb; b0 += 8) {
+        int n = nb - b0 < 8 ? nb - b0 : 8;
+        __m512i V[NR][NT][4];
+        for (int k = 0; k < 4; k++) {
+            int b = b0 + 2 * k;
+            __m512i x[NT], gs[NT];
+            for (int t = 0; t < NT; t++) {
+                const int8_t *xp = xq + (int64_t)t * ldq + b * 32;
+                x[t] = b + 2 <= nb ? _mm512_loadu_si512((const void *)xp)
+                       : b < nb    ? _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)xp))
+                                   : _mm512_setzero_si512();
+                gs[t] = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, x[t]), sh);
+            }
+            for (int r = 0; r < NR; r++) {
+                const uint8_t *wr = w + (row + r) * row_bytes;
+                __m512i u;
+                if (b + 2 <= nb) {
+                    __m512 dd, mm;
+                    gg_unpack32x2<DT>(wr + (int64_t)b * BB, &u, &dd, &mm);
+                } else if (b < nb) { // an odd last block: lanes 0-7
+                    __m256i u1;
+                    float dd, mm;
+                    gg_unpack32<DT>(wr + (int64_t)b * BB, &u1, &dd, &mm);
+                    u = _mm512_zextsi256_si512(u1);
+                } else u = _mm512_setzero_si512();
+                for (int t = 0; t < NT; t++)
+                    V[r][t][k] = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, x[t]), gs[t]);
+            }
+        }
+        __mmask8 m = (__mmask8)((1u << n) - 1);
+        for (int r = 0; r < NR; r++) {
+            const uint8_t *wr = w + (row + r) * row_bytes + (int64_t)b0 * BB;
+            __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(
+                _mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), m, bidx, (const void *)wr, 1)));
+            for (int t = 0; t < NT; t++) {
+                // 4 vectors of 16 lanes to the 8 block sums (lane i: block b0 + i), exact in int32.
+                __m512i W0 = _mm512_add_epi32(_mm512_unpacklo_epi32(V[r][t][0], V[r][t][1]),
+                                              _mm512_unpackhi_epi32(V[r][t][0], V[r][t][1]));
+                __m512i W1 = _mm512_add_epi32(_mm512_unpacklo_epi32(V[r][t][2], V[r][t][3]),
+                                              _mm512_unpackhi_epi32(V[r][t][2], V[r][t][3]));
+                __m512i X = _mm512_add_epi32(_mm512_unpacklo_epi64(W0, W1), _mm512_unpackhi_epi64(W0, W1));
+                __m512i S2 = _mm512_add_epi32(_mm512_shuffle_i32x4(X, X, 0x88), _mm512_shuffle_i32x4(X, X, 0xDD));
+                __m256i S = _mm256_permutevar8x32_epi32(_mm512_castsi512_si256(S2), order);
+                __m256 dx = _mm256_maskz_loadu_ps(m, xd + (int64_t)t * ldd + b0);
+                __m512 pr = il_mul(_mm512_castps256_ps512(_mm256_cvtepi32_ps(S)),
+                                   il_mul(_mm512_castps256_ps512(d), _mm512_castps256_ps512(dx)));
+                // Blocks b0 .. b0 + 3 then b0 + 4 .. b0 + 7 (past nb: +0, which leaves a sum unchanged).
+                tot[r][t] = il_add(il_add(tot[r][t], pr), _mm512_shuffle_f32x4(pr, pr, 0x01));
+            }
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) {
+            __m128 v = _mm512_castps512_ps128(tot[r][t]);
+            __m128 a = il_adds(v, _mm_shuffle_ps(v, v, 1)),
+                   c = il_adds(_mm_shuffle_ps(v, v, 2), _mm_shuffle_ps(v, v, 3));
+            y[(int64_t)t * ldy + r] =
+                _mm_cvtss_f32(il_adds(il_adds(a, c), bias ? _mm_load_ss(bias + r) : _mm_setzero_ps()));
+        }
+}
+
+/* Rows [r0, r1) x T tokens (T < 8), one row at a time, up to 4 tokens per pass. */
+template <int DT>
+static void il_gemv(const int8_t *xq, const float *xd, const int16_t *xbs, int ldq, int T, const uint8_t *w, int K,
+                    int r0, int r1, float *y, int ldy, const float *bias) {
+    int64_t rb = ggml_row_bytes(DT, K);
+    const bool is_k = DT == Q4_K || DT == Q5_K;
+    int ldd = ldq / (is_k ? 256 : 32), ldb = ldq / 16;
+    for (int r = r0; r < r1; r++)
+        for (int t = 0; t < T;) {
+            int n = T - t >= 4 ? 4 : T - t;
+            const int8_t *xt = xq + (int64_t)t * ldq;
+            const float *dt = xd + (int64_t)t * ldd, *br = bias ? bias + r : nullptr;
+            float *yt = y + (int64_t)t * ldy + r;
+            if (is_k) {
+                const int16_t *bt = xbs + (int64_t)t * ldb;
+                if (n == 4) il_gemv_k<DT, 4>(xt, dt, bt, ldq, w, rb, r, K, yt, ldy, br);
+                else if (n == 3) il_gemv_k<DT, 3>(xt, dt, bt, ldq, w, rb, r, K, yt, ldy, br);
+                else if (n == 2) il_gemv_k<DT, 2>(xt, dt, bt, ldq, w, rb, r, K, yt, ldy, br);
+                else il_gemv_k<DT, 1>(xt, dt, bt, ldq, w, rb, r, K, yt, ldy, br);
+            } else {
+                if (n == 4) il_gemv32<DT, 1, 4>(xt, dt, ldq, w, rb, r, K, yt, ldy, br);
+                else if (n == 3) il_gemv32<DT, 1, 3>(xt, dt, ldq, w, rb, r, K, yt, ldy, br);
+                else if (n == 2) il_gemv32<DT, 1, 2>(xt, dt, ldq, w, rb, r, K, yt, ldy, br);
+                else il_gemv32<DT, 1, 1>(xt, dt, ldq, w, rb, r, K, yt, ldy, br);
+            }
+            t += n;
+        }
+}
+
+template <int DT>
+static void il_matmul(const int8_t *xq, const float *xd, const int16_t *xbs, int ldq, int T, const uint8_t *w, int K,
+                      int r0, int r1, float *y, int ldy, const float *bias) {
+    const int kTok = 64; // tokens per pass over K (their running sums between chunks: 16 KiB)
+    IlScratch s;
+    __m512 part[kTok * 4];
+    int64_t rb = ggml_row_bytes(DT, K);
+    const bool is_k = DT == Q4_K || DT == Q5_K;
+    int ldd = ldq / (is_k ? 256 : 32), ldb = ldq / 16;
+    for (int g0 = r0; g0 < r1; g0 += 16) {
+        int nr = r1 - g0 < 16 ? r1 - g0 : 16;
+        __mmask16 mask = (__mmask16)((1u << nr) - 1);
+        const float *bg = bias ? bias + g0 : nullptr;
+        // One chunk of K: converted once for all tokens; more: once per pass of kTok tokens.
+        for (int t0 = 0; t0 < T; t0 += kTok) {
+            int t1 = T - t0 < kTok ? T : t0 + kTok;
+            for (int k0 = 0; k0 < K; k0 += kIlChunk) {
+                int kc = K - k0 < kIlChunk ? K - k0 : kIlChunk;
+                if (t0 == 0 || K > kIlChunk) il_convert<DT>(w + g0 * rb, rb, nr, k0, kc, &s);
+                bool first = k0 == 0, last = k0 + kc == K;
+                int t = t0;
+#define IL_TILE(NT)                                                                                  \
+    il_tile<DT, NT>(&s, xq + (int64_t)t * ldq, xd + (int64_t)t * ldd,                                \
+                    xbs ? xbs + (int64_t)t * (is_k ? ldb : ldd) : nullptr, ldq, k0, kc, first, last, \
+                    part + 4 * (t - t0), y + (int64_t)t * ldy + g0, ldy, bg, mask)
+                for (; t1 - t >= 4; t += 4) IL_TILE(4);
+                if (t1 - t >= 2) {
+                    IL_TILE(2);
+                    t += 2;
+                }
+                if (t1 - t >= 1) IL_TILE(1);
+#undef IL_TILE
+            }
+        }
+    }
+}
+#endif // GG_VNNI
+#endif // KERNELS_AVX512
 #endif // KERNELS_VECTOR
 
 /* The scalar form of both: integer sums per block, then the formulas of the file comment, block by
@@ -340,6 +1055,30 @@ static inline void gg_sums_scalar(int dtype, const int8_t *xq, const float *xd, 
     bool is_k = dtype == Q4_K || dtype == Q5_K || dtype == Q6_K;
     int bs = is_k ? 256 : 32, bb = ggml_block_bytes(dtype), nb = K / bs;
     int off = dtype == Q4_0 ? 8 : dtype == Q5_0 ? 16 : dtype == Q6_K ? 32 : 0;
+    if (dtype == Q4_0 || dtype == Q5_0) { // four running sums (block b into sum b % 4), then (s0 + s1) + (s2 + s3)
+        for (int r = 0; r < NR; r++)
+            for (int t = 0; t < NT; t++) {
+                float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                for (int b = 0; b < nb; b++) {
+                    const uint8_t *blk = w + (row0 + r) * row_bytes + (int64_t)b * bb;
+                    const uint8_t *qs = blk + (dtype == Q4_0 ? 2 : 6);
+                    const uint8_t *h8 = blk + 2; // Q5_0's qh, a little-endian u32
+                    uint32_t qh = dtype != Q5_0 ? 0
+                                                : (uint32_t)h8[0] | (uint32_t)h8[1] << 8 | (uint32_t)h8[2] << 16 |
+                                                      (uint32_t)h8[3] << 24;
+                    const int8_t *x = xq + (int64_t)t * ldq + b * 32;
+                    int32_t is = 0;
+                    for (int i = 0; i < 16; i++) {
+                        int lo = (qs[i] & 15) | ((qh >> i) & 1) << 4, hi = (qs[i] >> 4) | ((qh >> (i + 16)) & 1) << 4;
+                        is += (lo - off) * x[i] + (hi - off) * x[i + 16];
+                    }
+                    float d = gg_f16(*(const uint16_t *)blk), dx = xd[(int64_t)t * (ldq / 32) + b];
+                    c[b % 4] = c[b % 4] + (float)is * (d * dx);
+                }
+                out[r * ldo + t] = (c[0] + c[1]) + (c[2] + c[3]);
+            }
+        return;
+    }
     for (int r = 0; r < NR; r++) {
         for (int t = 0; t < NT; t++) out[r * ldo + t] = 0;
         for (int b = 0; b < nb; b++) {
@@ -409,14 +1148,28 @@ static inline void gg_tile(int dtype, const int8_t *xq, const float *xd, const i
     const uint8_t *wb = (const uint8_t *)w;
 #ifdef KERNELS_VECTOR
     switch (dtype) {
+#ifdef KERNELS_AVX512
+    case Q8_0: gg_tile32x2<Q8_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+    case Q4_0: gg_tile32x2<Q4_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+    case Q4_1: gg_tile32x2<Q4_1, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+    case Q5_0: gg_tile32x2<Q5_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+    case Q5_1: gg_tile32x2<Q5_1, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+#else
     case Q8_0: gg_tile32<Q8_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
     case Q4_0: gg_tile32<Q4_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
     case Q4_1: gg_tile32<Q4_1, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
     case Q5_0: gg_tile32<Q5_0, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
     case Q5_1: gg_tile32<Q5_1, NR, NT>(xq, xd, ldq, wb, row_bytes, row0, K, out); break;
+#endif
+#ifdef KERNELS_AVX512
+    case Q4_K: gg_tilek512<Q4_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
+    case Q5_K: gg_tilek512<Q5_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
+    default: gg_tilek512<Q6_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
+#else
     case Q4_K: gg_tilek<Q4_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
     case Q5_K: gg_tilek<Q5_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
     default: gg_tilek<Q6_K, NR, NT>(xq, xd, xbs, ldq, wb, row_bytes, row0, K, out); break;
+#endif
     }
 #else
     gg_sums_scalar(dtype, xq, xd, xbs, ldq, wb, row_bytes, row0, NR, NT, K, &out[0][0], NT);
@@ -425,14 +1178,38 @@ static inline void gg_tile(int dtype, const int8_t *xq, const float *xd, const i
         for (int t = 0; t < NT; t++) y[(int64_t)t * ldy + r] = out[r][t] + (bias ? bias[r] : 0.0f);
 }
 
-/* Matmul of a block-dtype matrix over activations already quantized: A32 (quantize_q8; xbs
- * unused) for the 32-blocks, A256 (quantize_q8k) for the K-quants; ldq bytes per token. Decode
+/* Matmul of a block-dtype matrix over activations already quantized: A32 (quantize_q8; xbs: the
+ * per-32 sums, or null) for the 32-blocks, A256 (quantize_q8k) for the K-quants; ldq bytes per token. Decode
  * from DRAM: one row (one stream) at a time for up to 4 tokens; else NR rows x 4 tokens. */
 static void matmul_ggml_pre(const int8_t *xq, const float *xd, const int16_t *xbs, int ldq, int T, const void *w,
                             int dtype, int K, int r0, int r1, float *y, int ldy, const float *bias, bool is_streaming) {
     bool is_k = dtype == Q4_K || dtype == Q5_K || dtype == Q6_K;
     int ldd = ldq / (is_k ? 256 : 32), ldb = ldq / 16;
     int64_t rb = ggml_row_bytes(dtype, K);
+#ifdef GG_VNNI
+    const uint8_t *wb = (const uint8_t *)w;
+    // Q4_0, Q5_0, Q4_K, Q5_K: the row-lane forms (the scalar path's results); the few-token form
+    // below 8 tokens (decode, short verification passes), the GEMM from 8.
+    switch (dtype) {
+    case Q4_0:
+        if (T < 8) il_gemv<Q4_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+        else il_matmul<Q4_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+        return;
+    case Q5_0:
+        if (T < 8) il_gemv<Q5_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+        else il_matmul<Q5_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+        return;
+    case Q4_K:
+        if (T < 8) il_gemv<Q4_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+        else il_matmul<Q4_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+        return;
+    case Q5_K:
+        if (T < 8) il_gemv<Q5_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+        else il_matmul<Q5_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+        return;
+    default: break;
+    }
+#endif
 #define GG_TILE(NR, NT)                                                                                                \
     gg_tile<NR, NT>(dtype, xq + (int64_t)t * ldq, xd + (int64_t)t * ldd, is_k ? xbs + (int64_t)t * ldb : nullptr, ldq, \
                     w, rb, r, K, y + (int64_t)t * ldy + r, ldy, bias ? bias + r : nullptr)
@@ -448,6 +1225,14 @@ static void matmul_ggml_pre(const int8_t *xq, const float *xd, const int16_t *xb
     }
     for (int t = 0; t < T;) {
         int nt = T - t >= 4 ? 4 : T - t, r = r0;
+#ifdef KERNELS_AVX512
+        for (; dtype != Q4_1 && dtype != Q5_1 && r + 4 <= r1; r += 4) { // 4 rows x 4 tokens (32 registers)
+            if (nt == 4) GG_TILE(4, 4);
+            else if (nt == 3) GG_TILE(4, 3);
+            else if (nt == 2) GG_TILE(4, 2);
+            else GG_TILE(4, 1);
+        }
+#endif
         for (; r + 2 <= r1; r += 2) {
             if (nt == 4) GG_TILE(2, 4);
             else if (nt == 3) GG_TILE(2, 3);
@@ -480,7 +1265,14 @@ static void matmul_ggml(const float *x, int ldx, int T, const void *w, int dtype
             const float *xt = x + (int64_t)(t0 + t) * ldx;
             if (is_k)
                 quantize_q8k(xt, K, xq + (int64_t)t * K, xd + (int64_t)t * (K / 256), xbs + (int64_t)t * (K / 16));
-            else quantize_q8(xt, K, xq + (int64_t)t * K, xd + (int64_t)t * (K / 32));
+            else {
+                quantize_q8(xt, K, xq + (int64_t)t * K, xd + (int64_t)t * (K / 32));
+                for (int b = 0; b < K / 32; b++) { // per-32 sums in the first K / 32 of the token's K / 16
+                    int s = 0;
+                    for (int i = 0; i < 32; i++) s += xq[(int64_t)t * K + 32 * b + i];
+                    xbs[(int64_t)t * (K / 32) + b] = (int16_t)s;
+                }
+            }
         }
         matmul_ggml_pre(xq, xd, xbs, K, n, w, dtype, K, r0, r1, y + (int64_t)t0 * ldy, ldy, bias, is_streaming);
     }

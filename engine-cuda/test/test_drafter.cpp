@@ -1,0 +1,253 @@
+/* test_drafter.cpp: MTP drafting with prompt lookup (scheduler.cpp propose_mtp, issue 35), on the demo
+ * model (models/maya-demo: a trained MTP layer). Where the lookup is the better bet its draft goes in
+ * instead of the MTP layer's (checked pass by pass against an independent lookup over the sequence's
+ * tokens), the lookup's record is kept while the MTP layer drafts, and greedy tokens are identical to
+ * decoding without drafts (MAYA_SPECULATIVE=mtp and auto run this drafter), alone and batched. */
+#include <string.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "../include/engine.h"
+#include "../src/backend.h"
+#include "../src/kernels.h"
+#include "../src/model.h"
+#include "../src/scheduler.h"
+#include "mtp_bed.h"
+#include "test.h"
+
+namespace {
+
+std::string demo_dir() { return test_repo_root() + "/models/maya-demo"; }
+
+/* Prompts that repeat a cycle of ids, ones that end inside a repeat of their first ids (lookup
+ * matches) and ones that never repeat. The demo model rarely copies such ids, so most passes after
+ * the first few have no lookup match. */
+std::vector<std::vector<int32_t>> prompts() {
+    std::vector<std::vector<int32_t>> out;
+    for (int p = 0; p < 6; p++) {
+        std::vector<int32_t> ids;
+        for (int i = 0; i < 40; i++)
+            ids.push_back(p % 3 == 0 ? 30 + p * 50 + (i % (6 + p)) * 11 : 20 + (i * 7 + p * 13) % 700);
+        if (p % 3 == 1)
+            for (int i = 0; i < 12; i++) ids.push_back(ids[(size_t)i]);
+        out.push_back(ids);
+    }
+    return out;
+}
+
+/* The lookup the combined drafter uses: the tokens after the most recent earlier occurrence of the
+ * last m tokens (m = 4, then 3), at most k of them; empty when none or fewer than 2 follow. */
+std::vector<int32_t> lookup_of(const std::vector<int32_t> &t, int32_t k) {
+    int32_t n = (int32_t)t.size();
+    for (int32_t m = std::min(4, n - 1); m >= 3; m--)
+        for (int32_t j = n - m - 1; j >= 0; j--) {
+            if (memcmp(&t[(size_t)j], &t[(size_t)(n - m)], (size_t)m * sizeof(int32_t)) != 0) continue;
+            int32_t from = j + m, take = std::min(k, n - from);
+            if (take < 2) return {};
+            return std::vector<int32_t>(t.begin() + from, t.begin() + from + take);
+        }
+    return {};
+}
+
+struct Pins {
+    float lookup_accepted, lookup_rejected, mtp_accepted, mtp_rejected;
+};
+
+/* Runs the prompts through a Scheduler on the demo model with MTP (mtp_lookup as given), each
+ * sequence's records pinned before every step; checks every pass's draft with `check`. */
+template <typename Check> void run_scheduler(bool mtp_lookup, const Pins *pins, Check check) {
+    MtpBed bed;
+    MtpBedConfig cfg;
+    cfg.max_draft = 6;
+    cfg.prefill_chunk = 64;
+    cfg.n_ctx = 256;
+    cfg.mtp_lookup = mtp_lookup;
+    if (!bed.open(demo_dir(), cfg)) return;
+    const int32_t max_draft = cfg.max_draft;
+    maya::Scheduler &sched = bed.sched;
+    const SpyBackend &spy = *bed.spy;
+    std::vector<int32_t> ids;
+    for (const auto &p : prompts()) {
+        std::unique_ptr<maya::Sequence> s(new maya::Sequence());
+        s->tokens = p;
+        s->max_tokens = 40;
+        int32_t id = -1;
+        CHECK(sched.add(std::move(s), &id) == 0);
+        ids.push_back(id);
+    }
+    std::vector<int32_t> events;
+    for (int step = 0; step < 2000 && (sched.n_running() > 0 || sched.n_waiting() > 0); step++) {
+        events.clear();
+        std::map<int32_t, std::vector<int32_t>> before; // each decoding sequence's tokens, by first block
+        std::map<int32_t, const maya::Sequence *> seq_of;
+        std::map<int32_t, int32_t> mtp_next; // the MTP layer's first draft for the pass, by first block
+        for (int32_t id : ids) {
+            maya::Sequence *s = const_cast<maya::Sequence *>(sched.find(id));
+            if (!s) continue;
+            if (pins) {
+                s->lookup_accepted = pins->lookup_accepted;
+                s->lookup_rejected = pins->lookup_rejected;
+                s->spec_accepted = pins->mtp_accepted;
+                s->spec_rejected = pins->mtp_rejected;
+            }
+            if (!s->block_table.empty() && s->n_computed + 1 == (int32_t)s->tokens.size()) {
+                before[s->block_table[0]] = s->tokens;
+                seq_of[s->block_table[0]] = s;
+                mtp_next[s->block_table[0]] = s->mtp_next;
+            }
+        }
+        CHECK(sched.step(&events) == 0);
+        for (const auto &b : before) {
+            const maya::Sequence *s = sched.find(seq_of[b.first]->id);
+            check(b.second, spy.drafts_of(b.first), s, max_draft, mtp_next[b.first]);
+        }
+    }
+    CHECK(sched.n_running() == 0 && sched.n_waiting() == 0);
+}
+
+} // namespace
+
+TEST(drafter_lookup_where_it_is_the_better_bet) {
+    // The lookup's record at acceptance 1, the MTP layer's at 0: every pass with a lookup match of 3+
+    // tokens carries exactly that lookup (cut to max_draft and the room left), the others the MTP
+    // layer's draft.
+    Pins pins = {1e6f, 0.0f, 0.0f, 1e6f};
+    int looked_up = 0, mtp_drafted = 0;
+    run_scheduler(true, &pins,
+                  [&](const std::vector<int32_t> &tokens, const std::vector<int32_t> &draft, const maya::Sequence *,
+                      int32_t max_draft, int32_t mtp_next) {
+                      std::vector<int32_t> want = lookup_of(tokens, max_draft);
+                      // (a 1-token room takes the MTP layer's token: the lookup drafts 2 or more)
+                      if (!want.empty() && draft.size() >= 2) {
+                          // the draft may be cut to the room max_tokens leaves, never otherwise changed
+                          CHECK(draft.size() <= want.size());
+                          CHECK(std::equal(draft.begin(), draft.end(), want.begin()));
+                          looked_up++;
+                      } else if (!draft.empty()) {
+                          CHECK(draft[0] == mtp_next);
+                          mtp_drafted++;
+                      }
+                  });
+    fprintf(stderr, "  %d passes drafted from the lookup, %d from the MTP layer\n", looked_up, mtp_drafted);
+    CHECK(looked_up >= 3);
+    CHECK(mtp_drafted >= 10);
+}
+
+TEST(drafter_mtp_where_it_is_the_better_bet) {
+    // The MTP layer's record at acceptance 1, the lookup's at 0: every draft is the MTP layer's (it
+    // starts with the layer's prediction), also where a lookup matched.
+    Pins pins = {0.0f, 1e6f, 1e6f, 0.0f};
+    int drafted = 0, lookups_declined = 0;
+    run_scheduler(true, &pins,
+                  [&](const std::vector<int32_t> &tokens, const std::vector<int32_t> &draft, const maya::Sequence *,
+                      int32_t max_draft, int32_t mtp_next) {
+                      if (draft.empty()) return;
+                      drafted++;
+                      CHECK(draft[0] == mtp_next);
+                      CHECK((int32_t)draft.size() <= max_draft);
+                      if (!lookup_of(tokens, max_draft).empty()) lookups_declined++;
+                  });
+    fprintf(stderr, "  %d MTP-drafted passes (%d of them where a lookup matched)\n", drafted, lookups_declined);
+    CHECK(drafted >= 20);
+    CHECK(lookups_declined >= 3);
+}
+
+TEST(drafter_lookup_record_kept_while_mtp_drafts) {
+    // Without pins: the lookup's record moves from its prior (1 accepted, 1 rejected) on passes where
+    // the MTP layer drafted and a lookup matched (checked against the tokens the pass produced).
+    int moved = 0;
+    run_scheduler(
+        true, nullptr,
+        [&](const std::vector<int32_t> &, const std::vector<int32_t> &, const maya::Sequence *s, int32_t, int) {
+            if (s && (s->lookup_accepted != 1.0f || s->lookup_rejected != 1.0f)) moved++;
+        });
+    CHECK(moved > 0);
+    // MTP-only (mtp_lookup off): the lookup's record is never touched.
+    int touched = 0;
+    run_scheduler(
+        false, nullptr,
+        [&](const std::vector<int32_t> &, const std::vector<int32_t> &, const maya::Sequence *s, int32_t, int) {
+            if (s && (s->lookup_accepted != 1.0f || s->lookup_rejected != 1.0f)) touched++;
+        });
+    CHECK(touched == 0);
+}
+
+namespace {
+
+struct Run {
+    std::vector<std::vector<int32_t>> tokens;
+    int64_t drafted = 0, accepted = 0, passes = 0, decode_tokens = 0, spec = -1;
+};
+
+Run run_engine(int64_t spec, bool alone) {
+    Run r;
+    std::vector<std::vector<int32_t>> ps = prompts();
+    r.tokens.resize(ps.size());
+    int64_t p[ENG_PARAM_COUNT] = {0};
+    p[ENG_PARAM_N_THREADS] = 2;
+    p[ENG_PARAM_SPECULATIVE] = spec;
+    p[ENG_PARAM_SPEC_MAX_DRAFT] = 6;
+    p[ENG_PARAM_PREFILL_CHUNK] = 32;
+    eng_ctx *ctx = nullptr;
+    char msg[512] = "";
+    int32_t st = test_ctx_create(demo_dir().c_str(), p, ENG_PARAM_COUNT, &ctx);
+    eng_last_error(msg, sizeof msg);
+    CHECK_MSG(st == 0 && ctx, "%s", msg);
+    if (!ctx) return r;
+    int64_t info[ENG_INFO_COUNT];
+    eng_ctx_info(ctx, info, ENG_INFO_COUNT);
+    r.spec = info[ENG_INFO_SPECULATIVE];
+    std::vector<int32_t> ev(4 * 256);
+    auto go = [&](size_t from, size_t to) {
+        std::map<int32_t, size_t> of;
+        for (size_t i = from; i < to; i++) {
+            int32_t id = -1;
+            CHECK(eng_seq_add(ctx, ps[i].data(), (int32_t)ps[i].size(), nullptr, 0, 48, 0.0f, 1.0f, 0, 1, 0, &id) == 0);
+            of[id] = i;
+        }
+        size_t done = 0;
+        for (int guard = 0; guard < 100000 && done < to - from; guard++) {
+            int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size() / 4);
+            CHECK(n >= 0);
+            if (n < 0) break;
+            for (int j = 0; j < n; j++) {
+                int32_t kind = ev[(size_t)j * 4 + 1];
+                if (kind == ENG_EVENT_TOKEN) r.tokens[of[ev[(size_t)j * 4]]].push_back(ev[(size_t)j * 4 + 2]);
+                if (kind == ENG_EVENT_FINISH) done++;
+            }
+        }
+        CHECK(done == to - from);
+    };
+    if (alone)
+        for (size_t i = 0; i < ps.size(); i++) go(i, i + 1);
+    else go(0, ps.size());
+    int64_t s[ENG_STAT_COUNT];
+    eng_ctx_stats(ctx, s, ENG_STAT_COUNT);
+    r.drafted = s[ENG_STAT_DRAFT_TOKENS];
+    r.accepted = s[ENG_STAT_DRAFT_ACCEPTED];
+    r.passes = s[ENG_STAT_DECODE_PASSES];
+    r.decode_tokens = s[ENG_STAT_DECODE_TOKENS];
+    CHECK(s[ENG_STAT_BLOCKS_FREE] == s[ENG_STAT_BLOCKS_TOTAL]);
+    eng_ctx_free(ctx);
+    return r;
+}
+
+} // namespace
+
+TEST(drafter_greedy_invariance_demo_model) {
+    for (bool alone : {true, false}) {
+        Run off = run_engine(ENG_SPEC_OFF, alone);
+        for (int64_t spec : {(int64_t)ENG_SPEC_MTP, (int64_t)ENG_SPEC_AUTO}) {
+            Run on = run_engine(spec, alone);
+            CHECK(on.spec == ENG_SPEC_MTP);
+            CHECK(on.tokens == off.tokens);
+            CHECK(on.drafted > 0 && on.accepted > 0);
+            CHECK(on.decode_tokens == off.decode_tokens);
+            fprintf(stderr, "  %s, %s: %lld / %lld drafted tokens accepted, %.2f tokens per pass\n",
+                    alone ? "alone" : "batched", spec == ENG_SPEC_MTP ? "mtp" : "auto", (long long)on.accepted,
+                    (long long)on.drafted, (double)on.decode_tokens / (double)(on.passes > 0 ? on.passes : 1));
+        }
+    }
+}
