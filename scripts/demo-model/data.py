@@ -1467,8 +1467,13 @@ KINDS_V4_RUN3 = [
     ('extract', 8),
     ('pchat', 4),
 ]
+# Run 4 (warm-started from run 3's end; models/maya-demo/README.md): tool choice was the row furthest
+# from its target (62%, 30 distractor calls in 100) and gates the tool values, so ptools weighs 34 (30)
+# and its training draw declares harder distractors (pools.tool_call_case); the rest as in run 3.
+KINDS_V4_RUN4 = [(k, 34 if k == 'ptools' else w) for k, w in KINDS_V4_RUN3]
 MIXES = {
-    'default': KINDS_V4_RUN3,
+    'default': KINDS_V4_RUN4,
+    'v4run3': KINDS_V4_RUN3,
     'v4': KINDS_V4,
     'v3': KINDS,
     'v1': KINDS_V1,

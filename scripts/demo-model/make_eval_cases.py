@@ -180,7 +180,7 @@ def training_sample(n: int, seed: int, n_dotted: int) -> dict[str, Any]:
 
 
 def fresh_templates() -> dict[str, list[Any]]:
-    """The phrasings of both fresh sets (make_fresh_phrasing_cases.py), by template family."""
+    """The phrasings of every fresh set (make_fresh_phrasing_cases.py), by template family."""
     import make_fresh_phrasing_cases as fresh
 
     out: dict[str, list[Any]] = {}

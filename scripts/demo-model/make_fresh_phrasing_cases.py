@@ -11,10 +11,16 @@ value draw), but worded with phrasings that are neither TRAIN_* nor HELD_* ones.
   "listed as", "let ... be", "known as", "matching", "serving as", "labelled as", "entered as") occur
   in no TRAIN, HELD or earlier fresh phrasing.
 
-Training never uses either (heldout.test.ts checks it against fixtures/split.json's `fresh`).
+- eval-cases-fresh5.json (seed 5050): run 4 of the fourth edition's, written before run 4 (after its
+  data change, which touches no phrasing), without looking at any model's results on it. Its
+  connectives ("stated as", "assign ... to", "specified as", "noted as", "called", "belonging to",
+  "spelled", "tagged as") and request openings occur in no TRAIN, HELD or earlier fresh phrasing.
+
+Training never uses any of them (heldout.test.ts checks it against fixtures/split.json's `fresh`).
 
 Usage: python3 make_fresh_phrasing_cases.py
        npm run eval:demo -- --cases scripts/demo-model/eval-cases-fresh4.json --kinds tool,json
+       npm run eval:demo -- --cases scripts/demo-model/eval-cases-fresh5.json --kinds tool,json
 """
 import os
 import sys
@@ -72,6 +78,32 @@ SETS = {
                 'Arrange this as JSON: {args}.',
                 'Sort these into fields - {args}.',
                 'Set these down in fields: {args}.',
+            ],
+        },
+    },
+    'eval-cases-fresh5.json': {
+        'seed': 5050,
+        'templates': {
+            'arg': [
+                '{p} stated as {v}',
+                'the {p} specified as {v}',
+                'a {p} called {v}',
+                'the {p} spelled {v}',
+                'assign {v} to the {p}',
+                '{v} noted as the {p}',
+                '{v} belonging to the {p}',
+                '{v} tagged as the {p}',
+            ],
+            'tool_request': [
+                'The job is to {a} {args}.',
+                'Make sure to {a} {args}.',
+                'On your list: {a} {args}.',
+                'Be so good as to {a} {args}.',
+            ],
+            'json_request': [
+                'Shape this into JSON: {args}.',
+                'Map these onto the schema - {args}.',
+                'Package up the following: {args}.',
             ],
         },
     },

@@ -808,14 +808,25 @@ def tool_call_case(rng: random.Random, split: str, n_tools: int | None = None) -
     d = Drawer(rng, split)
     target = make_tool(d)
     tools = [target]
-    n = n_tools or rng.choice([1, 2, 2, 3, 3, 4, 4])
+    # Run 4 of the fourth edition, training only (the evaluation's draw is unchanged): at run 3's end 30
+    # of the 100 held-out tool cases called a declared distractor (12 sharing the verb, 8 the noun). So
+    # training declares more tools (up to 5) and more distractors that share the verb, the noun or both,
+    # which makes the choice turn on the request's other words.
+    if split == 'train':
+        n = n_tools or rng.choice([1, 2, 3, 3, 4, 4, 5, 5])
+    else:
+        n = n_tools or rng.choice([1, 2, 2, 3, 3, 4, 4])
     names = {target['name'].lower()}
     for _ in range(50):
         if len(tools) >= n:
             break
         r = rng.random()
-        verb = target['words'][0] if r < 0.3 else None
-        noun = target['words'][-1] if 0.3 <= r < 0.55 else None
+        if split == 'train':
+            verb = target['words'][0] if r < 0.35 or 0.65 <= r < 0.8 else None
+            noun = target['words'][-1] if 0.35 <= r < 0.8 else None
+        else:
+            verb = target['words'][0] if r < 0.3 else None
+            noun = target['words'][-1] if 0.3 <= r < 0.55 else None
         t = make_tool(d, verb, noun)
         if t['name'].lower() in names or t['words'] == target['words']:
             continue
