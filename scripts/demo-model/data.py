@@ -1299,6 +1299,54 @@ def gen_copy(rng: random.Random, thinking: bool) -> Sample:
     return Sample('copy', msgs, None, thinking)
 
 
+CASING = {'snake': 'snake_case', 'camel': 'camelCase', 'pascal': 'PascalCase'}
+
+
+def gen_casing(rng: random.Random, thinking: bool) -> Sample:
+    """Run 4 of the fourth edition: a name's words in the spellings tools and fields use (snake_case,
+    camelCase, PascalCase) and back, and which of several names a phrase means (tool choice as text). At
+    run 3's end the right tool was called for 33% of the held-out PascalCase tool names against 80% of the
+    snake_case ones: a capitalised word is spelt with other tokens. Training-side names only."""
+    words = pools.tool_words(rng, 'train') if rng.random() < 0.7 else pools.field_words(rng, 'train')
+    how = rng.choice(['snake', 'camel', 'pascal', 'pascal'])
+    name, phrase, style_name = pools.style(words, how), ' '.join(words), CASING[how]
+    names = [name]
+    k = rng.random()
+    if k < 0.45:
+        q = pick(
+            rng,
+            f'Write "{phrase}" as a {style_name} name.',
+            f'{style_name} of {phrase}?',
+            f'Turn {phrase} into {style_name}.',
+            f'Name in {style_name}: {phrase}',
+        )
+        a, r = name, f'The words are {phrase}. In {style_name} that is {name}.'
+    elif k < 0.65:
+        q = pick(rng, f'Which words make up {name}?', f'Split {name} into words.', f'Spell out {name} in plain words.')
+        a, r = phrase, f'{name} is made of the words {phrase}.'
+    else:
+        for _ in range(20):
+            if len(names) >= rng.randint(3, 5):
+                break
+            x = rng.random()
+            w = pools.tool_words(
+                rng, 'train', verb=words[0] if x < 0.4 else None, noun=words[-1] if 0.3 <= x < 0.7 else None
+            )
+            n = pools.style(w, rng.choice(['snake', 'camel', 'pascal']))
+            if w != words and n.lower() not in {m.lower() for m in names}:
+                names.append(n)
+        rng.shuffle(names)
+        q = pick(
+            rng,
+            f'Names: {", ".join(names)}. Which one means "{phrase}"?',
+            f'Which of these is {phrase}: {", ".join(names)}?',
+            f'{chr(10).join(names)}\n\nPick the one for "{phrase}".',
+        )
+        a, r = name, f'The user means {phrase}. That is {name}.'
+    msgs = maybe_system(rng, 0.15) + [user(q), assistant(a, r if thinking else None)]
+    return Sample('casing', msgs, None, thinking, meta={'names': names})
+
+
 def gen_extract(rng: random.Random, thinking: bool) -> Sample:
     """A note with labelled values among filler and distractors (pools.extract_case): a JSON object of
     some of them (the schema's field names), or one value asked back."""
@@ -1470,7 +1518,9 @@ KINDS_V4_RUN3 = [
 # Run 4 (warm-started from run 3's end; models/maya-demo/README.md): tool choice was the row furthest
 # from its target (62%, 30 distractor calls in 100) and gates the tool values, so ptools weighs 34 (30)
 # and its training draw declares harder distractors (pools.tool_call_case); the rest as in run 3.
-KINDS_V4_RUN4 = [(k, 34 if k == 'ptools' else w) for k, w in KINDS_V4_RUN3]
+# A new kind, casing (weight 4), practises the spellings of names (gen_casing); tools' names are drawn in
+# PascalCase 30% of the time in training (pools._pick_style).
+KINDS_V4_RUN4 = [(k, 34 if k == 'ptools' else w) for k, w in KINDS_V4_RUN3] + [('casing', 4)]
 MIXES = {
     'default': KINDS_V4_RUN4,
     'v4run3': KINDS_V4_RUN3,
@@ -1503,6 +1553,7 @@ def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default'
         'copy': gen_copy,
         'extract': gen_extract,
         'edit': gen_edit,
+        'casing': gen_casing,
     }
     if kind in pool:
         return pool[kind](rng, thinking)
