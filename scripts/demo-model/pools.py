@@ -845,12 +845,18 @@ def tool_call_case(rng: random.Random, split: str, n_tools: int | None = None) -
     # Training only (the evaluation keeps the third edition's request shapes): values sometimes in
     # quotes, or each argument in a sentence of its own.
     quote = split == 'train' and rng.random() < 0.15
+    # Run 5, training only: one string argument in LONG_QUOTE_SHARE of requests is a quoted text of 1-3
+    # sentences (a message body, a note), copied whole into the call. Run 4 cut such a body short.
+    long_p = None
+    if split == 'train' and rng.random() < LONG_QUOTE_SHARE:
+        strings = [p[0] for p in target['params'] if p[2] in STRING_KINDS]
+        long_p = rng.choice(strings) if strings else None
     for pname, pw, kind, required in target['params']:
-        if not required and rng.random() < 0.4:
+        if pname != long_p and not required and rng.random() < 0.4:
             continue
-        v = draw_value(rng, kind, split)
+        v = long_quote(rng, split) if pname == long_p else draw_value(rng, kind, split)
         args[pname] = v
-        parts.append(mention(d, pw, kind, v, quote))
+        parts.append(mention(d, pw, kind, v, quote or pname == long_p))
     rng.shuffle(parts)
     order = list(args)
     a = action_words(rng, target['words']) if split == 'train' else ' '.join(target['words'])
@@ -868,6 +874,19 @@ def tool_call_case(rng: random.Random, split: str, n_tools: int | None = None) -
         'templates': d.used,
         'names': [t['name'] for t in tools] + [p[0] for t in tools for p in t['params']],
     }
+
+
+LONG_QUOTE_SHARE = 0.12
+
+
+def long_quote(rng: random.Random, split: str) -> str:
+    """1-3 TEXT_SENTENCES with random values, on one line: a long string argument."""
+    import re as _re
+
+    n = rng.randint(1, 3)
+    return ' '.join(
+        _re.sub(r'\{(\w)\}', lambda m: _slot(rng, m.group(1), split), rng.choice(TEXT_SENTENCES)) for _ in range(n)
+    )
 
 
 def _tidy(req: str) -> str:
