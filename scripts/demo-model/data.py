@@ -1524,10 +1524,11 @@ KINDS_V4_RUN4 = [(k, 34 if k == 'ptools' else w) for k, w in KINDS_V4_RUN3] + [(
 # Run 5 (warm-started from run 4's end): run 4 copied short values better than run 3 and long ones worse
 # (a 20-word quoted e-mail body cut to 5 words; edit had been out since run 3), so edit comes back at its
 # fourth-edition weight and pools.tool_call_case quotes a long text in 12% of training requests.
+# Run 5 did not ship (models/maya-demo/README.md): the default stays run 4's mixture.
 KINDS_V4_RUN5 = KINDS_V4_RUN4 + [('edit', 2)]
 MIXES = {
-    'default': KINDS_V4_RUN5,
-    'v4run4': KINDS_V4_RUN4,
+    'default': KINDS_V4_RUN4,
+    'v4run5': KINDS_V4_RUN5,
     'v4run3': KINDS_V4_RUN3,
     'v4': KINDS_V4,
     'v3': KINDS,
@@ -1536,9 +1537,14 @@ MIXES = {
 }
 
 
+# The share of training tool requests with a long quoted argument (pools.tool_call_case), by mixture.
+LONG_QUOTE_SHARE = {'v4run5': 0.12}
+
+
 def gen_sample(rng: random.Random, kind: str | None = None, mix: str = 'default', echo_v1: bool = False) -> Sample:
     """One conversation. echo_v1: the echo task in its first form (single values, the request's case
     varied), which is what the shipped tokenizer's corpus (bpe.py) was drawn with."""
+    pools.LONG_QUOTE_SHARE = LONG_QUOTE_SHARE.get(mix, 0.0)
     if kind is None:
         kinds = MIXES[mix]
         kind = rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]

@@ -845,10 +845,10 @@ def tool_call_case(rng: random.Random, split: str, n_tools: int | None = None) -
     # Training only (the evaluation keeps the third edition's request shapes): values sometimes in
     # quotes, or each argument in a sentence of its own.
     quote = split == 'train' and rng.random() < 0.15
-    # Run 5, training only: one string argument in LONG_QUOTE_SHARE of requests is a quoted text of 1-3
-    # sentences (a message body, a note), copied whole into the call. Run 4 cut such a body short.
+    # Run 5 (--mix v4run5, not shipped), training only: one string argument in LONG_QUOTE_SHARE of
+    # requests is a quoted text of 1-3 sentences (a message body, a note), copied whole into the call.
     long_p = None
-    if split == 'train' and rng.random() < LONG_QUOTE_SHARE:
+    if split == 'train' and LONG_QUOTE_SHARE > 0 and rng.random() < LONG_QUOTE_SHARE:
         strings = [p[0] for p in target['params'] if p[2] in STRING_KINDS]
         long_p = rng.choice(strings) if strings else None
     for pname, pw, kind, required in target['params']:
@@ -876,7 +876,8 @@ def tool_call_case(rng: random.Random, split: str, n_tools: int | None = None) -
     }
 
 
-LONG_QUOTE_SHARE = 0.12
+# data.gen_sample sets it for its mixture (0 in the default, run 4's).
+LONG_QUOTE_SHARE = 0.0
 
 
 def long_quote(rng: random.Random, split: str) -> str:
