@@ -54,3 +54,17 @@ bool MtpBed::open(const std::string &path, const MtpBedConfig &cfg) {
     CHECK(st == 0);
     return st == 0;
 }
+
+SpecCounts close_counting(eng_ctx *ctx) {
+    SpecCounts c;
+    int64_t s[ENG_STAT_COUNT];
+    eng_ctx_stats(ctx, s, ENG_STAT_COUNT);
+    c.drafted = s[ENG_STAT_DRAFT_TOKENS];
+    c.accepted = s[ENG_STAT_DRAFT_ACCEPTED];
+    c.passes = s[ENG_STAT_DECODE_PASSES];
+    c.decode_tokens = s[ENG_STAT_DECODE_TOKENS];
+    c.preemptions = s[ENG_STAT_PREEMPTIONS];
+    CHECK(s[ENG_STAT_BLOCKS_FREE] == s[ENG_STAT_BLOCKS_TOTAL]);
+    eng_ctx_free(ctx);
+    return c;
+}

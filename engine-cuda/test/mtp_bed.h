@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../include/engine.h"
 #include "../src/backend.h"
 #include "../src/block_manager.h"
 #include "../src/model.h"
@@ -53,5 +54,14 @@ struct MtpBed {
     maya::Scheduler sched;
     bool open(const std::string &path, const MtpBedConfig &cfg);
 };
+
+/* A speculative run's counters, read from the context's stats as it is closed. */
+struct SpecCounts {
+    int64_t drafted = 0, accepted = 0, passes = 0, decode_tokens = 0, preemptions = 0;
+};
+
+/* Reads ctx's draft and decode counters, checks (CHECK) that every KV block is free again, and frees
+ * ctx. */
+SpecCounts close_counting(eng_ctx *ctx);
 
 #endif

@@ -176,9 +176,9 @@ TEST(drafter_lookup_record_kept_while_mtp_drafts) {
 
 namespace {
 
-struct Run {
+struct Run : SpecCounts {
     std::vector<std::vector<int32_t>> tokens;
-    int64_t drafted = 0, accepted = 0, passes = 0, decode_tokens = 0, spec = -1;
+    int64_t spec = -1;
 };
 
 Run run_engine(int64_t spec, bool alone) {
@@ -223,14 +223,7 @@ Run run_engine(int64_t spec, bool alone) {
     if (alone)
         for (size_t i = 0; i < ps.size(); i++) go(i, i + 1);
     else go(0, ps.size());
-    int64_t s[ENG_STAT_COUNT];
-    eng_ctx_stats(ctx, s, ENG_STAT_COUNT);
-    r.drafted = s[ENG_STAT_DRAFT_TOKENS];
-    r.accepted = s[ENG_STAT_DRAFT_ACCEPTED];
-    r.passes = s[ENG_STAT_DECODE_PASSES];
-    r.decode_tokens = s[ENG_STAT_DECODE_TOKENS];
-    CHECK(s[ENG_STAT_BLOCKS_FREE] == s[ENG_STAT_BLOCKS_TOTAL]);
-    eng_ctx_free(ctx);
+    static_cast<SpecCounts &>(r) = close_counting(ctx);
     return r;
 }
 

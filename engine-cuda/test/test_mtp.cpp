@@ -129,9 +129,9 @@ struct Opts {
     int max_tokens = 24, copies = 1; // copies: each prompt this many times (seeds 1..)
 };
 
-struct Out {
+struct Out : SpecCounts {
     std::vector<std::vector<int32_t>> tokens;
-    int64_t drafted = 0, accepted = 0, passes = 0, decode_tokens = 0, spec = -1, preemptions = 0;
+    int64_t spec = -1;
 };
 
 std::vector<uint32_t> mask_for(int g, int32_t V) {
@@ -195,15 +195,7 @@ Out run(const std::string &dir, const std::vector<std::vector<int32_t>> &prompts
     if (o.is_alone)
         for (size_t i = 0; i < N; i++) go(i, i + 1);
     else go(0, N);
-    int64_t s[ENG_STAT_COUNT];
-    eng_ctx_stats(ctx, s, ENG_STAT_COUNT);
-    r.drafted = s[ENG_STAT_DRAFT_TOKENS];
-    r.accepted = s[ENG_STAT_DRAFT_ACCEPTED];
-    r.passes = s[ENG_STAT_DECODE_PASSES];
-    r.decode_tokens = s[ENG_STAT_DECODE_TOKENS];
-    r.preemptions = s[ENG_STAT_PREEMPTIONS];
-    CHECK(s[ENG_STAT_BLOCKS_FREE] == s[ENG_STAT_BLOCKS_TOTAL]);
-    eng_ctx_free(ctx);
+    static_cast<SpecCounts &>(r) = close_counting(ctx);
     return r;
 }
 
