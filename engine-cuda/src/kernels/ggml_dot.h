@@ -1051,6 +1051,14 @@ static void il_matmul(const int8_t *xq, const float *xd, const int16_t *xbs, int
         }
     }
 }
+/* The row-lane forms' dispatch: the few-token form below 8 tokens (decode, short verification
+ * passes), the GEMM from 8. */
+template <int DT>
+static void il_run(const int8_t *xq, const float *xd, const int16_t *xbs, int ldq, int T, const uint8_t *w, int K,
+                   int r0, int r1, float *y, int ldy, const float *bias) {
+    if (T < 8) il_gemv<DT>(xq, xd, xbs, ldq, T, w, K, r0, r1, y, ldy, bias);
+    else il_matmul<DT>(xq, xd, xbs, ldq, T, w, K, r0, r1, y, ldy, bias);
+}
 #endif // GG_VNNI
 #endif // KERNELS_AVX512
 #endif // KERNELS_VECTOR
@@ -1196,25 +1204,12 @@ static void matmul_ggml_pre(const int8_t *xq, const float *xd, const int16_t *xb
     int64_t rb = ggml_row_bytes(dtype, K);
 #ifdef GG_VNNI
     const uint8_t *wb = (const uint8_t *)w;
-    // Q4_0, Q5_0, Q4_K, Q5_K: the row-lane forms (the scalar path's results); the few-token form
-    // below 8 tokens (decode, short verification passes), the GEMM from 8.
+    // Q4_0, Q5_0, Q4_K, Q5_K: the row-lane forms (the scalar path's results).
     switch (dtype) {
-    case Q4_0:
-        if (T < 8) il_gemv<Q4_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        else il_matmul<Q4_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        return;
-    case Q5_0:
-        if (T < 8) il_gemv<Q5_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        else il_matmul<Q5_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        return;
-    case Q4_K:
-        if (T < 8) il_gemv<Q4_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        else il_matmul<Q4_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        return;
-    case Q5_K:
-        if (T < 8) il_gemv<Q5_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        else il_matmul<Q5_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        return;
+    case Q4_0: return il_run<Q4_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+    case Q5_0: return il_run<Q5_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+    case Q4_K: return il_run<Q4_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+    case Q5_K: return il_run<Q5_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
     default: break;
     }
 #endif
