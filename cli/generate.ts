@@ -4,7 +4,10 @@
  * engine it ran (backend, kernel path, weight dtype), the generated ids and text; `--top-logits K`
  * adds each step's K largest logits; `--json` prints one JSON object instead. Both report the load
  * time, prompt tokens/s (from the request to its first token: prefill and the first sample) and
- * decode tokens/s (the later tokens), measured in this process as llama.cpp's tools do. The engine's
+ * decode tokens/s (the later tokens), measured in this process as llama.cpp's tools do; `--warmup` first
+ * runs one untimed generation of the same length, as llama-bench does before it measures (the timed
+ * run then finds the activation buffers, whose pages the kernel zero-fills on first touch, already
+ * touched). The engine's
  * settings (MAYA_WEIGHT_DTYPE, MAYA_ENGINE_*, MAYA_CUDA_*) are read as `maya serve` reads them:
  * the real environment, else the --config file's env block, else the default. Exit codes: 0 ok,
  * 1 the model or the engine failed, 2 bad usage or a bad setting.
@@ -30,6 +33,8 @@ const USAGE = `Usage: maya generate --model DIR|FILE.gguf (--prompt TEXT | --pro
   --threads N        CPU threads of the engine (default: all cores)
   --config FILE      JSON file {"env": {...}}: engine settings (MAYA_WEIGHT_DTYPE, MAYA_ENGINE_*,
                      MAYA_CUDA_*); the environment wins over it
+  --warmup           first run one untimed generation of the same length (the prompt rotated by one
+                     token, so the prefix cache cannot serve the timed run), as llama-bench does
   --json             print one JSON object
 `;
 
@@ -48,6 +53,7 @@ interface Options {
   topLogits: number;
   threads?: number;
   config?: string;
+  warmup: boolean;
   json: boolean;
 }
 
@@ -86,6 +92,7 @@ function parseOptions(argv: string[]): Options | 'help' {
       'top-logits': { type: 'string' },
       threads: { type: 'string' },
       config: { type: 'string' },
+      warmup: { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -112,6 +119,7 @@ function parseOptions(argv: string[]): Options | 'help' {
     topLogits: number(values['top-logits'], '--top-logits', 0, isInt(0)),
     threads: values.threads === undefined ? undefined : number(values.threads, '--threads', 0, isInt(1)),
     ...(values.config !== undefined ? { config: values.config } : {}),
+    warmup: values.warmup ?? false,
     json: values.json ?? false,
   };
 }
@@ -140,6 +148,8 @@ export interface GenerateTimings {
   decodeMs: number;
   /** null when only one token was generated. */
   decodeTokensPerS: number | null;
+  /** An untimed generation of the same length ran first (--warmup). */
+  warmup: boolean;
 }
 
 interface Result {
@@ -153,7 +163,15 @@ interface Result {
   timings: GenerateTimings;
 }
 
-function timings(loadMs: number, promptTokens: number, t0: number, tFirst: number, tEnd: number, n: number) {
+function timings(
+  loadMs: number,
+  promptTokens: number,
+  t0: number,
+  tFirst: number,
+  tEnd: number,
+  n: number,
+  warmup: boolean,
+): GenerateTimings {
   const promptMs = tFirst - t0;
   const decodeMs = n > 1 ? tEnd - tFirst : 0;
   return {
@@ -164,6 +182,7 @@ function timings(loadMs: number, promptTokens: number, t0: number, tFirst: numbe
     decodeTokens: Math.max(0, n - 1),
     decodeMs,
     decodeTokensPerS: n > 1 ? ((n - 1) * 1000) / decodeMs : null,
+    warmup,
   };
 }
 
@@ -189,23 +208,26 @@ async function generate(o: Options, processEnv: Env): Promise<Result> {
   const piece = (id: number) => (tokenizer ? tokenizer.decode([id]) : null);
   const ids: number[] = [];
   const steps: NonNullable<Result['steps']> = [];
-  try {
-    const t0 = performance.now();
-    let tFirst = t0;
-    const gen = engine.generate({
-      promptIds,
+  const request = (ids: number[], stopIds: number[]) =>
+    engine.generate({
+      promptIds: ids,
       maxTokens: o.maxTokens,
       temperature: o.temperature,
       topP: o.topP,
       topK: o.topK,
       seed: o.seed,
-      stopIds: o.stopIds ?? model.eosIds,
+      stopIds,
       keepLogits: o.topLogits > 0,
     });
+  try {
+    if (o.warmup) for await (const _ of request([...promptIds.slice(1), promptIds[0]!], [])) void _;
+    const t0 = performance.now();
+    let tFirst = t0;
+    const gen = request(promptIds, o.stopIds ?? model.eosIds);
     for (;;) {
       const r = await gen.next();
       if (r.done) {
-        const t = timings(loadMs, promptIds.length, t0, tFirst, performance.now(), ids.length);
+        const t = timings(loadMs, promptIds.length, t0, tFirst, performance.now(), ids.length, o.warmup);
         const text = tokenizer ? tokenizer.decode(ids) : null;
         const ran = { backend, simd, weightDtype, kvDtype };
         return {
@@ -250,8 +272,8 @@ function printText(r: Result, io: GenerateIo): void {
   const t = r.timings;
   const decode = t.decodeTokensPerS === null ? 'n/a' : `${t.decodeTokensPerS.toFixed(1)} tokens/s`;
   io.out(
-    `timings: load ${t.loadMs.toFixed(0)} ms; prompt ${t.promptTokens} tokens, ${t.promptTokensPerS.toFixed(1)} tokens/s;` +
-      ` decode ${t.decodeTokens} tokens, ${decode}\n`,
+    `timings${t.warmup ? ' (warm)' : ''}: load ${t.loadMs.toFixed(0)} ms; prompt ${t.promptTokens} tokens,` +
+      ` ${t.promptTokensPerS.toFixed(1)} tokens/s; decode ${t.decodeTokens} tokens, ${decode}\n`,
   );
 }
 

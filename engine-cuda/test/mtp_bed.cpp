@@ -54,3 +54,33 @@ bool MtpBed::open(const std::string &path, const MtpBedConfig &cfg) {
     CHECK(st == 0);
     return st == 0;
 }
+
+size_t step_until_finished(eng_ctx *ctx, size_t n, const std::function<void(int32_t sid, int32_t token)> &on_token) {
+    std::vector<int32_t> ev(4 * 256);
+    size_t done = 0;
+    for (int guard = 0; guard < 100000 && done < n; guard++) {
+        int32_t k = eng_step(ctx, ev.data(), (int32_t)ev.size() / 4);
+        CHECK(k >= 0);
+        if (k < 0) break;
+        for (int j = 0; j < k; j++) {
+            int32_t kind = ev[(size_t)j * 4 + 1];
+            if (kind == ENG_EVENT_TOKEN) on_token(ev[(size_t)j * 4], ev[(size_t)j * 4 + 2]);
+            if (kind == ENG_EVENT_FINISH) done++;
+        }
+    }
+    return done;
+}
+
+SpecCounts close_counting(eng_ctx *ctx) {
+    SpecCounts c;
+    int64_t s[ENG_STAT_COUNT];
+    eng_ctx_stats(ctx, s, ENG_STAT_COUNT);
+    c.drafted = s[ENG_STAT_DRAFT_TOKENS];
+    c.accepted = s[ENG_STAT_DRAFT_ACCEPTED];
+    c.passes = s[ENG_STAT_DECODE_PASSES];
+    c.decode_tokens = s[ENG_STAT_DECODE_TOKENS];
+    c.preemptions = s[ENG_STAT_PREEMPTIONS];
+    CHECK(s[ENG_STAT_BLOCKS_FREE] == s[ENG_STAT_BLOCKS_TOTAL]);
+    eng_ctx_free(ctx);
+    return c;
+}

@@ -4,10 +4,12 @@
 #ifndef MAYA_TEST_MTP_BED_H
 #define MAYA_TEST_MTP_BED_H
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "../include/engine.h"
 #include "../src/backend.h"
 #include "../src/block_manager.h"
 #include "../src/model.h"
@@ -53,5 +55,18 @@ struct MtpBed {
     maya::Scheduler sched;
     bool open(const std::string &path, const MtpBedConfig &cfg);
 };
+
+/* Steps ctx until n sequences have finished (or a step fails, or 100,000 steps), calling on_token for
+ * each token event with its sequence id; returns how many finished. */
+size_t step_until_finished(eng_ctx *ctx, size_t n, const std::function<void(int32_t sid, int32_t token)> &on_token);
+
+/* A speculative run's counters, read from the context's stats as it is closed. */
+struct SpecCounts {
+    int64_t drafted = 0, accepted = 0, passes = 0, decode_tokens = 0, preemptions = 0;
+};
+
+/* Reads ctx's draft and decode counters, checks (CHECK) that every KV block is free again, and frees
+ * ctx. */
+SpecCounts close_counting(eng_ctx *ctx);
 
 #endif

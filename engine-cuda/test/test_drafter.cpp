@@ -176,9 +176,9 @@ TEST(drafter_lookup_record_kept_while_mtp_drafts) {
 
 namespace {
 
-struct Run {
+struct Run : SpecCounts {
     std::vector<std::vector<int32_t>> tokens;
-    int64_t drafted = 0, accepted = 0, passes = 0, decode_tokens = 0, spec = -1;
+    int64_t spec = -1;
 };
 
 Run run_engine(int64_t spec, bool alone) {
@@ -199,7 +199,6 @@ Run run_engine(int64_t spec, bool alone) {
     int64_t info[ENG_INFO_COUNT];
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
     r.spec = info[ENG_INFO_SPECULATIVE];
-    std::vector<int32_t> ev(4 * 256);
     auto go = [&](size_t from, size_t to) {
         std::map<int32_t, size_t> of;
         for (size_t i = from; i < to; i++) {
@@ -207,30 +206,13 @@ Run run_engine(int64_t spec, bool alone) {
             CHECK(eng_seq_add(ctx, ps[i].data(), (int32_t)ps[i].size(), nullptr, 0, 48, 0.0f, 1.0f, 0, 1, 0, &id) == 0);
             of[id] = i;
         }
-        size_t done = 0;
-        for (int guard = 0; guard < 100000 && done < to - from; guard++) {
-            int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size() / 4);
-            CHECK(n >= 0);
-            if (n < 0) break;
-            for (int j = 0; j < n; j++) {
-                int32_t kind = ev[(size_t)j * 4 + 1];
-                if (kind == ENG_EVENT_TOKEN) r.tokens[of[ev[(size_t)j * 4]]].push_back(ev[(size_t)j * 4 + 2]);
-                if (kind == ENG_EVENT_FINISH) done++;
-            }
-        }
-        CHECK(done == to - from);
+        CHECK(step_until_finished(ctx, to - from,
+                                  [&](int32_t sid, int32_t tok) { r.tokens[of[sid]].push_back(tok); }) == to - from);
     };
     if (alone)
         for (size_t i = 0; i < ps.size(); i++) go(i, i + 1);
     else go(0, ps.size());
-    int64_t s[ENG_STAT_COUNT];
-    eng_ctx_stats(ctx, s, ENG_STAT_COUNT);
-    r.drafted = s[ENG_STAT_DRAFT_TOKENS];
-    r.accepted = s[ENG_STAT_DRAFT_ACCEPTED];
-    r.passes = s[ENG_STAT_DECODE_PASSES];
-    r.decode_tokens = s[ENG_STAT_DECODE_TOKENS];
-    CHECK(s[ENG_STAT_BLOCKS_FREE] == s[ENG_STAT_BLOCKS_TOTAL]);
-    eng_ctx_free(ctx);
+    static_cast<SpecCounts &>(r) = close_counting(ctx);
     return r;
 }
 

@@ -129,9 +129,9 @@ struct Opts {
     int max_tokens = 24, copies = 1; // copies: each prompt this many times (seeds 1..)
 };
 
-struct Out {
+struct Out : SpecCounts {
     std::vector<std::vector<int32_t>> tokens;
-    int64_t drafted = 0, accepted = 0, passes = 0, decode_tokens = 0, spec = -1, preemptions = 0;
+    int64_t spec = -1;
 };
 
 std::vector<uint32_t> mask_for(int g, int32_t V) {
@@ -163,7 +163,6 @@ Out run(const std::string &dir, const std::vector<std::vector<int32_t>> &prompts
     eng_ctx_info(ctx, info, ENG_INFO_COUNT);
     r.spec = info[ENG_INFO_SPECULATIVE];
     int32_t V = (int32_t)info[ENG_INFO_N_VOCAB];
-    std::vector<int32_t> ev(4 * 64);
     auto go = [&](size_t from, size_t to) {
         std::map<int32_t, size_t> of;
         for (size_t i = from; i < to; i++) {
@@ -174,36 +173,18 @@ Out run(const std::string &dir, const std::vector<std::vector<int32_t>> &prompts
             of[id] = i;
             if (o.is_masked && i % 2 == 0) CHECK(eng_seq_mask(ctx, id, mask_for(0, V).data(), (V + 31) / 32) == 0);
         }
-        size_t done = 0;
-        for (int guard = 0; guard < 100000 && done < to - from; guard++) {
-            int32_t n = eng_step(ctx, ev.data(), (int32_t)ev.size() / 4);
-            CHECK(n >= 0);
-            if (n < 0) break;
-            for (int j = 0; j < n; j++) {
-                int32_t sid = ev[(size_t)j * 4], kind = ev[(size_t)j * 4 + 1];
-                size_t i = of[sid];
-                if (kind == ENG_EVENT_TOKEN) {
-                    r.tokens[i].push_back(ev[(size_t)j * 4 + 2]);
-                    if (o.is_masked && i % 2 == 0)
-                        CHECK(eng_seq_mask(ctx, sid, mask_for((int)r.tokens[i].size(), V).data(), (V + 31) / 32) == 0);
-                }
-                if (kind == ENG_EVENT_FINISH) done++;
-            }
-        }
+        size_t done = step_until_finished(ctx, to - from, [&](int32_t sid, int32_t tok) {
+            size_t i = of[sid];
+            r.tokens[i].push_back(tok);
+            if (o.is_masked && i % 2 == 0)
+                CHECK(eng_seq_mask(ctx, sid, mask_for((int)r.tokens[i].size(), V).data(), (V + 31) / 32) == 0);
+        });
         CHECK(done == to - from);
     };
     if (o.is_alone)
         for (size_t i = 0; i < N; i++) go(i, i + 1);
     else go(0, N);
-    int64_t s[ENG_STAT_COUNT];
-    eng_ctx_stats(ctx, s, ENG_STAT_COUNT);
-    r.drafted = s[ENG_STAT_DRAFT_TOKENS];
-    r.accepted = s[ENG_STAT_DRAFT_ACCEPTED];
-    r.passes = s[ENG_STAT_DECODE_PASSES];
-    r.decode_tokens = s[ENG_STAT_DECODE_TOKENS];
-    r.preemptions = s[ENG_STAT_PREEMPTIONS];
-    CHECK(s[ENG_STAT_BLOCKS_FREE] == s[ENG_STAT_BLOCKS_TOTAL]);
-    eng_ctx_free(ctx);
+    static_cast<SpecCounts &>(r) = close_counting(ctx);
     return r;
 }
 

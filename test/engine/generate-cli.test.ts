@@ -50,6 +50,32 @@ describe('maya generate', () => {
     }
     expect(t.promptTokensPerS).toBeCloseTo((p.ids.length * 1000) / t.promptMs, 6);
     expect(t.decodeTokensPerS).toBeCloseTo((19 * 1000) / t.decodeMs, 6);
+    expect(t.warmup).toBe(false);
+  });
+
+  it('--warmup runs an untimed generation first; the timed one is unchanged and nothing of it cached', async () => {
+    // 40 tokens: two full 16-token blocks the prefix cache would serve, were the warm-up's prompt the same.
+    const ids = llama.prompts
+      .flatMap((q) => q.ids)
+      .concat(llama.prompts.flatMap((q) => q.ids))
+      .slice(0, 40);
+    expect(ids.length).toBe(40);
+    const argv = ['--model', fixtureDir('llama-f32'), '--prompt-ids', ids.join(','), '--max-tokens', '12'];
+    const cold = JSON.parse((await cli([...argv, '--stop-ids', 'none', '--json'])).out) as { ids: number[] };
+    const r = await cli([...argv, '--stop-ids', 'none', '--json', '--warmup']);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    const json = JSON.parse(r.out) as {
+      ids: number[];
+      finish: { usage: { inputTokens: number; cachedTokens: number } };
+      timings: GenerateTimings;
+    };
+    expect(json.ids).toEqual(cold.ids);
+    expect(json.finish.usage).toMatchObject({ inputTokens: 40, cachedTokens: 0 });
+    expect(json.timings).toMatchObject({ promptTokens: 40, decodeTokens: 11, warmup: true });
+    const text = await cli([...argv, '--warmup']);
+    expect(text.code).toBe(0);
+    expect(text.out).toContain('timings (warm): ');
   });
 
   it.each(['glm45-moe-bf16', 'glm45-moe-fp8', 'deepseek3-bf16', 'deepseek3-fp8'])(

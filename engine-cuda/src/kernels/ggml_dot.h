@@ -789,7 +789,7 @@ static KERNELS_INLINE void il_tile(const IlScratch *s, const int8_t *xq, const f
     const int NC = is_k ? 1 : 4;
     const int off = DT == Q4_0 ? 8 : 16;
     int ldd = ldq / (is_k ? 256 : 32), ldb = ldq / 16;
-    __m512 tot[NC][NT];
+    __m512 tot[4][NT]; // [c < NC]
     for (int c = 0; c < NC; c++)
         for (int t = 0; t < NT; t++) tot[c][t] = first ? _mm512_setzero_ps() : part[4 * t + c];
     if (is_k) {
@@ -822,22 +822,30 @@ static KERNELS_INLINE void il_tile(const IlScratch *s, const int8_t *xq, const f
             }
         }
     } else {
-        for (int j = 0; j < kc / 32; j++) { // k0 / 32 is a multiple of 4: sum j % 4
-            int kb = k0 + 32 * j, bi = kb / 32;
-            __m512i acc[NT];
-            for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_si512();
+        // k0 / 32 is a multiple of 4: block j into sum j % 4. The four sums are unrolled so that each
+        // stays in a register (an index j & 3 kept them on the stack).
+        const int nj = kc / 32;
+        for (int j0 = 0; j0 < nj; j0 += 4) {
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                const int j = j0 + c;
+                if (j >= nj) break;
+                int kb = k0 + 32 * j, bi = kb / 32;
+                __m512i acc[NT]; // starts at -off * (the block's activation sum): the exact integer sum
+                for (int t = 0; t < NT; t++) {
+                    int sx = xbs ? xbs[(int64_t)t * (ldq / 32) + bi] : il_sum32(xq + (int64_t)t * ldq + kb);
+                    acc[t] = _mm512_set1_epi32(-off * sx);
+                }
 #pragma GCC unroll 8
-            for (int g = 0; g < 8; g++) {
-                __m512i W = _mm512_load_si512((const void *)&s->q[j][g]);
-                for (int t = 0; t < NT; t++)
-                    acc[t] = _mm512_dpbusd_epi32(acc[t], W, il_bcast(xq + (int64_t)t * ldq + kb + 4 * g));
-            }
-            for (int t = 0; t < NT; t++) {
-                int sx = xbs ? xbs[(int64_t)t * (ldq / 32) + bi] : il_sum32(xq + (int64_t)t * ldq + kb);
-                __m512i is = _mm512_sub_epi32(acc[t], _mm512_set1_epi32(off * sx));
-                __m512 dx = _mm512_set1_ps(xd[(int64_t)t * ldd + bi]);
-                tot[j & (NC - 1)][t] =
-                    il_add(tot[j & (NC - 1)][t], il_mul(_mm512_cvtepi32_ps(is), il_mul(s->f1[j], dx)));
+                for (int g = 0; g < 8; g++) {
+                    __m512i W = _mm512_load_si512((const void *)&s->q[j][g]);
+                    for (int t = 0; t < NT; t++)
+                        acc[t] = _mm512_dpbusd_epi32(acc[t], W, il_bcast(xq + (int64_t)t * ldq + kb + 4 * g));
+                }
+                for (int t = 0; t < NT; t++) {
+                    __m512 dx = _mm512_set1_ps(xd[(int64_t)t * ldd + bi]);
+                    tot[c][t] = il_add(tot[c][t], il_mul(_mm512_cvtepi32_ps(acc[t]), il_mul(s->f1[j], dx)));
+                }
             }
         }
     }
@@ -1043,6 +1051,14 @@ static void il_matmul(const int8_t *xq, const float *xd, const int16_t *xbs, int
         }
     }
 }
+/* The row-lane forms' dispatch: the few-token form below 8 tokens (decode, short verification
+ * passes), the GEMM from 8. */
+template <int DT>
+static void il_run(const int8_t *xq, const float *xd, const int16_t *xbs, int ldq, int T, const uint8_t *w, int K,
+                   int r0, int r1, float *y, int ldy, const float *bias) {
+    if (T < 8) il_gemv<DT>(xq, xd, xbs, ldq, T, w, K, r0, r1, y, ldy, bias);
+    else il_matmul<DT>(xq, xd, xbs, ldq, T, w, K, r0, r1, y, ldy, bias);
+}
 #endif // GG_VNNI
 #endif // KERNELS_AVX512
 #endif // KERNELS_VECTOR
@@ -1188,25 +1204,12 @@ static void matmul_ggml_pre(const int8_t *xq, const float *xd, const int16_t *xb
     int64_t rb = ggml_row_bytes(dtype, K);
 #ifdef GG_VNNI
     const uint8_t *wb = (const uint8_t *)w;
-    // Q4_0, Q5_0, Q4_K, Q5_K: the row-lane forms (the scalar path's results); the few-token form
-    // below 8 tokens (decode, short verification passes), the GEMM from 8.
+    // Q4_0, Q5_0, Q4_K, Q5_K: the row-lane forms (the scalar path's results).
     switch (dtype) {
-    case Q4_0:
-        if (T < 8) il_gemv<Q4_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        else il_matmul<Q4_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        return;
-    case Q5_0:
-        if (T < 8) il_gemv<Q5_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        else il_matmul<Q5_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        return;
-    case Q4_K:
-        if (T < 8) il_gemv<Q4_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        else il_matmul<Q4_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        return;
-    case Q5_K:
-        if (T < 8) il_gemv<Q5_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        else il_matmul<Q5_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
-        return;
+    case Q4_0: return il_run<Q4_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+    case Q5_0: return il_run<Q5_0>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+    case Q4_K: return il_run<Q4_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
+    case Q5_K: return il_run<Q5_K>(xq, xd, xbs, ldq, T, wb, K, r0, r1, y, ldy, bias);
     default: break;
     }
 #endif
