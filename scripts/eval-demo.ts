@@ -31,7 +31,7 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 interface EvalCase {
   id: string;
-  kind: 'tool' | 'json' | 'memory' | 'tool_result' | 'chat' | 'reasoning';
+  kind: 'tool' | 'json' | 'memory' | 'tool_result' | 'chat' | 'reasoning' | 'edit';
   thinking: boolean;
   request: Record<string, unknown>;
   turns?: string[];
@@ -40,6 +40,9 @@ interface EvalCase {
     value?: Json;
     values?: string[];
     answer?: string;
+    /** edit: the value the text had, and the one the request puts in its place. */
+    old?: string;
+    new?: string;
   };
 }
 
@@ -55,6 +58,8 @@ interface CaseResult {
   reasoningOk?: boolean;
   /** json: every value equals the one the prompt gave; tool: the right tool with the right argument values. */
   exact?: boolean;
+  /** edit: the new value is in the answer and the old one is not (the text itself may still differ). */
+  changed?: boolean;
   status: string;
   output: unknown;
   error?: string;
@@ -172,6 +177,11 @@ async function runCase(create: Create, model: string, c: EvalCase, ajv: Ajv2020)
       const calls = response.output.filter((item) => item.type === 'function_call');
       result.wellFormed = completed && calls.length === 0 && text.trim() !== '';
       result.pass = result.wellFormed && (c.expect.values ?? []).every((v) => containsValue(text, v));
+    } else if (c.kind === 'edit') {
+      // The text given back with exactly the one change asked for (whitespace at the ends aside).
+      result.wellFormed = completed && text.trim() !== '';
+      result.pass = result.wellFormed && text.trim() === (c.expect.answer ?? '').trim();
+      result.changed = result.wellFormed && text.includes(c.expect.new ?? '') && !text.includes(c.expect.old ?? '');
     } else if (c.kind === 'chat') {
       // No tools declared: a completed text answer, never a call (nor an undeclared_tool failure).
       const calls = response.output.filter((item) => item.type === 'function_call');
@@ -287,14 +297,16 @@ async function main(): Promise<number> {
   const table = [
     `| behaviour (held-out, greedy${constrained ? ', constrained decoding' : ''}) | metric | rate | target |`,
     '| --- | --- | --- | --- |',
-    `| tool calls (1-4 tools, tool_choice auto) | right tool, exactly the request's argument names | ${rate(of('tool'), (r) => r.pass)} | ≥ 95% |`,
+    `| tool calls (1-4 tools, tool_choice auto) | right tool, exactly the request's argument names | ${rate(of('tool'), (r) => r.pass)} | ≥ 85% |`,
     `| tool calls | argument values right too | ${rate(of('tool'), (r) => r.exact === true)} | ≥ 80% |`,
     `| tool calls | well-formed call | ${rate(of('tool'), (r) => r.wellFormed)} | |`,
     `| JSON (json_schema, strict) | valid against the schema | ${rate(of('json'), (r) => r.pass)} | ≥ 95% (≥ 99% constrained) |`,
     `| JSON | values equal to the prompt's | ${rate(of('json'), (r) => r.exact === true)} | ≥ 80% |`,
     `| memory (2-4 turns, full history) | answer contains the value | ${rate(of('memory'), (r) => r.pass)} | ≥ 90% |`,
-    `| answer after a tool result | answer contains the result's values | ${rate(of('tool_result'), (r) => r.pass)} | ≥ 90% |`,
+    `| answer after a tool result | answer contains the result's values | ${rate(of('tool_result'), (r) => r.pass)} | ≥ 95% |`,
     `| plain chat, no tools declared | text answer, no call, no undeclared_tool | ${rate(of('chat'), (r) => r.pass)} | 100% |`,
+    `| edit (return a text of ~150-1400 tokens with one value changed) | exactly the changed text | ${rate(of('edit'), (r) => r.pass)} | |`,
+    `| edit | the new value in, the old one out | ${rate(of('edit'), (r) => r.changed)} | |`,
     `| reasoning (plain prompts) | reasoning item, then answer | ${rate(of('reasoning'), (r) => r.pass)} | ≥ 95% |`,
     `| reasoning (every thinking-on case) | reasoning item, then answer | ${rate(thinkingRows, (r) => r.reasoningOk)} | ≥ 95% |`,
   ]

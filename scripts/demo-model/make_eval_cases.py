@@ -4,8 +4,11 @@ and test/demo-model/fixtures/split.json, which test/demo-model/heldout.test.ts u
 Held out by name and by phrasing, not only by seed: every tool name, parameter name, JSON field name
 and memory label in these cases is drawn from pools.py's HELD side (a hash of the name's words; data.py
 only ever uses TRAIN names), and every request is worded with pools.py's HELD_* templates (training
-uses the TRAIN_* ones, a different list). Values are drawn afresh (names, words, codes, numbers,
-decimals, dates, multi-word strings).
+uses the TRAIN_* ones, a different list). Values are drawn afresh (pools.draw_value: the pools'
+names, words, codes, numbers, dates and multi-word strings, and the fourth edition's random families:
+letters, pseudo-words, codes, numbers, dates, e-mail addresses, paths, URLs), and a fifth of the
+string values from pools.HELD_FAMILIES (version numbers, dotted identifiers), which no training
+generator writes.
 
 Behaviours (--per-kind each, thinking on for half):
 - tool: 1-4 generated tools declared (distractors often share the verb or the noun), tool_choice auto;
@@ -16,6 +19,8 @@ Behaviours (--per-kind each, thinking on for half):
   that contains every value of the result.
 - chat: no tools declared: small talk or a tool-like request; expects a completed text answer and no
   tool call (no `undeclared_tool` failure).
+- edit (--edits cases): a text of ~150-1400 tokens and a HELD_EDIT request to return it with one value
+  changed; expects exactly the changed text.
 
 Usage: python3 make_eval_cases.py [--seed 2020] [--per-kind 100] [--out FILE] [--fixture FILE]
 """
@@ -117,6 +122,17 @@ def chat_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
     }
 
 
+def edit_case(rng: random.Random, thinking: bool) -> dict[str, Any]:
+    c = pools.edit_case(rng, 'held')
+    return {
+        'kind': 'edit',
+        'thinking': thinking,
+        'request': {'input': c['request'], 'max_output_tokens': 3000, **thinking_field(thinking)},
+        'names': [],
+        'expect': {'answer': c['answer'], 'old': c['old'], 'new': c['new']},
+    }
+
+
 def schema_names(schema: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for k, v in schema.get('properties', {}).items():
@@ -125,15 +141,24 @@ def schema_names(schema: dict[str, Any]) -> list[str]:
     return out
 
 
-def training_sample(n: int, seed: int) -> dict[str, Any]:
-    """The names and templates that n of data.py's generated-pool conversations use (training's draw)."""
+def training_sample(n: int, seed: int, n_dotted: int) -> dict[str, Any]:
+    """The names and templates that n of data.py's conversations use (training's draw), and every
+    dotted piece of the text of n_dotted of them (a run of non-space characters with a dot between two letters or
+    digits): held-out value families are dotted, and heldout.test.ts checks that none of these is one."""
+    import re
     import data  # (needs jinja2)
 
     rng = random.Random(seed)
     names: set[str] = set()
     templates: set[str] = set()
-    for _ in range(n):
+    dotted: set[str] = set()
+    tpl = data.make_template()
+    for i in range(n_dotted):
         s = data.gen_sample(rng)
+        for text, _ in data.segments(tpl, s):
+            dotted.update(m.group(0) for m in re.finditer(r'\S*[A-Za-z0-9]\.[A-Za-z0-9]\S*', text))
+        if i >= n:
+            continue
         for t in s.tools or []:
             names.add(t['function']['name'])
             names.update(t['function']['parameters']['properties'])
@@ -144,13 +169,32 @@ def training_sample(n: int, seed: int) -> dict[str, Any]:
             if m['role'] == 'tool' and m['content'].startswith('{'):
                 names.update(json.loads(m['content']))
         templates.update(json.dumps(t, ensure_ascii=False) for _, t in s.meta.get('templates', []))
-    return {'samples': n, 'seed': seed, 'names': sorted(names), 'templates': sorted(templates)}
+    return {
+        'samples': n,
+        'dotted_samples': n_dotted,
+        'seed': seed,
+        'names': sorted(names),
+        'templates': sorted(templates),
+        'dotted': sorted(dotted),
+    }
+
+
+def fresh_templates() -> dict[str, list[Any]]:
+    """The phrasings of every fresh set (make_fresh_phrasing_cases.py), by template family."""
+    import make_fresh_phrasing_cases as fresh
+
+    out: dict[str, list[Any]] = {}
+    for sets in fresh.SETS.values():
+        for family, ts in sets['templates'].items():
+            out.setdefault(family, []).extend(ts)
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument('--seed', type=int, default=2020)
     ap.add_argument('--per-kind', type=int, default=100)
+    ap.add_argument('--edits', type=int, default=20, help='edit cases (long outputs; fewer than --per-kind)')
     ap.add_argument('--out', default=os.path.join(HERE, 'eval-cases.json'))
     ap.add_argument(
         '--fixture',
@@ -163,6 +207,8 @@ def main() -> None:
     for make in (tool_case, json_case, memory_case, tool_result_case, chat_case):
         for i in range(args.per_kind):
             cases.append(make(rng, i % 2 == 0))
+    for i in range(args.edits):
+        cases.append(edit_case(rng, i % 2 == 0))
     for i, c in enumerate(cases):
         c['id'] = f'{c["kind"]}-{i}'
     with open(args.out, 'w', encoding='utf-8') as f:
@@ -185,7 +231,11 @@ def main() -> None:
                 }
                 for family, (train, held) in pools.TEMPLATES.items()
             },
-            'training': training_sample(500, 99),
+            'fresh': {
+                family: [json.dumps(t, ensure_ascii=False) for t in ts] for family, ts in fresh_templates().items()
+            },
+            'held_family_patterns': pools.HELD_FAMILY_PATTERNS,
+            'training': training_sample(500, 99, 3000),
         }
         with open(args.fixture, 'w', encoding='utf-8') as f:
             json.dump(fixture, f, ensure_ascii=False, indent=0)

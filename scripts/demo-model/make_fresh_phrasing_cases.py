@@ -1,53 +1,139 @@
-"""Writes eval-cases-fresh.json: held-out cases like make_eval_cases.py's (held-out names), but worded
-with a second set of held-out phrasings, written after the third edition was trained and without
-looking at any model's results on them. The third edition's TRAIN phrasings were written after
-reading which HELD_* phrasings failed, and some are close paraphrases of them; these are not.
+"""Writes the fresh phrasing sets: held-out cases like make_eval_cases.py's (held-out names, the same
+value draw), but worded with phrasings that are neither TRAIN_* nor HELD_* ones.
+
+- eval-cases-fresh.json (seed 3030): the third edition's fresh set, written after the third edition
+  was trained, without looking at any model's results on it. The third edition's TRAIN phrasings were
+  written after reading which HELD_* phrasings failed, and some are close paraphrases of them; these
+  are not.
+- eval-cases-fresh4.json (seed 4040): the fourth edition's, written after its training phrasings
+  (pools.py: the fourth edition's TRAIN_ARG, TRAIN_TOOL_REQUEST additions, TRAIN_BARE ...) and
+  before its training, without looking at any model's results on it. Its connectives ("marked",
+  "listed as", "let ... be", "known as", "matching", "serving as", "labelled as", "entered as") occur
+  in no TRAIN, HELD or earlier fresh phrasing.
+
+- eval-cases-fresh5.json (seed 5050): run 4 of the fourth edition's, written before run 4 (after its
+  data change, which touches no phrasing), without looking at any model's results on it. Its
+  connectives ("stated as", "assign ... to", "specified as", "noted as", "called", "belonging to",
+  "spelled", "tagged as") and request openings occur in no TRAIN, HELD or earlier fresh phrasing.
+
+Training never uses any of them (heldout.test.ts checks it against fixtures/split.json's `fresh`).
 
 Usage: python3 make_fresh_phrasing_cases.py
-       npm run eval:demo -- --cases scripts/demo-model/eval-cases-fresh.json --kinds tool,json
+       npm run eval:demo -- --cases scripts/demo-model/eval-cases-fresh4.json --kinds tool,json
+       npm run eval:demo -- --cases scripts/demo-model/eval-cases-fresh5.json --kinds tool,json
 """
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import make_eval_cases  # noqa: E402
-import pools  # noqa: E402
 
-FRESH_ARG = [
-    '{p} amounting to {v}',
-    'the {p} would be {v}',
-    'choosing {v} for the {p}',
-    'put {v} down as the {p}',
-    'with a {p} of exactly {v}',
-    '{v} being what the {p} holds',
-    'where {p} reads as {v}',
-    'picking {v} as the {p}',
-]
-FRESH_TOOL_REQUEST = [
-    'Please go and {a} {args}.',
-    'Could we {a}, {args}?',
-    'Right, {a} {args}.',
-    'I am asking you to {a} {args}.',
-]
-FRESH_JSON_REQUEST = [
-    'Structure this for me: {args}.',
-    'Make an entry out of this - {args}.',
-    'Encode the following: {args}.',
-]
+SETS = {
+    'eval-cases-fresh.json': {
+        'seed': 3030,
+        'templates': {
+            'arg': [
+                '{p} amounting to {v}',
+                'the {p} would be {v}',
+                'choosing {v} for the {p}',
+                'put {v} down as the {p}',
+                'with a {p} of exactly {v}',
+                '{v} being what the {p} holds',
+                'where {p} reads as {v}',
+                'picking {v} as the {p}',
+            ],
+            'tool_request': [
+                'Please go and {a} {args}.',
+                'Could we {a}, {args}?',
+                'Right, {a} {args}.',
+                'I am asking you to {a} {args}.',
+            ],
+            'json_request': [
+                'Structure this for me: {args}.',
+                'Make an entry out of this - {args}.',
+                'Encode the following: {args}.',
+            ],
+        },
+    },
+    'eval-cases-fresh4.json': {
+        'seed': 4040,
+        'templates': {
+            'arg': [
+                '{p} marked {v}',
+                'the {p} listed as {v}',
+                'let the {p} be {v}',
+                'a {p} known as {v}',
+                'the {p} matching {v}',
+                '{v} serving as the {p}',
+                '{v} labelled as the {p}',
+                '{v}, entered as the {p}',
+            ],
+            'tool_request': [
+                'Can I get you to {a} {args}?',
+                'Your task: {a} {args}.',
+                'If you can, {a} {args}.',
+                'One thing to do: {a} {args}.',
+            ],
+            'json_request': [
+                'Arrange this as JSON: {args}.',
+                'Sort these into fields - {args}.',
+                'Set these down in fields: {args}.',
+            ],
+        },
+    },
+    'eval-cases-fresh5.json': {
+        'seed': 5050,
+        'templates': {
+            'arg': [
+                '{p} stated as {v}',
+                'the {p} specified as {v}',
+                'a {p} called {v}',
+                'the {p} spelled {v}',
+                'assign {v} to the {p}',
+                '{v} noted as the {p}',
+                '{v} belonging to the {p}',
+                '{v} tagged as the {p}',
+            ],
+            'tool_request': [
+                'The job is to {a} {args}.',
+                'Make sure to {a} {args}.',
+                'On your list: {a} {args}.',
+                'Be so good as to {a} {args}.',
+            ],
+            'json_request': [
+                'Shape this into JSON: {args}.',
+                'Map these onto the schema - {args}.',
+                'Package up the following: {args}.',
+            ],
+        },
+    },
+}
 
 
 def main() -> None:
-    for family, fresh in (
-        ('arg', FRESH_ARG),
-        ('tool_request', FRESH_TOOL_REQUEST),
-        ('json_request', FRESH_JSON_REQUEST),
-    ):
-        train, _ = pools.TEMPLATES[family]
-        assert not set(fresh) & set(train), family
-        pools.TEMPLATES[family] = (train, fresh)
-    sys.argv = [sys.argv[0], '--seed', '3030', '--out', os.path.join(HERE, 'eval-cases-fresh.json'), '--fixture', '']
-    make_eval_cases.main()
+    import make_eval_cases
+    import pools
+
+    saved = dict(pools.TEMPLATES)
+    for out, spec in SETS.items():
+        for family, fresh in spec['templates'].items():
+            train, held = saved[family]
+            assert not set(fresh) & set(train), (out, family)
+            assert not set(fresh) & set(held), (out, family)
+            pools.TEMPLATES[family] = (train, fresh)
+        sys.argv = [
+            sys.argv[0],
+            '--seed',
+            str(spec['seed']),
+            '--out',
+            os.path.join(HERE, out),
+            '--fixture',
+            '',
+            '--edits',
+            '0',
+        ]
+        make_eval_cases.main()
+        pools.TEMPLATES.update(saved)
 
 
 if __name__ == '__main__':

@@ -30,6 +30,8 @@ Usage (threads 2, niced):
       --out scripts/demo-model/work/mtp --cpu-minutes 30
   /usr/bin/python3 scripts/demo-model/mtp.py eval --model models/maya-demo --ckpt scripts/demo-model/work/mtp/mtp.pt
   /usr/bin/python3 scripts/demo-model/mtp.py export --model models/maya-demo --ckpt scripts/demo-model/work/mtp/mtp.pt
+  # the layer a model directory holds, as an mtp.pt for --warm-from (new main weights, same shape):
+  /usr/bin/python3 scripts/demo-model/mtp.py extract --model models/maya-demo --out scripts/demo-model/work/mtp-old.pt
 """
 from __future__ import annotations
 
@@ -303,6 +305,31 @@ def export(args: argparse.Namespace) -> None:
     print(f'exported {len(extra)} MTP tensors; {len(stored)} main tensors bit-identical')
 
 
+def extract(args: argparse.Namespace) -> None:
+    """The reverse of export: the MTP layer stored in a model directory (model.layers.{N}.*) as an mtp.pt
+    that --warm-from takes. Its CPU and wall time are written as 0: the budget of the run that trained
+    it is stated where that run is recorded (the model card), not carried into the new run's schedule."""
+    with open(os.path.join(args.model, 'config.json')) as f:
+        c = json.load(f)
+    cfg = config_of(c)
+    p = f'model.layers.{cfg.num_hidden_layers}.'
+    st = {
+        k[len(p) :]: v.float()
+        for k, v in read_safetensors(os.path.join(args.model, 'model.safetensors')).items()
+        if k.startswith(p)
+    }
+    if not st:
+        raise SystemExit(f'{args.model} has no MTP layer ({p}*)')
+    own = {'enorm.weight', 'hnorm.weight', 'eh_proj.weight'}  # the rest are the decoder layer's, and the head norm
+    state = {k if k in own else 'layer.' + k: v for k, v in st.items() if k != 'shared_head.norm.weight'}
+    state['shared_head_norm.weight'] = st['shared_head.norm.weight']
+    mtp = Mtp(cfg)
+    mtp.load_state_dict(state)  # strict: every tensor of the layer, no other
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    torch.save({'mtp': mtp.state_dict(), 'step': 0, 'cpu_seconds': 0.0, 'wall_seconds': 0.0}, args.out)
+    print(f'extracted {len(st)} MTP tensors to {args.out}')
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest='cmd', required=True)
@@ -331,8 +358,11 @@ def main() -> None:
     x = sub.add_parser('export')
     x.add_argument('--model', required=True)
     x.add_argument('--ckpt', required=True)
+    w = sub.add_parser('extract')
+    w.add_argument('--model', required=True)
+    w.add_argument('--out', required=True)
     args = ap.parse_args()
-    {'train': train, 'eval': evaluate, 'export': export}[args.cmd](args)
+    {'train': train, 'eval': evaluate, 'export': export, 'extract': extract}[args.cmd](args)
 
 
 if __name__ == '__main__':

@@ -157,6 +157,19 @@ def main() -> None:
     ap.add_argument('--seed', type=int, default=1234)
     ap.add_argument('--steps', type=int, default=1000)
     ap.add_argument('--minutes', type=float, default=0.0, help='wall-clock schedule (overrides --steps)')
+    ap.add_argument(
+        '--cpu-minutes',
+        type=float,
+        default=0.0,
+        help='CPU-time cap: the run ends when the process has used this much user+sys time (all threads, '
+        'start-up included); the schedule follows whichever of the caps is nearer',
+    )
+    ap.add_argument(
+        '--deadline',
+        type=float,
+        default=0.0,
+        help='wall-clock end (Unix time): the run saves and ends before a step that would pass it',
+    )
     ap.add_argument('--batch', type=int, default=6)
     ap.add_argument('--seq', type=int, default=512)
     ap.add_argument(
@@ -252,12 +265,12 @@ def main() -> None:
     specials = torch.tensor(sorted(tok.special.values()), device=args.device)
     os.makedirs(args.out, exist_ok=True)
     ckpt_path = os.path.join(args.out, 'ckpt.pt')
-    step, elapsed0 = 0, 0.0
+    step, elapsed0, cpu0 = 0, 0.0, 0.0
     if args.resume and os.path.exists(ckpt_path):
         ck = torch.load(ckpt_path, map_location=dev)
         model.load_state_dict(ck['model'])
         opt.load_state_dict(ck['opt'])
-        step, elapsed0 = ck['step'], ck.get('elapsed', 0.0)
+        step, elapsed0, cpu0 = ck['step'], ck.get('elapsed', 0.0), ck.get('cpu', 0.0)
         packer.rng.setstate(ck['rng'])
     print(json.dumps({'params': model.n_params(), 'config': cfg.to_dict(), 'args': vars(args)}), flush=True)
 
@@ -269,6 +282,7 @@ def main() -> None:
                 'config': cfg.to_dict(),
                 'step': step,
                 'elapsed': elapsed0 + time.time() - t0,
+                'cpu': cpu0 + time.process_time(),
                 'rng': packer.rng.getstate(),
                 'final': final,
                 'args': vars(args),
@@ -281,14 +295,25 @@ def main() -> None:
     step0 = step
     ema = None
     tokens = 0
+    last_step = 0.0
     while True:
-        elapsed = elapsed0 + time.time() - t0
+        now = time.time()
+        elapsed = elapsed0 + now - t0
+        cpu = cpu0 + time.process_time()
+        caps = [step / args.steps] if args.minutes <= 0 else []
         if args.minutes > 0:
-            progress = elapsed / (args.minutes * 60)
-        else:
-            progress = step / args.steps
-        if progress >= 1.0:
+            caps.append(elapsed / (args.minutes * 60))
+        if args.cpu_minutes > 0:
+            caps.append(cpu / (args.cpu_minutes * 60))
+        if args.deadline > 0:
+            # from the run's start (a --resume continues the first process's schedule)
+            start = t0 - elapsed0
+            caps.append((now - start) / max(1e-9, args.deadline - start))
+        progress = max(caps)
+        # a step like the last one must end before the deadline (and the save after it)
+        if progress >= 1.0 or (args.deadline > 0 and now + 1.5 * last_step + 5 >= args.deadline):
             break
+        step_t0 = now
         lr = args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
         for g in opt.param_groups:
             g['lr'] = lr
@@ -319,18 +344,23 @@ def main() -> None:
         step += 1
         tokens += trained
         ema = float(loss) if ema is None else 0.95 * ema + 0.05 * float(loss)
+        last_step = time.time() - step_t0
         if step % 10 == 0 or step == 1:
             dt = time.time() - t0
             print(
                 f'step {step} loss {float(loss):.4f} ema {ema:.4f} lr {lr:.2e} samples {packer.samples} '
-                f'trained_tokens {tokens} elapsed {elapsed0 + dt:.0f}s '
+                f'trained_tokens {tokens} elapsed {elapsed0 + dt:.0f}s cpu {cpu0 + time.process_time():.0f}s '
                 f'rows/s {(step - step0) * args.batch / max(dt, 1e-9):.2f}',
                 flush=True,
             )
         if step % args.save_every == 0:
             save(False)
     save(True)
-    print(f'done step {step} elapsed {elapsed0 + time.time() - t0:.0f}s samples {packer.samples}', flush=True)
+    print(
+        f'done step {step} elapsed {elapsed0 + time.time() - t0:.0f}s cpu {cpu0 + time.process_time():.0f}s '
+        f'samples {packer.samples}',
+        flush=True,
+    )
 
 
 if __name__ == '__main__':

@@ -199,6 +199,11 @@ describe('maya perplexity', () => {
     const node = run(process.execPath, ['bin/maya.js']);
     const bun = run(join(ROOT, 'node_modules/.bin/bun'), ['cli/maya.ts']);
     expect(bun.perplexity).toBe(node.perplexity);
-    expect(bun.positions).toEqual(node.positions);
+    // The same tokens and top-1 choices; a logprob may differ in its last bit (Math.log and Math.exp
+    // are not correctly rounded, and V8's and JavaScriptCore's differ: -4.369030611095216 / ...215).
+    const strip = (r: PerplexityResult) => (r.positions ?? []).map(({ logprob: _, ...rest }) => rest);
+    expect(strip(bun)).toEqual(strip(node));
+    expect(strip(node).length).toBeGreaterThan(0);
+    node.positions!.forEach((p, i) => expect(bun.positions![i]!.logprob).toBeCloseTo(p.logprob, 12));
   });
 });

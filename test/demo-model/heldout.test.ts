@@ -5,7 +5,10 @@
  * always TRAIN), every name that training conversations declare or use (fixtures/split.json: tools,
  * parameters, schema fields, tool-result fields and memory labels of 500 conversations of data.py's
  * mixture, written by make_eval_cases.py) is on the TRAIN side, no name occurs in both, the TRAIN
- * and HELD template lists share no template, and training used no HELD template.
+ * and HELD template lists share no template, and training used no HELD template. The fresh phrasing
+ * sets (make_fresh_phrasing_cases.py) are neither TRAIN nor HELD phrasings. The held-out value
+ * families (pools.HELD_FAMILIES: version numbers, dotted identifiers) fill a share of the
+ * evaluation's values, and no dotted piece of 3,000 training conversations' text matches them.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -17,7 +20,9 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 interface Split {
   reserved_train: string[];
   templates: Record<string, { train: string[]; held: string[] }>;
-  training: { samples: number; names: string[]; templates: string[] };
+  fresh: Record<string, string[]>;
+  held_family_patterns: Record<string, string>;
+  training: { samples: number; dotted_samples: number; names: string[]; templates: string[]; dotted: string[] };
 }
 interface Case {
   id: string;
@@ -25,6 +30,7 @@ interface Case {
   names: string[];
   request: { input?: unknown };
   turns?: string[];
+  expect: { calls?: { arguments: Record<string, unknown> }[]; value?: unknown; values?: string[]; answer?: string };
 }
 
 const split = JSON.parse(readFileSync(path.join(__dirname, 'fixtures/split.json'), 'utf8')) as Split;
@@ -77,7 +83,7 @@ describe('the held-out split of the demo model evaluation', () => {
       const of = cases.filter((c) => c.kind === kind);
       expect(of.length, kind).toBeGreaterThanOrEqual(100);
     }
-    const named = cases.filter((c) => c.kind !== 'chat');
+    const named = cases.filter((c) => c.kind !== 'chat' && c.kind !== 'edit');
     expect(named.every((c) => c.names.length > 0)).toBe(true);
   });
 
@@ -112,5 +118,40 @@ describe('the held-out split of the demo model evaluation', () => {
     expect(held.filter((t) => train.has(t))).toEqual([]);
     expect(split.training.templates.length).toBeGreaterThan(30);
     for (const t of split.training.templates) expect(train.has(t), t).toBe(true);
+  });
+
+  it('the fresh phrasing sets are neither training nor held-out phrasings', () => {
+    const train = new Set(Object.values(split.templates).flatMap((t) => t.train));
+    const held = new Set(Object.values(split.templates).flatMap((t) => t.held));
+    const fresh = Object.values(split.fresh).flat();
+    expect(fresh.length).toBeGreaterThanOrEqual(30);
+    expect(fresh.filter((t) => train.has(t) || held.has(t))).toEqual([]);
+    for (const t of split.training.templates) expect(fresh.includes(t), t).toBe(false);
+  });
+
+  it('held-out value families fill part of the evaluation and never occur in training text', () => {
+    const patterns = Object.entries(split.held_family_patterns).map(([name, p]) => [name, new RegExp(p)] as const);
+    expect(patterns.map(([name]) => name).sort()).toEqual(['dotted', 'version']);
+    const strings = (v: unknown): string[] =>
+      typeof v === 'string'
+        ? [v]
+        : Array.isArray(v)
+          ? v.flatMap(strings)
+          : v && typeof v === 'object'
+            ? Object.values(v).flatMap(strings)
+            : [];
+    const values = cases.flatMap((c) =>
+      strings([c.expect.calls?.map((call) => call.arguments), c.expect.value, c.expect.values]),
+    );
+    for (const [name, re] of patterns) {
+      const held = values.filter((v) => new RegExp(`^${re.source}$`).test(v));
+      expect(held.length, name).toBeGreaterThanOrEqual(15);
+    }
+    expect(split.training.dotted_samples).toBeGreaterThanOrEqual(3000);
+    // The pieces are what training writes with a dot in them: paths, e-mail addresses, decimals, URLs.
+    expect(split.training.dotted.length).toBeGreaterThan(500);
+    expect(split.training.dotted.some((d) => d.includes('@'))).toBe(true);
+    for (const piece of split.training.dotted)
+      for (const [name, re] of patterns) expect(re.test(piece), `${name}: ${piece}`).toBe(false);
   });
 });
