@@ -180,11 +180,11 @@ def training_sample(n: int, seed: int, n_dotted: int) -> dict[str, Any]:
 
 
 def fresh_templates() -> dict[str, list[Any]]:
-    """The phrasings of every fresh set (make_fresh_phrasing_cases.py), by template family."""
-    import make_fresh_phrasing_cases as fresh
+    """The phrasings of every fresh set (fresh_sets.py), by template family."""
+    from fresh_sets import SETS
 
     out: dict[str, list[Any]] = {}
-    for sets in fresh.SETS.values():
+    for sets in SETS.values():
         for family, ts in sets['templates'].items():
             out.setdefault(family, []).extend(ts)
     return out
