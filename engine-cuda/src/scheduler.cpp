@@ -23,6 +23,7 @@ int32_t Scheduler::init(const SchedulerConfig &cfg, BlockManager *bm, Backend *b
         return fail(ENG_STATUS_INVALID_ARG, "scheduler: bad limits");
     cfg_ = cfg;
     if (cfg.token_cost >= 0) token_cost_ = cfg.token_cost;
+    if (cfg.mtp_cost >= 0) mtp_cost_ = cfg.mtp_cost;
     bm_ = bm;
     backend_ = backend;
     sampler_.init(cfg.n_vocab);
@@ -165,9 +166,19 @@ static int32_t turn_down_of(float accepted, float rejected, double cost, int32_t
     return k;
 }
 
-/* The turn-down's draft length (propose) on the sequence's own record. */
+/* The turn-down's draft length (propose) on the sequence's own record. An MTP-drafted token also
+ * costs one pass of the MTP layer (the catch-up's for the first, a chain round for each next one),
+ * which on a small model is a good part of a main pass. */
 int32_t Scheduler::turn_down(const Sequence *s) const {
-    return turn_down_of(s->spec_accepted, s->spec_rejected, token_cost_, cfg_.max_draft);
+    double cost = token_cost_ + (cfg_.use_mtp ? mtp_cost_ : 0);
+    return turn_down_of(s->spec_accepted, s->spec_rejected, cost, cfg_.max_draft);
+}
+
+/* Records one decode pass of the MTP layer (a chain round, or a catch-up with no prompt in it). */
+void Scheduler::add_mtp_pass(double seconds) {
+    const double d = 0.95;
+    mtp_seconds_ = d * mtp_seconds_ + seconds;
+    mtp_passes_ = d * mtp_passes_ + 1;
 }
 
 /* Prompt lookup (n-gram): the most recent earlier occurrence of s's last m tokens (m from ngram_max
@@ -255,8 +266,9 @@ void Scheduler::propose_mtp(Sequence *s, int32_t room) {
  * token_cost_ generated tokens' worth of time (the step cost model), so the draft keeps the j with
  * alpha^j >= token_cost_. When that is none, the sequence drafts one token every 16th pass to keep
  * its acceptance current. Outputs never depend on any of this (see verify()). MTP drafting (use_mtp)
- * drafts the MTP layer's chain instead of prompt lookup, under the same turn-down, and with
- * mtp_lookup the lookup where it is the better bet (propose_mtp).
+ * drafts the MTP layer's chain instead of prompt lookup, under the same turn-down with each token's
+ * cost raised by one MTP pass (measured: mtp_cost_), and with mtp_lookup the lookup where it is the
+ * better bet (propose_mtp).
  * A PROMPT_LOGITS sequence never drafts: it is a scoring request (its logits rows go to its prompt). */
 void Scheduler::propose(Sequence *s) {
     s->draft.clear();
@@ -322,8 +334,10 @@ int32_t Scheduler::mtp_catch_up() {
     int32_t C = cfg_.n_embd, V = cfg_.n_vocab;
     mtp_batch_.clear();
     mtp_entry_.assign(entries_.size(), -1);
+    bool any_prefill = false;
     for (size_t e = 0; e < entries_.size(); e++) {
         const Entry &en = entries_[e];
+        any_prefill = any_prefill || en.is_prefill;
         const BatchSeq &b = batch_.seqs[e];
         Sequence *s = en.seq;
         s->mtp_next = -1;
@@ -365,7 +379,9 @@ int32_t Scheduler::mtp_catch_up() {
         mtp_entry_[e] = (int32_t)mtp_batch_.seqs.size() - 1;
     }
     if (mtp_batch_.tokens.empty()) return ENG_STATUS_OK;
+    auto t0 = std::chrono::steady_clock::now();
     ENG_TRY(backend_->mtp_forward(mtp_batch_, mtp_h_in_.data(), mtp_h_out_.data(), mtp_logits_.data()));
+    if (!any_prefill) add_mtp_pass(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     for (size_t e = 0; e < entries_.size(); e++) {
         Sequence *s = entries_[e].seq;
         if (mtp_entry_[e] < 0) continue;
@@ -410,9 +426,12 @@ void Scheduler::mtp_chain() {
             mtp_batch_.seqs.push_back(m);
         }
         if (mtp_batch_.seqs.empty()) break;
+        auto t0 = std::chrono::steady_clock::now();
         if (backend_->mtp_forward(mtp_batch_, mtp_h_in_.data(), mtp_h_out_.data(), mtp_logits_.data()) < 0) {
             clear_error();
             is_failed = true;
+        } else {
+            add_mtp_pass(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
         int32_t row = 0;
         for (size_t c = 0; c < mtp_chains_.size(); c++) {
@@ -695,6 +714,9 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
         for (size_t i = n_events; i + 3 < events->size(); i += 4) generated += (*events)[i + 1] == ENG_EVENT_TOKEN;
         cost_.add((double)batch_.tokens.size(), seconds, generated);
         token_cost_ = cfg_.token_cost >= 0 ? cfg_.token_cost : cost_.relative_token_cost();
+        // An MTP pass in generated tokens' worth of main-pass time (0 where token_cost is fixed).
+        bool is_measured = cfg_.token_cost < 0 && mtp_passes_ > 0 && cost_.time > 0 && cost_.tokens > 0;
+        if (cfg_.mtp_cost < 0) mtp_cost_ = is_measured ? (mtp_seconds_ / mtp_passes_) / (cost_.time / cost_.tokens) : 0;
     }
     if (cfg_.use_mtp) ENG_TRY(mtp_catch_up()); // after the cost model: it asks whether propose will draft
     return ENG_STATUS_OK;

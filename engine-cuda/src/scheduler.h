@@ -48,6 +48,8 @@ struct SchedulerConfig {
     int32_t ngram_min = 2;   // ... and the shortest
     int32_t max_logits = 0;  // rows of logits a step computes (>= max_batch; 0: max_batch x (1 + max_draft))
     double token_cost = -1;  // the turn-down's cost of one more token in a pass (propose); < 0: measured
+    double mtp_cost = -1;    // with use_mtp: an MTP pass's cost, added per MTP-drafted token; < 0: measured
+                             // (0 where token_cost is fixed)
     bool use_mtp = false;    // drafts from the model's MTP layer (Backend::mtp_forward) instead of prompt lookup
     bool mtp_lookup = false; // with use_mtp: prompt lookup drafts instead where it is the better bet (propose)
     int32_t n_embd = 0;      // with use_mtp: the hidden width
@@ -145,6 +147,10 @@ class Scheduler {
     SchedulerStats stats_;
     StepCost cost_;
     double token_cost_ = 0; // cost_.relative_token_cost() as of the latest step
+    // MTP drafting: decayed sums of the seconds and count of the MTP layer's decode passes, and what
+    // one such pass costs in generated tokens (each MTP-drafted token takes one; turn_down adds it).
+    double mtp_seconds_ = 0, mtp_passes_ = 0, mtp_cost_ = 0;
+    void add_mtp_pass(double seconds);
     VisionEncoder *vision_ = nullptr;
     int32_t n_embd_ = 0;
 };

@@ -50,6 +50,7 @@ bool MtpBed::open(const std::string &path, const MtpBedConfig &cfg) {
     sc.mtp_lookup = cfg.mtp_lookup;
     sc.n_embd = model.cfg.n_embd;
     sc.token_cost = 0; // drafts not cut by step times
+    sc.mtp_cost = cfg.mtp_cost;
     int32_t st = sched.init(sc, &blocks, spy.get());
     CHECK(st == 0);
     return st == 0;

@@ -44,6 +44,7 @@ class SpyBackend final : public maya::Backend {
 struct MtpBedConfig {
     int32_t max_draft = 4, prefill_chunk = 9, n_ctx = 512;
     bool mtp_lookup = false; // MTP with prompt lookup (scheduler.cpp propose_mtp)
+    double mtp_cost = 0;     // SchedulerConfig::mtp_cost: an MTP pass's cost, fixed
 };
 
 /* The model, the recorded backend, the blocks and the scheduler, in place (the scheduler points at

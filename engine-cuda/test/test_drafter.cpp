@@ -57,13 +57,14 @@ struct Pins {
 
 /* Runs the prompts through a Scheduler on the demo model with MTP (mtp_lookup as given), each
  * sequence's records pinned before every step; checks every pass's draft with `check`. */
-template <typename Check> void run_scheduler(bool mtp_lookup, const Pins *pins, Check check) {
+template <typename Check> void run_scheduler(bool mtp_lookup, const Pins *pins, Check check, double mtp_cost = 0) {
     MtpBed bed;
     MtpBedConfig cfg;
     cfg.max_draft = 6;
     cfg.prefill_chunk = 64;
     cfg.n_ctx = 256;
     cfg.mtp_lookup = mtp_lookup;
+    cfg.mtp_cost = mtp_cost;
     if (!bed.open(demo_dir(), cfg)) return;
     const int32_t max_draft = cfg.max_draft;
     maya::Scheduler &sched = bed.sched;
@@ -152,6 +153,35 @@ TEST(drafter_mtp_where_it_is_the_better_bet) {
     fprintf(stderr, "  %d MTP-drafted passes (%d of them where a lookup matched)\n", drafted, lookups_declined);
     CHECK(drafted >= 20);
     CHECK(lookups_declined >= 3);
+}
+
+TEST(drafter_mtp_pass_cost_in_the_turn_down) {
+    // The MTP layer's record pinned at acceptance 0.9. Free MTP passes: the MTP layer drafts on nearly
+    // every decode pass, up to max_draft tokens. An MTP pass costing 0.95 generated tokens (more than
+    // any drafted token is worth at 0.9): the layer drafts only the turn-down's probes, one token
+    // every 16th pass; the lookup, which costs no MTP pass, still drafts where it matches.
+    Pins pins = {0.0f, 1e6f, 9.0f, 1.0f};
+    for (double cost : {0.0, 0.95}) {
+        int passes = 0, mtp_passes = 0, longest_mtp = 0;
+        run_scheduler(
+            true, &pins,
+            [&](const std::vector<int32_t> &tokens, const std::vector<int32_t> &draft, const maya::Sequence *,
+                int32_t max_draft, int32_t) {
+                passes++;
+                std::vector<int32_t> lookup = lookup_of(tokens, max_draft);
+                bool is_lookup = draft.size() >= 2 && draft.size() <= lookup.size() &&
+                                 std::equal(draft.begin(), draft.end(), lookup.begin());
+                if (draft.empty() || is_lookup) return;
+                mtp_passes++;
+                longest_mtp = std::max(longest_mtp, (int32_t)draft.size());
+            },
+            cost);
+        fprintf(stderr, "  MTP pass cost %.2f: the MTP layer drafted on %d of %d decode passes, at most %d tokens\n",
+                cost, mtp_passes, passes, longest_mtp);
+        CHECK(passes >= 100);
+        if (cost == 0) CHECK(mtp_passes * 4 >= passes * 3 && longest_mtp >= 4);
+        if (cost > 0) CHECK(mtp_passes * 16 <= passes + 16 * 6 && longest_mtp <= 1);
+    }
 }
 
 TEST(drafter_lookup_record_kept_while_mtp_drafts) {
