@@ -369,7 +369,7 @@ int32_t Scheduler::mtp_catch_up() {
         if (is_next && !is_decoding && !en.is_prefill) continue;
         // So does a constrained (masked) decode pass: its drafts are the host's (propose), never the
         // layer's, while the mask is set.
-        if (is_live && !s->mask.empty() && !en.is_prefill) continue;
+        if (!s->mask.empty() && !en.is_prefill) continue;
         m.logits_row = is_decoding ? mtp_batch_.n_logits : -1;
         m.n_logits = 1;
         if (is_decoding) mtp_batch_.n_logits++;

@@ -24,6 +24,7 @@ class SpyBackend final : public maya::Backend {
     const int32_t *argmax_rows() const override { return b_->argmax_rows(); }
     const float *hidden() const override { return b_->hidden(); }
     int32_t mtp_forward(const maya::Batch &b, const float *h, float *h_out, float *logits) override {
+        mtp_rows += (int64_t)b.tokens.size();
         return b_->mtp_forward(b, h, h_out, logits);
     }
     int32_t kind() const override { return b_->kind(); }
@@ -34,6 +35,7 @@ class SpyBackend final : public maya::Backend {
         std::vector<int32_t> drafts;
     };
     std::vector<Pass> passes; // the latest forward()'s
+    int64_t mtp_rows = 0;     // positions the MTP layer has run over, in all
     /* The latest forward()'s drafts of the sequence whose first block is block0 (none: empty). */
     std::vector<int32_t> drafts_of(int32_t block0) const;
 

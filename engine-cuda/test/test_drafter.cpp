@@ -184,6 +184,42 @@ TEST(drafter_mtp_pass_cost_in_the_turn_down) {
     }
 }
 
+TEST(drafter_mtp_layer_skipped_on_masked_passes) {
+    // A constrained sequence drafts from the host (eng_seq_draft), never from the MTP layer while its
+    // mask is set, so its decode passes do not run the layer; without a mask they do. The mask here
+    // allows every token (the same tokens either way); the prompt still runs the layer.
+    for (bool masked : {false, true}) {
+        MtpBed bed;
+        MtpBedConfig cfg;
+        cfg.prefill_chunk = 64;
+        cfg.n_ctx = 256;
+        if (!bed.open(demo_dir(), cfg)) return;
+        std::unique_ptr<maya::Sequence> seq(new maya::Sequence());
+        seq->tokens = prompts()[1];
+        const size_t n_prompt = seq->tokens.size();
+        seq->max_tokens = 24;
+        int32_t id = -1;
+        CHECK(bed.sched.add(std::move(seq), &id) == 0);
+        std::vector<uint32_t> all((size_t)(bed.model.cfg.n_vocab + 31) / 32, ~0u);
+        if (bed.model.cfg.n_vocab % 32) all.back() = (1u << (bed.model.cfg.n_vocab % 32)) - 1;
+        std::vector<int32_t> events;
+        int64_t prompt_rows = -1;
+        for (int step = 0; step < 200 && bed.sched.n_running() + bed.sched.n_waiting() > 0; step++) {
+            maya::Sequence *s = const_cast<maya::Sequence *>(bed.sched.find(id));
+            if (s && masked) s->mask = all;
+            events.clear();
+            CHECK(bed.sched.step(&events) == 0);
+            if (prompt_rows < 0 && s && s->n_computed >= (int32_t)n_prompt) prompt_rows = bed.spy->mtp_rows;
+        }
+        int64_t decode_rows = bed.spy->mtp_rows - prompt_rows;
+        fprintf(stderr, "  %s: the MTP layer ran over %lld prompt and %lld decode positions\n",
+                masked ? "masked" : "unmasked", (long long)prompt_rows, (long long)decode_rows);
+        CHECK(prompt_rows >= (int64_t)n_prompt - 1);
+        if (masked) CHECK(decode_rows == 0);
+        if (!masked) CHECK(decode_rows >= 10);
+    }
+}
+
 TEST(drafter_lookup_record_kept_while_mtp_drafts) {
     // Without pins: the lookup's record moves from its prior (1 accepted, 1 rejected) on passes where
     // the MTP layer drafted and a lookup matched (checked against the tokens the pass produced).
