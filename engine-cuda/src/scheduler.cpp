@@ -139,8 +139,10 @@ void Scheduler::schedule_one(Sequence *s, int32_t n, bool is_prefill) {
     entries_.push_back({s, n + k, is_prefill});
 }
 
+static const double COST_DECAY = 0.95; // the cost model's sums weigh about the latest 20 steps
+
 void StepCost::add(double T, double seconds, double generated) {
-    const double d = 0.95; // about the latest 20 steps
+    const double d = COST_DECAY;
     n = d * n + 1;
     st = d * st + T;
     stt = d * stt + T * T;
@@ -148,6 +150,16 @@ void StepCost::add(double T, double seconds, double generated) {
     sty = d * sty + T * seconds;
     time = d * time + seconds;
     tokens = d * tokens + generated;
+}
+
+void StepCost::add_mtp(double seconds) {
+    mtp_time = COST_DECAY * mtp_time + seconds;
+    mtp_n = COST_DECAY * mtp_n + 1;
+}
+
+double StepCost::relative_mtp_cost() const {
+    if (mtp_n <= 0 || time <= 0 || tokens <= 0) return 0;
+    return (mtp_time / mtp_n) / (time / tokens);
 }
 
 double StepCost::relative_token_cost() const {
@@ -172,13 +184,6 @@ static int32_t turn_down_of(float accepted, float rejected, double cost, int32_t
 int32_t Scheduler::turn_down(const Sequence *s) const {
     double cost = token_cost_ + (cfg_.use_mtp ? mtp_cost_ : 0);
     return turn_down_of(s->spec_accepted, s->spec_rejected, cost, cfg_.max_draft);
-}
-
-/* Records one decode pass of the MTP layer (a chain round, or a catch-up with no prompt in it). */
-void Scheduler::add_mtp_pass(double seconds) {
-    const double d = 0.95;
-    mtp_seconds_ = d * mtp_seconds_ + seconds;
-    mtp_passes_ = d * mtp_passes_ + 1;
 }
 
 /* Prompt lookup (n-gram): the most recent earlier occurrence of s's last m tokens (m from ngram_max
@@ -384,7 +389,7 @@ int32_t Scheduler::mtp_catch_up() {
     if (mtp_batch_.tokens.empty()) return ENG_STATUS_OK;
     auto t0 = std::chrono::steady_clock::now();
     ENG_TRY(backend_->mtp_forward(mtp_batch_, mtp_h_in_.data(), mtp_h_out_.data(), mtp_logits_.data()));
-    if (!any_prefill) add_mtp_pass(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (!any_prefill) cost_.add_mtp(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     for (size_t e = 0; e < entries_.size(); e++) {
         Sequence *s = entries_[e].seq;
         if (mtp_entry_[e] < 0) continue;
@@ -434,7 +439,7 @@ void Scheduler::mtp_chain() {
             clear_error();
             is_failed = true;
         } else {
-            add_mtp_pass(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            cost_.add_mtp(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
         int32_t row = 0;
         for (size_t c = 0; c < mtp_chains_.size(); c++) {
@@ -717,9 +722,8 @@ int32_t Scheduler::step(std::vector<int32_t> *events) {
         for (size_t i = n_events; i + 3 < events->size(); i += 4) generated += (*events)[i + 1] == ENG_EVENT_TOKEN;
         cost_.add((double)batch_.tokens.size(), seconds, generated);
         token_cost_ = cfg_.token_cost >= 0 ? cfg_.token_cost : cost_.relative_token_cost();
-        // An MTP pass in generated tokens' worth of main-pass time (0 where token_cost is fixed).
-        bool is_measured = cfg_.token_cost < 0 && mtp_passes_ > 0 && cost_.time > 0 && cost_.tokens > 0;
-        if (cfg_.mtp_cost < 0) mtp_cost_ = is_measured ? (mtp_seconds_ / mtp_passes_) / (cost_.time / cost_.tokens) : 0;
+        // (mtp_cost: 0 where token_cost is fixed, unless it is fixed too)
+        if (cfg_.mtp_cost < 0) mtp_cost_ = cfg_.token_cost >= 0 ? 0 : cost_.relative_mtp_cost();
     }
     if (cfg_.use_mtp) ENG_TRY(mtp_catch_up()); // after the cost model: it asks whether propose will draft
     return ENG_STATUS_OK;

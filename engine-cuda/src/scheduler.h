@@ -62,14 +62,20 @@ struct SchedulerStats {
 };
 
 /* The turn-down's cost model (scheduler.cpp): a forward pass over T tokens takes about a + b T, fitted
- * by decayed least squares over the latest steps, and the mean time per generated token. */
+ * by decayed least squares over the latest steps, the mean time per generated token, and the mean
+ * time of a decode pass of the MTP layer. */
 struct StepCost {
     double n = 0, st = 0, stt = 0, sy = 0, sty = 0; // decayed sums over steps of 1, T, T^2, time, T time
     double time = 0, tokens = 0;                    // decayed sums of step time and tokens generated
+    double mtp_time = 0, mtp_n = 0;                 // decayed sums of MTP decode passes' time and count
     void add(double T, double seconds, double generated);
+    /* One decode pass of the MTP layer (a chain round, or a catch-up with no prompt in it). */
+    void add_mtp(double seconds);
     /* b x (time per generated token)^-1: what one more token in a pass costs, in generated tokens;
      * 0 until the steps vary in size (drafting is then free to start). */
     double relative_token_cost() const;
+    /* One MTP pass in generated tokens' worth of main-pass time; 0 until both are measured. */
+    double relative_mtp_cost() const;
 };
 
 class Scheduler {
@@ -147,10 +153,9 @@ class Scheduler {
     SchedulerStats stats_;
     StepCost cost_;
     double token_cost_ = 0; // cost_.relative_token_cost() as of the latest step
-    // MTP drafting: decayed sums of the seconds and count of the MTP layer's decode passes, and what
-    // one such pass costs in generated tokens (each MTP-drafted token takes one; turn_down adds it).
-    double mtp_seconds_ = 0, mtp_passes_ = 0, mtp_cost_ = 0;
-    void add_mtp_pass(double seconds);
+    // MTP drafting: what one pass of the MTP layer costs in generated tokens, as of the latest step
+    // (cost_.relative_mtp_cost(); each MTP-drafted token takes one pass, and turn_down adds it).
+    double mtp_cost_ = 0;
     VisionEncoder *vision_ = nullptr;
     int32_t n_embd_ = 0;
 };
