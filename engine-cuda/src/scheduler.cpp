@@ -212,8 +212,9 @@ static double expected_accepted(double alpha, int32_t k) {
 
 /* MTP with prompt lookup: the length of the lookup draft to use instead of the MTP layer's (0: the
  * MTP layer drafts). The lookup drafts when its match (n_lookup tokens, cut by the turn-down on the
- * lookup's own record) gives at least 2 tokens and at least as many accepted tokens are expected from
- * it as from the MTP layer's draft (turn-down on the MTP record). Long matches that the model copies
+ * lookup's own record) gives at least 2 tokens (1 where the turn-down has the layer draft nothing:
+ * then the lookup drafts as it does alone) and at least as many accepted tokens are expected from it
+ * as from the MTP layer's draft (turn-down on the MTP record). Long matches that the model copies
  * (tool arguments quoting the prompt, a JSON field) then draft from the prompt, the rest from the
  * MTP layer; the lookup costs nothing to draft, the MTP layer one pass of its own per chained token.
  * Depends only on state that stays put from the catch-up to the next propose() (the catch-up skips
@@ -221,8 +222,8 @@ static double expected_accepted(double alpha, int32_t k) {
 int32_t Scheduler::lookup_pick(const Sequence *s, int32_t room, int32_t n_lookup) const {
     int32_t k =
         std::min({turn_down_of(s->lookup_accepted, s->lookup_rejected, token_cost_, cfg_.max_draft), room, n_lookup});
-    if (k < 2) return 0;
     int32_t k_mtp = std::min(turn_down(s), room);
+    if (k < (k_mtp > 0 ? 2 : 1)) return 0;
     double a_lookup = s->lookup_accepted / (s->lookup_accepted + s->lookup_rejected);
     double a_mtp = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
     return expected_accepted(a_lookup, k) >= expected_accepted(a_mtp, k_mtp) ? k : 0;
@@ -244,12 +245,13 @@ static void record_lookup(Sequence *s, const int32_t *tokens, int32_t m) {
  * lookup's match kept to check against the step's tokens (its record). */
 void Scheduler::propose_mtp(Sequence *s, int32_t room) {
     if (cfg_.mtp_lookup && room > 0) {
-        int32_t from = 0, n = lookup(s, std::min(cfg_.max_draft, room), mtp_lookup_min(), &from);
+        int32_t from = 0, n = lookup(s, std::min(cfg_.max_draft, room), mtp_lookup_min(s), &from);
         s->lookup_shadow.assign(s->tokens.begin() + from, s->tokens.begin() + from + n);
-        int32_t k = lookup_pick(s, room, n);
+        int32_t k = mtp_probe_due(s) ? 0 : lookup_pick(s, room, n);
         if (k > 0) {
             s->draft.assign(s->lookup_shadow.begin(), s->lookup_shadow.begin() + k);
             s->is_lookup_draft = true;
+            if (turn_down(s) == 0) s->spec_idle++; // the layer's probe comes due while the lookup drafts
             return;
         }
     }
@@ -365,10 +367,10 @@ int32_t Scheduler::mtp_catch_up() {
         // skips the layer: its MTP KV at these positions stays stale (draft quality only: later MTP
         // drafts attend to it). A prompt's chunks always run it.
         int32_t from = 0;
-        if (is_next && cfg_.mtp_lookup && !en.is_prefill &&
-            lookup_pick(s, room, lookup(s, std::min(cfg_.max_draft, room), mtp_lookup_min(), &from)) > 0)
+        if (is_next && cfg_.mtp_lookup && !en.is_prefill && !mtp_probe_due(s) &&
+            lookup_pick(s, room, lookup(s, std::min(cfg_.max_draft, room), mtp_lookup_min(s), &from)) > 0)
             continue;
-        bool is_decoding = is_next && (turn_down(s) > 0 || s->spec_idle + 1 >= 16);
+        bool is_decoding = is_next && (turn_down(s) > 0 || mtp_probe_due(s));
         // A decode pass after which the turn-down drafts nothing (MTP does not pay for this sequence)
         // skips the layer as well: its MTP KV there stays stale, as above (draft quality only).
         if (is_next && !is_decoding && !en.is_prefill) continue;

@@ -114,10 +114,16 @@ class Scheduler {
     void propose(Sequence *s);
     int32_t turn_down(const Sequence *s) const;
     int32_t lookup(const Sequence *s, int32_t k, int32_t m_min, int32_t *from) const;
-    /* MTP with prompt lookup: the shortest match the lookup drafts from (2-token matches are mostly
-     * chance in free text, where the MTP layer drafts better). */
-    int32_t mtp_lookup_min() const { return std::max(cfg_.ngram_min, 3); }
+    /* MTP with prompt lookup: the shortest match the lookup drafts from for s. 2-token matches are
+     * mostly chance in free text, where the MTP layer drafts better; where the turn-down has the layer
+     * draft nothing for s, the lookup takes them as prompt lookup alone does (ngram_min). */
+    int32_t mtp_lookup_min(const Sequence *s) const {
+        return turn_down(s) > 0 ? std::max(cfg_.ngram_min, 3) : cfg_.ngram_min;
+    }
     int32_t lookup_pick(const Sequence *s, int32_t room, int32_t n_lookup) const;
+    /* MTP: the turn-down has the layer draft nothing for s, and its 1-token probe is due this pass
+     * (every 16th; it keeps the layer's record current, and comes before a lookup draft). */
+    bool mtp_probe_due(const Sequence *s) const { return turn_down(s) == 0 && s->spec_idle + 1 >= 16; }
     void propose_mtp(Sequence *s, int32_t room);
     int32_t mtp_catch_up();
     void mtp_chain();

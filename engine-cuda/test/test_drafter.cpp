@@ -39,13 +39,13 @@ std::vector<std::vector<int32_t>> prompts() {
 
 /* The lookup the combined drafter uses: the tokens after the most recent earlier occurrence of the
  * last m tokens (m = 4, then 3), at most k of them; empty when none or fewer than 2 follow. */
-std::vector<int32_t> lookup_of(const std::vector<int32_t> &t, int32_t k) {
+std::vector<int32_t> lookup_of(const std::vector<int32_t> &t, int32_t k, int32_t m_min = 3, int32_t min_take = 2) {
     int32_t n = (int32_t)t.size();
-    for (int32_t m = std::min(4, n - 1); m >= 3; m--)
+    for (int32_t m = std::min(4, n - 1); m >= m_min; m--)
         for (int32_t j = n - m - 1; j >= 0; j--) {
             if (memcmp(&t[(size_t)j], &t[(size_t)(n - m)], (size_t)m * sizeof(int32_t)) != 0) continue;
             int32_t from = j + m, take = std::min(k, n - from);
-            if (take < 2) return {};
+            if (take < min_take) return {};
             return std::vector<int32_t>(t.begin() + from, t.begin() + from + take);
         }
     return {};
@@ -159,28 +159,37 @@ TEST(drafter_mtp_pass_cost_in_the_turn_down) {
     // The MTP layer's record pinned at acceptance 0.9. Free MTP passes: the MTP layer drafts on nearly
     // every decode pass, up to max_draft tokens. An MTP pass costing 0.95 generated tokens (more than
     // any drafted token is worth at 0.9): the layer drafts only the turn-down's probes, one token
-    // every 16th pass; the lookup, which costs no MTP pass, still drafts where it matches.
-    Pins pins = {0.0f, 1e6f, 9.0f, 1.0f};
+    // every 16th pass; the lookup, which costs no MTP pass, still drafts where it matches, and then as
+    // it does alone: from 2-token matches too, and single tokens (the lookup's record is pinned at 1);
+    // a due probe comes before the lookup's draft.
+    Pins pins = {1e6f, 0.0f, 9.0f, 1.0f};
     for (double cost : {0.0, 0.95}) {
-        int passes = 0, mtp_passes = 0, longest_mtp = 0;
+        int passes = 0, mtp_passes = 0, longest_mtp = 0, short_lookups = 0;
         run_scheduler(
             true, &pins,
             [&](const std::vector<int32_t> &tokens, const std::vector<int32_t> &draft, const maya::Sequence *,
                 int32_t max_draft, int32_t) {
                 passes++;
-                std::vector<int32_t> lookup = lookup_of(tokens, max_draft);
-                bool is_lookup = draft.size() >= 2 && draft.size() <= lookup.size() &&
+                // Where the layer drafts nothing the lookup takes 2-token matches and 1-token drafts.
+                std::vector<int32_t> lookup =
+                    cost > 0 ? lookup_of(tokens, max_draft, 2, 1) : lookup_of(tokens, max_draft);
+                bool is_lookup = !draft.empty() && draft.size() <= lookup.size() &&
                                  std::equal(draft.begin(), draft.end(), lookup.begin());
+                if (is_lookup && lookup_of(tokens, max_draft).empty()) short_lookups++;
                 if (draft.empty() || is_lookup) return;
                 mtp_passes++;
                 longest_mtp = std::max(longest_mtp, (int32_t)draft.size());
             },
             cost);
-        fprintf(stderr, "  MTP pass cost %.2f: the MTP layer drafted on %d of %d decode passes, at most %d tokens\n",
-                cost, mtp_passes, passes, longest_mtp);
+        fprintf(stderr,
+                "  MTP pass cost %.2f: the MTP layer drafted on %d of %d decode passes, at most %d tokens; the lookup "
+                "drafted from a 2-token match or 1 token on %d\n",
+                cost, mtp_passes, passes, longest_mtp, short_lookups);
         CHECK(passes >= 100);
-        if (cost == 0) CHECK(mtp_passes * 4 >= passes * 3 && longest_mtp >= 4);
-        if (cost > 0) CHECK(mtp_passes * 16 <= passes + 16 * 6 && longest_mtp <= 1);
+        if (cost == 0) CHECK(mtp_passes * 4 >= passes * 3 && longest_mtp >= 4 && short_lookups == 0);
+        // ... and its probes keep coming while the lookup drafts (one pass in 16).
+        if (cost > 0) CHECK(mtp_passes * 16 <= passes + 16 * 6 && longest_mtp <= 1 && short_lookups >= 5);
+        if (cost > 0) CHECK(mtp_passes * 16 >= passes - 64);
     }
 }
 
