@@ -60,6 +60,11 @@ struct Sequence {
     // none yet) and its output hidden state there (n_embd floats: the h of the next chained prediction).
     int32_t mtp_next = -1;
     std::vector<float> mtp_h;
+    // Its first drafts' record (decayed counts of accepted and rejected first drafts): a first draft is
+    // right far more often than a chained one (the layer sees the main model's hidden state only for
+    // the first), so MTP drafting keeps the two apart: spec_accepted / spec_rejected then count the
+    // chained drafts after an accepted first.
+    float mtp_first_accepted = 1.0f, mtp_first_rejected = 1.0f;
     // MTP with prompt lookup (SchedulerConfig::mtp_lookup): the lookup's own decayed record, kept on
     // every step it had a match (its draft is checked against the tokens the step produced, whether
     // it was drafted or not), the lookup draft of this step (the record's check) and whether the

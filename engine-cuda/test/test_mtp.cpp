@@ -329,6 +329,8 @@ void check_mtp_drafts(const char *name, const std::string &model = "") {
             if (s) { // acceptance 1 so far: the turn-down always drafts (not on step times: token_cost 0)
                 s->spec_accepted = 1e6f;
                 s->spec_rejected = 0.0f;
+                s->mtp_first_accepted = 1e6f;
+                s->mtp_first_rejected = 0.0f;
             }
             if (!s || step % 3 != 1 || s->n_computed + 1 != (int32_t)s->tokens.size()) continue;
             size_t g = s->tokens.size() - (size_t)refs[i].n_prompt;
