@@ -627,8 +627,9 @@ int32_t gguf_bind(const GgufFile &f, const std::string &file, GgufBound *out) {
         return fail(ENG_STATUS_BAD_CHECKPOINT, "%s: token_embd.weight is missing or not a matrix", fn);
 
     // Sizes.
-    int64_t n_layer, n_embd, n_head, n_head_kv, n_ff = 0, ctx, key_len, val_len, rope_dims, nextn = 0;
-    bool has_key_len, has_val_len, has_rope_dims, has_heads_kv;
+    int64_t n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, n_ff = 0, ctx = 0, key_len = 0, val_len = 0,
+            rope_dims = 0, nextn = 0;
+    bool has_key_len = false, has_val_len = false, has_rope_dims = false, has_heads_kv = false;
     ENG_TRY(m.integer("block_count", true, 0, &n_layer));
     ENG_TRY(m.integer("embedding_length", true, 0, &n_embd));
     ENG_TRY(m.integer("attention.head_count", true, 0, &n_head));
