@@ -169,30 +169,28 @@ double StepCost::relative_token_cost() const {
     return b > 0 ? b / (time / tokens) : 0;
 }
 
-/* The turn-down's draft length for a record of accepted drafted tokens and rejections: the j with
- * alpha^j >= cost, at most max_draft (alpha = accepted / (accepted + rejected)). */
-static int32_t turn_down_of(float accepted, float rejected, double cost, int32_t max_draft) {
-    double alpha = accepted / (accepted + rejected);
+/* A decayed record's per-token acceptance: accepted / (accepted + rejected). */
+static double rate(float accepted, float rejected) { return accepted / (accepted + rejected); }
+
+/* The turn-down's draft length: the first drafted token is accepted with probability about a1, each
+ * next one after it a2, so the draft keeps the j with a1 a2^(j-1) >= cost, at most max_draft (one
+ * record for every position: a1 = a2). */
+static int32_t turn_down_of(double a1, double a2, double cost, int32_t max_draft) {
     int32_t k = 0;
-    for (double p = alpha; k < max_draft && p >= cost; p *= alpha) k++;
+    for (double p = a1; k < max_draft && p >= cost; p *= a2) k++;
     return k;
 }
 
 /* The turn-down's draft length (propose) on the sequence's own record. An MTP-drafted token also
  * costs one pass of the MTP layer (the catch-up's for the first, a chain round for each next one),
- * which on a small model is a good part of a main pass. MTP drafts: the first is accepted with
- * probability about alpha1 (the first drafts' record), each chained one after it alpha2 (the chained
- * drafts'), so draft j is drafted while alpha1 alpha2^(j-1) >= cost. (On the demo model's held-out
- * chat, in PyTorch, first drafts are right 88.9% of the time and second drafts 23.8%: one record for
- * both would average them to a rate at which even the first does not pay.) */
+ * which on a small model is a good part of a main pass. MTP drafts keep two records: the first
+ * drafts' (alpha1) and the chained drafts' after an accepted first (alpha2). (On the demo model's
+ * held-out chat, in PyTorch, first drafts are right 88.9% of the time and second drafts 23.8%: one
+ * record for both would average them to a rate at which even the first does not pay.) */
 int32_t Scheduler::turn_down(const Sequence *s) const {
-    if (!cfg_.use_mtp) return turn_down_of(s->spec_accepted, s->spec_rejected, token_cost_, cfg_.max_draft);
-    double cost = token_cost_ + mtp_cost_;
-    double a1 = s->mtp_first_accepted / (s->mtp_first_accepted + s->mtp_first_rejected);
-    double a2 = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
-    int32_t k = 0;
-    for (double p = a1; k < cfg_.max_draft && p >= cost; p *= a2) k++;
-    return k;
+    double a = rate(s->spec_accepted, s->spec_rejected);
+    if (!cfg_.use_mtp) return turn_down_of(a, a, token_cost_, cfg_.max_draft);
+    return turn_down_of(rate(s->mtp_first_accepted, s->mtp_first_rejected), a, token_cost_ + mtp_cost_, cfg_.max_draft);
 }
 
 /* Prompt lookup (n-gram): the most recent earlier occurrence of s's last m tokens (m from ngram_max
@@ -230,13 +228,11 @@ static double expected_accepted(double a1, double a2, int32_t k) {
  * Depends only on state that stays put from the catch-up to the next propose() (the catch-up skips
  * the MTP head where this picks the lookup). */
 int32_t Scheduler::lookup_pick(const Sequence *s, int32_t room, int32_t n_lookup) const {
-    int32_t k =
-        std::min({turn_down_of(s->lookup_accepted, s->lookup_rejected, token_cost_, cfg_.max_draft), room, n_lookup});
+    double a_lookup = rate(s->lookup_accepted, s->lookup_rejected);
+    int32_t k = std::min({turn_down_of(a_lookup, a_lookup, token_cost_, cfg_.max_draft), room, n_lookup});
     int32_t k_mtp = std::min(turn_down(s), room);
     if (k < (k_mtp > 0 ? 2 : 1)) return 0;
-    double a_lookup = s->lookup_accepted / (s->lookup_accepted + s->lookup_rejected);
-    double a1 = s->mtp_first_accepted / (s->mtp_first_accepted + s->mtp_first_rejected);
-    double a2 = s->spec_accepted / (s->spec_accepted + s->spec_rejected);
+    double a1 = rate(s->mtp_first_accepted, s->mtp_first_rejected), a2 = rate(s->spec_accepted, s->spec_rejected);
     return expected_accepted(a_lookup, a_lookup, k) >= expected_accepted(a1, a2, k_mtp) ? k : 0;
 }
 
