@@ -38,7 +38,8 @@ std::vector<std::vector<int32_t>> prompts() {
 }
 
 /* The lookup the combined drafter uses: the tokens after the most recent earlier occurrence of the
- * last m tokens (m = 4, then 3), at most k of them; empty when none or fewer than 2 follow. */
+ * last m tokens (m = 4 down to m_min: 3, or 2 where the MTP layer is turned down), at most k of them;
+ * empty when none or fewer than min_take follow. */
 std::vector<int32_t> lookup_of(const std::vector<int32_t> &t, int32_t k, int32_t m_min = 3, int32_t min_take = 2) {
     int32_t n = (int32_t)t.size();
     for (int32_t m = std::min(4, n - 1); m >= m_min; m--)
