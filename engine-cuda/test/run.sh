@@ -61,6 +61,18 @@ if [[ -z "${MAYA_ENGINE_CXXFLAGS:-}" ]] && command -v nm >/dev/null 2>&1; then
   leaked=$(nm -D --defined-only "$root/engine-cuda/build/libmaya_engine.so" | awk '{print $3}' | grep -v '^eng_' || true)
   if [[ -n "$leaked" ]]; then echo "engine tests: libmaya_engine.so exports non-ABI symbols:" >&2; echo "$leaked" >&2; exit 1; fi
 fi
+# No kernel file built for an instruction set above the baseline may run code when the library is
+# loaded (a static initialiser): it would run before kernels_choose checks the CPU, and crash with
+# SIGILL on a CPU without that set (the AVX-512 file on an AVX2-only CPU).
+if command -v nm >/dev/null 2>&1; then
+  for o in "$obj"/src_kernels_avx2.o "$obj"/src_kernels_avx512.o "$root"/engine-cuda/build/obj/kernels_avx2.o \
+    "$root"/engine-cuda/build/obj/kernels_avx512.o; do
+    if [[ -f "$o" ]] && nm "$o" | grep -q '_GLOBAL__sub_I'; then
+      echo "engine tests: $o has a static initialiser: it would run its instruction set at load, on any CPU" >&2
+      exit 1
+    fi
+  done
+fi
 # Every kernel path this CPU runs (scalar, avx2, avx512), each forced with MAYA_ENGINE_SIMD; a path
 # the CPU lacks is named as skipped, never counted as passed. MAYA_ENGINE_SIMD set by the caller
 # runs that path only.

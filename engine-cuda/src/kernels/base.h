@@ -64,14 +64,30 @@ static inline float f8_scalar(uint8_t b) {
     return f;
 }
 
-/* All 256 e4m3 values (a gather table for the vector widening). */
+/* All 256 e4m3 values (a gather table for the vector widening), as f8_scalar gives them, computed
+ * by the compiler: a table built by a static initialiser would run this file's instruction set when
+ * the library is loaded, before the CPU check of kernels_choose (SIGILL in the AVX-512 build on a
+ * CPU without AVX-512). run.sh checks that no kernel object has a static initialiser. */
 struct F8Table {
     float v[256];
-    F8Table() {
-        for (int i = 0; i < 256; i++) v[i] = f8_scalar((uint8_t)i);
-    }
 };
-static const F8Table f8_table;
+static constexpr F8Table f8_values() {
+    F8Table t{};
+    for (int i = 0; i < 256; i++) {
+        int exp = (i >> 3) & 0xF, mant = i & 7;
+        float f = 0.0f;
+        if (exp == 0) f = (float)mant * (1.0f / 512.0f);
+        else if (exp == 15 && mant == 7) f = __builtin_nanf("");
+        else {
+            f = 1.0f + (float)mant * 0.125f; // exact: powers of two scale it below
+            for (int e = 7; e < exp; e++) f *= 2.0f;
+            for (int e = exp; e < 7; e++) f *= 0.5f;
+        }
+        t.v[i] = (i & 0x80) ? -f : f;
+    }
+    return t;
+}
+static constexpr F8Table f8_table = f8_values();
 
 template <int DT> static inline float load1(const void *w, int64_t i) {
     if (DT == F32) return ((const float *)w)[i];
