@@ -21,7 +21,8 @@
  * chat workloads and constrained tool-call / json_schema ones, speculation off and on (prompt lookup, the MTP
  * layer with lookup, auto), batch 1 and 8 (--speculative-only runs just those, --no-speculative skips them,
  * --max-draft K sets MAYA_SPECULATIVE_MAX_DRAFT for them, --speculative-mode ngram,mtp,auto picks ways of
- * drafting, --speculative-workloads tool,json_schema,... picks workloads, --threads N their engine threads).
+ * drafting, --speculative-workloads tool,json_schema,... picks workloads, --threads N their engine threads),
+ * then (unless the workloads leave heldout out) the MTP layer's acceptance over every held-out chat case.
  * Options: --runs N (default 3), --quick (small model only; --moe adds the MoE rows; --moe-only runs just those), --threads N (engine threads; default
  * 1 and all cores), --paths avx2,avx512 (default: the vector paths this CPU has), --dtypes f32,bf16,q8, --llama2c PATH/run.c (also time llama2.c's fp32 run.c on the 110M shape, the
  * issue's reference point; the source is not fetched here), --backend cuda (the GPU benchmark of
@@ -41,7 +42,13 @@ import {
 } from '../scripts/make-random-checkpoint.ts';
 import { makeMoeCheckpoint, moeBenchSizes, type MoeBenchOptions } from './moe-checkpoint.ts';
 import { benchQuant, type QuantRow, quantTable } from './quant.bench.ts';
-import { benchSpeculative, speculativeTable, type SpecMode } from './speculative.bench.ts';
+import {
+  benchSpeculative,
+  mtpAcceptanceLine,
+  mtpHeldOutAcceptance,
+  speculativeTable,
+  type SpecMode,
+} from './speculative.bench.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WORK = join(ROOT, '.bench');
@@ -762,8 +769,19 @@ async function speculativeRows(
   );
   console.log('tok/pass = decode tokens per decode pass, same = identical tokens.');
   console.log(speculativeTable(rows));
+  const heldOut =
+    workloadFlag === undefined || workloadFlag.split(',').includes('heldout')
+      ? await mtpHeldOutAcceptance(ROOT, load, {
+          ...(maxDraft === undefined ? {} : { maxDraft: Number(maxDraft) }),
+          ...(threadsFlag ? { threads: Number(threadsFlag) } : {}),
+        })
+      : undefined;
+  if (heldOut) console.log(mtpAcceptanceLine(heldOut));
   mkdirSync(WORK, { recursive: true });
-  writeFileSync(join(WORK, 'speculative-bench.json'), `${JSON.stringify({ runs, rows }, null, 2)}\n`);
+  writeFileSync(
+    join(WORK, 'speculative-bench.json'),
+    `${JSON.stringify({ runs, rows, ...(heldOut ? { mtpHeldOut: heldOut } : {}) }, null, 2)}\n`,
+  );
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

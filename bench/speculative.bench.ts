@@ -324,6 +324,77 @@ export async function benchSpeculative(
   return rows;
 }
 
+/** The MTP layer's acceptance over a set of requests (engine counters summed over them). */
+export interface MtpAcceptance {
+  cases: number;
+  outTokens: number;
+  /** Passes that verified an MTP draft, and those whose first drafted token was accepted. */
+  drafts: number;
+  firstAccepted: number;
+  /** Tokens the MTP layer drafted (chained ones included) and those accepted. */
+  draftTokens: number;
+  draftAccepted: number;
+  /** Every draft's tokens (prompt lookup's included) and those accepted. */
+  allDrafted: number;
+  allAccepted: number;
+  tokensPerPass: number;
+}
+
+/**
+ * The MTP layer's acceptance on every held-out chat case of the demo model's evaluation, each run
+ * alone (batch 1, greedy, up to 128 tokens) with MAYA_SPECULATIVE=mtp: the set the issue's
+ * acceptance target is read on. (The heldout rows above run case 0 alone and cases 0-7 together.)
+ */
+export async function mtpHeldOutAcceptance(
+  root: string,
+  load: Load,
+  options: { maxDraft?: number; threads?: number } = {},
+): Promise<MtpAcceptance> {
+  const dir = join(root, 'models/maya-demo');
+  const tokenizer = await Tokenizer.fromDir(dir);
+  const stopIds = ['<|endoftext|>', '<|user|>', '<|observation|>'].map((t) => tokenizer.tokenId(t) ?? -1);
+  const engine = await load(dir, {
+    ...(options.threads ? { numThreads: options.threads } : {}),
+    speculative: 'mtp',
+    ...(options.maxDraft ? { specMaxDraft: options.maxDraft } : {}),
+  });
+  try {
+    const before = await engine.stats();
+    let outTokens = 0;
+    const cases = heldOutChat();
+    for (const input of cases) {
+      const m = await run(engine, [tokenizer.encode(chat(input))], 128, stopIds, [undefined]);
+      outTokens += m.tokens[0]?.length ?? 0;
+    }
+    const after = await engine.stats();
+    const d = delta(before, after);
+    return {
+      cases: cases.length,
+      outTokens,
+      drafts: after.mtpDrafts - before.mtpDrafts,
+      firstAccepted: after.mtpFirstAccepted - before.mtpFirstAccepted,
+      draftTokens: after.mtpDraftTokens - before.mtpDraftTokens,
+      draftAccepted: after.mtpDraftAccepted - before.mtpDraftAccepted,
+      allDrafted: d.drafted,
+      allAccepted: d.accepted,
+      tokensPerPass: d.passes > 0 ? d.tokens / d.passes : 1,
+    };
+  } finally {
+    await engine.close();
+  }
+}
+
+/** One line on an MtpAcceptance. */
+export function mtpAcceptanceLine(a: MtpAcceptance): string {
+  const pct = (x: number, n: number) => `${n > 0 ? ((100 * x) / n).toFixed(1) : '-'}% (${x} / ${n})`;
+  return (
+    `MTP acceptance on the ${a.cases} held-out chat cases (each alone, batch 1, MAYA_SPECULATIVE=mtp, ${a.outTokens} ` +
+    `tokens): first drafted tokens accepted ${pct(a.firstAccepted, a.drafts)}; the MTP layer's drafted tokens ` +
+    `(chained included) ${pct(a.draftAccepted, a.draftTokens)}; every draft (prompt lookup's included) ` +
+    `${pct(a.allAccepted, a.allDrafted)}; ${a.tokensPerPass.toFixed(2)} tokens per pass.`
+  );
+}
+
 export function speculativeTable(rows: SpecRow[]): string {
   const head = [
     'drafts',

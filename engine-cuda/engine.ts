@@ -126,6 +126,15 @@ export interface EngineStats {
   draftAccepted: number;
   /** Decode passes (one per decoding sequence and step): decodeTokens / decodePasses = tokens per pass. */
   decodePasses: number;
+  /**
+   * Of the drafts, the MTP layer's (prompt lookup's and constrained sequences' not counted): passes
+   * that verified one, those whose first drafted token was accepted, their drafted tokens (chained
+   * ones included) and those accepted.
+   */
+  mtpDrafts: number;
+  mtpFirstAccepted: number;
+  mtpDraftTokens: number;
+  mtpDraftAccepted: number;
 }
 
 export interface GenerateOptions {

@@ -17,7 +17,7 @@ import { EngineError, type EngineErrorCode } from './engine.ts';
 
 /** The ENG_* constants of engine.h, without the prefix (test/engine/ffi-contract.test.ts parses the header). */
 export const ENG = {
-  ABI_VERSION: 11,
+  ABI_VERSION: 12,
   STATUS_OK: 0,
   STATUS_NO_KV_SPACE: 1,
   STATUS_INVALID_ARG: -1,
@@ -88,7 +88,11 @@ export const ENG = {
   STAT_DRAFT_TOKENS: 13,
   STAT_DRAFT_ACCEPTED: 14,
   STAT_DECODE_PASSES: 15,
-  STAT_COUNT: 16,
+  STAT_MTP_DRAFTS: 16,
+  STAT_MTP_FIRST_ACCEPTED: 17,
+  STAT_MTP_DRAFT_TOKENS: 18,
+  STAT_MTP_DRAFT_ACCEPTED: 19,
+  STAT_COUNT: 20,
   EVENT_PREFILLED: 1,
   EVENT_TOKEN: 2,
   EVENT_FINISH: 3,

@@ -155,6 +155,10 @@ export function engineStatsFromFields(f: number[]): EngineStats {
     draftTokens: at(ENG.STAT_DRAFT_TOKENS),
     draftAccepted: at(ENG.STAT_DRAFT_ACCEPTED),
     decodePasses: at(ENG.STAT_DECODE_PASSES),
+    mtpDrafts: at(ENG.STAT_MTP_DRAFTS),
+    mtpFirstAccepted: at(ENG.STAT_MTP_FIRST_ACCEPTED),
+    mtpDraftTokens: at(ENG.STAT_MTP_DRAFT_TOKENS),
+    mtpDraftAccepted: at(ENG.STAT_MTP_DRAFT_ACCEPTED),
   };
 }
 

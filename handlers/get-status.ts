@@ -72,6 +72,10 @@ export const getStatus: Handler = async (ctx, deps) => {
       decode_passes: stats.decodePasses,
       // null before the first pass (the ratio is undefined); 1 without speculation
       tokens_per_pass: stats.decodePasses > 0 ? stats.decodeTokens / stats.decodePasses : null,
+      mtp_drafts: stats.mtpDrafts,
+      mtp_first_accepted: stats.mtpFirstAccepted,
+      mtp_draft_tokens: stats.mtpDraftTokens,
+      mtp_draft_accepted: stats.mtpDraftAccepted,
     },
     responses_cache: await deps.store.stats(),
     responses_jobs: deps.jobs === undefined ? IDLE_JOBS : await deps.jobs.stats(),

@@ -1,7 +1,9 @@
 /**
  * Engine metrics read at scrape time from the engine's counters (ENG_STAT_*): speculative decoding's
  * `maya:engine_draft_tokens`, `maya:engine_draft_accepted`, `maya:engine_decode_passes`, the tokens they
- * produced (`maya:engine_decode_tokens`) and `maya:engine_tokens_per_pass`. One set per registry. No
+ * produced (`maya:engine_decode_tokens`) and `maya:engine_tokens_per_pass`, and of the drafts the MTP
+ * layer's (`maya:engine_mtp_drafts`, `_mtp_first_accepted`, `_mtp_draft_tokens`, `_mtp_draft_accepted`,
+ * as /v1/status's `engine.mtp_*`). One set per registry. No
  * labels, so each gauge always has its one sample: the counters read 0 while the model loads, and
  * tokens per pass reads NaN until the first decode pass (where `/v1/status` reports null).
  */
@@ -13,6 +15,10 @@ export interface SpeculativeCounters {
   decodePasses: number;
   draftTokens: number;
   draftAccepted: number;
+  mtpDrafts: number;
+  mtpFirstAccepted: number;
+  mtpDraftTokens: number;
+  mtpDraftAccepted: number;
 }
 
 const registered = new WeakSet<Registry>();
@@ -45,6 +51,26 @@ export function registerEngineMetrics(registry: Registry, read: () => Promise<Sp
     'maya:engine_draft_accepted',
     'Speculative decoding: drafted tokens accepted (cumulative).',
     (c) => c.draftAccepted,
+  );
+  gauge(
+    'maya:engine_mtp_drafts',
+    "Speculative decoding: decode passes that verified a draft of the MTP layer's (cumulative).",
+    (c) => c.mtpDrafts,
+  );
+  gauge(
+    'maya:engine_mtp_first_accepted',
+    "Speculative decoding: MTP layer's drafts whose first token was accepted (cumulative).",
+    (c) => c.mtpFirstAccepted,
+  );
+  gauge(
+    'maya:engine_mtp_draft_tokens',
+    'Speculative decoding: tokens the MTP layer drafted, chained ones included (cumulative).',
+    (c) => c.mtpDraftTokens,
+  );
+  gauge(
+    'maya:engine_mtp_draft_accepted',
+    "Speculative decoding: the MTP layer's drafted tokens accepted (cumulative).",
+    (c) => c.mtpDraftAccepted,
   );
   gauge(
     'maya:engine_tokens_per_pass',

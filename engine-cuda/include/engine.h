@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ENG_ABI_VERSION 11
+#define ENG_ABI_VERSION 12
 
 typedef struct eng_ctx eng_ctx;
 
@@ -176,7 +176,13 @@ enum {
     ENG_STAT_DRAFT_ACCEPTED = 14, /* of those, accepted (the output is unchanged by them: see eng_step) */
     ENG_STAT_DECODE_PASSES = 15,  /* decode passes: one per decoding sequence and step (DECODE_TOKENS counts the
                                      tokens they produced; DECODE_TOKENS / DECODE_PASSES = tokens per pass) */
-    ENG_STAT_COUNT = 16
+    /* Of the drafts, the MTP layer's (speculative mode mtp or auto on a checkpoint with one; prompt
+     * lookup's and the host's are not counted here): */
+    ENG_STAT_MTP_DRAFTS = 16,         /* passes that verified an MTP draft (one first drafted token each) */
+    ENG_STAT_MTP_FIRST_ACCEPTED = 17, /* of those, the ones whose first drafted token was accepted */
+    ENG_STAT_MTP_DRAFT_TOKENS = 18,   /* their drafted tokens, the chained ones included */
+    ENG_STAT_MTP_DRAFT_ACCEPTED = 19, /* of those, accepted */
+    ENG_STAT_COUNT = 20
 };
 
 /* A step writes events of 4 int32 each: { seq_id, kind, token, value }. */

@@ -107,7 +107,7 @@ void Scheduler::preempt(Sequence *s) {
     s->draft.clear();
     s->mtp_next = -1;
     s->lookup_shadow.clear();
-    s->is_lookup_draft = false;
+    s->draft_from = Sequence::DraftFrom::none;
     running_.erase(std::find(running_.begin(), running_.end(), s));
     waiting_.push_front(s);
     stats_.preemptions++;
@@ -257,7 +257,7 @@ void Scheduler::propose_mtp(Sequence *s, int32_t room) {
         int32_t k = mtp_probe_due(s) ? 0 : lookup_pick(s, room, n);
         if (k > 0) {
             s->draft.assign(s->lookup_shadow.begin(), s->lookup_shadow.begin() + k);
-            s->is_lookup_draft = true;
+            s->draft_from = Sequence::DraftFrom::lookup;
             if (turn_down(s) == 0) s->spec_idle++; // the layer's probe comes due while the lookup drafts
             return;
         }
@@ -268,6 +268,7 @@ void Scheduler::propose_mtp(Sequence *s, int32_t room) {
     if (k <= 0 || s->mtp_next < 0) return;
     s->draft.assign((size_t)k, -1);
     s->draft[0] = s->mtp_next;
+    s->draft_from = Sequence::DraftFrom::mtp;
     s->spec_idle = 0;
 }
 
@@ -288,7 +289,7 @@ void Scheduler::propose(Sequence *s) {
     s->draft.clear();
     s->draft_masks.clear();
     s->lookup_shadow.clear();
-    s->is_lookup_draft = false;
+    s->draft_from = Sequence::DraftFrom::none;
     if (cfg_.max_draft <= 0 || (s->flags & ENG_SEQ_PROMPT_LOGITS)) {
         s->host_draft.clear();
         s->host_draft_masks.clear();
@@ -310,7 +311,10 @@ void Scheduler::propose(Sequence *s) {
             int32_t d = s->host_draft[(size_t)j];
             if (m && !((m[d >> 5] >> (d & 31)) & 1u)) k = j;
         }
-        if (k > 0) s->draft.assign(s->host_draft.begin(), s->host_draft.begin() + k);
+        if (k > 0) {
+            s->draft.assign(s->host_draft.begin(), s->host_draft.begin() + k);
+            s->draft_from = Sequence::DraftFrom::host;
+        }
         if (k > 0 && has_masks)
             s->draft_masks.assign(s->host_draft_masks.begin(), s->host_draft_masks.begin() + (size_t)k * words);
         s->host_draft.clear();
@@ -330,6 +334,7 @@ void Scheduler::propose(Sequence *s) {
     k = lookup(s, k, cfg_.ngram_min, &from);
     if (k <= 0) return;
     s->draft.assign(s->tokens.begin() + from, s->tokens.begin() + from + k);
+    s->draft_from = Sequence::DraftFrom::lookup;
     s->spec_idle = 0;
 }
 
@@ -584,22 +589,30 @@ void Scheduler::verify(size_t e, std::vector<int32_t> *events) {
     stats_.decode_tokens += m;
     stats_.draft_tokens += k;
     stats_.draft_accepted += a;
-    // The turn-down's record (decayed): a accepted drafted tokens, then a rejection unless all were
-    // (MTP with prompt lookup: the MTP layer's record, and the lookup's its own). MTP drafts: the first
-    // draft's record, and the chained drafts' after an accepted first.
-    if (cfg_.use_mtp && !s->is_lookup_draft && k > 0) {
+    bool is_mtp = s->draft_from == Sequence::DraftFrom::mtp && k > 0;
+    if (is_mtp) {
+        stats_.mtp_drafts++;
+        stats_.mtp_drafts_accepted += a > 0;
+        stats_.mtp_draft_tokens += k;
+        stats_.mtp_draft_accepted += a;
+    }
+    // The turn-down's record (decayed): a accepted drafted tokens, then a rejection unless all were.
+    // MTP drafts: the first draft's record, and the chained drafts' after an accepted first; with
+    // prompt lookup beside them the lookup keeps its own (record_lookup). The host's drafts (a
+    // constrained sequence's) keep no record here beside the MTP layer's: the host turns them down.
+    if (is_mtp) {
         s->mtp_first_accepted = 0.8f * s->mtp_first_accepted + (a > 0 ? 1.0f : 0.0f);
         s->mtp_first_rejected = 0.8f * s->mtp_first_rejected + (a > 0 ? 0.0f : 1.0f);
         if (a > 0 && k > 1) {
             s->spec_accepted = 0.8f * s->spec_accepted + (float)(a - 1);
             s->spec_rejected = 0.8f * s->spec_rejected + (a < k ? 1.0f : 0.0f);
         }
-    } else if (!s->is_lookup_draft) {
+    } else if (!cfg_.use_mtp) {
         s->spec_accepted = 0.8f * s->spec_accepted + (float)a;
         s->spec_rejected = 0.8f * s->spec_rejected + (a < k ? 1.0f : 0.0f);
     }
     record_lookup(s, verified_.data(), m);
-    s->is_lookup_draft = false;
+    s->draft_from = Sequence::DraftFrom::none;
     s->draft.clear();
     s->draft_masks.clear();
     if (s->flags & ENG_SEQ_KEEP_LOGITS) {

@@ -59,6 +59,9 @@ struct SchedulerStats {
     int64_t steps = 0, prefill_tokens = 0, cached_tokens = 0, decode_tokens = 0, preemptions = 0;
     int64_t images_encoded = 0, encode_us = 0, encode_cpu_us = 0;
     int64_t draft_tokens = 0, draft_accepted = 0, decode_passes = 0;
+    // Of the drafts, the MTP layer's: drafts (passes that verified one) and those whose first token
+    // was accepted, and their drafted and accepted tokens.
+    int64_t mtp_drafts = 0, mtp_drafts_accepted = 0, mtp_draft_tokens = 0, mtp_draft_accepted = 0;
 };
 
 /* The turn-down's cost model (scheduler.cpp): a forward pass over T tokens takes about a + b T, fitted

@@ -71,7 +71,10 @@ struct Sequence {
     // step's draft is that lookup draft.
     float lookup_accepted = 1.0f, lookup_rejected = 1.0f;
     std::vector<int32_t> lookup_shadow;
-    bool is_lookup_draft = false;
+    // What the step's draft came from: prompt lookup, the MTP layer's chain, or the host
+    // (eng_seq_draft); it decides which record and which engine counters the step's result goes to.
+    enum class DraftFrom : uint8_t { none, lookup, mtp, host };
+    DraftFrom draft_from = DraftFrom::none;
 
     int32_t n_generated() const { return (int32_t)tokens.size() - n_prompt; }
 };

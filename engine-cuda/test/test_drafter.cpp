@@ -58,9 +58,17 @@ struct Pins {
     float mtp_first_accepted = -1, mtp_first_rejected = -1;
 };
 
+/* What a run_scheduler run ends with: the scheduler's counters and each sequence's tokens (its prompt
+ * and all it generated). */
+struct SchedulerEnd {
+    maya::SchedulerStats stats;
+    std::vector<std::vector<int32_t>> tokens;
+};
+
 /* Runs the prompts through a Scheduler on the demo model with MTP (mtp_lookup as given), each
  * sequence's records pinned before every step; checks every pass's draft with `check`. */
-template <typename Check> void run_scheduler(bool mtp_lookup, const Pins *pins, Check check, double mtp_cost = 0) {
+template <typename Check>
+void run_scheduler(bool mtp_lookup, const Pins *pins, Check check, double mtp_cost = 0, SchedulerEnd *end = nullptr) {
     MtpBed bed;
     MtpBedConfig cfg;
     cfg.max_draft = 6;
@@ -73,6 +81,7 @@ template <typename Check> void run_scheduler(bool mtp_lookup, const Pins *pins, 
     maya::Scheduler &sched = bed.sched;
     const SpyBackend &spy = *bed.spy;
     std::vector<int32_t> ids;
+    std::map<int32_t, std::vector<int32_t>> tokens; // by sequence id
     for (const auto &p : prompts()) {
         std::unique_ptr<maya::Sequence> s(new maya::Sequence());
         s->tokens = p;
@@ -80,6 +89,7 @@ template <typename Check> void run_scheduler(bool mtp_lookup, const Pins *pins, 
         int32_t id = -1;
         CHECK(sched.add(std::move(s), &id) == 0);
         ids.push_back(id);
+        tokens[id] = p;
     }
     std::vector<int32_t> events;
     for (int step = 0; step < 2000 && (sched.n_running() > 0 || sched.n_waiting() > 0); step++) {
@@ -106,12 +116,17 @@ template <typename Check> void run_scheduler(bool mtp_lookup, const Pins *pins, 
             }
         }
         CHECK(sched.step(&events) == 0);
+        for (size_t e = 0; e + 3 < events.size(); e += 4)
+            if (events[e + 1] == ENG_EVENT_TOKEN) tokens[events[e]].push_back(events[e + 2]);
         for (const auto &b : before) {
             const maya::Sequence *s = sched.find(seq_of[b.first]->id);
             check(b.second, spy.drafts_of(b.first), s, max_draft, mtp_next[b.first]);
         }
     }
     CHECK(sched.n_running() == 0 && sched.n_waiting() == 0);
+    if (!end) return;
+    end->stats = sched.stats();
+    for (int32_t id : ids) end->tokens.push_back(tokens[id]);
 }
 
 } // namespace
@@ -279,6 +294,77 @@ TEST(drafter_lookup_record_kept_while_mtp_drafts) {
             if (s && (s->lookup_accepted != 1.0f || s->lookup_rejected != 1.0f)) touched++;
         });
     CHECK(touched == 0);
+}
+
+TEST(drafter_mtp_counters) {
+    // The engine's counters of the MTP layer's drafts (ENG_STAT_MTP_*), against the drafts each pass
+    // verified (the spy) and the tokens the run then produced: a draft's accepted tokens are the
+    // longest prefix of it that the sequence went on to generate.
+    for (bool mtp_lookup : {false, true}) {
+        struct Drafted {
+            std::vector<int32_t> before, drafts;
+            bool is_mtp, is_lookup; // can be the MTP layer's (it starts with its prediction); the lookup's
+        };
+        std::vector<Drafted> seen;
+        SchedulerEnd end;
+        run_scheduler(
+            mtp_lookup, nullptr,
+            [&](const std::vector<int32_t> &before, const std::vector<int32_t> &drafts, const maya::Sequence *, int32_t,
+                int mtp_next) {
+                if (drafts.empty()) return;
+                bool is_lookup = mtp_lookup && lookup_of(before, (int32_t)drafts.size(), 2, 1) == drafts;
+                seen.push_back({before, drafts, drafts[0] == mtp_next, is_lookup});
+            },
+            0, &end);
+        struct Counts {
+            int64_t n = 0, first = 0, tokens = 0, accepted = 0;
+        } all, mtp, surely_mtp; // every draft; those that can be the MTP layer's; those only it can be
+        for (const Drafted &d : seen) {
+            const std::vector<int32_t> *out = nullptr;
+            for (const auto &t : end.tokens)
+                if (t.size() >= d.before.size() && std::equal(d.before.begin(), d.before.end(), t.begin())) out = &t;
+            CHECK(out != nullptr);
+            if (!out) continue;
+            size_t a = 0;
+            while (a < d.drafts.size() && d.before.size() + a < out->size() &&
+                   (*out)[d.before.size() + a] == d.drafts[a])
+                a++;
+            for (Counts *c : {&all, d.is_mtp ? &mtp : nullptr, d.is_mtp && !d.is_lookup ? &surely_mtp : nullptr}) {
+                if (!c) continue;
+                c->n++;
+                c->first += a > 0;
+                c->tokens += (int64_t)d.drafts.size();
+                c->accepted += (int64_t)a;
+            }
+        }
+        const maya::SchedulerStats &st = end.stats;
+        CHECK(st.draft_tokens == all.tokens && st.draft_accepted == all.accepted);
+        if (!mtp_lookup) {
+            // MTP alone: every draft is the layer's, and starts with its prediction.
+            CHECK(mtp.n == all.n);
+            CHECK_MSG(
+                st.mtp_drafts == all.n && st.mtp_drafts_accepted == all.first && st.mtp_draft_tokens == all.tokens &&
+                    st.mtp_draft_accepted == all.accepted,
+                "counted %lld drafts, %lld first accepted, %lld / %lld tokens; the engine %lld, %lld, %lld / %lld",
+                (long long)all.n, (long long)all.first, (long long)all.accepted, (long long)all.tokens,
+                (long long)st.mtp_drafts, (long long)st.mtp_drafts_accepted, (long long)st.mtp_draft_accepted,
+                (long long)st.mtp_draft_tokens);
+        } else {
+            // With the lookup beside it: between the drafts only the layer can have made and those it can.
+            CHECK(surely_mtp.n <= st.mtp_drafts && st.mtp_drafts <= mtp.n);
+            CHECK(surely_mtp.first <= st.mtp_drafts_accepted && st.mtp_drafts_accepted <= mtp.first);
+            CHECK(surely_mtp.tokens <= st.mtp_draft_tokens && st.mtp_draft_tokens <= mtp.tokens);
+            CHECK(surely_mtp.accepted <= st.mtp_draft_accepted && st.mtp_draft_accepted <= mtp.accepted);
+            CHECK(st.mtp_draft_tokens < all.tokens); // the lookup's drafts are not counted
+        }
+        CHECK(st.mtp_drafts > 0 && st.mtp_drafts_accepted > 0 && st.mtp_drafts_accepted < st.mtp_drafts);
+        fprintf(stderr,
+                "  %s: %lld MTP drafts, first token accepted in %lld; %lld / %lld tokens accepted (all drafts: "
+                "%lld / %lld)\n",
+                mtp_lookup ? "with lookup" : "alone", (long long)st.mtp_drafts, (long long)st.mtp_drafts_accepted,
+                (long long)st.mtp_draft_accepted, (long long)st.mtp_draft_tokens, (long long)all.accepted,
+                (long long)all.tokens);
+    }
 }
 
 namespace {

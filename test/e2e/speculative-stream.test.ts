@@ -73,6 +73,7 @@ describe('a streamed response under speculative decoding', () => {
     expect((await engineStatus(off)).speculative).toBe('off');
     expect(Number(after.draft_tokens) - Number(before.draft_tokens)).toBeGreaterThan(0);
     expect(Number(after.draft_accepted) - Number(before.draft_accepted)).toBeGreaterThan(0);
+    expect(after.mtp_drafts).toBe(0); // prompt lookup's drafts are not the MTP layer's
     // tokens per pass above one: decode_tokens counts tokens, decode_passes the passes that made them
     expect(Number(after.decode_tokens)).toBeGreaterThan(Number(after.decode_passes));
     expect(after.tokens_per_pass).toBe(Number(after.decode_tokens) / Number(after.decode_passes));

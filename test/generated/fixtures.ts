@@ -155,6 +155,7 @@ export const status: MayaStatus = {
     backend: 'cpu', vision: false, simd: 'avx2', threads: 2, weight_dtype: 'bf16', kv_dtype: 'f32', kv_bytes_per_token: 4096, kv_capacity_tokens: 1024, blocks_total: 64, blocks_free: 60, blocks_cached: 2, seqs_waiting: 0, seqs_running: 1,
     steps: 10, prefill_tokens: 20, cached_tokens: 8, decode_tokens: 12, preemptions: 0,
     speculative: 'ngram', draft_tokens: 6, draft_accepted: 4, decode_passes: 8, tokens_per_pass: 1.5,
+    mtp_drafts: 0, mtp_first_accepted: 0, mtp_draft_tokens: 0, mtp_draft_accepted: 0,
   },
   responses_cache: { entries: 1, bytes: 2048, hits: 3, misses: 1, writes: 2, rejections: 0, evictions: 0, expirations: 0, assembly_bytes: 0 },
   responses_jobs: { queued: 0, running: 1, records: 2, event_bytes: 4096, readers: 1, admissions: 2, rejections: 0, cancellations: 1, deadline_failures: 0 },

@@ -47,7 +47,17 @@ describe('GET /v1/status', () => {
   it('tokens_per_pass is decode_tokens / decode_passes once the engine has decoded', async () => {
     const engine = new FakeEngine({});
     const stats = await engine.stats();
-    engine.stats = async () => ({ ...stats, decodeTokens: 12, decodePasses: 8, draftTokens: 6, draftAccepted: 4 });
+    engine.stats = async () => ({
+      ...stats,
+      decodeTokens: 12,
+      decodePasses: 8,
+      draftTokens: 6,
+      draftAccepted: 4,
+      mtpDrafts: 3,
+      mtpFirstAccepted: 2,
+      mtpDraftTokens: 5,
+      mtpDraftAccepted: 3,
+    });
     const { request } = createTestApp({ runtime: stubRuntime({ engine }) });
     const res = await request.get('/v1/status');
     expect(res.body.engine).toMatchObject({
@@ -56,6 +66,10 @@ describe('GET /v1/status', () => {
       draft_tokens: 6,
       draft_accepted: 4,
       tokens_per_pass: 1.5,
+      mtp_drafts: 3,
+      mtp_first_accepted: 2,
+      mtp_draft_tokens: 5,
+      mtp_draft_accepted: 3,
     });
     const validate = statusValidator();
     expect(validate(res.body), JSON.stringify(validate.errors)).toBe(true);

@@ -191,6 +191,10 @@ export class FakeEngine implements Engine {
       draftTokens: 0,
       draftAccepted: 0,
       decodePasses: this.counters.decodeTokens,
+      mtpDrafts: 0,
+      mtpFirstAccepted: 0,
+      mtpDraftTokens: 0,
+      mtpDraftAccepted: 0,
     };
   }
 
