@@ -3,9 +3,12 @@
 # never part of CI. Builds the engine and its CUDA library, then runs, each logged into RESULTS_DIR:
 #   1. kernels.log     engine-cuda/test/cuda/test_cuda_kernels.cu: every CUDA kernel against a host reference
 #   2. engine-cuda.log the C tests on the CUDA backend: golden fixtures (greedy identical, logits within
-#                      2e-2), backend selection, the scheduler tests, and test_cuda_backend.cpp's GPU-only
-#                      comparison with the CPU backend (batched, alone, chunked, prefix-cached, device
-#                      argmax) on fixtures and random models
+#                      2e-2), backend selection, the scheduler and speculative-decoding tests, and
+#                      test_cuda_backend.cpp's GPU-only comparison with the CPU backend (batched, alone,
+#                      chunked, prefix-cached, device argmax) on fixtures and random models. A model the
+#                      CUDA backend refuses at load (MoE, MLA, FP8, Q8, vision, GGUF blocks, non-f32 KV:
+#                      its documented limits) runs on the CPU through auto, each refusal named in the log
+#                      (test_main.cpp test_ctx_create); the dense fixtures must run on the GPU.
 #   3. bench.log       `npm run bench:engine -- --backend cuda` (cuda-bench.md / .json: GLM-4-9B-shaped
 #                      bf16 decode vs the measured HBM roofline, batch 8/32/64, time to first token)
 # and summary.md (one line per step). Every step runs even after a failure; the exit status is 1 if
@@ -78,6 +81,8 @@ engine_tests() {
   MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh cuda || rc=1
   echo "== scheduler tests on the CUDA backend"
   MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh scheduler || rc=1
+  echo "== speculative decoding on the CUDA backend (prompt lookup; greedy invariance, sampling distribution)"
+  MAYA_ENGINE_BACKEND=cuda MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh speculative || rc=1
   echo "== CUDA vs CPU backend, batch / chunk / prefix-cache invariance"
   MAYA_ENGINE_CXXFLAGS="$flags" bash engine-cuda/test/run.sh gpu_matches_cpu || rc=1
   return "$rc"

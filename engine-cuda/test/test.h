@@ -31,6 +31,10 @@ int64_t test_simd();
  * (run.sh runs every path), ENG_PARAM_CUDA_TC_MIN_TOKENS / _CUDA_GRAPHS / _CUDA_DEVICE from
  * $MAYA_CUDA_TC_MIN_TOKENS (0 = never) / $MAYA_CUDA_GRAPHS (0 = off) / $MAYA_CUDA_DEVICE. */
 int32_t test_ctx_create(const char *dir, const int64_t *params, int32_t n_params, eng_ctx **out);
+/* Whether the latest test_ctx_create's context is one the CUDA backend (asked for by
+ * $MAYA_ENGINE_BACKEND=cuda, params leaving the backend unset) refused at load, UNSUPPORTED, and
+ * that then runs on auto, on the CPU: test-gpu.sh runs every test on such a machine. */
+bool test_ctx_refused_by_cuda();
 
 #define TEST(name)                                               \
     static void test_##name();                                   \

@@ -144,9 +144,15 @@ static void run_fixture(const char *name, int64_t n_threads, int64_t chunk, int6
     // The CUDA backend (test-gpu.sh sets MAYA_ENGINE_BACKEND=cuda) is held to issue 18's bf16
     // tolerance while its prefill uses the tensor cores (activations as two bf16 terms; about 4e-5
     // expected), and to the CPU's with MAYA_CUDA_TC_MIN_TOKENS=0 (f32 SIMT matmuls throughout).
+    // It runs the dense fixtures (f32/f16/bf16 attention + MLP, f32 KV rows) and refuses the others
+    // at load, which then run on the CPU (test_ctx_create): a change to either is a change to this list.
     const char *be = getenv("MAYA_ENGINE_BACKEND"), *tc = getenv("MAYA_CUDA_TC_MIN_TOKENS");
-    bool is_cuda = be && strcmp(be, "cuda") == 0, is_tc = is_cuda && !(tc && strcmp(tc, "0") == 0);
-    CHECK(info[ENG_INFO_BACKEND] == (is_cuda ? ENG_BACKEND_CUDA : ENG_BACKEND_CPU));
+    bool is_dense = nm == "glm4-bf16" || nm == "llama-f32" || nm == "qwen3-f16";
+    bool is_cuda = be && strcmp(be, "cuda") == 0 && is_dense && kv == 1 + ENG_KV_DTYPE_F32;
+    bool is_tc = is_cuda && !(tc && strcmp(tc, "0") == 0);
+    CHECK_MSG(info[ENG_INFO_BACKEND] == (is_cuda ? ENG_BACKEND_CUDA : ENG_BACKEND_CPU), "%s ran on backend %lld", name,
+              (long long)info[ENG_INFO_BACKEND]);
+    CHECK(!is_cuda || !test_ctx_refused_by_cuda());
     CHECK(worst <= (is_tc ? 2e-2 : 1e-3));
     eng_ctx_free(ctx);
 }
