@@ -10,7 +10,11 @@
 #                      its documented limits) runs on the CPU through auto, each refusal named in the log
 #                      (test_main.cpp test_ctx_create); the dense fixtures must run on the GPU.
 #   3. bench.log       `npm run bench:engine -- --backend cuda` (cuda-bench.md / .json: GLM-4-9B-shaped
-#                      bf16 decode vs the measured HBM roofline, batch 8/32/64, time to first token)
+#                      bf16 decode vs the measured HBM roofline, batch 8/32/64, time to first token);
+#                      where Node or node_modules is absent (the device machines have neither), the
+#                      native engine-bench instead (engine-cuda/test/bench/engine_bench.cpp): the same
+#                      shape written streamed (40 layers; MAYA_TEST_GPU_BENCH_LAYERS sets fewer), prefill
+#                      and decode at batch 1 and 8, beside gpu-membw's read bandwidth
 # and summary.md (one line per step). Every step runs even after a failure; the exit status is 1 if
 # any failed. Without a GPU it fails at once. MAYA_TEST_GPU_SKIP_BENCH=1 leaves out step 3.
 set -uo pipefail
@@ -89,9 +93,32 @@ engine_tests() {
 }
 step "engine C tests on the CUDA backend" engine-cuda.log engine_tests
 
+native_bench() {
+  # GLM-4-9B-shaped bf16 decode through the C ABI, its weight bytes per second against the device's
+  # measured read bandwidth (the roofline of batch-1 decode).
+  local bin=engine-cuda/build/engine-bench dir="${TMPDIR:-/tmp}/maya-bench-glm4-9b" bw
+  "${CXX:-g++}" -std=c++17 -O2 -Wall -Wextra -Werror -o "$bin" engine-cuda/test/bench/engine_bench.cpp \
+    engine-cuda/test/model_writer.cpp -Lengine-cuda/build -lmaya_engine -Wl,-rpath,"$root/engine-cuda/build" || return 1
+  if [[ ! -f "$dir/model.safetensors" ]]; then
+    mkdir -p "$dir" && "$bin" --random-glm4-9b "$dir" "${MAYA_TEST_GPU_BENCH_LAYERS:-40}" || return 1
+  fi
+  bw="$(engine-cuda/build/gpu-membw 4096 20)" || return 1
+  echo "device read bandwidth (gpu-membw): $bw GB/s"
+  MAYA_ENGINE_BACKEND=cuda "$bin" "$dir" 0 128 128 | tee "$out/native-bench.txt" || return 1
+  # "batch 1: prefill P tok/s, decode D tok/s (G GB/s of weights), ..."
+  awk -v bw="$bw" '/^batch/ { g = substr($9, 2) + 0;
+    printf "- native bench, GLM-4-9B shape bf16, batch %s decode %s tok/s = %.1f GB/s of weights, %.0f%% of %s GB/s\n",
+      $2, $7, g, 100 * g / bw, bw }' "$out/native-bench.txt" | tee "$out/native-bench.md"
+}
+
 if [[ "${MAYA_TEST_GPU_SKIP_BENCH:-0}" != 1 ]]; then
-  step "bench:engine --backend cuda" bench.log npx tsx bench/engine.bench.ts --backend cuda --runs 3 --out "$out"
-  [[ -f "$out/cuda-bench.md" ]] && cat "$out/cuda-bench.md" >>"$summary"
+  if command -v node >/dev/null 2>&1 && [[ -d node_modules ]]; then
+    step "bench:engine --backend cuda" bench.log npx tsx bench/engine.bench.ts --backend cuda --runs 3 --out "$out"
+    [[ -f "$out/cuda-bench.md" ]] && cat "$out/cuda-bench.md" >>"$summary"
+  else
+    step "native engine-bench on the CUDA backend (no Node here)" bench.log native_bench
+    [[ -f "$out/native-bench.md" ]] && cat "$out/native-bench.md" >>"$summary"
+  fi
 fi
 echo "test:gpu: results in $out"
 exit "$failed"

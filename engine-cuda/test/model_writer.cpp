@@ -2,6 +2,8 @@
  * header with dtype/shape/data_offsets, raw little-endian data). */
 #include "model_writer.h"
 
+#include <algorithm>
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,23 +66,46 @@ bool write_text(const std::string &path, const std::string &text) {
     return fclose(f) == 0 && ok;
 }
 
-bool write_safetensors(const std::string &path, const std::vector<RawTensor> &tensors) {
+namespace {
+
+struct TensorHead {
+    const std::string *name, *dtype;
+    const std::vector<int64_t> *shape;
+    uint64_t n_bytes;
+};
+
+/* Opens path and writes the safetensors header of tensors stored in this order; null on an I/O error. */
+FILE *open_safetensors(const std::string &path, const std::vector<TensorHead> &tensors) {
     std::string h = "{";
     uint64_t off = 0;
     for (size_t i = 0; i < tensors.size(); i++) {
-        const RawTensor &t = tensors[i];
-        h += (i ? "," : "") + std::string("\"") + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
-        for (size_t d = 0; d < t.shape.size(); d++) h += (d ? "," : "") + std::to_string(t.shape[d]);
-        h += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + t.bytes.size()) + "]}";
-        off += t.bytes.size();
+        const TensorHead &t = tensors[i];
+        h += (i ? "," : "") + std::string("\"") + *t.name + "\":{\"dtype\":\"" + *t.dtype + "\",\"shape\":[";
+        for (size_t d = 0; d < t.shape->size(); d++) h += (d ? "," : "") + std::to_string((*t.shape)[d]);
+        h += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + t.n_bytes) + "]}";
+        off += t.n_bytes;
     }
     h += "}";
     while (h.size() % 8) h += ' ';
     FILE *f = fopen(path.c_str(), "wb");
-    if (!f) return false;
+    if (!f) return nullptr;
     uint8_t len[8];
     for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)h.size() >> (8 * i));
-    bool ok = fwrite(len, 1, 8, f) == 8 && fwrite(h.data(), 1, h.size(), f) == h.size();
+    if (fwrite(len, 1, 8, f) != 8 || fwrite(h.data(), 1, h.size(), f) != h.size()) {
+        fclose(f);
+        return nullptr;
+    }
+    return f;
+}
+
+} // namespace
+
+bool write_safetensors(const std::string &path, const std::vector<RawTensor> &tensors) {
+    std::vector<TensorHead> heads;
+    for (const RawTensor &t : tensors) heads.push_back({&t.name, &t.dtype, &t.shape, (uint64_t)t.bytes.size()});
+    FILE *f = open_safetensors(path, heads);
+    if (!f) return false;
+    bool ok = true;
     for (const RawTensor &t : tensors) ok = ok && fwrite(t.bytes.data(), 1, t.bytes.size(), f) == t.bytes.size();
     return fclose(f) == 0 && ok;
 }
@@ -100,8 +125,44 @@ RandomModelSpec scheduler_model_spec(const std::string &dtype, uint64_t seed) {
     return s;
 }
 
-bool write_random_model(const std::string &dir, const RandomModelSpec &s) {
+std::vector<TensorSpec> random_model_tensors(const RandomModelSpec &s) {
     bool glm = s.arch == "Glm4ForCausalLM", qwen = s.arch == "Qwen3ForCausalLM";
+    std::vector<TensorSpec> ts;
+    int64_t C = s.hidden, qd = (int64_t)s.heads * s.head_dim, kvd = (int64_t)s.kv_heads * s.head_dim, I = s.ffn;
+    float ws = 1.0f / sqrtf((float)C), ds = 1.0f / sqrtf((float)I);
+    ts.push_back({"model.embed_tokens.weight", {s.vocab, C}, 1.0f, 0});
+    for (int l = 0; l < s.layers; l++) {
+        std::string p = "model.layers." + std::to_string(l) + ".";
+        ts.push_back({p + "input_layernorm.weight", {C}, 0.1f, 1.0f});
+        ts.push_back({p + "post_attention_layernorm.weight", {C}, 0.1f, 1.0f});
+        ts.push_back({p + "self_attn.q_proj.weight", {qd, C}, ws, 0});
+        ts.push_back({p + "self_attn.k_proj.weight", {kvd, C}, ws, 0});
+        ts.push_back({p + "self_attn.v_proj.weight", {kvd, C}, ws, 0});
+        ts.push_back({p + "self_attn.o_proj.weight", {C, qd}, 1.0f / sqrtf((float)qd), 0});
+        if (glm) {
+            ts.push_back({p + "self_attn.q_proj.bias", {qd}, 0.1f, 0});
+            ts.push_back({p + "self_attn.k_proj.bias", {kvd}, 0.1f, 0});
+            ts.push_back({p + "self_attn.v_proj.bias", {kvd}, 0.1f, 0});
+            ts.push_back({p + "post_self_attn_layernorm.weight", {C}, 0.1f, 1.0f});
+            ts.push_back({p + "post_mlp_layernorm.weight", {C}, 0.1f, 1.0f});
+            ts.push_back({p + "mlp.gate_up_proj.weight", {2 * I, C}, ws, 0});
+        } else {
+            ts.push_back({p + "mlp.gate_proj.weight", {I, C}, ws, 0});
+            ts.push_back({p + "mlp.up_proj.weight", {I, C}, ws, 0});
+        }
+        if (qwen) {
+            ts.push_back({p + "self_attn.q_norm.weight", {s.head_dim}, 0.1f, 1.0f});
+            ts.push_back({p + "self_attn.k_norm.weight", {s.head_dim}, 0.1f, 1.0f});
+        }
+        ts.push_back({p + "mlp.down_proj.weight", {C, I}, ds, 0});
+    }
+    ts.push_back({"model.norm.weight", {C}, 0.1f, 1.0f});
+    if (!s.tied) ts.push_back({"lm_head.weight", {s.vocab, C}, ws, 0});
+    return ts;
+}
+
+static bool write_config(const std::string &dir, const RandomModelSpec &s) {
+    bool glm = s.arch == "Glm4ForCausalLM";
     char cfg[2048];
     snprintf(cfg, sizeof cfg,
              "{\"architectures\": [\"%s\"], \"vocab_size\": %d, \"hidden_size\": %d, \"num_hidden_layers\": %d,\n"
@@ -111,38 +172,49 @@ bool write_random_model(const std::string &dir, const RandomModelSpec &s) {
              "\"silu\"}\n",
              s.arch.c_str(), s.vocab, s.hidden, s.layers, s.heads, s.kv_heads, s.head_dim, s.ffn, s.max_pos,
              s.tied ? "true" : "false", glm ? "true" : "false", glm ? "0.5" : "1.0");
-    if (!write_text(dir + "/config.json", cfg)) return false;
+    return write_text(dir + "/config.json", cfg);
+}
+
+bool write_random_model(const std::string &dir, const RandomModelSpec &s) {
+    if (!write_config(dir, s)) return false;
     Gen g{s.seed * 0x9E3779B97F4A7C15ull + 1};
     std::vector<RawTensor> ts;
-    int64_t C = s.hidden, qd = (int64_t)s.heads * s.head_dim, kvd = (int64_t)s.kv_heads * s.head_dim, I = s.ffn;
-    float ws = 1.0f / sqrtf((float)C), ds = 1.0f / sqrtf((float)I);
-    ts.push_back(make("model.embed_tokens.weight", {s.vocab, C}, s.dtype, g, 1.0f, 0));
-    for (int l = 0; l < s.layers; l++) {
-        std::string p = "model.layers." + std::to_string(l) + ".";
-        ts.push_back(make(p + "input_layernorm.weight", {C}, s.dtype, g, 0.1f, 1.0f));
-        ts.push_back(make(p + "post_attention_layernorm.weight", {C}, s.dtype, g, 0.1f, 1.0f));
-        ts.push_back(make(p + "self_attn.q_proj.weight", {qd, C}, s.dtype, g, ws, 0));
-        ts.push_back(make(p + "self_attn.k_proj.weight", {kvd, C}, s.dtype, g, ws, 0));
-        ts.push_back(make(p + "self_attn.v_proj.weight", {kvd, C}, s.dtype, g, ws, 0));
-        ts.push_back(make(p + "self_attn.o_proj.weight", {C, qd}, s.dtype, g, 1.0f / sqrtf((float)qd), 0));
-        if (glm) {
-            ts.push_back(make(p + "self_attn.q_proj.bias", {qd}, s.dtype, g, 0.1f, 0));
-            ts.push_back(make(p + "self_attn.k_proj.bias", {kvd}, s.dtype, g, 0.1f, 0));
-            ts.push_back(make(p + "self_attn.v_proj.bias", {kvd}, s.dtype, g, 0.1f, 0));
-            ts.push_back(make(p + "post_self_attn_layernorm.weight", {C}, s.dtype, g, 0.1f, 1.0f));
-            ts.push_back(make(p + "post_mlp_layernorm.weight", {C}, s.dtype, g, 0.1f, 1.0f));
-            ts.push_back(make(p + "mlp.gate_up_proj.weight", {2 * I, C}, s.dtype, g, ws, 0));
-        } else {
-            ts.push_back(make(p + "mlp.gate_proj.weight", {I, C}, s.dtype, g, ws, 0));
-            ts.push_back(make(p + "mlp.up_proj.weight", {I, C}, s.dtype, g, ws, 0));
-        }
-        if (qwen) {
-            ts.push_back(make(p + "self_attn.q_norm.weight", {s.head_dim}, s.dtype, g, 0.1f, 1.0f));
-            ts.push_back(make(p + "self_attn.k_norm.weight", {s.head_dim}, s.dtype, g, 0.1f, 1.0f));
-        }
-        ts.push_back(make(p + "mlp.down_proj.weight", {C, I}, s.dtype, g, ds, 0));
-    }
-    ts.push_back(make("model.norm.weight", {C}, s.dtype, g, 0.1f, 1.0f));
-    if (!s.tied) ts.push_back(make("lm_head.weight", {s.vocab, C}, s.dtype, g, ws, 0));
+    for (const TensorSpec &t : random_model_tensors(s))
+        ts.push_back(make(t.name, t.shape, s.dtype, g, t.scale, t.offset));
     return write_safetensors(dir + "/model.safetensors", ts);
+}
+
+bool write_random_model_streamed(const std::string &dir, const RandomModelSpec &s) {
+    if (!write_config(dir, s)) return false;
+    std::vector<TensorSpec> specs = random_model_tensors(s);
+    size_t es = s.dtype == "F32" ? 4 : 2;
+    std::vector<TensorHead> heads;
+    for (const TensorSpec &t : specs) {
+        uint64_t n = es;
+        for (int64_t d : t.shape) n *= (uint64_t)d;
+        heads.push_back({&t.name, &s.dtype, &t.shape, n});
+    }
+    FILE *f = open_safetensors(dir + "/model.safetensors", heads);
+    if (!f) return false;
+    // One pool of values per (scale, offset), repeated through each tensor of that range.
+    const int64_t pool_n = (int64_t)1 << 22;
+    std::vector<std::pair<std::pair<float, float>, RawTensor>> pools;
+    Gen g{s.seed * 0x9E3779B97F4A7C15ull + 1};
+    bool ok = true;
+    for (size_t i = 0; ok && i < specs.size(); i++) {
+        const TensorSpec &t = specs[i];
+        const RawTensor *pool = nullptr;
+        for (const auto &p : pools)
+            if (p.first == std::make_pair(t.scale, t.offset)) pool = &p.second;
+        if (!pool) {
+            pools.push_back({{t.scale, t.offset}, make("pool", {pool_n}, s.dtype, g, t.scale, t.offset)});
+            pool = &pools.back().second;
+        }
+        for (uint64_t left = heads[i].n_bytes; ok && left > 0;) {
+            size_t take = (size_t)std::min<uint64_t>(left, pool->bytes.size());
+            ok = fwrite(pool->bytes.data(), 1, take, f) == take;
+            left -= take;
+        }
+    }
+    return fclose(f) == 0 && ok;
 }

@@ -26,6 +26,19 @@ struct RawTensor {
 bool write_safetensors(const std::string &path, const std::vector<RawTensor> &tensors);
 /* Writes dir/config.json and dir/model.safetensors for spec (directory must exist). */
 bool write_random_model(const std::string &dir, const RandomModelSpec &spec);
+/* The same checkpoint layout for a model too large to hold in memory (a speed benchmark's): each
+ * tensor repeats a pool of 2^22 values drawn from its range, written as it goes. */
+bool write_random_model_streamed(const std::string &dir, const RandomModelSpec &spec);
+
+/* A tensor of a random model: its name, its shape and the range its values are drawn from
+ * (offset +- scale). */
+struct TensorSpec {
+    std::string name;
+    std::vector<int64_t> shape;
+    float scale, offset;
+};
+/* The tensors write_random_model writes for spec, in order. */
+std::vector<TensorSpec> random_model_tensors(const RandomModelSpec &spec);
 /* The scheduler-sized model the scheduler and speculation tests run: vocab 97, hidden 48, 2 layers,
  * 4 heads (2 KV) of 12, FFN 64, 512 positions; its dtype and seed vary. */
 RandomModelSpec scheduler_model_spec(const std::string &dtype, uint64_t seed);

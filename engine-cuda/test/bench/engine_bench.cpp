@@ -2,6 +2,9 @@
  *
  * Usage (built and run by engine-cuda/test/bench/run.sh): engine-bench MODEL_DIR [threads] [prompt_len] [gen_len]
  *        engine-bench --random-llama DIR DTYPE   (writes a ~110M Llama-shaped model, then exits)
+ *        engine-bench --random-glm4-9b DIR [LAYERS] (writes a GLM-4-9B-shaped bf16 model, 40 layers
+ *                                                  unless given, streamed: scripts/test-gpu.sh's decode
+ *                                                  benchmark where Node is absent)
  * MAYA_WEIGHT_DTYPE=q8 loads the weights as 8-bit; MAYA_ENGINE_SIMD picks the kernel path and
  * MAYA_ENGINE_BACKEND the backend (read here and passed as ENG_PARAM_*).
  * Prints prefill tok/s (batch 1) and decode tok/s at batch 1 and 8 with the weight-bytes roofline
@@ -79,6 +82,20 @@ int main(int argc, char **argv) {
         s.tied = true;
         s.dtype = argv[3];
         return write_random_model(argv[2], s) ? 0 : 1;
+    }
+    if (argc >= 3 && !strcmp(argv[1], "--random-glm4-9b")) { // GLM-4-9B's shape (bench/glm4-checkpoint.ts)
+        RandomModelSpec s;
+        s.arch = "Glm4ForCausalLM";
+        s.vocab = 151552;
+        s.hidden = 4096;
+        s.layers = argc > 3 ? atoi(argv[3]) : 40;
+        s.heads = 32;
+        s.kv_heads = 2;
+        s.head_dim = 128;
+        s.ffn = 13696;
+        s.max_pos = 32768;
+        s.dtype = "BF16";
+        return s.layers > 0 && write_random_model_streamed(argv[2], s) ? 0 : 1;
     }
     if (argc < 2) {
         fprintf(stderr, "usage: engine-bench MODEL_DIR [threads] [prompt_len] [gen_len]\n");
