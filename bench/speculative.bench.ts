@@ -315,7 +315,10 @@ export async function benchSpeculative(
             identical: identical[m]!,
           });
         });
-        process.stderr.write(`bench: speculative ${w.name} batch ${batch} done\n`);
+        const costs = await Promise.all(on.map(async (e) => (await e.stats()).tokenCost.toFixed(2)));
+        process.stderr.write(
+          `bench: speculative ${w.name} batch ${batch} done (turn-down token cost ${costs.join(', ')})\n`,
+        );
       }
   } finally {
     for (const e of engines) await e.close();

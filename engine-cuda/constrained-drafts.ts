@@ -19,17 +19,53 @@
  *   the output and the draft so far, as the engine's (scheduler.cpp lookup). A run of looked-up
  *   tokens goes on from where it matched until a position the grammar or memory decides.
  * The draft stops at the first position none of these gives a token the matcher allows.
- * The turn-down applies to the tokens that are not forced: drafted token j of them is accepted with
- * probability about alpha^j (alpha: the sequence's decayed per-token acceptance of such tokens), and
- * is drafted only while alpha^j >= TOKEN_COST; below that, one such token every 16th step keeps alpha
- * current. Forced tokens are drafted whatever alpha is.
+ * The turn-down weighs each drafted position's cost, in generated tokens' worth of time: the
+ * engine's measured cost of one more token in a pass (ENG_STAT_TOKEN_COST_PPM) plus this worker's
+ * own time to build a position (the matcher's mask after it), both measured (DraftCost). Drafted
+ * token j of the ones not forced is accepted with probability about alpha^j (alpha: the sequence's
+ * decayed per-token acceptance of such tokens) and is drafted only while alpha^j >= cost; below that,
+ * one such token every 16th step keeps alpha current. A forced token is always accepted, so forced
+ * tokens are drafted while a position costs less than the token it gains (cost < 1).
  */
 import { isAllowed, type MaskBuilder, TokenMatcher } from '../grammar/token-mask.ts';
 
 const NGRAM_MAX = 4;
 const NGRAM_MIN = 2;
-/** What one more drafted token costs, in generated tokens' worth of time (the engine measures its own). */
+/** What one more drafted token costs, in generated tokens' worth of time, before any is measured. */
 const TOKEN_COST = 0.25;
+const COST_DECAY = 0.95; // as the engine's cost model: about the latest 20 steps
+
+/**
+ * What a drafted position costs on the engine worker: decayed sums of the time spent building drafts
+ * and the positions they held, and of whole steps (the engine's pass, the masks, the drafts) and the
+ * tokens they produced; relative() adds the engine's own measured cost of a token in a pass.
+ */
+export class DraftCost {
+  private buildMs = 0;
+  private built = 0;
+  private stepMs = 0;
+  private tokens = 0;
+
+  drafted(ms: number, positions: number): void {
+    this.buildMs = COST_DECAY * this.buildMs + ms;
+    this.built = COST_DECAY * this.built + positions;
+  }
+
+  step(ms: number, tokens: number): void {
+    this.stepMs = COST_DECAY * this.stepMs + ms;
+    this.tokens = COST_DECAY * this.tokens + tokens;
+  }
+
+  get positions(): number {
+    return this.built;
+  }
+
+  /** A position's cost in generated tokens' worth of time; engineCostPpm: ENG_STAT_TOKEN_COST_PPM (0: not measured). */
+  relative(engineCostPpm: number): number {
+    if (engineCostPpm <= 0 || this.tokens <= 0 || this.built <= 0) return TOKEN_COST;
+    return engineCostPpm / 1e6 + this.buildMs / this.built / (this.stepMs / this.tokens);
+  }
+}
 const PROBE_EVERY = 16;
 /** A state allowing at most this many tokens is narrow: the token the model took there is remembered. */
 export const NARROW_MAX = 64;
@@ -143,6 +179,8 @@ export class ConstrainedDrafter {
   private stateBefore: number | undefined;
   /** The matcher the drafts and the memory advance (one per sequence: a matcher's bitset is V/8 bytes). */
   private scratch: TokenMatcher | undefined;
+  /** The time the latest draft took to build (ms; its masks included, the memory's update not). */
+  buildMs = 0;
 
   constructor(
     prompt: ArrayLike<number>,
@@ -172,14 +210,20 @@ export class ConstrainedDrafter {
     }
   }
 
-  /** The next draft and its masks (empty: none), for the matcher's current state. */
-  next(matcher: TokenMatcher, words: number): ConstrainedDraft {
+  /**
+   * The next draft and its masks (empty: none), for the matcher's current state; cost: a drafted
+   * position's, in generated tokens' worth of time (DraftCost.relative).
+   */
+  next(matcher: TokenMatcher, words: number, cost = TOKEN_COST): ConstrainedDraft {
     this.remember(matcher);
     const alpha = this.accepted / (this.accepted + this.rejected);
     let k = 0;
-    for (let p = alpha; k < this.maxDraft && p >= TOKEN_COST; p *= alpha) k++;
+    for (let p = alpha; k < this.maxDraft && p >= cost; p *= alpha) k++;
     if (k === 0 && ++this.idle >= PROBE_EVERY) k = 1;
-    const draft = buildDraft(matcher, this.history, this.maxDraft, k, words, this.scratch);
+    const max = cost < 1 ? this.maxDraft : k; // forced tokens pay while a position costs less than one
+    const t0 = performance.now();
+    const draft = buildDraft(matcher, this.history, max, k, words, this.scratch);
+    this.buildMs = performance.now() - t0;
     if (draft.sources.some((s) => s !== 'forced')) this.idle = 0;
     this.pending = draft;
     return draft;

@@ -13,7 +13,7 @@ import * as workerThreads from 'node:worker_threads';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ConstraintCache, type Constraint } from '../grammar/constraint.ts';
 import type { TokenMatcher, VocabularyData } from '../grammar/token-mask.ts';
-import { ConstrainedDrafter } from './constrained-drafts.ts';
+import { ConstrainedDrafter, DraftCost } from './constrained-drafts.ts';
 import { EngineError } from './engine.ts';
 import { ENG, NativeLib, type ContextParams, type NativeContext, type SeqAddArgs } from './ffi.ts';
 
@@ -66,6 +66,8 @@ class Pump {
   private readonly matchers = new Map<number, TokenMatcher>();
   /** Constrained sequences' drafts (speculative decoding; the engine drafts for the others itself). */
   private readonly drafters = new Map<number, ConstrainedDrafter>();
+  /** What a drafted position costs here (constrained-drafts.ts DraftCost). */
+  private readonly draftCost = new DraftCost();
   private vocab: VocabularyData | undefined;
   private constraints: ConstraintCache | undefined;
   private events = new Int32Array(64 * ENG.EVENT_INTS);
@@ -184,6 +186,7 @@ class Pump {
 
   private stepOnce(): void {
     if (this.closed) return;
+    const t0 = performance.now();
     // A sequence yields up to 3 + the most drafted tokens events a step (its verified draft's tokens).
     const needed = ((3 + this.maxDraft) * this.live.size + 1) * ENG.EVENT_INTS;
     if (this.events.length < needed) this.events = new Int32Array(needed * 2);
@@ -226,6 +229,11 @@ class Pump {
       }
     }
     this.draftConstrained(events, n);
+    if (this.drafters.size > 0 || this.draftCost.positions > 0) {
+      let tokens = 0;
+      for (let i = 0; i < n; i++) if (events[i * ENG.EVENT_INTS + 1] === ENG.EVENT_TOKEN) tokens++;
+      this.draftCost.step(performance.now() - t0, tokens);
+    }
     this.post({ op: 'events', events, logits }, [events.buffer, ...logits.map(([, l]) => l.buffer as ArrayBuffer)]);
   }
 
@@ -241,7 +249,11 @@ class Pump {
       list.push(events[o + 2] ?? -1);
       produced.set(seqId, list);
     }
+    if (produced.size === 0) return;
     const words = Math.ceil(this.numVocab / 32);
+    const cost = this.draftCost.relative(this.ctx.stats()[ENG.STAT_TOKEN_COST_PPM] ?? 0);
+    let positions = 0;
+    let buildMs = 0;
     for (const [seqId, tokens] of produced) {
       const drafter = this.drafters.get(seqId);
       const matcher = this.matchers.get(seqId);
@@ -251,12 +263,15 @@ class Pump {
         continue;
       }
       try {
-        const draft = drafter.next(matcher, words);
+        const draft = drafter.next(matcher, words, cost);
+        positions += draft.tokens.length;
+        buildMs += drafter.buildMs;
         if (draft.tokens.length > 0) this.ctx.seqDraft(seqId, draft.tokens, draft.masks);
       } catch {
         this.drafters.delete(seqId); // a draft is an optimisation only: decoding goes on without
       }
     }
+    this.draftCost.drafted(buildMs, positions);
   }
 }
 

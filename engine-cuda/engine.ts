@@ -135,6 +135,8 @@ export interface EngineStats {
   mtpFirstAccepted: number;
   mtpDraftTokens: number;
   mtpDraftAccepted: number;
+  /** The turn-down's current cost of one more token in a decode pass, in generated tokens' worth of time (0: not measured yet). */
+  tokenCost: number;
 }
 
 export interface GenerateOptions {

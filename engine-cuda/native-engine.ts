@@ -159,6 +159,7 @@ export function engineStatsFromFields(f: number[]): EngineStats {
     mtpFirstAccepted: at(ENG.STAT_MTP_FIRST_ACCEPTED),
     mtpDraftTokens: at(ENG.STAT_MTP_DRAFT_TOKENS),
     mtpDraftAccepted: at(ENG.STAT_MTP_DRAFT_ACCEPTED),
+    tokenCost: at(ENG.STAT_TOKEN_COST_PPM) / 1e6,
   };
 }
 

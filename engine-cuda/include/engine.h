@@ -182,7 +182,12 @@ enum {
     ENG_STAT_MTP_FIRST_ACCEPTED = 17, /* of those, the ones whose first drafted token was accepted */
     ENG_STAT_MTP_DRAFT_TOKENS = 18,   /* their drafted tokens, the chained ones included */
     ENG_STAT_MTP_DRAFT_ACCEPTED = 19, /* of those, accepted */
-    ENG_STAT_COUNT = 20
+    /* Not a counter: the turn-down's current cost of one more token in a decode pass, in millionths
+     * of a generated token's time (measured: the step cost model's slope over the mean time per
+     * generated token; 0 before it has enough steps, or with speculation off). A host that drafts
+     * (eng_seq_draft) weighs its drafts with it. */
+    ENG_STAT_TOKEN_COST_PPM = 20,
+    ENG_STAT_COUNT = 21
 };
 
 /* A step writes events of 4 int32 each: { seq_id, kind, token, value }. */

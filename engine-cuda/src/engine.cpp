@@ -444,6 +444,7 @@ ENG_API int32_t eng_ctx_stats(const eng_ctx *ctx, int64_t *out, int32_t cap) {
     v[ENG_STAT_MTP_FIRST_ACCEPTED] = s.mtp_drafts_accepted;
     v[ENG_STAT_MTP_DRAFT_TOKENS] = s.mtp_draft_tokens;
     v[ENG_STAT_MTP_DRAFT_ACCEPTED] = s.mtp_draft_accepted;
+    v[ENG_STAT_TOKEN_COST_PPM] = (int64_t)(ctx->sched.token_cost() * 1e6 + 0.5);
     int32_t n = cap < ENG_STAT_COUNT ? cap : ENG_STAT_COUNT;
     memcpy(out, v, (size_t)n * sizeof(int64_t));
     return n;

@@ -104,6 +104,8 @@ class Scheduler {
     int32_t n_waiting() const { return (int32_t)waiting_.size(); }
     int32_t n_running() const { return (int32_t)running_.size(); }
     const SchedulerStats &stats() const { return stats_; }
+    /* The turn-down's cost of one more token in a pass, in generated tokens' worth of time. */
+    double token_cost() const { return token_cost_; }
 
   private:
     struct Entry {

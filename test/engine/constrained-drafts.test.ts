@@ -5,11 +5,12 @@
  * any sequence under the same grammar; elsewhere prompt lookup continues a quoted run; every draft is
  * cut to what the matcher allows and carries the mask after each token (what a replay of the
  * matcher gives); the acceptance record counts the tokens that were guessed, not forced ones, and a
- * turned-down sequence still drafts forced tokens. The engine-level proof (same tokens with the
+ * turned-down sequence still drafts forced tokens while a position costs less than a generated token
+ * (DraftCost: the engine's measured cost plus the worker's own). The engine-level proof (same tokens with the
  * worker's drafts) is in speculative-engine.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { buildDraft, ConstrainedDrafter, lookupDraft } from '../../engine-cuda/constrained-drafts.ts';
+import { buildDraft, ConstrainedDrafter, DraftCost, lookupDraft } from '../../engine-cuda/constrained-drafts.ts';
 import { CompiledGrammar } from '../../grammar/matcher.ts';
 import { alt, avoid, seq, special, text, type Grammar } from '../../grammar/grammar.ts';
 import { isAllowed, MaskBuilder, TokenMatcher, TokenTrie, type VocabularyData } from '../../grammar/token-mask.ts';
@@ -149,6 +150,29 @@ describe('ConstrainedDrafter', () => {
     // a fresh sequence at <call>: the forced token is drafted even with the record at its worst
     const fresh = matcherFor(g);
     expect(drafter.next(fresh, words).tokens[0]).toBe(CALL);
+  });
+
+  it('weighs a position at its measured cost: forced tokens only while one costs less than a generated token', () => {
+    const g: Grammar = { rules: {}, root: seq(special('<call>'), text('"key":'), special('<end>')) };
+    const drafter = new ConstrainedDrafter([id('a')], 8);
+    // <call> and the quote are forced (the key has several spellings): drafted at a cost below one,
+    // a guess not (alpha 0.5 < 0.9); nothing at a cost of one or more
+    const d = drafter.next(matcherFor(g), words, 0.9);
+    expect(d.tokens).toEqual([CALL, id('"')]);
+    expect(d.sources).toEqual(['forced', 'forced']);
+    expect(drafter.next(matcherFor(g), words, 1.2).tokens).toEqual([]);
+
+    // the cost: the engine's (ENG_STAT_TOKEN_COST_PPM) plus the worker's build time per position over
+    // the time per generated token, both decayed sums; a fixed 0.25 before anything is measured
+    const cost = new DraftCost();
+    expect(cost.relative(300_000)).toBe(0.25);
+    cost.drafted(2, 4); // 0.5 ms a position
+    cost.step(10, 5); // 2 ms a generated token
+    expect(cost.relative(0)).toBe(0.25); // the engine's not measured yet
+    expect(cost.relative(300_000)).toBeCloseTo(0.3 + 0.25, 9);
+    cost.drafted(0, 0);
+    cost.step(10, 5); // decayed: 0.95 * 2 ms over 0.95 * 4 positions; 19.5 ms over 9.75 tokens
+    expect(cost.relative(300_000)).toBeCloseTo(0.3 + 1.9 / 3.8 / (19.5 / 9.75), 9);
   });
 
   it('keeps the lookup of the engine (lookupDraft: the most recent earlier match of 4, 3 or 2 tokens)', () => {

@@ -195,6 +195,7 @@ export class FakeEngine implements Engine {
       mtpFirstAccepted: 0,
       mtpDraftTokens: 0,
       mtpDraftAccepted: 0,
+      tokenCost: 0,
     };
   }
 
