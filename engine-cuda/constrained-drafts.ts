@@ -56,10 +56,6 @@ export class DraftCost {
     this.tokens = COST_DECAY * this.tokens + tokens;
   }
 
-  get positions(): number {
-    return this.built;
-  }
-
   /** A position's cost in generated tokens' worth of time; engineCostPpm: ENG_STAT_TOKEN_COST_PPM (0: not measured). */
   relative(engineCostPpm: number): number {
     if (engineCostPpm <= 0 || this.tokens <= 0 || this.built <= 0) return TOKEN_COST;

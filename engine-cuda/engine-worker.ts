@@ -229,7 +229,7 @@ class Pump {
       }
     }
     this.draftConstrained(events, n);
-    if (this.drafters.size > 0 || this.draftCost.positions > 0) {
+    if (this.drafters.size > 0) {
       let tokens = 0;
       for (let i = 0; i < n; i++) if (events[i * ENG.EVENT_INTS + 1] === ENG.EVENT_TOKEN) tokens++;
       this.draftCost.step(performance.now() - t0, tokens);

@@ -589,18 +589,16 @@ void Scheduler::verify(size_t e, std::vector<int32_t> *events) {
     stats_.decode_tokens += m;
     stats_.draft_tokens += k;
     stats_.draft_accepted += a;
-    bool is_mtp = s->draft_from == Sequence::DraftFrom::mtp && k > 0;
-    if (is_mtp) {
+    // The turn-down's record (decayed): a accepted drafted tokens, then a rejection unless all were.
+    // MTP drafts (counted apart too): the first draft's record, and the chained drafts' after an
+    // accepted first; with prompt lookup beside them the lookup keeps its own (record_lookup). The
+    // host's drafts (a constrained sequence's) keep no record here beside the MTP layer's: the host
+    // turns them down.
+    if (s->draft_from == Sequence::DraftFrom::mtp && k > 0) {
         stats_.mtp_drafts++;
         stats_.mtp_drafts_accepted += a > 0;
         stats_.mtp_draft_tokens += k;
         stats_.mtp_draft_accepted += a;
-    }
-    // The turn-down's record (decayed): a accepted drafted tokens, then a rejection unless all were.
-    // MTP drafts: the first draft's record, and the chained drafts' after an accepted first; with
-    // prompt lookup beside them the lookup keeps its own (record_lookup). The host's drafts (a
-    // constrained sequence's) keep no record here beside the MTP layer's: the host turns them down.
-    if (is_mtp) {
         s->mtp_first_accepted = 0.8f * s->mtp_first_accepted + (a > 0 ? 1.0f : 0.0f);
         s->mtp_first_rejected = 0.8f * s->mtp_first_rejected + (a > 0 ? 0.0f : 1.0f);
         if (a > 0 && k > 1) {

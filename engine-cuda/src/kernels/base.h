@@ -47,44 +47,31 @@ static inline float bf16_scalar(uint16_t h) {
 static inline float f16_scalar(uint16_t h) { return half_to_f32(h); }
 
 /* e4m3fn: sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is subnormal (m * 2^-9),
- * 0x7F/0xFF are NaN and there are no infinities (OCP 8-bit floating point spec, "E4M3"). */
-static inline float f8_scalar(uint8_t b) {
-    uint32_t sign = (uint32_t)(b >> 7) << 31, exp = (b >> 3) & 0xF, mant = b & 7;
-    float f;
+ * 0x7F/0xFF are NaN and there are no infinities (OCP 8-bit floating point spec, "E4M3"). Written
+ * in arithmetic the compiler evaluates, for f8_table below. */
+static constexpr float f8_scalar(uint8_t b) {
+    int exp = (b >> 3) & 0xF, mant = b & 7;
+    float f = 0.0f;
     if (exp == 0) f = (float)mant * (1.0f / 512.0f);
-    else if (exp == 15 && mant == 7) f = NAN;
+    else if (exp == 15 && mant == 7) f = __builtin_nanf("");
     else {
-        uint32_t bits = ((exp - 7 + 127) << 23) | (mant << 20);
-        memcpy(&f, &bits, 4);
+        f = 1.0f + (float)mant * 0.125f; // exact: powers of two scale it below
+        for (int e = 7; e < exp; e++) f *= 2.0f;
+        for (int e = exp; e < 7; e++) f *= 0.5f;
     }
-    uint32_t fb;
-    memcpy(&fb, &f, 4);
-    fb |= sign;
-    memcpy(&f, &fb, 4);
-    return f;
+    return (b & 0x80) ? -f : f;
 }
 
-/* All 256 e4m3 values (a gather table for the vector widening), as f8_scalar gives them, computed
- * by the compiler: a table built by a static initialiser would run this file's instruction set when
- * the library is loaded, before the CPU check of kernels_choose (SIGILL in the AVX-512 build on a
- * CPU without AVX-512). run.sh checks that no kernel object has a static initialiser. */
+/* All 256 e4m3 values (a gather table for the vector widening), computed by the compiler: a table
+ * built by a static initialiser would run this file's instruction set when the library is loaded,
+ * before the CPU check of kernels_choose (SIGILL in the AVX-512 build on a CPU without AVX-512).
+ * run.sh checks that no kernel object has a static initialiser. */
 struct F8Table {
     float v[256];
 };
 static constexpr F8Table f8_values() {
     F8Table t{};
-    for (int i = 0; i < 256; i++) {
-        int exp = (i >> 3) & 0xF, mant = i & 7;
-        float f = 0.0f;
-        if (exp == 0) f = (float)mant * (1.0f / 512.0f);
-        else if (exp == 15 && mant == 7) f = __builtin_nanf("");
-        else {
-            f = 1.0f + (float)mant * 0.125f; // exact: powers of two scale it below
-            for (int e = 7; e < exp; e++) f *= 2.0f;
-            for (int e = exp; e < 7; e++) f *= 0.5f;
-        }
-        t.v[i] = (i & 0x80) ? -f : f;
-    }
+    for (int i = 0; i < 256; i++) t.v[i] = f8_scalar((uint8_t)i);
     return t;
 }
 static constexpr F8Table f8_table = f8_values();
